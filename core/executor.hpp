@@ -1,0 +1,44 @@
+// The one narrow interface every executor implements (docs/program.md, "Executors").
+// The simulator and the CUDA executor both take a Program and return per-op timings; the trace
+// builder (backends/common) turns Program + timings into the one Trace schema.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/program.hpp"
+
+namespace csim::core {
+
+struct OpTiming {
+  TimeNs ready_ns = -1;       // the issuing thread reached the op and its host waits were met
+  TimeNs gil_wait_ns = 0;     // of which waiting for the GIL (after ready_ns)
+  TimeNs core_wait_ns = 0;    // waiting for a free CPU core (after the GIL wait)
+  TimeNs issue_end_ns = -1;   // host finished issuing (python + dispatch done)
+  TimeNs start_ns = -1;       // execution start: on its GPU stream, or on the host for host work
+  TimeNs end_ns = -1;         // execution end
+};
+
+struct RunControl {
+  const std::atomic<bool>* cancel = nullptr;  // set asynchronously (Ctrl-C): stop early
+};
+
+struct ExecutionResult {
+  std::string backend;               // "sim", "cuda", "cpu-standin"
+  bool measured = false;             // true only for timings measured on real GPUs
+  bool complete = true;              // false when cancelled
+  std::vector<OpTiming> timings;     // indexed by OpId
+  std::vector<std::string> notes;    // labelled caveats to carry into trace metadata
+  std::int64_t events_processed = 0; // simulator: discrete events handled
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::string name() const = 0;
+  virtual ExecutionResult run(const Program& program, const RunControl& control) = 0;
+};
+
+}  // namespace csim::core

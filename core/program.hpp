@@ -1,0 +1,148 @@
+// Program: the lowered form of a Scenario and the contract between lowering and the executors.
+// Both the simulator (backends/sim) and the CUDA executor (backends/cuda) run the same Program.
+//
+// Execution semantics (docs/program.md):
+//  * Ops are listed in `ops` in the order their host thread issues them; a thread issues its ops
+//    one after another. Issuing costs python_ns (GIL held, when the process has a GIL) then
+//    dispatch_ns (GIL released); both need a CPU core of the node.
+//  * An op with a GPU stream is enqueued when issued and runs on the GPU when (a) the previous op
+//    of its stream finished, (b) launch latency after its issue passed, (c) its kStreamWaits deps
+//    finished. A HostWork/Marker op runs on the host thread itself.
+//  * A kHostWaits dep blocks the issuing thread before issue until the dep finished (a
+//    synchronisation, a thread join, a batch handed over by a data-loader worker).
+//  * The ops of one collective instance (one per participating GPU) transfer data only once all
+//    of them have started; each GPU's kernel occupies its stream from its own start to the end.
+//  * Alloc/Free change a GPU's allocated bytes when they run on their stream (stream-ordered, as
+//    cudaMallocAsync/cudaFreeAsync); they take no time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "core/units.hpp"
+
+namespace csim::core {
+
+using OpId = std::int32_t;
+inline constexpr OpId kNoOp = -1;
+
+enum class OpKind : std::uint8_t { kCompute, kCopy, kCollective, kHostWork, kMarker, kAlloc, kFree };
+const char* to_string(OpKind k);
+
+enum class CopyKind : std::uint8_t { kH2DPinned, kH2DPageable, kD2H, kD2D, kPeer };
+const char* to_string(CopyKind k);
+
+enum class CollectiveKind : std::uint8_t {
+  kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kScatter, kGather, kAllToAll, kSendRecv
+};
+const char* to_string(CollectiveKind k);
+
+enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree };
+const char* to_string(CollectiveAlgo a);
+
+enum class MemCategory : std::uint8_t {
+  kParams, kGrads, kOptimizer, kActivations, kBuffers, kGatheredOutputs, kCommBuffers, kWorkspace
+};
+inline constexpr int kNumMemCategories = 8;
+const char* to_string(MemCategory c);
+
+enum class StreamRole : std::uint8_t { kCompute, kComm, kCopy };
+const char* to_string(StreamRole r);
+
+enum class DepKind : std::uint8_t { kStreamWaits, kHostWaits };
+
+struct Dep {
+  OpId op = kNoOp;
+  DepKind kind = DepKind::kStreamWaits;
+};
+
+struct ProcessDesc {
+  int id = 0;
+  int node = 0;
+  std::string name;        // "python (rank 0)", "dataloader worker 3 (rank 1)"
+  bool has_gil = true;     // Python with a GIL (false: C++ or free-threaded)
+};
+
+struct ThreadDesc {
+  int id = 0;
+  int process = 0;
+  int gpu = 0;             // GPU this thread drives; its events appear under that GPU in traces
+  std::string name;        // "main", "replica 2", "autograd device 1", "dataloader worker 0"
+};
+
+struct StreamDesc {
+  int id = 0;
+  int gpu = 0;             // global GPU index
+  StreamRole role = StreamRole::kCompute;
+  std::string name;        // "compute", "nccl", "copy"
+};
+
+struct CommGroup {
+  int id = 0;
+  std::vector<int> gpus;   // global GPU indices, in rank order within the group
+  std::string name;        // "dp", "world", "data_parallel"
+};
+
+struct Op {
+  OpId id = kNoOp;
+  OpKind kind = OpKind::kCompute;
+  std::string name;                 // "fc.fwd", "bucket 0 all_reduce", "scatter[2]"
+  int thread = 0;                   // issuing host thread
+  int stream = -1;                  // GPU stream; -1 for kHostWork / kMarker
+  int gpu = 0;                      // GPU it runs on (kHostWork: GPU whose thread runs it)
+  int step = 0;                     // training step (1-based); 0 = setup
+  TimeNs python_ns = 0;             // host time holding the GIL
+  TimeNs dispatch_ns = 0;           // host time without the GIL (dispatch + launch call)
+  std::vector<Dep> deps;
+
+  // kCompute
+  ComputeKind compute_kind = ComputeKind::kGemm;
+  Dtype dtype = Dtype::kFp32;
+  double flops = 0;                 // floating-point operations
+  // kCompute: bytes of memory traffic; kCopy / kCollective: payload bytes per GPU (the buffer
+  // size, as nccl-tests' "size"); kAlloc / kFree: bytes allocated or released
+  Bytes bytes = 0;
+
+  // kCopy
+  CopyKind copy_kind = CopyKind::kPeer;
+  int peer_gpu = -1;                // kPeer / kD2D: the source GPU (destination is `gpu`)
+
+  // kCollective
+  CollectiveKind collective = CollectiveKind::kAllReduce;
+  CollectiveAlgo algo = CollectiveAlgo::kAuto;
+  int group = -1;                   // CommGroup id
+  int root = -1;                    // global GPU index for rooted collectives
+  int instance = -1;                // ops with the same instance form one collective
+
+  // kAlloc / kFree
+  MemCategory mem_category = MemCategory::kActivations;
+
+  // annotations
+  std::int64_t batch = -1;          // samples this op works on (forward ops: the replica's share)
+  std::string phase;                // "data", "forward", "backward", "optimizer", "replicate", ...
+};
+
+struct Program {
+  std::string strategy_label;       // "data_parallel (4 GPUs)", "ddp (what-if: thread launcher)"
+  int world_gpus = 0;               // GPUs in the cluster
+  int gpus_per_node = 1;
+  std::vector<int> active_gpus;     // GPUs the program uses
+  int steps = 0;
+  std::int64_t samples_per_step = 0;
+  std::vector<ProcessDesc> processes;
+  std::vector<ThreadDesc> threads;
+  std::vector<StreamDesc> streams;
+  std::vector<CommGroup> groups;
+  std::vector<Op> ops;              // in issue order per thread
+  std::vector<std::string> warnings;
+
+  int collective_instances = 0;     // number of distinct Op::instance values
+};
+
+// Structural checks (deps point backwards or to other threads, streams exist, collective instances
+// have one op per group member...). Returns an empty string when valid, else the first problem.
+std::string validate_program(const Program& p);
+
+}  // namespace csim::core

@@ -1,0 +1,207 @@
+// Scenario: the plain data a user describes in scenario.json (docs/scenario.md lists every key with
+// its unit and default). Parsed and validated by scenario_parser; nothing here knows about JSON.
+//
+// Index: [SECTION] GPU, [SECTION] Cluster, [SECTION] Host, [SECTION] Model, [SECTION] Training,
+//        [SECTION] Strategy, [SECTION] Scenario
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace csim::core {
+
+// [SECTION] GPU ----------------------------------------------------------------------------------
+
+enum class Dtype { kFp32, kTf32, kFp16, kBf16 };
+const char* to_string(Dtype d);
+int dtype_bytes(Dtype d);
+
+enum class ComputeKind { kGemm, kElementwise, kConv, kAttention };
+const char* to_string(ComputeKind k);
+inline constexpr int kNumComputeKinds = 4;
+
+// Achieved fraction of peak as a function of the kernel's size (docs/cost-model.md, "Compute"):
+//   efficiency(F) = max_efficiency * F / (F + half_flops)
+struct EfficiencyCurve {
+  double max_efficiency = 0.7;  // asymptotic fraction of dense peak for large kernels, (0, 1]
+  double half_flops = 1e9;      // FLOPs at which half of max_efficiency is reached, >= 0
+  std::string source;           // where the constants come from (datasheet, paper, calibration)
+};
+
+struct GpuSpec {
+  std::string name;                    // catalog key, e.g. "A100-SXM4-80GB"
+  Bytes memory_bytes = 0;              // device memory
+  double peak_fp32_flops_per_s = 0;    // dense peak per dtype; 0 = the GPU lacks the dtype
+  double peak_tf32_flops_per_s = 0;    //
+  double peak_fp16_flops_per_s = 0;    // tensor-core dense (not 2:4 sparse)
+  double peak_bf16_flops_per_s = 0;    //
+  double mem_bw_bytes_per_s = 0;       // HBM/GDDR bandwidth
+  int sm_count = 0;                    //
+  int compute_capability = 0;          // e.g. 80 for sm_80
+  TimeNs kernel_overhead_ns = 0;       // per-kernel device-side fixed cost
+  EfficiencyCurve efficiency[kNumComputeKinds];  // by ComputeKind
+  double mem_bw_efficiency = 0.85;     // achieved fraction of mem_bw for streaming kernels
+  std::string source;                  // datasheet reference for the figures above
+
+  double peak_flops_per_s(Dtype d) const;
+};
+
+// Memory the GPU has but training cannot use (docs/scenario.md, "cluster.reserved").
+struct MemoryReserve {
+  Bytes cuda_context_bytes = 0;   // CUDA context + kernels' module images
+  Bytes nccl_buffers_bytes = 0;   // NCCL communicator buffers (only when the GPU communicates)
+  Bytes workspace_bytes = 0;      // cuBLAS / cuDNN workspaces
+};
+
+// [SECTION] Cluster ------------------------------------------------------------------------------
+
+enum class IntraNodeKind { kPcie, kNvlinkMesh, kNvswitch };
+const char* to_string(IntraNodeKind k);
+
+struct NvlinkPair {
+  int a = 0, b = 0;  // local GPU indices
+  int links = 1;     // bonded NVLink links between them
+};
+
+struct IntraNodeSpec {
+  IntraNodeKind kind = IntraNodeKind::kPcie;
+  int pcie_gen = 3;                        // 3, 4, 5
+  int pcie_lanes = 16;                     // lanes per GPU
+  double host_bridge_bytes_per_s = 0;      // shared root complex / inter-switch bandwidth per direction
+                                           // (0 = derived: one x16 link of the same generation)
+  std::vector<NvlinkPair> nvlink_pairs;    // kNvlinkMesh: which GPUs are joined
+  double nvlink_bytes_per_s_per_link = 0;  // per direction per link (V100: 25 GB/s)
+  double nvswitch_bytes_per_s = 0;         // kNvswitch: per GPU per direction
+};
+
+struct ClusterSpec {
+  int nodes = 1;
+  int gpus_per_node = 1;
+  GpuSpec gpu;
+  MemoryReserve reserve;
+  IntraNodeSpec intra;
+  int nics_per_node = 0;
+  double nic_bytes_per_s = 0;  // per NIC per direction
+
+  int world_gpus() const { return nodes * gpus_per_node; }
+};
+
+// [SECTION] Host ---------------------------------------------------------------------------------
+
+struct HostSpec {
+  int cpu_cores = 16;              // per node; host threads beyond this queue for a core
+  bool python = true;              // false: a C++ training loop (no Python time at all)
+  bool gil = true;                 // false: free-threaded Python (PEP 703)
+  double python_us_per_op = 4.8;   // Python time per framework op, GIL held
+  double dispatch_us_per_op = 2.0; // ATen dispatch + cudaLaunchKernel, GIL released
+  double launch_latency_us = 4.0;  // host enqueue -> earliest kernel start on an idle GPU
+  double thread_start_us = 60.0;   // Python threading.Thread start + join (DataParallel)
+  double host_memcpy_bytes_per_s = 10e9;  // pageable -> pinned staging copy on the host
+};
+
+// [SECTION] Model --------------------------------------------------------------------------------
+
+struct LayerSpec {
+  std::string name;                    // e.g. "fc", "layer3.2.conv1", "h.5.attn"
+  ComputeKind kind = ComputeKind::kGemm;
+  std::int64_t params = 0;             // trainable parameter count
+  std::int64_t buffer_elems = 0;       // non-trainable buffers (BatchNorm running stats)
+  double fwd_flops_per_sample = 0;     // forward FLOPs for one sample
+  double fwd_bytes_per_sample = 0;     // forward memory traffic (bytes) for one sample, excluding weights
+  double activation_bytes_per_sample = 0;  // bytes saved for backward, one sample
+  double output_bytes_per_sample = 0;  // the layer's output, one sample
+  int kernels = 1;                     // kernel launches in forward (backward launches 2x)
+  double extra_python_us = 0;          // extra Python in forward (e.g. the notes' print())
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string source;                     // "layers", "gpt", "resnet50", "explicit"
+  std::vector<LayerSpec> layers;          // in forward order
+  double input_bytes_per_sample = 0;      // one input sample as loaded (fp32 unless said)
+  bool python_hooks = false;              // backward hooks in Python: backward then needs the GIL
+  std::int64_t total_params() const;
+  std::int64_t total_buffer_elems() const;
+};
+
+// [SECTION] Training -----------------------------------------------------------------------------
+
+enum class Precision { kFp32, kAmp, kBf16, kFp16 };
+const char* to_string(Precision p);
+
+// Bytes per parameter by precision recipe (docs/scenario.md, "training.precision").
+struct PrecisionBytes {
+  int weights = 4;        // the model's parameters as stored
+  int grads = 4;          // .grad (or main grads)
+  int master = 0;         // fp32 master copy kept by the optimizer
+  Dtype compute = Dtype::kFp32;  // dtype the kernels run in
+};
+PrecisionBytes precision_bytes(Precision p, Dtype amp_dtype);
+
+enum class OptimizerKind { kSgd, kAdam };
+const char* to_string(OptimizerKind k);
+
+struct DataLoaderSpec {
+  int num_workers = 0;             // 0: the main thread loads batches itself (GIL held)
+  bool pin_memory = false;         // pinned host buffers: async H2D at full PCIe rate
+  double per_sample_load_us = 0;   // host time to load + decode + collate one sample
+  int prefetch_factor = 2;         // batches in flight per worker
+};
+
+struct TrainingSpec {
+  std::int64_t global_batch = 1;       // samples per optimizer step, all GPUs together
+  std::int64_t dataset_size = 0;       // 0: unlimited; else batches follow an epoch (last partial)
+  Precision precision = Precision::kFp32;
+  Dtype amp_dtype = Dtype::kFp16;      // autocast dtype for precision "amp"
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  double sgd_momentum = 0.0;           // > 0 keeps a momentum buffer (4 bytes/param)
+  int steps = 3;
+  int gradient_accumulation = 1;       // micro-steps per optimizer step
+  DataLoaderSpec loader;
+};
+
+// [SECTION] Strategy -----------------------------------------------------------------------------
+
+enum class StrategyKind { kSingle, kDataParallel, kDdp };
+const char* to_string(StrategyKind k);
+
+enum class DdpLauncher { kProcess, kThread };
+
+struct DdpSpec {
+  double bucket_cap_mb = 25.0;       // MiB, as torch's bucket_cap_mb
+  double first_bucket_mb = 1.0;      // MiB (torch: dist._DEFAULT_FIRST_BUCKET_BYTES)
+  bool overlap = true;               // all-reduce buckets while backward runs
+  bool broadcast_buffers = true;     // broadcast module buffers from rank 0 before each forward
+  bool gradient_as_bucket_view = false;
+  DdpLauncher launcher = DdpLauncher::kProcess;
+};
+
+struct StrategySpec {
+  StrategyKind kind = StrategyKind::kSingle;
+  std::vector<int> device_ids;   // global GPU indices; empty in the file = all GPUs (filled by the parser)
+  int output_device = -1;        // data_parallel; -1 in the file = device_ids[0] (filled by the parser)
+  DdpSpec ddp;
+};
+
+// [SECTION] Scenario -----------------------------------------------------------------------------
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string file;              // path it was read from (for messages)
+  ClusterSpec cluster;
+  HostSpec host;
+  ModelSpec model;
+  TrainingSpec training;
+  StrategySpec strategy;
+  std::vector<std::string> warnings;  // accepted but noteworthy (e.g. fewer replicas than devices)
+};
+
+// Usable memory = memory - context - NCCL buffers (when communicating) - workspace
+// (docs/cost-model.md, "Memory").
+Bytes usable_memory_bytes(const ClusterSpec& c, bool communicates);
+
+}  // namespace csim::core

@@ -1,0 +1,1 @@
+// (empty: being written)

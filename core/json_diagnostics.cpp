@@ -1,1 +1,178 @@
-// (empty: being written)
+// JSON diagnostics (core/json_diagnostics.hpp).
+#include "core/json_diagnostics.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace csim::core {
+
+LineCol line_col_at(std::string_view text, std::size_t offset) {
+  LineCol lc;
+  const std::size_t end = std::min(offset, text.size());
+  for (std::size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++lc.line;
+      lc.column = 1;
+    } else {
+      ++lc.column;
+    }
+  }
+  return lc;
+}
+
+namespace {
+
+// Tracks the JSON path while nlohmann's SAX-style callback walks the document, so a duplicate key
+// can be reported at its path. Frames: an object (current key) or an array (next index).
+struct PathTracker {
+  struct Frame {
+    bool is_array = false;
+    std::size_t next_index = 0;
+    std::string key;
+    std::set<std::string> keys_seen;
+    std::string path;  // path of this container
+  };
+  std::vector<Frame> stack;
+
+  // Path of the element about to start inside the top container (and advance array indices).
+  std::string element_path() {
+    if (stack.empty()) return "";
+    Frame& f = stack.back();
+    if (f.is_array) return index_path(f.path, f.next_index++);
+    return child_path(f.path, f.key);
+  }
+};
+
+// Drops the "[json.exception.parse_error.101] parse error at line 1, column 2: " prefix of
+// nlohmann's message: we print our own position.
+std::string syntax_detail(const std::string& what) {
+  const std::string marker = "syntax error";
+  const std::size_t pos = what.find(marker);
+  if (pos != std::string::npos) return what.substr(pos);
+  const std::size_t colon = what.rfind(": ");
+  return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+}  // namespace
+
+nlohmann::json parse_json_strict(const std::string& text, const std::string& file) {
+  PathTracker tracker;
+  using Event = nlohmann::json::parse_event_t;
+  auto callback = [&](int /*depth*/, Event event, nlohmann::json& parsed) -> bool {
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start: {
+        PathTracker::Frame f;
+        f.is_array = event == Event::array_start;
+        f.path = tracker.element_path();
+        tracker.stack.push_back(std::move(f));
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        if (!tracker.stack.empty()) tracker.stack.pop_back();
+        break;
+      case Event::key: {
+        PathTracker::Frame& f = tracker.stack.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys_seen.insert(f.key).second) {
+          throw InputError(file, child_path(f.path, f.key), "duplicate key '" + f.key + "'",
+                           "JSON objects must not repeat a key; keep one");
+        }
+        break;
+      }
+      case Event::value:
+        if (!tracker.stack.empty() && tracker.stack.back().is_array) tracker.element_path();
+        break;
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, callback, /*allow_exceptions=*/true,
+                                 /*ignore_comments=*/false);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is the 1-based index of the last byte read, i.e. the offending one.
+    const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    const LineCol lc = line_col_at(text, offset);
+    throw InputError(file, "",
+                     "malformed JSON at line " + std::to_string(lc.line) + ", column " +
+                         std::to_string(lc.column) + ": " + syntax_detail(e.what()),
+                     "check for a missing comma, quote or bracket just before that position "
+                     "(comments and trailing commas are not JSON)");
+  }
+}
+
+int edit_distance(std::string_view a, std::string_view b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1, 0));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = static_cast<int>(i);
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = static_cast<int>(j);
+  for (std::size_t i = 1; i <= n; ++i) {
+    for (std::size_t j = 1; j <= m; ++j) {
+      const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[n][m];
+}
+
+std::string nearest_candidate(std::string_view word, const std::vector<std::string>& candidates) {
+  const int limit = std::max(2, static_cast<int>(word.size()) / 3);
+  int best = limit + 1;
+  std::string best_name;
+  for (const std::string& c : candidates) {
+    const int d = edit_distance(word, c);
+    if (d < best) {
+      best = d;
+      best_name = c;
+    }
+  }
+  return best_name;
+}
+
+std::string unknown_key_hint(std::string_view key, const std::vector<std::string>& valid) {
+  const std::string near = nearest_candidate(key, valid);
+  if (!near.empty()) return "did you mean " + near + "?";
+  std::string s = "valid keys: ";
+  for (std::size_t i = 0; i < valid.size(); ++i) s += (i ? ", " : "") + valid[i];
+  return s;
+}
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string index_path(const std::string& parent, std::size_t index) {
+  return parent + "[" + std::to_string(index) + "]";
+}
+
+std::string describe_value(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::boolean:
+      return std::string("boolean ") + (v.get<bool>() ? "true" : "false");
+    case nlohmann::json::value_t::string: {
+      std::string s = v.get<std::string>();
+      if (s.size() > 40) s = s.substr(0, 37) + "...";
+      return "string \"" + s + "\"";
+    }
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::json::value_t::number_float:
+      return "number " + v.dump();
+    case nlohmann::json::value_t::object:
+      return "an object";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    default:
+      return "a value";
+  }
+}
+
+}  // namespace csim::core

@@ -1,1 +1,159 @@
-// (empty: being written)
+// Out-of-line parts of the scenario data model (core/scenario.hpp). Formulas: docs/scenario.md.
+#include "core/scenario.hpp"
+
+#include <algorithm>
+
+namespace csim::core {
+
+const char* to_string(Dtype d) {
+  switch (d) {
+    case Dtype::kFp32:
+      return "fp32";
+    case Dtype::kTf32:
+      return "tf32";
+    case Dtype::kFp16:
+      return "fp16";
+    case Dtype::kBf16:
+      return "bf16";
+  }
+  return "?";
+}
+
+// Storage size of one element. tf32 is a compute mode of fp32 tensors: stored in 4 bytes.
+int dtype_bytes(Dtype d) {
+  switch (d) {
+    case Dtype::kFp32:
+      return 4;
+    case Dtype::kTf32:
+      return 4;
+    case Dtype::kFp16:
+      return 2;
+    case Dtype::kBf16:
+      return 2;
+  }
+  return 4;
+}
+
+const char* to_string(ComputeKind k) {
+  switch (k) {
+    case ComputeKind::kGemm:
+      return "gemm";
+    case ComputeKind::kElementwise:
+      return "elementwise";
+    case ComputeKind::kConv:
+      return "conv";
+    case ComputeKind::kAttention:
+      return "attention";
+  }
+  return "?";
+}
+
+double GpuSpec::peak_flops_per_s(Dtype d) const {
+  switch (d) {
+    case Dtype::kFp32:
+      return peak_fp32_flops_per_s;
+    case Dtype::kTf32:
+      return peak_tf32_flops_per_s;
+    case Dtype::kFp16:
+      return peak_fp16_flops_per_s;
+    case Dtype::kBf16:
+      return peak_bf16_flops_per_s;
+  }
+  return 0.0;
+}
+
+const char* to_string(IntraNodeKind k) {
+  switch (k) {
+    case IntraNodeKind::kPcie:
+      return "pcie";
+    case IntraNodeKind::kNvlinkMesh:
+      return "nvlink_mesh";
+    case IntraNodeKind::kNvswitch:
+      return "nvswitch";
+  }
+  return "?";
+}
+
+std::int64_t ModelSpec::total_params() const {
+  std::int64_t n = 0;
+  for (const LayerSpec& l : layers) n += l.params;
+  return n;
+}
+
+std::int64_t ModelSpec::total_buffer_elems() const {
+  std::int64_t n = 0;
+  for (const LayerSpec& l : layers) n += l.buffer_elems;
+  return n;
+}
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kAmp:
+      return "amp";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
+  }
+  return "?";
+}
+
+// Bytes per parameter by precision recipe (docs/scenario.md, "training.precision"):
+//   fp32: 4 weights + 4 grads, compute fp32
+//   amp (torch.autocast): fp32 weights and grads (4 + 4); kernels run in amp_dtype
+//   bf16: bf16 weights (2) + fp32 main grads (4) + fp32 master copy (4)  (Megatron bf16 recipe)
+//   fp16: fp16 weights (2) + fp16 grads (2) + fp32 master copy (4)       (Micikevicius et al. 2018)
+// Optimizer state (adam 8 B/param, sgd momentum 4 B/param) is counted by the memory model, not
+// here.
+PrecisionBytes precision_bytes(Precision p, Dtype amp_dtype) {
+  PrecisionBytes b;
+  switch (p) {
+    case Precision::kFp32:
+      b = {4, 4, 0, Dtype::kFp32};
+      break;
+    case Precision::kAmp:
+      b = {4, 4, 0, amp_dtype};
+      break;
+    case Precision::kBf16:
+      b = {2, 4, 4, Dtype::kBf16};
+      break;
+    case Precision::kFp16:
+      b = {2, 2, 4, Dtype::kFp16};
+      break;
+  }
+  return b;
+}
+
+const char* to_string(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::kSgd:
+      return "sgd";
+    case OptimizerKind::kAdam:
+      return "adam";
+  }
+  return "?";
+}
+
+const char* to_string(StrategyKind k) {
+  switch (k) {
+    case StrategyKind::kSingle:
+      return "single";
+    case StrategyKind::kDataParallel:
+      return "data_parallel";
+    case StrategyKind::kDdp:
+      return "ddp";
+  }
+  return "?";
+}
+
+// usable = memory - cuda_context - (communicates ? nccl_buffers : 0) - workspace, floored at 0
+// (docs/scenario.md, "Usable memory").
+Bytes usable_memory_bytes(const ClusterSpec& c, bool communicates) {
+  Bytes usable = c.gpu.memory_bytes - c.reserve.cuda_context_bytes - c.reserve.workspace_bytes;
+  if (communicates) usable -= c.reserve.nccl_buffers_bytes;
+  return std::max<Bytes>(usable, 0);
+}
+
+}  // namespace csim::core

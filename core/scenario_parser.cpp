@@ -1,1 +1,1001 @@
-// (empty: being written)
+// Strict scenario.json parser (core/scenario_parser.hpp). Every key, unit, default and range is in
+// docs/scenario.md; this file is its executable form.
+//
+// Index: [SECTION] Context and readers, [SECTION] Overrides, [SECTION] Cluster, [SECTION] Host,
+//        [SECTION] Training, [SECTION] Model, [SECTION] Strategy, [SECTION] Scenario
+#include "core/scenario_parser.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/gpu_catalog.hpp"
+#include "core/json_diagnostics.hpp"
+#include "core/model_builders.hpp"
+
+namespace csim::core {
+
+namespace {
+
+using json = nlohmann::json;
+using i64 = std::int64_t;
+
+// [SECTION] Context and readers ------------------------------------------------------------------
+
+struct Override {
+  std::string path;    // "strategy.kind"
+  std::string origin;  // "--set strategy.kind"
+};
+
+bool path_under(const std::string& path, const std::string& prefix) {
+  if (path.size() < prefix.size() || path.compare(0, prefix.size(), prefix) != 0) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '.' || path[prefix.size()] == '[';
+}
+
+struct Ctx {
+  std::string file;
+  std::vector<Override> overrides;
+  std::vector<std::string> warnings;
+
+  // The origin of the value at `path`: the last --set that wrote it, inside it or above it,
+  // otherwise the file.
+  std::string origin(const std::string& path) const {
+    if (!path.empty()) {
+      for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+        if (path_under(path, it->path) || path_under(it->path, path)) {
+          return file + " (" + it->origin + ")";
+        }
+      }
+    }
+    return file;
+  }
+  [[noreturn]] void fail(const std::string& path, const std::string& message,
+                         const std::string& hint = {}) const {
+    throw InputError(origin(path), path, message, hint);
+  }
+  void warn(const std::string& path, const std::string& message) {
+    warnings.push_back(path.empty() ? message : path + ": " + message);
+  }
+};
+
+std::string range_text(double lo, double hi) {
+  std::ostringstream os;
+  os << lo << ".." << hi;
+  return os.str();
+}
+
+std::string num_text(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// A JSON object checked against its list of valid keys on construction; typed getters check the
+// type and range of each value and name its path in every error.
+class Obj {
+ public:
+  Obj(Ctx& ctx, const json& j, std::string path, std::vector<std::string> keys)
+      : ctx_(ctx), j_(j), path_(std::move(path)), keys_(std::move(keys)) {
+    if (!j_.is_object()) {
+      ctx_.fail(path_.empty() ? std::string() : path_,
+                "expected an object, got " + describe_value(j_));
+    }
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool known = false;
+      for (const std::string& k : keys_) known = known || k == it.key();
+      if (!known) {
+        ctx_.fail(at(it.key()), "unknown key '" + it.key() + "'",
+                  unknown_key_hint(it.key(), keys_));
+      }
+    }
+  }
+
+  const std::string& path() const { return path_; }
+  std::string at(const std::string& key) const { return child_path(path_, key); }
+  bool has(const std::string& key) const { return j_.contains(key); }
+  const json& raw(const std::string& key) const { return j_.at(key); }
+
+  const json& require(const std::string& key) const {
+    if (!j_.contains(key)) {
+      ctx_.fail(at(key), "missing required key '" + key + "'",
+                "add \"" + key + "\" (docs/scenario.md lists every key)");
+    }
+    return j_.at(key);
+  }
+
+  i64 integer(const std::string& key, i64 def, i64 lo, i64 hi) const {
+    if (!has(key)) return def;
+    return to_int(j_.at(key), at(key), lo, hi);
+  }
+  i64 req_integer(const std::string& key, i64 lo, i64 hi) const {
+    return to_int(require(key), at(key), lo, hi);
+  }
+  double number(const std::string& key, double def, double lo, double hi) const {
+    if (!has(key)) return def;
+    return to_num(j_.at(key), at(key), lo, hi);
+  }
+  double req_number(const std::string& key, double lo, double hi) const {
+    return to_num(require(key), at(key), lo, hi);
+  }
+  bool boolean(const std::string& key, bool def) const {
+    if (!has(key)) return def;
+    const json& v = j_.at(key);
+    if (!v.is_boolean()) ctx_.fail(at(key), "expected true or false, got " + describe_value(v));
+    return v.get<bool>();
+  }
+  std::string string(const std::string& key, const std::string& def) const {
+    if (!has(key)) return def;
+    const json& v = j_.at(key);
+    if (!v.is_string()) ctx_.fail(at(key), "expected a string, got " + describe_value(v));
+    return v.get<std::string>();
+  }
+  // One of `choices`; returns its index (def when absent).
+  int choice(const std::string& key, const std::vector<std::string>& choices, int def) const {
+    if (!has(key)) return def;
+    return to_choice(j_.at(key), at(key), choices);
+  }
+
+  int to_choice(const json& v, const std::string& path,
+                const std::vector<std::string>& choices) const {
+    std::string list;
+    for (std::size_t i = 0; i < choices.size(); ++i) list += (i ? ", " : "") + choices[i];
+    if (!v.is_string()) ctx_.fail(path, "expected one of " + list + ", got " + describe_value(v));
+    const std::string s = v.get<std::string>();
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+      if (choices[i] == s) return static_cast<int>(i);
+    }
+    const std::string near = nearest_candidate(s, choices);
+    ctx_.fail(path, "'" + s + "' is not one of " + list,
+              near.empty() ? "valid values: " + list : "did you mean " + near + "?");
+  }
+
+  i64 to_int(const json& v, const std::string& path, i64 lo, i64 hi) const {
+    i64 x = 0;
+    if (v.is_number_integer() && !v.is_number_unsigned()) {
+      x = v.get<i64>();
+    } else if (v.is_number_unsigned()) {
+      const std::uint64_t u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(hi)) out_of_range(path, v.dump(), lo, hi);
+      x = static_cast<i64>(u);
+    } else if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::floor(d) != d) ctx_.fail(path, "expected an integer, got " + describe_value(v));
+      if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+        out_of_range(path, v.dump(), lo, hi);
+      }
+      x = static_cast<i64>(d);
+    } else {
+      ctx_.fail(path, "expected an integer, got " + describe_value(v));
+    }
+    if (x < lo || x > hi) out_of_range(path, v.dump(), lo, hi);
+    return x;
+  }
+
+  double to_num(const json& v, const std::string& path, double lo, double hi) const {
+    if (!v.is_number()) ctx_.fail(path, "expected a number, got " + describe_value(v));
+    const double x = v.get<double>();
+    if (!(x >= lo && x <= hi)) out_of_range(path, v.dump(), lo, hi);
+    return x;
+  }
+
+ private:
+  [[noreturn]] void out_of_range(const std::string& path, const std::string& got, double lo,
+                                 double hi) const {
+    ctx_.fail(path, got + " is out of range: must be " + range_text(lo, hi));
+  }
+  Ctx& ctx_;
+  const json& j_;
+  std::string path_;
+  std::vector<std::string> keys_;
+};
+
+const json& require_array(Ctx& ctx, const json& v, const std::string& path, bool non_empty) {
+  if (!v.is_array()) ctx.fail(path, "expected an array, got " + describe_value(v));
+  if (non_empty && v.empty()) ctx.fail(path, "must not be empty");
+  return v;
+}
+
+constexpr double kHuge = 1e18;
+
+// An empty object to build a key-less Obj on, for its typed converters (to_int, to_choice).
+const json& empty_object() {
+  static const json kEmpty = json::object();
+  return kEmpty;
+}
+
+// [SECTION] Overrides ----------------------------------------------------------------------------
+
+struct PathStep {
+  bool is_index = false;
+  std::string key;
+  std::size_t index = 0;
+};
+
+// "a.b[2].c" -> a, b, [2], c. Throws InputError (file = the override) on a malformed path.
+std::vector<PathStep> split_path(const std::string& path, const std::string& origin) {
+  std::vector<PathStep> steps;
+  std::size_t i = 0;
+  auto bad = [&](const std::string& why) {
+    throw InputError(origin, path, "malformed override path: " + why,
+                     "write KEY.SUBKEY[INDEX]=VALUE, e.g. --set strategy.ddp.bucket_cap_mb=50");
+  };
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const std::size_t close = path.find(']', i);
+      if (close == std::string::npos || close == i + 1) bad("unclosed or empty [ ]");
+      const std::string digits = path.substr(i + 1, close - i - 1);
+      for (char c : digits) {
+        if (c < '0' || c > '9') bad("index '" + digits + "' is not a number");
+      }
+      PathStep s;
+      s.is_index = true;
+      s.index = std::stoul(digits);
+      steps.push_back(s);
+      i = close + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < path.size() && path[end] != '.' && path[end] != '[') ++end;
+    if (end == i) bad("empty key");
+    PathStep s;
+    s.key = path.substr(i, end - i);
+    steps.push_back(s);
+    i = end;
+    if (i < path.size() && path[i] == '.') {
+      ++i;
+      if (i == path.size()) bad("trailing '.'");
+    }
+  }
+  if (steps.empty()) bad("empty path");
+  return steps;
+}
+
+void apply_override(json& doc, const std::string& text, Ctx& ctx) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    throw InputError("--set " + text, "", "expected KEY=VALUE",
+                     "e.g. --set strategy.kind=ddp or --set strategy.device_ids=[0,1,2]");
+  }
+  const std::string path = text.substr(0, eq);
+  const std::string value_text = text.substr(eq + 1);
+  const std::string origin = "--set " + path;
+  const std::vector<PathStep> steps = split_path(path, origin);
+
+  // VALUE as JSON when it parses as JSON, else as a string (so --set strategy.kind=ddp works).
+  json value = json::parse(value_text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = value_text;
+
+  json* cur = &doc;
+  std::string walked;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const PathStep& s = steps[i];
+    const bool last = i + 1 == steps.size();
+    if (s.is_index) {
+      walked = index_path(walked, s.index);
+      if (!cur->is_array()) {
+        throw InputError(
+            ctx.file + " (" + origin + ")", walked,
+            "cannot index: the value there is " + describe_value(*cur) + ", not an array");
+      }
+      if (s.index >= cur->size()) {
+        throw InputError(
+            ctx.file + " (" + origin + ")", walked,
+            "index out of range: the array has " + std::to_string(cur->size()) + " elements",
+            "set the whole array instead, e.g. --set KEY=[1,2,3]");
+      }
+      cur = &(*cur)[s.index];
+    } else {
+      walked = child_path(walked, s.key);
+      if (!cur->is_object()) {
+        throw InputError(ctx.file + " (" + origin + ")", walked,
+                         "cannot set a key inside " + describe_value(*cur));
+      }
+      if (!last && !cur->contains(s.key)) (*cur)[s.key] = json::object();
+      cur = &(*cur)[s.key];
+    }
+  }
+  *cur = std::move(value);
+  ctx.overrides.push_back({path, origin});
+}
+
+// [SECTION] Cluster ------------------------------------------------------------------------------
+
+const char* const kEfficiencyKinds[kNumComputeKinds] = {"gemm", "elementwise", "conv", "attention"};
+
+// A GPU: a catalog name, {"base": NAME, overrides...}, or a full inline custom GPU.
+GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
+  if (v.is_string()) {
+    const GpuCatalogEntry* e = find_gpu(v.get<std::string>());
+    if (e == nullptr) {
+      ctx.fail(path, "unknown GPU '" + v.get<std::string>() + "'",
+               gpu_name_hint(v.get<std::string>()));
+    }
+    return *e;
+  }
+  Obj o(ctx, v, path,
+        {"base", "name", "memory_gib", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
+         "peak_bf16_tflops", "mem_bw_gbps", "sm_count", "compute_capability", "kernel_overhead_us",
+         "mem_bw_efficiency", "efficiency", "source"});
+  GpuCatalogEntry e;
+  if (o.has("base")) {
+    const std::string base = o.string("base", "");
+    const GpuCatalogEntry* b = find_gpu(base);
+    if (b == nullptr) ctx.fail(o.at("base"), "unknown GPU '" + base + "'", gpu_name_hint(base));
+    e = *b;
+    e.gpu.source += " (with overrides from the scenario)";
+  } else {
+    // A custom GPU: these figures have no catalog default.
+    o.require("name");
+    o.require("memory_gib");
+    o.require("peak_fp32_tflops");
+    o.require("mem_bw_gbps");
+    e.intra_kind = IntraNodeKind::kPcie;
+    e.pcie_gen = 3;
+    e.nics_per_node = 1;
+    e.nic_bytes_per_s = 12.5 * kGB;
+    MemoryReserve r;
+    r.cuda_context_bytes = 500 * kMiB;
+    r.nccl_buffers_bytes = 256 * kMiB;
+    r.workspace_bytes = 128 * kMiB;
+    e.reserve = r;
+    e.reserve_source = "default for a custom GPU";
+    e.link_source = "default for a custom GPU: PCIe 3.0 x16, one 100 Gb/s NIC";
+    e.gpu.source = "inline custom GPU (scenario file)";
+    for (int k = 0; k < kNumComputeKinds; ++k) e.gpu.efficiency[k].source = "default curve";
+  }
+  GpuSpec& g = e.gpu;
+  g.name = o.string("name", g.name);
+  if (g.name.empty()) ctx.fail(o.at("name"), "must not be empty");
+  if (o.has("memory_gib")) {
+    g.memory_bytes =
+        static_cast<Bytes>(std::llround(o.number("memory_gib", 0, 0.001, 65536) * kGiB));
+  }
+  g.peak_fp32_flops_per_s =
+      o.number("peak_fp32_tflops", g.peak_fp32_flops_per_s / 1e12, 0.001, 1e6) * 1e12;
+  g.peak_tf32_flops_per_s =
+      o.number("peak_tf32_tflops", g.peak_tf32_flops_per_s / 1e12, 0, 1e6) * 1e12;
+  g.peak_fp16_flops_per_s =
+      o.number("peak_fp16_tflops", g.peak_fp16_flops_per_s / 1e12, 0, 1e6) * 1e12;
+  g.peak_bf16_flops_per_s =
+      o.number("peak_bf16_tflops", g.peak_bf16_flops_per_s / 1e12, 0, 1e6) * 1e12;
+  g.mem_bw_bytes_per_s = o.number("mem_bw_gbps", g.mem_bw_bytes_per_s / kGB, 1, 1e6) * kGB;
+  g.sm_count = static_cast<int>(o.integer("sm_count", g.sm_count, 0, 100000));
+  g.compute_capability =
+      static_cast<int>(o.integer("compute_capability", g.compute_capability, 0, 1000));
+  g.kernel_overhead_ns = us_to_ns(
+      o.number("kernel_overhead_us", static_cast<double>(g.kernel_overhead_ns) / 1e3, 0, 1e4));
+  g.mem_bw_efficiency = o.number("mem_bw_efficiency", g.mem_bw_efficiency, 0.01, 1.0);
+  g.source = o.string("source", g.source);
+  if (o.has("efficiency")) {
+    Obj eff(ctx, o.raw("efficiency"), o.at("efficiency"),
+            {kEfficiencyKinds[0], kEfficiencyKinds[1], kEfficiencyKinds[2], kEfficiencyKinds[3]});
+    for (int k = 0; k < kNumComputeKinds; ++k) {
+      if (!eff.has(kEfficiencyKinds[k])) continue;
+      Obj c(ctx, eff.raw(kEfficiencyKinds[k]), eff.at(kEfficiencyKinds[k]),
+            {"max_efficiency", "half_flops", "source"});
+      EfficiencyCurve& cv = g.efficiency[k];
+      cv.max_efficiency = c.number("max_efficiency", cv.max_efficiency, 0.001, 1.0);
+      cv.half_flops = c.number("half_flops", cv.half_flops, 0, kHuge);
+      cv.source = c.string("source", "scenario file");
+    }
+  }
+  return e;
+}
+
+std::vector<NvlinkPair> parse_nvlink_pairs(Ctx& ctx, const json& v, const std::string& path,
+                                           int gpus_per_node, int max_links_per_gpu) {
+  if (v.is_string()) {
+    const std::string preset = v.get<std::string>();
+    if (preset != "dgx1") {
+      ctx.fail(
+          path, "unknown NVLink preset '" + preset + "'",
+          "the only preset is \"dgx1\" (DGX-1V hybrid cube-mesh); or give [[a, b, links], ...]");
+    }
+    if (gpus_per_node != 8) {
+      ctx.fail(
+          path,
+          "preset dgx1 joins 8 GPUs, but cluster.gpus_per_node is " + std::to_string(gpus_per_node),
+          "set cluster.gpus_per_node to 8");
+    }
+    return dgx1_nvlink_pairs();
+  }
+  require_array(ctx, v, path, true);
+  std::vector<NvlinkPair> pairs;
+  std::set<std::pair<int, int>> seen;
+  std::vector<int> per_gpu(static_cast<std::size_t>(gpus_per_node), 0);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string p = index_path(path, i);
+    const json& e = v[i];
+    if (!e.is_array() || e.size() < 2 || e.size() > 3) {
+      ctx.fail(p, "expected [a, b] or [a, b, links], got " + describe_value(e));
+    }
+    Obj dummy(ctx, empty_object(), p, {});
+    NvlinkPair np;
+    np.a = static_cast<int>(dummy.to_int(e[0], index_path(p, 0), 0, gpus_per_node - 1));
+    np.b = static_cast<int>(dummy.to_int(e[1], index_path(p, 1), 0, gpus_per_node - 1));
+    np.links = e.size() == 3 ? static_cast<int>(dummy.to_int(e[2], index_path(p, 2), 1, 18)) : 1;
+    if (np.a == np.b)
+      ctx.fail(p, "a GPU cannot be linked to itself (" + std::to_string(np.a) + ")");
+    const std::pair<int, int> key = std::minmax(np.a, np.b);
+    if (!seen.insert(key).second) {
+      ctx.fail(
+          p,
+          "pair " + std::to_string(key.first) + "-" + std::to_string(key.second) + " listed twice",
+          "give each pair once, with its link count");
+    }
+    per_gpu[static_cast<std::size_t>(np.a)] += np.links;
+    per_gpu[static_cast<std::size_t>(np.b)] += np.links;
+    pairs.push_back(np);
+  }
+  if (max_links_per_gpu > 0) {
+    for (int g = 0; g < gpus_per_node; ++g) {
+      if (per_gpu[static_cast<std::size_t>(g)] > max_links_per_gpu) {
+        ctx.fail(path,
+                 "GPU " + std::to_string(g) + " would use " +
+                     std::to_string(per_gpu[static_cast<std::size_t>(g)]) +
+                     " NVLink links; this GPU has " + std::to_string(max_links_per_gpu),
+                 "reduce the link counts of GPU " + std::to_string(g) + "'s pairs");
+      }
+    }
+  }
+  return pairs;
+}
+
+IntraNodeSpec parse_intra(Ctx& ctx, const Obj& cluster, const GpuCatalogEntry& e,
+                          int gpus_per_node) {
+  IntraNodeSpec s = default_intra(e, gpus_per_node);
+  if (!cluster.has("intra")) return s;
+  Obj o(ctx, cluster.raw("intra"), cluster.at("intra"),
+        {"kind", "pcie_gen", "pcie_lanes", "host_bridge_gbps", "nvlink_pairs",
+         "nvlink_gbps_per_link", "nvswitch_gbps"});
+  const int kind = o.choice("kind", {"pcie", "nvlink_mesh", "nvswitch"}, static_cast<int>(s.kind));
+  s.kind = static_cast<IntraNodeKind>(kind);
+  s.pcie_gen = static_cast<int>(o.integer("pcie_gen", s.pcie_gen, 3, 5));
+  s.pcie_lanes = static_cast<int>(o.integer("pcie_lanes", s.pcie_lanes, 1, 16));
+  if (s.pcie_lanes != 1 && s.pcie_lanes != 2 && s.pcie_lanes != 4 && s.pcie_lanes != 8 &&
+      s.pcie_lanes != 16) {
+    ctx.fail(o.at("pcie_lanes"), std::to_string(s.pcie_lanes) + " is not a PCIe link width",
+             "use 1, 2, 4, 8 or 16");
+  }
+  s.host_bridge_bytes_per_s =
+      o.number("host_bridge_gbps", s.host_bridge_bytes_per_s / kGB, 0, 1e5) * kGB;
+  s.nvlink_bytes_per_s_per_link =
+      o.number("nvlink_gbps_per_link", s.nvlink_bytes_per_s_per_link / kGB, 0, 1e4) * kGB;
+  s.nvswitch_bytes_per_s = o.number("nvswitch_gbps", s.nvswitch_bytes_per_s / kGB, 0, 1e5) * kGB;
+  if (o.has("nvlink_pairs")) {
+    s.nvlink_pairs = parse_nvlink_pairs(ctx, o.raw("nvlink_pairs"), o.at("nvlink_pairs"),
+                                        gpus_per_node, e.nvlink_links_per_gpu);
+    if (s.kind != IntraNodeKind::kNvlinkMesh) {
+      ctx.warn(o.at("nvlink_pairs"), std::string("ignored: intra.kind is ") + to_string(s.kind));
+    }
+  }
+  if (s.kind == IntraNodeKind::kNvlinkMesh) {
+    if (!o.has("nvlink_pairs") && s.nvlink_pairs.empty()) {
+      ctx.fail(o.at("nvlink_pairs"), "intra.kind nvlink_mesh needs nvlink_pairs",
+               gpus_per_node == 8
+                   ? "give \"dgx1\" for the DGX-1 hybrid cube-mesh, or [[a, b, links], ...]"
+                   : "give [[a, b, links], ...]");
+    }
+    if (s.nvlink_bytes_per_s_per_link <= 0) {
+      ctx.fail(o.at("nvlink_gbps_per_link"),
+               "intra.kind nvlink_mesh needs nvlink_gbps_per_link > 0",
+               "V100 NVLink2: 25 GB/s per link per direction");
+    }
+  } else {
+    s.nvlink_pairs.clear();
+  }
+  if (s.kind == IntraNodeKind::kNvswitch && s.nvswitch_bytes_per_s <= 0) {
+    ctx.fail(o.at("nvswitch_gbps"), "intra.kind nvswitch needs nvswitch_gbps > 0",
+             "A100: 300 GB/s per direction; H100/H200: 450");
+  }
+  return s;
+}
+
+ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
+  Obj o(ctx, v, "cluster",
+        {"nodes", "gpus_per_node", "gpu", "reserve", "intra", "nics_per_node", "nic_gbps"});
+  ClusterSpec c;
+  c.nodes = static_cast<int>(o.integer("nodes", 1, 1, 4096));
+  c.gpus_per_node = static_cast<int>(o.integer("gpus_per_node", 1, 1, 16));
+  const GpuCatalogEntry e = parse_gpu(ctx, o.require("gpu"), o.at("gpu"));
+  c.gpu = e.gpu;
+  c.reserve = e.reserve;
+  if (o.has("reserve")) {
+    Obj r(ctx, o.raw("reserve"), o.at("reserve"),
+          {"cuda_context_mb", "nccl_buffers_mb", "workspace_mb"});
+    const double mem_mib = static_cast<double>(c.gpu.memory_bytes) / kMiB;
+    auto mib = [&](const char* key, Bytes def) {
+      return static_cast<Bytes>(
+          std::llround(r.number(key, static_cast<double>(def) / kMiB, 0, mem_mib) * kMiB));
+    };
+    c.reserve.cuda_context_bytes = mib("cuda_context_mb", c.reserve.cuda_context_bytes);
+    c.reserve.nccl_buffers_bytes = mib("nccl_buffers_mb", c.reserve.nccl_buffers_bytes);
+    c.reserve.workspace_bytes = mib("workspace_mb", c.reserve.workspace_bytes);
+  }
+  if (usable_memory_bytes(c, true) <= 0) {
+    ctx.fail(o.at("reserve"),
+             "the reserves leave no usable memory on " + c.gpu.name + " (" +
+                 num_text(static_cast<double>(c.gpu.memory_bytes) / kMiB) + " MiB)",
+             "lower cuda_context_mb, nccl_buffers_mb or workspace_mb");
+  }
+  c.intra = parse_intra(ctx, o, e, c.gpus_per_node);
+  c.nics_per_node = static_cast<int>(o.integer("nics_per_node", e.nics_per_node, 0, 64));
+  c.nic_bytes_per_s = o.number("nic_gbps", e.nic_bytes_per_s / kGB, 0, 1e5) * kGB;
+  if (c.nodes > 1 && (c.nics_per_node == 0 || c.nic_bytes_per_s <= 0)) {
+    ctx.fail(o.has("nic_gbps") ? o.at("nic_gbps") : o.at("nics_per_node"),
+             "a cluster of " + std::to_string(c.nodes) +
+                 " nodes needs NICs (nics_per_node >= 1, nic_gbps > 0)",
+             "e.g. \"nics_per_node\": 8, \"nic_gbps\": 25 (200 Gb/s HDR InfiniBand)");
+  }
+  return c;
+}
+
+// [SECTION] Host ---------------------------------------------------------------------------------
+
+HostSpec parse_host(Ctx& ctx, const json* v) {
+  HostSpec h;
+  if (v == nullptr) return h;
+  Obj o(ctx, *v, "host",
+        {"cpu_cores", "python", "gil", "python_us_per_op", "dispatch_us_per_op",
+         "launch_latency_us", "thread_start_us", "host_memcpy_gbps"});
+  h.cpu_cores = static_cast<int>(o.integer("cpu_cores", h.cpu_cores, 1, 1024));
+  h.python = o.boolean("python", h.python);
+  h.gil = o.boolean("gil", h.gil);
+  h.python_us_per_op = o.number("python_us_per_op", h.python_us_per_op, 0, 1e6);
+  h.dispatch_us_per_op = o.number("dispatch_us_per_op", h.dispatch_us_per_op, 0, 1e6);
+  h.launch_latency_us = o.number("launch_latency_us", h.launch_latency_us, 0, 1e6);
+  h.thread_start_us = o.number("thread_start_us", h.thread_start_us, 0, 1e6);
+  h.host_memcpy_bytes_per_s =
+      o.number("host_memcpy_gbps", h.host_memcpy_bytes_per_s / kGB, 0.01, 1e4) * kGB;
+  if (!h.python && o.has("gil"))
+    ctx.warn(o.at("gil"), "ignored: host.python is false (no Python, no GIL)");
+  return h;
+}
+
+// [SECTION] Training -----------------------------------------------------------------------------
+
+TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
+  Obj o(ctx, v, "training",
+        {"global_batch", "dataset_size", "precision", "amp_dtype", "optimizer", "sgd_momentum",
+         "steps", "gradient_accumulation", "data_loader"});
+  TrainingSpec t;
+  t.global_batch = o.req_integer("global_batch", 1, 1 << 24);
+  t.dataset_size = o.integer("dataset_size", 0, 0, 1000000000000LL);
+  t.precision = static_cast<Precision>(o.choice("precision", {"fp32", "amp", "bf16", "fp16"}, 0));
+  const int amp = o.choice("amp_dtype", {"fp16", "bf16"}, 0);
+  t.amp_dtype = amp == 0 ? Dtype::kFp16 : Dtype::kBf16;
+  t.optimizer = static_cast<OptimizerKind>(o.choice("optimizer", {"sgd", "adam"}, 1));
+  t.sgd_momentum = o.number("sgd_momentum", 0.0, 0.0, 0.999999);
+  t.steps = static_cast<int>(o.integer("steps", t.steps, 1, 100000));
+  t.gradient_accumulation = static_cast<int>(o.integer("gradient_accumulation", 1, 1, 4096));
+  if (o.has("data_loader")) {
+    Obj d(ctx, o.raw("data_loader"), o.at("data_loader"),
+          {"num_workers", "pin_memory", "per_sample_load_us", "prefetch_factor"});
+    t.loader.num_workers = static_cast<int>(d.integer("num_workers", 0, 0, 256));
+    t.loader.pin_memory = d.boolean("pin_memory", false);
+    t.loader.per_sample_load_us = d.number("per_sample_load_us", 0, 0, 1e7);
+    t.loader.prefetch_factor = static_cast<int>(d.integer("prefetch_factor", 2, 1, 64));
+    if (d.has("prefetch_factor") && t.loader.num_workers == 0) {
+      ctx.warn(d.at("prefetch_factor"),
+               "ignored: num_workers is 0 (the main process loads batches)");
+    }
+  }
+  if (o.has("amp_dtype") && t.precision != Precision::kAmp) {
+    ctx.warn(o.at("amp_dtype"), std::string("ignored: precision is ") + to_string(t.precision));
+  }
+  if (o.has("sgd_momentum") && t.optimizer != OptimizerKind::kSgd) {
+    ctx.warn(o.at("sgd_momentum"), "ignored: optimizer is adam");
+  }
+  if (t.global_batch % t.gradient_accumulation != 0) {
+    ctx.fail(o.at("global_batch"),
+             std::to_string(t.global_batch) + " is not a multiple of gradient_accumulation (" +
+                 std::to_string(t.gradient_accumulation) + ")",
+             "the global batch is gradient_accumulation micro-batches of equal size");
+  }
+  if (t.dataset_size > 0 && t.dataset_size < t.global_batch) {
+    ctx.warn(o.at("dataset_size"),
+             "smaller than global_batch: every step sees the whole dataset (" +
+                 std::to_string(t.dataset_size) + " samples)");
+  }
+  // The dtype the kernels run in must exist on the GPU (docs/scenario.md, "training.precision").
+  const PrecisionBytes pb = precision_bytes(t.precision, t.amp_dtype);
+  // Blame amp_dtype when it chose the dtype, else precision.
+  const std::string where_path =
+      t.precision == Precision::kAmp && o.has("amp_dtype") ? o.at("amp_dtype") : o.at("precision");
+  if (gpu.peak_flops_per_s(pb.compute) <= 0) {
+    ctx.fail(where_path,
+             std::string(to_string(pb.compute)) + " is not supported by " + gpu.name + " (no " +
+                 to_string(pb.compute) + " peak in its figures)",
+             pb.compute == Dtype::kBf16 && gpu.peak_fp16_flops_per_s > gpu.peak_fp32_flops_per_s
+                 ? "use precision amp with amp_dtype fp16 (or fp16), or fp32"
+                 : "use precision fp32");
+  }
+  if (pb.compute != Dtype::kFp32 &&
+      gpu.peak_flops_per_s(pb.compute) < 0.5 * gpu.peak_fp32_flops_per_s) {
+    ctx.warn(where_path,
+             std::string(to_string(pb.compute)) + " runs at " +
+                 num_text(gpu.peak_fp32_flops_per_s / gpu.peak_flops_per_s(pb.compute)) +
+                 "x lower rate than fp32 on " + gpu.name + ": expect it to be slower than fp32");
+  }
+  return t;
+}
+
+// [SECTION] Model --------------------------------------------------------------------------------
+
+const std::vector<std::string> kLayerTypes = {
+    "linear",  "conv2d",      "batchnorm2d", "maxpool2d", "adaptive_avgpool",
+    "flatten", "relu",        "gelu",        "dropout",   "sigmoid",
+    "tanh",    "elementwise", "embedding",   "layernorm", "attention"};
+
+std::vector<std::string> layer_keys(const std::string& type) {
+  std::vector<std::string> k = {"type", "name", "extra_python_us"};
+  auto add = [&](std::initializer_list<const char*> more) {
+    for (const char* m : more) k.emplace_back(m);
+  };
+  if (type == "linear")
+    add({"in", "out", "bias"});
+  else if (type == "conv2d")
+    add({"in", "out", "kernel", "stride", "padding", "in_h", "in_w", "bias"});
+  else if (type == "batchnorm2d")
+    add({"channels"});
+  else if (type == "maxpool2d")
+    add({"kernel", "stride", "padding"});
+  else if (type == "dropout")
+    add({"p"});
+  else if (type == "embedding")
+    add({"num", "dim", "seq"});
+  else if (type == "layernorm")
+    add({"features"});
+  else if (type == "attention")
+    add({"hidden", "heads"});
+  return k;
+}
+
+ModelSpec parse_layer_list(Ctx& ctx, const json& v, const std::string& path, int act_bytes) {
+  require_array(ctx, v, path, true);
+  if (v.size() > 100000) ctx.fail(path, std::to_string(v.size()) + " layers: the limit is 100000");
+  LayerListBuilder b(act_bytes);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string p = index_path(path, i);
+    if (!v[i].is_object()) ctx.fail(p, "expected a layer object, got " + describe_value(v[i]));
+    if (!v[i].contains("type")) {
+      ctx.fail(child_path(p, "type"), "missing required key 'type'",
+               "one of linear, conv2d, batchnorm2d, relu, embedding, layernorm, attention, ...");
+    }
+    Obj probe(ctx, empty_object(), p, {});
+    const std::string type = kLayerTypes[static_cast<std::size_t>(
+        probe.to_choice(v[i].at("type"), child_path(p, "type"), kLayerTypes))];
+    Obj o(ctx, v[i], p, layer_keys(type));
+    const std::string name = o.string("name", type + std::to_string(i));
+    const i64 kDim = 1LL << 24;
+    try {
+      if (type == "linear") {
+        b.linear(name, o.req_integer("in", 1, kDim), o.req_integer("out", 1, kDim),
+                 o.boolean("bias", true));
+      } else if (type == "conv2d") {
+        b.conv2d(name, o.req_integer("in", 1, 65536), o.req_integer("out", 1, 65536),
+                 static_cast<int>(o.req_integer("kernel", 1, 64)),
+                 static_cast<int>(o.integer("stride", 1, 1, 64)),
+                 static_cast<int>(o.integer("padding", 0, 0, 64)), o.integer("in_h", 0, 0, 65536),
+                 o.integer("in_w", 0, 0, 65536), o.boolean("bias", true));
+      } else if (type == "batchnorm2d") {
+        b.batchnorm2d(name, o.integer("channels", 0, 0, 65536));
+      } else if (type == "maxpool2d") {
+        const int k = static_cast<int>(o.req_integer("kernel", 1, 64));
+        b.maxpool2d(name, k, static_cast<int>(o.integer("stride", k, 1, 64)),
+                    static_cast<int>(o.integer("padding", 0, 0, 32)));
+      } else if (type == "adaptive_avgpool") {
+        b.adaptive_avgpool(name);
+      } else if (type == "flatten") {
+        b.flatten();
+      } else if (type == "embedding") {
+        b.embedding(name, o.req_integer("num", 1, 1LL << 28), o.req_integer("dim", 1, kDim),
+                    o.req_integer("seq", 1, 1 << 20));
+      } else if (type == "layernorm") {
+        b.layernorm(name, o.integer("features", 0, 0, kDim));
+      } else if (type == "attention") {
+        b.attention(name, o.integer("hidden", 0, 0, kDim),
+                    static_cast<int>(o.req_integer("heads", 1, 4096)));
+      } else {
+        o.number("p", 0.5, 0.0, 1.0);
+        b.elementwise(name, type);
+      }
+      const double py = o.number("extra_python_us", 0, 0, 1e7);
+      if (py > 0) {
+        if (type == "flatten")
+          ctx.fail(o.at("extra_python_us"),
+                   "flatten is a view, not a layer: put the Python time on a layer");
+        b.add_python_us(py);
+      }
+    } catch (const std::invalid_argument& e) {
+      ctx.fail(p, e.what());
+    }
+  }
+  ModelSpec m;
+  m.name = "layers";
+  m.source = "layers";
+  m.input_bytes_per_sample = b.input_bytes_per_sample();
+  m.layers = b.take_layers();
+  if (m.layers.empty())
+    ctx.fail(path, "no layer with work: a model of only flatten has nothing to run");
+  return m;
+}
+
+ModelSpec parse_gpt(Ctx& ctx, const json& v, const std::string& path, int act_bytes) {
+  Obj o(ctx, v, path,
+        {"layers", "hidden", "heads", "seq_len", "vocab", "ffn_hidden", "tied_embeddings"});
+  GptConfig c;
+  c.layers = static_cast<int>(o.req_integer("layers", 1, 1000));
+  c.hidden = o.req_integer("hidden", 1, 1 << 17);
+  c.heads = static_cast<int>(o.req_integer("heads", 1, 4096));
+  c.seq_len = o.req_integer("seq_len", 1, 1 << 20);
+  c.vocab = o.req_integer("vocab", 1, 1 << 24);
+  c.ffn_hidden = o.integer("ffn_hidden", 0, 0, 1 << 20);
+  c.tied_embeddings = o.boolean("tied_embeddings", true);
+  if (c.hidden % c.heads != 0) {
+    ctx.fail(o.at("heads"),
+             std::to_string(c.heads) + " heads do not divide hidden " + std::to_string(c.hidden),
+             "hidden must be a multiple of heads (head_dim = hidden / heads)");
+  }
+  ModelSpec m = build_gpt(c, act_bytes);
+  m.name = "gpt-" + std::to_string(c.layers) + "L-" + std::to_string(c.hidden) + "h";
+  return m;
+}
+
+ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
+  require_array(ctx, v, path, true);
+  std::vector<LayerSpec> layers;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string p = index_path(path, i);
+    Obj o(ctx, v[i], p,
+          {"name", "kind", "params", "buffer_elems", "fwd_flops_per_sample", "fwd_bytes_per_sample",
+           "activation_bytes_per_sample", "output_bytes_per_sample", "kernels", "extra_python_us"});
+    LayerSpec l;
+    l.name = o.string("name", "layer" + std::to_string(i));
+    if (!names.insert(l.name).second)
+      ctx.fail(o.at("name"), "duplicate layer name '" + l.name + "'");
+    l.kind = static_cast<ComputeKind>(o.choice(
+        "kind",
+        {kEfficiencyKinds[0], kEfficiencyKinds[1], kEfficiencyKinds[2], kEfficiencyKinds[3]}, 0));
+    l.params = o.integer("params", 0, 0, 1LL << 44);
+    l.buffer_elems = o.integer("buffer_elems", 0, 0, 1LL << 44);
+    l.fwd_flops_per_sample = o.number("fwd_flops_per_sample", 0, 0, kHuge);
+    l.fwd_bytes_per_sample = o.number("fwd_bytes_per_sample", 0, 0, kHuge);
+    l.activation_bytes_per_sample = o.number("activation_bytes_per_sample", 0, 0, kHuge);
+    l.output_bytes_per_sample = o.number("output_bytes_per_sample", 0, 0, kHuge);
+    l.kernels = static_cast<int>(o.integer("kernels", 1, 0, 100000));
+    l.extra_python_us = o.number("extra_python_us", 0, 0, 1e7);
+    layers.push_back(std::move(l));
+  }
+  return build_explicit(std::move(layers), 0);
+}
+
+ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t) {
+  Obj o(
+      ctx, v, "model",
+      {"name", "layers", "gpt", "resnet50", "explicit", "input_bytes_per_sample", "python_hooks"});
+  const char* kinds[] = {"layers", "gpt", "resnet50", "explicit"};
+  std::vector<std::string> given;
+  for (const char* k : kinds) {
+    if (o.has(k)) given.emplace_back(k);
+  }
+  if (given.empty()) {
+    ctx.fail("model", "missing the model: give one of layers, gpt, resnet50, explicit",
+             "e.g. \"model\": {\"resnet50\": {}}");
+  }
+  if (given.size() > 1) {
+    ctx.fail(o.at(given[1]), "the model is given twice (" + given[0] + " and " + given[1] + ")",
+             "keep exactly one of layers, gpt, resnet50, explicit");
+  }
+  const int act_bytes = dtype_bytes(precision_bytes(t.precision, t.amp_dtype).compute);
+  const std::string& kind = given[0];
+  ModelSpec m;
+  if (kind == "layers") {
+    m = parse_layer_list(ctx, o.raw("layers"), o.at("layers"), act_bytes);
+  } else if (kind == "gpt") {
+    m = parse_gpt(ctx, o.raw("gpt"), o.at("gpt"), act_bytes);
+  } else if (kind == "resnet50") {
+    Obj r(ctx, o.raw("resnet50"), o.at("resnet50"), {"image_size", "num_classes"});
+    ResNet50Config c;
+    c.image_size = r.integer("image_size", 224, 32, 4096);
+    c.num_classes = r.integer("num_classes", 1000, 1, 1000000);
+    m = build_resnet50(c, act_bytes);
+  } else {
+    m = parse_explicit(ctx, o.raw("explicit"), o.at("explicit"));
+    if (!o.has("input_bytes_per_sample")) {
+      ctx.warn("model.input_bytes_per_sample",
+               "not given for an explicit model: input copies move 0 bytes");
+    }
+  }
+  m.name = o.string("name", m.name);
+  m.input_bytes_per_sample = o.number("input_bytes_per_sample", m.input_bytes_per_sample, 0, 1e12);
+  m.python_hooks = o.boolean("python_hooks", false);
+  return m;
+}
+
+// [SECTION] Strategy -----------------------------------------------------------------------------
+
+StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const TrainingSpec& t) {
+  StrategySpec s;
+  Obj o(ctx, v ? *v : empty_object(), "strategy", {"kind", "device_ids", "output_device", "ddp"});
+  s.kind = static_cast<StrategyKind>(o.choice("kind", {"single", "data_parallel", "ddp"}, 0));
+  const int world = c.world_gpus();
+  const std::string ids_path = o.at("device_ids");
+  if (o.has("device_ids")) {
+    const json& ids = require_array(ctx, o.raw("device_ids"), ids_path, false);
+    std::set<int> seen;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const std::string p = index_path(ids_path, i);
+      const json& id = ids[i];
+      if (!id.is_number_integer()) ctx.fail(p, "expected a GPU index, got " + describe_value(id));
+      const i64 g = id.get<i64>();
+      if (g < 0 || g >= world) {
+        ctx.fail(p,
+                 "GPU " + std::to_string(g) + " does not exist: the cluster has " +
+                     std::to_string(world) + " GPU" + (world == 1 ? "" : "s") + " (0.." +
+                     std::to_string(world - 1) + ")",
+                 "global index = node * gpus_per_node + local index");
+      }
+      if (!seen.insert(static_cast<int>(g)).second) {
+        ctx.fail(p, "GPU " + std::to_string(g) + " is listed twice", "list each GPU once");
+      }
+      s.device_ids.push_back(static_cast<int>(g));
+    }
+  }
+  // Defaults (docs/scenario.md, "strategy.device_ids").
+  if (s.device_ids.empty()) {
+    if (s.kind == StrategyKind::kSingle) {
+      s.device_ids = {0};
+    } else {
+      const int n = s.kind == StrategyKind::kDdp ? world : c.gpus_per_node;
+      for (int g = 0; g < n; ++g) s.device_ids.push_back(g);
+    }
+  }
+  if (s.kind == StrategyKind::kSingle && s.device_ids.size() != 1) {
+    ctx.fail(ids_path,
+             "strategy single runs on exactly one GPU, " + std::to_string(s.device_ids.size()) +
+                 " given",
+             "give one id, e.g. [0], or use kind data_parallel / ddp");
+  }
+  if (s.kind == StrategyKind::kDataParallel) {
+    const int node0 = s.device_ids[0] / c.gpus_per_node;
+    for (std::size_t i = 1; i < s.device_ids.size(); ++i) {
+      const int node = s.device_ids[i] / c.gpus_per_node;
+      if (node != node0) {
+        ctx.fail(o.has("device_ids") ? index_path(ids_path, i) : ids_path,
+                 "DataParallel is single-process: all device_ids must be on one node, but GPU " +
+                     std::to_string(s.device_ids[i]) + " is on node " + std::to_string(node) +
+                     " and GPU " + std::to_string(s.device_ids[0]) + " on node " +
+                     std::to_string(node0),
+                 "use strategy.kind ddp across nodes");
+      }
+    }
+  }
+  // output_device: -1 = device_ids[0].
+  const std::string out_path = o.at("output_device");
+  s.output_device = static_cast<int>(o.integer("output_device", -1, -1, world - 1));
+  if (s.output_device == -1) {
+    s.output_device = s.device_ids[0];
+  } else if (s.kind == StrategyKind::kDataParallel) {
+    bool found = false;
+    for (int d : s.device_ids) found = found || d == s.output_device;
+    if (!found) {
+      ctx.fail(out_path, "GPU " + std::to_string(s.output_device) + " is not one of device_ids",
+               "the gathered outputs go to one of the replicas' GPUs; pick one of device_ids");
+    }
+  } else {
+    ctx.warn(out_path, std::string("ignored: output_device applies to data_parallel, kind is ") +
+                           to_string(s.kind));
+  }
+  if (o.has("ddp")) {
+    Obj d(ctx, o.raw("ddp"), o.at("ddp"),
+          {"bucket_cap_mb", "first_bucket_mb", "overlap", "broadcast_buffers",
+           "gradient_as_bucket_view", "launcher"});
+    DdpSpec& p = s.ddp;
+    p.bucket_cap_mb = d.number("bucket_cap_mb", p.bucket_cap_mb, 0.001, 65536);
+    p.first_bucket_mb = d.number("first_bucket_mb", p.first_bucket_mb, 0.001, 65536);
+    p.overlap = d.boolean("overlap", p.overlap);
+    p.broadcast_buffers = d.boolean("broadcast_buffers", p.broadcast_buffers);
+    p.gradient_as_bucket_view = d.boolean("gradient_as_bucket_view", p.gradient_as_bucket_view);
+    p.launcher = static_cast<DdpLauncher>(d.choice("launcher", {"process", "thread"}, 0));
+    if (s.kind != StrategyKind::kDdp) {
+      ctx.warn(o.at("ddp"), std::string("ignored: strategy.kind is ") + to_string(s.kind));
+    } else if (p.launcher == DdpLauncher::kThread) {
+      ctx.warn(d.at("launcher"),
+               "thread launcher is a what-if: PyTorch DDP needs one process per GPU; the trace "
+               "labels it");
+    }
+  }
+  // Batch split (docs/scenario.md, "training.global_batch").
+  const i64 micro = t.global_batch / t.gradient_accumulation;
+  const i64 n = static_cast<i64>(s.device_ids.size());
+  if (s.kind == StrategyKind::kDdp && micro % n != 0) {
+    ctx.fail("training.global_batch",
+             "micro-batch " + std::to_string(micro) + " does not split evenly over " +
+                 std::to_string(n) + " DDP ranks",
+             "use a multiple of " + std::to_string(n * t.gradient_accumulation) +
+                 " (ranks x gradient_accumulation)");
+  }
+  if (s.kind == StrategyKind::kDataParallel) {
+    // torch.chunk: chunk = ceil(B / n); only ceil(B / chunk) replicas get data.
+    const i64 chunk = (micro + n - 1) / n;
+    const i64 replicas = (micro + chunk - 1) / chunk;
+    if (replicas < n) {
+      ctx.warn("strategy.device_ids", "only " + std::to_string(replicas) + " of " +
+                                          std::to_string(n) + " replicas run: torch.chunk splits " +
+                                          std::to_string(micro) + " samples into chunks of " +
+                                          std::to_string(chunk));
+    }
+  }
+  return s;
+}
+
+// [SECTION] Scenario -----------------------------------------------------------------------------
+
+std::string file_stem(const std::string& path) {
+  std::string s = path;
+  const std::size_t slash = s.find_last_of("/\\");
+  if (slash != std::string::npos) s = s.substr(slash + 1);
+  const std::size_t dot = s.rfind('.');
+  if (dot != std::string::npos && dot > 0) s = s.substr(0, dot);
+  return s;
+}
+
+Scenario parse_document(json doc, const std::string& file,
+                        const std::vector<std::string>& overrides) {
+  Ctx ctx;
+  ctx.file = file;
+  if (!doc.is_object())
+    ctx.fail("", "the scenario must be a JSON object, got " + describe_value(doc));
+  for (const std::string& ov : overrides) apply_override(doc, ov, ctx);
+
+  Obj top(ctx, doc, "",
+          {"format_version", "name", "description", "cluster", "host", "model", "training",
+           "strategy"});
+  top.integer("format_version", kScenarioFormatVersion, kScenarioFormatVersion,
+              kScenarioFormatVersion);
+  Scenario sc;
+  sc.file = file;
+  sc.name = top.string("name", file_stem(file));
+  sc.description = top.string("description", "");
+  sc.cluster = parse_cluster(ctx, top.require("cluster"));
+  sc.host = parse_host(ctx, top.has("host") ? &top.raw("host") : nullptr);
+  sc.training = parse_training(ctx, top.require("training"), sc.cluster.gpu);
+  sc.model = parse_model(ctx, top.require("model"), sc.training);
+  sc.strategy = parse_strategy(ctx, top.has("strategy") ? &top.raw("strategy") : nullptr,
+                               sc.cluster, sc.training);
+  sc.warnings = std::move(ctx.warnings);
+  return sc;
+}
+
+}  // namespace
+
+Scenario parse_scenario_string(const std::string& json_text, const std::string& name_for_errors,
+                               const std::vector<std::string>& overrides) {
+  return parse_document(parse_json_strict(json_text, name_for_errors), name_for_errors, overrides);
+}
+
+Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError(path, "",
+                     std::string("cannot read the scenario file: ") + std::strerror(errno),
+                     "check the path");
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_scenario_string(ss.str(), path, overrides);
+}
+
+}  // namespace csim::core

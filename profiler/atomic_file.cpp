@@ -1,1 +1,107 @@
-// (empty: being written)
+// Atomic file output and the registry of in-flight temporaries (see atomic_file.hpp).
+//
+// The registry is a fixed array of slots, each a char buffer plus an atomic state. A writer claims
+// a free slot (kFree → kClaimed), copies the path in, then publishes it (kClaimed → kActive). A
+// signal handler only unlinks kActive slots: it never allocates, locks or waits, and a slot it
+// sees as kActive always holds a complete, NUL-terminated path. If every slot is taken (more than
+// kSlots concurrent writers), the file is still written atomically but not registered.
+#include "profiler/atomic_file.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+namespace csim::prof {
+namespace {
+
+constexpr int kSlots = 64;
+constexpr std::size_t kPathMax = 4096;
+enum SlotState : int { kFree = 0, kClaimed = 1, kActive = 2 };
+
+struct Slot {
+  std::atomic<int> state{kFree};
+  char path[kPathMax] = {};
+};
+static_assert(std::atomic<int>::is_always_lock_free, "signal-safe registry needs lock-free ints");
+
+// Constant-initialised (no guard variable, no dynamic init): safe to touch from a signal handler
+// at any time, even before main().
+constinit std::array<Slot, kSlots> g_slots{};
+std::array<Slot, kSlots>& slots() {
+  return g_slots;
+}
+
+int register_temporary(const std::string& path) {
+  if (path.size() + 1 > kPathMax) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = kFree;
+    Slot& s = slots()[i];
+    if (s.state.compare_exchange_strong(expected, kClaimed)) {
+      std::memcpy(s.path, path.c_str(), path.size() + 1);
+      s.state.store(kActive, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void unregister_temporary(int slot) {
+  if (slot < 0) return;
+  slots()[slot].state.store(kFree, std::memory_order_release);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path,
+                           const std::function<void(std::ostream&)>& body) {
+  const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  const int slot = register_temporary(tmp);
+  try {
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      if (!out) {
+        throw std::runtime_error(path + ": cannot open '" + tmp +
+                                 "' for writing: " + std::strerror(errno));
+      }
+      body(out);
+      out.flush();
+      if (!out) throw std::runtime_error(path + ": write failed (disk full?)");
+      out.close();
+      if (out.fail()) throw std::runtime_error(path + ": close failed");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      throw std::runtime_error(path + ": cannot rename temporary onto it: " + std::strerror(errno));
+    }
+  } catch (...) {
+    std::remove(tmp.c_str());
+    unregister_temporary(slot);
+    throw;
+  }
+  unregister_temporary(slot);
+}
+
+int remove_inflight_temporaries() noexcept {
+  int removed = 0;
+  for (Slot& s : slots()) {
+    if (s.state.load(std::memory_order_acquire) == kActive) {
+      if (::unlink(s.path) == 0) ++removed;
+    }
+  }
+  return removed;
+}
+
+int inflight_temporary_count() noexcept {
+  int n = 0;
+  for (Slot& s : slots()) {
+    if (s.state.load(std::memory_order_acquire) == kActive) ++n;
+  }
+  return n;
+}
+
+}  // namespace csim::prof

@@ -1,1 +1,349 @@
-// (empty: being written)
+// summarize(): step times, the per-GPU exclusive time split, communication overlap, memory peaks,
+// imbalance and the OOM verdict, from a Trace alone. Formulas: docs/summary.md, cited per section.
+//
+// Index:
+//  [SECTION] Metadata keys
+//  [SECTION] Steps (docs/summary.md "Steps")
+//  [SECTION] Time split (docs/summary.md "Time split" and "Communication overlap")
+//  [SECTION] Memory (docs/summary.md "Memory", "Imbalance", "OOM")
+//  [SECTION] summarize
+#include "profiler/summary.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <map>
+#include <set>
+
+namespace csim::prof {
+namespace {
+
+// [SECTION] Metadata keys ------------------------------------------------------------------------
+
+std::string string_at(const nlohmann::json& j, const char* a, const char* b = nullptr) {
+  if (!j.is_object()) return {};
+  const auto it = j.find(a);
+  if (it == j.end()) return {};
+  if (b == nullptr) return it->is_string() ? it->get<std::string>() : std::string();
+  if (!it->is_object()) return {};
+  const auto jt = it->find(b);
+  return jt != it->end() && jt->is_string() ? jt->get<std::string>() : std::string();
+}
+
+// [SECTION] Steps --------------------------------------------------------------------------------
+
+struct Step {
+  std::int64_t n = 0;  // N of ProfilerStep#N
+  TimeNs start = 0, end = 0;
+};
+
+// "ProfilerStep#12" → 12; false for other names.
+bool step_number(const std::string& name, std::int64_t* n) {
+  static constexpr std::string_view kPrefix = "ProfilerStep#";
+  if (name.size() <= kPrefix.size() || name.compare(0, kPrefix.size(), kPrefix) != 0) return false;
+  const char* first = name.data() + kPrefix.size();
+  const char* last = name.data() + name.size();
+  const auto r = std::from_chars(first, last, *n);
+  return r.ec == std::errc() && r.ptr == last;
+}
+
+// Step N's interval is [min start, max end] over every event named ProfilerStep#N (cat
+// user_annotation) in all processes.
+std::vector<Step> find_steps(const Trace& t) {
+  std::map<std::int64_t, Step> by_n;
+  for (const TraceEvent& e : t.events) {
+    std::int64_t n = 0;
+    if (e.cat != "user_annotation" || !step_number(e.name, &n)) continue;
+    auto [it, fresh] = by_n.try_emplace(n, Step{n, e.ts_ns, e.ts_ns + e.dur_ns});
+    if (!fresh) {
+      it->second.start = std::min(it->second.start, e.ts_ns);
+      it->second.end = std::max(it->second.end, e.ts_ns + e.dur_ns);
+    }
+  }
+  std::vector<Step> steps;
+  for (const auto& [n, s] : by_n) steps.push_back(s);
+  return steps;
+}
+
+double median_s(std::vector<TimeNs> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  if (v.size() % 2 == 1) return ns_to_s(v[m]);
+  return (ns_to_s(v[m - 1]) + ns_to_s(v[m])) / 2.0;
+}
+
+// [SECTION] Time split ---------------------------------------------------------------------------
+
+struct Interval {
+  TimeNs start, end;
+};
+
+struct Split {
+  TimeNs compute = 0, comm = 0, copy = 0, host_wait = 0, idle = 0, overlapped = 0;
+};
+
+// docs/summary.md "Time split", "Communication overlap". Sweep over the boundaries of this pid's
+// intervals: each elementary segment inside the window
+// goes to the first active class of compute > comm > copy > host-wait, else idle; so the five sum
+// to the window's length exactly. Overlapped communication = segments where comm and compute are
+// both active.
+Split split_time(const Trace& t, std::int32_t pid, const std::vector<Interval>& window) {
+  enum : int { kCompute = 0, kComm = 1, kCopy = 2, kHostWait = 3, kWindow = 4, kKinds = 5 };
+  struct Point {
+    TimeNs t;
+    int kind;
+    int delta;
+  };
+  std::vector<Point> pts;
+  for (const TraceEvent& e : t.events) {
+    if (e.pid != pid || e.dur_ns <= 0) continue;
+    int kind = -1;
+    switch (e.cls) {
+      case EventClass::kCompute:
+        kind = kCompute;
+        break;
+      case EventClass::kCommunication:
+        kind = kComm;
+        break;
+      case EventClass::kCopy:
+        kind = kCopy;
+        break;
+      case EventClass::kGilWait:
+        kind = kHostWait;
+        break;
+      default:
+        break;
+    }
+    if (kind < 0) continue;
+    pts.push_back({e.ts_ns, kind, +1});
+    pts.push_back({e.ts_ns + e.dur_ns, kind, -1});
+  }
+  for (const Interval& w : window) {
+    if (w.end <= w.start) continue;
+    pts.push_back({w.start, kWindow, +1});
+    pts.push_back({w.end, kWindow, -1});
+  }
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
+  std::array<int, kKinds> active{};
+  Split s;
+  for (std::size_t i = 0; i < pts.size();) {
+    const TimeNs now = pts[i].t;
+    while (i < pts.size() && pts[i].t == now) {
+      active[pts[i].kind] += pts[i].delta;
+      ++i;
+    }
+    if (i == pts.size()) break;
+    const TimeNs len = pts[i].t - now;
+    if (len <= 0 || active[kWindow] <= 0) continue;
+    if (active[kCompute] > 0) {
+      s.compute += len;
+      if (active[kComm] > 0) s.overlapped += len;
+    } else if (active[kComm] > 0) {
+      s.comm += len;
+    } else if (active[kCopy] > 0) {
+      s.copy += len;
+    } else if (active[kHostWait] > 0) {
+      s.host_wait += len;
+    } else {
+      s.idle += len;
+    }
+  }
+  return s;
+}
+
+// [SECTION] Memory -------------------------------------------------------------------------------
+
+struct MemoryPeak {
+  bool any = false;
+  Bytes peak = 0;
+  TimeNs first_over_capacity = -1;  // first sample above capacity (-1: never)
+};
+
+// docs/summary.md "Memory", "OOM". Counters named "memory…" on this pid: the "allocated" series, or
+// the sum of all series when a sample has no "allocated" (per-category counters only).
+MemoryPeak memory_peak(const Trace& t, std::int32_t pid, Bytes capacity) {
+  MemoryPeak m;
+  std::vector<const CounterSample*> samples;
+  for (const CounterSample& c : t.counters) {
+    if (c.pid == pid && c.name.compare(0, 6, "memory") == 0) samples.push_back(&c);
+  }
+  std::stable_sort(
+      samples.begin(), samples.end(),
+      [](const CounterSample* a, const CounterSample* b) { return a->ts_ns < b->ts_ns; });
+  for (const CounterSample* c : samples) {
+    double v = 0;
+    bool found = false;
+    for (const auto& [series, value] : c->values) {
+      if (series == "allocated") {
+        v = value;
+        found = true;
+      }
+    }
+    if (!found) {
+      for (const auto& [series, value] : c->values) v += value;
+    }
+    const auto bytes = static_cast<Bytes>(v);
+    m.any = true;
+    m.peak = std::max(m.peak, bytes);
+    if (capacity > 0 && bytes > capacity && m.first_over_capacity < 0) {
+      m.first_over_capacity = c->ts_ns;
+    }
+  }
+  return m;
+}
+
+std::string gpu_name(const ProcessInfo& p) {
+  if (p.name.rfind("node ", 0) == 0) return p.name;
+  if (p.node >= 0) return "node " + std::to_string(p.node) + " / GPU " + std::to_string(p.gpu);
+  return "rank " + std::to_string(p.rank) + " / GPU " + std::to_string(p.gpu);
+}
+
+}  // namespace
+
+// [SECTION] summarize ----------------------------------------------------------------------------
+
+Summary summarize(const Trace& trace) {
+  Summary s;
+  const nlohmann::json& md = trace.metadata;
+  s.scenario = string_at(md, "scenario", "name");
+  if (s.scenario.empty()) s.scenario = string_at(md, "scenario");
+  s.strategy = string_at(md, "strategy", "label");
+  if (s.strategy.empty()) s.strategy = string_at(md, "strategy", "kind");
+  s.backend = string_at(md, "backend");
+  if (md.is_object()) {
+    if (const auto it = md.find("samples_per_step"); it != md.end() && it->is_number_integer()) {
+      s.samples_per_step = it->get<std::int64_t>();
+    }
+    if (const auto st = md.find("strategy"); st != md.end() && st->is_object()) {
+      const std::string kind = string_at(*st, "kind");
+      if (kind.empty() || kind == "data_parallel") {
+        const auto ids = st->find("device_ids");
+        if (ids != st->end() && ids->is_array() && !ids->empty() && (*ids)[0].is_number_integer()) {
+          s.device_ids0 = (*ids)[0].get<int>();
+          s.output_device = s.device_ids0;  // torch default: output_device = device_ids[0]
+        }
+        const auto od = st->find("output_device");
+        if (od != st->end() && od->is_number_integer()) s.output_device = od->get<int>();
+      }
+    }
+  }
+
+  // Steps and the window (docs/summary.md "Steps").
+  const std::vector<Step> steps = find_steps(trace);
+  std::vector<Interval> window;
+  if (steps.empty()) {
+    TimeNs lo = 0, hi = 0;
+    bool any = false;
+    for (const TraceEvent& e : trace.events) {
+      lo = any ? std::min(lo, e.ts_ns) : e.ts_ns;
+      hi = any ? std::max(hi, e.ts_ns + e.dur_ns) : e.ts_ns + e.dur_ns;
+      any = true;
+    }
+    if (any) {
+      s.step_times_ns.push_back(hi - lo);
+      window.push_back({lo, hi});
+    }
+    s.notes.push_back("no ProfilerStep#N annotations: the whole trace is taken as one step");
+  } else {
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const bool chained = k > 0 && steps[k].n == steps[k - 1].n + 1;
+      const TimeNs from = chained ? steps[k - 1].end : steps[k].start;
+      s.step_times_ns.push_back(steps[k].end - from);
+      if (steps.size() == 1 || k > 0) window.push_back({from, steps[k].end});
+    }
+  }
+  if (s.step_times_ns.size() == 1) {
+    s.step_time_s = ns_to_s(s.step_times_ns[0]);
+  } else if (!s.step_times_ns.empty()) {
+    s.step_time_s = median_s({s.step_times_ns.begin() + 1, s.step_times_ns.end()});
+  }
+  if (s.samples_per_step > 0 && s.step_time_s > 0) {
+    s.samples_per_s = static_cast<double>(s.samples_per_step) / s.step_time_s;
+  }
+  s.window_steps = static_cast<int>(window.size());
+  TimeNs window_ns = 0;
+  for (const Interval& w : window) window_ns += std::max<TimeNs>(0, w.end - w.start);
+  const double per_step = s.window_steps > 0 ? 1.0 / s.window_steps : 0.0;
+  s.window_s = ns_to_s(window_ns) * per_step;
+
+  // GPUs: processes with a GPU index or with GPU work, in pid order.
+  std::set<std::int32_t> gpu_pids;
+  for (const ProcessInfo& p : trace.processes) {
+    if (p.gpu >= 0) gpu_pids.insert(p.pid);
+  }
+  std::set<std::int32_t> with_work;
+  for (const TraceEvent& e : trace.events) {
+    if (is_gpu_work(e.cls)) with_work.insert(e.pid);
+  }
+  for (const CounterSample& c : trace.counters) {
+    if (c.name.compare(0, 6, "memory") == 0) with_work.insert(c.pid);
+  }
+  double peak_sum = 0, peak_max = 0;
+  int with_memory = 0;
+  for (const std::int32_t pid : with_work) {
+    const ProcessInfo* info = trace.process(pid);
+    // A process that names no GPU counts as one only if the trace names no GPUs at all.
+    if (info != nullptr && info->gpu < 0 && !gpu_pids.empty()) continue;
+    if (info == nullptr && !gpu_pids.empty()) continue;
+    ProcessInfo p = info != nullptr ? *info : ProcessInfo{};
+    if (info == nullptr) p.pid = pid;
+    if (p.gpu < 0) p.gpu = pid;
+    GpuSummary g;
+    g.pid = pid;
+    g.name = gpu_name(p);
+    g.rank = p.rank;
+    g.node = p.node;
+    g.gpu = p.gpu;
+    g.capacity_bytes = p.capacity_bytes;
+    const Split sp = split_time(trace, pid, window);
+    g.compute_s = ns_to_s(sp.compute) * per_step;
+    g.comm_s = ns_to_s(sp.comm) * per_step;
+    g.copy_s = ns_to_s(sp.copy) * per_step;
+    g.host_wait_s = ns_to_s(sp.host_wait) * per_step;
+    g.idle_s = ns_to_s(sp.idle) * per_step;
+    g.exposed_comm_s = g.comm_s;
+    g.overlapped_comm_s = ns_to_s(sp.overlapped) * per_step;
+    // busy_fraction = (compute + comm + copy) / |W| (docs/summary.md "Time split")
+    g.busy_fraction = window_ns > 0 ? static_cast<double>(sp.compute + sp.comm + sp.copy) /
+                                          static_cast<double>(window_ns)
+                                    : 0.0;
+    const MemoryPeak m = memory_peak(trace, pid, p.capacity_bytes);
+    g.has_memory_data = m.any;
+    g.peak_bytes = m.peak;
+    if (m.any) {
+      s.has_memory_data = true;
+      ++with_memory;
+      peak_sum += static_cast<double>(m.peak);
+      peak_max = std::max(peak_max, static_cast<double>(m.peak));
+      if (m.first_over_capacity >= 0 && (!s.oom || m.first_over_capacity < s.oom->at_ns)) {
+        s.oom = OomVerdict{g.gpu, "", m.peak - p.capacity_bytes, m.first_over_capacity};
+      }
+    }
+    s.exposed_comm_s += g.exposed_comm_s;
+    s.overlapped_comm_s += g.overlapped_comm_s;
+    s.per_gpu.push_back(std::move(g));
+  }
+  // Imbalance = max / mean of the GPUs' peaks (docs/summary.md "Imbalance").
+  if (with_memory > 0 && peak_sum > 0) s.imbalance = peak_max / (peak_sum / with_memory);
+  if (!s.has_memory_data) s.notes.push_back("no memory data");
+
+  // OOM: the executor's verdict when the metadata has one, else the counters' (docs "OOM").
+  if (md.is_object() && md.contains("oom")) {
+    const nlohmann::json& o = md["oom"];
+    s.oom.reset();
+    if (o.is_object()) {
+      OomVerdict v;
+      v.gpu = o.value("gpu", -1);
+      v.op = o.value("op", std::string());
+      v.shortfall_bytes = o.value("shortfall_bytes", Bytes{0});
+      v.at_ns = o.value("at_ns", TimeNs{0});
+      s.oom = v;
+    }
+  } else if (s.oom) {
+    s.notes.push_back("OOM derived from the memory counters (op unknown)");
+  }
+  return s;
+}
+
+}  // namespace csim::prof

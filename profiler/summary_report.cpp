@@ -1,1 +1,168 @@
-// (empty: being written)
+// Summary reporters: JSON (summary_to_json) and the console table (print_summary_table).
+// Formulas of every printed figure: docs/summary.md.
+#include <cstdio>
+#include <string>
+
+#include "profiler/summary.hpp"
+
+namespace csim::prof {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pad(std::string s, std::size_t w, bool right = true) {
+  if (s.size() < w)
+    s = right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+  return s;
+}
+
+double gib(Bytes b) {
+  return static_cast<double>(b) / static_cast<double>(kGiB);
+}
+
+std::string backend_label(const std::string& backend) {
+  if (backend == "sim") return "sim (simulated)";
+  if (backend.empty()) return "unknown (imported trace: measured)";
+  return backend + " (measured)";
+}
+
+std::string markers(const Summary& s, const GpuSummary& g) {
+  std::string m;
+  if (s.device_ids0 >= 0 && g.gpu == s.device_ids0) m += " device_ids[0]";
+  if (s.output_device >= 0 && g.gpu == s.output_device)
+    m += m.empty() ? " output_device" : " + output_device";
+  return m;
+}
+
+}  // namespace
+
+nlohmann::json summary_to_json(const Summary& s) {
+  nlohmann::json j;
+  j["scenario"] = s.scenario;
+  j["strategy"] = s.strategy;
+  j["backend"] = s.backend;
+  j["step_time_s"] = s.step_time_s;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const TimeNs t : s.step_times_ns) steps.push_back(ns_to_s(t));
+  j["step_times_s"] = steps;
+  j["samples_per_step"] = s.samples_per_step;
+  j["samples_per_s"] = s.samples_per_s;
+  j["window_s"] = s.window_s;
+  j["window_steps"] = s.window_steps;
+  j["imbalance"] = s.imbalance;
+  j["has_memory_data"] = s.has_memory_data;
+  if (s.oom) {
+    j["oom"] = {{"gpu", s.oom->gpu},
+                {"op", s.oom->op},
+                {"shortfall_bytes", s.oom->shortfall_bytes},
+                {"at_ns", s.oom->at_ns}};
+  } else {
+    j["oom"] = nullptr;
+  }
+  j["device_ids0"] = s.device_ids0 >= 0 ? nlohmann::json(s.device_ids0) : nlohmann::json(nullptr);
+  j["output_device"] =
+      s.output_device >= 0 ? nlohmann::json(s.output_device) : nlohmann::json(nullptr);
+  j["exposed_comm_s"] = s.exposed_comm_s;
+  j["overlapped_comm_s"] = s.overlapped_comm_s;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const GpuSummary& g : s.per_gpu) {
+    gpus.push_back({{"name", g.name},
+                    {"rank", g.rank},
+                    {"node", g.node},
+                    {"gpu", g.gpu},
+                    {"peak_bytes", g.peak_bytes},
+                    {"capacity_bytes", g.capacity_bytes},
+                    {"has_memory_data", g.has_memory_data},
+                    {"busy_fraction", g.busy_fraction},
+                    {"compute_s", g.compute_s},
+                    {"comm_s", g.comm_s},
+                    {"copy_s", g.copy_s},
+                    {"host_wait_s", g.host_wait_s},
+                    {"idle_s", g.idle_s},
+                    {"exposed_comm_s", g.exposed_comm_s},
+                    {"overlapped_comm_s", g.overlapped_comm_s}});
+  }
+  j["per_gpu"] = gpus;
+  j["notes"] = s.notes;
+  return j;
+}
+
+void print_summary_table(const Summary& s, std::ostream& out) {
+  out << "scenario:  " << (s.scenario.empty() ? "(unnamed)" : s.scenario) << "\n";
+  out << "strategy:  " << (s.strategy.empty() ? "(unknown)" : s.strategy) << "\n";
+  out << "backend:   " << backend_label(s.backend) << "\n";
+  out << "step time: " << fmt("%.3f", s.step_time_s * 1e3) << " ms (median of "
+      << (s.step_times_ns.size() > 1 ? "steps 2.." + std::to_string(s.step_times_ns.size())
+                                     : std::string("step 1"))
+      << ")\n";
+  out << "samples/s: "
+      << (s.samples_per_s > 0 ? fmt("%.1f", s.samples_per_s)
+                              : std::string("(samples per step unknown)"))
+      << "\n\n";
+  out << "per GPU, ms per step (window " << fmt("%.3f", s.window_s * 1e3)
+      << " ms; exclusive: compute > comm > copy > host-wait > idle)\n";
+  const char* heads[] = {"busy",      "compute", "comm",    "copy",
+                         "host-wait", "idle",    "exposed", "peak / capacity GiB"};
+  std::size_t name_w = 3;
+  for (const GpuSummary& g : s.per_gpu) name_w = std::max(name_w, g.name.size());
+  out << pad("GPU", name_w, false);
+  const std::size_t widths[] = {7, 10, 10, 10, 10, 10, 10, 22};
+  for (int i = 0; i < 8; ++i) out << pad(heads[i], widths[i]);
+  out << "\n";
+  for (const GpuSummary& g : s.per_gpu) {
+    out << pad(g.name, name_w, false);
+    out << pad(fmt("%.1f%%", g.busy_fraction * 100), widths[0]);
+    out << pad(fmt("%.3f", g.compute_s * 1e3), widths[1]);
+    out << pad(fmt("%.3f", g.comm_s * 1e3), widths[2]);
+    out << pad(fmt("%.3f", g.copy_s * 1e3), widths[3]);
+    out << pad(fmt("%.3f", g.host_wait_s * 1e3), widths[4]);
+    out << pad(fmt("%.3f", g.idle_s * 1e3), widths[5]);
+    out << pad(fmt("%.3f", g.exposed_comm_s * 1e3), widths[6]);
+    std::string mem =
+        !g.has_memory_data
+            ? std::string("no memory data")
+            : fmt("%.2f", gib(g.peak_bytes)) + " / " +
+                  (g.capacity_bytes > 0 ? fmt("%.2f", gib(g.capacity_bytes)) : std::string("?"));
+    out << pad(mem, widths[7]) << markers(s, g) << "\n";
+  }
+  out << "\ncommunication per step: exposed " << fmt("%.3f", s.exposed_comm_s * 1e3)
+      << " ms, overlapped with compute " << fmt("%.3f", s.overlapped_comm_s * 1e3)
+      << " ms (sums over GPUs)\n";
+  if (s.has_memory_data) {
+    out << "imbalance (max/mean of peak memory): " << fmt("%.2f", s.imbalance) << "x";
+    // Name the fullest GPU and its DataParallel roles.
+    const GpuSummary* top = nullptr;
+    for (const GpuSummary& g : s.per_gpu) {
+      if (g.has_memory_data && (top == nullptr || g.peak_bytes > top->peak_bytes)) top = &g;
+    }
+    if (top != nullptr) {
+      out << " — fullest: GPU " << top->gpu;
+      const bool is_ids0 = s.device_ids0 >= 0 && top->gpu == s.device_ids0;
+      const bool is_out = s.output_device >= 0 && top->gpu == s.output_device;
+      if (is_ids0 && is_out) {
+        out << " = device_ids[0] and output_device";
+      } else if (is_ids0) {
+        out << " = device_ids[0]";
+      } else if (is_out) {
+        out << " = output_device";
+      }
+    }
+    out << "\n";
+  } else {
+    out << "no memory data\n";
+  }
+  if (s.oom) {
+    out << "OOM: GPU " << s.oom->gpu << (s.oom->op.empty() ? "" : " at op " + s.oom->op)
+        << " short by " << fmt("%.3f", gib(s.oom->shortfall_bytes)) << " GiB ("
+        << s.oom->shortfall_bytes << " bytes)\n";
+  }
+  for (const std::string& n : s.notes) {
+    if (n != "no memory data") out << "note: " << n << "\n";
+  }
+}
+
+}  // namespace csim::prof

@@ -27,8 +27,13 @@ enum class EventClass : std::uint8_t {
   kAnnotation,     // user_annotation spans (steps, phases)
   kOther
 };
+inline constexpr int kEventClassCount = 7;  // number of EventClass values (array sizes)
 const char* to_string(EventClass c);
 bool parse_event_class(const std::string& s, EventClass* out);
+// compute, communication, copy: time a GPU lane spends executing work.
+inline bool is_gpu_work(EventClass c) {
+  return c == EventClass::kCompute || c == EventClass::kCommunication || c == EventClass::kCopy;
+}
 
 using ArgValue = std::variant<std::int64_t, double, std::string>;
 struct Arg {
@@ -68,6 +73,11 @@ struct FlowEvent {                   // "s"/"f" pair
 
 enum class LaneRole : std::uint8_t { kCompute, kComm, kCopy, kHost, kOther };
 const char* to_string(LaneRole r);
+bool parse_lane_role(const std::string& s, LaneRole* out);
+// compute, comm, copy: a CUDA stream (as opposed to a host thread).
+inline bool is_gpu_lane(LaneRole r) {
+  return r == LaneRole::kCompute || r == LaneRole::kComm || r == LaneRole::kCopy;
+}
 
 struct ThreadInfo {
   std::int32_t pid = 0, tid = 0;

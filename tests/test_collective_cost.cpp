@@ -1,1 +1,311 @@
-// (empty: being written)
+// Collective and copy plans (docs/cost-model.md, "Communication" and "Calibration"); expected
+// values derived in comments. Calibration cases: ../shared/calibration/published-measurements.json.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "core/cost/collective_cost.hpp"
+#include "core/engine/flow_network.hpp"
+
+using namespace csim;
+using namespace csim::core;
+
+namespace {
+
+ClusterSpec nvswitch_node(double port_bytes_per_s, int pcie_gen) {
+  ClusterSpec c;
+  c.gpus_per_node = 8;
+  c.intra.kind = IntraNodeKind::kNvswitch;
+  c.intra.nvswitch_bytes_per_s = port_bytes_per_s;
+  c.intra.pcie_gen = pcie_gen;
+  c.gpu.mem_bw_bytes_per_s = 1e12;
+  c.gpu.mem_bw_efficiency = 0.8;
+  c.gpu.kernel_overhead_ns = 2000;
+  return c;
+}
+
+ClusterSpec pcie_node(int gpus, int gen) {
+  ClusterSpec c;
+  c.gpus_per_node = gpus;
+  c.intra.kind = IntraNodeKind::kPcie;
+  c.intra.pcie_gen = gen;
+  return c;
+}
+
+std::vector<int> iota(int n) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+// Runs a plan's flows alone through the flow network: latency, then all flows at once.
+TimeNs simulate(const Topology& t, const TransferPlan& plan) {
+  engine::FlowNetwork net(t.links());
+  std::vector<engine::FlowStart> batch;
+  for (const FlowSpec& f : plan.flows)
+    batch.push_back({t.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s, 0});
+  net.start_batch(plan.latency_ns, batch);
+  TimeNs end = plan.latency_ns;
+  while (net.next_completion_ns() >= 0) {
+    end = net.next_completion_ns();
+    net.advance(end);
+  }
+  return end;
+}
+
+double busbw_gb_per_s(CollectiveKind kind, int p, double bytes, TimeNs t) {
+  return bytes / (static_cast<double>(t) * 1e-9) * busbw_factor(kind, p) / 1e9;
+}
+
+const CommParams kParams;
+
+}  // namespace
+
+TEST_CASE("busbw factors follow nccl-tests", "[collective]") {
+  CHECK(busbw_factor(CollectiveKind::kAllReduce, 8) == Approx(1.75));   // 2(p-1)/p
+  CHECK(busbw_factor(CollectiveKind::kAllGather, 8) == Approx(0.875));  // (p-1)/p
+  CHECK(busbw_factor(CollectiveKind::kReduceScatter, 4) == Approx(0.75));
+  CHECK(busbw_factor(CollectiveKind::kBroadcast, 8) == Approx(1.0));
+  CHECK(busbw_factor(CollectiveKind::kSendRecv, 8) == Approx(1.0));
+}
+
+TEST_CASE("ring all-reduce closed form on NVSwitch", "[collective]") {
+  const Topology t(nvswitch_node(300e9, 4));
+  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kRing,
+                                    iota(8), -1, 1e9);
+  // p = 8 flows of 2(p-1)/p * S = 1.75e9 bytes; B = 300e9 * 0.8 = 240e9
+  REQUIRE(plan.flows.size() == 8);
+  CHECK(plan.flows[0].bytes == Approx(1.75e9));
+  // latency = base + 2(p-1) * alpha = 4,000 + 14 * 700 = 13,800 ns
+  CHECK(plan.latency_ns == 13800);
+  // ring all-reduce: 2(p-1)/p * S / B + 2(p-1) * alpha = 7,291,666.67 + 13,800 = 7,305,466.67 ns
+  CHECK(plan.predicted_ns == 7305467);
+  // the flow network gives the same: no two ring flows share a link
+  CHECK(std::abs(simulate(t, plan) - plan.predicted_ns) <= 1);
+}
+
+TEST_CASE("tree all-reduce: double binary tree", "[collective]") {
+  const Topology t(nvswitch_node(300e9, 4));
+  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kTree,
+                                    iota(8), -1, 1e9);
+  CHECK(plan.algo == CollectiveAlgo::kTree);
+  // two trees x 7 edges x (up + down) = 28 flows of S/2
+  REQUIRE(plan.flows.size() == 28);
+  CHECK(plan.flows[0].bytes == Approx(5e8));
+  // depth floor(log2 8) = 3: latency = base + 2 * 3 * 0.7 us = 4,000 + 4,200 = 8,200 ns
+  CHECK(plan.latency_ns == 8200);
+  // bandwidth: a rank interior in one tree receives 2 * S/2 from its children + S/2 from its parent
+  // there + S/2 from its parent in the other tree = 2S on its switch down link:
+  // 2e9 / 240e9 = 8,333,333.3 ns -> predicted 8,341,533 ns (slower than the ring's 7.31 ms)
+  CHECK(plan.predicted_ns == 8341533);
+}
+
+TEST_CASE("auto: tree for small messages, ring for large", "[collective]") {
+  const Topology t(nvswitch_node(300e9, 4));
+  // 8 B: tree 8,200 ns (+ negligible bandwidth) vs ring 13,800 ns -> tree
+  const auto small = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
+                                     iota(8), -1, 8);
+  CHECK(small.algo == CollectiveAlgo::kTree);
+  CHECK(small.predicted_ns == 8200);
+  // 1 GB: ring 7.31 ms vs tree 8.34 ms -> ring
+  const auto large = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
+                                     iota(8), -1, 1e9);
+  CHECK(large.algo == CollectiveAlgo::kRing);
+}
+
+TEST_CASE("ring all-reduce on a DGX-1 runs over 6 NVLink rings", "[collective]") {
+  ClusterSpec c = pcie_node(8, 3);
+  c.intra.kind = IntraNodeKind::kNvlinkMesh;
+  c.intra.nvlink_bytes_per_s_per_link = 25e9;
+  c.intra.nvlink_pairs = {{0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {0, 4, 2}, {1, 2, 2}, {1, 3, 1},
+                          {1, 5, 2}, {2, 3, 2}, {2, 6, 1}, {3, 7, 1}, {4, 5, 1}, {4, 6, 1},
+                          {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2}};
+  const Topology t(c);
+  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kRing,
+                                    iota(8), -1, 1e9);
+  // 6 rings x 8 edges; each flow 2(p-1)/p * S / 6 = 1.75e9 / 6 bytes
+  REQUIRE(plan.flows.size() == 48);
+  CHECK(plan.flows[0].bytes == Approx(1.75e9 / 6));
+  // each double link (40 GB/s) carries two rings, each single link (20 GB/s) one:
+  // 2 * 1.75e9 / 6 / 40e9 = 1.75e9 / 6 / 20e9 = 14,583,333.3 ns; latency 4,000 + 14 * 700 = 13,800
+  // -> 14,597,133 ns, busbw = 1.75e9 / 14.597 ms = 119.9 GB/s (6 links x 20 GB/s)
+  CHECK(plan.predicted_ns == 14597133);
+  CHECK(std::abs(simulate(t, plan) - plan.predicted_ns) <= 1);
+}
+
+TEST_CASE("single-rank group: base latency only", "[collective]") {
+  const Topology t(nvswitch_node(300e9, 4));
+  const auto plan =
+      plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto, {3}, -1, 1e9);
+  CHECK(plan.flows.empty());
+  CHECK(plan.latency_ns == 4000);
+  CHECK(plan.predicted_ns == 4000);
+}
+
+TEST_CASE("broadcast and reduce: pipelined chain along the ring", "[collective]") {
+  const Topology t(pcie_node(4, 3));
+  // broadcast from 0: chain 0 -> 1 -> 2 -> 3, each flow S = 1e8
+  const auto b = plan_collective(t, kParams, CollectiveKind::kBroadcast, CollectiveAlgo::kAuto,
+                                 iota(4), 0, 1e8);
+  REQUIRE(b.flows.size() == 3);
+  CHECK(b.flows[0].src.index == 0);
+  CHECK(b.flows[2].dst.index == 3);
+  // latency = base + (p-1) * alpha = 4,000 + 3 * 1,100 = 7,300 ns. All three flows cross the host
+  // bridge (up and down): 3 * 1e8 / 12e9 = 25 ms -> 25,007,300 ns
+  CHECK(b.latency_ns == 7300);
+  CHECK(b.predicted_ns == 25007300);
+  // max-min in the flow network: each flow gets 12e9 / 3 on the bridge -> the same 25 ms
+  CHECK(std::abs(simulate(t, b) - b.predicted_ns) <= 1);
+  // reduce to 2: chain 3 -> 0 -> 1 -> 2 ends at the root
+  const auto r =
+      plan_collective(t, kParams, CollectiveKind::kReduce, CollectiveAlgo::kAuto, iota(4), 2, 1e8);
+  REQUIRE(r.flows.size() == 3);
+  CHECK(r.flows[0].src.index == 3);
+  CHECK(r.flows[2].dst.index == 2);
+}
+
+TEST_CASE("gather and scatter: root <-> each rank, S/p each", "[collective]") {
+  const Topology t(pcie_node(4, 3));
+  const auto g =
+      plan_collective(t, kParams, CollectiveKind::kGather, CollectiveAlgo::kAuto, iota(4), 0, 4e6);
+  // 3 flows of 1e6 into GPU 0; latency = one PCIe route's alpha 1,100 ns (copies, no NCCL launch);
+  // bridge carries 3e6 / 12e9 = 250 us -> 251,100 ns
+  REQUIRE(g.flows.size() == 3);
+  for (const auto& f : g.flows) CHECK(f.dst.index == 0);
+  CHECK(g.latency_ns == 1100);
+  CHECK(g.predicted_ns == 251100);
+  const auto s =
+      plan_collective(t, kParams, CollectiveKind::kScatter, CollectiveAlgo::kAuto, iota(4), 1, 4e6);
+  REQUIRE(s.flows.size() == 3);
+  for (const auto& f : s.flows) CHECK(f.src.index == 1);
+}
+
+TEST_CASE("reduce-scatter and all-gather: ring with (p-1)/p * S per edge", "[collective]") {
+  const Topology t(nvswitch_node(300e9, 4));
+  const auto ag = plan_collective(t, kParams, CollectiveKind::kAllGather, CollectiveAlgo::kAuto,
+                                  iota(8), -1, 1e9);
+  REQUIRE(ag.flows.size() == 8);
+  CHECK(ag.flows[0].bytes == Approx(0.875e9));
+  // latency = base + (p-1) * alpha = 4,000 + 7 * 700 = 8,900 ns; 0.875e9 / 240e9 = 3,645,833.3 ns
+  CHECK(ag.predicted_ns == 3654733);
+}
+
+TEST_CASE("all-to-all and send/recv", "[collective]") {
+  const Topology t(nvswitch_node(300e9, 4));
+  const auto a2a = plan_collective(t, kParams, CollectiveKind::kAllToAll, CollectiveAlgo::kAuto,
+                                   iota(4), -1, 4e6);
+  // p(p-1) = 12 flows of S/p = 1e6
+  CHECK(a2a.flows.size() == 12);
+  CHECK(a2a.flows[0].bytes == Approx(1e6));
+  const auto sr = plan_collective(t, kParams, CollectiveKind::kSendRecv, CollectiveAlgo::kAuto,
+                                  {2, 5}, -1, 1e9);
+  // one flow 2 -> 5 capped at 0.81 * 240e9 = 194.4e9: 1e9 / 194.4e9 = 5,144,032.9 ns + 4,700 ns
+  REQUIRE(sr.flows.size() == 1);
+  CHECK(sr.flows[0].rate_cap_bytes_per_s == Approx(194.4e9));
+  CHECK(sr.predicted_ns == 5148733);
+}
+
+TEST_CASE("copies: pinned, pageable, D2D, peer over NVLink vs PCIe", "[copy]") {
+  const Topology p(pcie_node(2, 3));
+  // pinned H2D 12e6 B over bridge down + GPU down at 12e9: 1 ms + alpha 550 ns
+  const auto pinned =
+      plan_copy(p, kParams, CopyKind::kH2DPinned, Endpoint::host(0), Endpoint::gpu(1), 12e6);
+  CHECK(pinned.predicted_ns == 1000550);
+  // pageable: capped at 6e9: 2 ms + 550 ns
+  const auto pageable =
+      plan_copy(p, kParams, CopyKind::kH2DPageable, Endpoint::host(0), Endpoint::gpu(1), 12e6);
+  CHECK(pageable.predicted_ns == 2000550);
+  // D2H mirrors H2D pinned
+  CHECK(plan_copy(p, kParams, CopyKind::kD2H, Endpoint::gpu(0), Endpoint::host(0), 12e6)
+            .predicted_ns == 1000550);
+
+  const Topology s(nvswitch_node(300e9, 4));
+  // D2D: mem_bw 1e12 * 0.8 / 2 (read + write) = 4e11: 4e8 B -> 1 ms, + 2,000 ns kernel overhead
+  const auto d2d = plan_copy(s, kParams, CopyKind::kD2D, Endpoint::gpu(2), Endpoint::gpu(2), 4e8);
+  CHECK(d2d.predicted_ns == 1002000);
+
+  ClusterSpec mesh = pcie_node(4, 3);
+  mesh.intra.kind = IntraNodeKind::kNvlinkMesh;
+  mesh.intra.nvlink_bytes_per_s_per_link = 25e9;
+  mesh.intra.nvlink_pairs = {{0, 1, 1}};
+  const Topology m(mesh);
+  // peer 0 -> 1 over one NVLink (20e9): 2e7 B -> 1 ms + 700 ns
+  CHECK(plan_copy(m, kParams, CopyKind::kPeer, Endpoint::gpu(0), Endpoint::gpu(1), 2e7)
+            .predicted_ns == 1000700);
+  // peer 0 -> 2 through the host on PCIe gen3 (12e9): 2e7 B -> 1.6667 ms + 1,100 ns
+  CHECK(plan_copy(m, kParams, CopyKind::kPeer, Endpoint::gpu(0), Endpoint::gpu(2), 2e7)
+            .predicted_ns == 1667767);
+}
+
+// [SECTION] Calibration cases (docs/cost-model.md, "Calibration"): within 10 % of published values.
+
+TEST_CASE("calibration: nccl_a100x8_allreduce_peak (230 GB/s busbw)", "[calibration]") {
+  const Topology t(nvswitch_node(300e9, 4));  // 12 NVLink3 x 25 GB/s per direction
+  const double S = 8e9;
+  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
+                                    iota(8), -1, S);
+  // busbw -> B = 300 * 0.80 = 240 GB/s for large S (+4.3 %)
+  const double bw = busbw_gb_per_s(CollectiveKind::kAllReduce, 8, S, plan.predicted_ns);
+  CHECK(bw == Approx(240).epsilon(0.01));
+  CHECK(std::abs(bw - 230) / 230 < 0.10);
+}
+
+TEST_CASE("calibration: nccl_h100x8_ring (370 GB/s busbw)", "[calibration]") {
+  const Topology t(nvswitch_node(450e9, 5));  // 18 NVLink4 x 25 GB/s per direction
+  const double S = 4e9;
+  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kRing,
+                                    iota(8), -1, S);
+  // busbw -> 450 * 0.80 = 360 GB/s (-2.7 %)
+  const double bw = busbw_gb_per_s(CollectiveKind::kAllReduce, 8, S, plan.predicted_ns);
+  CHECK(bw == Approx(360).epsilon(0.01));
+  CHECK(std::abs(bw - 370) / 370 < 0.10);
+}
+
+TEST_CASE("calibration: nccl_a100x8_sendrecv_1GB (195.1 GB/s)", "[calibration]") {
+  const Topology t(nvswitch_node(300e9, 4));
+  const double S = 1073741824;
+  const auto plan =
+      plan_collective(t, kParams, CollectiveKind::kSendRecv, CollectiveAlgo::kAuto, iota(8), -1, S);
+  // 8 flows i -> i+1, each capped at 0.81 * 240 = 194.4 GB/s; t = S / 194.4e9 + 4.7 us
+  // = 5,523,363 + 4,700 ns; busbw = algbw = S / t = 194.2 GB/s (published 195.1, time 5,503.4 us)
+  CHECK(plan.flows.size() == 8);
+  const double bw = busbw_gb_per_s(CollectiveKind::kSendRecv, 8, S, plan.predicted_ns);
+  CHECK(bw == Approx(194.2).epsilon(0.01));
+  CHECK(std::abs(bw - 195.1) / 195.1 < 0.10);
+  CHECK(std::abs(simulate(t, plan) - plan.predicted_ns) <= 1);
+}
+
+TEST_CASE("calibration: nccl_2x4070tis_pcie_latency (6.21 us)", "[calibration]") {
+  const Topology t(pcie_node(2, 4));
+  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
+                                    iota(2), -1, 8);
+  // base + 2(p-1) * alpha_route = 4.0 + 2 * 1.1 = 6.2 us; bandwidth 16 B over the bridge < 1 ns
+  CHECK(plan.predicted_ns == 6201);
+  CHECK(std::abs(plan.predicted_ns - 6210) / 6210.0 < 0.10);
+}
+
+TEST_CASE("calibration: nccl_2x8h20_ib_latency (47.5 us)", "[calibration]") {
+  ClusterSpec c = nvswitch_node(450e9, 5);
+  c.nodes = 2;
+  c.nics_per_node = 8;
+  c.nic_bytes_per_s = 50e9;  // CX-7 NDR 400 Gb/s
+  const Topology t(c);
+  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
+                                    iota(16), -1, 8);
+  // tree over 16 ranks (nodes contiguous): deepest leaf path has 3 NVSwitch hops (0.7 us) and one
+  // inter-node hop (0.5 + 9.3 + 9.3 + 0.5 = 19.6 us): base + 2 * (2.1 + 19.6) = 4 + 43.4 = 47.4 us
+  CHECK(plan.algo == CollectiveAlgo::kTree);
+  CHECK(plan.latency_ns == 47400);
+  CHECK(std::abs(plan.predicted_ns - 47500) / 47500.0 < 0.10);
+}
+
+TEST_CASE("calibration: nccl_ndr_nic_peak (48.5 GB/s per NIC)", "[calibration]") {
+  ClusterSpec c = nvswitch_node(450e9, 5);
+  c.nodes = 2;
+  c.nics_per_node = 8;
+  c.nic_bytes_per_s = 50e9;
+  const Topology t(c);
+  // a NIC link's capacity: 50 GB/s * 0.97 = 48.5 GB/s
+  const auto& r = t.route(Endpoint::gpu(0), Endpoint::gpu(8));
+  CHECK(t.links()[r[1]].capacity_bytes_per_s == Approx(48.5e9));
+}

@@ -1,1 +1,72 @@
-// (empty: being written)
+// Roofline compute cost (docs/cost-model.md, "Compute"); expected values derived in comments.
+#include <catch2/catch.hpp>
+
+#include "core/cost/compute_cost.hpp"
+
+using namespace csim;
+using namespace csim::core;
+
+namespace {
+
+GpuSpec test_gpu() {
+  GpuSpec g;
+  g.name = "test";
+  g.peak_fp32_flops_per_s = 20e12;
+  g.peak_tf32_flops_per_s = 0;
+  g.peak_fp16_flops_per_s = 100e12;
+  g.peak_bf16_flops_per_s = 100e12;
+  g.mem_bw_bytes_per_s = 1e12;
+  g.mem_bw_efficiency = 0.8;
+  g.kernel_overhead_ns = 2000;
+  for (auto& c : g.efficiency) c = EfficiencyCurve{0.8, 1e9, "test"};
+  g.efficiency[static_cast<int>(ComputeKind::kElementwise)] = EfficiencyCurve{0.5, 0, "test"};
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("efficiency curve saturates at max_efficiency", "[compute]") {
+  const EfficiencyCurve c{0.8, 1e9, "test"};
+  // efficiency(F) = 0.8 * F / (F + 1e9): F = 1e9 -> 0.4; F = 3e9 -> 0.6; F -> inf -> 0.8
+  CHECK(efficiency(c, 1e9) == Approx(0.4));
+  CHECK(efficiency(c, 3e9) == Approx(0.6));
+  CHECK(efficiency(c, 1e18) == Approx(0.8).epsilon(1e-6));
+  // no work, no efficiency (the duration formula never divides by it)
+  CHECK(efficiency(c, 0) == 0.0);
+  // half_flops = 0: flat curve
+  CHECK(efficiency(EfficiencyCurve{0.5, 0, ""}, 1.0) == Approx(0.5));
+}
+
+TEST_CASE("compute-bound kernel", "[compute]") {
+  const GpuSpec g = test_gpu();
+  // F = 3e12 fp16 GEMM: F / (peak * 0.8 * F / (F + half)) = (F + half) / (peak * 0.8)
+  //   = 3.001e12 / 8e13 = 0.0375125 s = 37,512,500 ns; memory 1e6 / 8e11 = 1.25 us is smaller;
+  //   + 2,000 ns overhead = 37,514,500 ns
+  CHECK(compute_duration_ns(g, ComputeKind::kGemm, Dtype::kFp16, 3e12, 1000000) == 37514500);
+  // fp32 peak is 5x lower: (3.001e12 / (2e13 * 0.8)) = 0.1875625 s + 2 us = 187,564,500 ns
+  CHECK(compute_duration_ns(g, ComputeKind::kGemm, Dtype::kFp32, 3e12, 0) == 187564500);
+}
+
+TEST_CASE("memory-bound kernel", "[compute]") {
+  const GpuSpec g = test_gpu();
+  // bytes 8e8 / (1e12 * 0.8) = 1e-3 s = 1,000,000 ns; compute (1e6 + 1e9) / 8e13 = 12.5 us;
+  // max = 1 ms, + 2,000 ns = 1,002,000 ns
+  CHECK(compute_duration_ns(g, ComputeKind::kGemm, Dtype::kFp16, 1e6, 800000000) == 1002000);
+  // elementwise curve is flat at 0.5: 1e9 FLOPs / (1e14 * 0.5) = 20 us vs 4e7 B / 8e11 = 50 us
+  //   -> 50,000 + 2,000 = 52,000 ns
+  CHECK(compute_duration_ns(g, ComputeKind::kElementwise, Dtype::kFp16, 1e9, 40000000) == 52000);
+}
+
+TEST_CASE("empty kernel costs the launch overhead only", "[compute]") {
+  const GpuSpec g = test_gpu();
+  // max(0, 0) + 2,000 ns
+  CHECK(compute_duration_ns(g, ComputeKind::kGemm, Dtype::kFp32, 0, 0) == 2000);
+}
+
+TEST_CASE("durations round to the nearest ns once", "[compute]") {
+  GpuSpec g = test_gpu();
+  g.kernel_overhead_ns = 0;
+  // bytes 1 / 8e11 = 1.25 ps -> 0 ns; 2,000 B / 8e11 = 2.5 ns -> 3 ns (half away from zero)
+  CHECK(compute_duration_ns(g, ComputeKind::kElementwise, Dtype::kFp32, 0, 1) == 0);
+  CHECK(compute_duration_ns(g, ComputeKind::kElementwise, Dtype::kFp32, 0, 2000) == 3);
+}

@@ -1,1 +1,163 @@
-// (empty: being written)
+// Max-min fair link sharing (docs/cost-model.md, "Link sharing"); expected values derived in
+// comments, as SimGrid's maxmin tests do.
+#include <catch2/catch.hpp>
+
+#include "core/engine/flow_network.hpp"
+
+using namespace csim;
+using csim::core::Link;
+using csim::engine::FlowNetwork;
+using csim::engine::FlowStart;
+
+namespace {
+
+std::vector<Link> make_links(const std::vector<double>& caps) {
+  std::vector<Link> links;
+  for (std::size_t i = 0; i < caps.size(); ++i) {
+    Link l;
+    l.id = static_cast<int>(i);
+    l.name = "l" + std::to_string(i);
+    l.capacity_bytes_per_s = caps[i];
+    links.push_back(l);
+  }
+  return links;
+}
+
+}  // namespace
+
+TEST_CASE("a single flow runs at its link's capacity", "[flow]") {
+  FlowNetwork net(make_links({1e9}));
+  const auto id = net.start(0, {0}, 1e6, 0, 7);
+  // 1e6 B / 1e9 B/s = 1 ms
+  CHECK(net.rate_of(id) == Approx(1e9));
+  CHECK(net.next_completion_ns() == 1000000);
+  CHECK(net.advance(999999).empty());
+  CHECK(net.advance(1000000) == std::vector<std::int64_t>{7});
+  CHECK(net.active() == 0);
+  CHECK(net.next_completion_ns() == -1);
+}
+
+TEST_CASE("two flows sharing a link get half each", "[flow]") {
+  FlowNetwork net(make_links({1e9}));
+  const auto a = net.start(0, {0}, 1e6, 0, 1);
+  const auto b = net.start(0, {0}, 1e6, 0, 2);
+  // 1e9 / 2 = 5e8 each; 1e6 / 5e8 = 2 ms; both finish together, reported in start order
+  CHECK(net.rate_of(a) == Approx(5e8));
+  CHECK(net.rate_of(b) == Approx(5e8));
+  CHECK(net.next_completion_ns() == 2000000);
+  CHECK(net.advance(2000000) == std::vector<std::int64_t>{1, 2});
+}
+
+TEST_CASE("a capped flow leaves the rest to the other", "[flow]") {
+  FlowNetwork net(make_links({1e9}));
+  const auto a = net.start(0, {0}, 1e6, 2e8, 1);
+  const auto b = net.start(0, {0}, 1e6, 0, 2);
+  // a is capped at 2e8 (< fair share 5e8); b takes 1e9 - 2e8 = 8e8
+  CHECK(net.rate_of(a) == Approx(2e8));
+  CHECK(net.rate_of(b) == Approx(8e8));
+  // b: 1e6 / 8e8 = 1.25 ms; then a alone stays at its cap 2e8 (cap < link):
+  // a sent 2e8 * 1.25e-3 = 2.5e5, 7.5e5 left / 2e8 = 3.75 ms -> finishes at 5 ms
+  CHECK(net.next_completion_ns() == 1250000);
+  CHECK(net.advance(1250000) == std::vector<std::int64_t>{2});
+  CHECK(net.rate_of(a) == Approx(2e8));
+  CHECK(net.next_completion_ns() == 5000000);
+  CHECK(net.advance(5000000) == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("a cap on an empty route acts as a private link", "[flow]") {
+  FlowNetwork net(make_links({1e9}));
+  const auto a = net.start(0, {}, 4e6, 4e9, 3);
+  // 4e6 / 4e9 = 1 ms
+  CHECK(net.rate_of(a) == Approx(4e9));
+  CHECK(net.next_completion_ns() == 1000000);
+}
+
+TEST_CASE("parking lot: max-min over three links", "[flow]") {
+  // Links L0 = 1e9, L1 = 2e9, L2 = 1e9. Long flow over L0,L1,L2; short flows s0 on L0, s1 on L1,
+  // s2 on L2. Progressive filling: shares L0 1e9/2 = 5e8, L1 2e9/2 = 1e9, L2 5e8. Smallest 5e8
+  // (L0, first by id): long and s0 fixed at 5e8; L2 then has s2 alone with 5e8 left -> 5e8;
+  // L1 has s1 alone with 2e9 - 5e8 = 1.5e9 -> 1.5e9.
+  FlowNetwork net(make_links({1e9, 2e9, 1e9}));
+  const auto ids = net.start_batch(0, {FlowStart{{0, 1, 2}, 1e6, 0, 0}, FlowStart{{0}, 1e6, 0, 1},
+                                       FlowStart{{1}, 3e6, 0, 2}, FlowStart{{2}, 1e6, 0, 3}});
+  CHECK(net.rate_of(ids[0]) == Approx(5e8));
+  CHECK(net.rate_of(ids[1]) == Approx(5e8));
+  CHECK(net.rate_of(ids[2]) == Approx(1.5e9));
+  CHECK(net.rate_of(ids[3]) == Approx(5e8));
+  // All of long, s0, s2 carry 1e6 at 5e8 -> 2 ms; s1 carries 3e6 at 1.5e9 -> 2 ms: all at 2 ms,
+  // reported in start order.
+  CHECK(net.next_completion_ns() == 2000000);
+  CHECK(net.advance(2000000) == std::vector<std::int64_t>{0, 1, 2, 3});
+}
+
+TEST_CASE("rates are recomputed when a flow finishes", "[flow]") {
+  FlowNetwork net(make_links({1e9}));
+  net.start(0, {0}, 1e6, 0, 1);
+  const auto b = net.start(0, {0}, 2e6, 0, 2);
+  // Both at 5e8: a finishes at 1e6 / 5e8 = 2 ms; b has 2e6 - 1e6 = 1e6 left, then alone at 1e9:
+  // 1 ms more -> 3 ms.
+  CHECK(net.advance(net.next_completion_ns()) == std::vector<std::int64_t>{1});
+  CHECK(net.rate_of(b) == Approx(1e9));
+  CHECK(net.remaining_of(b) == Approx(1e6));
+  CHECK(net.next_completion_ns() == 3000000);
+}
+
+TEST_CASE("a flow started later slows the earlier one", "[flow]") {
+  FlowNetwork net(make_links({1e9}));
+  const auto a = net.start(0, {0}, 2e6, 0, 1);
+  // a alone for 1 ms sends 1e6; then b (1e6) joins: each 5e8; both need 1e6 / 5e8 = 2 ms -> 3 ms.
+  CHECK(net.advance(1000000).empty());
+  net.start(1000000, {0}, 1e6, 0, 2);
+  CHECK(net.rate_of(a) == Approx(5e8));
+  CHECK(net.next_completion_ns() == 3000000);
+  CHECK(net.advance(3000000) == std::vector<std::int64_t>{1, 2});
+}
+
+TEST_CASE("independent components keep their rates", "[flow]") {
+  FlowNetwork net(make_links({1e9, 4e9}));
+  const auto a = net.start(0, {0}, 1e6, 0, 1);
+  const auto b = net.start(0, {1}, 1e6, 0, 2);
+  // a on L0 alone 1e9, b on L1 alone 4e9; b done at 0.25 ms; a unchanged, done at 1 ms
+  CHECK(net.rate_of(b) == Approx(4e9));
+  CHECK(net.advance(250000) == std::vector<std::int64_t>{2});
+  CHECK(net.rate_of(a) == Approx(1e9));
+  CHECK(net.next_completion_ns() == 1000000);
+}
+
+TEST_CASE("empty and zero-byte flows complete at once", "[flow]") {
+  FlowNetwork net(make_links({1e9}));
+  net.start(500, {}, 1e6, 0, 1);  // nothing limits it
+  net.start(500, {0}, 0, 0, 2);   // nothing to send
+  CHECK(net.next_completion_ns() == 500);
+  CHECK(net.advance(500) == std::vector<std::int64_t>{1, 2});
+}
+
+TEST_CASE("floating noise does not add a nanosecond", "[flow]") {
+  FlowNetwork net(make_links({1e9}));
+  // three flows of 1e6 at 1e9 / 3: 1e6 / 333,333,333.3 = 3 ms exactly in reals
+  net.start_batch(
+      0, {FlowStart{{0}, 1e6, 0, 1}, FlowStart{{0}, 1e6, 0, 2}, FlowStart{{0}, 1e6, 0, 3}});
+  CHECK(net.next_completion_ns() == 3000000);
+  CHECK(net.advance(3000000).size() == 3);
+  CHECK(FlowNetwork::ceil_to_ns(2.5) == 3);
+  CHECK(FlowNetwork::ceil_to_ns(3.0000000000001) == 3);
+  CHECK(FlowNetwork::ceil_to_ns(0) == 0);
+}
+
+TEST_CASE("many flows: start_batch and staggered finishes stay consistent", "[flow][scale]") {
+  // 2,000 links in a chain of pairs, 10,000 flows each over 2 adjacent links. Every flow finishes;
+  // total bytes / total capacity bounds the makespan from below.
+  const int kLinks = 2000, kFlows = 10000;
+  FlowNetwork net(make_links(std::vector<double>(kLinks, 1e9)));
+  std::vector<FlowStart> batch;
+  for (int i = 0; i < kFlows; ++i)
+    batch.push_back(FlowStart{{i % kLinks, (i + 1) % kLinks}, 1e5 * (1 + i % 7), 0, i});
+  net.start_batch(0, batch);
+  std::vector<std::int64_t> done;
+  while (net.next_completion_ns() >= 0) {
+    auto tags = net.advance(net.next_completion_ns());
+    done.insert(done.end(), tags.begin(), tags.end());
+  }
+  CHECK(done.size() == static_cast<std::size_t>(kFlows));
+  CHECK(net.active() == 0);
+}

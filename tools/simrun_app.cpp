@@ -1,1 +1,108 @@
-// (empty: being written)
+#include "tools/simrun_app.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "backends/common/trace_builder.hpp"
+#include "backends/sim/sim_executor.hpp"
+#include "core/error.hpp"
+#include "core/lowering/lowering.hpp"
+#include "core/scenario_parser.hpp"
+#include "profiler/atomic_file.hpp"
+#include "profiler/chrome_trace_writer.hpp"
+#include "profiler/summary.hpp"
+#include "tools/signals.hpp"
+
+namespace csim::app {
+namespace {
+
+constexpr const char* kExitCodes = R"(
+Exit codes:
+  0    ok
+  1    internal error (a bug: please report it with the scenario)
+  2    bad input: scenario, --set override or option (one line names the file, JSON path and fix)
+  3    backend unavailable (e.g. --backend cuda on a machine without a GPU or CUDA build)
+  4    OOM verdict, with --fail-on-oom (a GPU's peak memory exceeds its usable memory)
+  130  interrupted (Ctrl-C / SIGTERM); no half-written output is left behind
+)";
+
+}  // namespace
+
+SimRun simulate(const core::Scenario& scenario, const core::RunControl& control) {
+  SimRun run;
+  run.program = core::lower(scenario);
+  sim::SimExecutor exec(scenario);
+  run.result = exec.run(run.program, control);
+  run.memory = core::memory_timeline(run.program, run.result.timings, scenario.cluster);
+  run.trace = backend::build_trace(scenario, run.program, run.result, run.memory);
+  return run;
+}
+
+int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "simrun: simulate a training scenario and print its summary; optionally write the trace "
+      "(Chrome/Perfetto JSON, Kineto conventions) and a summary JSON.\n"
+      "Example: simrun scenarios/dp_vs_ddp_4x1080ti.json --set strategy.kind=ddp -o ddp.json",
+      "simrun"};
+  std::string scenario_path, trace_path, per_rank_dir, summary_path, backend = "sim";
+  std::vector<std::string> overrides;
+  bool fail_on_oom = false, quiet = false;
+  app.add_option("scenario", scenario_path, "scenario JSON file (docs/scenario.md)")->required();
+  app.add_option("-o,--output", trace_path, "write the trace (Chrome Trace Event JSON) to this file");
+  app.add_option("--per-rank", per_rank_dir, "also write one Kineto-style trace per rank into this directory");
+  app.add_option("--summary", summary_path, "write the summary as JSON to this file");
+  app.add_option("--set", overrides, "override a scenario value: dotted.path=VALUE (VALUE read as JSON if it parses)");
+  app.add_option("--backend", backend, "executor: sim (default) or cuda")->check(CLI::IsMember({"sim", "cuda"}));
+  app.add_flag("--fail-on-oom", fail_on_oom, "exit with 4 when the OOM verdict is not empty");
+  app.add_flag("-q,--quiet", quiet, "do not print the summary table");
+  app.footer(kExitCodes);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    err << "simrun: " << e.what() << " (hint: simrun --help)\n";
+    return kExitBadInput;
+  }
+  try {
+    if (backend == "cuda") {
+      throw BackendUnavailable("the cuda backend is not part of this build; use --backend sim");
+    }
+    const core::Scenario scenario = core::parse_scenario_file(scenario_path, overrides);
+    core::RunControl control;
+    control.cancel = cancel_flag();
+    SimRun run = simulate(scenario, control);
+    if (!run.result.complete) {
+      err << "simrun: interrupted; nothing written\n";
+      return kExitInterrupted;
+    }
+    const prof::Summary summary = prof::summarize(run.trace);
+    if (!quiet) prof::print_summary_table(summary, out);
+    for (const std::string& w : run.trace.metadata["warnings"]) err << "simrun: warning: " << w << "\n";
+    set_writing(true);
+    if (!trace_path.empty()) prof::write_chrome_trace_file(run.trace, trace_path);
+    if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);
+    if (!summary_path.empty()) {
+      prof::write_file_atomically(summary_path, [&](std::ostream& os) { os << prof::summary_to_json(summary).dump(2) << "\n"; });
+    }
+    set_writing(false);
+    if (fail_on_oom && run.memory.oom) return kExitOom;
+    return kExitOk;
+  } catch (const InputError& e) {
+    err << "simrun: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const BackendUnavailable& e) {
+    err << "simrun: backend unavailable: " << e.what() << "\n";
+    return kExitBackendUnavailable;
+  } catch (const std::exception& e) {
+    set_writing(false);
+    err << "simrun: error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace csim::app

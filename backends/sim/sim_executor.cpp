@@ -1,1 +1,433 @@
-// (empty: being written)
+// Discrete-event execution of a Program (docs/cost-model.md, "Simulation").
+//
+// [SECTION] index
+//   Engine state      threads, streams, transfers, resources
+//   Host side         issuing ops: host waits -> GIL -> core -> Python -> dispatch -> enqueue
+//   Device side       stream heads: launch latency, stream waits, compute / copy / collective
+//   Transfers         latency, then flows in the FlowNetwork; completion ends the ops
+//   Event loop        (time, insertion order) queue; deadlock and cancellation checks
+#include "backends/sim/sim_executor.hpp"
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "backends/sim/host_model.hpp"
+#include "core/cost/compute_cost.hpp"
+#include "core/engine/event_queue.hpp"
+#include "core/engine/flow_network.hpp"
+#include "core/error.hpp"
+#include "core/topology.hpp"
+
+namespace csim::sim {
+namespace {
+
+using core::Dep;
+using core::DepKind;
+using core::Op;
+using core::OpId;
+using core::OpKind;
+
+enum class EvType : std::uint8_t { kThreadStep, kPythonDone, kDispatchDone, kStreamCheck, kComputeDone, kTransferGo, kFlowCheck };
+
+struct Event {
+  EvType type;
+  std::int64_t a;  // thread, stream, op, transfer or flow generation
+};
+
+enum class ThreadPhase : std::uint8_t { kIdle, kBlocked, kWaitGil, kWaitCore, kPython, kDispatch, kDone };
+
+struct ThreadState {
+  std::vector<OpId> ops;  // issue order
+  std::size_t pos = 0;
+  ThreadPhase phase = ThreadPhase::kIdle;
+  int process = 0, node = 0;
+  bool holds_gil = false, holds_core = false;
+};
+
+struct StreamState {
+  std::deque<OpId> queue;  // enqueued, not started (FIFO by enqueue)
+  OpId running = core::kNoOp;
+  bool check_scheduled_at_latency = false;
+};
+
+struct Transfer {
+  std::vector<OpId> ops;  // ops that end when the transfer ends
+  core::TransferPlan plan;
+  int flows_left = 0;
+};
+
+struct Instance {
+  std::vector<OpId> arrived;
+  int expected = 0;
+};
+
+class Engine {
+ public:
+  Engine(const core::Scenario& s, const core::CommParams& comm, const core::Program& p, const core::RunControl& ctl)
+      : s_(s), comm_(comm), p_(p), ctl_(ctl), topo_(s.cluster), flows_(topo_.links()) {}
+
+  core::ExecutionResult run();
+
+ private:
+  // [SECTION] Engine state
+  const core::Scenario& s_;
+  const core::CommParams& comm_;
+  const core::Program& p_;
+  const core::RunControl& ctl_;
+  core::Topology topo_;
+  engine::FlowNetwork flows_;
+  engine::EventQueue<Event> q_;
+  TimeNs now_ = 0;
+  std::vector<core::OpTiming> t_;
+  std::vector<char> done_;
+  std::vector<TimeNs> earliest_;  // earliest device start (issue end + launch latency)
+  std::vector<std::vector<int>> host_waiters_, stream_waiters_;
+  std::vector<ThreadState> threads_;
+  std::vector<StreamState> streams_;
+  std::vector<FifoResource> gil_, cores_;
+  std::vector<Instance> instances_;
+  std::vector<Transfer> transfers_;
+  std::int64_t flow_gen_ = 0;
+  std::int64_t events_ = 0;
+  std::int64_t done_count_ = 0;
+
+  void push(TimeNs t, EvType type, std::int64_t a) { q_.push(t, Event{type, a}); }
+  void step_thread(int t);
+  void finish_issue(int t);
+  void check_stream(int s);
+  void start_on_stream(int s, OpId id);
+  void start_transfer(std::vector<OpId> ops, core::TransferPlan plan);
+  void transfer_go(int tr);
+  void on_flow_check(std::int64_t gen);
+  void schedule_flow_check();
+  void advance_flows();
+  bool wants_step(int t) const;
+  void complete(OpId id);
+  bool process_has_gil(int process) const { return p_.processes[process].has_gil; }
+  std::string describe_stuck() const;
+};
+
+// [SECTION] Host side ----------------------------------------------------------------------------
+
+void Engine::step_thread(int t) {
+  ThreadState& th = threads_[t];
+  while (th.pos < th.ops.size()) {
+    const OpId id = th.ops[th.pos];
+    const Op& op = p_.ops[id];
+    core::OpTiming& tm = t_[id];
+    if (th.phase == ThreadPhase::kIdle || th.phase == ThreadPhase::kBlocked) {
+      // Host waits: the thread cannot issue this op before its dependencies finished.
+      for (const Dep& d : op.deps) {
+        if (d.kind == DepKind::kHostWaits && !done_[d.op]) {
+          host_waiters_[d.op].push_back(t);
+          th.phase = ThreadPhase::kBlocked;
+          return;
+        }
+      }
+      tm.ready_ns = now_;
+      th.phase = ThreadPhase::kWaitGil;
+      if (op.python_ns > 0 && process_has_gil(th.process)) {
+        if (!gil_[th.process].acquire(t)) return;  // granted later through release()
+      }
+      th.holds_gil = op.python_ns > 0 && process_has_gil(th.process);
+    }
+    if (th.phase == ThreadPhase::kWaitGil) {
+      tm.gil_wait_ns = now_ - tm.ready_ns;
+      th.phase = ThreadPhase::kWaitCore;
+      if (op.python_ns + op.dispatch_ns > 0) {
+        if (!cores_[th.node].acquire(t)) return;
+        th.holds_core = true;
+      }
+    }
+    if (th.phase == ThreadPhase::kWaitCore) {
+      tm.core_wait_ns = now_ - tm.ready_ns - tm.gil_wait_ns;
+      if (op.kind == OpKind::kHostWork) tm.start_ns = now_;
+      th.phase = ThreadPhase::kPython;
+      if (op.python_ns > 0) {
+        push(now_ + op.python_ns, EvType::kPythonDone, t);
+        return;
+      }
+    }
+    if (th.phase == ThreadPhase::kPython) {
+      if (th.holds_gil) {
+        th.holds_gil = false;
+        const int next = gil_[th.process].release();
+        if (next >= 0) {
+          threads_[next].holds_gil = true;
+          push(now_, EvType::kThreadStep, next);
+        }
+      }
+      th.phase = ThreadPhase::kDispatch;
+      if (op.dispatch_ns > 0) {
+        push(now_ + op.dispatch_ns, EvType::kDispatchDone, t);
+        return;
+      }
+    }
+    if (th.phase == ThreadPhase::kDispatch) {
+      finish_issue(t);
+      th.phase = ThreadPhase::kIdle;
+      ++th.pos;
+    }
+  }
+  th.phase = ThreadPhase::kDone;
+}
+
+void Engine::finish_issue(int t) {
+  ThreadState& th = threads_[t];
+  const OpId id = th.ops[th.pos];
+  const Op& op = p_.ops[id];
+  if (th.holds_core) {
+    th.holds_core = false;
+    const int next = cores_[th.node].release();
+    if (next >= 0) {
+      threads_[next].holds_core = true;
+      push(now_, EvType::kThreadStep, next);
+    }
+  }
+  t_[id].issue_end_ns = now_;
+  if (op.stream < 0) {
+    // Host work and markers execute on the thread itself.
+    if (op.kind == OpKind::kMarker) t_[id].start_ns = now_;
+    complete(id);
+    return;
+  }
+  // docs/cost-model.md, "Kernel start": a kernel starts at max(stream free, enqueue + launch
+  // latency). Memory operations are stream-ordered bookkeeping with no launch.
+  const bool launched = op.kind != OpKind::kAlloc && op.kind != OpKind::kFree;
+  earliest_[id] = now_ + (launched ? us_to_ns(s_.host.launch_latency_us) : 0);
+  streams_[op.stream].queue.push_back(id);
+  check_stream(op.stream);
+}
+
+// [SECTION] Device side --------------------------------------------------------------------------
+
+void Engine::check_stream(int s) {
+  StreamState& st = streams_[s];
+  while (st.running == core::kNoOp && !st.queue.empty()) {
+    const OpId id = st.queue.front();
+    if (now_ < earliest_[id]) {
+      push(earliest_[id], EvType::kStreamCheck, s);
+      return;
+    }
+    for (const Dep& d : p_.ops[id].deps) {
+      if (d.kind == DepKind::kStreamWaits && !done_[d.op]) {
+        stream_waiters_[d.op].push_back(s);
+        return;
+      }
+    }
+    st.queue.pop_front();
+    start_on_stream(s, id);
+  }
+}
+
+void Engine::start_on_stream(int s, OpId id) {
+  const Op& op = p_.ops[id];
+  StreamState& st = streams_[s];
+  t_[id].start_ns = now_;
+  switch (op.kind) {
+    case OpKind::kAlloc:
+    case OpKind::kFree:
+      complete(id);  // bookkeeping only; memory_timeline reads the time
+      return;
+    case OpKind::kCompute: {
+      st.running = id;
+      const TimeNs d = core::compute_duration_ns(s_.cluster.gpu, op.compute_kind, op.dtype, op.flops, op.bytes);
+      push(now_ + d, EvType::kComputeDone, id);
+      return;
+    }
+    case OpKind::kCopy: {
+      st.running = id;
+      if (op.copy_kind == core::CopyKind::kD2D) {
+        // On-device copy: a memory-bound kernel reading and writing the bytes (docs/cost-model.md,
+        // "Copies").
+        const TimeNs d = core::compute_duration_ns(s_.cluster.gpu, core::ComputeKind::kElementwise,
+                                                   core::Dtype::kFp32, 0, 2 * op.bytes);
+        push(now_ + d, EvType::kComputeDone, id);
+        return;
+      }
+      const int node = op.gpu / s_.cluster.gpus_per_node;
+      core::Endpoint src = core::Endpoint::host(node), dst = core::Endpoint::gpu(op.gpu);
+      if (op.copy_kind == core::CopyKind::kPeer) src = core::Endpoint::gpu(op.peer_gpu);
+      if (op.copy_kind == core::CopyKind::kD2H) std::swap(src, dst);
+      start_transfer({id}, core::plan_copy(topo_, comm_, op.copy_kind, src, dst, static_cast<double>(op.bytes)));
+      return;
+    }
+    case OpKind::kCollective: {
+      st.running = id;
+      Instance& in = instances_[op.instance];
+      in.arrived.push_back(id);
+      // NCCL: each GPU's kernel starts (and spins) when its stream reaches it; data moves only
+      // once every member has arrived.
+      if (static_cast<int>(in.arrived.size()) == in.expected) {
+        const core::CommGroup& g = p_.groups[op.group];
+        start_transfer(in.arrived, core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus, op.root,
+                                                         static_cast<double>(op.bytes)));
+      }
+      return;
+    }
+    case OpKind::kHostWork:
+    case OpKind::kMarker:
+      break;
+  }
+  CSIM_ASSERT_MSG(false, "host op on a stream");
+}
+
+// [SECTION] Transfers ----------------------------------------------------------------------------
+
+void Engine::start_transfer(std::vector<OpId> ops, core::TransferPlan plan) {
+  const int tr = static_cast<int>(transfers_.size());
+  const TimeNs latency = plan.latency_ns;
+  transfers_.push_back(Transfer{std::move(ops), std::move(plan), 0});
+  push(now_ + latency, EvType::kTransferGo, tr);
+}
+
+void Engine::transfer_go(int tr) {
+  Transfer& x = transfers_[tr];
+  // Bring the flows in flight up to now at their old rates before the set changes.
+  advance_flows();
+  for (const core::FlowSpec& f : x.plan.flows) {
+    if (f.bytes <= 0) continue;
+    flows_.start(now_, topo_.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s, tr);
+    ++x.flows_left;
+  }
+  if (x.flows_left == 0) {
+    for (OpId id : x.ops) complete(id);
+    return;
+  }
+  schedule_flow_check();
+}
+
+void Engine::schedule_flow_check() {
+  ++flow_gen_;
+  const TimeNs next = flows_.next_completion_ns();
+  if (next >= 0) push(std::max(next, now_), EvType::kFlowCheck, flow_gen_);
+}
+
+void Engine::on_flow_check(std::int64_t gen) {
+  if (gen != flow_gen_) return;  // rates changed since this was scheduled
+  advance_flows();
+  schedule_flow_check();
+}
+
+void Engine::advance_flows() {
+  for (std::int64_t tag : flows_.advance(now_)) {
+    Transfer& x = transfers_[tag];
+    if (--x.flows_left == 0) {
+      for (OpId id : x.ops) complete(id);
+    }
+  }
+}
+
+void Engine::complete(OpId id) {
+  const Op& op = p_.ops[id];
+  t_[id].end_ns = now_;
+  if (t_[id].start_ns < 0) t_[id].start_ns = now_;
+  done_[id] = 1;
+  ++done_count_;
+  if (op.stream >= 0 && streams_[op.stream].running == id) {
+    streams_[op.stream].running = core::kNoOp;
+    push(now_, EvType::kStreamCheck, op.stream);
+  }
+  for (int t : host_waiters_[id]) push(now_, EvType::kThreadStep, t);
+  host_waiters_[id].clear();
+  for (int s : stream_waiters_[id]) push(now_, EvType::kStreamCheck, s);
+  stream_waiters_[id].clear();
+}
+
+// [SECTION] Event loop ---------------------------------------------------------------------------
+
+std::string Engine::describe_stuck() const {
+  for (std::size_t t = 0; t < threads_.size(); ++t) {
+    const ThreadState& th = threads_[t];
+    if (th.pos < th.ops.size()) {
+      const Op& op = p_.ops[th.ops[th.pos]];
+      return "thread '" + p_.threads[t].name + "' stuck before op " + std::to_string(op.id) + " '" + op.name + "'";
+    }
+  }
+  for (std::size_t s = 0; s < streams_.size(); ++s) {
+    if (!streams_[s].queue.empty()) {
+      const Op& op = p_.ops[streams_[s].queue.front()];
+      return "stream " + std::to_string(s) + " stuck at op " + std::to_string(op.id) + " '" + op.name + "'";
+    }
+  }
+  return "collective waiting for members";
+}
+
+// A wake-up is acted on only in a state that can move on: idle or blocked on a host wait, or
+// waiting for the GIL or a core that has just been handed over.
+bool Engine::wants_step(int t) const {
+  const ThreadState& th = threads_[t];
+  switch (th.phase) {
+    case ThreadPhase::kIdle:
+    case ThreadPhase::kBlocked: return true;
+    case ThreadPhase::kWaitGil: return th.holds_gil;
+    case ThreadPhase::kWaitCore: return th.holds_core;
+    default: return false;
+  }
+}
+
+core::ExecutionResult Engine::run() {
+  const std::size_t n = p_.ops.size();
+  t_.assign(n, core::OpTiming{});
+  done_.assign(n, 0);
+  earliest_.assign(n, 0);
+  host_waiters_.assign(n, {});
+  stream_waiters_.assign(n, {});
+  threads_.resize(p_.threads.size());
+  for (const core::ThreadDesc& td : p_.threads) {
+    threads_[td.id].process = td.process;
+    threads_[td.id].node = p_.processes[td.process].node;
+  }
+  for (const Op& op : p_.ops) threads_[op.thread].ops.push_back(op.id);
+  streams_.resize(p_.streams.size());
+  gil_.assign(p_.processes.size(), FifoResource(1));
+  cores_.assign(static_cast<std::size_t>(s_.cluster.nodes), FifoResource(std::max(1, s_.host.cpu_cores)));
+  instances_.resize(static_cast<std::size_t>(p_.collective_instances));
+  for (const Op& op : p_.ops) {
+    if (op.kind == OpKind::kCollective) instances_[op.instance].expected = static_cast<int>(p_.groups[op.group].gpus.size());
+  }
+  for (std::size_t t = 0; t < threads_.size(); ++t) push(0, EvType::kThreadStep, static_cast<std::int64_t>(t));
+
+  core::ExecutionResult res;
+  res.backend = "sim";
+  while (!q_.empty()) {
+    const Event ev = q_.pop(&now_);
+    ++events_;
+    if ((events_ & 0xFFF) == 0 && ctl_.cancel && ctl_.cancel->load()) {
+      res.complete = false;
+      break;
+    }
+    switch (ev.type) {
+      case EvType::kThreadStep:
+        if (wants_step(static_cast<int>(ev.a))) step_thread(static_cast<int>(ev.a));
+        break;
+      case EvType::kPythonDone:
+      case EvType::kDispatchDone:
+        step_thread(static_cast<int>(ev.a));
+        break;
+      case EvType::kStreamCheck: check_stream(static_cast<int>(ev.a)); break;
+      case EvType::kComputeDone: complete(static_cast<OpId>(ev.a)); break;
+      case EvType::kTransferGo: transfer_go(static_cast<int>(ev.a)); break;
+      case EvType::kFlowCheck: on_flow_check(ev.a); break;
+    }
+  }
+  if (res.complete && done_count_ != static_cast<std::int64_t>(n)) {
+    const std::string why = "simulation deadlock: " + describe_stuck();
+    CSIM_ASSERT_MSG(false, why.c_str());
+  }
+  res.timings = std::move(t_);
+  res.events_processed = events_;
+  return res;
+}
+
+}  // namespace
+
+SimExecutor::SimExecutor(const core::Scenario& scenario) : scenario_(scenario) {}
+
+core::ExecutionResult SimExecutor::run(const core::Program& program, const core::RunControl& control) {
+  Engine e(scenario_, comm_, program, control);
+  return e.run();
+}
+
+}  // namespace csim::sim

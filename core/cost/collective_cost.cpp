@@ -1,1 +1,307 @@
-// (empty: being written)
+// Collective and copy plans (docs/cost-model.md, "Communication").
+//
+// Index: [SECTION] Helpers, [SECTION] Algorithms, [SECTION] Collectives, [SECTION] Copies
+#include "core/cost/collective_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "core/error.hpp"
+
+namespace csim::core {
+
+// [SECTION] Helpers ------------------------------------------------------------------------------
+
+double busbw_factor(CollectiveKind kind, int p) {
+  CSIM_ASSERT(p >= 1);
+  const double n = p;
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kScatter:
+      return (n - 1) / n;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+    case CollectiveKind::kSendRecv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+// docs/cost-model.md, "Communication", "Prediction": a lower bound on the plan's bandwidth time
+// that is exact when every flow is limited by the same link (rings, chains, trees of equal sizes).
+double predict_bandwidth_s(const Topology& topo, const std::vector<FlowSpec>& flows) {
+  const std::vector<Link>& links = topo.links();
+  std::map<LinkId, double> load;  // ordered: deterministic iteration
+  double t = 0;
+  for (const FlowSpec& f : flows) {
+    if (!(f.bytes > 0)) continue;
+    double bw = topo.route_bandwidth(f.src, f.dst);
+    if (f.rate_cap_bytes_per_s > 0) bw = std::min(bw, f.rate_cap_bytes_per_s);
+    if (std::isfinite(bw)) t = std::max(t, f.bytes / bw);
+    for (LinkId l : topo.route(f.src, f.dst)) load[l] += f.bytes;
+  }
+  for (const auto& [l, bytes] : load) t = std::max(t, bytes / links[l].capacity_bytes_per_s);
+  return t;
+}
+
+namespace {
+
+struct Builder {
+  const Topology& topo;
+  const CommParams& params;
+  TransferPlan plan;
+  double latency_ns = 0;
+
+  double alpha(int a, int b) const {
+    return topo.route_alpha_ns(Endpoint::gpu(a), Endpoint::gpu(b));
+  }
+  void flow(int a, int b, double bytes, double cap = 0) {
+    if (bytes > 0) plan.flows.push_back({Endpoint::gpu(a), Endpoint::gpu(b), bytes, cap});
+  }
+  double p2p_cap(int a, int b) const {
+    return params.p2p_bandwidth_fraction * topo.route_bandwidth(Endpoint::gpu(a), Endpoint::gpu(b));
+  }
+  // latency_ns -> TransferPlan: the one place this file turns floating time into ns.
+  TransferPlan finish() {
+    plan.latency_ns = round_to_ns(latency_ns * 1e-9);
+    plan.predicted_ns = round_to_ns(latency_ns * 1e-9 + predict_bandwidth_s(topo, plan.flows));
+    return plan;
+  }
+};
+
+double base_ns(const CommParams& p) {
+  return p.nccl_base_latency_us * 1e3;
+}
+
+// [SECTION] Algorithms ---------------------------------------------------------------------------
+
+// Ring (docs/cost-model.md, "Communication", "Ring"): p flows, one per ring edge, each carrying
+// `factor` * S; latency = base + factor * sum of the edges' alphas, i.e. base + factor * p * alpha
+// for uniform hops (all-reduce: factor 2(p-1)/p gives 2(p-1) * alpha). With k rings (NCCL channels
+// over different NVLinks) each ring carries S/k; they run at once, so the latency is the slowest
+// ring's.
+TransferPlan ring_plan(const Topology& topo, const CommParams& params,
+                       const std::vector<std::vector<int>>& rings, double factor, double bytes) {
+  Builder b{topo, params, {}, 0};
+  const double k = static_cast<double>(rings.size());
+  double worst_alpha = 0;
+  for (const std::vector<int>& order : rings) {
+    const int p = static_cast<int>(order.size());
+    double sum_alpha = 0;
+    for (int i = 0; i < p; ++i) {
+      const int a = order[i], c = order[(i + 1) % p];
+      sum_alpha += b.alpha(a, c);
+      b.flow(a, c, factor * bytes / k);
+    }
+    worst_alpha = std::max(worst_alpha, sum_alpha);
+  }
+  b.latency_ns = base_ns(params) + factor * worst_alpha;
+  b.plan.algo = CollectiveAlgo::kRing;
+  return b.finish();
+}
+
+// Double binary tree (docs/cost-model.md, "Communication", "Tree"), as NCCL builds it: two binary
+// trees over the ring order, the second mirrored so that a rank interior in one is (mostly) a leaf
+// in the other; each tree reduces half of the buffer up to its root and broadcasts it back down.
+// Flows: every tree edge carries S/2 up and S/2 down. Latency = base + the slowest leaf's
+// round trip (sum of alphas up to the root and back), i.e. base + 2 * depth * alpha for uniform
+// hops with depth = floor(log2 p) <= ceil(log2 p).
+TransferPlan tree_plan(const Topology& topo, const CommParams& params,
+                       const std::vector<int>& order, double bytes) {
+  Builder b{topo, params, {}, 0};
+  const int p = static_cast<int>(order.size());
+  double worst = 0;
+  for (int tree = 0; tree < 2; ++tree) {
+    auto rank_at = [&](int heap_index) {
+      return tree == 0 ? order[heap_index] : order[p - 1 - heap_index];
+    };
+    std::vector<double> depth_alpha(p, 0);  // round-trip alpha from the root to this heap index
+    for (int i = 1; i < p; ++i) {
+      const int parent = (i - 1) / 2;
+      const int child_gpu = rank_at(i), parent_gpu = rank_at(parent);
+      depth_alpha[i] =
+          depth_alpha[parent] + b.alpha(child_gpu, parent_gpu) + b.alpha(parent_gpu, child_gpu);
+      worst = std::max(worst, depth_alpha[i]);
+      b.flow(child_gpu, parent_gpu, bytes / 2);
+      b.flow(parent_gpu, child_gpu, bytes / 2);
+    }
+  }
+  b.latency_ns = base_ns(params) + worst;
+  b.plan.algo = CollectiveAlgo::kTree;
+  return b.finish();
+}
+
+// Pipelined chain along the ring starting (broadcast) or ending (reduce) at the root
+// (docs/cost-model.md, "Communication", "Chain"): p-1 flows of S each; latency = base + sum of the
+// chain's alphas = base + (p-1) * alpha for uniform hops. With k rings, one chain per ring, S/k
+// each.
+TransferPlan chain_plan(const Topology& topo, const CommParams& params,
+                        const std::vector<std::vector<int>>& rings, int root, bool toward_root,
+                        double bytes) {
+  Builder b{topo, params, {}, 0};
+  const double k = static_cast<double>(rings.size());
+  double worst_alpha = 0;
+  for (const std::vector<int>& ring : rings) {
+    const int p = static_cast<int>(ring.size());
+    const auto it = std::find(ring.begin(), ring.end(), root);
+    CSIM_ASSERT_MSG(it != ring.end(), "the root is not in the group");
+    const int r = static_cast<int>(it - ring.begin());
+    // Broadcast: root, ring[r+1], ..., ring[r-1]. Reduce: ring[r+1], ..., ring[r-1], root.
+    std::vector<int> chain;
+    chain.reserve(p);
+    for (int i = 0; i < p; ++i) chain.push_back(ring[(r + (toward_root ? 1 : 0) + i) % p]);
+    double sum_alpha = 0;
+    for (int i = 0; i + 1 < p; ++i) {
+      sum_alpha += b.alpha(chain[i], chain[i + 1]);
+      b.flow(chain[i], chain[i + 1], bytes / k);
+    }
+    worst_alpha = std::max(worst_alpha, sum_alpha);
+  }
+  b.latency_ns = base_ns(params) + worst_alpha;
+  b.plan.algo = CollectiveAlgo::kRing;
+  return b.finish();
+}
+
+}  // namespace
+
+// [SECTION] Collectives --------------------------------------------------------------------------
+
+TransferPlan plan_collective(const Topology& topo, const CommParams& params, CollectiveKind kind,
+                             CollectiveAlgo algo, const std::vector<int>& gpus, int root,
+                             double bytes) {
+  const int p = static_cast<int>(gpus.size());
+  CSIM_ASSERT_MSG(p >= 1, "a collective needs at least one GPU");
+  CSIM_ASSERT(bytes >= 0);
+  // docs/cost-model.md, "Communication": a single-rank group moves nothing; NCCL still launches.
+  if (p == 1) {
+    Builder b{topo, params, {}, base_ns(params)};
+    b.plan.algo = algo == CollectiveAlgo::kTree && kind == CollectiveKind::kAllReduce
+                      ? CollectiveAlgo::kTree
+                      : CollectiveAlgo::kRing;
+    return b.finish();
+  }
+  const std::vector<std::vector<int>> rings = topo.rings(gpus);
+  const std::vector<int>& ring = rings.front();  // = topo.ring_order(gpus)
+  const double n = p;
+  switch (kind) {
+    case CollectiveKind::kAllReduce: {
+      // NCCL picks the algorithm with the least predicted time: tree wins on latency for small
+      // messages on many ranks (2 log2 p hops instead of 2(p-1)), ring on bandwidth for large ones.
+      if (algo == CollectiveAlgo::kRing)
+        return ring_plan(topo, params, rings, 2 * (n - 1) / n, bytes);
+      if (algo == CollectiveAlgo::kTree) return tree_plan(topo, params, ring, bytes);
+      TransferPlan r = ring_plan(topo, params, rings, 2 * (n - 1) / n, bytes);
+      TransferPlan t = tree_plan(topo, params, ring, bytes);
+      return t.predicted_ns < r.predicted_ns ? t : r;  // ties: ring
+    }
+    // NCCL implements these with rings only; a forced kTree falls back to the ring.
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllGather:
+      return ring_plan(topo, params, rings, (n - 1) / n, bytes);
+    case CollectiveKind::kBroadcast:
+      return chain_plan(topo, params, rings, root, false, bytes);
+    case CollectiveKind::kReduce:
+      return chain_plan(topo, params, rings, root, true, bytes);
+    case CollectiveKind::kGather:
+    case CollectiveKind::kScatter: {
+      // torch.cuda.comm.gather / scatter: one copy per non-root rank of its S/p share, all in
+      // flight together; latency = the slowest route's alpha (no NCCL launch).
+      CSIM_ASSERT_MSG(std::find(gpus.begin(), gpus.end(), root) != gpus.end(),
+                      "the root is not in the group");
+      Builder b{topo, params, {}, 0};
+      double worst = 0;
+      for (int g : gpus) {
+        if (g == root) continue;
+        const int src = kind == CollectiveKind::kGather ? g : root;
+        const int dst = kind == CollectiveKind::kGather ? root : g;
+        worst = std::max(worst, b.alpha(src, dst));
+        b.flow(src, dst, bytes / n);
+      }
+      b.latency_ns = worst;
+      return b.finish();
+    }
+    case CollectiveKind::kAllToAll: {
+      // Every rank sends S/p to every other rank at once over NCCL point-to-point channels.
+      Builder b{topo, params, {}, 0};
+      double worst = 0;
+      for (int a : gpus)
+        for (int c : gpus) {
+          if (a == c) continue;
+          worst = std::max(worst, b.alpha(a, c));
+          b.flow(a, c, bytes / n, b.p2p_cap(a, c));
+        }
+      b.latency_ns = base_ns(params) + worst;
+      return b.finish();
+    }
+    case CollectiveKind::kSendRecv: {
+      // Two ranks: gpus[0] sends S to gpus[1]. More: rank i sends S to rank i+1 (mod p), the
+      // nccl-tests sendrecv_perf pattern. Point-to-point channels cap the rate.
+      Builder b{topo, params, {}, 0};
+      double worst = 0;
+      const int pairs = p == 2 ? 1 : p;
+      for (int i = 0; i < pairs; ++i) {
+        const int a = gpus[i], c = gpus[(i + 1) % p];
+        worst = std::max(worst, b.alpha(a, c));
+        b.flow(a, c, bytes, b.p2p_cap(a, c));
+      }
+      b.latency_ns = base_ns(params) + worst;
+      return b.finish();
+    }
+  }
+  CSIM_ASSERT_MSG(false, "unknown collective kind");
+  return {};
+}
+
+// [SECTION] Copies -------------------------------------------------------------------------------
+
+// docs/cost-model.md, "Communication", "Copies".
+TransferPlan plan_copy(const Topology& topo, const CommParams& params, CopyKind kind, Endpoint src,
+                       Endpoint dst, double bytes) {
+  CSIM_ASSERT(bytes >= 0);
+  Builder b{topo, params, {}, 0};
+  const bool same_gpu = src.kind == Endpoint::Kind::kGpu && dst.kind == Endpoint::Kind::kGpu &&
+                        src.index == dst.index;
+  if (kind == CopyKind::kD2D || (kind == CopyKind::kPeer && same_gpu)) {
+    // On one GPU: the copy engine / copy kernel reads and writes device memory, so it moves at
+    // half the achieved memory bandwidth; a private rate cap on an empty route.
+    CSIM_ASSERT_MSG(same_gpu, "a D2D copy stays on one GPU");
+    const GpuSpec& g = topo.gpu_spec();
+    const double rate = g.mem_bw_bytes_per_s * g.mem_bw_efficiency / 2;
+    CSIM_ASSERT_MSG(rate > 0, "GPU without memory bandwidth");
+    if (bytes > 0) b.plan.flows.push_back({src, dst, bytes, rate});
+    b.latency_ns = static_cast<double>(g.kernel_overhead_ns);
+    return b.finish();
+  }
+  switch (kind) {
+    case CopyKind::kH2DPinned:
+    case CopyKind::kH2DPageable:
+      CSIM_ASSERT_MSG(src.kind == Endpoint::Kind::kHost && dst.kind == Endpoint::Kind::kGpu,
+                      "H2D copies go from host memory to a GPU");
+      break;
+    case CopyKind::kD2H:
+      CSIM_ASSERT_MSG(src.kind == Endpoint::Kind::kGpu && dst.kind == Endpoint::Kind::kHost,
+                      "D2H copies go from a GPU to host memory");
+      break;
+    case CopyKind::kPeer:
+      CSIM_ASSERT_MSG(src.kind == Endpoint::Kind::kGpu && dst.kind == Endpoint::Kind::kGpu,
+                      "peer copies go between GPUs");
+      break;
+    case CopyKind::kD2D:
+      break;
+  }
+  // Pinned copies DMA at the route's rate; pageable ones are staged by the driver through a pinned
+  // bounce buffer and run at most at host_staging_bytes_per_s.
+  const double cap = kind == CopyKind::kH2DPageable ? params.host_staging_bytes_per_s : 0.0;
+  if (bytes > 0) b.plan.flows.push_back({src, dst, bytes, cap});
+  b.latency_ns = topo.route_alpha_ns(src, dst);
+  return b.finish();
+}
+
+}  // namespace csim::core

@@ -1,1 +1,41 @@
-// (empty: being written)
+// Roofline compute cost (docs/cost-model.md, "Compute").
+#include "core/cost/compute_cost.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace csim::core {
+
+// docs/cost-model.md, "Compute": efficiency(F) = max_efficiency * F / (F + half_flops).
+// A saturating curve because small kernels cannot fill every SM (too few thread blocks, tails of
+// partial waves) while large ones approach a fixed fraction of peak; half_flops is the size at
+// which half of that fraction is reached.
+double efficiency(const EfficiencyCurve& curve, double flops) {
+  if (!(flops > 0)) return 0.0;
+  return curve.max_efficiency * flops / (flops + curve.half_flops);
+}
+
+// docs/cost-model.md, "Compute":
+//   duration = max(FLOPs / (peak(dtype) * efficiency(kind, FLOPs)),
+//                  bytes / (mem_bw * mem_bw_efficiency)) + kernel_overhead
+TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, double flops,
+                           Bytes bytes) {
+  const double peak = gpu.peak_flops_per_s(dtype);
+  CSIM_ASSERT_MSG(peak > 0, "the GPU lacks this dtype (the scenario parser rejects such input)");
+  CSIM_ASSERT(flops >= 0 && bytes >= 0);
+  double compute_s = 0, memory_s = 0;
+  if (flops > 0) {
+    const double eff = efficiency(gpu.efficiency[static_cast<int>(kind)], flops);
+    CSIM_ASSERT_MSG(eff > 0, "efficiency curve with max_efficiency <= 0");
+    compute_s = flops / (peak * eff);
+  }
+  if (bytes > 0) {
+    const double bw = gpu.mem_bw_bytes_per_s * gpu.mem_bw_efficiency;
+    CSIM_ASSERT_MSG(bw > 0, "GPU without memory bandwidth");
+    memory_s = static_cast<double>(bytes) / bw;
+  }
+  return round_to_ns(std::max(compute_s, memory_s)) + gpu.kernel_overhead_ns;
+}
+
+}  // namespace csim::core

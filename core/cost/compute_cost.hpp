@@ -1,5 +1,6 @@
 // Compute cost model (docs/cost-model.md, "Compute"):
-//   duration = max(FLOPs / (peak(dtype) * efficiency(kind, FLOPs)), bytes / (mem_bw * mem_bw_efficiency))
+//   duration = max(FLOPs / (peak(dtype) * efficiency(kind, FLOPs)), bytes / (mem_bw *
+//   mem_bw_efficiency))
 //              + kernel_overhead
 #pragma once
 
@@ -9,6 +10,7 @@
 namespace csim::core {
 
 double efficiency(const EfficiencyCurve& curve, double flops);
-TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, double flops, Bytes bytes);
+TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, double flops,
+                           Bytes bytes);
 
 }  // namespace csim::core

@@ -1,9 +1,18 @@
 // Flows sharing directed links by max-min fairness (docs/cost-model.md, "Link sharing").
 // Rates are recomputed (progressive filling) whenever a flow starts or ends; the caller advances
 // time, asks for the next completion and is told which flows finished.
+//
+// Cost: a start or finish recomputes only the connected component of flows that share links
+// (transitively) with the changed flows, in O(F_c * R * log(L_c)) for F_c flows of route length R
+// over L_c links; other flows keep their rates, which max-min fairness guarantees are unchanged.
+// Remaining bytes are updated lazily (only when a flow's rate changes), and completions sit in an
+// ordered set, so next_completion_ns() is O(1) and advance() is O(finished * log F) plus the
+// recomputation.
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "core/topology.hpp"
@@ -12,6 +21,14 @@
 namespace csim::engine {
 
 using FlowId = std::int64_t;
+
+// One flow of a batch (start_batch).
+struct FlowStart {
+  std::vector<core::LinkId> route;  // directed links crossed, in order (may be empty)
+  double bytes = 0;                 // payload; <= 0 completes at once
+  double rate_cap = 0;              // bytes/s; 0 = none (a cap acts as a private link)
+  std::int64_t tag = 0;             // returned by advance() when the flow finishes
+};
 
 class FlowNetwork {
  public:
@@ -22,7 +39,12 @@ class FlowNetwork {
   FlowId start(TimeNs now_ns, const std::vector<core::LinkId>& route, double bytes, double rate_cap,
                std::int64_t tag);
 
-  // Earliest time a flow finishes at current rates; -1 when no flow is active.
+  // Starts many flows at `now_ns` and recomputes rates once (a collective's flows start together).
+  // Returns their ids, in the order given (ids increase in start order).
+  std::vector<FlowId> start_batch(TimeNs now_ns, const std::vector<FlowStart>& flows);
+
+  // Earliest time a flow finishes at current rates; -1 when no flow is active. Rounded up to whole
+  // ns (ceil_to_ns), so a flow is never reported finished before its last byte has been sent.
   TimeNs next_completion_ns() const;
 
   // Advances to `now_ns` (>= last time) and returns the tags of flows finished by then,
@@ -30,7 +52,12 @@ class FlowNetwork {
   std::vector<std::int64_t> advance(TimeNs now_ns);
 
   std::size_t active() const;
-  double rate_of(FlowId id) const;  // bytes/s, for tests
+  double rate_of(FlowId id) const;       // bytes/s, for tests (0 once finished)
+  double remaining_of(FlowId id) const;  // bytes left as of the flow's last rate change, for tests
+
+  // The one conversion of a flow's completion time to integer ns: rounds up
+  // (docs/cost-model.md, "Determinism").
+  static TimeNs ceil_to_ns(double ns);
 
  private:
   struct Flow {
@@ -38,12 +65,36 @@ class FlowNetwork {
     double remaining = 0, rate = 0, cap = 0;
     std::int64_t tag = 0;
     bool active = false;
+    double original = 0;   // bytes at start (for the residue test)
+    TimeNs update_ns = 0;  // time `remaining` refers to
+    TimeNs finish_ns = 0;  // projected completion (key in finish_set_)
+    bool done = false;     // completed, waiting for advance() to report it
+    std::vector<int> pos;  // pos[i]: index of this flow in link_flows_[route[i]]
   };
   std::vector<double> capacity_;
   std::vector<Flow> flows_;
-  std::vector<FlowId> active_ids_;  // in start order
   TimeNs last_ns_ = 0;
-  void recompute_rates();
+
+  std::vector<std::vector<FlowId>> link_flows_;     // active, not-done flows per link
+  std::set<std::pair<TimeNs, FlowId>> finish_set_;  // (finish_ns, id) of active flows
+  std::size_t active_count_ = 0;
+  // Scratch for recomputation, sized once; marks compare against an epoch instead of being cleared.
+  std::vector<std::uint64_t> link_mark_, flow_mark_;
+  std::uint64_t epoch_ = 0;
+  std::vector<double> cap_rem_;
+  std::vector<int> unfixed_;
+  std::vector<double> new_rate_;  // by flow: rate being computed (0 = not fixed yet)
+  // Starts are recomputed lazily, all at once, before the next query or a start at a later time:
+  // a simulator that starts a collective's flows one by one still pays one recomputation.
+  std::vector<FlowId> pending_seeds_;
+  TimeNs pending_ns_ = -1;
+  void flush_pending();
+  void flush_pending() const;
+
+  void attach(FlowId id);
+  void detach(FlowId id);
+  void recompute_from(TimeNs now_ns, const std::vector<FlowId>& seed_flows,
+                      const std::vector<core::LinkId>& seed_links);
 };
 
 }  // namespace csim::engine

@@ -1,1 +1,396 @@
-// (empty: being written)
+// [SECTION] index: structure, host costs, op factories, model pieces, data feed.
+#include "core/lowering/program_builder.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace csim::core {
+
+ProgramBuilder::ProgramBuilder(const Scenario& scenario) : s_(scenario) {
+  p_.world_gpus = scenario.cluster.world_gpus();
+  p_.gpus_per_node = scenario.cluster.gpus_per_node;
+  p_.steps = scenario.training.steps;
+}
+
+// [SECTION] Structure -----------------------------------------------------------------------------
+
+int ProgramBuilder::add_process(int node, std::string name, bool runs_python) {
+  ProcessDesc d;
+  d.id = static_cast<int>(p_.processes.size());
+  d.node = node;
+  d.name = std::move(name);
+  d.has_gil = runs_python && s_.host.python && s_.host.gil;
+  p_.processes.push_back(std::move(d));
+  return p_.processes.back().id;
+}
+
+int ProgramBuilder::add_thread(int process, int gpu, std::string name) {
+  ThreadDesc t;
+  t.id = static_cast<int>(p_.threads.size());
+  t.process = process;
+  t.gpu = gpu;
+  t.name = std::move(name);
+  p_.threads.push_back(std::move(t));
+  return p_.threads.back().id;
+}
+
+int ProgramBuilder::add_stream(int gpu, StreamRole role, std::string name) {
+  StreamDesc st;
+  st.id = static_cast<int>(p_.streams.size());
+  st.gpu = gpu;
+  st.role = role;
+  st.name = std::move(name);
+  p_.streams.push_back(std::move(st));
+  return p_.streams.back().id;
+}
+
+int ProgramBuilder::add_group(std::vector<int> gpus, std::string name) {
+  CommGroup g;
+  g.id = static_cast<int>(p_.groups.size());
+  g.gpus = std::move(gpus);
+  g.name = std::move(name);
+  p_.groups.push_back(std::move(g));
+  return p_.groups.back().id;
+}
+
+// [SECTION] Host costs ----------------------------------------------------------------------------
+
+TimeNs ProgramBuilder::python_ns(double framework_ops) const {
+  // docs/program.md, "Host costs": Python time = ops x python_us_per_op (GIL held).
+  if (!s_.host.python) return 0;
+  return us_to_ns(framework_ops * s_.host.python_us_per_op);
+}
+
+TimeNs ProgramBuilder::dispatch_ns(double framework_ops) const {
+  // docs/program.md, "Host costs": dispatch time = ops x dispatch_us_per_op (GIL released).
+  return us_to_ns(framework_ops * s_.host.dispatch_us_per_op);
+}
+
+// [SECTION] Op factories --------------------------------------------------------------------------
+
+OpId ProgramBuilder::add(Op op) {
+  op.id = static_cast<OpId>(p_.ops.size());
+  op.step = step_;
+  p_.ops.push_back(std::move(op));
+  return p_.ops.back().id;
+}
+
+OpId ProgramBuilder::compute(const Lane& l, std::string name, ComputeKind kind, double flops,
+                             Bytes bytes, double framework_ops, bool python, std::vector<Dep> deps,
+                             std::string phase, std::int64_t batch) {
+  Op op;
+  op.kind = OpKind::kCompute;
+  op.name = std::move(name);
+  op.thread = l.thread;
+  op.stream = l.stream;
+  op.gpu = l.gpu;
+  op.compute_kind = kind;
+  op.dtype = precision().compute;
+  op.flops = flops;
+  op.bytes = bytes;
+  op.python_ns = python ? python_ns(framework_ops) : 0;
+  op.dispatch_ns = dispatch_ns(framework_ops);
+  op.deps = std::move(deps);
+  op.phase = std::move(phase);
+  op.batch = batch;
+  return add(std::move(op));
+}
+
+OpId ProgramBuilder::copy(int thread, int stream, int gpu, std::string name, CopyKind kind,
+                          Bytes bytes, int src_gpu, std::vector<Dep> deps, std::string phase,
+                          TimeNs python, TimeNs dispatch) {
+  Op op;
+  op.kind = OpKind::kCopy;
+  op.name = std::move(name);
+  op.thread = thread;
+  op.stream = stream;
+  op.gpu = gpu;
+  op.copy_kind = kind;
+  op.bytes = bytes;
+  op.peer_gpu = src_gpu;
+  op.deps = std::move(deps);
+  op.phase = std::move(phase);
+  op.python_ns = python;
+  op.dispatch_ns = dispatch;
+  return add(std::move(op));
+}
+
+OpId ProgramBuilder::collective(int thread, int stream, int gpu, std::string name,
+                                CollectiveKind kind, int group, int root, int instance, Bytes bytes,
+                                std::vector<Dep> deps, std::string phase, TimeNs python,
+                                TimeNs dispatch) {
+  Op op;
+  op.kind = OpKind::kCollective;
+  op.name = std::move(name);
+  op.thread = thread;
+  op.stream = stream;
+  op.gpu = gpu;
+  op.collective = kind;
+  op.group = group;
+  op.root = root;
+  op.instance = instance;
+  op.bytes = bytes;
+  op.deps = std::move(deps);
+  op.phase = std::move(phase);
+  op.python_ns = python;
+  op.dispatch_ns = dispatch;
+  return add(std::move(op));
+}
+
+OpId ProgramBuilder::alloc(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
+                           std::string name) {
+  Op op;
+  op.kind = OpKind::kAlloc;
+  op.name = std::move(name);
+  op.thread = thread;
+  op.stream = stream;
+  op.gpu = gpu;
+  op.mem_category = cat;
+  op.bytes = bytes;
+  op.phase = "memory";
+  return add(std::move(op));
+}
+
+OpId ProgramBuilder::release(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
+                             std::string name) {
+  Op op;
+  op.kind = OpKind::kFree;
+  op.name = std::move(name);
+  op.thread = thread;
+  op.stream = stream;
+  op.gpu = gpu;
+  op.mem_category = cat;
+  op.bytes = bytes;
+  op.phase = "memory";
+  return add(std::move(op));
+}
+
+OpId ProgramBuilder::host_work(int thread, int gpu, std::string name, TimeNs python,
+                               TimeNs dispatch, std::vector<Dep> deps, std::string phase) {
+  Op op;
+  op.kind = OpKind::kHostWork;
+  op.name = std::move(name);
+  op.thread = thread;
+  op.gpu = gpu;
+  op.python_ns = python;
+  op.dispatch_ns = dispatch;
+  op.deps = std::move(deps);
+  op.phase = std::move(phase);
+  return add(std::move(op));
+}
+
+OpId ProgramBuilder::marker(int thread, int gpu, std::string name, std::vector<Dep> deps,
+                            std::string phase) {
+  Op op;
+  op.kind = OpKind::kMarker;
+  op.name = std::move(name);
+  op.thread = thread;
+  op.gpu = gpu;
+  op.deps = std::move(deps);
+  op.phase = std::move(phase);
+  return add(std::move(op));
+}
+
+// [SECTION] Model pieces --------------------------------------------------------------------------
+
+PrecisionBytes ProgramBuilder::precision() const {
+  return precision_bytes(s_.training.precision, s_.training.amp_dtype);
+}
+
+Bytes ProgramBuilder::weight_bytes() const { return s_.model.total_params() * precision().weights; }
+Bytes ProgramBuilder::grad_bytes() const { return s_.model.total_params() * precision().grads; }
+Bytes ProgramBuilder::buffer_bytes() const { return s_.model.total_buffer_elems() * 4; }
+
+Bytes ProgramBuilder::optimizer_bytes() const {
+  // docs/scenario.md, "training.precision": Adam keeps two fp32 moments (8 B/param), SGD with
+  // momentum one (4 B/param), plus the fp32 master copy of mixed-precision recipes.
+  const std::int64_t n = s_.model.total_params();
+  std::int64_t per_param = precision().master;
+  if (s_.training.optimizer == OptimizerKind::kAdam) per_param += 8;
+  if (s_.training.optimizer == OptimizerKind::kSgd && s_.training.sgd_momentum > 0) per_param += 4;
+  return n * per_param;
+}
+
+// The model builders already size activations in the precision's element bytes (docs/scenario.md,
+// "Model"), so the lowering uses them as they are.
+double ProgramBuilder::act_scale() const { return 1.0; }
+
+ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
+                                   const std::string& prefix) {
+  ForwardOps f;
+  const double scale = act_scale();
+  const double b = static_cast<double>(batch);
+  const auto& layers = s_.model.layers;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& layer = layers[i];
+    // Saved activations (and the last layer's output) are allocated before the kernel writes them.
+    const Bytes act = static_cast<Bytes>(std::llround(layer.activation_bytes_per_sample * b * scale));
+    OpId a = kNoOp;
+    if (act > 0) {
+      a = alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, act, prefix + layer.name + ".act");
+      f.activation_bytes += act;
+    }
+    f.activation_allocs.push_back(a);
+    // Memory traffic: activations in/out for the batch plus reading the weights once.
+    const Bytes traffic = static_cast<Bytes>(std::llround(layer.fwd_bytes_per_sample * b * scale)) +
+                          layer.params * precision().weights;
+    std::vector<Dep> deps = i == 0 ? first_deps : std::vector<Dep>{};
+    OpId c = compute(l, prefix + layer.name + ".fwd", layer.kind, layer.fwd_flops_per_sample * b,
+                     traffic, layer.kernels, true, std::move(deps), "forward", batch);
+    if (layer.extra_python_us > 0 && s_.host.python) p_.ops[c].python_ns += us_to_ns(layer.extra_python_us);
+    f.layer_ops.push_back(c);
+    f.last = c;
+  }
+  if (!layers.empty()) {
+    f.output_bytes = static_cast<Bytes>(std::llround(layers.back().output_bytes_per_sample * b * scale));
+  }
+  return f;
+}
+
+BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const ForwardOps& fwd,
+                                     std::vector<Dep> first_deps, const std::string& prefix,
+                                     const std::function<void(int, OpId)>& on_layer_done) {
+  BackwardOps bw;
+  const double scale = act_scale();
+  const double b = static_cast<double>(batch);
+  const auto& layers = s_.model.layers;
+  const bool hooks = s_.model.python_hooks;  // Python hooks make autograd threads take the GIL
+  for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
+    const LayerSpec& layer = layers[i];
+    // docs/program.md, "Backward": grad-input and grad-weight GEMMs, 2x the forward FLOPs and
+    // traffic, launched as 2x the forward kernels by autograd's C++ device thread.
+    const Bytes traffic =
+        2 * static_cast<Bytes>(std::llround(layer.fwd_bytes_per_sample * b * scale)) +
+        layer.params * (precision().weights + precision().grads);
+    std::vector<Dep> deps = i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
+    OpId c = compute(l, prefix + layer.name + ".bwd", layer.kind, 2.0 * layer.fwd_flops_per_sample * b,
+                     traffic, 2.0 * layer.kernels, hooks, std::move(deps), "backward", batch);
+    bw.layer_ops.push_back(c);
+    bw.last = c;
+    if (on_layer_done) on_layer_done(i, c);
+    const OpId a = fwd.activation_allocs[i];
+    if (a != kNoOp) release(l.thread, l.stream, l.gpu, MemCategory::kActivations, p_.ops[a].bytes, prefix + layer.name + ".act");
+  }
+  return bw;
+}
+
+OpId ProgramBuilder::optimizer_step(const Lane& l, std::vector<Dep> deps, bool first_step) {
+  const std::int64_t n = s_.model.total_params();
+  if (first_step) {
+    const Bytes state = optimizer_bytes();
+    if (state > 0) alloc(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, state, "optimizer state");
+  }
+  // docs/program.md, "Optimizer": a foreach implementation streams every parameter, its grad and
+  // its state once: bytes = params x (2 x weights + grads + 2 x state + 2 x master); FLOPs ~ 10/param
+  // (Adam) or 3/param (SGD); 5 multi-tensor kernels per step.
+  const PrecisionBytes pb = precision();
+  std::int64_t state_per_param = 0;
+  if (s_.training.optimizer == OptimizerKind::kAdam) state_per_param = 8;
+  if (s_.training.optimizer == OptimizerKind::kSgd && s_.training.sgd_momentum > 0) state_per_param = 4;
+  const Bytes traffic = n * (2 * pb.weights + pb.grads + 2 * state_per_param + 2 * pb.master);
+  const double flops = static_cast<double>(n) * (s_.training.optimizer == OptimizerKind::kAdam ? 10.0 : 3.0);
+  const double kernels = 5;
+  // Python side of optimizer.step(): the per-parameter-group loop, about one framework op per
+  // parameter tensor on top of the kernels (one tensor per layer here).
+  const double py_ops = kernels + static_cast<double>(s_.model.layers.size());
+  OpId id = compute(l, std::string("optimizer.step (") + to_string(s_.training.optimizer) + ")",
+                    ComputeKind::kElementwise, flops, traffic, kernels, true, std::move(deps), "optimizer");
+  p_.ops[id].python_ns = python_ns(py_ops);
+  return id;
+}
+
+// [SECTION] Step pieces ---------------------------------------------------------------------------
+
+void emit_model_setup(ProgramBuilder& b, const Lane& l) {
+  b.alloc(l.thread, l.stream, l.gpu, MemCategory::kParams, b.weight_bytes(), "model parameters");
+  if (b.buffer_bytes() > 0) b.alloc(l.thread, l.stream, l.gpu, MemCategory::kBuffers, b.buffer_bytes(), "module buffers");
+}
+
+OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_bytes, std::vector<Dep> deps) {
+  if (out_bytes > 0) b.alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, out_bytes, "model output");
+  // docs/program.md, "Loss": cross-entropy style loss, ~5 FLOPs and one read per output element
+  // (4-byte elements), 3 framework ops of Python.
+  const double elems = static_cast<double>(out_bytes) / 4.0;
+  return b.compute(l, "loss", ComputeKind::kElementwise, 5.0 * elems, out_bytes, 3, true, std::move(deps),
+                   "loss", batch);
+}
+
+void release_after_backward(ProgramBuilder& b, const Lane& l, Bytes out_bytes, Bytes input_bytes) {
+  if (out_bytes > 0) b.release(l.thread, l.stream, l.gpu, MemCategory::kActivations, out_bytes, "model output");
+  if (input_bytes > 0) b.release(l.thread, l.stream, l.gpu, MemCategory::kActivations, input_bytes, "input batch");
+}
+
+OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps, bool first_step,
+                             Bytes grads_to_free) {
+  const OpId opt = b.optimizer_step(l, std::move(deps), first_step);
+  // zero_grad(set_to_none=True), the default since PyTorch 2.0, drops the .grad tensors.
+  if (grads_to_free > 0) b.release(l.thread, l.stream, l.gpu, MemCategory::kGrads, grads_to_free, ".grad (zero_grad)");
+  // loss.item() for logging synchronises the host with the GPU: the step ends here.
+  return b.marker(l.thread, l.gpu, "loss.item()", {{opt, DepKind::kHostWaits}}, "sync");
+}
+
+// [SECTION] Data feed -----------------------------------------------------------------------------
+
+std::int64_t batch_for_step(std::int64_t batch, std::int64_t dataset, int step) {
+  if (dataset <= 0) return batch;
+  const std::int64_t batches_per_epoch = (dataset + batch - 1) / batch;
+  const std::int64_t j = (step - 1) % batches_per_epoch;
+  return std::min(batch, dataset - j * batch);
+}
+
+DataFeed::DataFeed(ProgramBuilder& b, int node, int main_thread, int gpu, int copy_stream,
+                   const std::string& rank_label)
+    : b_(b), gpu_(gpu), copy_stream_(copy_stream) {
+  (void)main_thread;
+  const int workers = b.scenario().training.loader.num_workers;
+  for (int w = 0; w < workers; ++w) {
+    const std::string label = "dataloader worker " + std::to_string(w) + rank_label;
+    const int proc = b.add_process(node, label, true);
+    worker_threads_.push_back(b.add_thread(proc, gpu, label));
+  }
+}
+
+FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
+  const Scenario& s = b_.scenario();
+  const DataLoaderSpec& ld = s.training.loader;
+  const int k = next_index_++;
+  // docs/program.md, "Data loading": loading a batch costs samples x per_sample_load_us of Python.
+  const TimeNs load_ns = us_to_ns(static_cast<double>(samples) * ld.per_sample_load_us);
+  const Bytes bytes = static_cast<Bytes>(std::llround(static_cast<double>(samples) * s.model.input_bytes_per_sample));
+  OpId got;
+  if (worker_threads_.empty()) {
+    got = b_.host_work(main.thread, main.gpu, "load batch " + std::to_string(k), s.host.python ? load_ns : 0,
+                       s.host.python ? 0 : load_ns, {}, "data");
+  } else {
+    const int n = static_cast<int>(worker_threads_.size());
+    const int w = k % n;
+    // A worker may run at most prefetch_factor x num_workers batches ahead of the consumer.
+    std::vector<Dep> deps;
+    const int ahead = std::max(1, ld.prefetch_factor) * n;
+    if (k - ahead >= 0) deps.push_back({consumed_[k - ahead], DepKind::kHostWaits});
+    const OpId load = b_.host_work(worker_threads_[w], main.gpu, "load batch " + std::to_string(k),
+                                   s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns, std::move(deps), "data");
+    got = b_.marker(main.thread, main.gpu, "next(loader) batch " + std::to_string(k), {{load, DepKind::kHostWaits}}, "data");
+  }
+  if (ld.pin_memory) {
+    // The batch is copied into page-locked memory (GIL released) before the async H2D copy.
+    const TimeNs pin_ns = round_to_ns(static_cast<double>(bytes) / s.host.host_memcpy_bytes_per_s);
+    got = b_.host_work(main.thread, main.gpu, "pin_memory batch " + std::to_string(k), 0, pin_ns, {}, "data");
+  }
+  consumed_.push_back(got);
+  const bool pinned = ld.pin_memory;
+  const CopyKind kind = pinned ? CopyKind::kH2DPinned : CopyKind::kH2DPageable;
+  const int stream = pinned ? copy_stream_ : main.stream;
+  b_.alloc(main.thread, stream, gpu_, MemCategory::kActivations, bytes, "input batch");
+  const OpId cp = b_.copy(main.thread, stream, gpu_, "input H2D (" + std::string(to_string(kind)) + ")", kind,
+                          bytes, -1, {}, "data", b_.python_ns(1), b_.dispatch_ns(1));
+  if (!pinned) {
+    // A pageable copy returns to the host only when done (cudaMemcpy semantics).
+    b_.marker(main.thread, main.gpu, "wait pageable copy", {{cp, DepKind::kHostWaits}}, "data");
+  }
+  return FedBatch{cp, bytes};
+}
+
+}  // namespace csim::core

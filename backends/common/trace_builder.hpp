@@ -1,0 +1,22 @@
+// Program + per-op timings -> Trace (docs/trace-format.md, "How a Program becomes a trace").
+// Shared by every executor, so a simulated and a measured run of one scenario produce traces of
+// the same shape: one process per GPU, host threads and streams as its threads, Kineto
+// categories, ac2g launch -> kernel flows, memory counters, ProfilerStep#N spans.
+#pragma once
+
+#include "core/executor.hpp"
+#include "core/memory_timeline.hpp"
+#include "core/program.hpp"
+#include "core/scenario.hpp"
+#include "profiler/trace.hpp"
+
+namespace csim::backend {
+
+prof::Trace build_trace(const core::Scenario& scenario, const core::Program& program,
+                        const core::ExecutionResult& result, const core::MemoryReport& memory);
+
+// Trace tid of a host thread and of a stream (docs/trace-format.md, "Lanes").
+inline int host_tid(int thread_id) { return 1 + thread_id; }
+inline int stream_tid(int stream_id) { return 1000 + stream_id; }
+
+}  // namespace csim::backend

@@ -1,0 +1,139 @@
+// ProgramBuilder: the pieces every strategy's lowering is made of (docs/program.md):
+// processes, threads, streams and groups; op factories that fill host costs from HostSpec; the
+// model's forward, backward and optimizer on one GPU; the data-loader feed.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/program.hpp"
+#include "core/scenario.hpp"
+
+namespace csim::core {
+
+// Where a sequence of ops runs: the issuing host thread, the GPU and its compute stream.
+struct Lane {
+  int thread = 0;
+  int gpu = 0;
+  int stream = 0;  // compute stream of `gpu`
+};
+
+struct ForwardOps {
+  std::vector<OpId> layer_ops;          // one compute op per layer, forward order
+  OpId last = kNoOp;                    // the last op issued
+  std::vector<OpId> activation_allocs;  // per layer (kNoOp where the layer saves nothing)
+  Bytes activation_bytes = 0;           // saved for backward, all layers
+  Bytes output_bytes = 0;               // the model's output (allocated by the caller)
+};
+
+struct BackwardOps {
+  std::vector<OpId> layer_ops;          // one compute op per layer, in the order they run (reverse)
+  OpId last = kNoOp;
+};
+
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(const Scenario& scenario);
+
+  Program& program() { return p_; }
+  const Scenario& scenario() const { return s_; }
+  Program take() { return std::move(p_); }
+
+  // [SECTION] Structure
+  int add_process(int node, std::string name, bool runs_python);
+  int add_thread(int process, int gpu, std::string name);
+  int add_stream(int gpu, StreamRole role, std::string name);
+  int add_group(std::vector<int> gpus, std::string name);
+  int new_instance() { return p_.collective_instances++; }
+  void set_step(int step) { step_ = step; }
+  int step() const { return step_; }
+
+  // [SECTION] Host costs (docs/program.md, "Host costs")
+  TimeNs python_ns(double framework_ops) const;    // GIL held; 0 without Python
+  TimeNs dispatch_ns(double framework_ops) const;  // GIL released
+
+  // [SECTION] Op factories; every factory returns the new op's id.
+  OpId add(Op op);
+  OpId compute(const Lane& l, std::string name, ComputeKind kind, double flops, Bytes bytes,
+               double framework_ops, bool python, std::vector<Dep> deps, std::string phase,
+               std::int64_t batch = -1);
+  OpId copy(int thread, int stream, int gpu, std::string name, CopyKind kind, Bytes bytes,
+            int src_gpu, std::vector<Dep> deps, std::string phase, TimeNs python_ns, TimeNs dispatch_ns);
+  OpId collective(int thread, int stream, int gpu, std::string name, CollectiveKind kind, int group,
+                  int root, int instance, Bytes bytes, std::vector<Dep> deps, std::string phase,
+                  TimeNs python_ns, TimeNs dispatch_ns);
+  OpId alloc(int thread, int stream, int gpu, MemCategory cat, Bytes bytes, std::string name);
+  OpId release(int thread, int stream, int gpu, MemCategory cat, Bytes bytes, std::string name);
+  OpId host_work(int thread, int gpu, std::string name, TimeNs python_ns, TimeNs dispatch_ns,
+                 std::vector<Dep> deps, std::string phase);
+  OpId marker(int thread, int gpu, std::string name, std::vector<Dep> deps, std::string phase);
+
+  // [SECTION] Model pieces
+  PrecisionBytes precision() const;
+  Bytes weight_bytes() const;     // all parameters as stored
+  Bytes grad_bytes() const;       // all .grad tensors
+  Bytes buffer_bytes() const;     // module buffers (fp32)
+  Bytes optimizer_bytes() const;  // optimizer state incl. fp32 master copy
+  double act_scale() const;       // 1: model bytes are already in the compute dtype
+
+  // Forward of the whole model on `batch` samples; first layer waits for `first_deps`.
+  ForwardOps forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
+                     const std::string& prefix);
+  // Backward in reverse layer order; `on_layer_done(layer, op)` runs after each layer's op (DDP
+  // hooks). Frees the forward's activations as each layer finishes.
+  BackwardOps backward(const Lane& l, std::int64_t batch, const ForwardOps& fwd,
+                       std::vector<Dep> first_deps, const std::string& prefix,
+                       const std::function<void(int layer, OpId op)>& on_layer_done);
+  // optimizer.step() over all parameters on one GPU; allocates state at its first call per GPU.
+  OpId optimizer_step(const Lane& l, std::vector<Dep> deps, bool first_step);
+
+ private:
+  const Scenario& s_;
+  Program p_;
+  int step_ = 0;
+};
+
+// The data loader of one training process (docs/program.md, "Data loading"): with num_workers
+// == 0 the main thread loads each batch itself; otherwise worker processes load batches
+// round-robin, at most prefetch_factor batches ahead per worker, and the main thread waits for
+// its next batch. Then the batch is copied to the GPU (pinned: async; pageable: synchronous).
+struct FedBatch {
+  OpId copy = kNoOp;  // the H2D copy: later GPU work waits for it (kStreamWaits)
+  Bytes bytes = 0;    // the batch on the GPU (category activations, freed by the caller)
+};
+
+class DataFeed {
+ public:
+  DataFeed(ProgramBuilder& b, int node, int main_thread, int gpu, int copy_stream,
+           const std::string& rank_label);
+  // Emits "get batch k" on the main thread and the H2D copy; returns the copy op (stream-waitable).
+  FedBatch next_batch(std::int64_t samples, const Lane& main);
+
+ private:
+  ProgramBuilder& b_;
+  int gpu_, copy_stream_;
+  std::vector<int> worker_threads_;
+  std::vector<OpId> consumed_;  // main-thread op that took batch k
+  int next_index_ = 0;
+};
+
+// [SECTION] Step pieces shared by the strategies (docs/program.md, "A training step")
+
+// Parameters and module buffers allocated once, before step 1 (step 0).
+void emit_model_setup(ProgramBuilder& b, const Lane& l);
+// The loss on the model's output (a small elementwise kernel + Python); allocates the output.
+// Returns the loss op; the output (out_bytes) is freed by release_after_backward.
+OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_bytes, std::vector<Dep> deps);
+// Frees the model output and the input batch once backward is issued.
+void release_after_backward(ProgramBuilder& b, const Lane& l, Bytes out_bytes, Bytes input_bytes);
+// optimizer.step(), zero_grad(set_to_none=True) freeing the grads, and loss.item(): the host
+// waits for the step's GPU work, which ends the step.
+OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps, bool first_step,
+                             Bytes grads_to_free);
+
+// Samples in step `step` (1-based) for a loader of `batch` samples over `dataset` samples
+// (0 = unlimited): batches follow epochs, the last batch of an epoch is partial (drop_last=False).
+std::int64_t batch_for_step(std::int64_t batch, std::int64_t dataset, int step);
+
+}  // namespace csim::core

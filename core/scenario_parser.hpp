@@ -1,0 +1,29 @@
+// Strict scenario.json parser (format v1, docs/scenario.md). Every error is a csim::InputError
+// naming the file (or the --set override it came from), the JSON path and a hint; nothing is
+// accepted silently: unknown keys, wrong types, out-of-range values, nonexistent or duplicated
+// devices, dtypes the GPU lacks and inconsistent strategies are refused. Defaults are filled in
+// (device_ids, output_device, catalog figures); accepted-but-noteworthy input lands in
+// Scenario::warnings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+
+namespace csim::core {
+
+// Reads and validates `path`. `overrides` are "dotted.path=VALUE" strings (the command line's
+// --set): VALUE is read as JSON when it parses as JSON, otherwise as a string; they are applied
+// to the document in order, before validation, so they are validated like the file.
+Scenario parse_scenario_file(const std::string& path,
+                             const std::vector<std::string>& overrides = {});
+
+// As parse_scenario_file, for JSON text; `name_for_errors` stands for the file in messages.
+Scenario parse_scenario_string(const std::string& json_text, const std::string& name_for_errors,
+                               const std::vector<std::string>& overrides = {});
+
+// The format version this parser reads (the optional top-level "format_version").
+inline constexpr int kScenarioFormatVersion = 1;
+
+}  // namespace csim::core

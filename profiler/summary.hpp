@@ -1,0 +1,70 @@
+// Summary of a training run computed from its Trace alone, so that simulated and measured
+// (PyTorch-profiler) traces are summarised the same way. Every figure's formula is in
+// docs/summary.md; the section named beside each field is where.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/units.hpp"
+#include "profiler/trace.hpp"
+
+namespace csim::prof {
+
+struct GpuSummary {                  // one GPU (trace process); times are seconds per step
+  std::int32_t pid = 0;              // trace process id
+  std::string name;                  // "node 0 / GPU 1" ("rank 3 / GPU 0" for imported traces)
+  int rank = -1, node = -1, gpu = -1;  // from ProcessInfo (gpu = global index)
+  Bytes peak_bytes = 0;              // max of the "allocated" memory counter (docs: Memory)
+  Bytes capacity_bytes = 0;          // usable memory (0: unknown)
+  bool has_memory_data = false;      // the GPU has memory counters
+  double busy_fraction = 0;          // (compute + comm + copy) / window (docs: Time split)
+  double compute_s = 0;              // exclusive split, priority compute > comm > copy >
+  double comm_s = 0;                 //   host-wait > idle; the five sum to the window
+  double copy_s = 0;                 //   length per step
+  double host_wait_s = 0;            // GIL waits on this process's host threads
+  double idle_s = 0;                 // none of the above
+  double exposed_comm_s = 0;         // communication not overlapped by compute (= comm_s)
+  double overlapped_comm_s = 0;      // communication ∩ compute
+};
+
+struct OomVerdict {
+  int gpu = -1;               // GPU index
+  std::string op;             // op whose allocation did not fit ("" when unknown)
+  Bytes shortfall_bytes = 0;  // peak − capacity
+  TimeNs at_ns = 0;           // when the allocation failed / first exceeded capacity
+};
+
+struct Summary {
+  std::string scenario, strategy, backend;  // from trace metadata ("" when absent)
+  std::vector<TimeNs> step_times_ns;        // per ProfilerStep#N, in step order (docs: Steps)
+  double step_time_s = 0;                   // median of steps 2..N (step 1 only if N == 1)
+  std::int64_t samples_per_step = 0;        // metadata["samples_per_step"] (0: unknown)
+  double samples_per_s = 0;                 // samples_per_step / step_time_s (0 when unknown)
+  double window_s = 0;                      // mean length of the steps the per-GPU split covers
+  int window_steps = 0;                     // how many steps the per-GPU split averages over
+  double imbalance = 0;  // max / mean of the GPUs' peak bytes (0: no memory data)
+  bool has_memory_data = false;
+  std::optional<OomVerdict> oom;
+  std::vector<GpuSummary> per_gpu;  // GPU processes with GPU work, sorted by pid
+  int device_ids0 = -1;             // DataParallel: device_ids[0] (-1 otherwise)
+  int output_device = -1;           // DataParallel: output_device (-1 otherwise)
+  double exposed_comm_s = 0;        // sum over GPUs, per step
+  double overlapped_comm_s = 0;     // sum over GPUs, per step
+  std::vector<std::string> notes;   // caveats ("no memory data", "no ProfilerStep#N", …)
+};
+
+Summary summarize(const Trace& trace);
+
+// JSON with every figure above (seconds, bytes); dump(2) writes "key": value.
+nlohmann::json summary_to_json(const Summary& s);
+
+// Human-readable aligned table (docs/summary.md, "Table").
+void print_summary_table(const Summary& s, std::ostream& out);
+
+}  // namespace csim::prof

@@ -1,0 +1,21 @@
+// Golden outputs of bundled scenarios (traces/goldens.txt): the list, and rendering one golden
+// exactly as it is stored. Used by tests/test_golden.cpp and `simrun --refresh-goldens`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace csim::app {
+
+struct GoldenCase {
+  std::string golden;                  // file name under traces/
+  std::string scenario;                // file name under scenarios/
+  std::vector<std::string> overrides;  // --set values
+  bool full_trace = false;             // .trace.json (else .summary.json)
+};
+
+std::vector<GoldenCase> read_golden_list(const std::string& path);
+// The golden's bytes as simrun would write them for this case.
+std::string render_golden(const GoldenCase& c, const std::string& scenarios_dir);
+
+}  // namespace csim::app

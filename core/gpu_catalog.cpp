@@ -12,9 +12,10 @@
 //     * A100: korthikanti_t4_22B_layer_baseline_no_recompute (22B layer, TP=8, fwd 7.7 ms);
 //       derivation in docs/scenario.md, "Fitting the A100 gemm curve".
 //   Where no case exists (GTX 1080 Ti, Hopper, and the conv/attention/elementwise kinds) the
-//   constant is an estimate and its source string says so. half_flops: the kernel size whose ideal
-//   duration at the tensor (or fp32, on Pascal) peak is ~8 us: below that, wave quantisation and
-//   ramp-up/tail dominate. Estimate, not fitted.
+//   constant is an estimate and its source string says so. half_flops (stated at the GPU's highest dense
+//   peak, scaled to other dtypes by compute_cost): the kernel size whose ideal duration at that
+//   peak is ~2 us, so a tiny kernel costs ~2 us / max_efficiency more than its FLOPs: wave
+//   quantisation and ramp-up/tail. Estimate, not fitted.
 #include "core/gpu_catalog.hpp"
 
 #include <algorithm>
@@ -70,14 +71,12 @@ GpuCatalogEntry gtx_1080_ti() {
   g.kernel_overhead_ns = 2500;
   g.mem_bw_efficiency = 0.80;
   const std::string est = "estimate (no GTX 1080 Ti case in published-measurements.json): ";
-  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(
-      0.80, 1e8, est + "cuBLAS SGEMM on Pascal reaches ~80-90 % of fp32 peak for large shapes");
+  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(0.80, 2.5e7, est + "cuBLAS SGEMM on Pascal reaches ~80-90 % of fp32 peak for large shapes");
   g.efficiency[static_cast<int>(ComputeKind::kElementwise)] =
-      curve(0.50, 1e8, est + "elementwise kernels are memory-bound; the FLOP term rarely binds");
-  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(
-      0.65, 1e8, est + "cuDNN fp32 convolutions run below SGEMM efficiency (im2col/winograd mix)");
+      curve(0.50, 2.5e7, est + "elementwise kernels are memory-bound; the FLOP term rarely binds");
+  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(0.65, 2.5e7, est + "cuDNN fp32 convolutions run below SGEMM efficiency (im2col/winograd mix)");
   g.efficiency[static_cast<int>(ComputeKind::kAttention)] =
-      curve(0.50, 1e8, est + "batched small GEMMs + softmax, unfused");
+      curve(0.50, 2.5e7, est + "batched small GEMMs + softmax, unfused");
   g.source =
       "NVIDIA GeForce GTX 1080 Ti specifications (3584 CUDA cores, 1582 MHz boost, 11 GB GDDR5X, "
       "484 GB/s); fp16 rate 1/64 of fp32 per the Pascal GP102 tuning guide / CUDA C Programming "
@@ -108,18 +107,16 @@ GpuCatalogEntry v100(int gib) {
   g.kernel_overhead_ns = 2000;
   g.mem_bw_efficiency = 0.85;
   g.efficiency[static_cast<int>(ComputeKind::kGemm)] =
-      curve(0.38, 1e9,
+      curve(0.38, 2.5e8,
             "fitted: published-measurements.json case megatron19_1p2B_1gpu (1.2B GPT, batch 8, "
             "one V100: 39 TFLOP/s = 30 % of 125 end to end; with this catalog's memory-bound "
             "kernels, kernel overheads and Adam, gemm 0.38 gives 39 TFLOP/s); docs/scenario.md");
-  g.efficiency[static_cast<int>(ComputeKind::kElementwise)] = curve(
-      0.50, 1e9, "estimate: elementwise kernels are memory-bound; the FLOP term rarely binds");
-  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(
-      0.50, 1e9,
+  g.efficiency[static_cast<int>(ComputeKind::kElementwise)] = curve(0.50, 2.5e8, "estimate: elementwise kernels are memory-bound; the FLOP term rarely binds");
+  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(0.50, 2.5e8,
       "estimate: cuDNN convolutions below the fitted gemm on tensor cores, above it in fp32; no "
       "conv case in published-measurements.json");
   g.efficiency[static_cast<int>(ComputeKind::kAttention)] =
-      curve(0.25, 1e9,
+      curve(0.25, 2.5e8,
             "estimate: 2/3 of the fitted gemm (megatron19_1p2B_1gpu): batched per-head GEMMs with "
             "head_dim 64-128 run far from peak");
   g.source =
@@ -158,20 +155,16 @@ GpuCatalogEntry a100(int gib) {
   g.compute_capability = 80;
   g.kernel_overhead_ns = 1500;
   g.mem_bw_efficiency = 0.85;
-  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(
-      0.68, 2.5e9,
+  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(0.68, 6e8,
       "fitted: published-measurements.json case korthikanti_t4_22B_layer_baseline_no_recompute "
       "(22B layer, TP=8, microbatch 4, DGX A100: forward 7.7 ms; 2 TP all-reduces at 230 GB/s "
       "busbw (nccl_a100x8_allreduce_peak) take 1.5 ms; gemm 0.68 puts the rest at 6.1 ms); "
       "docs/scenario.md");
-  g.efficiency[static_cast<int>(ComputeKind::kElementwise)] = curve(
-      0.50, 2.5e9, "estimate: elementwise kernels are memory-bound; the FLOP term rarely binds");
-  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(
-      0.55, 2.5e9,
+  g.efficiency[static_cast<int>(ComputeKind::kElementwise)] = curve(0.50, 6e8, "estimate: elementwise kernels are memory-bound; the FLOP term rarely binds");
+  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(0.55, 6e8,
       "estimate: cuDNN convolutions below the fitted gemm (korthikanti_t4_22B_layer_*); no conv "
       "case in published-measurements.json");
-  g.efficiency[static_cast<int>(ComputeKind::kAttention)] = curve(
-      0.45, 2.5e9,
+  g.efficiency[static_cast<int>(ComputeKind::kAttention)] = curve(0.45, 6e8,
       "estimate: 2/3 of the fitted gemm (korthikanti_t4_22B_layer_baseline_no_recompute): unfused "
       "batched per-head GEMMs");
   g.source =
@@ -214,17 +207,16 @@ GpuCatalogEntry hopper(bool h200) {
   g.kernel_overhead_ns = 1200;
   g.mem_bw_efficiency = 0.85;
   const std::string est = "estimate (no Hopper compute case in published-measurements.json): ";
-  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(
-      0.62, 8e9,
+  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(0.62, 2e9,
       est +
           "PyTorch eager GEMMs reach a smaller share of Hopper's 3.2x larger dense peak than the "
           "A100 fit (0.68, korthikanti_t4_22B_layer_baseline_no_recompute)");
   g.efficiency[static_cast<int>(ComputeKind::kElementwise)] =
-      curve(0.50, 8e9, est + "elementwise kernels are memory-bound; the FLOP term rarely binds");
+      curve(0.50, 2e9, est + "elementwise kernels are memory-bound; the FLOP term rarely binds");
   g.efficiency[static_cast<int>(ComputeKind::kConv)] =
-      curve(0.50, 8e9, est + "cuDNN convolutions below the gemm curve");
+      curve(0.50, 2e9, est + "cuDNN convolutions below the gemm curve");
   g.efficiency[static_cast<int>(ComputeKind::kAttention)] =
-      curve(0.40, 8e9, est + "2/3 of the gemm curve: unfused batched per-head GEMMs");
+      curve(0.40, 2e9, est + "2/3 of the gemm curve: unfused batched per-head GEMMs");
   g.source = h200 ? "NVIDIA H200 Tensor Core GPU datasheet (SXM: 67 TFLOPS fp32; 989 tf32 and "
                     "1,979 fp16/bf16 TFLOPS with sparsity -> dense 494.5 / 989.5; 141 GB HBM3e, "
                     "4.8 TB/s); 132 SMs, sm_90 as H100 SXM"

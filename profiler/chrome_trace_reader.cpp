@@ -210,7 +210,7 @@ class Scanner {
         if (pos_ >= buf_.size() && !fill()) truncated("an unclosed array or object");
       }
     }
-    if (c < 0) truncated("a missing value");
+    if (c < 0) truncated("an array or object, where a value was expected");
     // Scalar: up to the next delimiter.
     for (;;) {
       const int d = peek();
@@ -1082,6 +1082,31 @@ class Reader {
       f.from_ts_ns += base;
       f.to_ts_ns += base;
     }
+    if (!ours) rebase_far_timestamps();
+  }
+
+  // Written µs are exact only while |ts − base| < 2^51 ns (see us_to_ns_checked). Kineto's
+  // relative timestamps can exceed that (4.4e12 µs after its base), so a foreign trace whose
+  // events lie that far from its base gets the earliest timestamp (floored to a µs) as base: the
+  // absolute times do not change, and what we write from it reads back exactly.
+  void rebase_far_timestamps() {
+    constexpr TimeNs kFar = TimeNs{1} << 50;
+    TimeNs lo = std::numeric_limits<TimeNs>::max(), hi = std::numeric_limits<TimeNs>::min();
+    const auto see = [&](TimeNs t) {
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+    };
+    for (const TraceEvent& e : trace_.events) see(e.ts_ns);
+    for (const CounterSample& c : trace_.counters) see(c.ts_ns);
+    for (const FlowEvent& f : trace_.flows) {
+      see(f.from_ts_ns);
+      see(f.to_ts_ns);
+    }
+    if (lo > hi) return;
+    const TimeNs base = trace_.base_ns;
+    const bool far =
+        lo - base >= kFar || base - lo >= kFar || hi - base >= kFar || base - hi >= kFar;
+    if (far) trace_.base_ns = lo - ((lo % 1000) + 1000) % 1000;
   }
 
   // deviceProperties[].totalGlobalMem of the device with this id (Kineto), 0 when unknown.

@@ -16,21 +16,21 @@
 
 namespace csim::prof {
 
-struct GpuSummary {                  // one GPU (trace process); times are seconds per step
-  std::int32_t pid = 0;              // trace process id
-  std::string name;                  // "node 0 / GPU 1" ("rank 3 / GPU 0" for imported traces)
+struct GpuSummary {                    // one GPU (trace process); times are seconds per step
+  std::int32_t pid = 0;                // trace process id
+  std::string name;                    // "node 0 / GPU 1" ("rank 3 / GPU 0" for imported traces)
   int rank = -1, node = -1, gpu = -1;  // from ProcessInfo (gpu = global index)
-  Bytes peak_bytes = 0;              // max of the "allocated" memory counter (docs: Memory)
-  Bytes capacity_bytes = 0;          // usable memory (0: unknown)
-  bool has_memory_data = false;      // the GPU has memory counters
-  double busy_fraction = 0;          // (compute + comm + copy) / window (docs: Time split)
-  double compute_s = 0;              // exclusive split, priority compute > comm > copy >
-  double comm_s = 0;                 //   host-wait > idle; the five sum to the window
-  double copy_s = 0;                 //   length per step
-  double host_wait_s = 0;            // GIL waits on this process's host threads
-  double idle_s = 0;                 // none of the above
-  double exposed_comm_s = 0;         // communication not overlapped by compute (= comm_s)
-  double overlapped_comm_s = 0;      // communication ∩ compute
+  Bytes peak_bytes = 0;                // max of the "allocated" memory counter (docs: Memory)
+  Bytes capacity_bytes = 0;            // usable memory (0: unknown)
+  bool has_memory_data = false;        // the GPU has memory counters
+  double busy_fraction = 0;            // (compute + comm + copy) / window (docs: Time split)
+  double compute_s = 0;                // exclusive split, priority compute > comm > copy >
+  double comm_s = 0;                   //   host-wait > idle; the five sum to the window
+  double copy_s = 0;                   //   length per step
+  double host_wait_s = 0;              // GIL waits on this process's host threads
+  double idle_s = 0;                   // none of the above
+  double exposed_comm_s = 0;           // communication not overlapped by compute (= comm_s)
+  double overlapped_comm_s = 0;        // communication ∩ compute
 };
 
 struct OomVerdict {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/lowering/lowering.hpp"
+#include "core/lowering/program_builder.hpp"
 #include "core/scenario_parser.hpp"
 #include "tests/test_support.hpp"
 
@@ -69,7 +70,8 @@ Bytes allocated_in(const Program& p, int gpu, MemCategory c) {
 }  // namespace
 
 TEST_CASE("DataParallel: scatter, replicate, one thread per replica, optimizer on device_ids[0]", "[lowering][dp]") {
-  const Scenario s = parse_scenario_file(test::scenario_path("linear_5x2_dp4.json"), {"training.steps=1", "training.dataset_size=0"});
+  const Scenario s = parse_scenario_file(test::scenario_path("linear_5x2_dp4.json"),
+                                         {"training.steps=1", "training.dataset_size=0", "training.sgd_momentum=0.9"});
   const Program p = lower(s);
   REQUIRE(validate_program(p).empty());
   const int d0 = s.strategy.device_ids.front();

@@ -80,7 +80,7 @@ TEST_CASE("the cuda backend is reported unavailable with exit 3", "[cli]") {
   CHECK(r.err.find("unavailable") != std::string::npos);
 }
 
-TEST_CASE("--fail-on-oom exits 4 and names the GPU, op and shortfall", "[cli][memory]") {
+TEST_CASE("simrun --fail-on-oom exits 4 and names the GPU, op and shortfall", "[cli][memory]") {
   // ResNet-50 with a batch of 4096 on one 11 GB GTX 1080 Ti: activations alone are ~100 MB per
   // sample in fp32, far beyond 11 GB, so the verdict must be an OOM.
   const fs::path d = fresh_dir("oom");

@@ -82,7 +82,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     const prof::Summary summary = prof::summarize(run.trace);
     if (!quiet) prof::print_summary_table(summary, out);
-    for (const std::string& w : run.trace.metadata["warnings"]) err << "simrun: warning: " << w << "\n";
+    for (const auto& w : run.trace.metadata["warnings"]) err << "simrun: warning: " << w.get<std::string>() << "\n";
     set_writing(true);
     if (!trace_path.empty()) prof::write_chrome_trace_file(run.trace, trace_path);
     if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);

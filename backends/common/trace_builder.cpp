@@ -45,7 +45,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   // [SECTION] Lanes: one process per active GPU; its host threads, then its streams.
   std::map<int, int> rank_of;  // gpu -> rank (position in active_gpus)
   for (std::size_t i = 0; i < p.active_gpus.size(); ++i) rank_of[p.active_gpus[i]] = static_cast<int>(i);
-  std::map<int, core::Bytes> capacity;
+  std::map<int, Bytes> capacity;
   for (const core::GpuMemory& g : mem.gpus) capacity[g.gpu] = g.capacity_bytes;
   for (int g : p.active_gpus) {
     prof::ProcessInfo pi;

@@ -16,7 +16,7 @@ double efficiency(const EfficiencyCurve& curve, double flops) {
   return curve.max_efficiency * flops / (flops + curve.half_flops);
 }
 
-// docs/cost-model.md, "Compute":
+// docs/cost-model.md, "Compute" (with H_d = half_flops * peak(d) / peak_max):
 //   duration = max(FLOPs / (peak(dtype) * efficiency(kind, FLOPs)),
 //                  bytes / (mem_bw * mem_bw_efficiency)) + kernel_overhead
 TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, double flops,
@@ -26,7 +26,13 @@ TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, do
   CSIM_ASSERT(flops >= 0 && bytes >= 0);
   double compute_s = 0, memory_s = 0;
   if (flops > 0) {
-    const double eff = efficiency(gpu.efficiency[static_cast<int>(kind)], flops);
+    // half_flops is stated at the GPU's highest dense peak; scale it to this dtype so the ramp
+    // time half_flops / (peak_max * max_efficiency) is the same for every dtype.
+    const double peak_max = std::max({gpu.peak_fp32_flops_per_s, gpu.peak_tf32_flops_per_s,
+                                      gpu.peak_fp16_flops_per_s, gpu.peak_bf16_flops_per_s});
+    EfficiencyCurve c = gpu.efficiency[static_cast<int>(kind)];
+    c.half_flops *= peak / peak_max;
+    const double eff = efficiency(c, flops);
     CSIM_ASSERT_MSG(eff > 0, "efficiency curve with max_efficiency <= 0");
     compute_s = flops / (peak * eff);
   }

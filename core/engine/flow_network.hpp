@@ -35,7 +35,9 @@ class FlowNetwork {
   explicit FlowNetwork(const std::vector<core::Link>& links);
 
   // Starts a flow at `now_ns` over `route` (link ids) carrying `bytes`; `rate_cap` 0 = none.
-  // An empty route with no cap completes at once (next_completion_ns() == now).
+  // An empty route with no cap completes at once (next_completion_ns() == now). The rates are
+  // recomputed lazily, before the next query or a start at a later time, so consecutive starts at
+  // one time cost a single recomputation, as start_batch does.
   FlowId start(TimeNs now_ns, const std::vector<core::LinkId>& route, double bytes, double rate_cap,
                std::int64_t tag);
 

@@ -336,15 +336,26 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
   //   ln_2 2sh, fc 2sh, gelu 2sf, proj 2sf, residual sh  ->  sh(34 + 5as/h) for f = 4h;
   //   FLOPs: qkv 6sh^2, core 4s^2h, proj 2sh^2, fc 2shf, proj 2sfh  ->  24sh^2 + 4s^2h for f = 4h
   //   (Narayanan et al. 2021); params 12h^2 + 13h for f = 4h.
+  // Tensor-parallel roles per block (Shoeybi et al. 2019, "Megatron-LM", section 3, fig. 3):
+  // ln_1 R, qkv column, core sharded (by heads), proj row, residual R, ln_2 R, fc column, gelu
+  // sharded, proj row, residual R.
+  const TpRole kRoles[10] = {TpRole::kReplicated, TpRole::kColumn,     TpRole::kSharded,
+                             TpRole::kRow,        TpRole::kReplicated, TpRole::kReplicated,
+                             TpRole::kColumn,     TpRole::kSharded,    TpRole::kRow,
+                             TpRole::kReplicated};
   for (int i = 0; i < cfg.layers; ++i) {
     const std::string p = "h." + std::to_string(i) + ".";
     using CK = ComputeKind;
+    const std::size_t first = m.layers.size();
     m.layers.push_back(
         make(p + "ln_1", CK::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh, k * 2.0 * sh, e * sh, 1));
     m.layers.push_back(make(p + "attn.qkv", CK::kGemm, 3 * h * h + 3 * h, 6.0 * sh * hd,
                             4.0 * e * sh, k * 2.0 * sh, 3.0 * e * sh, 1));
     m.layers.push_back(make(p + "attn.core", CK::kAttention, 0, 4.0 * s * sh,
                             e * (4.0 * sh + 6.0 * as2), k * (6.0 * sh + 5.0 * as2), e * sh, 5));
+    // Selective recompute keeps Q, K, V (6sh) and recomputes the 5as^2 of scores, softmax and
+    // dropout (Korthikanti et al. 2022, section 4.2).
+    m.layers.back().selective_activation_bytes_per_sample = k * 6.0 * sh;
     m.layers.push_back(make(p + "attn.proj", CK::kGemm, h * h + h, 2.0 * sh * hd, 2.0 * e * sh,
                             k * 2.0 * sh, e * sh, 1));
     m.layers.push_back(make(p + "attn.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,
@@ -359,6 +370,10 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
                             k * 2.0 * sf, e * sh, 1));
     m.layers.push_back(make(p + "mlp.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,
                             k * sh, e * sh, 2));
+    for (std::size_t j = first; j < m.layers.size(); ++j) {
+      m.layers[j].block = i;
+      m.layers[j].tp_role = kRoles[j - first];
+    }
   }
   m.layers.push_back(make("ln_f", ComputeKind::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh,
                           e * sh + 8.0 * s, e * sh, 1));
@@ -366,6 +381,10 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
   // input; output = the logits (what DataParallel gathers). The loss is added by the lowering.
   m.layers.push_back(make("lm_head", ComputeKind::kGemm, cfg.tied_embeddings ? 0 : cfg.vocab * h,
                           2.0 * sh * v, e * (sh + s * v), e * sh, e * s * v, 1));
+  // Megatron splits the word embedding and the LM head by vocabulary rows.
+  m.layers.front().tp_role = TpRole::kVocabInput;
+  m.layers.back().tp_role = TpRole::kVocabOutput;
+  m.transformer = TransformerShape{cfg.layers, h, cfg.heads, cfg.seq_len, cfg.vocab, f};
   return m;
 }
 

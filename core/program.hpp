@@ -139,6 +139,8 @@ struct Program {
   std::vector<std::string> warnings;
 
   int collective_instances = 0;     // number of distinct Op::instance values
+  double model_flops_per_step = 0;     // MFU numerator, all GPUs (core/flops.hpp)
+  double hardware_flops_per_step = 0;  // HFU numerator: model FLOPs + recompute (core/flops.hpp)
 };
 
 // Structural checks (deps point backwards or to other threads, streams exist, collective instances

@@ -144,6 +144,82 @@ const char* to_string(StrategyKind k) {
       return "data_parallel";
     case StrategyKind::kDdp:
       return "ddp";
+    case StrategyKind::kModelParallel:
+      return "model_parallel";
+    case StrategyKind::kPipeline:
+      return "pipeline";
+    case StrategyKind::kTensorParallel:
+      return "tensor_parallel";
+    case StrategyKind::k3d:
+      return "3d";
+    case StrategyKind::kZero:
+      return "zero";
+    case StrategyKind::kFsdp:
+      return "fsdp";
+  }
+  return "?";
+}
+
+const char* to_string(TpRole r) {
+  switch (r) {
+    case TpRole::kReplicated:
+      return "replicated";
+    case TpRole::kColumn:
+      return "column";
+    case TpRole::kRow:
+      return "row";
+    case TpRole::kSharded:
+      return "sharded";
+    case TpRole::kVocabInput:
+      return "vocab_input";
+    case TpRole::kVocabOutput:
+      return "vocab_output";
+  }
+  return "?";
+}
+
+const char* to_string(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::kGpipe:
+      return "gpipe";
+    case PipelineSchedule::k1f1b:
+      return "1f1b";
+    case PipelineSchedule::kInterleaved:
+      return "interleaved";
+  }
+  return "?";
+}
+
+const char* to_string(RecomputeMode m) {
+  switch (m) {
+    case RecomputeMode::kNone:
+      return "none";
+    case RecomputeMode::kSelective:
+      return "selective";
+    case RecomputeMode::kFull:
+      return "full";
+  }
+  return "?";
+}
+
+const char* to_string(FsdpSharding f) {
+  switch (f) {
+    case FsdpSharding::kFullShard:
+      return "full_shard";
+    case FsdpSharding::kShardGradOp:
+      return "shard_grad_op";
+  }
+  return "?";
+}
+
+const char* to_string(ParallelDim d) {
+  switch (d) {
+    case ParallelDim::kTp:
+      return "tp";
+    case ParallelDim::kDp:
+      return "dp";
+    case ParallelDim::kPp:
+      return "pp";
   }
   return "?";
 }

@@ -104,17 +104,46 @@ struct HostSpec {
 
 // [SECTION] Model --------------------------------------------------------------------------------
 
+// How a layer splits under Megatron tensor parallelism (docs/program.md, "Tensor parallel"):
+//   kReplicated  every TP rank runs it in full (layer norms, residual adds; with sequence
+//                parallelism each rank runs 1/t of the sequence instead)
+//   kColumn      column-parallel GEMM (attn.qkv, mlp.fc): weight split by output columns, its input
+//                is replicated (the "f" operator: identity forward, all-reduce backward before it)
+//   kRow         row-parallel GEMM (attn.proj, mlp.proj): weight split by input rows, output partial
+//                sums (the "g" operator: all-reduce forward after it, identity backward)
+//   kSharded     pointwise on a sharded tensor (attention core per head, GeLU): 1/t of the work
+//   kVocabInput  vocabulary-parallel word embedding: rows split by vocabulary, partial outputs
+//                all-reduced like a row-parallel GEMM
+//   kVocabOutput vocabulary-parallel LM head: a column-parallel GEMM over the vocabulary
+enum class TpRole { kReplicated, kColumn, kRow, kSharded, kVocabInput, kVocabOutput };
+const char* to_string(TpRole r);
+
 struct LayerSpec {
   std::string name;                    // e.g. "fc", "layer3.2.conv1", "h.5.attn"
   ComputeKind kind = ComputeKind::kGemm;
+  int block = -1;                      // transformer block index (GPT builder); -1 outside blocks
+  TpRole tp_role = TpRole::kReplicated;  // split under tensor parallelism (GPT builder sets it)
   std::int64_t params = 0;             // trainable parameter count
   std::int64_t buffer_elems = 0;       // non-trainable buffers (BatchNorm running stats)
   double fwd_flops_per_sample = 0;     // forward FLOPs for one sample
   double fwd_bytes_per_sample = 0;     // forward memory traffic (bytes) for one sample, excluding weights
   double activation_bytes_per_sample = 0;  // bytes saved for backward, one sample
+  double selective_activation_bytes_per_sample = -1;  // saved under selective recompute (the
+                                       // attention core keeps Q, K, V only); < 0 = all of the above
   double output_bytes_per_sample = 0;  // the layer's output, one sample
   int kernels = 1;                     // kernel launches in forward (backward launches 2x)
   double extra_python_us = 0;          // extra Python in forward (e.g. the notes' print())
+};
+
+// Transformer shape kept by the GPT builder for the FLOPs formulas and the parallel checks
+// (core/flops.hpp); layers == 0 for models that are not transformers.
+struct TransformerShape {
+  int layers = 0;                          // l, transformer blocks
+  std::int64_t hidden = 0;                 // h
+  int heads = 0;                           // a
+  std::int64_t seq_len = 0;                // s
+  std::int64_t vocab = 0;                  // V
+  std::int64_t ffn_hidden = 0;             // f (4h by default)
 };
 
 struct ModelSpec {
@@ -123,6 +152,7 @@ struct ModelSpec {
   std::vector<LayerSpec> layers;          // in forward order
   double input_bytes_per_sample = 0;      // one input sample as loaded (fp32 unless said)
   bool python_hooks = false;              // backward hooks in Python: backward then needs the GIL
+  TransformerShape transformer;           // set by the GPT builder
   std::int64_t total_params() const;
   std::int64_t total_buffer_elems() const;
 };
@@ -165,8 +195,43 @@ struct TrainingSpec {
 
 // [SECTION] Strategy -----------------------------------------------------------------------------
 
-enum class StrategyKind { kSingle, kDataParallel, kDdp };
+enum class StrategyKind {
+  kSingle, kDataParallel, kDdp, kModelParallel, kPipeline, kTensorParallel, k3d, kZero, kFsdp
+};
 const char* to_string(StrategyKind k);
+
+enum class PipelineSchedule { kGpipe, k1f1b, kInterleaved };
+const char* to_string(PipelineSchedule s);
+
+enum class RecomputeMode { kNone, kSelective, kFull };
+const char* to_string(RecomputeMode m);
+
+enum class FsdpSharding { kFullShard, kShardGradOp };
+const char* to_string(FsdpSharding f);
+
+enum class ParallelDim { kTp, kDp, kPp };
+const char* to_string(ParallelDim d);
+
+// Model, pipeline, tensor, 3D, ZeRO and FSDP parallelism (docs/scenario.md, "strategy.parallel").
+// The parser fills every field consistently for the strategy kind: dp * tp * pp = GPUs used.
+struct ParallelSpec {
+  int dp = 1;                           // data-parallel replicas
+  int tp = 1;                           // tensor-parallel ranks (Megatron column/row GEMMs)
+  int pp = 1;                           // pipeline stages
+  std::vector<ParallelDim> rank_order{ParallelDim::kTp, ParallelDim::kDp, ParallelDim::kPp};
+                                        // fastest-varying first (Megatron: tp, dp, pp)
+  bool sequence_parallel = false;       // reduce-scatter / all-gather instead of TP all-reduces
+  std::int64_t micro_batch_size = 1;    // samples per micro-batch per data-parallel replica
+  std::int64_t micro_batches = 1;       // m = global_batch / (dp * micro_batch_size)
+  PipelineSchedule schedule = PipelineSchedule::k1f1b;
+  int virtual_stages = 1;               // v: model chunks per pipeline rank (interleaved only)
+  int zero_stage = 0;                   // 0..3: optimizer / + gradients / + parameters sharded over dp
+  FsdpSharding fsdp = FsdpSharding::kFullShard;
+  bool prefetch = true;                 // ZeRO-3 / FSDP: all-gather the next unit during this one
+  bool overlap_grad_reduce = true;      // reduce gradients while backward runs
+  RecomputeMode recompute = RecomputeMode::kNone;
+  std::vector<int> stage_first_layer;   // model_parallel: first layer index of each device's part
+};
 
 enum class DdpLauncher { kProcess, kThread };
 
@@ -184,6 +249,7 @@ struct StrategySpec {
   std::vector<int> device_ids;   // global GPU indices; empty in the file = all GPUs (filled by the parser)
   int output_device = -1;        // data_parallel; -1 in the file = device_ids[0] (filled by the parser)
   DdpSpec ddp;
+  ParallelSpec parallel;         // model_parallel, pipeline, tensor_parallel, 3d, zero, fsdp
 };
 
 // [SECTION] Scenario -----------------------------------------------------------------------------

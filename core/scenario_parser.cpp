@@ -826,10 +826,232 @@ ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t) {
 
 // [SECTION] Strategy -----------------------------------------------------------------------------
 
-StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const TrainingSpec& t) {
+const std::vector<std::string> kParallelKeys = {
+    "dp",       "tp",           "pp",        "rank_order",     "sequence_parallel",
+    "micro_batch_size", "schedule", "virtual_stages", "zero_stage", "fsdp_sharding",
+    "prefetch", "overlap_grad_reduce", "recompute", "split_at"};
+
+bool is_parallel_kind(StrategyKind k) {
+  return k == StrategyKind::kModelParallel || k == StrategyKind::kPipeline ||
+         k == StrategyKind::kTensorParallel || k == StrategyKind::k3d || k == StrategyKind::kZero ||
+         k == StrategyKind::kFsdp;
+}
+
+// strategy.dp/tp/pp/... for the kinds model_parallel, pipeline, tensor_parallel, 3d, zero, fsdp
+// (docs/scenario.md, "strategy: model, pipeline, tensor, 3D, ZeRO, FSDP"). Every inconsistency
+// names the keys involved.
+ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, const TrainingSpec& t,
+                            const ModelSpec& m, bool ga_given) {
+  ParallelSpec ps;
+  const bool gpt = m.transformer.layers > 0;
+  const std::string kname = to_string(kind);
+  // Dimensions: what the kind allows, then the defaults that fill the device count.
+  auto dim = [&](const char* key, bool allowed) -> int {
+    if (!o.has(key)) return 0;
+    const int d = static_cast<int>(o.integer(key, 1, 1, 1 << 16));
+    if (!allowed && d != 1) {
+      ctx.fail(o.at(key), std::string("strategy.kind ") + kname + " has no " + key + " dimension",
+               "use kind 3d to combine data, tensor and pipeline parallelism");
+    }
+    return d;
+  };
+  const bool mp = kind == StrategyKind::kModelParallel;
+  int dp = dim("dp", !mp);
+  int tp = dim("tp", kind == StrategyKind::k3d || kind == StrategyKind::kTensorParallel);
+  int pp = dim("pp", kind == StrategyKind::k3d || kind == StrategyKind::kPipeline || mp);
+  auto fill = [&](int& free_dim, int a, int b, const char* key) {
+    const int known = std::max(a, 1) * std::max(b, 1);
+    if (free_dim == 0) {
+      if (n % known != 0) {
+        ctx.fail(o.at(key), std::to_string(n) + " GPUs do not split into " + std::to_string(known) +
+                                " groups of the other dimensions",
+                 "give strategy.dp, strategy.tp and strategy.pp with dp * tp * pp = GPUs");
+      }
+      free_dim = n / known;
+    }
+  };
+  switch (kind) {
+    case StrategyKind::kModelParallel: fill(pp, dp, tp, "pp"); break;
+    case StrategyKind::kPipeline: fill(pp, dp, tp, "pp"); break;
+    case StrategyKind::kTensorParallel: fill(tp, dp, pp, "tp"); break;
+    default: fill(dp, tp, pp, "dp"); break;
+  }
+  ps.dp = std::max(dp, 1);
+  ps.tp = std::max(tp, 1);
+  ps.pp = std::max(pp, 1);
+  if (ps.dp * ps.tp * ps.pp != n) {
+    ctx.fail(o.at("dp"),
+             "dp * tp * pp = " + std::to_string(ps.dp) + " * " + std::to_string(ps.tp) + " * " +
+                 std::to_string(ps.pp) + " = " + std::to_string(ps.dp * ps.tp * ps.pp) +
+                 " but strategy.device_ids has " + std::to_string(n) + " GPUs",
+             "make strategy.dp * strategy.tp * strategy.pp equal the GPUs used");
+  }
+  // Rank order: fastest-varying first, Megatron's default tp-dp-pp.
+  if (o.has("rank_order")) {
+    const std::string text = o.string("rank_order", "tp-dp-pp");
+    std::vector<ParallelDim> order;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+      const std::size_t dash = text.find('-', pos);
+      const std::string part = text.substr(pos, dash == std::string::npos ? std::string::npos : dash - pos);
+      if (part == "tp") order.push_back(ParallelDim::kTp);
+      else if (part == "dp") order.push_back(ParallelDim::kDp);
+      else if (part == "pp") order.push_back(ParallelDim::kPp);
+      else ctx.fail(o.at("rank_order"), "'" + part + "' is not tp, dp or pp", "e.g. \"tp-dp-pp\" (fastest-varying first)");
+      if (dash == std::string::npos) break;
+      pos = dash + 1;
+    }
+    std::set<ParallelDim> seen(order.begin(), order.end());
+    if (order.size() != 3 || seen.size() != 3) {
+      ctx.fail(o.at("rank_order"), "'" + text + "' must name tp, dp and pp once each",
+               "e.g. \"tp-dp-pp\" (Megatron's default: tensor fastest, pipeline outermost)");
+    }
+    ps.rank_order = order;
+  }
+  // Tensor parallelism needs the transformer's column/row split.
+  if (ps.tp > 1 && !gpt) {
+    ctx.fail(o.at("tp"), "tensor parallelism splits transformer GEMMs: it needs model.gpt",
+             "use tp 1 for this model");
+  }
+  if (ps.tp > 1 && m.transformer.heads % ps.tp != 0) {
+    ctx.fail(o.at("tp"),
+             "tp " + std::to_string(ps.tp) + " does not divide model.gpt.heads " +
+                 std::to_string(m.transformer.heads),
+             "each tensor-parallel rank takes heads / tp attention heads: pick a divisor of heads");
+  }
+  ps.sequence_parallel = o.boolean("sequence_parallel", false);
+  if (ps.sequence_parallel && ps.tp == 1) {
+    ctx.fail(o.at("sequence_parallel"), "sequence parallelism splits the sequence over the tensor-parallel ranks: it needs strategy.tp > 1",
+             "set strategy.tp > 1 or remove sequence_parallel");
+  }
+  // Pipeline schedule.
+  ps.schedule = static_cast<PipelineSchedule>(
+      o.choice("schedule", {"gpipe", "1f1b", "interleaved"}, mp ? 0 : 1));
+  ps.virtual_stages = static_cast<int>(o.integer("virtual_stages", ps.schedule == PipelineSchedule::kInterleaved ? 2 : 1, 1, 1024));
+  if (ps.schedule == PipelineSchedule::kInterleaved && ps.virtual_stages < 2) {
+    ctx.fail(o.at("virtual_stages"), "the interleaved schedule needs virtual_stages >= 2 model chunks per stage",
+             "use schedule 1f1b for one chunk per stage");
+  }
+  if (ps.schedule != PipelineSchedule::kInterleaved && ps.virtual_stages != 1) {
+    ctx.fail(o.at("virtual_stages"), std::string("virtual_stages > 1 needs schedule interleaved, schedule is ") + to_string(ps.schedule),
+             "set strategy.schedule to interleaved");
+  }
+  if (ps.schedule == PipelineSchedule::kInterleaved && ps.pp < 2) {
+    ctx.fail(o.at("schedule"), "the interleaved schedule needs strategy.pp >= 2", "use schedule 1f1b");
+  }
+  const int segments = ps.pp * ps.virtual_stages;
+  if (gpt && m.transformer.layers % segments != 0) {
+    ctx.fail(o.has("virtual_stages") ? o.at("virtual_stages") : o.at("pp"),
+             "model.gpt.layers " + std::to_string(m.transformer.layers) + " is not divisible by pp * virtual_stages = " +
+                 std::to_string(segments),
+             "every pipeline chunk holds the same number of transformer blocks");
+  }
+  if (!gpt && static_cast<int>(m.layers.size()) < segments) {
+    ctx.fail(o.at("pp"), "the model has " + std::to_string(m.layers.size()) + " layers, fewer than the " +
+                              std::to_string(segments) + " pipeline chunks",
+             "use fewer stages");
+  }
+  // Micro-batches: m = global_batch / (dp * micro_batch_size).
+  const std::int64_t gb = t.global_batch;
+  std::int64_t mbs = 0;
+  if (o.has("micro_batch_size")) {
+    mbs = o.integer("micro_batch_size", 1, 1, 1 << 24);
+  } else if (ps.pp > 1 && !ga_given && !mp) {
+    mbs = 1;
+  } else {
+    mbs = gb / (static_cast<std::int64_t>(ps.dp) * t.gradient_accumulation);
+  }
+  if (mbs < 1 || gb % (static_cast<std::int64_t>(ps.dp) * mbs) != 0) {
+    ctx.fail("training.global_batch",
+             std::to_string(gb) + " samples do not split into dp " + std::to_string(ps.dp) + " x micro_batch_size " +
+                 std::to_string(std::max<std::int64_t>(mbs, 1)) + " x micro-batches",
+             "make training.global_batch a multiple of strategy.dp * strategy.micro_batch_size");
+  }
+  ps.micro_batch_size = mbs;
+  ps.micro_batches = gb / (ps.dp * mbs);
+  if (ga_given && o.has("micro_batch_size") && ps.micro_batches != t.gradient_accumulation) {
+    ctx.fail(o.at("micro_batch_size"),
+             "training.gradient_accumulation " + std::to_string(t.gradient_accumulation) + " disagrees with " +
+                 std::to_string(ps.micro_batches) + " micro-batches = global_batch / (dp * micro_batch_size)",
+             "give one of training.gradient_accumulation and strategy.micro_batch_size");
+  }
+  if (ps.schedule == PipelineSchedule::kInterleaved &&
+      (ps.micro_batches < ps.pp || ps.micro_batches % ps.pp != 0)) {
+    ctx.fail(o.has("micro_batch_size") ? o.at("micro_batch_size") : std::string("training.global_batch"),
+             std::to_string(ps.micro_batches) + " micro-batches: the interleaved schedule needs a multiple of strategy.pp (" +
+                 std::to_string(ps.pp) + ")",
+             "Megatron's interleaved 1F1B runs micro-batches in groups of pp");
+  }
+  if (ps.pp > 1 && ps.micro_batches < ps.pp && !mp) {
+    ctx.warn(o.at("pp"), std::to_string(ps.micro_batches) + " micro-batches over " + std::to_string(ps.pp) +
+                             " stages: stages idle most of the step");
+  }
+  // ZeRO / FSDP.
+  ps.zero_stage = static_cast<int>(o.integer("zero_stage", kind == StrategyKind::kZero ? 1 : 0, 0, 3));
+  ps.fsdp = static_cast<FsdpSharding>(o.choice("fsdp_sharding", {"full_shard", "shard_grad_op"}, 0));
+  if (o.has("fsdp_sharding") && kind != StrategyKind::kFsdp) {
+    ctx.fail(o.at("fsdp_sharding"), "fsdp_sharding applies to strategy.kind fsdp", "use kind fsdp, or zero_stage with kind zero");
+  }
+  if (kind == StrategyKind::kFsdp) {
+    if (o.has("zero_stage")) ctx.fail(o.at("zero_stage"), "kind fsdp takes fsdp_sharding, not zero_stage", "full_shard = ZeRO-3, shard_grad_op = ZeRO-2");
+    ps.zero_stage = ps.fsdp == FsdpSharding::kFullShard ? 3 : 2;
+  }
+  if (ps.zero_stage >= 2 && ps.pp > 1) {
+    ctx.fail(o.at("zero_stage"), "ZeRO stage " + std::to_string(ps.zero_stage) + " shards gradients per micro-batch, which pipeline parallelism (pp " +
+                                     std::to_string(ps.pp) + ") does not support",
+             "use zero_stage 1 (Megatron's distributed optimizer) with pp > 1");
+  }
+  if (mp && ps.zero_stage > 0) ctx.fail(o.at("zero_stage"), "model_parallel has no data parallelism to shard over", "use kind zero or 3d");
+  ps.prefetch = o.boolean("prefetch", true);
+  ps.overlap_grad_reduce = o.boolean("overlap_grad_reduce", true);
+  // Activation recompute.
+  ps.recompute = static_cast<RecomputeMode>(o.choice("recompute", {"none", "selective", "full"}, 0));
+  if (ps.recompute != RecomputeMode::kNone && !gpt) {
+    ctx.fail(o.at("recompute"), "activation recompute works on transformer blocks: it needs model.gpt", "use recompute none");
+  }
+  // Model parallel: where each device's part starts.
+  if (o.has("split_at")) {
+    if (!mp) ctx.fail(o.at("split_at"), "split_at applies to strategy.kind model_parallel", "remove it, or use kind model_parallel");
+    const json& arr = require_array(ctx, o.raw("split_at"), o.at("split_at"), false);
+    if (static_cast<int>(arr.size()) != ps.pp - 1) {
+      ctx.fail(o.at("split_at"), std::to_string(arr.size()) + " split points for " + std::to_string(ps.pp) + " devices",
+               "give one layer name per device after the first (" + std::to_string(ps.pp - 1) + ")");
+    }
+    ps.stage_first_layer.push_back(0);
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const std::string p = index_path(o.at("split_at"), i);
+      if (!arr[i].is_string()) ctx.fail(p, "expected a layer name, got " + describe_value(arr[i]));
+      const std::string name = arr[i].get<std::string>();
+      int idx = -1;
+      std::vector<std::string> names;
+      for (std::size_t k = 0; k < m.layers.size(); ++k) {
+        names.push_back(m.layers[k].name);
+        if (m.layers[k].name == name) idx = static_cast<int>(k);
+      }
+      if (idx < 0) {
+        const std::string near = nearest_candidate(name, names);
+        ctx.fail(p, "no layer named '" + name + "'", near.empty() ? "use a layer name of the model" : "did you mean " + near + "?");
+      }
+      if (idx <= ps.stage_first_layer.back()) {
+        ctx.fail(p, "'" + name + "' does not come after the previous split point", "list split points in forward order");
+      }
+      ps.stage_first_layer.push_back(idx);
+    }
+  }
+  return ps;
+}
+
+StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const TrainingSpec& t,
+                            const ModelSpec& m, bool ga_given) {
   StrategySpec s;
-  Obj o(ctx, v ? *v : empty_object(), "strategy", {"kind", "device_ids", "output_device", "ddp"});
-  s.kind = static_cast<StrategyKind>(o.choice("kind", {"single", "data_parallel", "ddp"}, 0));
+  std::vector<std::string> keys = {"kind", "device_ids", "output_device", "ddp"};
+  keys.insert(keys.end(), kParallelKeys.begin(), kParallelKeys.end());
+  Obj o(ctx, v ? *v : empty_object(), "strategy", keys);
+  s.kind = static_cast<StrategyKind>(
+      o.choice("kind",
+               {"single", "data_parallel", "ddp", "model_parallel", "pipeline", "tensor_parallel",
+                "3d", "zero", "fsdp"},
+               0));
   const int world = c.world_gpus();
   const std::string ids_path = o.at("device_ids");
   if (o.has("device_ids")) {
@@ -858,7 +1080,9 @@ StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const
     if (s.kind == StrategyKind::kSingle) {
       s.device_ids = {0};
     } else {
-      const int n = s.kind == StrategyKind::kDdp ? world : c.gpus_per_node;
+      const int n = s.kind == StrategyKind::kDataParallel || s.kind == StrategyKind::kModelParallel
+                        ? c.gpus_per_node
+                        : world;
       for (int g = 0; g < n; ++g) s.device_ids.push_back(g);
     }
   }
@@ -868,13 +1092,14 @@ StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const
                  " given",
              "give one id, e.g. [0], or use kind data_parallel / ddp");
   }
-  if (s.kind == StrategyKind::kDataParallel) {
+  if (s.kind == StrategyKind::kDataParallel || s.kind == StrategyKind::kModelParallel) {
     const int node0 = s.device_ids[0] / c.gpus_per_node;
     for (std::size_t i = 1; i < s.device_ids.size(); ++i) {
       const int node = s.device_ids[i] / c.gpus_per_node;
       if (node != node0) {
         ctx.fail(o.has("device_ids") ? index_path(ids_path, i) : ids_path,
-                 "DataParallel is single-process: all device_ids must be on one node, but GPU " +
+                 std::string(s.kind == StrategyKind::kDataParallel ? "DataParallel" : "model_parallel") +
+                     " is single-process: all device_ids must be on one node, but GPU " +
                      std::to_string(s.device_ids[i]) + " is on node " + std::to_string(node) +
                      " and GPU " + std::to_string(s.device_ids[0]) + " on node " +
                      std::to_string(node0),
@@ -915,6 +1140,16 @@ StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const
       ctx.warn(d.at("launcher"),
                "thread launcher is a what-if: PyTorch DDP needs one process per GPU; the trace "
                "labels it");
+    }
+  }
+  if (is_parallel_kind(s.kind)) {
+    s.parallel = parse_parallel(ctx, o, s.kind, static_cast<int>(s.device_ids.size()), t, m, ga_given);
+  } else {
+    for (const std::string& k : kParallelKeys) {
+      if (o.has(k)) {
+        ctx.fail(o.at(k), std::string("strategy.") + k + " does not apply to strategy.kind " + to_string(s.kind),
+                 "use kind model_parallel, pipeline, tensor_parallel, 3d, zero or fsdp");
+      }
     }
   }
   // Batch split (docs/scenario.md, "training.global_batch").
@@ -973,8 +1208,9 @@ Scenario parse_document(json doc, const std::string& file,
   sc.host = parse_host(ctx, top.has("host") ? &top.raw("host") : nullptr);
   sc.training = parse_training(ctx, top.require("training"), sc.cluster.gpu);
   sc.model = parse_model(ctx, top.require("model"), sc.training);
+  const bool ga_given = top.raw("training").is_object() && top.raw("training").contains("gradient_accumulation");
   sc.strategy = parse_strategy(ctx, top.has("strategy") ? &top.raw("strategy") : nullptr,
-                               sc.cluster, sc.training);
+                               sc.cluster, sc.training, sc.model, ga_given);
   sc.warnings = std::move(ctx.warnings);
   return sc;
 }

@@ -88,7 +88,7 @@ struct Split {
 // goes to the first active class of compute > comm > copy > host-wait, else idle; so the five sum
 // to the window's length exactly. Overlapped communication = segments where comm and compute are
 // both active.
-Split split_time(const Trace& t, std::int32_t pid, const std::vector<Interval>& window) {
+Split split_time(const std::vector<const TraceEvent*>& events, const std::vector<Interval>& window) {
   enum : int { kCompute = 0, kComm = 1, kCopy = 2, kHostWait = 3, kWindow = 4, kKinds = 5 };
   struct Point {
     TimeNs t;
@@ -96,8 +96,9 @@ Split split_time(const Trace& t, std::int32_t pid, const std::vector<Interval>& 
     int delta;
   };
   std::vector<Point> pts;
-  for (const TraceEvent& e : t.events) {
-    if (e.pid != pid || e.dur_ns <= 0) continue;
+  for (const TraceEvent* ep : events) {
+    const TraceEvent& e = *ep;
+    if (e.dur_ns <= 0) continue;
     int kind = -1;
     switch (e.cls) {
       case EventClass::kCompute:
@@ -162,12 +163,8 @@ struct MemoryPeak {
 
 // docs/summary.md "Memory", "OOM". Counters named "memory…" on this pid: the "allocated" series, or
 // the sum of all series when a sample has no "allocated" (per-category counters only).
-MemoryPeak memory_peak(const Trace& t, std::int32_t pid, Bytes capacity) {
+MemoryPeak memory_peak(std::vector<const CounterSample*> samples, Bytes capacity) {
   MemoryPeak m;
-  std::vector<const CounterSample*> samples;
-  for (const CounterSample& c : t.counters) {
-    if (c.pid == pid && c.name.compare(0, 6, "memory") == 0) samples.push_back(&c);
-  }
   std::stable_sort(
       samples.begin(), samples.end(),
       [](const CounterSample* a, const CounterSample* b) { return a->ts_ns < b->ts_ns; });
@@ -272,12 +269,18 @@ Summary summarize(const Trace& trace) {
   for (const ProcessInfo& p : trace.processes) {
     if (p.gpu >= 0) gpu_pids.insert(p.pid);
   }
+  // Events and memory counters indexed by pid once: every GPU's figures below read only its own.
   std::set<std::int32_t> with_work;
+  std::map<std::int32_t, std::vector<const TraceEvent*>> events_of;
+  std::map<std::int32_t, std::vector<const CounterSample*>> memory_of;
   for (const TraceEvent& e : trace.events) {
     if (is_gpu_work(e.cls)) with_work.insert(e.pid);
+    events_of[e.pid].push_back(&e);
   }
   for (const CounterSample& c : trace.counters) {
-    if (c.name.compare(0, 6, "memory") == 0) with_work.insert(c.pid);
+    if (c.name.compare(0, 6, "memory") != 0) continue;
+    with_work.insert(c.pid);
+    memory_of[c.pid].push_back(&c);
   }
   double peak_sum = 0, peak_max = 0;
   int with_memory = 0;
@@ -296,7 +299,7 @@ Summary summarize(const Trace& trace) {
     g.node = p.node;
     g.gpu = p.gpu;
     g.capacity_bytes = p.capacity_bytes;
-    const Split sp = split_time(trace, pid, window);
+    const Split sp = split_time(events_of[pid], window);
     g.compute_s = ns_to_s(sp.compute) * per_step;
     g.comm_s = ns_to_s(sp.comm) * per_step;
     g.copy_s = ns_to_s(sp.copy) * per_step;
@@ -308,7 +311,7 @@ Summary summarize(const Trace& trace) {
     g.busy_fraction = window_ns > 0 ? static_cast<double>(sp.compute + sp.comm + sp.copy) /
                                           static_cast<double>(window_ns)
                                     : 0.0;
-    const MemoryPeak m = memory_peak(trace, pid, p.capacity_bytes);
+    const MemoryPeak m = memory_peak(memory_of[pid], p.capacity_bytes);
     g.has_memory_data = m.any;
     g.peak_bytes = m.peak;
     if (m.any) {

@@ -135,3 +135,23 @@ TEST_CASE("DDP no_sync: gradient accumulation all-reduces only the last micro-st
   CHECK(count_ops(p1, OpKind::kCollective, g, "all_reduce") == count_ops(p0, OpKind::kCollective, g, "all_reduce"));
   CHECK(count_ops(p1, OpKind::kCompute, g, ".fwd") == 4 * count_ops(p0, OpKind::kCompute, g, ".fwd"));
 }
+
+TEST_CASE("DDP overlap off: every bucket's all-reduce waits for the whole backward", "[lowering][ddp]") {
+  const Scenario s = parse_scenario_file(test::scenario_path("dp_vs_ddp_4x1080ti.json"),
+                                         {"strategy.kind=ddp", "training.steps=1", "strategy.ddp.overlap=false"});
+  const Program p = lower(s);
+  const int g = s.strategy.device_ids.front();
+  OpId last_backward = kNoOp;
+  for (const Op& op : p.ops) {
+    if (op.gpu == g && op.phase == "backward" && op.kind == OpKind::kCompute) last_backward = std::max(last_backward, op.id);
+  }
+  int checked = 0;
+  for (const Op& op : p.ops) {
+    if (op.gpu != g || op.kind != OpKind::kCollective || op.collective != CollectiveKind::kAllReduce) continue;
+    // the all-reduce's stream wait is on an op issued at or after the last backward kernel
+    REQUIRE(!op.deps.empty());
+    CHECK(op.deps.front().op >= last_backward);
+    ++checked;
+  }
+  CHECK(checked > 1);
+}

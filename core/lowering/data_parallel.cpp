@@ -16,7 +16,7 @@ namespace csim::core {
 namespace {
 
 // Python framework ops of nn.parallel.replicate per layer: module copy, parameter and buffer
-// re-binding (docs/program.md, "DataParallel host costs").
+// re-binding (docs/program.md, "DataParallel").
 constexpr double kReplicatePyOpsPerLayer = 4.0;
 constexpr double kReplicatePyOpsFixed = 10.0;
 

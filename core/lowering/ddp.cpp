@@ -191,7 +191,14 @@ Program lower_ddp(const Scenario& s) {
                                           {{loss, DepKind::kStreamWaits}, {go, DepKind::kHostWaits}}, "", on_layer);
         OpId grads_final = bw.last;
         if (sync) {
-          while (st.next_to_launch < nb) launch(st.next_to_launch++);  // overlap off: all at the end
+          if (!ddp.overlap) {
+            // Overlap off: no bucket may start before the whole backward has run, so every
+            // all-reduce waits for the last op backward put on the compute stream.
+            OpId last = bw.last;
+            for (OpId o : st.last_ready_op) last = std::max(last, o);
+            for (int k = 0; k < nb; ++k) st.last_ready_op[k] = last;
+          }
+          while (st.next_to_launch < nb) launch(st.next_to_launch++);
           // finalize_backward: the compute stream waits for every bucket; without
           // gradient_as_bucket_view the reduced values are copied back into .grad.
           for (int k = 0; k < nb; ++k) {

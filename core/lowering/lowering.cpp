@@ -1,6 +1,7 @@
 #include "core/lowering/lowering.hpp"
 
 #include "core/error.hpp"
+#include "core/flops.hpp"
 
 namespace csim::core {
 
@@ -10,7 +11,16 @@ Program lower(const Scenario& scenario) {
     case StrategyKind::kSingle: p = lower_single(scenario); break;
     case StrategyKind::kDataParallel: p = lower_data_parallel(scenario); break;
     case StrategyKind::kDdp: p = lower_ddp(scenario); break;
+    case StrategyKind::kModelParallel: p = lower_model_parallel(scenario); break;
+    case StrategyKind::kPipeline: p = lower_pipeline(scenario); break;
+    case StrategyKind::kTensorParallel: p = lower_tensor_parallel(scenario); break;
+    case StrategyKind::k3d: p = lower_3d(scenario); break;
+    case StrategyKind::kZero: p = lower_zero(scenario); break;
+    case StrategyKind::kFsdp: p = lower_fsdp(scenario); break;
   }
+  // MFU / HFU numerators (core/flops.hpp).
+  p.model_flops_per_step = model_flops_per_step(scenario);
+  p.hardware_flops_per_step = hardware_flops_per_step(scenario);
   const std::string problem = validate_program(p);
   CSIM_ASSERT_MSG(problem.empty(), problem.c_str());
   return p;

@@ -1,4 +1,6 @@
-// Lowering: Scenario -> Program, one file per strategy (single.cpp, data_parallel.cpp, ddp.cpp).
+// Lowering: Scenario -> Program, one file per strategy (single.cpp, data_parallel.cpp, ddp.cpp,
+// model_parallel.cpp, pipeline.cpp, tensor_parallel.cpp, hybrid_3d.cpp, zero_fsdp.cpp; the shared
+// parallel pieces in parallel_plan.hpp).
 // What each strategy emits is written in docs/program.md.
 #pragma once
 
@@ -14,6 +16,12 @@ Program lower(const Scenario& scenario);
 Program lower_single(const Scenario& scenario);
 Program lower_data_parallel(const Scenario& scenario);
 Program lower_ddp(const Scenario& scenario);
+Program lower_model_parallel(const Scenario& scenario);   // model_parallel.cpp
+Program lower_pipeline(const Scenario& scenario);         // pipeline.cpp
+Program lower_tensor_parallel(const Scenario& scenario);  // tensor_parallel.cpp
+Program lower_3d(const Scenario& scenario);               // hybrid_3d.cpp
+Program lower_zero(const Scenario& scenario);             // zero_fsdp.cpp
+Program lower_fsdp(const Scenario& scenario);             // zero_fsdp.cpp
 
 // torch.chunk along dim 0: chunk size ceil(B/n), as many chunks as needed (docs/program.md,
 // "DataParallel"). 30 over 4 -> 8/8/8/6; 6 over 4 -> 2/2/2 (only three replicas run).

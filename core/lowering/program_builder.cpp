@@ -259,7 +259,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
   const bool hooks = s_.model.python_hooks;  // Python hooks make autograd threads take the GIL
   for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
     const LayerSpec& layer = layers[i];
-    // docs/program.md, "Backward": grad-input and grad-weight GEMMs, 2x the forward FLOPs and
+    // docs/program.md, "A training step": grad-input and grad-weight GEMMs, 2x the forward FLOPs and
     // traffic, launched as 2x the forward kernels by autograd's C++ device thread.
     const Bytes traffic =
         2 * static_cast<Bytes>(std::llround(layer.fwd_bytes_per_sample * b * scale)) +
@@ -282,7 +282,7 @@ OpId ProgramBuilder::optimizer_step(const Lane& l, std::vector<Dep> deps, bool f
     const Bytes state = optimizer_bytes();
     if (state > 0) alloc(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, state, "optimizer state");
   }
-  // docs/program.md, "Optimizer": a foreach implementation streams every parameter, its grad and
+  // docs/program.md, "A training step": a foreach implementation streams every parameter, its grad and
   // its state once: bytes = params x (2 x weights + grads + 2 x state + 2 x master); FLOPs ~ 10/param
   // (Adam) or 3/param (SGD); 5 multi-tensor kernels per step.
   const PrecisionBytes pb = precision();
@@ -310,7 +310,7 @@ void emit_model_setup(ProgramBuilder& b, const Lane& l) {
 
 OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_bytes, std::vector<Dep> deps) {
   if (out_bytes > 0) b.alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, out_bytes, "model output");
-  // docs/program.md, "Loss": cross-entropy style loss, ~5 FLOPs and one read per output element
+  // docs/program.md, "A training step": cross-entropy style loss, ~5 FLOPs and one read per output element
   // (4-byte elements), 3 framework ops of Python.
   const double elems = static_cast<double>(out_bytes) / 4.0;
   return b.compute(l, "loss", ComputeKind::kElementwise, 5.0 * elems, out_bytes, 3, true, std::move(deps),
@@ -356,7 +356,7 @@ FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
   const Scenario& s = b_.scenario();
   const DataLoaderSpec& ld = s.training.loader;
   const int k = next_index_++;
-  // docs/program.md, "Data loading": loading a batch costs samples x per_sample_load_us of Python.
+  // docs/program.md, "A training step": loading a batch costs samples x per_sample_load_us of Python.
   const TimeNs load_ns = us_to_ns(static_cast<double>(samples) * ld.per_sample_load_us);
   const Bytes bytes = static_cast<Bytes>(std::llround(static_cast<double>(samples) * s.model.input_bytes_per_sample));
   OpId got;

@@ -94,7 +94,7 @@ class ProgramBuilder {
   int step_ = 0;
 };
 
-// The data loader of one training process (docs/program.md, "Data loading"): with num_workers
+// The data loader of one training process (docs/program.md, "A training step"): with num_workers
 // == 0 the main thread loads each batch itself; otherwise worker processes load batches
 // round-robin, at most prefetch_factor batches ahead per worker, and the main thread waits for
 // its next batch. Then the batch is copied to the GPU (pinned: async; pageable: synchronous).

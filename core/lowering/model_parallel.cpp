@@ -1,0 +1,211 @@
+// Model parallel (docs/program.md, "Model parallel"): the notes' split of a model over devices
+// in one process — `self.seq1 = ...to('cuda:0')`, `self.seq2 = ...to('cuda:1')`, `x.to('cuda:1')`
+// in forward. One Python process: the main thread issues the forward layer by layer on each
+// layer's device, copying the activation to the next device at each split (a peer copy on the
+// destination's compute stream, waiting for the source's last kernel); autograd's thread runs the
+// backward in reverse, copying the gradient back across each split. Without micro-batches only
+// one GPU computes at a time: the others' idle time is the point of the example.
+#include <cmath>
+
+#include "core/lowering/lowering.hpp"
+#include "core/lowering/parallel_plan.hpp"
+#include "core/lowering/program_builder.hpp"
+
+namespace csim::core {
+
+Program lower_model_parallel(const Scenario& s) {
+  ProgramBuilder b(s);
+  Program& p = b.program();
+  const ParallelSpec& ps = s.strategy.parallel;
+  const auto& ids = s.strategy.device_ids;
+  const int n = static_cast<int>(ids.size());
+  const auto& layers = s.model.layers;
+  const int nl = static_cast<int>(layers.size());
+  p.strategy_label = "model_parallel (" + std::to_string(n) + " devices, one process)";
+  p.active_gpus = ids;
+  p.samples_per_step = s.training.global_batch;
+
+  // Device of each layer: split_at when given, else contiguous parts balanced by forward FLOPs.
+  std::vector<int> part_first = ps.stage_first_layer;
+  if (part_first.empty()) {
+    for (const Segment& sg : partition_layers(s.model, n)) part_first.push_back(sg.first);
+  }
+  std::vector<int> dev(static_cast<std::size_t>(nl), 0);
+  for (int k = 0; k < n; ++k) {
+    const int end = k + 1 < n ? part_first[static_cast<std::size_t>(k + 1)] : nl;
+    for (int i = part_first[static_cast<std::size_t>(k)]; i < end; ++i)
+      dev[static_cast<std::size_t>(i)] = k;
+  }
+
+  const int node = ids.front() / s.cluster.gpus_per_node;
+  const int proc = b.add_process(node, "python (model parallel)", true);
+  const int main = b.add_thread(proc, ids.front(), "main");
+  std::vector<int> autograd(static_cast<std::size_t>(n)), compute(static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) {
+    autograd[static_cast<std::size_t>(k)] =
+        b.add_thread(proc, ids[static_cast<std::size_t>(k)],
+                     "autograd device " + std::to_string(ids[static_cast<std::size_t>(k)]));
+    compute[static_cast<std::size_t>(k)] =
+        b.add_stream(ids[static_cast<std::size_t>(k)], StreamRole::kCompute, "compute");
+  }
+  const int copy = b.add_stream(ids.front(), StreamRole::kCopy, "copy");
+  const PrecisionBytes pb = b.precision();
+
+  // Setup: each device holds its layers' parameters and buffers.
+  b.set_step(0);
+  std::vector<std::int64_t> params(static_cast<std::size_t>(n), 0),
+      buffers(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < nl; ++i) {
+    params[static_cast<std::size_t>(dev[static_cast<std::size_t>(i)])] +=
+        layers[static_cast<std::size_t>(i)].params;
+    buffers[static_cast<std::size_t>(dev[static_cast<std::size_t>(i)])] +=
+        layers[static_cast<std::size_t>(i)].buffer_elems;
+  }
+  for (int k = 0; k < n; ++k) {
+    const int g = ids[static_cast<std::size_t>(k)];
+    b.alloc(main, compute[static_cast<std::size_t>(k)], g, MemCategory::kParams,
+            params[static_cast<std::size_t>(k)] * pb.weights, "model parameters");
+    if (buffers[static_cast<std::size_t>(k)] > 0) {
+      b.alloc(main, compute[static_cast<std::size_t>(k)], g, MemCategory::kBuffers,
+              buffers[static_cast<std::size_t>(k)] * 4, "module buffers");
+    }
+  }
+  DataFeed feed(b, node, main, ids.front(), copy, "");
+  const int k_opt = optimizer_bytes_per_param(s.training);
+  std::int64_t state_per_param = 0;
+  if (s.training.optimizer == OptimizerKind::kAdam) state_per_param = 8;
+  if (s.training.optimizer == OptimizerKind::kSgd && s.training.sgd_momentum > 0)
+    state_per_param = 4;
+
+  for (int step = 1; step <= s.training.steps; ++step) {
+    b.set_step(step);
+    const std::int64_t samples =
+        batch_for_step(s.training.global_batch, s.training.dataset_size, step);
+    const auto micro = torch_chunk_sizes(samples, s.training.gradient_accumulation);
+    for (std::size_t mi = 0; mi < micro.size(); ++mi) {
+      const double bs = static_cast<double>(micro[mi]);
+      const FedBatch in = feed.next_batch(micro[mi], Lane{main, ids.front(), compute[0]});
+      std::vector<OpId> fwd(static_cast<std::size_t>(nl), kNoOp),
+          act(static_cast<std::size_t>(nl), kNoOp);
+      OpId prev = kNoOp;
+      std::vector<Dep> first{{in.copy, DepKind::kStreamWaits}};
+      for (int i = 0; i < nl; ++i) {
+        const LayerSpec& l = layers[static_cast<std::size_t>(i)];
+        const int k = dev[static_cast<std::size_t>(i)];
+        const int g = ids[static_cast<std::size_t>(k)];
+        const Lane lane{main, g, compute[static_cast<std::size_t>(k)]};
+        std::vector<Dep> deps = i == 0 ? first : std::vector<Dep>{};
+        if (i > 0 && dev[static_cast<std::size_t>(i - 1)] != k) {
+          // x.to('cuda:k'): the previous layer's output copied to this device.
+          const int src = ids[static_cast<std::size_t>(dev[static_cast<std::size_t>(i - 1)])];
+          const Bytes bytes = static_cast<Bytes>(
+              std::llround(layers[static_cast<std::size_t>(i - 1)].output_bytes_per_sample * bs));
+          b.alloc(main, lane.stream, g, MemCategory::kActivations, bytes, "activation copy");
+          const OpId cp = b.copy(main, lane.stream, g, "activation to GPU " + std::to_string(g),
+                                 CopyKind::kPeer, bytes, src, {{prev, DepKind::kStreamWaits}},
+                                 "forward", b.python_ns(1), b.dispatch_ns(1));
+          deps.push_back({cp, DepKind::kStreamWaits});
+        }
+        const Bytes a = static_cast<Bytes>(std::llround(l.activation_bytes_per_sample * bs));
+        if (a > 0)
+          act[static_cast<std::size_t>(i)] =
+              b.alloc(main, lane.stream, g, MemCategory::kActivations, a, l.name + ".act");
+        const Bytes traffic =
+            static_cast<Bytes>(std::llround(l.fwd_bytes_per_sample * bs)) + l.params * pb.weights;
+        prev = b.compute(lane, l.name + ".fwd", l.kind, l.fwd_flops_per_sample * bs, traffic,
+                         l.kernels, true, std::move(deps), "forward", micro[mi]);
+        fwd[static_cast<std::size_t>(i)] = prev;
+      }
+      const int last = dev[static_cast<std::size_t>(nl - 1)];
+      const Lane last_lane{main, ids[static_cast<std::size_t>(last)],
+                           compute[static_cast<std::size_t>(last)]};
+      const Bytes out =
+          static_cast<Bytes>(std::llround(layers.back().output_bytes_per_sample * bs));
+      const OpId loss = emit_loss(b, last_lane, micro[mi], out, {});
+      const OpId go =
+          b.marker(main, ids[static_cast<std::size_t>(last)], "loss.backward()", {}, "backward");
+      if (mi == 0) {
+        for (int k = 0; k < n; ++k) {
+          if (params[static_cast<std::size_t>(k)] == 0) continue;
+          const OpId ga =
+              b.alloc(autograd[static_cast<std::size_t>(k)], compute[static_cast<std::size_t>(k)],
+                      ids[static_cast<std::size_t>(k)], MemCategory::kGrads,
+                      params[static_cast<std::size_t>(k)] * pb.grads, ".grad");
+          p.ops[static_cast<std::size_t>(ga)].deps = {{go, DepKind::kHostWaits}};
+        }
+      }
+      prev = loss;
+      std::vector<OpId> done(static_cast<std::size_t>(n), kNoOp);
+      for (int i = nl - 1; i >= 0; --i) {
+        const LayerSpec& l = layers[static_cast<std::size_t>(i)];
+        const int k = dev[static_cast<std::size_t>(i)];
+        const int g = ids[static_cast<std::size_t>(k)];
+        const int th = autograd[static_cast<std::size_t>(k)];
+        const Lane lane{th, g, compute[static_cast<std::size_t>(k)]};
+        std::vector<Dep> deps{{prev, DepKind::kStreamWaits}};
+        if (i == nl - 1) deps.push_back({go, DepKind::kHostWaits});
+        if (i + 1 < nl && dev[static_cast<std::size_t>(i + 1)] != k) {
+          // ToCopyBackward: the gradient copied back to this device.
+          const int src = ids[static_cast<std::size_t>(dev[static_cast<std::size_t>(i + 1)])];
+          const Bytes bytes = static_cast<Bytes>(std::llround(l.output_bytes_per_sample * bs));
+          const OpId cp =
+              b.copy(th, lane.stream, g, "gradient to GPU " + std::to_string(g), CopyKind::kPeer,
+                     bytes, src, std::move(deps), "backward", 0, b.dispatch_ns(1));
+          deps = {{cp, DepKind::kStreamWaits}};
+        }
+        const Bytes traffic = 2 * static_cast<Bytes>(std::llround(l.fwd_bytes_per_sample * bs)) +
+                              l.params * (pb.weights + pb.grads);
+        prev = b.compute(lane, l.name + ".bwd", l.kind, 2.0 * l.fwd_flops_per_sample * bs, traffic,
+                         2.0 * l.kernels, s.model.python_hooks, std::move(deps), "backward",
+                         micro[mi]);
+        done[static_cast<std::size_t>(k)] = prev;
+        const OpId a = act[static_cast<std::size_t>(i)];
+        if (a != kNoOp)
+          b.release(th, lane.stream, g, MemCategory::kActivations,
+                    p.ops[static_cast<std::size_t>(a)].bytes, l.name + ".act");
+        if (i > 0 && dev[static_cast<std::size_t>(i - 1)] != k) {
+          const Bytes bytes = static_cast<Bytes>(
+              std::llround(layers[static_cast<std::size_t>(i - 1)].output_bytes_per_sample * bs));
+          b.release(th, lane.stream, g, MemCategory::kActivations, bytes, "activation copy");
+        }
+      }
+      std::vector<Dep> joins;
+      for (int k = 0; k < n; ++k) {
+        if (done[static_cast<std::size_t>(k)] != kNoOp) {
+          joins.push_back(
+              {b.marker(autograd[static_cast<std::size_t>(k)], ids[static_cast<std::size_t>(k)],
+                        "autograd done", {}, "backward"),
+               DepKind::kHostWaits});
+        }
+      }
+      b.marker(main, ids.front(), "backward() returns", std::move(joins), "backward");
+      release_after_backward(b, last_lane, out, 0);
+      if (in.bytes > 0)
+        b.release(main, compute[0], ids.front(), MemCategory::kActivations, in.bytes,
+                  "input batch");
+    }
+    // optimizer.step() over parameters on every device (foreach kernels grouped by device).
+    std::vector<Dep> ends;
+    for (int k = 0; k < n; ++k) {
+      const int g = ids[static_cast<std::size_t>(k)];
+      const Lane lane{main, g, compute[static_cast<std::size_t>(k)]};
+      const std::int64_t np = params[static_cast<std::size_t>(k)];
+      if (step == 1 && np * k_opt > 0)
+        b.alloc(main, lane.stream, g, MemCategory::kOptimizer, np * k_opt, "optimizer state");
+      // docs/program.md, "A training step": optimizer traffic and FLOPs per parameter.
+      const Bytes traffic = np * (2 * pb.weights + pb.grads + 2 * state_per_param + 2 * pb.master);
+      const double flops =
+          static_cast<double>(np) * (s.training.optimizer == OptimizerKind::kAdam ? 10.0 : 3.0);
+      const OpId o =
+          b.compute(lane, std::string("optimizer.step (") + to_string(s.training.optimizer) + ")",
+                    ComputeKind::kElementwise, flops, traffic, 5, true, {}, "optimizer");
+      if (np > 0)
+        b.release(main, lane.stream, g, MemCategory::kGrads, np * pb.grads, ".grad (zero_grad)");
+      ends.push_back({o, DepKind::kHostWaits});
+    }
+    b.marker(main, ids.front(), "loss.item()", std::move(ends), "sync");
+  }
+  return b.take();
+}
+
+}  // namespace csim::core

@@ -1,0 +1,128 @@
+// Parallel plan: the pure pieces the pipeline, tensor-parallel, 3D, ZeRO/FSDP and recompute
+// lowerings are made of (docs/program.md, "Pipeline parallel" .. "Activation recompute"). Each is
+// a function of the scenario alone, so tests check it without running the simulator.
+//
+// Index: [SECTION] Rank grid (hybrid_3d.cpp), [SECTION] Pipeline (pipeline.cpp),
+//        [SECTION] Tensor parallel (tensor_parallel.cpp), [SECTION] Recompute (recompute.cpp),
+//        [SECTION] ZeRO / FSDP (zero_fsdp.cpp), [SECTION] Emitter (hybrid_3d.cpp)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/program.hpp"
+#include "core/scenario.hpp"
+
+namespace csim::core {
+
+// [SECTION] Rank grid ----------------------------------------------------------------------------
+
+struct RankCoord {
+  int dp = 0;  // data-parallel replica
+  int tp = 0;  // tensor-parallel rank
+  int pp = 0;  // pipeline stage
+};
+
+// rank = sum over dims of coord[dim] * stride[dim], strides growing in rank_order (fastest first):
+// with Megatron's tp-dp-pp, rank = tp + t * (dp + d * pp), so a TP group is t consecutive ranks
+// (one node when t <= gpus_per_node) and a pipeline's stages are t * d ranks apart.
+class RankGrid {
+ public:
+  explicit RankGrid(const ParallelSpec& ps);
+  int size() const { return size_[0] * size_[1] * size_[2]; }
+  int rank(RankCoord c) const;
+  RankCoord coord(int rank) const;
+  std::vector<int> tp_ranks(int dp, int pp) const;  // TP group, in TP order
+  std::vector<int> dp_ranks(int tp, int pp) const;  // DP group, in DP order
+
+ private:
+  int size_[3] = {1, 1, 1};    // by ParallelDim: tp, dp, pp
+  int stride_[3] = {1, 1, 1};  // by ParallelDim
+};
+
+// [SECTION] Pipeline -----------------------------------------------------------------------------
+
+struct PipeStep {
+  bool forward = true;
+  int chunk = 0;  // model chunk on this stage (0 unless interleaved)
+  int micro = 0;  // micro-batch
+};
+
+// The order in which stage `stage` of `stages` runs forward and backward passes of `micro`
+// micro-batches over `chunks` model chunks (docs/program.md, "Pipeline schedules"):
+//   GPipe: all forwards, then all backwards;
+//   1F1B (PipeDream-flush): min(p - stage - 1, m) warm-up forwards, then one forward one
+//        backward, then the remaining backwards;
+//   interleaved 1F1B (Megatron): warm-up (p - stage - 1) * 2 + (v - 1) * p forward chunks (all
+//        m*v when m == p), the k-th forward chunk is chunk (k mod pv) / p of micro-batch
+//        (k / pv) * p + k mod p; backwards run chunks in reverse.
+std::vector<PipeStep> pipeline_schedule(PipelineSchedule schedule, int stages, int chunks,
+                                        int micro, int stage);
+
+// Model segment g = chunk * pp + stage holds layers [first, end). GPT: the blocks split evenly,
+// the embedding joins segment 0 and ln_f + lm_head the last one; other models: contiguous
+// layers balanced by forward FLOPs (each segment non-empty).
+struct Segment {
+  int first = 0;
+  int end = 0;
+};
+std::vector<Segment> partition_layers(const ModelSpec& m, int segments);
+
+// [SECTION] Tensor parallel ----------------------------------------------------------------------
+
+enum class TpComm : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather };
+
+// One layer as run by one tensor-parallel rank (docs/program.md, "Tensor parallel").
+struct ShardedLayer {
+  double flops_per_sample = 0;                // forward FLOPs on this rank
+  double traffic_per_sample = 0;              // forward memory traffic, excluding weights
+  std::int64_t params = 0;                    // parameters held by this rank
+  double act_bytes_per_sample = 0;            // saved for backward (no recompute)
+  double selective_act_bytes_per_sample = 0;  // saved under selective recompute
+  double output_bytes_per_sample = 0;         // this rank's share of the output
+  TpComm fwd_before = TpComm::kNone;          // collective before the forward kernel
+  TpComm fwd_after = TpComm::kNone;           // after the forward kernel
+  TpComm bwd_before = TpComm::kNone;          // before the backward kernel
+  TpComm bwd_after = TpComm::kNone;           // after the backward kernel
+  double comm_bytes_per_sample = 0;  // s * h * e: the full (unsharded) activation each moves
+};
+ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sequence_parallel);
+
+// [SECTION] Recompute ----------------------------------------------------------------------------
+
+// Bytes one micro-batch sample keeps saved in layers [seg.first, seg.end) between its forward and
+// its backward (docs/program.md, "Activation recompute"; Korthikanti et al. 2022, table 2):
+//   none       every layer's saved tensors: per block sh(34 + 5as/h) / parallel split
+//   selective  the attention core keeps Q, K, V only: sh * 34 (/t with SP; 10 + 24/t without)
+//   full       only each block's input: 2sh (/t with SP); layers outside blocks as "none"
+double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int tp, bool sp,
+                                          RecomputeMode mode);
+
+// [SECTION] ZeRO / FSDP --------------------------------------------------------------------------
+
+// Per-GPU model-state bytes for `params` parameters replicated over `dp` ranks (Rajbhandari et
+// al. 2020, "ZeRO", section 5 / figure 1, with W, G, K bytes per parameter for weights,
+// gradients and optimizer state; fp16 + Adam: W = G = 2, K = 12):
+//   stage 0: (W + G + K) Psi                 16 Psi
+//   stage 1: (W + G) Psi + K Psi / N          4 Psi + 12 Psi / N
+//   stage 2: W Psi + (G + K) Psi / N          2 Psi + 14 Psi / N
+//   stage 3: (W + G + K) Psi / N             16 Psi / N
+// A shard is ceil(Psi / N) parameters.
+struct ModelStateBytes {
+  Bytes params = 0;     // weights held at rest
+  Bytes grads = 0;      // gradients held between backward and the optimizer
+  Bytes optimizer = 0;  // optimizer state incl. the fp32 master copy
+};
+int optimizer_bytes_per_param(const TrainingSpec& t);  // K
+ModelStateBytes model_state_bytes(std::int64_t params, const TrainingSpec& t, int zero_stage,
+                                  int dp);
+
+// [SECTION] Emitter ------------------------------------------------------------------------------
+
+// Lowers pipeline, tensor_parallel, 3d, zero and fsdp scenarios: one process per GPU, the
+// stage's schedule on its compute stream, TP collectives in line, p2p sends on their own
+// streams, gradient reduction and ZeRO gathers on a data-parallel stream.
+Program lower_hybrid(const Scenario& s, const std::string& label);
+
+}  // namespace csim::core

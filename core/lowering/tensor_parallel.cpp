@@ -1,0 +1,75 @@
+// Tensor parallel (docs/program.md, "Tensor parallel"): Megatron's column/row-parallel GEMMs
+// (Shoeybi et al. 2019, section 3). Per transformer block, forward: the row-parallel attention and
+// MLP output projections end in an all-reduce of b*s*h elements ("g"); backward: the
+// column-parallel QKV and MLP input GEMMs end in an all-reduce of their input gradient ("f").
+// So 2 all-reduces forward and 2 backward, each of b*s*h*e bytes. With sequence parallelism
+// (Korthikanti et al. 2022, section 4.2.2) each all-reduce becomes a reduce-scatter after the row
+// GEMM and an all-gather before the column GEMM, forward and backward, and the replicated layers
+// (layer norms, residual adds, dropout) run on s/t positions per rank.
+#include "core/error.hpp"
+#include "core/lowering/lowering.hpp"
+#include "core/lowering/parallel_plan.hpp"
+
+namespace csim::core {
+
+ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sp) {
+  const LayerSpec& l = m.layers[static_cast<std::size_t>(index)];
+  ShardedLayer out;
+  out.params = l.params;
+  out.flops_per_sample = l.fwd_flops_per_sample;
+  out.traffic_per_sample = l.fwd_bytes_per_sample;
+  out.act_bytes_per_sample = l.activation_bytes_per_sample;
+  out.selective_act_bytes_per_sample = l.selective_activation_bytes_per_sample >= 0
+                                           ? l.selective_activation_bytes_per_sample
+                                           : l.activation_bytes_per_sample;
+  out.output_bytes_per_sample = l.output_bytes_per_sample;
+  if (tp <= 1) return out;
+  const double t = tp;
+  // The activation a TP collective moves: the row layer's output, or the column layer's input
+  // (the previous layer's output), both s * h * e per sample.
+  const double prev_out =
+      index > 0 ? m.layers[static_cast<std::size_t>(index - 1)].output_bytes_per_sample : 0.0;
+  const bool row_like = l.tp_role == TpRole::kRow || l.tp_role == TpRole::kVocabInput;
+  const bool col_like = l.tp_role == TpRole::kColumn || l.tp_role == TpRole::kVocabOutput;
+  const bool split_work = l.tp_role != TpRole::kReplicated || sp;
+  if (split_work) {
+    out.flops_per_sample /= t;
+    out.traffic_per_sample /= t;
+  }
+  if (l.tp_role != TpRole::kReplicated) out.params = (l.params + tp - 1) / tp;
+  // Saved activations (Korthikanti et al. 2022, section 4.2.1): a column GEMM saves its
+  // replicated input, a row GEMM and the sharded pointwise layers their 1/t share; with sequence
+  // parallelism everything is 1/t.
+  const bool act_split = sp || l.tp_role == TpRole::kRow || l.tp_role == TpRole::kSharded;
+  if (act_split) {
+    out.act_bytes_per_sample /= t;
+    out.selective_act_bytes_per_sample /= t;
+  }
+  if (l.tp_role != TpRole::kReplicated && l.tp_role != TpRole::kRow &&
+      l.tp_role != TpRole::kVocabInput) {
+    out.output_bytes_per_sample /= t;  // column / sharded / vocab outputs stay split
+  } else if (sp) {
+    out.output_bytes_per_sample /= t;  // sequence-sharded after the reduce-scatter
+  }
+  if (row_like) {
+    out.comm_bytes_per_sample = l.output_bytes_per_sample;
+    out.fwd_after = sp ? TpComm::kReduceScatter : TpComm::kAllReduce;
+    if (sp) out.bwd_before = TpComm::kAllGather;
+  }
+  if (col_like) {
+    out.comm_bytes_per_sample = prev_out;
+    out.bwd_after = sp ? TpComm::kReduceScatter : TpComm::kAllReduce;
+    if (sp) out.fwd_before = TpComm::kAllGather;
+  }
+  return out;
+}
+
+Program lower_tensor_parallel(const Scenario& s) {
+  const ParallelSpec& ps = s.strategy.parallel;
+  std::string label = "tensor_parallel (tp " + std::to_string(ps.tp);
+  if (ps.sequence_parallel) label += ", sequence parallel";
+  if (ps.dp > 1) label += ", dp " + std::to_string(ps.dp);
+  return lower_hybrid(s, label + ")");
+}
+
+}  // namespace csim::core

@@ -258,6 +258,19 @@ Summary summarize(const Trace& trace) {
   if (s.samples_per_step > 0 && s.step_time_s > 0) {
     s.samples_per_s = static_cast<double>(s.samples_per_step) / s.step_time_s;
   }
+  // MFU = model FLOPs per step / (step time x GPUs x dense peak); HFU with hardware FLOPs
+  // (docs/summary.md, "MFU and HFU"). Needs the metadata the executors write.
+  if (md.is_object() && s.step_time_s > 0) {
+    const double model = md.value("model_flops_per_step", 0.0);
+    const double hardware = md.value("hardware_flops_per_step", 0.0);
+    const double peak = md.value("peak_flops_per_gpu", 0.0);
+    const double gpus = static_cast<double>(trace.processes.size());
+    if (model > 0 && gpus > 0) s.tflops_per_gpu = model / (s.step_time_s * gpus) / 1e12;
+    if (model > 0 && peak > 0 && gpus > 0) {
+      s.mfu = model / (s.step_time_s * gpus * peak);
+      s.hfu = hardware / (s.step_time_s * gpus * peak);
+    }
+  }
   s.window_steps = static_cast<int>(window.size());
   TimeNs window_ns = 0;
   for (const Interval& w : window) window_ns += std::max<TimeNs>(0, w.end - w.start);

@@ -46,6 +46,9 @@ struct Summary {
   double step_time_s = 0;                   // median of steps 2..N (step 1 only if N == 1)
   std::int64_t samples_per_step = 0;        // metadata["samples_per_step"] (0: unknown)
   double samples_per_s = 0;                 // samples_per_step / step_time_s (0 when unknown)
+  double mfu = 0;                           // model FLOPs utilisation (0: unknown; docs: MFU and HFU)
+  double hfu = 0;                           // hardware FLOPs utilisation, recompute included
+  double tflops_per_gpu = 0;                // achieved model TFLOP/s per GPU (0: unknown)
   double window_s = 0;                      // mean length of the steps the per-GPU split covers
   int window_steps = 0;                     // how many steps the per-GPU split averages over
   double imbalance = 0;  // max / mean of the GPUs' peak bytes (0: no memory data)

@@ -51,6 +51,9 @@ nlohmann::json summary_to_json(const Summary& s) {
   j["step_times_s"] = steps;
   j["samples_per_step"] = s.samples_per_step;
   j["samples_per_s"] = s.samples_per_s;
+  j["tflops_per_gpu"] = s.tflops_per_gpu;
+  j["mfu"] = s.mfu;
+  j["hfu"] = s.hfu;
   j["window_s"] = s.window_s;
   j["window_steps"] = s.window_steps;
   j["imbalance"] = s.imbalance;
@@ -102,7 +105,12 @@ void print_summary_table(const Summary& s, std::ostream& out) {
   out << "samples/s: "
       << (s.samples_per_s > 0 ? fmt("%.1f", s.samples_per_s)
                               : std::string("(samples per step unknown)"))
-      << "\n\n";
+      << "\n";
+  if (s.mfu > 0) {
+    out << "MFU:       " << fmt("%.1f", s.mfu * 100) << " % (HFU " << fmt("%.1f", s.hfu * 100) << " %, "
+        << fmt("%.1f", s.tflops_per_gpu) << " model TFLOP/s per GPU)\n";
+  }
+  out << "\n";
   out << "per GPU, ms per step (window " << fmt("%.3f", s.window_s * 1e3)
       << " ms; exclusive: compute > comm > copy > host-wait > idle)\n";
   const char* heads[] = {"busy",      "compute", "comm",    "copy",

@@ -214,6 +214,10 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
                    {"intra", core::to_string(s.cluster.intra.kind)}};
   md["model"] = {{"name", s.model.name}, {"params", s.model.total_params()}, {"layers", s.model.layers.size()}};
   md["precision"] = core::to_string(s.training.precision);
+  // MFU/HFU inputs (docs/program.md, "FLOPs utilisation"; docs/summary.md, "MFU and HFU").
+  md["model_flops_per_step"] = p.model_flops_per_step;
+  md["hardware_flops_per_step"] = p.hardware_flops_per_step;
+  md["peak_flops_per_gpu"] = s.cluster.gpu.peak_flops_per_s(core::precision_bytes(s.training.precision, s.training.amp_dtype).compute);
   if (mem.oom) {
     md["oom"] = {{"gpu", mem.oom->gpu}, {"op", mem.oom->op_name}, {"shortfall_bytes", mem.oom->shortfall_bytes},
                  {"at_ns", mem.oom->at_ns}, {"requested_bytes", mem.oom->requested_bytes}, {"capacity_bytes", mem.oom->capacity_bytes}};

@@ -2,6 +2,7 @@
 #include "backends/common/trace_builder.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -167,18 +168,35 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     }
   }
 
-  // [SECTION] ProfilerStep#N spans per GPU, on the GPU's first host thread.
+  // [SECTION] ProfilerStep#N spans per GPU, on the GPU's first host thread (its training loop, as
+  // profiler.step() marks it): from the loop reaching the step's first op to the end of the step's
+  // last op on that GPU. Other threads' early starts (data-loader workers prefetching later
+  // batches) do not move the start; they still count for the end.
   std::map<std::pair<int, int>, std::pair<TimeNs, TimeNs>> span;  // (gpu, step) -> [start, end]
+  constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::max();
   for (const Op& op : p.ops) {
     const core::OpTiming& t = timing[op.id];
     if (op.step <= 0 || t.end_ns < 0) continue;
     const int gpu = op.stream >= 0 ? p.streams[op.stream].gpu : p.threads[op.thread].gpu;
-    const TimeNs begin = t.ready_ns >= 0 ? std::min(t.ready_ns, t.start_ns) : t.start_ns;
+    const bool loop_thread = op.thread == first_thread_of_gpu[p.threads[op.thread].gpu] &&
+                             p.threads[op.thread].gpu == gpu;
+    const TimeNs begin = !loop_thread ? kUnset : t.ready_ns >= 0 ? std::min(t.ready_ns, t.start_ns) : t.start_ns;
     auto [it, fresh] = span.try_emplace({gpu, op.step}, begin, t.end_ns);
     if (!fresh) {
       it->second.first = std::min(it->second.first, begin);
       it->second.second = std::max(it->second.second, t.end_ns);
     }
+  }
+  // A GPU whose loop thread issued nothing in a step (it only ran others' work) starts the step
+  // at its first op on a stream.
+  for (const Op& op : p.ops) {
+    const core::OpTiming& t = timing[op.id];
+    if (op.step <= 0 || t.end_ns < 0 || op.stream < 0) continue;
+    auto it = span.find({p.streams[op.stream].gpu, op.step});
+    if (it != span.end() && it->second.first == kUnset) it->second.first = t.start_ns;
+  }
+  for (auto& [key, se] : span) {
+    if (se.first == kUnset) se.first = se.second;
   }
   for (const auto& [key, se] : span) {
     tr.events.push_back({key.first, host_tid(first_thread_of_gpu[key.first]), se.first, se.second - se.first,

@@ -1,0 +1,112 @@
+// Memory model: per-GPU stacked series, peaks, roles, decimation (memory_model.hpp).
+#include "gui/memory_model.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace csim::gui {
+
+MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary) {
+  MemoryModel m;
+  // Categories in first-seen order; "allocated" is the total, not a category.
+  std::map<std::int32_t, std::vector<const prof::CounterSample*>> by_pid;
+  for (const prof::CounterSample& c : trace.counters) {
+    if (c.name != "memory") continue;
+    by_pid[c.pid].push_back(&c);
+    for (const auto& [series, value] : c.values) {
+      if (series == "allocated") continue;
+      if (std::find(m.categories.begin(), m.categories.end(), series) == m.categories.end()) {
+        m.categories.push_back(series);
+      }
+    }
+  }
+  bool first = true;
+  for (auto& [pid, samples] : by_pid) {
+    std::stable_sort(samples.begin(), samples.end(),
+                     [](const prof::CounterSample* a, const prof::CounterSample* b) {
+                       return a->ts_ns < b->ts_ns;
+                     });
+    GpuMemory g;
+    g.pid = pid;
+    const prof::ProcessInfo* pi = trace.process(pid);
+    g.name = pi != nullptr && !pi->name.empty() ? pi->name : "pid " + std::to_string(pid);
+    g.gpu = pi != nullptr ? pi->gpu : -1;
+    g.capacity_bytes = pi != nullptr ? pi->capacity_bytes : 0;
+    g.by_category.assign(m.categories.size(), {});
+    for (const prof::CounterSample* c : samples) {
+      g.t.push_back(c->ts_ns);
+      double total = 0;
+      bool has_total = false;
+      for (std::size_t k = 0; k < m.categories.size(); ++k) g.by_category[k].push_back(0);
+      for (const auto& [series, value] : c->values) {
+        if (series == "allocated") {
+          total = value;
+          has_total = true;
+          continue;
+        }
+        const auto k = static_cast<std::size_t>(
+            std::find(m.categories.begin(), m.categories.end(), series) - m.categories.begin());
+        g.by_category[k].back() = value;
+      }
+      if (!has_total) {
+        for (const auto& cat : g.by_category) total += cat.back();
+      }
+      g.allocated.push_back(total);
+      if (total > g.peak_bytes) {
+        g.peak_bytes = total;
+        g.peak_t = c->ts_ns;
+      }
+    }
+    if (!g.t.empty()) {
+      m.t_min = first ? g.t.front() : std::min(m.t_min, g.t.front());
+      m.t_max = first ? g.t.back() : std::max(m.t_max, g.t.back());
+      first = false;
+    }
+    g.device_ids0 = summary.device_ids0 >= 0 && g.gpu == summary.device_ids0;
+    g.output_device = summary.output_device >= 0 && g.gpu == summary.output_device;
+    m.max_bytes = std::max({m.max_bytes, g.peak_bytes, static_cast<double>(g.capacity_bytes)});
+    m.gpus.push_back(std::move(g));
+  }
+  std::stable_sort(m.gpus.begin(), m.gpus.end(), [](const GpuMemory& a, const GpuMemory& b) {
+    if ((a.gpu >= 0) != (b.gpu >= 0)) return a.gpu >= 0;
+    return a.gpu < b.gpu;
+  });
+  m.imbalance = summary.imbalance;
+  m.oom = summary.oom;
+  return m;
+}
+
+int sample_at(const GpuMemory& g, double t_ns) {
+  const auto it = std::upper_bound(g.t.begin(), g.t.end(), t_ns,
+                                   [](double t, TimeNs s) { return t < static_cast<double>(s); });
+  return static_cast<int>(it - g.t.begin()) - 1;
+}
+
+std::vector<MemoryColumn> memory_columns(const GpuMemory& g, const TimeView& view,
+                                         double width_px) {
+  std::vector<MemoryColumn> out;
+  if (g.t.empty()) return out;
+  const double t0 = view.start_ns, t1 = view.end_ns(width_px);
+  int i = std::max(sample_at(g, t0), 0);
+  const int n = static_cast<int>(g.t.size());
+  while (i < n && static_cast<double>(g.t[i]) <= t1) {
+    // Sample i holds over [t_i, t_{i+1}); the last one to the end of the window.
+    const double x0 = std::max(view.x_of(static_cast<double>(g.t[i])), 0.0);
+    const double x1 =
+        i + 1 < n ? std::min(view.x_of(static_cast<double>(g.t[i + 1])), width_px) : width_px;
+    const int px = static_cast<int>(x0);
+    if (!out.empty() && static_cast<int>(out.back().x0) == px &&
+        out.back().x1 <= static_cast<double>(px + 1)) {
+      // Same pixel column as the previous short sample: keep the fuller one, extend the column.
+      MemoryColumn& prev = out.back();
+      if (g.allocated[i] > g.allocated[prev.sample]) prev.sample = static_cast<std::uint32_t>(i);
+      prev.x1 = std::max(prev.x1, x1);
+    } else if (x1 > x0 || out.empty()) {
+      out.push_back(MemoryColumn{x0, std::max(x1, x0), static_cast<std::uint32_t>(i)});
+    }
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace csim::gui

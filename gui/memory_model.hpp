@@ -1,0 +1,56 @@
+// Memory view model: per GPU, allocated bytes over time split by category (from the trace's
+// "memory" counters: series "allocated" plus one per category), the usable capacity, the peak,
+// DataParallel's device_ids[0] / output_device roles with the imbalance, and the OOM point.
+// Plain C++, tested headless.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gui/time_axis.hpp"
+#include "profiler/summary.hpp"
+#include "profiler/trace.hpp"
+
+namespace csim::gui {
+
+struct GpuMemory {
+  std::int32_t pid = 0;
+  std::string name;       // "node 0 / GPU 0"
+  int gpu = -1;           // global GPU index (-1: unknown)
+  std::vector<TimeNs> t;  // sample times, ascending; a value holds until the next
+  std::vector<std::vector<double>> by_category;  // [category][sample], bytes
+  std::vector<double> allocated;  // [sample] bytes: the "allocated" series, else the sum
+  double peak_bytes = 0;          // max of allocated
+  TimeNs peak_t = 0;              // first time the peak is reached
+  Bytes capacity_bytes = 0;       // usable memory (0: unknown)
+  bool device_ids0 = false;       // DataParallel's device_ids[0] (optimizer, reduced grads)
+  bool output_device = false;     // DataParallel's output_device (gathered outputs, loss)
+};
+
+struct MemoryModel {
+  std::vector<std::string> categories;  // stacking order, bottom first
+  std::vector<GpuMemory> gpus;          // with memory samples, by GPU index then pid
+  double max_bytes = 0;                 // largest of every peak and capacity: the common y scale
+  double imbalance = 0;                 // max / mean of the peaks (Summary::imbalance)
+  std::optional<prof::OomVerdict> oom;  // Summary::oom
+  TimeNs t_min = 0, t_max = 0;          // extent of the samples
+};
+
+MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary);
+
+// One column of the decimated plot: the sample drawn over [x0, x1) pixels. Within one pixel only
+// the sample with the largest allocated total is kept, so a peak never disappears when zoomed out.
+struct MemoryColumn {
+  double x0 = 0, x1 = 0;
+  std::uint32_t sample = 0;
+};
+
+// The columns covering [0, width_px] of `view` for `g`: O(visible samples).
+std::vector<MemoryColumn> memory_columns(const GpuMemory& g, const TimeView& view, double width_px);
+
+// Index of the sample in effect at `t_ns` (the last one at or before it), -1 before the first.
+int sample_at(const GpuMemory& g, double t_ns);
+
+}  // namespace csim::gui

@@ -1,0 +1,37 @@
+// The viewer's panels other than the timeline (Dear ImGui): memory, statistics and compare.
+// Each draws into the current window; the models they read are built in document.cpp.
+#pragma once
+
+#include <vector>
+
+#include "gui/document.hpp"
+#include "gui/time_axis.hpp"
+#include "gui/timeline_view.hpp"
+
+namespace csim::gui {
+
+struct MemoryViewState {
+  bool scale_to_capacity = false;  // y axis up to the usable capacity (else: the largest peak)
+  float plot_h = 110;              // px per GPU
+};
+
+// Per GPU: allocated bytes stacked by category over time (sharing `view`, relative to the
+// trace's first event, with the timeline), capacity line, peak marker, device_ids[0] /
+// output_device highlighted with the imbalance, and the OOM point.
+void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* state,
+                      float label_width);
+
+// Headline figures and per-GPU breakdown bars (compute, communication, copy, GIL wait, idle).
+void draw_stats_view(const Document& doc);
+
+// Two or three traces stacked on one time axis (each relative to its own first event), compact
+// lanes, then the table of their differences.
+struct CompareState {
+  TimeView view;
+  std::vector<TimelineView> timelines;
+  bool fit_pending = true;
+};
+void draw_compare_view(const std::vector<const Document*>& docs, CompareState* state,
+                       TimelineSelection* selection);
+
+}  // namespace csim::gui

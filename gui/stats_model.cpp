@@ -1,0 +1,156 @@
+// Statistics and the comparison table (stats_model.hpp); formulas in docs/simview.md.
+#include "gui/stats_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/gpu_catalog.hpp"
+#include "gui/time_axis.hpp"
+
+namespace csim::gui {
+namespace {
+
+std::string json_string(const nlohmann::json& j, const char* a, const char* b = nullptr) {
+  if (!j.is_object() || !j.contains(a)) return {};
+  const nlohmann::json& x = j.at(a);
+  if (b == nullptr) return x.is_string() ? x.get<std::string>() : std::string();
+  return x.is_object() && x.contains(b) && x.at(b).is_string() ? x.at(b).get<std::string>()
+                                                               : std::string();
+}
+
+// Dense peak of the trace's GPU for the dtype its precision recipe computes in (docs/simview.md).
+double peak_flops(const prof::Trace& t) {
+  const std::string gpu = json_string(t.metadata, "cluster", "gpu");
+  if (gpu.empty()) return 0;
+  const core::GpuCatalogEntry* e = core::find_gpu(gpu);
+  if (e == nullptr) return 0;
+  const std::string p = json_string(t.metadata, "precision");
+  core::Dtype d = core::Dtype::kFp32;
+  if (p == "bf16") d = core::Dtype::kBf16;
+  if (p == "fp16" || p == "amp") d = core::Dtype::kFp16;
+  if (p == "amp" && json_string(t.metadata, "amp_dtype") == "bf16") d = core::Dtype::kBf16;
+  return e->gpu.peak_flops_per_s(d);
+}
+
+double flops_arg(const prof::TraceEvent& e) {
+  for (const prof::Arg& a : e.args) {
+    if (a.key != "flops") continue;
+    if (const auto* d = std::get_if<double>(&a.value)) return *d;
+    if (const auto* i = std::get_if<std::int64_t>(&a.value)) return static_cast<double>(*i);
+  }
+  return 0;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+StatsModel build_stats(const prof::Trace& trace, const prof::Summary& s) {
+  StatsModel m;
+  m.summary = s;
+  m.label = s.scenario;
+  if (trace.metadata.is_object() && trace.metadata.contains("strategy")) {
+    const std::string l = json_string(trace.metadata, "strategy", "label");
+    if (!l.empty()) m.label = l;
+  }
+  for (const prof::GpuSummary& g : s.per_gpu) {
+    GpuStats x;
+    x.name = g.name;
+    x.part_s[static_cast<int>(Part::kCompute)] = g.compute_s;
+    x.part_s[static_cast<int>(Part::kCommunication)] = g.comm_s;
+    x.part_s[static_cast<int>(Part::kCopy)] = g.copy_s;
+    x.part_s[static_cast<int>(Part::kGilWait)] = g.host_wait_s;
+    x.part_s[static_cast<int>(Part::kIdle)] = g.idle_s;
+    for (const double v : x.part_s) x.window_s += v;
+    x.bubble_fraction = x.window_s > 0 ? g.idle_s / x.window_s : 0;
+    const bool d0 = s.device_ids0 >= 0 && g.gpu == s.device_ids0;
+    const bool od = s.output_device >= 0 && g.gpu == s.output_device;
+    x.role = d0 && od ? "device_ids[0] + output_device"
+                      : (d0 ? "device_ids[0]" : (od ? "output_device" : ""));
+    m.bubble_fraction += x.bubble_fraction;
+    m.gil_wait_s += g.host_wait_s;
+    m.gpus.push_back(std::move(x));
+  }
+  if (!m.gpus.empty()) m.bubble_fraction /= static_cast<double>(m.gpus.size());
+
+  double flops = 0;
+  for (const prof::TraceEvent& e : trace.events) {
+    if (e.cls == prof::EventClass::kCompute) flops += flops_arg(e);
+  }
+  const double steps = std::max<double>(1.0, static_cast<double>(s.step_times_ns.size()));
+  m.executed_flops_per_step = flops / steps;
+  if (s.step_time_s > 0) m.achieved_flops_per_s = m.executed_flops_per_step / s.step_time_s;
+  m.peak_flops_per_gpu = peak_flops(trace);
+  if (m.peak_flops_per_gpu > 0 && !s.per_gpu.empty() && m.executed_flops_per_step > 0) {
+    m.mfu = m.achieved_flops_per_s / (static_cast<double>(s.per_gpu.size()) * m.peak_flops_per_gpu);
+  }
+  // The summary's MFU (model FLOPs from the executor's metadata, docs/summary.md "MFU and HFU")
+  // takes precedence: it excludes recomputation, which the executed-FLOPs estimate above counts.
+  if (s.mfu > 0) m.mfu = s.mfu;
+  return m;
+}
+
+// [SECTION] Compare
+// ---------------------------------------------------------------------------------
+
+std::vector<CompareRow> compare_table(const std::vector<const StatsModel*>& runs) {
+  std::vector<CompareRow> rows;
+  auto add = [&](const char* metric, bool lower_better, auto value, auto format) {
+    CompareRow r;
+    r.metric = metric;
+    r.lower_is_better = lower_better;
+    for (const StatsModel* s : runs) {
+      const double v = value(*s);
+      r.raw.push_back(v);
+      r.values.push_back(format(v));
+    }
+    if (r.raw.size() >= 2 && r.raw.front() != 0 && std::isfinite(r.raw.back())) {
+      const double pct = (r.raw.back() - r.raw.front()) / std::fabs(r.raw.front()) * 100.0;
+      r.delta = fmt("%+.1f %%", pct);
+    }
+    rows.push_back(std::move(r));
+  };
+  auto time_fmt = [](double s) { return format_time(s * 1e9); };
+  auto pct_fmt = [](double f) { return f < 0 ? std::string("n/a") : fmt("%.1f %%", f * 100); };
+  add(
+      "step time", true, [](const StatsModel& s) { return s.summary.step_time_s; }, time_fmt);
+  add(
+      "samples/s", false, [](const StatsModel& s) { return s.summary.samples_per_s; },
+      [](double v) { return fmt("%.1f", v); });
+  add(
+      "mean GPU busy", false,
+      [](const StatsModel& s) {
+        double b = 0;
+        for (const auto& g : s.summary.per_gpu) b += g.busy_fraction;
+        return s.summary.per_gpu.empty() ? 0.0 : b / static_cast<double>(s.summary.per_gpu.size());
+      },
+      pct_fmt);
+  add(
+      "exposed comm (sum of GPUs)", true,
+      [](const StatsModel& s) { return s.summary.exposed_comm_s; }, time_fmt);
+  add(
+      "GIL wait (sum of GPUs)", true, [](const StatsModel& s) { return s.gil_wait_s; }, time_fmt);
+  add(
+      "bubble (idle)", true, [](const StatsModel& s) { return s.bubble_fraction; }, pct_fmt);
+  add(
+      "MFU", false, [](const StatsModel& s) { return s.mfu; }, pct_fmt);
+  add(
+      "peak memory (max GPU)", true,
+      [](const StatsModel& s) {
+        double p = 0;
+        for (const auto& g : s.summary.per_gpu) p = std::max(p, static_cast<double>(g.peak_bytes));
+        return p;
+      },
+      [](double v) { return format_bytes(v); });
+  add(
+      "memory imbalance", true, [](const StatsModel& s) { return s.summary.imbalance; },
+      [](double v) { return v > 0 ? fmt("%.2fx", v) : std::string("n/a"); });
+  return rows;
+}
+
+}  // namespace csim::gui

@@ -1,0 +1,54 @@
+// Statistics shown by the viewer: the per-GPU step split of profiler/summary (docs/summary.md,
+// "Time split"), plus the figures docs/simview.md defines — achieved FLOP/s, MFU, bubble fraction —
+// and the table comparing two or three traces. Plain C++, tested headless.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "gui/event_style.hpp"
+#include "profiler/summary.hpp"
+#include "profiler/trace.hpp"
+
+namespace csim::gui {
+
+struct GpuStats {
+  std::string name;                         // "node 0 / GPU 0"
+  std::array<double, kPartCount> part_s{};  // seconds per step by Part (host stays 0: GPU lanes)
+  double window_s = 0;                      // the split's window (sum of part_s)
+  double bubble_fraction = 0;               // idle / window (docs/simview.md, "Bubble")
+  std::string role;                         // "device_ids[0] + output_device", "" otherwise
+};
+
+struct StatsModel {
+  prof::Summary summary;
+  std::vector<GpuStats> gpus;
+  double executed_flops_per_step = 0;  // Σ "flops" args of compute events / steps
+  double achieved_flops_per_s = 0;     // executed_flops_per_step / step_time_s (all GPUs)
+  double peak_flops_per_gpu =
+      0;            // catalog dense peak for the trace's GPU and precision (0: unknown)
+  double mfu = -1;  // achieved / (GPUs × peak); −1 when unknown (docs/simview.md, "MFU")
+  double bubble_fraction = 0;  // mean of the GPUs' bubble fractions
+  double gil_wait_s = 0;       // Σ GPUs' host-wait seconds per step
+  std::string label;  // "data_parallel (4 GPUs, …)" from metadata, else the scenario name
+};
+
+StatsModel build_stats(const prof::Trace& trace, const prof::Summary& summary);
+
+// [SECTION] Compare
+// ---------------------------------------------------------------------------------
+
+struct CompareRow {
+  std::string metric;               // "step time"
+  std::vector<std::string> values;  // one per trace, formatted
+  std::vector<double> raw;          // one per trace (NaN-free; 0 when unknown)
+  std::string delta;                // last vs first: "−42.1 %" or "" when meaningless
+  bool lower_is_better = true;      // for colouring the delta
+};
+
+// Rows: step time, samples/s, mean GPU busy, exposed communication, GIL wait, bubble, MFU,
+// peak memory (max over GPUs), memory imbalance.
+std::vector<CompareRow> compare_table(const std::vector<const StatsModel*>& runs);
+
+}  // namespace csim::gui

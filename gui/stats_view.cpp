@@ -1,0 +1,225 @@
+// Statistics and compare views (panels.hpp).
+//
+// Index: [SECTION] Breakdown bars, [SECTION] Statistics, [SECTION] Compare
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include <imgui.h>
+
+#include "gui/event_style.hpp"
+#include "gui/panels.hpp"
+
+namespace csim::gui {
+namespace {
+
+// [SECTION] Breakdown bars
+// --------------------------------------------------------------------------
+
+constexpr Part kBarParts[] = {Part::kCompute, Part::kCommunication, Part::kCopy, Part::kGilWait,
+                              Part::kIdle};
+
+// One horizontal bar split by part, `w` px wide for `scale_s` seconds.
+void breakdown_bar(const GpuStats& g, float w, float h, double scale_s) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  float x = p.x;
+  for (const Part part : kBarParts) {
+    const double s = g.part_s[static_cast<int>(part)];
+    const float dx = scale_s > 0 ? static_cast<float>(s / scale_s) * w : 0;
+    if (dx <= 0) continue;
+    dl->AddRectFilled(ImVec2(x, p.y + 1), ImVec2(x + dx, p.y + h - 1), part_colour(part));
+    if (dx > 44) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.0f%%", g.window_s > 0 ? s / g.window_s * 100 : 0);
+      dl->AddText(ImVec2(x + 3, p.y + (h - ImGui::GetFontSize()) / 2), text_on(part_colour(part)),
+                  buf);
+    }
+    x += dx;
+  }
+  ImGui::Dummy(ImVec2(w, h));
+  if (ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    for (const Part part : kBarParts) {
+      ImGui::Text("%-14s %s", to_string(part),
+                  format_time(g.part_s[static_cast<int>(part)] * 1e9).c_str());
+    }
+    ImGui::EndTooltip();
+  }
+}
+
+void parts_legend() {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float sz = ImGui::GetFontSize() * 0.8f;
+  for (const Part part : kBarParts) {
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    dl->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + sz, p.y + 2 + sz), part_colour(part));
+    ImGui::Dummy(ImVec2(sz + 2, sz));
+    ImGui::SameLine();
+    ImGui::TextUnformatted(to_string(part));
+    ImGui::SameLine(0, 14);
+  }
+  ImGui::NewLine();
+}
+
+void figure(const char* label, const std::string& value) {
+  ImGui::TableNextRow();
+  ImGui::TableSetColumnIndex(0);
+  ImGui::TextDisabled("%s", label);
+  ImGui::TableSetColumnIndex(1);
+  ImGui::TextUnformatted(value.c_str());
+}
+
+std::string pct(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", f * 100);
+  return buf;
+}
+
+}  // namespace
+
+// [SECTION] Statistics
+// ------------------------------------------------------------------------------
+
+void draw_stats_view(const Document& doc) {
+  const StatsModel& st = doc.stats;
+  const prof::Summary& s = st.summary;
+  ImGui::Text("%s", st.label.empty() ? doc.label.c_str() : st.label.c_str());
+  if (ImGui::BeginTable("figures", 2, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+    figure("step time (median of steps 2..N)",
+           s.step_time_s > 0 ? format_time(s.step_time_s * 1e9) : "n/a (no ProfilerStep#N)");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f samples/s", s.samples_per_s);
+    figure("throughput", s.samples_per_s > 0 ? buf : "n/a (samples per step unknown)");
+    figure("achieved (executed FLOPs)",
+           st.achieved_flops_per_s > 0 ? format_rate(st.achieved_flops_per_s, "FLOP/s") : "n/a");
+    figure("MFU", st.mfu >= 0 ? pct(st.mfu) : "n/a (GPU peak unknown)");
+    if (s.hfu > 0) figure("HFU (recompute included)", pct(s.hfu));
+    figure("exposed communication (sum of GPUs)",
+           format_time(s.exposed_comm_s * 1e9) + " per step");
+    figure("overlapped communication", format_time(s.overlapped_comm_s * 1e9) + " per step");
+    figure("GIL wait (sum of GPUs)", format_time(st.gil_wait_s * 1e9) + " per step");
+    figure("bubble (mean idle fraction)", pct(st.bubble_fraction));
+    if (s.imbalance > 0) {
+      std::snprintf(buf, sizeof buf, "%.2fx", s.imbalance);
+      figure("memory imbalance (max / mean peak)", buf);
+    }
+    for (const std::string& n : s.notes) figure("note", n);
+    ImGui::EndTable();
+  }
+  ImGui::Separator();
+  ImGui::Text("Per GPU, one step (window %s):", format_time(s.window_s * 1e9).c_str());
+  parts_legend();
+  double scale = 0;
+  for (const GpuStats& g : st.gpus) scale = std::max(scale, g.window_s);
+  const float bar_w = std::max(ImGui::GetContentRegionAvail().x - 520, 200.0f);
+  if (ImGui::BeginTable(
+          "per_gpu", 5,
+          ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY)) {
+    ImGui::TableSetupColumn("GPU");
+    ImGui::TableSetupColumn("step split");
+    ImGui::TableSetupColumn("busy");
+    ImGui::TableSetupColumn("bubble");
+    ImGui::TableSetupColumn("role");
+    ImGui::TableHeadersRow();
+    for (std::size_t i = 0; i < st.gpus.size(); ++i) {
+      const GpuStats& g = st.gpus[i];
+      ImGui::TableNextRow();
+      ImGui::TableSetColumnIndex(0);
+      ImGui::TextUnformatted(g.name.c_str());
+      ImGui::TableSetColumnIndex(1);
+      ImGui::PushID(static_cast<int>(i));
+      breakdown_bar(g, bar_w, ImGui::GetFontSize() + 6, scale);
+      ImGui::PopID();
+      ImGui::TableSetColumnIndex(2);
+      ImGui::TextUnformatted(pct(s.per_gpu[i].busy_fraction).c_str());
+      ImGui::TableSetColumnIndex(3);
+      ImGui::TextUnformatted(pct(g.bubble_fraction).c_str());
+      ImGui::TableSetColumnIndex(4);
+      ImGui::TextColored(ImVec4(1, 0.84f, 0.31f, 1), "%s", g.role.c_str());
+    }
+    ImGui::EndTable();
+  }
+}
+
+// [SECTION] Compare
+// ---------------------------------------------------------------------------------
+
+void draw_compare_view(const std::vector<const Document*>& docs, CompareState* st,
+                       TimelineSelection* selection) {
+  if (docs.size() < 2) {
+    ImGui::TextWrapped(
+        "Open two or three traces (simview A.json B.json [C.json]) or press \"Run launch / GIL "
+        "variants\" in the scenario panel to compare them here.");
+    return;
+  }
+  const std::size_t n = std::min<std::size_t>(docs.size(), 3);
+  st->timelines.resize(n);
+  if (st->fit_pending) {
+    TimeNs longest = 1;
+    for (std::size_t i = 0; i < n; ++i)
+      longest = std::max(longest, docs[i]->timeline.t_max - docs[i]->timeline.t_min);
+    const float w = std::max(ImGui::GetContentRegionAvail().x - st->timelines[0].label_width -
+                                 ImGui::GetStyle().ScrollbarSize,
+                             50.0f);
+    fit(&st->view, 0, longest, w);
+    st->fit_pending = false;
+  }
+  // The difference table takes what it needs; the timelines share the rest.
+  const std::vector<const StatsModel*> stats = [&] {
+    std::vector<const StatsModel*> v;
+    for (std::size_t i = 0; i < n; ++i) v.push_back(&docs[i]->stats);
+    return v;
+  }();
+  const std::vector<CompareRow> rows = compare_table(stats);
+  const float table_h = (rows.size() + 2) * (ImGui::GetFontSize() + 6) + 8;
+  const float each =
+      std::max((ImGui::GetContentRegionAvail().y - table_h) / static_cast<float>(n) - 24, 80.0f);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Document& d = *docs[i];
+    ImGui::TextColored(ImVec4(0.6f, 0.85f, 1, 1), "%c  %s", static_cast<char>('A' + i),
+                       d.label.c_str());
+    ImGui::SameLine();
+    ImGui::TextDisabled("  %s   step %s", d.stats.label.c_str(),
+                        format_time(d.summary.step_time_s * 1e9).c_str());
+    TimelineView& tv = st->timelines[i];
+    tv.metrics.compact = true;
+    tv.metrics.max_rows = 1;
+    tv.metrics.row_h = 14;
+    tv.metrics.lane_gap = 1;
+    tv.metrics.gpu_header_h = 18;
+    tv.selection = selection;
+    tv.set_fit_pending(false);  // the shared view is fitted above, once for all traces
+    tv.draw(d, &st->view, each, d.label.c_str());
+  }
+  if (ImGui::BeginTable(
+          "diff", static_cast<int>(n) + 2,
+          ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders)) {
+    ImGui::TableSetupColumn("metric");
+    static constexpr const char* kNames[] = {"A", "B", "C"};
+    for (std::size_t i = 0; i < n; ++i) ImGui::TableSetupColumn(kNames[i]);
+    ImGui::TableSetupColumn(n == 2 ? "B vs A" : "C vs A");
+    ImGui::TableHeadersRow();
+    for (const CompareRow& r : rows) {
+      ImGui::TableNextRow();
+      ImGui::TableSetColumnIndex(0);
+      ImGui::TextUnformatted(r.metric.c_str());
+      for (std::size_t i = 0; i < n; ++i) {
+        ImGui::TableSetColumnIndex(static_cast<int>(i) + 1);
+        ImGui::TextUnformatted(r.values[i].c_str());
+      }
+      ImGui::TableSetColumnIndex(static_cast<int>(n) + 1);
+      if (!r.delta.empty()) {
+        const bool better = (r.raw.back() < r.raw.front()) == r.lower_is_better;
+        const bool same = r.raw.back() == r.raw.front();
+        ImGui::TextColored(same
+                               ? ImVec4(0.8f, 0.8f, 0.8f, 1)
+                               : (better ? ImVec4(0.4f, 0.9f, 0.4f, 1) : ImVec4(1, 0.45f, 0.4f, 1)),
+                           "%s", r.delta.c_str());
+      }
+    }
+    ImGui::EndTable();
+  }
+}
+
+}  // namespace csim::gui

@@ -77,23 +77,36 @@ OpId ProgramBuilder::add(Op op) {
   return p_.ops.back().id;
 }
 
+namespace {
+
+// The fields every op has: kind, name, where it is issued and runs, host costs, deps, phase.
+Op base_op(OpKind kind, std::string name, int thread, int stream, int gpu, TimeNs python,
+           TimeNs dispatch, std::vector<Dep> deps, std::string phase) {
+  Op op;
+  op.kind = kind;
+  op.name = std::move(name);
+  op.thread = thread;
+  op.stream = stream;
+  op.gpu = gpu;
+  op.python_ns = python;
+  op.dispatch_ns = dispatch;
+  op.deps = std::move(deps);
+  op.phase = std::move(phase);
+  return op;
+}
+
+}  // namespace
+
 OpId ProgramBuilder::compute(const Lane& l, std::string name, ComputeKind kind, double flops,
                              Bytes bytes, double framework_ops, bool python, std::vector<Dep> deps,
                              std::string phase, std::int64_t batch) {
-  Op op;
-  op.kind = OpKind::kCompute;
-  op.name = std::move(name);
-  op.thread = l.thread;
-  op.stream = l.stream;
-  op.gpu = l.gpu;
+  Op op = base_op(OpKind::kCompute, std::move(name), l.thread, l.stream, l.gpu,
+                  python ? python_ns(framework_ops) : 0, dispatch_ns(framework_ops), std::move(deps),
+                  std::move(phase));
   op.compute_kind = kind;
   op.dtype = precision().compute;
   op.flops = flops;
   op.bytes = bytes;
-  op.python_ns = python ? python_ns(framework_ops) : 0;
-  op.dispatch_ns = dispatch_ns(framework_ops);
-  op.deps = std::move(deps);
-  op.phase = std::move(phase);
   op.batch = batch;
   return add(std::move(op));
 }
@@ -101,19 +114,11 @@ OpId ProgramBuilder::compute(const Lane& l, std::string name, ComputeKind kind, 
 OpId ProgramBuilder::copy(int thread, int stream, int gpu, std::string name, CopyKind kind,
                           Bytes bytes, int src_gpu, std::vector<Dep> deps, std::string phase,
                           TimeNs python, TimeNs dispatch) {
-  Op op;
-  op.kind = OpKind::kCopy;
-  op.name = std::move(name);
-  op.thread = thread;
-  op.stream = stream;
-  op.gpu = gpu;
+  Op op = base_op(OpKind::kCopy, std::move(name), thread, stream, gpu, python, dispatch,
+                  std::move(deps), std::move(phase));
   op.copy_kind = kind;
   op.bytes = bytes;
   op.peer_gpu = src_gpu;
-  op.deps = std::move(deps);
-  op.phase = std::move(phase);
-  op.python_ns = python;
-  op.dispatch_ns = dispatch;
   return add(std::move(op));
 }
 
@@ -121,76 +126,42 @@ OpId ProgramBuilder::collective(int thread, int stream, int gpu, std::string nam
                                 CollectiveKind kind, int group, int root, int instance, Bytes bytes,
                                 std::vector<Dep> deps, std::string phase, TimeNs python,
                                 TimeNs dispatch) {
-  Op op;
-  op.kind = OpKind::kCollective;
-  op.name = std::move(name);
-  op.thread = thread;
-  op.stream = stream;
-  op.gpu = gpu;
+  Op op = base_op(OpKind::kCollective, std::move(name), thread, stream, gpu, python, dispatch,
+                  std::move(deps), std::move(phase));
   op.collective = kind;
   op.group = group;
   op.root = root;
   op.instance = instance;
   op.bytes = bytes;
-  op.deps = std::move(deps);
-  op.phase = std::move(phase);
-  op.python_ns = python;
-  op.dispatch_ns = dispatch;
   return add(std::move(op));
 }
 
 OpId ProgramBuilder::alloc(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
                            std::string name) {
-  Op op;
-  op.kind = OpKind::kAlloc;
-  op.name = std::move(name);
-  op.thread = thread;
-  op.stream = stream;
-  op.gpu = gpu;
+  Op op = base_op(OpKind::kAlloc, std::move(name), thread, stream, gpu, 0, 0, {}, "memory");
   op.mem_category = cat;
   op.bytes = bytes;
-  op.phase = "memory";
   return add(std::move(op));
 }
 
 OpId ProgramBuilder::release(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
                              std::string name) {
-  Op op;
-  op.kind = OpKind::kFree;
-  op.name = std::move(name);
-  op.thread = thread;
-  op.stream = stream;
-  op.gpu = gpu;
+  Op op = base_op(OpKind::kFree, std::move(name), thread, stream, gpu, 0, 0, {}, "memory");
   op.mem_category = cat;
   op.bytes = bytes;
-  op.phase = "memory";
   return add(std::move(op));
 }
 
 OpId ProgramBuilder::host_work(int thread, int gpu, std::string name, TimeNs python,
                                TimeNs dispatch, std::vector<Dep> deps, std::string phase) {
-  Op op;
-  op.kind = OpKind::kHostWork;
-  op.name = std::move(name);
-  op.thread = thread;
-  op.gpu = gpu;
-  op.python_ns = python;
-  op.dispatch_ns = dispatch;
-  op.deps = std::move(deps);
-  op.phase = std::move(phase);
-  return add(std::move(op));
+  return add(base_op(OpKind::kHostWork, std::move(name), thread, -1, gpu, python, dispatch,
+                     std::move(deps), std::move(phase)));
 }
 
 OpId ProgramBuilder::marker(int thread, int gpu, std::string name, std::vector<Dep> deps,
                             std::string phase) {
-  Op op;
-  op.kind = OpKind::kMarker;
-  op.name = std::move(name);
-  op.thread = thread;
-  op.gpu = gpu;
-  op.deps = std::move(deps);
-  op.phase = std::move(phase);
-  return add(std::move(op));
+  return add(base_op(OpKind::kMarker, std::move(name), thread, -1, gpu, 0, 0, std::move(deps),
+                     std::move(phase)));
 }
 
 // [SECTION] Model pieces --------------------------------------------------------------------------

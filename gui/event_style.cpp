@@ -25,6 +25,22 @@ const char* to_string(Part p) {
   return "?";
 }
 
+Rgba role_colour(prof::LaneRole r) {
+  switch (r) {
+    case prof::LaneRole::kCompute:
+      return class_colour(prof::EventClass::kCompute);
+    case prof::LaneRole::kComm:
+      return class_colour(prof::EventClass::kCommunication);
+    case prof::LaneRole::kCopy:
+      return class_colour(prof::EventClass::kCopy);
+    case prof::LaneRole::kHost:
+      return class_colour(prof::EventClass::kHost);
+    case prof::LaneRole::kOther:
+      return class_colour(prof::EventClass::kOther);
+  }
+  return class_colour(prof::EventClass::kOther);
+}
+
 Rgba class_colour(prof::EventClass c) {
   using prof::EventClass;
   switch (c) {

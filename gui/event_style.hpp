@@ -37,6 +37,9 @@ Rgba part_colour(Part p);
 // host grey-blue, GIL wait red, annotation (steps, phases) pale yellow, other grey.
 Rgba class_colour(prof::EventClass c);
 
+// Swatch colour of a lane of role `r`: the colour of the class of work that lane carries.
+Rgba role_colour(prof::LaneRole r);
+
 // The same colour darkened for folded blocks (many events narrower than a pixel drawn as one), so
 // a fold never reads as one long event.
 Rgba folded_colour(prof::EventClass c);

@@ -58,22 +58,6 @@ const prof::GpuSummary* gpu_summary(const Document& doc, std::int32_t pid) {
   return nullptr;
 }
 
-Rgba role_colour(prof::LaneRole r) {
-  switch (r) {
-    case prof::LaneRole::kCompute:
-      return class_colour(prof::EventClass::kCompute);
-    case prof::LaneRole::kComm:
-      return class_colour(prof::EventClass::kCommunication);
-    case prof::LaneRole::kCopy:
-      return class_colour(prof::EventClass::kCopy);
-    case prof::LaneRole::kHost:
-      return class_colour(prof::EventClass::kHost);
-    case prof::LaneRole::kOther:
-      return class_colour(prof::EventClass::kOther);
-  }
-  return class_colour(prof::EventClass::kOther);
-}
-
 }  // namespace
 
 // [SECTION] Ruler, legend, details

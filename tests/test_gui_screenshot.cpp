@@ -18,23 +18,6 @@ using namespace csim::gui;
 
 namespace {
 
-// The lane swatch colour of each role, as timeline_view.cpp draws it.
-Rgba role_swatch(prof::LaneRole r) {
-  switch (r) {
-    case prof::LaneRole::kCompute:
-      return class_colour(prof::EventClass::kCompute);
-    case prof::LaneRole::kComm:
-      return class_colour(prof::EventClass::kCommunication);
-    case prof::LaneRole::kCopy:
-      return class_colour(prof::EventClass::kCopy);
-    case prof::LaneRole::kHost:
-      return class_colour(prof::EventClass::kHost);
-    case prof::LaneRole::kOther:
-      return class_colour(prof::EventClass::kOther);
-  }
-  return 0;
-}
-
 constexpr std::array<prof::LaneRole, 5> kRoles = {prof::LaneRole::kCompute, prof::LaneRole::kComm,
                                                   prof::LaneRole::kCopy, prof::LaneRole::kHost,
                                                   prof::LaneRole::kOther};
@@ -92,7 +75,7 @@ int main(int argc, char** argv) {
     for (std::size_t r = 0; r < kRoles.size(); ++r) {
       int len = 0;
       for (int y = 0; y <= h; ++y) {
-        const bool hit = y < h && px(x, y) == role_swatch(kRoles[r]);
+        const bool hit = y < h && px(x, y) == role_colour(kRoles[r]);
         if (hit) {
           ++len;
           continue;

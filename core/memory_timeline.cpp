@@ -14,6 +14,7 @@ MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>
     if (op.kind == OpKind::kCollective && op.gpu < program.world_gpus) communicates[op.gpu] = 1;
   }
   for (int g : program.active_gpus) {
+    if (program.symmetry.enabled() && program.symmetry.weight_of_gpu[g] == 0) continue;  // mirrored
     index[g] = rep.gpus.size();
     GpuMemory m;
     m.gpu = g;

@@ -8,71 +8,106 @@ namespace csim::core {
 
 const char* to_string(OpKind k) {
   switch (k) {
-    case OpKind::kCompute: return "compute";
-    case OpKind::kCopy: return "copy";
-    case OpKind::kCollective: return "collective";
-    case OpKind::kHostWork: return "host_work";
-    case OpKind::kMarker: return "marker";
-    case OpKind::kAlloc: return "alloc";
-    case OpKind::kFree: return "free";
+    case OpKind::kCompute:
+      return "compute";
+    case OpKind::kCopy:
+      return "copy";
+    case OpKind::kCollective:
+      return "collective";
+    case OpKind::kHostWork:
+      return "host_work";
+    case OpKind::kMarker:
+      return "marker";
+    case OpKind::kAlloc:
+      return "alloc";
+    case OpKind::kFree:
+      return "free";
   }
   return "?";
 }
 
 const char* to_string(CopyKind k) {
   switch (k) {
-    case CopyKind::kH2DPinned: return "h2d_pinned";
-    case CopyKind::kH2DPageable: return "h2d_pageable";
-    case CopyKind::kD2H: return "d2h";
-    case CopyKind::kD2D: return "d2d";
-    case CopyKind::kPeer: return "peer";
+    case CopyKind::kH2DPinned:
+      return "h2d_pinned";
+    case CopyKind::kH2DPageable:
+      return "h2d_pageable";
+    case CopyKind::kD2H:
+      return "d2h";
+    case CopyKind::kD2D:
+      return "d2d";
+    case CopyKind::kPeer:
+      return "peer";
   }
   return "?";
 }
 
 const char* to_string(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kReduce: return "reduce";
-    case CollectiveKind::kScatter: return "scatter";
-    case CollectiveKind::kGather: return "gather";
-    case CollectiveKind::kAllToAll: return "all_to_all";
-    case CollectiveKind::kSendRecv: return "send_recv";
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kReduce:
+      return "reduce";
+    case CollectiveKind::kScatter:
+      return "scatter";
+    case CollectiveKind::kGather:
+      return "gather";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kSendRecv:
+      return "send_recv";
   }
   return "?";
 }
 
 const char* to_string(CollectiveAlgo a) {
   switch (a) {
-    case CollectiveAlgo::kAuto: return "auto";
-    case CollectiveAlgo::kRing: return "ring";
-    case CollectiveAlgo::kTree: return "tree";
+    case CollectiveAlgo::kAuto:
+      return "auto";
+    case CollectiveAlgo::kRing:
+      return "ring";
+    case CollectiveAlgo::kTree:
+      return "tree";
   }
   return "?";
 }
 
 const char* to_string(MemCategory c) {
   switch (c) {
-    case MemCategory::kParams: return "params";
-    case MemCategory::kGrads: return "grads";
-    case MemCategory::kOptimizer: return "optimizer";
-    case MemCategory::kActivations: return "activations";
-    case MemCategory::kBuffers: return "buffers";
-    case MemCategory::kGatheredOutputs: return "gathered_outputs";
-    case MemCategory::kCommBuffers: return "comm_buffers";
-    case MemCategory::kWorkspace: return "workspace";
+    case MemCategory::kParams:
+      return "params";
+    case MemCategory::kGrads:
+      return "grads";
+    case MemCategory::kOptimizer:
+      return "optimizer";
+    case MemCategory::kActivations:
+      return "activations";
+    case MemCategory::kBuffers:
+      return "buffers";
+    case MemCategory::kGatheredOutputs:
+      return "gathered_outputs";
+    case MemCategory::kCommBuffers:
+      return "comm_buffers";
+    case MemCategory::kWorkspace:
+      return "workspace";
   }
   return "?";
 }
 
 const char* to_string(StreamRole r) {
   switch (r) {
-    case StreamRole::kCompute: return "compute";
-    case StreamRole::kComm: return "comm";
-    case StreamRole::kCopy: return "copy";
+    case StreamRole::kCompute:
+      return "compute";
+    case StreamRole::kComm:
+      return "comm";
+    case StreamRole::kCopy:
+      return "copy";
   }
   return "?";
 }
@@ -82,6 +117,13 @@ std::string validate_program(const Program& p) {
   const auto n_threads = static_cast<int>(p.threads.size());
   const auto n_streams = static_cast<int>(p.streams.size());
   std::map<int, std::vector<const Op*>> instances;
+  if (p.symmetry.enabled()) {
+    const std::size_t world = static_cast<std::size_t>(p.world_gpus);
+    if (p.symmetry.weight_of_gpu.size() != world) return "symmetry: weight_of_gpu is not per GPU";
+    for (const std::vector<int>& img : p.symmetry.images) {
+      if (img.size() != world) return "symmetry: an image map is not per GPU";
+    }
+  }
   for (OpId i = 0; i < n_ops; ++i) {
     const Op& op = p.ops[i];
     const std::string where = "op " + std::to_string(i) + " '" + op.name + "'";
@@ -90,29 +132,42 @@ std::string validate_program(const Program& p) {
     const bool host_only = op.kind == OpKind::kHostWork || op.kind == OpKind::kMarker;
     if (host_only != (op.stream < 0)) return where + ": host ops have no stream, GPU ops need one";
     if (op.stream >= n_streams) return where + ": no such stream";
-    if (op.stream >= 0 && p.streams[op.stream].gpu != op.gpu) return where + ": stream is on another GPU";
+    if (op.stream >= 0 && p.streams[op.stream].gpu != op.gpu)
+      return where + ": stream is on another GPU";
     for (const Dep& d : op.deps) {
       if (d.op < 0 || d.op >= n_ops || d.op == i) return where + ": dependency out of range";
       // A dependency on a later op of the same thread can never be met.
-      if (d.op > i && p.ops[d.op].thread == op.thread) return where + ": depends on a later op of its thread";
+      if (d.op > i && p.ops[d.op].thread == op.thread)
+        return where + ": depends on a later op of its thread";
     }
     if (op.kind == OpKind::kCollective) {
-      if (op.group < 0 || op.group >= static_cast<int>(p.groups.size())) return where + ": no such group";
+      if (op.group < 0 || op.group >= static_cast<int>(p.groups.size()))
+        return where + ": no such group";
       if (op.instance < 0) return where + ": collective without instance";
       instances[op.instance].push_back(&op);
     }
-    if ((op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) && op.bytes < 0) return where + ": negative bytes";
+    if ((op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) && op.bytes < 0)
+      return where + ": negative bytes";
   }
   for (const auto& [inst, ops] : instances) {
     const CommGroup& g = p.groups[ops.front()->group];
     std::set<int> seen;
     for (const Op* op : ops) {
-      if (op->group != ops.front()->group) return "collective instance " + std::to_string(inst) + ": mixed groups";
-      if (!seen.insert(op->gpu).second) return "collective instance " + std::to_string(inst) + ": GPU twice";
+      if (op->group != ops.front()->group)
+        return "collective instance " + std::to_string(inst) + ": mixed groups";
+      if (!seen.insert(op->gpu).second)
+        return "collective instance " + std::to_string(inst) + ": GPU twice";
     }
-    if (seen.size() != g.gpus.size()) {
-      return "collective instance " + std::to_string(inst) + " ('" + ops.front()->name + "'): " +
-             std::to_string(seen.size()) + " of " + std::to_string(g.gpus.size()) + " GPUs take part";
+    // Under rank symmetry only the group's representative GPUs issue the collective.
+    std::size_t expected = g.gpus.size();
+    if (p.symmetry.enabled()) {
+      expected = 0;
+      for (int gpu : g.gpus) expected += p.symmetry.weight_of_gpu[gpu] > 0 ? 1 : 0;
+    }
+    if (seen.size() != expected) {
+      return "collective instance " + std::to_string(inst) + " ('" + ops.front()->name +
+             "'): " + std::to_string(seen.size()) + " of " + std::to_string(expected) +
+             " GPUs take part";
     }
   }
   return {};

@@ -28,14 +28,30 @@ namespace csim::core {
 using OpId = std::int32_t;
 inline constexpr OpId kNoOp = -1;
 
-enum class OpKind : std::uint8_t { kCompute, kCopy, kCollective, kHostWork, kMarker, kAlloc, kFree };
+enum class OpKind : std::uint8_t {
+  kCompute,
+  kCopy,
+  kCollective,
+  kHostWork,
+  kMarker,
+  kAlloc,
+  kFree
+};
 const char* to_string(OpKind k);
 
 enum class CopyKind : std::uint8_t { kH2DPinned, kH2DPageable, kD2H, kD2D, kPeer };
 const char* to_string(CopyKind k);
 
 enum class CollectiveKind : std::uint8_t {
-  kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kScatter, kGather, kAllToAll, kSendRecv
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kScatter,
+  kGather,
+  kAllToAll,
+  kSendRecv
 };
 const char* to_string(CollectiveKind k);
 
@@ -43,7 +59,14 @@ enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree };
 const char* to_string(CollectiveAlgo a);
 
 enum class MemCategory : std::uint8_t {
-  kParams, kGrads, kOptimizer, kActivations, kBuffers, kGatheredOutputs, kCommBuffers, kWorkspace
+  kParams,
+  kGrads,
+  kOptimizer,
+  kActivations,
+  kBuffers,
+  kGatheredOutputs,
+  kCommBuffers,
+  kWorkspace
 };
 inline constexpr int kNumMemCategories = 8;
 const char* to_string(MemCategory c);
@@ -61,84 +84,100 @@ struct Dep {
 struct ProcessDesc {
   int id = 0;
   int node = 0;
-  std::string name;        // "python (rank 0)", "dataloader worker 3 (rank 1)"
-  bool has_gil = true;     // Python with a GIL (false: C++ or free-threaded)
+  std::string name;     // "python (rank 0)", "dataloader worker 3 (rank 1)"
+  bool has_gil = true;  // Python with a GIL (false: C++ or free-threaded)
 };
 
 struct ThreadDesc {
   int id = 0;
   int process = 0;
-  int gpu = 0;             // GPU this thread drives; its events appear under that GPU in traces
-  std::string name;        // "main", "replica 2", "autograd device 1", "dataloader worker 0"
+  int gpu = 0;       // GPU this thread drives; its events appear under that GPU in traces
+  std::string name;  // "main", "replica 2", "autograd device 1", "dataloader worker 0"
 };
 
 struct StreamDesc {
   int id = 0;
-  int gpu = 0;             // global GPU index
+  int gpu = 0;  // global GPU index
   StreamRole role = StreamRole::kCompute;
-  std::string name;        // "compute", "nccl", "copy"
+  std::string name;  // "compute", "nccl", "copy"
 };
 
 struct CommGroup {
   int id = 0;
-  std::vector<int> gpus;   // global GPU indices, in rank order within the group
-  std::string name;        // "dp", "world", "data_parallel"
+  std::vector<int> gpus;  // global GPU indices, in rank order within the group
+  std::string name;       // "dp", "world", "data_parallel"
 };
 
 struct Op {
   OpId id = kNoOp;
   OpKind kind = OpKind::kCompute;
-  std::string name;                 // "fc.fwd", "bucket 0 all_reduce", "scatter[2]"
-  int thread = 0;                   // issuing host thread
-  int stream = -1;                  // GPU stream; -1 for kHostWork / kMarker
-  int gpu = 0;                      // GPU it runs on (kHostWork: GPU whose thread runs it)
-  int step = 0;                     // training step (1-based); 0 = setup
-  TimeNs python_ns = 0;             // host time holding the GIL
-  TimeNs dispatch_ns = 0;           // host time without the GIL (dispatch + launch call)
+  std::string name;        // "fc.fwd", "bucket 0 all_reduce", "scatter[2]"
+  int thread = 0;          // issuing host thread
+  int stream = -1;         // GPU stream; -1 for kHostWork / kMarker
+  int gpu = 0;             // GPU it runs on (kHostWork: GPU whose thread runs it)
+  int step = 0;            // training step (1-based); 0 = setup
+  TimeNs python_ns = 0;    // host time holding the GIL
+  TimeNs dispatch_ns = 0;  // host time without the GIL (dispatch + launch call)
   std::vector<Dep> deps;
 
   // kCompute
   ComputeKind compute_kind = ComputeKind::kGemm;
   Dtype dtype = Dtype::kFp32;
-  double flops = 0;                 // floating-point operations
+  double flops = 0;  // floating-point operations
   // kCompute: bytes of memory traffic; kCopy / kCollective: payload bytes per GPU (the buffer
   // size, as nccl-tests' "size"); kAlloc / kFree: bytes allocated or released
   Bytes bytes = 0;
 
   // kCopy
   CopyKind copy_kind = CopyKind::kPeer;
-  int peer_gpu = -1;                // kPeer / kD2D: the source GPU (destination is `gpu`)
+  int peer_gpu = -1;  // kPeer / kD2D: the source GPU (destination is `gpu`)
 
   // kCollective
   CollectiveKind collective = CollectiveKind::kAllReduce;
   CollectiveAlgo algo = CollectiveAlgo::kAuto;
-  int group = -1;                   // CommGroup id
-  int root = -1;                    // global GPU index for rooted collectives
-  int instance = -1;                // ops with the same instance form one collective
+  int group = -1;     // CommGroup id
+  int root = -1;      // global GPU index for rooted collectives
+  int instance = -1;  // ops with the same instance form one collective
 
   // kAlloc / kFree
   MemCategory mem_category = MemCategory::kActivations;
 
   // annotations
-  std::int64_t batch = -1;          // samples this op works on (forward ops: the replica's share)
-  std::string phase;                // "data", "forward", "backward", "optimizer", "replicate", ...
+  std::int64_t batch = -1;  // samples this op works on (forward ops: the replica's share)
+  std::string phase;        // "data", "forward", "backward", "optimizer", "replicate", ...
+};
+
+// Rank symmetry (docs/program.md, "Rank symmetry"). When enabled, the Program holds ops for
+// representative GPUs only; every other active GPU is the mirror image of one of them under one of
+// `images` and runs the same ops at the same times. Collectives and copies still move the whole
+// cluster's traffic: an executor starts each transfer's mirror images too. Empty: every active GPU
+// has its own ops (full fidelity).
+struct RankSymmetry {
+  // images[m][g]: the GPU that GPU g becomes under mirror m; images[0] is the identity; -1 for GPUs
+  // the program does not use. The mirrors form a group (closed under composition).
+  std::vector<std::vector<int>> images;
+  // Per GPU: 1 + the number of GPUs it stands for (a representative), 0 for a mirrored or unused
+  // GPU. Without symmetry every active GPU counts 1.
+  std::vector<int> weight_of_gpu;
+  bool enabled() const { return !images.empty(); }
 };
 
 struct Program {
-  std::string strategy_label;       // "data_parallel (4 GPUs)", "ddp (what-if: thread launcher)"
-  int world_gpus = 0;               // GPUs in the cluster
+  std::string strategy_label;  // "data_parallel (4 GPUs)", "ddp (what-if: thread launcher)"
+  int world_gpus = 0;          // GPUs in the cluster
   int gpus_per_node = 1;
-  std::vector<int> active_gpus;     // GPUs the program uses
+  std::vector<int> active_gpus;  // GPUs the program uses
   int steps = 0;
   std::int64_t samples_per_step = 0;
   std::vector<ProcessDesc> processes;
   std::vector<ThreadDesc> threads;
   std::vector<StreamDesc> streams;
   std::vector<CommGroup> groups;
-  std::vector<Op> ops;              // in issue order per thread
+  std::vector<Op> ops;  // in issue order per thread
   std::vector<std::string> warnings;
+  RankSymmetry symmetry;  // empty unless the lowering collapsed mirror-image ranks
 
-  int collective_instances = 0;     // number of distinct Op::instance values
+  int collective_instances = 0;        // number of distinct Op::instance values
   double model_flops_per_step = 0;     // MFU numerator, all GPUs (core/flops.hpp)
   double hardware_flops_per_step = 0;  // HFU numerator: model FLOPs + recompute (core/flops.hpp)
 };

@@ -32,28 +32,28 @@ struct EfficiencyCurve {
 };
 
 struct GpuSpec {
-  std::string name;                    // catalog key, e.g. "A100-SXM4-80GB"
-  Bytes memory_bytes = 0;              // device memory
-  double peak_fp32_flops_per_s = 0;    // dense peak per dtype; 0 = the GPU lacks the dtype
-  double peak_tf32_flops_per_s = 0;    //
-  double peak_fp16_flops_per_s = 0;    // tensor-core dense (not 2:4 sparse)
-  double peak_bf16_flops_per_s = 0;    //
-  double mem_bw_bytes_per_s = 0;       // HBM/GDDR bandwidth
-  int sm_count = 0;                    //
-  int compute_capability = 0;          // e.g. 80 for sm_80
-  TimeNs kernel_overhead_ns = 0;       // per-kernel device-side fixed cost
+  std::string name;                  // catalog key, e.g. "A100-SXM4-80GB"
+  Bytes memory_bytes = 0;            // device memory
+  double peak_fp32_flops_per_s = 0;  // dense peak per dtype; 0 = the GPU lacks the dtype
+  double peak_tf32_flops_per_s = 0;  //
+  double peak_fp16_flops_per_s = 0;  // tensor-core dense (not 2:4 sparse)
+  double peak_bf16_flops_per_s = 0;  //
+  double mem_bw_bytes_per_s = 0;     // HBM/GDDR bandwidth
+  int sm_count = 0;                  //
+  int compute_capability = 0;        // e.g. 80 for sm_80
+  TimeNs kernel_overhead_ns = 0;     // per-kernel device-side fixed cost
   EfficiencyCurve efficiency[kNumComputeKinds];  // by ComputeKind
-  double mem_bw_efficiency = 0.85;     // achieved fraction of mem_bw for streaming kernels
-  std::string source;                  // datasheet reference for the figures above
+  double mem_bw_efficiency = 0.85;  // achieved fraction of mem_bw for streaming kernels
+  std::string source;               // datasheet reference for the figures above
 
   double peak_flops_per_s(Dtype d) const;
 };
 
 // Memory the GPU has but training cannot use (docs/scenario.md, "cluster.reserved").
 struct MemoryReserve {
-  Bytes cuda_context_bytes = 0;   // CUDA context + kernels' module images
-  Bytes nccl_buffers_bytes = 0;   // NCCL communicator buffers (only when the GPU communicates)
-  Bytes workspace_bytes = 0;      // cuBLAS / cuDNN workspaces
+  Bytes cuda_context_bytes = 0;  // CUDA context + kernels' module images
+  Bytes nccl_buffers_bytes = 0;  // NCCL communicator buffers (only when the GPU communicates)
+  Bytes workspace_bytes = 0;     // cuBLAS / cuDNN workspaces
 };
 
 // [SECTION] Cluster ------------------------------------------------------------------------------
@@ -68,10 +68,10 @@ struct NvlinkPair {
 
 struct IntraNodeSpec {
   IntraNodeKind kind = IntraNodeKind::kPcie;
-  int pcie_gen = 3;                        // 3, 4, 5
-  int pcie_lanes = 16;                     // lanes per GPU
-  double host_bridge_bytes_per_s = 0;      // shared root complex / inter-switch bandwidth per direction
-                                           // (0 = derived: one x16 link of the same generation)
+  int pcie_gen = 3;                    // 3, 4, 5
+  int pcie_lanes = 16;                 // lanes per GPU
+  double host_bridge_bytes_per_s = 0;  // shared root complex / inter-switch bandwidth per direction
+                                       // (0 = derived: one x16 link of the same generation)
   std::vector<NvlinkPair> nvlink_pairs;    // kNvlinkMesh: which GPUs are joined
   double nvlink_bytes_per_s_per_link = 0;  // per direction per link (V100: 25 GB/s)
   double nvswitch_bytes_per_s = 0;         // kNvswitch: per GPU per direction
@@ -92,13 +92,13 @@ struct ClusterSpec {
 // [SECTION] Host ---------------------------------------------------------------------------------
 
 struct HostSpec {
-  int cpu_cores = 16;              // per node; host threads beyond this queue for a core
-  bool python = true;              // false: a C++ training loop (no Python time at all)
-  bool gil = true;                 // false: free-threaded Python (PEP 703)
-  double python_us_per_op = 4.8;   // Python time per framework op, GIL held
-  double dispatch_us_per_op = 2.0; // ATen dispatch + cudaLaunchKernel, GIL released
-  double launch_latency_us = 4.0;  // host enqueue -> earliest kernel start on an idle GPU
-  double thread_start_us = 60.0;   // Python threading.Thread start + join (DataParallel)
+  int cpu_cores = 16;                     // per node; host threads beyond this queue for a core
+  bool python = true;                     // false: a C++ training loop (no Python time at all)
+  bool gil = true;                        // false: free-threaded Python (PEP 703)
+  double python_us_per_op = 4.8;          // Python time per framework op, GIL held
+  double dispatch_us_per_op = 2.0;        // ATen dispatch + cudaLaunchKernel, GIL released
+  double launch_latency_us = 4.0;         // host enqueue -> earliest kernel start on an idle GPU
+  double thread_start_us = 60.0;          // Python threading.Thread start + join (DataParallel)
   double host_memcpy_bytes_per_s = 10e9;  // pageable -> pinned staging copy on the host
 };
 
@@ -109,7 +109,8 @@ struct HostSpec {
 //                parallelism each rank runs 1/t of the sequence instead)
 //   kColumn      column-parallel GEMM (attn.qkv, mlp.fc): weight split by output columns, its input
 //                is replicated (the "f" operator: identity forward, all-reduce backward before it)
-//   kRow         row-parallel GEMM (attn.proj, mlp.proj): weight split by input rows, output partial
+//   kRow         row-parallel GEMM (attn.proj, mlp.proj): weight split by input rows, output
+//   partial
 //                sums (the "g" operator: all-reduce forward after it, identity backward)
 //   kSharded     pointwise on a sharded tensor (attention core per head, GeLU): 1/t of the work
 //   kVocabInput  vocabulary-parallel word embedding: rows split by vocabulary, partial outputs
@@ -119,16 +120,18 @@ enum class TpRole { kReplicated, kColumn, kRow, kSharded, kVocabInput, kVocabOut
 const char* to_string(TpRole r);
 
 struct LayerSpec {
-  std::string name;                    // e.g. "fc", "layer3.2.conv1", "h.5.attn"
+  std::string name;  // e.g. "fc", "layer3.2.conv1", "h.5.attn"
   ComputeKind kind = ComputeKind::kGemm;
-  int block = -1;                      // transformer block index (GPT builder); -1 outside blocks
+  int block = -1;                        // transformer block index (GPT builder); -1 outside blocks
   TpRole tp_role = TpRole::kReplicated;  // split under tensor parallelism (GPT builder sets it)
-  std::int64_t params = 0;             // trainable parameter count
-  std::int64_t buffer_elems = 0;       // non-trainable buffers (BatchNorm running stats)
-  double fwd_flops_per_sample = 0;     // forward FLOPs for one sample
-  double fwd_bytes_per_sample = 0;     // forward memory traffic (bytes) for one sample, excluding weights
+  std::int64_t params = 0;               // trainable parameter count
+  std::int64_t buffer_elems = 0;         // non-trainable buffers (BatchNorm running stats)
+  double fwd_flops_per_sample = 0;       // forward FLOPs for one sample
+  double fwd_bytes_per_sample =
+      0;  // forward memory traffic (bytes) for one sample, excluding weights
   double activation_bytes_per_sample = 0;  // bytes saved for backward, one sample
-  double selective_activation_bytes_per_sample = -1;  // saved under selective recompute (the
+  double selective_activation_bytes_per_sample =
+      -1;                              // saved under selective recompute (the
                                        // attention core keeps Q, K, V only); < 0 = all of the above
   double output_bytes_per_sample = 0;  // the layer's output, one sample
   int kernels = 1;                     // kernel launches in forward (backward launches 2x)
@@ -138,21 +141,21 @@ struct LayerSpec {
 // Transformer shape kept by the GPT builder for the FLOPs formulas and the parallel checks
 // (core/flops.hpp); layers == 0 for models that are not transformers.
 struct TransformerShape {
-  int layers = 0;                          // l, transformer blocks
-  std::int64_t hidden = 0;                 // h
-  int heads = 0;                           // a
-  std::int64_t seq_len = 0;                // s
-  std::int64_t vocab = 0;                  // V
-  std::int64_t ffn_hidden = 0;             // f (4h by default)
+  int layers = 0;               // l, transformer blocks
+  std::int64_t hidden = 0;      // h
+  int heads = 0;                // a
+  std::int64_t seq_len = 0;     // s
+  std::int64_t vocab = 0;       // V
+  std::int64_t ffn_hidden = 0;  // f (4h by default)
 };
 
 struct ModelSpec {
   std::string name;
-  std::string source;                     // "layers", "gpt", "resnet50", "explicit"
-  std::vector<LayerSpec> layers;          // in forward order
-  double input_bytes_per_sample = 0;      // one input sample as loaded (fp32 unless said)
-  bool python_hooks = false;              // backward hooks in Python: backward then needs the GIL
-  TransformerShape transformer;           // set by the GPT builder
+  std::string source;                 // "layers", "gpt", "resnet50", "explicit"
+  std::vector<LayerSpec> layers;      // in forward order
+  double input_bytes_per_sample = 0;  // one input sample as loaded (fp32 unless said)
+  bool python_hooks = false;          // backward hooks in Python: backward then needs the GIL
+  TransformerShape transformer;       // set by the GPT builder
   std::int64_t total_params() const;
   std::int64_t total_buffer_elems() const;
 };
@@ -164,9 +167,9 @@ const char* to_string(Precision p);
 
 // Bytes per parameter by precision recipe (docs/scenario.md, "training.precision").
 struct PrecisionBytes {
-  int weights = 4;        // the model's parameters as stored
-  int grads = 4;          // .grad (or main grads)
-  int master = 0;         // fp32 master copy kept by the optimizer
+  int weights = 4;               // the model's parameters as stored
+  int grads = 4;                 // .grad (or main grads)
+  int master = 0;                // fp32 master copy kept by the optimizer
   Dtype compute = Dtype::kFp32;  // dtype the kernels run in
 };
 PrecisionBytes precision_bytes(Precision p, Dtype amp_dtype);
@@ -175,28 +178,36 @@ enum class OptimizerKind { kSgd, kAdam };
 const char* to_string(OptimizerKind k);
 
 struct DataLoaderSpec {
-  int num_workers = 0;             // 0: the main thread loads batches itself (GIL held)
-  bool pin_memory = false;         // pinned host buffers: async H2D at full PCIe rate
-  double per_sample_load_us = 0;   // host time to load + decode + collate one sample
-  int prefetch_factor = 2;         // batches in flight per worker
+  int num_workers = 0;            // 0: the main thread loads batches itself (GIL held)
+  bool pin_memory = false;        // pinned host buffers: async H2D at full PCIe rate
+  double per_sample_load_us = 0;  // host time to load + decode + collate one sample
+  int prefetch_factor = 2;        // batches in flight per worker
 };
 
 struct TrainingSpec {
-  std::int64_t global_batch = 1;       // samples per optimizer step, all GPUs together
-  std::int64_t dataset_size = 0;       // 0: unlimited; else batches follow an epoch (last partial)
+  std::int64_t global_batch = 1;  // samples per optimizer step, all GPUs together
+  std::int64_t dataset_size = 0;  // 0: unlimited; else batches follow an epoch (last partial)
   Precision precision = Precision::kFp32;
-  Dtype amp_dtype = Dtype::kFp16;      // autocast dtype for precision "amp"
+  Dtype amp_dtype = Dtype::kFp16;  // autocast dtype for precision "amp"
   OptimizerKind optimizer = OptimizerKind::kAdam;
-  double sgd_momentum = 0.0;           // > 0 keeps a momentum buffer (4 bytes/param)
+  double sgd_momentum = 0.0;  // > 0 keeps a momentum buffer (4 bytes/param)
   int steps = 3;
-  int gradient_accumulation = 1;       // micro-steps per optimizer step
+  int gradient_accumulation = 1;  // micro-steps per optimizer step
   DataLoaderSpec loader;
 };
 
 // [SECTION] Strategy -----------------------------------------------------------------------------
 
 enum class StrategyKind {
-  kSingle, kDataParallel, kDdp, kModelParallel, kPipeline, kTensorParallel, k3d, kZero, kFsdp
+  kSingle,
+  kDataParallel,
+  kDdp,
+  kModelParallel,
+  kPipeline,
+  kTensorParallel,
+  k3d,
+  kZero,
+  kFsdp
 };
 const char* to_string(StrategyKind k);
 
@@ -215,41 +226,53 @@ const char* to_string(ParallelDim d);
 // Model, pipeline, tensor, 3D, ZeRO and FSDP parallelism (docs/scenario.md, "strategy.parallel").
 // The parser fills every field consistently for the strategy kind: dp * tp * pp = GPUs used.
 struct ParallelSpec {
-  int dp = 1;                           // data-parallel replicas
-  int tp = 1;                           // tensor-parallel ranks (Megatron column/row GEMMs)
-  int pp = 1;                           // pipeline stages
+  int dp = 1;  // data-parallel replicas
+  int tp = 1;  // tensor-parallel ranks (Megatron column/row GEMMs)
+  int pp = 1;  // pipeline stages
   std::vector<ParallelDim> rank_order{ParallelDim::kTp, ParallelDim::kDp, ParallelDim::kPp};
-                                        // fastest-varying first (Megatron: tp, dp, pp)
-  bool sequence_parallel = false;       // reduce-scatter / all-gather instead of TP all-reduces
-  std::int64_t micro_batch_size = 1;    // samples per micro-batch per data-parallel replica
-  std::int64_t micro_batches = 1;       // m = global_batch / (dp * micro_batch_size)
+  // fastest-varying first (Megatron: tp, dp, pp)
+  bool sequence_parallel = false;     // reduce-scatter / all-gather instead of TP all-reduces
+  std::int64_t micro_batch_size = 1;  // samples per micro-batch per data-parallel replica
+  std::int64_t micro_batches = 1;     // m = global_batch / (dp * micro_batch_size)
   PipelineSchedule schedule = PipelineSchedule::k1f1b;
-  int virtual_stages = 1;               // v: model chunks per pipeline rank (interleaved only)
-  int zero_stage = 0;                   // 0..3: optimizer / + gradients / + parameters sharded over dp
+  int virtual_stages = 1;  // v: model chunks per pipeline rank (interleaved only)
+  int zero_stage = 0;      // 0..3: optimizer / + gradients / + parameters sharded over dp
   FsdpSharding fsdp = FsdpSharding::kFullShard;
-  bool prefetch = true;                 // ZeRO-3 / FSDP: all-gather the next unit during this one
-  bool overlap_grad_reduce = true;      // reduce gradients while backward runs
+  bool prefetch = true;             // ZeRO-3 / FSDP: all-gather the next unit during this one
+  bool overlap_grad_reduce = true;  // reduce gradients while backward runs
   RecomputeMode recompute = RecomputeMode::kNone;
-  std::vector<int> stage_first_layer;   // model_parallel: first layer index of each device's part
+  std::vector<int> stage_first_layer;  // model_parallel: first layer index of each device's part
 };
 
 enum class DdpLauncher { kProcess, kThread };
 
 struct DdpSpec {
-  double bucket_cap_mb = 25.0;       // MiB, as torch's bucket_cap_mb
-  double first_bucket_mb = 1.0;      // MiB (torch: dist._DEFAULT_FIRST_BUCKET_BYTES)
-  bool overlap = true;               // all-reduce buckets while backward runs
-  bool broadcast_buffers = true;     // broadcast module buffers from rank 0 before each forward
+  double bucket_cap_mb = 25.0;    // MiB, as torch's bucket_cap_mb
+  double first_bucket_mb = 1.0;   // MiB (torch: dist._DEFAULT_FIRST_BUCKET_BYTES)
+  bool overlap = true;            // all-reduce buckets while backward runs
+  bool broadcast_buffers = true;  // broadcast module buffers from rank 0 before each forward
   bool gradient_as_bucket_view = false;
   DdpLauncher launcher = DdpLauncher::kProcess;
 };
 
 struct StrategySpec {
   StrategyKind kind = StrategyKind::kSingle;
-  std::vector<int> device_ids;   // global GPU indices; empty in the file = all GPUs (filled by the parser)
-  int output_device = -1;        // data_parallel; -1 in the file = device_ids[0] (filled by the parser)
+  std::vector<int>
+      device_ids;  // global GPU indices; empty in the file = all GPUs (filled by the parser)
+  int output_device = -1;  // data_parallel; -1 in the file = device_ids[0] (filled by the parser)
   DdpSpec ddp;
-  ParallelSpec parallel;         // model_parallel, pipeline, tensor_parallel, 3d, zero, fsdp
+  ParallelSpec parallel;  // model_parallel, pipeline, tensor_parallel, 3d, zero, fsdp
+};
+
+// [SECTION] Simulation ---------------------------------------------------------------------------
+
+// How the simulator runs the Program (docs/scenario.md, "simulation").
+struct SimulationSpec {
+  // Rank symmetry (docs/cost-model.md, "Rank symmetry"): ranks that differ only by their
+  // data- or tensor-parallel index run the same ops at the same times, so the lowering emits one
+  // representative per class and the simulator moves the others' traffic as mirror images.
+  // false: full fidelity, every rank simulated op by op.
+  bool symmetry = true;
 };
 
 // [SECTION] Scenario -----------------------------------------------------------------------------
@@ -257,12 +280,13 @@ struct StrategySpec {
 struct Scenario {
   std::string name;
   std::string description;
-  std::string file;              // path it was read from (for messages)
+  std::string file;  // path it was read from (for messages)
   ClusterSpec cluster;
   HostSpec host;
   ModelSpec model;
   TrainingSpec training;
   StrategySpec strategy;
+  SimulationSpec simulation;
   std::vector<std::string> warnings;  // accepted but noteworthy (e.g. fewer replicas than devices)
 };
 

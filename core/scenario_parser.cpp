@@ -1197,7 +1197,7 @@ Scenario parse_document(json doc, const std::string& file,
 
   Obj top(ctx, doc, "",
           {"format_version", "name", "description", "cluster", "host", "model", "training",
-           "strategy"});
+           "strategy", "simulation"});
   top.integer("format_version", kScenarioFormatVersion, kScenarioFormatVersion,
               kScenarioFormatVersion);
   Scenario sc;
@@ -1211,6 +1211,10 @@ Scenario parse_document(json doc, const std::string& file,
   const bool ga_given = top.raw("training").is_object() && top.raw("training").contains("gradient_accumulation");
   sc.strategy = parse_strategy(ctx, top.has("strategy") ? &top.raw("strategy") : nullptr,
                                sc.cluster, sc.training, sc.model, ga_given);
+  if (top.has("simulation")) {
+    Obj sim(ctx, top.raw("simulation"), "simulation", {"symmetry"});
+    sc.simulation.symmetry = sim.choice("symmetry", {"off", "auto"}, 1) == 1;
+  }
   sc.warnings = std::move(ctx.warnings);
   return sc;
 }

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -44,11 +45,41 @@ namespace dom = simdjson::dom;
 
 // [SECTION] Sources ------------------------------------------------------------------------------
 
+// The scanner's window: a byte buffer that is not zero-filled when it grows (a read overwrites the
+// bytes anyway), and that always has simdjson's padding allocated after its end, so that a part of
+// it can be parsed in place.
+class ByteBuffer {
+ public:
+  const char* data() const { return p_.get(); }
+  char* data() { return p_.get(); }
+  std::size_t size() const { return size_; }
+  // Room for n more bytes at data() + size(); commit(k) then makes k of them part of the buffer.
+  char* append_space(std::size_t n) {
+    if (size_ + n + simdjson::SIMDJSON_PADDING > cap_) {
+      const std::size_t cap = std::max(size_ + n + simdjson::SIMDJSON_PADDING, 2 * cap_);
+      std::unique_ptr<char[]> p(new char[cap]);
+      if (size_ > 0) std::memcpy(p.get(), p_.get(), size_);
+      p_ = std::move(p);
+      cap_ = cap;
+    }
+    return p_.get() + size_;
+  }
+  void commit(std::size_t k) { size_ += k; }
+  void drop_front(std::size_t n) {
+    std::memmove(p_.get(), p_.get() + n, size_ - n);
+    size_ -= n;
+  }
+
+ private:
+  std::unique_ptr<char[]> p_;
+  std::size_t size_ = 0, cap_ = 0;
+};
+
 class Source {
  public:
   virtual ~Source() = default;
   // Appends up to n bytes to out; returns how many (0 at the end).
-  virtual std::size_t read(std::string& out, std::size_t n) = 0;
+  virtual std::size_t read(ByteBuffer& out, std::size_t n) = 0;
   // Total bytes when known up front (0: unknown), to reserve the event vector once.
   virtual std::size_t size_hint() const { return 0; }
 };
@@ -64,11 +95,9 @@ class FileSource final : public Source {
   }
   ~FileSource() override { std::fclose(f_); }
   std::size_t size_hint() const override { return size_; }
-  std::size_t read(std::string& out, std::size_t n) override {
-    const std::size_t old = out.size();
-    out.resize(old + n);
-    const std::size_t got = std::fread(out.data() + old, 1, n, f_);
-    out.resize(old + got);
+  std::size_t read(ByteBuffer& out, std::size_t n) override {
+    const std::size_t got = std::fread(out.append_space(n), 1, n, f_);
+    out.commit(got);
     if (got == 0 && std::ferror(f_)) fail_input(path_, "read error");
     return got;
   }
@@ -83,16 +112,14 @@ class GzipSource final : public Source {
  public:
   GzipSource(const std::string& path, gzFile gz) : path_(path), gz_(gz) { gzbuffer(gz_, 1 << 18); }
   ~GzipSource() override { gzclose(gz_); }
-  std::size_t read(std::string& out, std::size_t n) override {
-    const std::size_t old = out.size();
-    out.resize(old + n);
-    const int got = gzread(gz_, out.data() + old, static_cast<unsigned>(n));
+  std::size_t read(ByteBuffer& out, std::size_t n) override {
+    const int got = gzread(gz_, out.append_space(n), static_cast<unsigned>(n));
     if (got < 0) {
       int err = 0;
       const std::string msg = gzerror(gz_, &err);
       fail_input(path_, "gzip error: " + msg, "the .gz file is damaged");
     }
-    out.resize(old + static_cast<std::size_t>(got));
+    out.commit(static_cast<std::size_t>(got));
     return static_cast<std::size_t>(got);
   }
 
@@ -105,9 +132,10 @@ class StringSource final : public Source {
  public:
   explicit StringSource(const std::string& s) : s_(s) {}
   std::size_t size_hint() const override { return s_.size(); }
-  std::size_t read(std::string& out, std::size_t n) override {
+  std::size_t read(ByteBuffer& out, std::size_t n) override {
     const std::size_t k = std::min(n, s_.size() - at_);
-    out.append(s_, at_, k);
+    if (k > 0) std::memcpy(out.append_space(k), s_.data() + at_, k);
+    out.commit(k);
     at_ += k;
     return k;
   }
@@ -145,7 +173,9 @@ class Scanner {
 
   std::size_t offset() const { return base_ + pos_; }  // absolute byte offset of pos
   std::size_t abs(std::size_t i) const { return base_ + i; }
-  const std::string& buf() const { return buf_; }
+  std::string_view buf() const { return {buf_.data(), buf_.size()}; }
+  // For framing a batch in place (Reader::try_fast_batch); bytes changed must be restored.
+  char* mutable_data() { return buf_.data(); }
   std::size_t pos() const { return pos_; }
   void set_mark(std::size_t i) { mark_ = i; }
   void clear_mark() { mark_ = kNoMark; }
@@ -154,7 +184,7 @@ class Scanner {
   // The next byte without consuming it; -1 at the end of the input.
   int peek() {
     if (pos_ >= buf_.size() && !fill()) return -1;
-    return static_cast<unsigned char>(buf_[pos_]);
+    return static_cast<unsigned char>(buf_.data()[pos_]);
   }
   void advance() { ++pos_; }
   void set_pos(std::size_t p) { pos_ = p; }
@@ -252,16 +282,19 @@ class Scanner {
       }
       std::size_t qi = static_cast<std::size_t>(q - buf_.data());
       std::size_t bs = 0;
-      while (qi - bs > 0 && buf_[qi - bs - 1] == '\\') ++bs;
+      while (qi - bs > 0 && buf_.data()[qi - bs - 1] == '\\') ++bs;
       pos_ = qi + 1;
       if (bs % 2 == 0) return;
     }
   }
 
+  // One byte before pos (or the mark) is kept, so that a batch starting at pos can be framed in
+  // place with a '[' (Reader::try_fast_batch).
   bool fill() {
-    const std::size_t drop = mark_ == kNoMark ? pos_ : std::min(mark_, pos_);
+    const std::size_t keep_from = mark_ == kNoMark ? pos_ : std::min(mark_, pos_);
+    const std::size_t drop = keep_from > 0 ? keep_from - 1 : 0;
     if (drop > 0) {
-      buf_.erase(0, drop);
+      buf_.drop_front(drop);
       base_ += drop;
       pos_ -= drop;
       if (mark_ != kNoMark) mark_ -= drop;
@@ -272,13 +305,19 @@ class Scanner {
   static constexpr std::size_t kChunk = 4 << 20;
   Source& src_;
   std::string file_;
-  std::string buf_;
+  ByteBuffer buf_;
   std::size_t base_ = 0;  // absolute offset of buf_[0]
   std::size_t pos_ = 0;
   std::size_t mark_ = kNoMark;
 };
 
 // [SECTION] Record -------------------------------------------------------------------------------
+
+// KEY == LIT, comparing a constant number of bytes (inlined, unlike string_view's operator==).
+template <std::size_t N>
+inline bool key_is(std::string_view key, const char (&lit)[N]) {
+  return key.size() == N - 1 && std::memcmp(key.data(), lit, N - 1) == 0;
+}
 
 // A JSON number of µs → integer ns. Our writer prints k/1000 exactly ("1234.567"); the nearest
 // double times 1000, rounded, gives k back exactly while |k| < 2^51 ns (26 days from the base).
@@ -387,30 +426,42 @@ void read_record(dom::object obj, Record& rec) {
   rec.clear();
   for (const dom::key_value_pair kv : obj) {
     const std::string_view key = kv.key;
-    if (key == "ph") {
-      rec.ph = string_or_empty(kv.value);
-    } else if (key == "cat") {
-      rec.cat = string_or_empty(kv.value);
-    } else if (key == "name") {
-      rec.name = string_or_empty(kv.value);
-    } else if (key == "pid") {
-      read_int_field(kv.value, &rec.has_pid, &rec.pid_not_int, &rec.pid);
-    } else if (key == "tid") {
-      read_int_field(kv.value, &rec.has_tid, &rec.tid_not_int, &rec.tid);
-    } else if (key == "ts") {
-      read_time_field(kv.value, &rec.has_ts, &rec.bad_time, &rec.ts_rel_ns);
-    } else if (key == "dur") {
-      read_time_field(kv.value, &rec.has_dur, &rec.bad_time, &rec.dur_ns);
-    } else if (key == "id") {
-      bool not_int = false;
-      read_int_field(kv.value, &rec.has_id, &not_int, &rec.id);
-      rec.bad_id = rec.bad_id || not_int;
-    } else if (key == "bp") {
-      rec.bp = string_or_empty(kv.value);
-    } else if (key == "args") {
-      read_args(kv.value, rec);
+    // Dispatch on the length first: each branch then compares a constant number of bytes.
+    switch (key.size()) {
+      case 2:
+        if (key_is(key, "ph")) {
+          rec.ph = string_or_empty(kv.value);
+        } else if (key_is(key, "ts")) {
+          read_time_field(kv.value, &rec.has_ts, &rec.bad_time, &rec.ts_rel_ns);
+        } else if (key_is(key, "id")) {
+          bool not_int = false;
+          read_int_field(kv.value, &rec.has_id, &not_int, &rec.id);
+          rec.bad_id = rec.bad_id || not_int;
+        } else if (key_is(key, "bp")) {
+          rec.bp = string_or_empty(kv.value);
+        }
+        break;
+      case 3:
+        if (key_is(key, "pid")) {
+          read_int_field(kv.value, &rec.has_pid, &rec.pid_not_int, &rec.pid);
+        } else if (key_is(key, "tid")) {
+          read_int_field(kv.value, &rec.has_tid, &rec.tid_not_int, &rec.tid);
+        } else if (key_is(key, "cat")) {
+          rec.cat = string_or_empty(kv.value);
+        } else if (key_is(key, "dur")) {
+          read_time_field(kv.value, &rec.has_dur, &rec.bad_time, &rec.dur_ns);
+        }
+        break;
+      case 4:
+        if (key_is(key, "name")) {
+          rec.name = string_or_empty(kv.value);
+        } else if (key_is(key, "args")) {
+          read_args(kv.value, rec);
+        }
+        break;
+      default:
+        break;  // other keys (s, tts, …) are not used
     }
-    // other keys (s, tts, …) are not used
   }
 }
 
@@ -427,7 +478,7 @@ bool fits_i32(std::int64_t v) {
 }
 
 struct FlowEnd {
-  std::string cat, name;
+  std::uint32_t cat = 0, name = 0;  // indices into Reader::flow_strings_
   std::int64_t id = 0;
   std::int32_t pid = 0, tid = 0;
   TimeNs ts_rel_ns = 0;
@@ -478,7 +529,7 @@ class Reader {
     *at = sc_.abs(start);
     sc_.set_mark(start);
     sc_.skip_value();
-    std::string text = sc_.buf().substr(sc_.mark(), sc_.pos() - sc_.mark());
+    std::string text(sc_.buf().substr(sc_.mark(), sc_.pos() - sc_.mark()));
     sc_.clear_mark();
     return text;
   }
@@ -579,7 +630,7 @@ class Reader {
 
   bool try_fast_batch() {
     if (!sc_.ensure(2 * kBatchBytes)) return false;  // near the end: exact path
-    const std::string& b = sc_.buf();
+    const std::string_view b = sc_.buf();
     const std::size_t from = sc_.pos();
     std::size_t at = from + kBatchBytes;
     std::size_t cut = std::string::npos, next = 0;
@@ -595,27 +646,25 @@ class Reader {
       }
       at = k;
     }
-    if (cut == std::string::npos) return false;
-    batch_.clear();
-    batch_ += '[';
-    batch_.append(b, from, cut - from);
-    batch_ += ']';
-    batch_.reserve(batch_.size() + simdjson::SIMDJSON_PADDING);
+    if (cut == std::string::npos || from == 0) return false;
+    // The elements [from, cut) are framed as a JSON array in place: the byte before them ('[',
+    // ',' or whitespace, kept by the scanner) becomes '[', the one after them (',' or
+    // whitespace) ']'. Both are restored right after the parse (the DOM holds its own copies of
+    // strings); the scanner's buffer has simdjson's padding after its end.
+    char* const d = sc_.mutable_data();
+    const char before = d[from - 1], after = d[cut];
+    d[from - 1] = '[';
+    d[cut] = ']';
     dom::element root;
+    const simdjson::error_code err = parser_.parse(d + from - 1, cut - from + 2, false).get(root);
+    d[from - 1] = before;
+    d[cut] = after;
     dom::array events;
-    if (parser_.parse(batch_).get(root) != simdjson::SUCCESS ||
-        root.get_array().get(events) != simdjson::SUCCESS) {
-      batch_.clear();
-      return false;
-    }
+    if (err != simdjson::SUCCESS || root.get_array().get(events) != simdjson::SUCCESS) return false;
     for (const dom::element elem : events) {
-      if (elem.type() != dom::element_type::OBJECT) {
-        batch_.clear();
-        return false;
-      }
+      if (elem.type() != dom::element_type::OBJECT) return false;
     }
     dispatch_all(events);
-    batch_.clear();
     sc_.set_pos(next);
     return true;
   }
@@ -788,8 +837,14 @@ class Reader {
   // for traces without "class", correlation becomes a field and device/stream are dropped (the
   // writer derives them from pid/tid), everything else stays an arg in file order.
   TraceEvent pending_from_record(std::int32_t pid, std::int32_t tid) {
-    const Record& r = rec_;
     TraceEvent e;
+    fill_event(e, pid, tid);
+    return e;
+  }
+
+  // E is a default-constructed event.
+  void fill_event(TraceEvent& e, std::int32_t pid, std::int32_t tid) {
+    const Record& r = rec_;
     e.pid = pid;
     e.tid = tid;
     e.ts_ns = r.ts_rel_ns;
@@ -797,7 +852,7 @@ class Reader {
     e.cat.assign(r.cat);
     std::size_t class_at = r.args.size();
     for (std::size_t i = 0; i < r.args.size(); ++i) {
-      if (r.args[i].key == "class" && r.args[i].kind == RawArg::Kind::kString) {
+      if (key_is(r.args[i].key, "class") && r.args[i].kind == RawArg::Kind::kString) {
         class_at = i;
         break;
       }
@@ -813,19 +868,19 @@ class Reader {
       const RawArg& a = r.args[i];
       const bool reserved_zone = ours ? i <= class_at : true;
       if (reserved_zone && a.kind == RawArg::Kind::kInt) {
-        if (a.key == "correlation") {
+        if (key_is(a.key, "correlation")) {
           e.correlation = a.i;
           continue;
         }
-        if (a.key == "op_id" && ours) {
+        if (key_is(a.key, "op_id") && ours) {
           e.op_id = a.i;
           continue;
         }
-        if (a.key == "device") {
+        if (key_is(a.key, "device")) {
           if (is_gpu_work(e.cls) && fits_i32(a.i)) device_of_pid_.try_emplace(pid, int(a.i));
           continue;
         }
-        if (a.key == "stream") continue;
+        if (key_is(a.key, "stream")) continue;
       }
       if (ours && i == class_at) continue;
       Arg out;
@@ -846,17 +901,23 @@ class Reader {
       }
       e.args.push_back(std::move(out));
     }
-    return e;
   }
 
+  // Built in place at the end of the event list (no temporary to move).
   void add_event(std::int32_t pid, std::int32_t tid, TimeNs ts_rel, TimeNs dur) {
-    TraceEvent e = pending_from_record(pid, tid);
+    TraceEvent& e = trace_.events.emplace_back();
+    fill_event(e, pid, tid);
     e.ts_ns = ts_rel;
     e.dur_ns = dur;
-    commit_event(std::move(e));
+    count_event(e);
   }
 
   void commit_event(TraceEvent&& e) {
+    trace_.events.push_back(std::move(e));
+    count_event(trace_.events.back());
+  }
+
+  void count_event(const TraceEvent& e) {
     const std::uint64_t lane = lane_key(e.pid, e.tid);
     if (tally_ == nullptr || lane != tally_lane_) {  // events come in runs on one lane
       tally_ = &tallies_[lane];
@@ -864,7 +925,6 @@ class Reader {
       seen_pid(e.pid);
     }
     tally_->add(e.cls, e.dur_ns);
-    trace_.events.push_back(std::move(e));
     ++st_.events;
   }
 
@@ -900,14 +960,30 @@ class Reader {
       return;
     }
     FlowEnd f;
-    f.cat.assign(r.cat);
-    f.name.assign(r.name);
+    f.cat = intern_flow_string(r.cat, &last_flow_cat_);
+    f.name = intern_flow_string(r.name, &last_flow_name_);
     f.id = r.id;
     f.pid = pid;
     f.tid = tid;
     f.ts_rel_ns = r.ts_rel_ns;
     f.order = index_;
     (ph == 's' ? flow_starts_ : flow_finishes_).push_back(std::move(f));
+  }
+
+  // Flow ends share a few names and categories ("ac2g"): each distinct string is kept once. LAST
+  // caches the previous answer for this field, which is usually the same string again.
+  std::uint32_t intern_flow_string(std::string_view v, std::uint32_t* last) {
+    if (*last < flow_strings_.size() && flow_strings_[*last] == v) return *last;
+    auto it = flow_string_ids_.find(v);
+    if (it == flow_string_ids_.end()) {
+      flow_strings_.emplace_back(v);  // a deque: the view below stays valid
+      it = flow_string_ids_
+               .emplace(std::string_view(flow_strings_.back()),
+                        static_cast<std::uint32_t>(flow_strings_.size() - 1))
+               .first;
+    }
+    *last = it->second;
+    return it->second;
   }
 
   struct ProcSlot {
@@ -993,24 +1069,30 @@ class Reader {
   }
 
   // Pairs flow starts and finishes by (cat, id), k-th start with k-th finish in file order;
-  // flows come out in the order of their starts.
+  // flows come out in the order of their starts. Categories compare by their interned index: any
+  // consistent order of (cat, id) groups gives the same pairs.
   void pair_flows() {
-    auto by_key = [](const FlowEnd* a, const FlowEnd* b) {
-      if (a->cat != b->cat) return a->cat < b->cat;
-      if (a->id != b->id) return a->id < b->id;
-      return a->order < b->order;
+    auto by_key = [](const FlowEnd& a, const FlowEnd& b) {
+      if (a.cat != b.cat) return a.cat < b.cat;
+      if (a.id != b.id) return a.id < b.id;
+      return a.order < b.order;
     };
-    std::vector<const FlowEnd*> s, f;
-    for (const FlowEnd& x : flow_starts_) s.push_back(&x);
-    for (const FlowEnd& x : flow_finishes_) f.push_back(&x);
-    std::sort(s.begin(), s.end(), by_key);
-    std::sort(f.begin(), f.end(), by_key);
+    // Usually already in key order (ids increase through the file): then no sort is needed.
+    if (!std::is_sorted(flow_starts_.begin(), flow_starts_.end(), by_key)) {
+      std::sort(flow_starts_.begin(), flow_starts_.end(), by_key);
+    }
+    if (!std::is_sorted(flow_finishes_.begin(), flow_finishes_.end(), by_key)) {
+      std::sort(flow_finishes_.begin(), flow_finishes_.end(), by_key);
+    }
+    const std::vector<FlowEnd>& s = flow_starts_;
+    const std::vector<FlowEnd>& f = flow_finishes_;
     std::vector<std::pair<const FlowEnd*, const FlowEnd*>> pairs;
+    pairs.reserve(std::min(s.size(), f.size()));
     std::size_t i = 0, j = 0;
     while (i < s.size() && j < f.size()) {
-      const bool same = s[i]->cat == f[j]->cat && s[i]->id == f[j]->id;
+      const bool same = s[i].cat == f[j].cat && s[i].id == f[j].id;
       if (same) {
-        pairs.emplace_back(s[i++], f[j++]);
+        pairs.emplace_back(&s[i++], &f[j++]);
       } else if (by_key(s[i], f[j])) {
         ++i;
       } else {
@@ -1018,20 +1100,24 @@ class Reader {
       }
     }
     st_.ignored_records += static_cast<std::int64_t>(s.size() + f.size() - 2 * pairs.size());
-    std::sort(pairs.begin(), pairs.end(),
-              [](const auto& a, const auto& b) { return a.first->order < b.first->order; });
+    const auto by_start = [](const auto& a, const auto& b) {
+      return a.first->order < b.first->order;
+    };
+    if (!std::is_sorted(pairs.begin(), pairs.end(), by_start)) {
+      std::sort(pairs.begin(), pairs.end(), by_start);
+    }
+    trace_.flows.reserve(trace_.flows.size() + pairs.size());
     for (const auto& [a, b] : pairs) {
-      FlowEvent fe;
+      FlowEvent& fe = trace_.flows.emplace_back();
       fe.id = a->id;
-      fe.name = a->name;
-      fe.cat = a->cat;
+      fe.name = flow_strings_[a->name];
+      fe.cat = flow_strings_[a->cat];
       fe.from_pid = a->pid;
       fe.from_tid = a->tid;
       fe.from_ts_ns = a->ts_rel_ns;
       fe.to_pid = b->pid;
       fe.to_tid = b->tid;
       fe.to_ts_ns = b->ts_rel_ns;
-      trace_.flows.push_back(std::move(fe));
     }
     st_.flows = static_cast<std::int64_t>(pairs.size());
   }
@@ -1076,11 +1162,13 @@ class Reader {
     for (ThreadSlot& t : threads_) trace_.threads.push_back(std::move(t.info));
     // Relative → absolute: the base may come after traceEvents (Kineto writes it last).
     const TimeNs base = trace_.base_ns;
-    for (TraceEvent& e : trace_.events) e.ts_ns += base;
-    for (CounterSample& c : trace_.counters) c.ts_ns += base;
-    for (FlowEvent& f : trace_.flows) {
-      f.from_ts_ns += base;
-      f.to_ts_ns += base;
+    if (base != 0) {  // our files have base 0: then nothing to add (saves a pass over the events)
+      for (TraceEvent& e : trace_.events) e.ts_ns += base;
+      for (CounterSample& c : trace_.counters) c.ts_ns += base;
+      for (FlowEvent& f : trace_.flows) {
+        f.from_ts_ns += base;
+        f.to_ts_ns += base;
+      }
     }
     if (!ours) rebase_far_timestamps();
   }
@@ -1146,6 +1234,10 @@ class Reader {
   std::unordered_map<std::int32_t, int> device_of_pid_;
   std::unordered_map<std::uint64_t, std::vector<TraceEvent>> open_;
   std::vector<FlowEnd> flow_starts_, flow_finishes_;
+  std::deque<std::string> flow_strings_;  // distinct flow names and categories
+  std::unordered_map<std::string_view, std::uint32_t> flow_string_ids_;
+  std::uint32_t last_flow_cat_ = std::numeric_limits<std::uint32_t>::max();
+  std::uint32_t last_flow_name_ = std::numeric_limits<std::uint32_t>::max();
 };
 
 }  // namespace

@@ -88,7 +88,8 @@ struct Split {
 // goes to the first active class of compute > comm > copy > host-wait, else idle; so the five sum
 // to the window's length exactly. Overlapped communication = segments where comm and compute are
 // both active.
-Split split_time(const std::vector<const TraceEvent*>& events, const std::vector<Interval>& window) {
+Split split_time(const std::vector<const TraceEvent*>& events,
+                 const std::vector<Interval>& window) {
   enum : int { kCompute = 0, kComm = 1, kCopy = 2, kHostWait = 3, kWindow = 4, kKinds = 5 };
   struct Point {
     TimeNs t;
@@ -196,6 +197,55 @@ std::string gpu_name(const ProcessInfo& p) {
   return "rank " + std::to_string(p.rank) + " / GPU " + std::to_string(p.gpu);
 }
 
+// [SECTION] Rank symmetry -------------------------------------------------------------------
+
+struct Mirror {
+  int gpu = 0, rank = 0, rep = 0;
+};
+
+// metadata["rank_symmetry"]["mirrors"]: [gpu, rank, representative GPU] per mirrored GPU.
+std::vector<Mirror> read_mirrors(const nlohmann::json& md) {
+  std::vector<Mirror> out;
+  if (!md.is_object() || !md.contains("rank_symmetry") || !md["rank_symmetry"].is_object())
+    return out;
+  const nlohmann::json& rs = md["rank_symmetry"];
+  if (!rs.contains("mirrors") || !rs["mirrors"].is_array()) return out;
+  for (const nlohmann::json& e : rs["mirrors"]) {
+    if (e.is_array() && e.size() == 3 && e[0].is_number_integer() && e[1].is_number_integer() &&
+        e[2].is_number_integer())
+      out.push_back({e[0].get<int>(), e[1].get<int>(), e[2].get<int>()});
+  }
+  return out;
+}
+
+// A row per mirrored GPU repeating its representative's figures (counted once already, through
+// the representative's stands_for), then all rows in GPU order.
+void add_mirror_rows(Summary& s, const std::vector<Mirror>& mirrors, const nlohmann::json& md) {
+  std::map<int, std::size_t> row_of_gpu;
+  for (std::size_t i = 0; i < s.per_gpu.size(); ++i) row_of_gpu[s.per_gpu[i].gpu] = i;
+  int per_node = 0;
+  if (md.contains("cluster") && md["cluster"].is_object())
+    per_node = md["cluster"].value("gpus_per_node", 0);
+  const std::size_t own = s.per_gpu.size();
+  for (const Mirror& m : mirrors) {
+    const auto it = row_of_gpu.find(m.rep);
+    if (it == row_of_gpu.end() || it->second >= own) continue;
+    GpuSummary g = s.per_gpu[it->second];
+    g.gpu = m.gpu;
+    g.pid = m.gpu;
+    g.rank = m.rank;
+    g.node = per_node > 0 ? m.gpu / per_node : -1;
+    g.name = per_node > 0
+                 ? "node " + std::to_string(g.node) + " / GPU " + std::to_string(m.gpu % per_node)
+                 : "GPU " + std::to_string(m.gpu);
+    g.stands_for = 0;
+    g.mirror_of = m.rep;
+    s.per_gpu.push_back(std::move(g));
+  }
+  std::stable_sort(s.per_gpu.begin(), s.per_gpu.end(),
+                   [](const GpuSummary& a, const GpuSummary& b) { return a.gpu < b.gpu; });
+}
+
 }  // namespace
 
 // [SECTION] summarize ----------------------------------------------------------------------------
@@ -203,6 +253,21 @@ std::string gpu_name(const ProcessInfo& p) {
 Summary summarize(const Trace& trace) {
   Summary s;
   const nlohmann::json& md = trace.metadata;
+  // Rank symmetry (docs/summary.md, "Rank symmetry"): a simulated GPU stands for itself and its
+  // mirror images; sums over GPUs count it that many times, and every mirror gets its row.
+  const std::vector<Mirror> mirrors = read_mirrors(md);
+  std::map<int, int> stands_for_gpu;
+  for (const Mirror& m : mirrors) stands_for_gpu.emplace(m.rep, 1).first->second += 1;
+  s.symmetric = !mirrors.empty();
+  if (s.symmetric) {
+    s.notes.push_back("rank symmetry: " + std::to_string(stands_for_gpu.size() + mirrors.size()) +
+                      " GPUs simulated as " + std::to_string(stands_for_gpu.size()) +
+                      " representatives; a mirrored GPU's row repeats its representative's");
+  }
+  auto stands_for = [&](int gpu) {
+    const auto it = stands_for_gpu.find(gpu);
+    return it == stands_for_gpu.end() ? 1 : it->second;
+  };
   s.scenario = string_at(md, "scenario", "name");
   if (s.scenario.empty()) s.scenario = string_at(md, "scenario");
   s.strategy = string_at(md, "strategy", "label");
@@ -264,7 +329,8 @@ Summary summarize(const Trace& trace) {
     const double model = md.value("model_flops_per_step", 0.0);
     const double hardware = md.value("hardware_flops_per_step", 0.0);
     const double peak = md.value("peak_flops_per_gpu", 0.0);
-    const double gpus = static_cast<double>(trace.processes.size());
+    double gpus = 0;
+    for (const ProcessInfo& p : trace.processes) gpus += stands_for(p.gpu);
     if (model > 0 && gpus > 0) s.tflops_per_gpu = model / (s.step_time_s * gpus) / 1e12;
     if (model > 0 && peak > 0 && gpus > 0) {
       s.mfu = model / (s.step_time_s * gpus * peak);
@@ -312,6 +378,7 @@ Summary summarize(const Trace& trace) {
     g.node = p.node;
     g.gpu = p.gpu;
     g.capacity_bytes = p.capacity_bytes;
+    g.stands_for = stands_for(p.gpu);
     const Split sp = split_time(events_of[pid], window);
     g.compute_s = ns_to_s(sp.compute) * per_step;
     g.comm_s = ns_to_s(sp.comm) * per_step;
@@ -329,17 +396,19 @@ Summary summarize(const Trace& trace) {
     g.peak_bytes = m.peak;
     if (m.any) {
       s.has_memory_data = true;
-      ++with_memory;
-      peak_sum += static_cast<double>(m.peak);
+      with_memory += g.stands_for;
+      peak_sum += static_cast<double>(m.peak) * g.stands_for;
       peak_max = std::max(peak_max, static_cast<double>(m.peak));
       if (m.first_over_capacity >= 0 && (!s.oom || m.first_over_capacity < s.oom->at_ns)) {
         s.oom = OomVerdict{g.gpu, "", m.peak - p.capacity_bytes, m.first_over_capacity};
       }
     }
-    s.exposed_comm_s += g.exposed_comm_s;
-    s.overlapped_comm_s += g.overlapped_comm_s;
+    s.exposed_comm_s += g.exposed_comm_s * g.stands_for;
+    s.overlapped_comm_s += g.overlapped_comm_s * g.stands_for;
+    s.gpus += g.stands_for;
     s.per_gpu.push_back(std::move(g));
   }
+  if (s.symmetric) add_mirror_rows(s, mirrors, md);
   // Imbalance = max / mean of the GPUs' peaks (docs/summary.md "Imbalance").
   if (with_memory > 0 && peak_sum > 0) s.imbalance = peak_max / (peak_sum / with_memory);
   if (!s.has_memory_data) s.notes.push_back("no memory data");

@@ -31,6 +31,9 @@ struct GpuSummary {                    // one GPU (trace process); times are sec
   double idle_s = 0;                   // none of the above
   double exposed_comm_s = 0;           // communication not overlapped by compute (= comm_s)
   double overlapped_comm_s = 0;        // communication ∩ compute
+  int stands_for = 1;                  // rank symmetry: GPUs this row's figures count for (itself
+                       //   incl.); 0 for a mirror's row (counted by its representative)
+  int mirror_of = -1;  // rank symmetry: the representative GPU whose figures these are
 };
 
 struct OomVerdict {
@@ -46,15 +49,18 @@ struct Summary {
   double step_time_s = 0;                   // median of steps 2..N (step 1 only if N == 1)
   std::int64_t samples_per_step = 0;        // metadata["samples_per_step"] (0: unknown)
   double samples_per_s = 0;                 // samples_per_step / step_time_s (0 when unknown)
-  double mfu = 0;                           // model FLOPs utilisation (0: unknown; docs: MFU and HFU)
-  double hfu = 0;                           // hardware FLOPs utilisation, recompute included
-  double tflops_per_gpu = 0;                // achieved model TFLOP/s per GPU (0: unknown)
-  double window_s = 0;                      // mean length of the steps the per-GPU split covers
-  int window_steps = 0;                     // how many steps the per-GPU split averages over
-  double imbalance = 0;  // max / mean of the GPUs' peak bytes (0: no memory data)
+  double mfu = 0;             // model FLOPs utilisation (0: unknown; docs: MFU and HFU)
+  double hfu = 0;             // hardware FLOPs utilisation, recompute included
+  double tflops_per_gpu = 0;  // achieved model TFLOP/s per GPU (0: unknown)
+  double window_s = 0;        // mean length of the steps the per-GPU split covers
+  int window_steps = 0;       // how many steps the per-GPU split averages over
+  double imbalance = 0;       // max / mean of the GPUs' peak bytes (0: no memory data)
   bool has_memory_data = false;
   std::optional<OomVerdict> oom;
-  std::vector<GpuSummary> per_gpu;  // GPU processes with GPU work, sorted by pid
+  std::vector<GpuSummary> per_gpu;  // GPU processes with GPU work, sorted by pid (= GPU); under
+                                    //   rank symmetry mirrored GPUs too, repeating their figures
+  int gpus = 0;                     // GPUs the run used: sum of per_gpu's stands_for
+  bool symmetric = false;           // metadata["rank_symmetry"] named mirrored GPUs
   int device_ids0 = -1;             // DataParallel: device_ids[0] (-1 otherwise)
   int output_device = -1;           // DataParallel: output_device (-1 otherwise)
   double exposed_comm_s = 0;        // sum over GPUs, per step

@@ -73,6 +73,15 @@ nlohmann::json summary_to_json(const Summary& s) {
   j["overlapped_comm_s"] = s.overlapped_comm_s;
   nlohmann::json gpus = nlohmann::json::array();
   for (const GpuSummary& g : s.per_gpu) {
+    if (g.mirror_of >= 0) {
+      // A mirrored GPU's figures are its representative's (docs/summary.md, "Rank symmetry").
+      gpus.push_back({{"name", g.name},
+                      {"rank", g.rank},
+                      {"node", g.node},
+                      {"gpu", g.gpu},
+                      {"mirror_of", g.mirror_of}});
+      continue;
+    }
     gpus.push_back({{"name", g.name},
                     {"rank", g.rank},
                     {"node", g.node},
@@ -88,7 +97,9 @@ nlohmann::json summary_to_json(const Summary& s) {
                     {"idle_s", g.idle_s},
                     {"exposed_comm_s", g.exposed_comm_s},
                     {"overlapped_comm_s", g.overlapped_comm_s}});
+    if (s.symmetric) gpus.back()["stands_for"] = g.stands_for;
   }
+  if (s.symmetric) j["gpus"] = s.gpus;
   j["per_gpu"] = gpus;
   j["notes"] = s.notes;
   return j;
@@ -107,8 +118,8 @@ void print_summary_table(const Summary& s, std::ostream& out) {
                               : std::string("(samples per step unknown)"))
       << "\n";
   if (s.mfu > 0) {
-    out << "MFU:       " << fmt("%.1f", s.mfu * 100) << " % (HFU " << fmt("%.1f", s.hfu * 100) << " %, "
-        << fmt("%.1f", s.tflops_per_gpu) << " model TFLOP/s per GPU)\n";
+    out << "MFU:       " << fmt("%.1f", s.mfu * 100) << " % (HFU " << fmt("%.1f", s.hfu * 100)
+        << " %, " << fmt("%.1f", s.tflops_per_gpu) << " model TFLOP/s per GPU)\n";
   }
   out << "\n";
   out << "per GPU, ms per step (window " << fmt("%.3f", s.window_s * 1e3)
@@ -116,13 +127,19 @@ void print_summary_table(const Summary& s, std::ostream& out) {
   const char* heads[] = {"busy",      "compute", "comm",    "copy",
                          "host-wait", "idle",    "exposed", "peak / capacity GiB"};
   std::size_t name_w = 3;
-  for (const GpuSummary& g : s.per_gpu) name_w = std::max(name_w, g.name.size());
+  auto row_name = [&](const GpuSummary& g) {
+    return g.stands_for > 1 ? g.name + " x" + std::to_string(g.stands_for) : g.name;
+  };
+  for (const GpuSummary& g : s.per_gpu) name_w = std::max(name_w, row_name(g).size());
+  // Under rank symmetry a representative's row stands for its mirrors (" xN"), which are not
+  // repeated here.
   out << pad("GPU", name_w, false);
   const std::size_t widths[] = {7, 10, 10, 10, 10, 10, 10, 22};
   for (int i = 0; i < 8; ++i) out << pad(heads[i], widths[i]);
   out << "\n";
   for (const GpuSummary& g : s.per_gpu) {
-    out << pad(g.name, name_w, false);
+    if (g.mirror_of >= 0) continue;
+    out << pad(row_name(g), name_w, false);
     out << pad(fmt("%.1f%%", g.busy_fraction * 100), widths[0]);
     out << pad(fmt("%.3f", g.compute_s * 1e3), widths[1]);
     out << pad(fmt("%.3f", g.comm_s * 1e3), widths[2]);

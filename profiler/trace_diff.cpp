@@ -14,6 +14,7 @@
 #include <array>
 #include <charconv>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <tuple>
 #include <unordered_map>
@@ -526,6 +527,8 @@ RunMetrics metrics_from_summary(const nlohmann::json& j, const std::string& sour
   s.samples_per_s = j.contains("samples_per_s") ? number(j, "samples_per_s", "") : 0.0;
   s.imbalance = j.contains("imbalance") ? number(j, "imbalance", "") : 0.0;
   s.has_memory_data = j.value("has_memory_data", false);
+  std::map<int, std::size_t> row_of_gpu;
+  std::vector<std::pair<std::size_t, int>> mirrored;  // (row, representative GPU)
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const nlohmann::json& g = gpus[i];
     const std::string path = "per_gpu[" + std::to_string(i) + "]";
@@ -534,6 +537,15 @@ RunMetrics metrics_from_summary(const nlohmann::json& j, const std::string& sour
     gs.name = g.value("name", gpu_key(i));
     gs.rank = g.contains("rank") && g["rank"].is_number_integer() ? g["rank"].get<int>() : -1;
     gs.gpu = g.contains("gpu") && g["gpu"].is_number_integer() ? g["gpu"].get<int>() : -1;
+    row_of_gpu[gs.gpu] = i;
+    if (g.contains("mirror_of")) {
+      // Rank symmetry: the row repeats its representative's figures (filled in below).
+      if (!g["mirror_of"].is_number_integer())
+        throw InputError(source, path + ".mirror_of", "not an integer GPU index");
+      mirrored.emplace_back(i, g["mirror_of"].get<int>());
+      s.per_gpu.push_back(std::move(gs));
+      continue;
+    }
     gs.has_memory_data = g.value("has_memory_data", false);
     gs.peak_bytes = static_cast<Bytes>(number(g, "peak_bytes", path));
     gs.compute_s = number(g, "compute_s", path);
@@ -544,6 +556,24 @@ RunMetrics metrics_from_summary(const nlohmann::json& j, const std::string& sour
     gs.exposed_comm_s = number(g, "exposed_comm_s", path);
     gs.overlapped_comm_s = number(g, "overlapped_comm_s", path);
     s.per_gpu.push_back(std::move(gs));
+  }
+  for (const auto& [row, rep] : mirrored) {
+    const auto it = row_of_gpu.find(rep);
+    const std::string path = "per_gpu[" + std::to_string(row) + "].mirror_of";
+    if (it == row_of_gpu.end() || gpus[it->second].contains("mirror_of"))
+      throw InputError(source, path, "names no simulated GPU of this summary");
+    GpuSummary& m = s.per_gpu[row];
+    const GpuSummary& from = s.per_gpu[it->second];
+    m.has_memory_data = from.has_memory_data;
+    m.peak_bytes = from.peak_bytes;
+    m.compute_s = from.compute_s;
+    m.comm_s = from.comm_s;
+    m.copy_s = from.copy_s;
+    m.host_wait_s = from.host_wait_s;
+    m.idle_s = from.idle_s;
+    m.exposed_comm_s = from.exposed_comm_s;
+    m.overlapped_comm_s = from.overlapped_comm_s;
+    m.mirror_of = rep;
   }
   RunMetrics r;
   r.source = source;

@@ -49,6 +49,8 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   std::map<int, Bytes> capacity;
   for (const core::GpuMemory& g : mem.gpus) capacity[g.gpu] = g.capacity_bytes;
   for (int g : p.active_gpus) {
+    // Rank symmetry: a mirrored GPU has no ops of its own; its representative stands for it.
+    if (p.symmetry.enabled() && p.symmetry.weight_of_gpu[g] == 0) continue;
     prof::ProcessInfo pi;
     pi.pid = g;
     pi.node = g / p.gpus_per_node;
@@ -246,6 +248,28 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   warnings.insert(warnings.end(), p.warnings.begin(), p.warnings.end());
   md["warnings"] = warnings;
   md["notes"] = r.notes;
+  if (p.symmetry.enabled()) {
+    // docs/trace-format.md, "Metadata": which simulated GPU stands for how many active GPUs.
+    // Each mirrored GPU as [gpu, rank, representative GPU]: the representative is the image of the
+    // GPU under the mirror that maps the GPU onto a simulated one.
+    nlohmann::json mirrors = nlohmann::json::array();
+    int simulated = 0;
+    for (int g : p.active_gpus) {
+      if (p.symmetry.weight_of_gpu[g] > 0) {
+        ++simulated;
+        continue;
+      }
+      int rep = -1;
+      for (const std::vector<int>& img : p.symmetry.images) {
+        if (img[g] >= 0 && p.symmetry.weight_of_gpu[img[g]] > 0) {
+          rep = img[g];
+          break;
+        }
+      }
+      mirrors.push_back({g, rank_of[g], rep});
+    }
+    md["rank_symmetry"] = {{"active_gpus", p.active_gpus.size()}, {"simulated_gpus", simulated}, {"mirrors", mirrors}};
+  }
   return tr;
 }
 

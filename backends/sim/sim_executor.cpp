@@ -8,7 +8,9 @@
 //   Event loop        (time, insertion order) queue; deadlock and cancellation checks
 #include "backends/sim/sim_executor.hpp"
 
+#include <algorithm>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,8 @@ class Engine {
   std::vector<FifoResource> gil_, cores_;
   std::vector<Instance> instances_;
   std::vector<Transfer> transfers_;
+  std::vector<std::vector<int>> group_mirrors_;  // per group: mirrors giving distinct images
+  std::vector<char> group_mirrors_known_;
   std::int64_t flow_gen_ = 0;
   std::int64_t events_ = 0;
   std::int64_t done_count_ = 0;
@@ -98,6 +102,9 @@ class Engine {
   void check_stream(int s);
   void start_on_stream(int s, OpId id);
   void start_transfer(std::vector<OpId> ops, core::TransferPlan plan);
+  std::vector<int> distinct_mirrors(const std::vector<int>& gpus) const;
+  const std::vector<int>& mirrors_of_group(int group);
+  void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
   void transfer_go(int tr);
   void on_flow_check(std::int64_t gen);
   void schedule_flow_check();
@@ -250,7 +257,13 @@ void Engine::start_on_stream(int s, OpId id) {
       core::Endpoint src = core::Endpoint::host(node), dst = core::Endpoint::gpu(op.gpu);
       if (op.copy_kind == core::CopyKind::kPeer) src = core::Endpoint::gpu(op.peer_gpu);
       if (op.copy_kind == core::CopyKind::kD2H) std::swap(src, dst);
-      start_transfer({id}, core::plan_copy(topo_, comm_, op.copy_kind, src, dst, static_cast<double>(op.bytes)));
+      core::TransferPlan plan = core::plan_copy(topo_, comm_, op.copy_kind, src, dst, static_cast<double>(op.bytes));
+      if (p_.symmetry.enabled()) {
+        std::vector<int> ends{op.gpu};
+        if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
+        add_mirror_flows(plan, distinct_mirrors(ends));
+      }
+      start_transfer({id}, std::move(plan));
       return;
     }
     case OpKind::kCollective: {
@@ -261,8 +274,10 @@ void Engine::start_on_stream(int s, OpId id) {
       // once every member has arrived.
       if (static_cast<int>(in.arrived.size()) == in.expected) {
         const core::CommGroup& g = p_.groups[op.group];
-        start_transfer(in.arrived, core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus, op.root,
-                                                         static_cast<double>(op.bytes)));
+        core::TransferPlan plan =
+            core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus, op.root, static_cast<double>(op.bytes));
+        if (p_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
+        start_transfer(in.arrived, std::move(plan));
       }
       return;
     }
@@ -280,6 +295,51 @@ void Engine::start_transfer(std::vector<OpId> ops, core::TransferPlan plan) {
   const TimeNs latency = plan.latency_ns;
   transfers_.push_back(Transfer{std::move(ops), std::move(plan), 0});
   push(now_ + latency, EvType::kTransferGo, tr);
+}
+
+// Rank symmetry (docs/cost-model.md, "Rank symmetry"): the mirrors whose images of `gpus` differ
+// from the set itself and from each other, so that each image transfer is started once.
+std::vector<int> Engine::distinct_mirrors(const std::vector<int>& gpus) const {
+  std::vector<int> out;
+  std::vector<std::vector<int>> seen;
+  std::vector<int> key;
+  for (std::size_t m = 0; m < p_.symmetry.images.size(); ++m) {
+    key.clear();
+    for (int g : gpus) key.push_back(p_.symmetry.images[m][g]);
+    std::sort(key.begin(), key.end());
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    if (m > 0) out.push_back(static_cast<int>(m));  // images[0] is the identity: the transfer itself
+  }
+  return out;
+}
+
+const std::vector<int>& Engine::mirrors_of_group(int group) {
+  if (!group_mirrors_known_[group]) {
+    group_mirrors_[group] = distinct_mirrors(p_.groups[group].gpus);
+    group_mirrors_known_[group] = 1;
+  }
+  return group_mirrors_[group];
+}
+
+// Appends each mirror's image of the plan's flows: GPU endpoints through the mirror's map, a host
+// endpoint to the node of its flow's GPU's image. The transfer ends when the slowest image ends.
+void Engine::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const {
+  const std::size_t own = plan.flows.size();
+  const int per_node = s_.cluster.gpus_per_node;
+  for (int m : mirrors) {
+    const std::vector<int>& img = p_.symmetry.images[m];
+    for (std::size_t i = 0; i < own; ++i) {
+      core::FlowSpec f = plan.flows[i];
+      const bool src_gpu = f.src.kind == core::Endpoint::Kind::kGpu;
+      const bool dst_gpu = f.dst.kind == core::Endpoint::Kind::kGpu;
+      if (src_gpu) f.src.index = img[f.src.index];
+      if (dst_gpu) f.dst.index = img[f.dst.index];
+      if (!src_gpu && dst_gpu) f.src.index = f.dst.index / per_node;
+      if (src_gpu && !dst_gpu) f.dst.index = f.src.index / per_node;
+      plan.flows.push_back(f);
+    }
+  }
 }
 
 void Engine::transfer_go(int tr) {
@@ -383,9 +443,28 @@ core::ExecutionResult Engine::run() {
   streams_.resize(p_.streams.size());
   gil_.assign(p_.processes.size(), FifoResource(1));
   cores_.assign(static_cast<std::size_t>(s_.cluster.nodes), FifoResource(std::max(1, s_.host.cpu_cores)));
+  if (p_.symmetry.enabled()) {
+    // Rank symmetry: a node's cores are shared with the processes of its mirrored GPUs, which do
+    // not run here; the simulated ones get their share, cores x simulated / active GPUs of the node
+    // (docs/cost-model.md, "Rank symmetry").
+    std::vector<int> active(static_cast<std::size_t>(s_.cluster.nodes), 0), simulated(active);
+    for (int g : p_.active_gpus) {
+      ++active[g / s_.cluster.gpus_per_node];
+      if (p_.symmetry.weight_of_gpu[g] > 0) ++simulated[g / s_.cluster.gpus_per_node];
+    }
+    for (std::size_t nd = 0; nd < active.size(); ++nd) {
+      if (active[nd] == 0 || simulated[nd] == 0) continue;
+      const int share = static_cast<int>(static_cast<std::int64_t>(s_.host.cpu_cores) * simulated[nd] / active[nd]);
+      cores_[nd] = FifoResource(std::max(1, share));
+    }
+  }
+  group_mirrors_.assign(p_.groups.size(), {});
+  group_mirrors_known_.assign(p_.groups.size(), 0);
   instances_.resize(static_cast<std::size_t>(p_.collective_instances));
+  // An instance starts when all its ops arrived: one per group member, or per representative
+  // member under rank symmetry (validate_program checks the count).
   for (const Op& op : p_.ops) {
-    if (op.kind == OpKind::kCollective) instances_[op.instance].expected = static_cast<int>(p_.groups[op.group].gpus.size());
+    if (op.kind == OpKind::kCollective) ++instances_[op.instance].expected;
   }
   for (std::size_t t = 0; t < threads_.size(); ++t) push(0, EvType::kThreadStep, static_cast<std::int64_t>(t));
 

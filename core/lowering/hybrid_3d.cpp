@@ -71,6 +71,7 @@ namespace {
 
 struct RankState {
   int rank = 0, gpu = 0, node = 0;
+  bool emitted = true;  // false: a mirror image of a representative (rank symmetry)
   RankCoord c;
   int thread = 0;
   int compute = 0, dp = 0, copy = 0, send_next = 0, recv_prev = 0, send_prev = 0, recv_next = 0;
@@ -112,6 +113,10 @@ class Emitter {
   std::unordered_map<std::int64_t, std::pair<int, int>>
       open_;                                          // (group, index) -> instance, ops left
   std::unordered_map<std::int64_t, int> p2p_groups_;  // (src, dst, dir) -> group
+  bool symmetric_ = false;                            // rank symmetry (docs/program.md)
+  std::vector<char> emitted_gpu_;                     // per world GPU
+
+  void set_up_symmetry();
 
   int instance_for(int rank, int group);
   OpId coll(RankState& r, int stream, const std::string& name, CollectiveKind k, int group,
@@ -138,8 +143,10 @@ int Emitter::instance_for(int rank, int group) {
   auto it = open_.find(key);
   if (it == open_.end()) {
     const int inst = b_.new_instance();
-    const int members =
-        static_cast<int>(b_.program().groups[static_cast<std::size_t>(group)].gpus.size());
+    // Members that issue ops: all of them, or under rank symmetry the representatives only.
+    int members = 0;
+    for (int gpu : b_.program().groups[static_cast<std::size_t>(group)].gpus)
+      members += emitted_gpu_[static_cast<std::size_t>(gpu)] ? 1 : 0;
     if (members > 1) open_[key] = {inst, members - 1};
     return inst;
   }
@@ -539,12 +546,24 @@ void Emitter::build(const std::string& label) {
   const int world = grid_.size();
   CSIM_ASSERT(world == static_cast<int>(ids.size()));
   ranks_.resize(static_cast<std::size_t>(world));
+  symmetric_ = s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1);
+  emitted_gpu_.assign(static_cast<std::size_t>(prog.world_gpus), 0);
   for (int rk = 0; rk < world; ++rk) {
     RankState& r = ranks_[static_cast<std::size_t>(rk)];
     r.rank = rk;
     r.gpu = ids[static_cast<std::size_t>(rk)];
     r.node = r.gpu / s_.cluster.gpus_per_node;
     r.c = grid_.coord(rk);
+    // Rank symmetry: replicas (dp) and tensor-parallel ranks (tp) run the same ops at the same
+    // times; rank (dp 0, tp 0) of each stage stands for the others.
+    r.emitted = !symmetric_ || (r.c.dp == 0 && r.c.tp == 0);
+    emitted_gpu_[static_cast<std::size_t>(r.gpu)] = r.emitted ? 1 : 0;
+    for (int c = 0; c < ps_.virtual_stages; ++c) {
+      const Segment& sg = segs_[static_cast<std::size_t>(c * ps_.pp + r.c.pp)];
+      for (int i = sg.first; i < sg.end; ++i)
+        r.params += sharded_[static_cast<std::size_t>(i)].params;
+    }
+    if (!r.emitted) continue;
     const int proc = b_.add_process(r.node,
                                     "python rank " + std::to_string(rk) + " (dp " +
                                         std::to_string(r.c.dp) + ", tp " + std::to_string(r.c.tp) +
@@ -560,12 +579,8 @@ void Emitter::build(const std::string& label) {
       r.send_prev = b_.add_stream(r.gpu, StreamRole::kComm, "pp send prev");
       r.recv_next = b_.add_stream(r.gpu, StreamRole::kComm, "pp recv next");
     }
-    for (int c = 0; c < ps_.virtual_stages; ++c) {
-      const Segment& sg = segs_[static_cast<std::size_t>(c * ps_.pp + r.c.pp)];
-      for (int i = sg.first; i < sg.end; ++i)
-        r.params += sharded_[static_cast<std::size_t>(i)].params;
-    }
   }
+  if (symmetric_) set_up_symmetry();
   auto gpus_of = [&](const std::vector<int>& rks) {
     std::vector<int> g;
     for (int x : rks) g.push_back(ids[static_cast<std::size_t>(x)]);
@@ -594,6 +609,7 @@ void Emitter::build(const std::string& label) {
   // first stage.
   b_.set_step(0);
   for (RankState& r : ranks_) {
+    if (!r.emitted) continue;
     const ModelStateBytes st =
         model_state_bytes(r.params, s_.training, params_sharded_ ? 3 : ps_.zero_stage, ps_.dp);
     if (st.params > 0)
@@ -604,7 +620,30 @@ void Emitter::build(const std::string& label) {
     }
   }
   for (int step = 1; step <= s_.training.steps; ++step) {
-    for (RankState& r : ranks_) emit_step(r, step);
+    for (RankState& r : ranks_) {
+      if (r.emitted) emit_step(r, step);
+    }
+  }
+}
+
+void Emitter::set_up_symmetry() {
+  // Mirror (kd, kt) shifts every rank's data-parallel index by kd and its tensor-parallel index by
+  // kt (mod dp, tp), keeping its stage: the group Z_dp x Z_tp, identity first.
+  RankSymmetry& sym = b_.program().symmetry;
+  const std::size_t world = static_cast<std::size_t>(b_.program().world_gpus);
+  sym.weight_of_gpu.assign(world, 0);
+  for (int kd = 0; kd < ps_.dp; ++kd) {
+    for (int kt = 0; kt < ps_.tp; ++kt) {
+      std::vector<int> img(world, -1);
+      for (const RankState& r : ranks_) {
+        const RankCoord c{(r.c.dp + kd) % ps_.dp, (r.c.tp + kt) % ps_.tp, r.c.pp};
+        img[static_cast<std::size_t>(r.gpu)] = ranks_[static_cast<std::size_t>(grid_.rank(c))].gpu;
+      }
+      sym.images.push_back(std::move(img));
+    }
+  }
+  for (const RankState& r : ranks_) {
+    if (r.emitted) sym.weight_of_gpu[static_cast<std::size_t>(r.gpu)] = ps_.dp * ps_.tp;
   }
 }
 

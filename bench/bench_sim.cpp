@@ -3,17 +3,38 @@
 // quoted as measured in one run, never asserted.
 //
 //   build/release/bench/bench_sim [--repeat N] [--scenario FILE] [--sizes 8,64,512]
+//
+// GPT-3 175B scale table (issue 4): one training step of scenarios/gpt3_175b_1024xa100_3d.json
+// scaled by its data-parallel degree, with rank symmetry ("auto") and, up to --full-up-to GPUs,
+// in full fidelity ("off"). Each configuration runs in a fresh child process (this binary
+// re-executed with the hidden --gpt3-one flag) so that its peak RSS (VmHWM) is its own.
+//
+//   bench_sim --gpt3-scale [--sizes 8,64,512,1024,4096,16384] [--full-up-to 1024]
+//             [--scenario FILE] [--mem-limit-gib G]
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "backends/common/trace_builder.hpp"
+#include "backends/sim/sim_executor.hpp"
 #include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
+#include "core/memory_timeline.hpp"
 #include "core/scenario_parser.hpp"
-#include "backends/sim/sim_executor.hpp"
 #include "tools/simrun_app.hpp"
 
 namespace {
@@ -24,34 +45,292 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+std::vector<int> parse_sizes(const std::string& v) {
+  std::vector<int> sizes;
+  std::stringstream ss(v);
+  for (std::string tok; std::getline(ss, tok, ',');) sizes.push_back(std::atoi(tok.c_str()));
+  return sizes;
+}
+
+// [SECTION] GPT-3 175B scale table
+// -----------------------------------------------------------------
+
+// Shape of one size: tp 8 inside a node, pp 8 (pp 1 at 8 GPUs), dp the rest; micro-batch 1 and
+// 8 micro-batches per pipeline (global batch = 8 dp).
+struct Gpt3Shape {
+  int gpus = 0, tp = 8, pp = 8, dp = 1, nodes = 1, global_batch = 8;
+};
+
+Gpt3Shape gpt3_shape(int gpus) {
+  Gpt3Shape s;
+  s.gpus = gpus;
+  s.pp = gpus >= 64 ? 8 : 1;
+  s.dp = std::max(1, gpus / (s.tp * s.pp));
+  s.nodes = std::max(1, gpus / 8);
+  s.global_batch = 8 * s.dp;
+  return s;
+}
+
+std::vector<std::string> gpt3_overrides(const Gpt3Shape& sh, bool symmetry) {
+  std::vector<std::string> sets{"cluster.nodes=" + std::to_string(sh.nodes),
+                                "strategy.tp=" + std::to_string(sh.tp),
+                                "strategy.pp=" + std::to_string(sh.pp),
+                                "strategy.dp=" + std::to_string(sh.dp),
+                                "training.global_batch=" + std::to_string(sh.global_batch),
+                                std::string("simulation.symmetry=") + (symmetry ? "auto" : "off")};
+  if (sh.pp == 1) {  // the interleaved schedule needs pp >= 2
+    sets.push_back("strategy.schedule=1f1b");
+    sets.push_back("strategy.virtual_stages=1");
+  }
+  return sets;
+}
+
+// Peak resident set of this process in KiB (Linux VmHWM), -1 when unavailable.
+long peak_rss_kib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+// Child: one configuration, phases timed separately; prints one "key=value ..." line on stdout.
+int gpt3_one(const std::string& scenario_path, int gpus, bool symmetry) {
+  const Gpt3Shape sh = gpt3_shape(gpus);
+  try {
+    const csim::core::Scenario s =
+        csim::core::parse_scenario_file(scenario_path, gpt3_overrides(sh, symmetry));
+    auto t0 = Clock::now();
+    csim::core::Program p = csim::core::lower(s);
+    const double lower_s = seconds_since(t0);
+    t0 = Clock::now();
+    csim::sim::SimExecutor exec(s);
+    csim::core::ExecutionResult res = exec.run(p, {});
+    const double sim_s = seconds_since(t0);
+    t0 = Clock::now();
+    csim::core::MemoryReport mem = csim::core::memory_timeline(p, res.timings, s.cluster);
+    const double mem_s = seconds_since(t0);
+    t0 = Clock::now();
+    csim::prof::Trace trace = csim::backend::build_trace(s, p, res, mem);
+    const double trace_s = seconds_since(t0);
+
+    long long sim_ranks = 0;
+    if (p.symmetry.enabled()) {
+      for (int w : p.symmetry.weight_of_gpu) sim_ranks += w > 0 ? 1 : 0;
+    } else {
+      sim_ranks = static_cast<long long>(p.active_gpus.size());
+    }
+    // Ops the whole cluster runs: each simulated op counts once per GPU its GPU stands for.
+    long long cluster_ops = 0;
+    for (const auto& op : p.ops) {
+      cluster_ops +=
+          p.symmetry.enabled() ? p.symmetry.weight_of_gpu[static_cast<std::size_t>(op.gpu)] : 1;
+    }
+    csim::TimeNs last = 0;
+    for (const auto& t : res.timings) last = std::max(last, t.end_ns);
+    long long peak_mem = 0;
+    for (const auto& g : mem.gpus) peak_mem = std::max<long long>(peak_mem, g.peak_bytes);
+    std::printf(
+        "ops=%zu cluster_ops=%lld events=%lld sim_ranks=%lld lower_s=%.6f sim_s=%.6f mem_s=%.6f "
+        "trace_s=%.6f step_ns=%lld gpu_peak_bytes=%lld oom=%d trace_events=%zu rss_kib=%ld\n",
+        p.ops.size(), cluster_ops, static_cast<long long>(res.events_processed), sim_ranks, lower_s,
+        sim_s, mem_s, trace_s, static_cast<long long>(last / std::max(1, s.training.steps)),
+        peak_mem, mem.oom ? 1 : 0, trace.events.size(), peak_rss_kib());
+    std::fflush(stdout);
+  } catch (const csim::InputError& e) {
+    std::fprintf(stderr, "bench_sim: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "bench_sim: out of memory (--mem-limit-gib)\n");
+    return 3;
+  }
+  return 0;
+}
+
+struct ChildResult {
+  bool ok = false;
+  std::string why;                        // when !ok
+  std::map<std::string, std::string> kv;  // the child's line
+  double wall_s = 0;                      // fork to reap
+  long maxrss_kib = 0;                    // getrusage of the child (wait4)
+  double num(const std::string& k) const {
+    auto it = kv.find(k);
+    return it == kv.end() ? 0.0 : std::atof(it->second.c_str());
+  }
+};
+
+// Runs this binary again with --gpt3-one in a fresh process; its address space is capped at
+// mem_limit_gib (0: no cap) so a too-large full-fidelity run fails instead of swapping the machine.
+ChildResult run_child(const std::string& scenario, int gpus, bool symmetry, double mem_limit_gib) {
+  ChildResult r;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    r.why = std::strerror(errno);
+    return r;
+  }
+  const auto t0 = Clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    r.why = std::strerror(errno);
+    return r;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[1]);
+    if (mem_limit_gib > 0) {
+      const auto lim = static_cast<rlim_t>(mem_limit_gib * 1024.0 * 1024.0 * 1024.0);
+      struct rlimit rl {
+        lim, lim
+      };
+      setrlimit(RLIMIT_AS, &rl);
+    }
+    const std::string g = std::to_string(gpus);
+    const char* mode = symmetry ? "auto" : "off";
+    execl("/proc/self/exe", "bench_sim", "--gpt3-one", scenario.c_str(), g.c_str(), mode,
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  struct rusage ru {};
+  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  r.wall_s = seconds_since(t0);
+  r.maxrss_kib = ru.ru_maxrss;
+  if (WIFSIGNALED(status)) {
+    r.why = std::string("killed by signal ") + std::to_string(WTERMSIG(status));
+    return r;
+  }
+  if (WEXITSTATUS(status) != 0) {
+    r.why = "exit " + std::to_string(WEXITSTATUS(status));
+    return r;
+  }
+  std::stringstream ss(out);
+  for (std::string tok; ss >> tok;) {
+    const auto eq = tok.find('=');
+    if (eq != std::string::npos) r.kv[tok.substr(0, eq)] = tok.substr(eq + 1);
+  }
+  r.ok = true;
+  return r;
+}
+
+int gpt3_scale_main(int argc, char** argv) {
+  std::string scenario = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt3_175b_1024xa100_3d.json";
+  std::vector<int> sizes{8, 64, 512, 1024, 4096, 16384};
+  int full_up_to = 1024;
+  double mem_limit_gib = 16;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--sizes")
+      sizes = parse_sizes(v);
+    else if (k == "--full-up-to")
+      full_up_to = std::atoi(v.c_str());
+    else if (k == "--scenario")
+      scenario = v;
+    else if (k == "--mem-limit-gib")
+      mem_limit_gib = std::atof(v.c_str());
+    else {
+      std::fprintf(stderr, "bench_sim: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  std::printf("GPT-3 175B, one step; scenario %s\n", scenario.c_str());
+  std::printf(
+      "ops: ops in the Program, which the simulator executes; ops/s = ops / sim_ms (simulator "
+      "only).\ncluster_ops: ops counted once per GPU each simulated GPU stands for. total_s: "
+      "child wall (parse + lower + sim + memory + trace + exit). RSS: child VmHWM.\n\n");
+  std::printf("%-6s %-14s %-4s %6s %10s %11s %10s %9s %9s %8s %9s %8s %11s %12s %9s\n", "GPUs",
+              "tp/pp/dp/nodes", "sym", "ranks", "ops", "cluster_ops", "events", "lower_ms",
+              "sim_ms", "mem_ms", "trace_ms", "total_s", "sim_ops/s", "step_ms", "RSS_MiB");
+  bool all_equal = true;
+  for (int gpus : sizes) {
+    const Gpt3Shape sh = gpt3_shape(gpus);
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%d/%d/%d/%d", sh.tp, sh.pp, sh.dp, sh.nodes);
+    std::map<bool, ChildResult> by_mode;
+    for (bool sym : {true, false}) {
+      if (!sym && gpus > full_up_to) continue;
+      ChildResult r = run_child(scenario, gpus, sym, mem_limit_gib);
+      if (!r.ok) {
+        std::printf("%-6d %-14s %-4s  failed: %s (after %.1f s, maxrss %.0f MiB)\n", gpus, shape,
+                    sym ? "auto" : "off", r.why.c_str(), r.wall_s, r.maxrss_kib / 1024.0);
+        std::fflush(stdout);
+        continue;
+      }
+      const double rss_kib = r.num("rss_kib") > 0 ? r.num("rss_kib") : r.maxrss_kib;
+      std::printf(
+          "%-6d %-14s %-4s %6.0f %10.0f %11.0f %10.0f %9.1f %9.1f %8.1f %9.1f %8.2f %11.3g %12.3f "
+          "%9.0f%s\n",
+          gpus, shape, sym ? "auto" : "off", r.num("sim_ranks"), r.num("ops"), r.num("cluster_ops"),
+          r.num("events"), r.num("lower_s") * 1e3, r.num("sim_s") * 1e3, r.num("mem_s") * 1e3,
+          r.num("trace_s") * 1e3, r.wall_s, r.num("ops") / std::max(1e-9, r.num("sim_s")),
+          r.num("step_ns") / 1e6, rss_kib / 1024.0, r.num("oom") > 0 ? "  (OOM verdict)" : "");
+      std::fflush(stdout);
+      by_mode[sym] = r;
+    }
+    if (by_mode.count(true) && by_mode.count(false)) {
+      const auto& a = by_mode[true].kv;
+      const auto& b = by_mode[false].kv;
+      const bool step_eq = a.at("step_ns") == b.at("step_ns");
+      const bool mem_eq = a.at("gpu_peak_bytes") == b.at("gpu_peak_bytes");
+      all_equal = all_equal && step_eq && mem_eq;
+      std::printf(
+          "%-6d symmetric vs full: step %s ns vs %s ns (%s); peak GPU memory %s vs %s B (%s)\n",
+          gpus, a.at("step_ns").c_str(), b.at("step_ns").c_str(), step_eq ? "equal" : "DIFFERENT",
+          a.at("gpu_peak_bytes").c_str(), b.at("gpu_peak_bytes").c_str(),
+          mem_eq ? "equal" : "DIFFERENT");
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nsymmetric == full where both ran: %s\n", all_equal ? "yes" : "NO");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--gpt3-scale") return gpt3_scale_main(argc, argv);
+  if (argc == 5 && std::string(argv[1]) == "--gpt3-one") {
+    return gpt3_one(argv[2], std::atoi(argv[3]), std::string(argv[4]) != "off");
+  }
   std::string scenario = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt2_small_8xa100.json";
   std::vector<int> sizes{8, 64, 512};
   int repeat = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--repeat") repeat = std::atoi(v.c_str());
-    else if (k == "--scenario") scenario = v;
-    else if (k == "--sizes") {
-      sizes.clear();
-      std::stringstream ss(v);
-      for (std::string tok; std::getline(ss, tok, ',');) sizes.push_back(std::atoi(tok.c_str()));
-    } else {
+    if (k == "--repeat")
+      repeat = std::atoi(v.c_str());
+    else if (k == "--scenario")
+      scenario = v;
+    else if (k == "--sizes")
+      sizes = parse_sizes(v);
+    else {
       std::fprintf(stderr, "bench_sim: unknown option %s\n", k.c_str());
       return 2;
     }
   }
-  std::printf("%-6s %10s %10s %12s %12s %14s %12s %14s\n", "GPUs", "ops", "events", "lower_ms", "sim_ms",
-              "sim_ops/s", "trace_ms", "sim_step_ms");
+  std::printf("%-6s %10s %10s %12s %12s %14s %12s %14s\n", "GPUs", "ops", "events", "lower_ms",
+              "sim_ms", "sim_ops/s", "trace_ms", "sim_step_ms");
   for (int gpus : sizes) {
     const int per_node = gpus < 8 ? gpus : 8;
     const int nodes = gpus / per_node;
-    std::vector<std::string> sets{"strategy.kind=ddp", "strategy.device_ids=[]",
+    std::vector<std::string> sets{"strategy.kind=ddp",
+                                  "strategy.device_ids=[]",
                                   "cluster.nodes=" + std::to_string(nodes),
                                   "cluster.gpus_per_node=" + std::to_string(per_node),
-                                  "cluster.nics_per_node=8", "cluster.nic_gbps=25",
+                                  "cluster.nics_per_node=8",
+                                  "cluster.nic_gbps=25",
                                   "training.global_batch=" + std::to_string(8 * gpus)};
     try {
       const csim::core::Scenario s = csim::core::parse_scenario_file(scenario, sets);
@@ -80,8 +359,9 @@ int main(int argc, char** argv) {
         for (const auto& t : res.timings) last = std::max(last, t.end_ns);
         step_ms = static_cast<double>(last) / 1e6 / s.training.steps;
       }
-      std::printf("%-6d %10zu %10lld %12.1f %12.1f %14.0f %12.1f %14.2f\n", gpus, ops, static_cast<long long>(events),
-                  best_lower * 1e3, best_sim * 1e3, static_cast<double>(ops) / best_sim, best_trace * 1e3, step_ms);
+      std::printf("%-6d %10zu %10lld %12.1f %12.1f %14.0f %12.1f %14.2f\n", gpus, ops,
+                  static_cast<long long>(events), best_lower * 1e3, best_sim * 1e3,
+                  static_cast<double>(ops) / best_sim, best_trace * 1e3, step_ms);
     } catch (const csim::InputError& e) {
       std::fprintf(stderr, "bench_sim: %s\n", e.what());
       return 2;

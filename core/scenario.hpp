@@ -77,6 +77,32 @@ struct IntraNodeSpec {
   double nvswitch_bytes_per_s = 0;         // kNvswitch: per GPU per direction
 };
 
+// The network between nodes (docs/cost-model.md, "Topology", "Fabric"). nodes_per_leaf 0: one
+// non-blocking switch (every NIC reaches every other at line rate). Otherwise a two-level fat tree:
+// leaf switches of nodes_per_leaf nodes (one per rail and node group when rail_optimized), their
+// uplinks to the spine carrying (ports below x NIC rate) / oversubscription each way.
+struct FabricSpec {
+  int nodes_per_leaf = 0;
+  double oversubscription = 1.0;  // down:up bandwidth ratio of a leaf (1 = non-blocking)
+  bool rail_optimized = true;     // NIC k of every node on rail switch k (DGX SuperPOD); false:
+                                  // all NICs of a node on one leaf
+};
+
+// A slow GPU (heterogeneity, docs/cost-model.md "Stragglers"): its kernels take `slowdown` times
+// as long (thermal throttling, a bad HBM stack, a noisy neighbour).
+struct Straggler {
+  int gpu = 0;            // global GPU index
+  double slowdown = 1.0;  // >= 1
+};
+
+// A link running below its line rate (a degraded NIC, a flapping NVLink): capacity x factor.
+struct LinkDegradation {
+  int node = 0;
+  int nic = -1;         // this NIC of the node (both directions), or
+  int gpu = -1;         // this GPU's (local index) NVSwitch / NVLink / PCIe ports
+  double factor = 1.0;  // (0, 1]
+};
+
 struct ClusterSpec {
   int nodes = 1;
   int gpus_per_node = 1;
@@ -85,6 +111,16 @@ struct ClusterSpec {
   IntraNodeSpec intra;
   int nics_per_node = 0;
   double nic_bytes_per_s = 0;  // per NIC per direction
+  FabricSpec fabric;
+  std::vector<Straggler> stragglers;
+  std::vector<LinkDegradation> degraded_links;
+
+  bool homogeneous() const { return stragglers.empty() && degraded_links.empty(); }
+  double slowdown_of(int gpu) const {
+    double f = 1.0;
+    for (const Straggler& s : stragglers) f *= s.gpu == gpu ? s.slowdown : 1.0;
+    return f;
+  }
 
   int world_gpus() const { return nodes * gpus_per_node; }
 };

@@ -501,9 +501,12 @@ IntraNodeSpec parse_intra(Ctx& ctx, const Obj& cluster, const GpuCatalogEntry& e
   return s;
 }
 
+void parse_heterogeneity(Ctx& ctx, const Obj& o, ClusterSpec& c);  // below
+
 ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
   Obj o(ctx, v, "cluster",
-        {"nodes", "gpus_per_node", "gpu", "reserve", "intra", "nics_per_node", "nic_gbps"});
+        {"nodes", "gpus_per_node", "gpu", "reserve", "intra", "nics_per_node", "nic_gbps", "fabric",
+         "stragglers", "degraded_links"});
   ClusterSpec c;
   c.nodes = static_cast<int>(o.integer("nodes", 1, 1, 4096));
   c.gpus_per_node = static_cast<int>(o.integer("gpus_per_node", 1, 1, 16));
@@ -537,7 +540,55 @@ ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
                  " nodes needs NICs (nics_per_node >= 1, nic_gbps > 0)",
              "e.g. \"nics_per_node\": 8, \"nic_gbps\": 25 (200 Gb/s HDR InfiniBand)");
   }
+  parse_heterogeneity(ctx, o, c);
   return c;
+}
+
+// Fabric, stragglers and degraded links (docs/scenario.md, "cluster.fabric", "Heterogeneity").
+void parse_heterogeneity(Ctx& ctx, const Obj& o, ClusterSpec& c) {
+  if (o.has("fabric")) {
+    Obj f(ctx, o.raw("fabric"), o.at("fabric"),
+          {"nodes_per_leaf", "oversubscription", "rail_optimized"});
+    c.fabric.nodes_per_leaf = static_cast<int>(f.integer("nodes_per_leaf", 0, 0, 4096));
+    c.fabric.oversubscription = f.number("oversubscription", 1.0, 1.0, 64.0);
+    c.fabric.rail_optimized = f.boolean("rail_optimized", true);
+    if (c.fabric.nodes_per_leaf == 0 && (f.has("oversubscription") || f.has("rail_optimized")))
+      ctx.warn(f.at("nodes_per_leaf"),
+               "no leaf switches: oversubscription and rail_optimized "
+               "are ignored (set nodes_per_leaf for a fat tree)");
+  }
+  const int world = c.world_gpus();
+  if (o.has("stragglers")) {
+    const json& arr = require_array(ctx, o.raw("stragglers"), o.at("stragglers"), false);
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      Obj e(ctx, arr[i], index_path(o.at("stragglers"), i), {"gpu", "slowdown"});
+      Straggler st;
+      st.gpu = static_cast<int>(e.req_integer("gpu", 0, world - 1));
+      st.slowdown = e.req_number("slowdown", 1.0, 100.0);
+      c.stragglers.push_back(st);
+    }
+  }
+  if (o.has("degraded_links")) {
+    const json& arr = require_array(ctx, o.raw("degraded_links"), o.at("degraded_links"), false);
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const std::string p = index_path(o.at("degraded_links"), i);
+      Obj e(ctx, arr[i], p, {"node", "nic", "gpu", "factor"});
+      LinkDegradation d;
+      d.node = static_cast<int>(e.req_integer("node", 0, c.nodes - 1));
+      if (e.has("nic") == e.has("gpu"))
+        ctx.fail(p, "name exactly one of 'nic' or 'gpu'",
+                 "{\"node\": 3, \"nic\": 0, \"factor\": 0.5} or {\"node\": 0, \"gpu\": 2, ...}");
+      if (e.has("nic")) {
+        if (c.nics_per_node == 0)
+          ctx.fail(e.at("nic"), "the cluster has no NICs", "set cluster.nics_per_node");
+        d.nic = static_cast<int>(e.req_integer("nic", 0, c.nics_per_node - 1));
+      } else {
+        d.gpu = static_cast<int>(e.req_integer("gpu", 0, c.gpus_per_node - 1));
+      }
+      d.factor = e.req_number("factor", 1e-3, 1.0);
+      c.degraded_links.push_back(d);
+    }
+  }
 }
 
 // [SECTION] Host ---------------------------------------------------------------------------------
@@ -826,10 +877,20 @@ ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t) {
 
 // [SECTION] Strategy -----------------------------------------------------------------------------
 
-const std::vector<std::string> kParallelKeys = {
-    "dp",       "tp",           "pp",        "rank_order",     "sequence_parallel",
-    "micro_batch_size", "schedule", "virtual_stages", "zero_stage", "fsdp_sharding",
-    "prefetch", "overlap_grad_reduce", "recompute", "split_at"};
+const std::vector<std::string> kParallelKeys = {"dp",
+                                                "tp",
+                                                "pp",
+                                                "rank_order",
+                                                "sequence_parallel",
+                                                "micro_batch_size",
+                                                "schedule",
+                                                "virtual_stages",
+                                                "zero_stage",
+                                                "fsdp_sharding",
+                                                "prefetch",
+                                                "overlap_grad_reduce",
+                                                "recompute",
+                                                "split_at"};
 
 bool is_parallel_kind(StrategyKind k) {
   return k == StrategyKind::kModelParallel || k == StrategyKind::kPipeline ||
@@ -863,18 +924,27 @@ ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, co
     const int known = std::max(a, 1) * std::max(b, 1);
     if (free_dim == 0) {
       if (n % known != 0) {
-        ctx.fail(o.at(key), std::to_string(n) + " GPUs do not split into " + std::to_string(known) +
-                                " groups of the other dimensions",
+        ctx.fail(o.at(key),
+                 std::to_string(n) + " GPUs do not split into " + std::to_string(known) +
+                     " groups of the other dimensions",
                  "give strategy.dp, strategy.tp and strategy.pp with dp * tp * pp = GPUs");
       }
       free_dim = n / known;
     }
   };
   switch (kind) {
-    case StrategyKind::kModelParallel: fill(pp, dp, tp, "pp"); break;
-    case StrategyKind::kPipeline: fill(pp, dp, tp, "pp"); break;
-    case StrategyKind::kTensorParallel: fill(tp, dp, pp, "tp"); break;
-    default: fill(dp, tp, pp, "dp"); break;
+    case StrategyKind::kModelParallel:
+      fill(pp, dp, tp, "pp");
+      break;
+    case StrategyKind::kPipeline:
+      fill(pp, dp, tp, "pp");
+      break;
+    case StrategyKind::kTensorParallel:
+      fill(tp, dp, pp, "tp");
+      break;
+    default:
+      fill(dp, tp, pp, "dp");
+      break;
   }
   ps.dp = std::max(dp, 1);
   ps.tp = std::max(tp, 1);
@@ -893,11 +963,17 @@ ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, co
     std::size_t pos = 0;
     while (pos <= text.size()) {
       const std::size_t dash = text.find('-', pos);
-      const std::string part = text.substr(pos, dash == std::string::npos ? std::string::npos : dash - pos);
-      if (part == "tp") order.push_back(ParallelDim::kTp);
-      else if (part == "dp") order.push_back(ParallelDim::kDp);
-      else if (part == "pp") order.push_back(ParallelDim::kPp);
-      else ctx.fail(o.at("rank_order"), "'" + part + "' is not tp, dp or pp", "e.g. \"tp-dp-pp\" (fastest-varying first)");
+      const std::string part =
+          text.substr(pos, dash == std::string::npos ? std::string::npos : dash - pos);
+      if (part == "tp")
+        order.push_back(ParallelDim::kTp);
+      else if (part == "dp")
+        order.push_back(ParallelDim::kDp);
+      else if (part == "pp")
+        order.push_back(ParallelDim::kPp);
+      else
+        ctx.fail(o.at("rank_order"), "'" + part + "' is not tp, dp or pp",
+                 "e.g. \"tp-dp-pp\" (fastest-varying first)");
       if (dash == std::string::npos) break;
       pos = dash + 1;
     }
@@ -921,34 +997,42 @@ ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, co
   }
   ps.sequence_parallel = o.boolean("sequence_parallel", false);
   if (ps.sequence_parallel && ps.tp == 1) {
-    ctx.fail(o.at("sequence_parallel"), "sequence parallelism splits the sequence over the tensor-parallel ranks: it needs strategy.tp > 1",
+    ctx.fail(o.at("sequence_parallel"),
+             "sequence parallelism splits the sequence over the tensor-parallel ranks: it needs "
+             "strategy.tp > 1",
              "set strategy.tp > 1 or remove sequence_parallel");
   }
   // Pipeline schedule.
   ps.schedule = static_cast<PipelineSchedule>(
       o.choice("schedule", {"gpipe", "1f1b", "interleaved"}, mp ? 0 : 1));
-  ps.virtual_stages = static_cast<int>(o.integer("virtual_stages", ps.schedule == PipelineSchedule::kInterleaved ? 2 : 1, 1, 1024));
+  ps.virtual_stages = static_cast<int>(
+      o.integer("virtual_stages", ps.schedule == PipelineSchedule::kInterleaved ? 2 : 1, 1, 1024));
   if (ps.schedule == PipelineSchedule::kInterleaved && ps.virtual_stages < 2) {
-    ctx.fail(o.at("virtual_stages"), "the interleaved schedule needs virtual_stages >= 2 model chunks per stage",
+    ctx.fail(o.at("virtual_stages"),
+             "the interleaved schedule needs virtual_stages >= 2 model chunks per stage",
              "use schedule 1f1b for one chunk per stage");
   }
   if (ps.schedule != PipelineSchedule::kInterleaved && ps.virtual_stages != 1) {
-    ctx.fail(o.at("virtual_stages"), std::string("virtual_stages > 1 needs schedule interleaved, schedule is ") + to_string(ps.schedule),
+    ctx.fail(o.at("virtual_stages"),
+             std::string("virtual_stages > 1 needs schedule interleaved, schedule is ") +
+                 to_string(ps.schedule),
              "set strategy.schedule to interleaved");
   }
   if (ps.schedule == PipelineSchedule::kInterleaved && ps.pp < 2) {
-    ctx.fail(o.at("schedule"), "the interleaved schedule needs strategy.pp >= 2", "use schedule 1f1b");
+    ctx.fail(o.at("schedule"), "the interleaved schedule needs strategy.pp >= 2",
+             "use schedule 1f1b");
   }
   const int segments = ps.pp * ps.virtual_stages;
   if (gpt && m.transformer.layers % segments != 0) {
     ctx.fail(o.has("virtual_stages") ? o.at("virtual_stages") : o.at("pp"),
-             "model.gpt.layers " + std::to_string(m.transformer.layers) + " is not divisible by pp * virtual_stages = " +
-                 std::to_string(segments),
+             "model.gpt.layers " + std::to_string(m.transformer.layers) +
+                 " is not divisible by pp * virtual_stages = " + std::to_string(segments),
              "every pipeline chunk holds the same number of transformer blocks");
   }
   if (!gpt && static_cast<int>(m.layers.size()) < segments) {
-    ctx.fail(o.at("pp"), "the model has " + std::to_string(m.layers.size()) + " layers, fewer than the " +
-                              std::to_string(segments) + " pipeline chunks",
+    ctx.fail(o.at("pp"),
+             "the model has " + std::to_string(m.layers.size()) + " layers, fewer than the " +
+                 std::to_string(segments) + " pipeline chunks",
              "use fewer stages");
   }
   // Micro-batches: m = global_batch / (dp * micro_batch_size).
@@ -963,59 +1047,79 @@ ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, co
   }
   if (mbs < 1 || gb % (static_cast<std::int64_t>(ps.dp) * mbs) != 0) {
     ctx.fail("training.global_batch",
-             std::to_string(gb) + " samples do not split into dp " + std::to_string(ps.dp) + " x micro_batch_size " +
-                 std::to_string(std::max<std::int64_t>(mbs, 1)) + " x micro-batches",
+             std::to_string(gb) + " samples do not split into dp " + std::to_string(ps.dp) +
+                 " x micro_batch_size " + std::to_string(std::max<std::int64_t>(mbs, 1)) +
+                 " x micro-batches",
              "make training.global_batch a multiple of strategy.dp * strategy.micro_batch_size");
   }
   ps.micro_batch_size = mbs;
   ps.micro_batches = gb / (ps.dp * mbs);
   if (ga_given && o.has("micro_batch_size") && ps.micro_batches != t.gradient_accumulation) {
     ctx.fail(o.at("micro_batch_size"),
-             "training.gradient_accumulation " + std::to_string(t.gradient_accumulation) + " disagrees with " +
-                 std::to_string(ps.micro_batches) + " micro-batches = global_batch / (dp * micro_batch_size)",
+             "training.gradient_accumulation " + std::to_string(t.gradient_accumulation) +
+                 " disagrees with " + std::to_string(ps.micro_batches) +
+                 " micro-batches = global_batch / (dp * micro_batch_size)",
              "give one of training.gradient_accumulation and strategy.micro_batch_size");
   }
   if (ps.schedule == PipelineSchedule::kInterleaved &&
       (ps.micro_batches < ps.pp || ps.micro_batches % ps.pp != 0)) {
-    ctx.fail(o.has("micro_batch_size") ? o.at("micro_batch_size") : std::string("training.global_batch"),
-             std::to_string(ps.micro_batches) + " micro-batches: the interleaved schedule needs a multiple of strategy.pp (" +
-                 std::to_string(ps.pp) + ")",
-             "Megatron's interleaved 1F1B runs micro-batches in groups of pp");
+    ctx.fail(
+        o.has("micro_batch_size") ? o.at("micro_batch_size") : std::string("training.global_batch"),
+        std::to_string(ps.micro_batches) +
+            " micro-batches: the interleaved schedule needs a multiple of strategy.pp (" +
+            std::to_string(ps.pp) + ")",
+        "Megatron's interleaved 1F1B runs micro-batches in groups of pp");
   }
   if (ps.pp > 1 && ps.micro_batches < ps.pp && !mp) {
-    ctx.warn(o.at("pp"), std::to_string(ps.micro_batches) + " micro-batches over " + std::to_string(ps.pp) +
-                             " stages: stages idle most of the step");
+    ctx.warn(o.at("pp"), std::to_string(ps.micro_batches) + " micro-batches over " +
+                             std::to_string(ps.pp) + " stages: stages idle most of the step");
   }
   // ZeRO / FSDP.
-  ps.zero_stage = static_cast<int>(o.integer("zero_stage", kind == StrategyKind::kZero ? 1 : 0, 0, 3));
-  ps.fsdp = static_cast<FsdpSharding>(o.choice("fsdp_sharding", {"full_shard", "shard_grad_op"}, 0));
+  ps.zero_stage =
+      static_cast<int>(o.integer("zero_stage", kind == StrategyKind::kZero ? 1 : 0, 0, 3));
+  ps.fsdp =
+      static_cast<FsdpSharding>(o.choice("fsdp_sharding", {"full_shard", "shard_grad_op"}, 0));
   if (o.has("fsdp_sharding") && kind != StrategyKind::kFsdp) {
-    ctx.fail(o.at("fsdp_sharding"), "fsdp_sharding applies to strategy.kind fsdp", "use kind fsdp, or zero_stage with kind zero");
+    ctx.fail(o.at("fsdp_sharding"), "fsdp_sharding applies to strategy.kind fsdp",
+             "use kind fsdp, or zero_stage with kind zero");
   }
   if (kind == StrategyKind::kFsdp) {
-    if (o.has("zero_stage")) ctx.fail(o.at("zero_stage"), "kind fsdp takes fsdp_sharding, not zero_stage", "full_shard = ZeRO-3, shard_grad_op = ZeRO-2");
+    if (o.has("zero_stage"))
+      ctx.fail(o.at("zero_stage"), "kind fsdp takes fsdp_sharding, not zero_stage",
+               "full_shard = ZeRO-3, shard_grad_op = ZeRO-2");
     ps.zero_stage = ps.fsdp == FsdpSharding::kFullShard ? 3 : 2;
   }
   if (ps.zero_stage >= 2 && ps.pp > 1) {
-    ctx.fail(o.at("zero_stage"), "ZeRO stage " + std::to_string(ps.zero_stage) + " shards gradients per micro-batch, which pipeline parallelism (pp " +
-                                     std::to_string(ps.pp) + ") does not support",
+    ctx.fail(o.at("zero_stage"),
+             "ZeRO stage " + std::to_string(ps.zero_stage) +
+                 " shards gradients per micro-batch, which pipeline parallelism (pp " +
+                 std::to_string(ps.pp) + ") does not support",
              "use zero_stage 1 (Megatron's distributed optimizer) with pp > 1");
   }
-  if (mp && ps.zero_stage > 0) ctx.fail(o.at("zero_stage"), "model_parallel has no data parallelism to shard over", "use kind zero or 3d");
+  if (mp && ps.zero_stage > 0)
+    ctx.fail(o.at("zero_stage"), "model_parallel has no data parallelism to shard over",
+             "use kind zero or 3d");
   ps.prefetch = o.boolean("prefetch", true);
   ps.overlap_grad_reduce = o.boolean("overlap_grad_reduce", true);
   // Activation recompute.
-  ps.recompute = static_cast<RecomputeMode>(o.choice("recompute", {"none", "selective", "full"}, 0));
+  ps.recompute =
+      static_cast<RecomputeMode>(o.choice("recompute", {"none", "selective", "full"}, 0));
   if (ps.recompute != RecomputeMode::kNone && !gpt) {
-    ctx.fail(o.at("recompute"), "activation recompute works on transformer blocks: it needs model.gpt", "use recompute none");
+    ctx.fail(o.at("recompute"),
+             "activation recompute works on transformer blocks: it needs model.gpt",
+             "use recompute none");
   }
   // Model parallel: where each device's part starts.
   if (o.has("split_at")) {
-    if (!mp) ctx.fail(o.at("split_at"), "split_at applies to strategy.kind model_parallel", "remove it, or use kind model_parallel");
+    if (!mp)
+      ctx.fail(o.at("split_at"), "split_at applies to strategy.kind model_parallel",
+               "remove it, or use kind model_parallel");
     const json& arr = require_array(ctx, o.raw("split_at"), o.at("split_at"), false);
     if (static_cast<int>(arr.size()) != ps.pp - 1) {
-      ctx.fail(o.at("split_at"), std::to_string(arr.size()) + " split points for " + std::to_string(ps.pp) + " devices",
-               "give one layer name per device after the first (" + std::to_string(ps.pp - 1) + ")");
+      ctx.fail(
+          o.at("split_at"),
+          std::to_string(arr.size()) + " split points for " + std::to_string(ps.pp) + " devices",
+          "give one layer name per device after the first (" + std::to_string(ps.pp - 1) + ")");
     }
     ps.stage_first_layer.push_back(0);
     for (std::size_t i = 0; i < arr.size(); ++i) {
@@ -1030,10 +1134,12 @@ ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, co
       }
       if (idx < 0) {
         const std::string near = nearest_candidate(name, names);
-        ctx.fail(p, "no layer named '" + name + "'", near.empty() ? "use a layer name of the model" : "did you mean " + near + "?");
+        ctx.fail(p, "no layer named '" + name + "'",
+                 near.empty() ? "use a layer name of the model" : "did you mean " + near + "?");
       }
       if (idx <= ps.stage_first_layer.back()) {
-        ctx.fail(p, "'" + name + "' does not come after the previous split point", "list split points in forward order");
+        ctx.fail(p, "'" + name + "' does not come after the previous split point",
+                 "list split points in forward order");
       }
       ps.stage_first_layer.push_back(idx);
     }
@@ -1047,11 +1153,10 @@ StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const
   std::vector<std::string> keys = {"kind", "device_ids", "output_device", "ddp"};
   keys.insert(keys.end(), kParallelKeys.begin(), kParallelKeys.end());
   Obj o(ctx, v ? *v : empty_object(), "strategy", keys);
-  s.kind = static_cast<StrategyKind>(
-      o.choice("kind",
-               {"single", "data_parallel", "ddp", "model_parallel", "pipeline", "tensor_parallel",
-                "3d", "zero", "fsdp"},
-               0));
+  s.kind = static_cast<StrategyKind>(o.choice("kind",
+                                              {"single", "data_parallel", "ddp", "model_parallel",
+                                               "pipeline", "tensor_parallel", "3d", "zero", "fsdp"},
+                                              0));
   const int world = c.world_gpus();
   const std::string ids_path = o.at("device_ids");
   if (o.has("device_ids")) {
@@ -1097,13 +1202,13 @@ StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const
     for (std::size_t i = 1; i < s.device_ids.size(); ++i) {
       const int node = s.device_ids[i] / c.gpus_per_node;
       if (node != node0) {
-        ctx.fail(o.has("device_ids") ? index_path(ids_path, i) : ids_path,
-                 std::string(s.kind == StrategyKind::kDataParallel ? "DataParallel" : "model_parallel") +
-                     " is single-process: all device_ids must be on one node, but GPU " +
-                     std::to_string(s.device_ids[i]) + " is on node " + std::to_string(node) +
-                     " and GPU " + std::to_string(s.device_ids[0]) + " on node " +
-                     std::to_string(node0),
-                 "use strategy.kind ddp across nodes");
+        ctx.fail(
+            o.has("device_ids") ? index_path(ids_path, i) : ids_path,
+            std::string(s.kind == StrategyKind::kDataParallel ? "DataParallel" : "model_parallel") +
+                " is single-process: all device_ids must be on one node, but GPU " +
+                std::to_string(s.device_ids[i]) + " is on node " + std::to_string(node) +
+                " and GPU " + std::to_string(s.device_ids[0]) + " on node " + std::to_string(node0),
+            "use strategy.kind ddp across nodes");
       }
     }
   }
@@ -1143,12 +1248,15 @@ StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const
     }
   }
   if (is_parallel_kind(s.kind)) {
-    s.parallel = parse_parallel(ctx, o, s.kind, static_cast<int>(s.device_ids.size()), t, m, ga_given);
+    s.parallel =
+        parse_parallel(ctx, o, s.kind, static_cast<int>(s.device_ids.size()), t, m, ga_given);
   } else {
     for (const std::string& k : kParallelKeys) {
       if (o.has(k)) {
-        ctx.fail(o.at(k), std::string("strategy.") + k + " does not apply to strategy.kind " + to_string(s.kind),
-                 "use kind model_parallel, pipeline, tensor_parallel, 3d, zero or fsdp");
+        ctx.fail(
+            o.at(k),
+            std::string("strategy.") + k + " does not apply to strategy.kind " + to_string(s.kind),
+            "use kind model_parallel, pipeline, tensor_parallel, 3d, zero or fsdp");
       }
     }
   }
@@ -1208,7 +1316,8 @@ Scenario parse_document(json doc, const std::string& file,
   sc.host = parse_host(ctx, top.has("host") ? &top.raw("host") : nullptr);
   sc.training = parse_training(ctx, top.require("training"), sc.cluster.gpu);
   sc.model = parse_model(ctx, top.require("model"), sc.training);
-  const bool ga_given = top.raw("training").is_object() && top.raw("training").contains("gradient_accumulation");
+  const bool ga_given =
+      top.raw("training").is_object() && top.raw("training").contains("gradient_accumulation");
   sc.strategy = parse_strategy(ctx, top.has("strategy") ? &top.raw("strategy") : nullptr,
                                sc.cluster, sc.training, sc.model, ga_given);
   if (top.has("simulation")) {

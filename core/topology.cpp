@@ -26,6 +26,8 @@ const char* to_string(LinkKind k) {
       return "nvswitch";
     case LinkKind::kNic:
       return "nic";
+    case LinkKind::kFabric:
+      return "fabric";
   }
   return "?";
 }
@@ -51,7 +53,8 @@ Topology::Topology(const ClusterSpec& cluster, const LinkParams& params)
       gpu_(cluster.gpu),
       params_(params),
       intra_kind_(cluster.intra.kind),
-      nics_per_node_(cluster.nics_per_node) {
+      nics_per_node_(cluster.nics_per_node),
+      fabric_(cluster.fabric) {
   CSIM_ASSERT(nodes_ >= 1 && gpus_per_node_ >= 1);
   build(cluster);
 }
@@ -79,6 +82,10 @@ LinkId Topology::add_link(std::string name, LinkKind kind, double line_rate_byte
     case LinkKind::kNic:
       efficiency = params_.nic_efficiency;
       alpha_ns = params_.nic_alpha_ns;
+      break;
+    case LinkKind::kFabric:
+      efficiency = params_.fabric_efficiency;
+      alpha_ns = params_.fabric_alpha_ns;
       break;
   }
   Link l;
@@ -159,6 +166,24 @@ void Topology::build(const ClusterSpec& c) {
       nic_down_[n * nics_per_node_ + k] =
           add_link(np + ".down", LinkKind::kNic, c.nic_bytes_per_s, n);
     }
+    // Degraded links (docs/cost-model.md, "Stragglers"): capacity x factor, both directions.
+    for (const LinkDegradation& d : c.degraded_links) {
+      if (d.node != n) continue;
+      std::vector<LinkId> hit;
+      if (d.nic >= 0) {
+        hit = {nic_up_[n * nics_per_node_ + d.nic], nic_down_[n * nics_per_node_ + d.nic]};
+      } else {
+        const int gid = n * g + d.gpu;
+        hit = {pcie_up_[gid], pcie_down_[gid], nvs_up[gid], nvs_down[gid]};
+        for (int o = 0; o < g; ++o) {
+          hit.push_back(nv[d.gpu * g + o]);
+          hit.push_back(nv[o * g + d.gpu]);
+        }
+      }
+      for (LinkId l : hit) {
+        if (l >= 0) links_[l].capacity_bytes_per_s *= d.factor;
+      }
+    }
 
     // Intra-node routes (docs/cost-model.md, "Topology"): host memory reaches a GPU through the
     // host bridge and the GPU's PCIe link; GPU<->GPU goes over NVSwitch (up + down), a direct
@@ -182,9 +207,39 @@ void Topology::build(const ClusterSpec& c) {
       }
     }
   }
+
+  // Fat tree: each leaf's uplink to and downlink from the spine carry (NIC ports below x NIC rate)
+  // / oversubscription (docs/cost-model.md, "Fabric").
+  if (fabric_.nodes_per_leaf > 0 && nics_per_node_ > 0 && nodes_ > 1) {
+    const int per = fabric_.nodes_per_leaf;
+    const int groups = (nodes_ + per - 1) / per;
+    const int rails = fabric_.rail_optimized ? nics_per_node_ : 1;
+    leaf_up_.assign(static_cast<std::size_t>(groups) * rails, -1);
+    leaf_down_.assign(leaf_up_.size(), -1);
+    for (int grp = 0; grp < groups; ++grp) {
+      const int nodes_below = std::min(per, nodes_ - grp * per);
+      const int ports = nodes_below * (fabric_.rail_optimized ? 1 : nics_per_node_);
+      const double rate = ports * c.nic_bytes_per_s / fabric_.oversubscription;
+      for (int rail = 0; rail < rails; ++rail) {
+        const std::string name = "leaf" + std::to_string(grp) +
+                                 (fabric_.rail_optimized ? ".rail" + std::to_string(rail) : "");
+        const std::size_t i = static_cast<std::size_t>(grp) * rails + rail;
+        leaf_up_[i] = add_link(name + ".up", LinkKind::kFabric, rate, grp * per);
+        leaf_down_[i] = add_link(name + ".down", LinkKind::kFabric, rate, grp * per);
+      }
+    }
+  }
 }
 
 // [SECTION] Routes -------------------------------------------------------------------------------
+
+// Fat tree (docs/cost-model.md, "Fabric"): leaf switches of nodes_per_leaf nodes; rail-optimised,
+// NIC k of those nodes has its own leaf (rail k), else all their NICs share one.
+int Topology::leaf_of(int node, int nic) const {
+  if (fabric_.nodes_per_leaf <= 0 || nics_per_node_ == 0) return -1;
+  const int group = node / fabric_.nodes_per_leaf;
+  return fabric_.rail_optimized ? group * nics_per_node_ + nic : group;
+}
 
 int Topology::endpoint_index(Endpoint e) const {
   if (e.kind == Endpoint::Kind::kGpu) {
@@ -207,6 +262,11 @@ std::vector<LinkId> Topology::build_inter_route(Endpoint src, Endpoint dst) cons
   const int dnic = dgpu ? (dst.index % gpus_per_node_) % nics_per_node_ : 0;
   if (sgpu) r.push_back(pcie_up_[src.index]);
   r.push_back(nic_up_[snode * nics_per_node_ + snic]);
+  const int sleaf = leaf_of(snode, snic), dleaf = leaf_of(dnode, dnic);
+  if (sleaf != dleaf) {  // through the spine: the source leaf's uplink, the destination's downlink
+    r.push_back(leaf_up_[sleaf]);
+    r.push_back(leaf_down_[dleaf]);
+  }
   r.push_back(nic_down_[dnode * nics_per_node_ + dnic]);
   if (dgpu) r.push_back(pcie_down_[dst.index]);
   return r;

@@ -19,7 +19,7 @@ namespace csim::core {
 
 using LinkId = int;
 
-enum class LinkKind { kPcie, kHostBridge, kNvlink, kNvswitch, kNic };
+enum class LinkKind { kPcie, kHostBridge, kNvlink, kNvswitch, kNic, kFabric };
 const char* to_string(LinkKind k);
 
 struct Link {
@@ -51,6 +51,10 @@ struct LinkParams {
   // NIC hop: includes NCCL's proxy hand-off, RDMA write and completion polling; fitted so that an
   // 8-byte all-reduce over 2 x 8 GPUs takes 47.5 us (nccl_2x8h20_ib_latency).
   double nic_alpha_ns = 9300;
+  // Fat-tree leaf <-> spine hop (cluster.fabric): one switch traversal, ~130 ns port to port on an
+  // NDR InfiniBand switch (NVIDIA QM9700 datasheet: "130ns" switch latency), rounded to 150 ns.
+  double fabric_alpha_ns = 150;
+  double fabric_efficiency = 0.97;  // as the NICs feeding it (nccl_ndr_nic_peak)
 };
 
 // Usable PCIe bandwidth per direction of an x16 link: gen3 12 GB/s, gen4 24 GB/s, gen5 48 GB/s
@@ -114,7 +118,10 @@ class Topology {
   std::vector<LinkId> pcie_up_, pcie_down_;      // by global GPU
   std::vector<LinkId> nic_up_, nic_down_;        // by node * nics_per_node + nic
   std::vector<LinkId> bridge_up_, bridge_down_;  // by node
-  std::vector<int> nvlink_units_;                // bonded NVLinks by local pair a * g + b
+  std::vector<LinkId> leaf_up_, leaf_down_;      // fat tree: by leaf switch (leaf_of)
+  FabricSpec fabric_;
+  int leaf_of(int node, int nic) const;  // -1: one non-blocking switch
+  std::vector<int> nvlink_units_;        // bonded NVLinks by local pair a * g + b
   mutable std::map<std::pair<int, int>, std::vector<LinkId>> inter_routes_;  // by endpoint indices
   static const std::vector<LinkId> kEmptyRoute;
 

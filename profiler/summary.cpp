@@ -409,6 +409,23 @@ Summary summarize(const Trace& trace) {
     s.per_gpu.push_back(std::move(g));
   }
   if (s.symmetric) add_mirror_rows(s, mirrors, md);
+  // Bounding GPU = argmax over GPUs of compute + copy per step, the first in GPU order on ties
+  // (docs/summary.md, "Bounding GPU").
+  std::vector<double> busy;
+  for (const GpuSummary& g : s.per_gpu) {
+    const double b = g.compute_s + g.copy_s;
+    busy.push_back(b);
+    if (s.bounding_gpu < 0 || b > s.bounding_busy_s) {
+      s.bounding_gpu = g.gpu;
+      s.bounding_rank = g.rank;
+      s.bounding_busy_s = b;
+    }
+  }
+  if (!busy.empty()) {
+    std::sort(busy.begin(), busy.end());
+    const std::size_t n = busy.size();
+    s.median_busy_s = n % 2 == 1 ? busy[n / 2] : 0.5 * (busy[n / 2 - 1] + busy[n / 2]);
+  }
   // Imbalance = max / mean of the GPUs' peaks (docs/summary.md "Imbalance").
   if (with_memory > 0 && peak_sum > 0) s.imbalance = peak_max / (peak_sum / with_memory);
   if (!s.has_memory_data) s.notes.push_back("no memory data");

@@ -65,7 +65,12 @@ struct Summary {
   int output_device = -1;           // DataParallel: output_device (-1 otherwise)
   double exposed_comm_s = 0;        // sum over GPUs, per step
   double overlapped_comm_s = 0;     // sum over GPUs, per step
-  std::vector<std::string> notes;   // caveats ("no memory data", "no ProfilerStep#N", …)
+  // The GPU that bounds the step (docs/summary.md, "Bounding GPU"): the most compute + copy time
+  // per step (the others wait for it in collectives); -1 without GPUs.
+  int bounding_gpu = -1, bounding_rank = -1;
+  double bounding_busy_s = 0;      // its compute + copy per step
+  double median_busy_s = 0;        // the median GPU's
+  std::vector<std::string> notes;  // caveats ("no memory data", "no ProfilerStep#N", …)
 };
 
 Summary summarize(const Trace& trace);

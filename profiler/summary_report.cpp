@@ -71,6 +71,12 @@ nlohmann::json summary_to_json(const Summary& s) {
       s.output_device >= 0 ? nlohmann::json(s.output_device) : nlohmann::json(nullptr);
   j["exposed_comm_s"] = s.exposed_comm_s;
   j["overlapped_comm_s"] = s.overlapped_comm_s;
+  if (s.bounding_gpu >= 0) {
+    j["bounding"] = {{"gpu", s.bounding_gpu},
+                     {"rank", s.bounding_rank},
+                     {"busy_s", s.bounding_busy_s},
+                     {"median_busy_s", s.median_busy_s}};
+  }
   nlohmann::json gpus = nlohmann::json::array();
   for (const GpuSummary& g : s.per_gpu) {
     if (g.mirror_of >= 0) {
@@ -179,6 +185,13 @@ void print_summary_table(const Summary& s, std::ostream& out) {
     out << "\n";
   } else {
     out << "no memory data\n";
+  }
+  // The bounding GPU, when it is busier than the median GPU by more than 1 %.
+  if (s.bounding_gpu >= 0 && s.bounding_busy_s > 1.01 * s.median_busy_s) {
+    out << "step bounded by GPU " << s.bounding_gpu << " (rank " << s.bounding_rank
+        << "): compute + copy " << fmt("%.3f", s.bounding_busy_s * 1e3) << " ms per step, "
+        << fmt("%.1f", (s.bounding_busy_s / s.median_busy_s - 1) * 100)
+        << " % above the median GPU (" << fmt("%.3f", s.median_busy_s * 1e3) << " ms)\n";
   }
   if (s.oom) {
     out << "OOM: GPU " << s.oom->gpu << (s.oom->op.empty() ? "" : " at op " + s.oom->op)

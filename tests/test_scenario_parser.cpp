@@ -293,3 +293,39 @@ TEST_CASE("parser: every bundled scenario parses", "[parser][scenarios]") {
 TEST_CASE("parser error: unreadable file", "[parser][errors]") {
   CHECK_THROWS_AS(parse_scenario_file("/nonexistent/x.json"), InputError);
 }
+
+TEST_CASE("heterogeneity keys: errors name the key", "[scenario][heterogeneity]") {
+  const std::string base =
+      "{\"cluster\":{\"nodes\":2,\"gpus_per_node\":8,\"gpu\":\"A100-SXM4-80GB\"%s},"
+      "\"model\":{\"gpt\":{\"layers\":2,\"hidden\":256,\"heads\":4,\"seq_len\":128,\"vocab\":1000}}"
+      ","
+      "\"training\":{\"global_batch\":16},\"strategy\":{\"kind\":\"ddp\"}}";
+  auto with = [&](const std::string& extra) {
+    std::string s = base;
+    s.replace(s.find("%s"), 2, extra);
+    return s;
+  };
+  const csim::core::Scenario ok = csim::core::parse_scenario_string(
+      with(",\"stragglers\":[{\"gpu\":15,\"slowdown\":1.2}],\"degraded_links\":[{\"node\":1,"
+           "\"nic\":7,\"factor\":0.5}],\"fabric\":{\"nodes_per_leaf\":1,\"oversubscription\":2}"),
+      "t.json");
+  CHECK(ok.cluster.slowdown_of(15) == 1.2);
+  CHECK(ok.cluster.slowdown_of(14) == 1.0);
+  CHECK_FALSE(ok.cluster.homogeneous());
+  CHECK(ok.cluster.fabric.nodes_per_leaf == 1);
+  // GPU 16 does not exist (2 x 8 GPUs)
+  CHECK_THROWS_WITH(csim::core::parse_scenario_string(
+                        with(",\"stragglers\":[{\"gpu\":16,\"slowdown\":1.2}]"), "t.json"),
+                    Catch::Contains("cluster.stragglers[0].gpu"));
+  // a speed-up is not a straggler
+  CHECK_THROWS_WITH(csim::core::parse_scenario_string(
+                        with(",\"stragglers\":[{\"gpu\":1,\"slowdown\":0.5}]"), "t.json"),
+                    Catch::Contains("cluster.stragglers[0].slowdown"));
+  // neither nic nor gpu
+  CHECK_THROWS_WITH(csim::core::parse_scenario_string(
+                        with(",\"degraded_links\":[{\"node\":1,\"factor\":0.5}]"), "t.json"),
+                    Catch::Contains("exactly one of 'nic' or 'gpu'"));
+  CHECK_THROWS_WITH(
+      csim::core::parse_scenario_string(with(",\"fabric\":{\"oversubscription\":0.5}"), "t.json"),
+      Catch::Contains("cluster.fabric.oversubscription"));
+}

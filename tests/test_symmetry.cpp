@@ -157,3 +157,47 @@ TEST_CASE("rank symmetry: a symmetric summary diffs clean against the full-fidel
     CHECK(sym.metrics.at(key).value == Approx(m.value).epsilon(1e-9));
   }
 }
+
+TEST_CASE("stragglers: every rank simulated, the slow GPU bounds the step and is named",
+          "[strategies][heterogeneity][sim]") {
+  // GPU 5 of a dp 2 x tp 2 x pp 2 run computes 1.5x slower: symmetry is off (the ranks differ),
+  // the step gets longer, and the summary names GPU 5 as bounding, its compute 1.5x a healthy
+  // GPU's of the same stage (GPU 5 = rank 5 = tp 1, dp 0, pp 1 with tp-dp-pp; GPU 4 is its
+  // healthy tensor-parallel peer).
+  const std::string base = cluster_gpt(1, 8, 1, "\"kind\":\"3d\",\"tp\":2,\"pp\":2");
+  const app::SimRun healthy = app::simulate(core::parse_scenario_string(base, "t.json", {}));
+  const app::SimRun slow = app::simulate(core::parse_scenario_string(
+      base, "t.json", {"cluster.stragglers=[{\"gpu\":5,\"slowdown\":1.5}]"}));
+  CHECK_FALSE(slow.program.symmetry.enabled());
+  const prof::Summary h = prof::summarize(healthy.trace);
+  const prof::Summary s = prof::summarize(slow.trace);
+  CHECK(s.step_time_s > h.step_time_s);
+  CHECK(s.bounding_gpu == 5);
+  CHECK(s.bounding_rank == 5);
+  const prof::GpuSummary* g4 = nullptr;
+  const prof::GpuSummary* g5 = nullptr;
+  for (const prof::GpuSummary& g : s.per_gpu) {
+    if (g.gpu == 4) g4 = &g;
+    if (g.gpu == 5) g5 = &g;
+  }
+  REQUIRE(g4 != nullptr);
+  REQUIRE(g5 != nullptr);
+  // Kernel durations are rounded to ns one by one, so the ratio is 1.5 to within rounding.
+  CHECK(g5->compute_s / g4->compute_s == Approx(1.5).epsilon(1e-4));
+}
+
+TEST_CASE("fat tree: symmetric equals full fidelity, and oversubscription slows DP",
+          "[strategies][symmetry][fabric][sim]") {
+  // 4 nodes of 4 GPUs, a replica per node (rank order tp-pp-dp), 1 node per leaf at 4:1: every
+  // data-parallel ring hop crosses the spine at a quarter of the NIC rate.
+  const std::string st =
+      "\"kind\":\"3d\",\"tp\":2,\"pp\":2,\"rank_order\":\"tp-pp-dp\",\"zero_stage\":1";
+  const std::string flat = cluster_gpt(4, 4, 2, st);
+  std::string tree = flat;
+  tree.insert(tree.find("\"nic_gbps\""),
+              "\"fabric\":{\"nodes_per_leaf\":1,\"oversubscription\":4},");
+  const Both f = run_both(tree);
+  check_same(f);
+  const Both n = run_both(flat);
+  CHECK(f.sym_summary.step_time_s > n.sym_summary.step_time_s);
+}

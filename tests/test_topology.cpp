@@ -161,3 +161,53 @@ TEST_CASE("multi-node ring order keeps each node contiguous", "[topology]") {
   // nodes in order of first appearance: node 1 (GPU 8) first
   CHECK(t.ring_order({8, 0, 9, 1}) == std::vector<int>{8, 9, 0, 1});
 }
+
+TEST_CASE("fat tree: same leaf direct, other leaves through the spine at ports x rate / ratio",
+          "[topology][fabric]") {
+  // 4 nodes x 2 NICs, 2 nodes per leaf, 4:1 oversubscription.
+  ClusterSpec c = nvswitch_nodes(4, 2);
+  c.fabric.nodes_per_leaf = 2;
+  c.fabric.oversubscription = 4;
+  SECTION("rail-optimised: one leaf per (node pair, rail)") {
+    const Topology t(c);
+    // GPU 0 (node 0, NIC 0) -> GPU 8 (node 1, NIC 0): same pair, same rail: no spine hop.
+    CHECK(t.route(Endpoint::gpu(0), Endpoint::gpu(8)).size() == 4);
+    // GPU 0 -> GPU 16 (node 2, NIC 0): leaf0.rail0 up, leaf1.rail0 down.
+    const auto& r = t.route(Endpoint::gpu(0), Endpoint::gpu(16));
+    REQUIRE(r.size() == 6);
+    CHECK(t.links()[r[2]].name == "leaf0.rail0.up");
+    CHECK(t.links()[r[3]].name == "leaf1.rail0.down");
+    // A rail leaf has 2 ports below (one NIC of each node): 2 x 25 GB/s / 4 = 12.5 GB/s line
+    // rate, x 0.97 efficiency.
+    CHECK(t.links()[r[2]].capacity_bytes_per_s == Approx(12.5e9 * 0.97));
+    // alpha: 0.5 + 9.3 + 0.15 + 0.15 + 9.3 + 0.5 us
+    CHECK(t.route_alpha_ns(Endpoint::gpu(0), Endpoint::gpu(16)) == Approx(19900));
+    // GPU 1 (NIC 1) -> GPU 8 (NIC 0) in the same node pair: different rails, via the spine.
+    CHECK(t.route(Endpoint::gpu(1), Endpoint::gpu(8)).size() == 6);
+  }
+  SECTION("not rail-optimised: one leaf per node pair for all its NICs") {
+    c.fabric.rail_optimized = false;
+    const Topology t(c);
+    CHECK(t.route(Endpoint::gpu(1), Endpoint::gpu(8)).size() == 4);  // same leaf
+    const auto& r = t.route(Endpoint::gpu(0), Endpoint::gpu(16));
+    REQUIRE(r.size() == 6);
+    CHECK(t.links()[r[2]].name == "leaf0.up");
+    // 4 ports below (2 nodes x 2 NICs): 4 x 25 / 4 = 25 GB/s line rate.
+    CHECK(t.links()[r[2]].capacity_bytes_per_s == Approx(25e9 * 0.97));
+  }
+}
+
+TEST_CASE("degraded links: a NIC or a GPU's ports at a fraction of their capacity",
+          "[topology][heterogeneity]") {
+  ClusterSpec c = nvswitch_nodes(2, 2);
+  c.degraded_links = {{1, 0, -1, 0.5}, {0, -1, 3, 0.25}};
+  const Topology t(c);
+  for (const Link& l : t.links()) {
+    CAPTURE(l.name);
+    double factor = 1;
+    if (l.name.rfind("node1/nic0.", 0) == 0) factor = 0.5;
+    if (l.name.rfind("node0/gpu3.", 0) == 0) factor = 0.25;
+    const double eff = l.kind == LinkKind::kNic ? 0.97 : l.kind == LinkKind::kNvswitch ? 0.80 : 1.0;
+    CHECK(l.capacity_bytes_per_s == Approx(l.line_rate_bytes_per_s * eff * factor));
+  }
+}

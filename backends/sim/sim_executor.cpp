@@ -9,6 +9,7 @@
 #include "backends/sim/sim_executor.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <string>
@@ -112,6 +113,11 @@ class Engine {
   bool wants_step(int t) const;
   void complete(OpId id);
   bool process_has_gil(int process) const { return p_.processes[process].has_gil; }
+  // A straggler's kernels take `slowdown` times as long (docs/cost-model.md, "Stragglers").
+  TimeNs straggle(int gpu, TimeNs d) const {
+    const double f = s_.cluster.slowdown_of(gpu);
+    return f == 1.0 ? d : static_cast<TimeNs>(std::llround(static_cast<double>(d) * f));
+  }
   std::string describe_stuck() const;
 };
 
@@ -239,7 +245,7 @@ void Engine::start_on_stream(int s, OpId id) {
       return;
     case OpKind::kCompute: {
       st.running = id;
-      const TimeNs d = core::compute_duration_ns(s_.cluster.gpu, op.compute_kind, op.dtype, op.flops, op.bytes);
+      const TimeNs d = straggle(op.gpu, core::compute_duration_ns(s_.cluster.gpu, op.compute_kind, op.dtype, op.flops, op.bytes));
       push(now_ + d, EvType::kComputeDone, id);
       return;
     }
@@ -248,8 +254,8 @@ void Engine::start_on_stream(int s, OpId id) {
       if (op.copy_kind == core::CopyKind::kD2D) {
         // On-device copy: a memory-bound kernel reading and writing the bytes (docs/cost-model.md,
         // "Copies").
-        const TimeNs d = core::compute_duration_ns(s_.cluster.gpu, core::ComputeKind::kElementwise,
-                                                   core::Dtype::kFp32, 0, 2 * op.bytes);
+        const TimeNs d = straggle(op.gpu, core::compute_duration_ns(s_.cluster.gpu, core::ComputeKind::kElementwise,
+                                                                    core::Dtype::kFp32, 0, 2 * op.bytes));
         push(now_ + d, EvType::kComputeDone, id);
         return;
       }

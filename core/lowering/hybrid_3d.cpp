@@ -546,7 +546,12 @@ void Emitter::build(const std::string& label) {
   const int world = grid_.size();
   CSIM_ASSERT(world == static_cast<int>(ids.size()));
   ranks_.resize(static_cast<std::size_t>(world));
-  symmetric_ = s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1);
+  // Stragglers and degraded links make ranks differ: then every rank is simulated.
+  symmetric_ = s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1) && s_.cluster.homogeneous();
+  if (s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1) && !s_.cluster.homogeneous()) {
+    prog.warnings.push_back(
+        "rank symmetry off: stragglers or degraded links make ranks differ (every rank simulated)");
+  }
   emitted_gpu_.assign(static_cast<std::size_t>(prog.world_gpus), 0);
   for (int rk = 0; rk < world; ++rk) {
     RankState& r = ranks_[static_cast<std::size_t>(rk)];

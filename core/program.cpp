@@ -74,6 +74,22 @@ const char* to_string(CollectiveAlgo a) {
       return "ring";
     case CollectiveAlgo::kTree:
       return "tree";
+    case CollectiveAlgo::kNvls:
+      return "nvls";
+  }
+  return "?";
+}
+
+const char* to_string(NcclProto p) {
+  switch (p) {
+    case NcclProto::kAuto:
+      return "auto";
+    case NcclProto::kLL:
+      return "LL";
+    case NcclProto::kLL128:
+      return "LL128";
+    case NcclProto::kSimple:
+      return "Simple";
   }
   return "?";
 }

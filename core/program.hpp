@@ -55,8 +55,13 @@ enum class CollectiveKind : std::uint8_t {
 };
 const char* to_string(CollectiveKind k);
 
-enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree };
+enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls };
 const char* to_string(CollectiveAlgo a);
+
+// NCCL protocols (docs/cost-model.md, "Protocols"): LL (8-byte lines, 4 bytes of data), LL128
+// (128-byte lines, 120 of data), Simple (bulk copies with a flag per chunk).
+enum class NcclProto : std::uint8_t { kAuto, kLL, kLL128, kSimple };
+const char* to_string(NcclProto p);
 
 enum class MemCategory : std::uint8_t {
   kParams,

@@ -300,6 +300,15 @@ struct StrategySpec {
   ParallelSpec parallel;  // model_parallel, pipeline, tensor_parallel, 3d, zero, fsdp
 };
 
+// [SECTION] NCCL ---------------------------------------------------------------------------------
+
+// Forcing NCCL's choice, as the NCCL_ALGO / NCCL_PROTO environment variables do
+// (docs/scenario.md, "nccl"; docs/cost-model.md, "Protocols").
+struct NcclSpec {
+  std::string algo = "auto";   // auto, ring, tree, nvls
+  std::string proto = "auto";  // auto, LL, LL128, Simple
+};
+
 // [SECTION] Simulation ---------------------------------------------------------------------------
 
 // How the simulator runs the Program (docs/scenario.md, "simulation").
@@ -323,6 +332,7 @@ struct Scenario {
   TrainingSpec training;
   StrategySpec strategy;
   SimulationSpec simulation;
+  NcclSpec nccl;
   std::vector<std::string> warnings;  // accepted but noteworthy (e.g. fewer replicas than devices)
 };
 

@@ -1305,7 +1305,7 @@ Scenario parse_document(json doc, const std::string& file,
 
   Obj top(ctx, doc, "",
           {"format_version", "name", "description", "cluster", "host", "model", "training",
-           "strategy", "simulation"});
+           "strategy", "simulation", "nccl"});
   top.integer("format_version", kScenarioFormatVersion, kScenarioFormatVersion,
               kScenarioFormatVersion);
   Scenario sc;
@@ -1320,6 +1320,13 @@ Scenario parse_document(json doc, const std::string& file,
       top.raw("training").is_object() && top.raw("training").contains("gradient_accumulation");
   sc.strategy = parse_strategy(ctx, top.has("strategy") ? &top.raw("strategy") : nullptr,
                                sc.cluster, sc.training, sc.model, ga_given);
+  if (top.has("nccl")) {
+    Obj n(ctx, top.raw("nccl"), "nccl", {"algo", "proto"});
+    const std::vector<std::string> algos{"auto", "ring", "tree", "nvls"};
+    const std::vector<std::string> protos{"auto", "LL", "LL128", "Simple"};
+    sc.nccl.algo = algos[static_cast<std::size_t>(n.choice("algo", algos, 0))];
+    sc.nccl.proto = protos[static_cast<std::size_t>(n.choice("proto", protos, 0))];
+  }
   if (top.has("simulation")) {
     Obj sim(ctx, top.raw("simulation"), "simulation", {"symmetry"});
     sc.simulation.symmetry = sim.choice("symmetry", {"off", "auto"}, 1) == 1;

@@ -57,7 +57,17 @@ double busbw_gb_per_s(CollectiveKind kind, int p, double bytes, TimeNs t) {
   return bytes / (static_cast<double>(t) * 1e-9) * busbw_factor(kind, p) / 1e9;
 }
 
-const CommParams kParams;
+// The algorithms' closed forms below are written for a protocol-neutral model: Simple's full
+// bandwidth with LL's fitted latencies (no protocol extras); protocols have their own tests.
+CommParams neutral_params() {
+  CommParams c;
+  c.proto = NcclProto::kSimple;
+  c.simple_base_extra_us = 0;
+  c.simple_hop_factor = 1;
+  return c;
+}
+const CommParams kParams = neutral_params();
+const CommParams kDefaults;  // what the simulator uses
 
 }  // namespace
 
@@ -242,7 +252,7 @@ TEST_CASE("copies: pinned, pageable, D2D, peer over NVLink vs PCIe", "[copy]") {
 TEST_CASE("calibration: nccl_a100x8_allreduce_peak (230 GB/s busbw)", "[calibration]") {
   const Topology t(nvswitch_node(300e9, 4));  // 12 NVLink3 x 25 GB/s per direction
   const double S = 8e9;
-  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
+  const auto plan = plan_collective(t, kDefaults, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
                                     iota(8), -1, S);
   // busbw -> B = 300 * 0.80 = 240 GB/s for large S (+4.3 %)
   const double bw = busbw_gb_per_s(CollectiveKind::kAllReduce, 8, S, plan.predicted_ns);
@@ -253,7 +263,7 @@ TEST_CASE("calibration: nccl_a100x8_allreduce_peak (230 GB/s busbw)", "[calibrat
 TEST_CASE("calibration: nccl_h100x8_ring (370 GB/s busbw)", "[calibration]") {
   const Topology t(nvswitch_node(450e9, 5));  // 18 NVLink4 x 25 GB/s per direction
   const double S = 4e9;
-  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kRing,
+  const auto plan = plan_collective(t, kDefaults, CollectiveKind::kAllReduce, CollectiveAlgo::kRing,
                                     iota(8), -1, S);
   // busbw -> 450 * 0.80 = 360 GB/s (-2.7 %)
   const double bw = busbw_gb_per_s(CollectiveKind::kAllReduce, 8, S, plan.predicted_ns);
@@ -264,8 +274,8 @@ TEST_CASE("calibration: nccl_h100x8_ring (370 GB/s busbw)", "[calibration]") {
 TEST_CASE("calibration: nccl_a100x8_sendrecv_1GB (195.1 GB/s)", "[calibration]") {
   const Topology t(nvswitch_node(300e9, 4));
   const double S = 1073741824;
-  const auto plan =
-      plan_collective(t, kParams, CollectiveKind::kSendRecv, CollectiveAlgo::kAuto, iota(8), -1, S);
+  const auto plan = plan_collective(t, kDefaults, CollectiveKind::kSendRecv, CollectiveAlgo::kAuto,
+                                    iota(8), -1, S);
   // 8 flows i -> i+1, each capped at 0.81 * 240 = 194.4 GB/s; t = S / 194.4e9 + 4.7 us
   // = 5,523,363 + 4,700 ns; busbw = algbw = S / t = 194.2 GB/s (published 195.1, time 5,503.4 us)
   CHECK(plan.flows.size() == 8);
@@ -277,7 +287,7 @@ TEST_CASE("calibration: nccl_a100x8_sendrecv_1GB (195.1 GB/s)", "[calibration]")
 
 TEST_CASE("calibration: nccl_2x4070tis_pcie_latency (6.21 us)", "[calibration]") {
   const Topology t(pcie_node(2, 4));
-  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
+  const auto plan = plan_collective(t, kDefaults, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
                                     iota(2), -1, 8);
   // base + 2(p-1) * alpha_route = 4.0 + 2 * 1.1 = 6.2 us; bandwidth 16 B over the bridge < 1 ns
   CHECK(plan.predicted_ns == 6201);
@@ -290,7 +300,7 @@ TEST_CASE("calibration: nccl_2x8h20_ib_latency (47.5 us)", "[calibration]") {
   c.nics_per_node = 8;
   c.nic_bytes_per_s = 50e9;  // CX-7 NDR 400 Gb/s
   const Topology t(c);
-  const auto plan = plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
+  const auto plan = plan_collective(t, kDefaults, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
                                     iota(16), -1, 8);
   // tree over 16 ranks (nodes contiguous): deepest leaf path has 3 NVSwitch hops (0.7 us) and one
   // inter-node hop (0.5 + 9.3 + 9.3 + 0.5 = 19.6 us): base + 2 * (2.1 + 19.6) = 4 + 43.4 = 47.4 us
@@ -308,4 +318,98 @@ TEST_CASE("calibration: nccl_ndr_nic_peak (48.5 GB/s per NIC)", "[calibration]")
   // a NIC link's capacity: 50 GB/s * 0.97 = 48.5 GB/s
   const auto& r = t.route(Endpoint::gpu(0), Endpoint::gpu(8));
   CHECK(t.links()[r[1]].capacity_bytes_per_s == Approx(48.5e9));
+}
+
+// [SECTION] Protocols and NVLS (docs/cost-model.md, "Protocols", "NVLS") ------------------------
+
+TEST_CASE("protocols: LL for small, LL128 for medium, Simple for large ring all-reduces",
+          "[collective][protocol]") {
+  // 8 GPUs on NVSwitch, B = 240 GB/s per port, hop alpha 0.7 us, 2(p-1) = 14 hops, 1.75 S per
+  // ring edge. Predicted time per protocol (base + extra, hops x factor, bandwidth x efficiency):
+  //   LL      4.0        + 14 x 0.7            + 1.75 S / (0.5    x 240e9)
+  //   LL128   4.0 + 6.4  + 14 x 0.7 x 1.9/0.6  + 1.75 S / (0.9375 x 240e9)
+  //   Simple  4.0 + 4.8  + 14 x 0.7 x 3.4/0.6  + 1.75 S / 240e9
+  // LL = LL128 at S = 27.63 us / (1.75 x (1/120e9 - 1/225e9)) = 4.06 MB; LL128 = Simple at
+  // 22.9 us / (1.75 x (1/225e9 - 1/240e9)) = 47.1 MB.
+  const Topology t(nvswitch_node(300e9, 4));
+  auto ring = [&](double S) {
+    return plan_collective(t, kDefaults, CollectiveKind::kAllReduce, CollectiveAlgo::kRing, iota(8),
+                           -1, S);
+  };
+  CHECK(ring(1e6).proto == NcclProto::kLL);
+  CHECK(ring(16e6).proto == NcclProto::kLL128);
+  CHECK(ring(1e9).proto == NcclProto::kSimple);
+  // LL128 at 16 MB: latency 10,400 + 31,033.3 ns; each edge carries 1.75 x 16e6 / 0.9375 bytes
+  const TransferPlan mid = ring(16e6);
+  CHECK(mid.latency_ns == 41433);
+  CHECK(mid.flows[0].bytes == Approx(1.75 * 16e6 / 0.9375));
+  // Forcing LL on 1 GB halves the bandwidth: 1.75e9 / 120e9 = 14.58 ms (+ 13.8 us)
+  CommParams ll = kDefaults;
+  ll.proto = NcclProto::kLL;
+  const TransferPlan forced =
+      plan_collective(t, ll, CollectiveKind::kAllReduce, CollectiveAlgo::kRing, iota(8), -1, 1e9);
+  CHECK(forced.proto == NcclProto::kLL);
+  CHECK(forced.predicted_ns == round_to_ns(1.75e9 / 120e9 + 13.8e-6));
+}
+
+TEST_CASE("scenario nccl keys force the algorithm and protocol like NCCL_ALGO / NCCL_PROTO",
+          "[collective][protocol]") {
+  Scenario s;
+  s.nccl.algo = "tree";
+  s.nccl.proto = "LL128";
+  const CommParams c = comm_params_for(s);
+  CHECK(c.algo == CollectiveAlgo::kTree);
+  CHECK(c.proto == NcclProto::kLL128);
+  const Topology t(nvswitch_node(300e9, 4));
+  const TransferPlan p =
+      plan_collective(t, c, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto, iota(8), -1, 1e9);
+  CHECK(p.algo == CollectiveAlgo::kTree);
+  CHECK(p.proto == NcclProto::kLL128);
+  // NVLS forced where the hardware lacks it (A100-class: no sm_90) falls back to the choice.
+  CommParams nv = kDefaults;
+  nv.algo = CollectiveAlgo::kNvls;
+  CHECK(plan_collective(t, nv, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto, iota(8), -1, 1e9)
+            .algo != CollectiveAlgo::kNvls);
+}
+
+namespace {
+ClusterSpec hopper_node() {
+  ClusterSpec c = nvswitch_node(450e9, 5);  // 18 NVLink4 x 25 GB/s per direction
+  c.gpu.compute_capability = 90;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("calibration: nccl_h100_nvls_by_gpucount (420/440/460/480 GB/s for 5..8 GPUs)",
+          "[calibration][nvls]") {
+  // NVLS: each GPU sends S up and receives S down at 450 x 0.80 x 0.758 = 272.9 GB/s (algbw),
+  // busbw = algbw x 2(p-1)/p: 436.6, 454.8, 467.8, 477.6 GB/s for p = 5..8 (published 420, 440,
+  // 460, 480: +4.0, +3.4, +1.7, -0.5 %). Fitted on p = 8 only.
+  const Topology t(hopper_node());
+  const double published[4] = {420, 440, 460, 480};
+  for (int p = 5; p <= 8; ++p) {
+    CAPTURE(p);
+    const double S = 4e9;
+    const TransferPlan plan = plan_collective(t, kDefaults, CollectiveKind::kAllReduce,
+                                              CollectiveAlgo::kAuto, iota(p), -1, S);
+    CHECK(plan.algo == CollectiveAlgo::kNvls);
+    const double bw = busbw_gb_per_s(CollectiveKind::kAllReduce, p, S, plan.predicted_ns);
+    const double algbw = 450 * 0.80 * 0.758;
+    CHECK(bw == Approx(algbw * 2 * (p - 1) / p).epsilon(0.005));
+    CHECK(std::abs(bw - published[p - 5]) / published[p - 5] < 0.05);
+    CHECK(std::abs(simulate(t, plan) - plan.predicted_ns) <= 1);
+  }
+}
+
+TEST_CASE("calibration: nccl_h200x8_allreduce and nccl_h100x8_nvls (475 / 480 GB/s)",
+          "[calibration][nvls]") {
+  // H200 has H100's NVLink4 (450 GB/s per direction): the same 477.6 GB/s busbw at 4 GB (+0.6 %
+  // vs 475; -0.5 % vs 480). The ring stays at 360 (nccl_h100x8_ring), so auto picks NVLS.
+  const Topology t(hopper_node());
+  const TransferPlan plan = plan_collective(t, kDefaults, CollectiveKind::kAllReduce,
+                                            CollectiveAlgo::kAuto, iota(8), -1, 4294967296.0);
+  CHECK(plan.algo == CollectiveAlgo::kNvls);
+  const double bw = busbw_gb_per_s(CollectiveKind::kAllReduce, 8, 4294967296.0, plan.predicted_ns);
+  CHECK(std::abs(bw - 475) / 475 < 0.02);
+  CHECK(std::abs(bw - 480) / 480 < 0.02);
 }

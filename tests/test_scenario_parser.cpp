@@ -329,3 +329,19 @@ TEST_CASE("heterogeneity keys: errors name the key", "[scenario][heterogeneity]"
       csim::core::parse_scenario_string(with(",\"fabric\":{\"oversubscription\":0.5}"), "t.json"),
       Catch::Contains("cluster.fabric.oversubscription"));
 }
+
+TEST_CASE("nccl keys: algo and proto as NCCL_ALGO / NCCL_PROTO", "[scenario][nccl]") {
+  const std::string base =
+      "{\"cluster\":{\"gpus_per_node\":8,\"gpu\":\"H100-SXM5-80GB\"},"
+      "\"model\":{\"gpt\":{\"layers\":2,\"hidden\":256,\"heads\":4,\"seq_len\":128,\"vocab\":1000}}"
+      ","
+      "\"training\":{\"global_batch\":16},\"strategy\":{\"kind\":\"ddp\"}}";
+  const csim::core::Scenario s =
+      csim::core::parse_scenario_string(base, "t.json", {"nccl.algo=nvls", "nccl.proto=Simple"});
+  CHECK(s.nccl.algo == "nvls");
+  CHECK(s.nccl.proto == "Simple");
+  CHECK(csim::core::parse_scenario_string(base, "t.json").nccl.algo == "auto");
+  // a misspelt protocol is an error that names the key and suggests the nearest value
+  CHECK_THROWS_WITH(csim::core::parse_scenario_string(base, "t.json", {"nccl.proto=LL12"}),
+                    Catch::Contains("nccl.proto"));
+}

@@ -31,14 +31,30 @@ using core::Op;
 using core::OpId;
 using core::OpKind;
 
-enum class EvType : std::uint8_t { kThreadStep, kPythonDone, kDispatchDone, kStreamCheck, kComputeDone, kTransferGo, kFlowCheck };
+enum class EvType : std::uint8_t {
+  kThreadStep,
+  kPythonDone,
+  kDispatchDone,
+  kStreamCheck,
+  kComputeDone,
+  kTransferGo,
+  kFlowCheck
+};
 
 struct Event {
   EvType type;
   std::int64_t a;  // thread, stream, op, transfer or flow generation
 };
 
-enum class ThreadPhase : std::uint8_t { kIdle, kBlocked, kWaitGil, kWaitCore, kPython, kDispatch, kDone };
+enum class ThreadPhase : std::uint8_t {
+  kIdle,
+  kBlocked,
+  kWaitGil,
+  kWaitCore,
+  kPython,
+  kDispatch,
+  kDone
+};
 
 struct ThreadState {
   std::vector<OpId> ops;  // issue order
@@ -67,7 +83,8 @@ struct Instance {
 
 class Engine {
  public:
-  Engine(const core::Scenario& s, const core::CommParams& comm, const core::Program& p, const core::RunControl& ctl)
+  Engine(const core::Scenario& s, const core::CommParams& comm, const core::Program& p,
+         const core::RunControl& ctl)
       : s_(s), comm_(comm), p_(p), ctl_(ctl), topo_(s.cluster), flows_(topo_.links()) {}
 
   core::ExecutionResult run();
@@ -245,7 +262,8 @@ void Engine::start_on_stream(int s, OpId id) {
       return;
     case OpKind::kCompute: {
       st.running = id;
-      const TimeNs d = straggle(op.gpu, core::compute_duration_ns(s_.cluster.gpu, op.compute_kind, op.dtype, op.flops, op.bytes));
+      const TimeNs d = straggle(op.gpu, core::compute_duration_ns(s_.cluster.gpu, op.compute_kind,
+                                                                  op.dtype, op.flops, op.bytes));
       push(now_ + d, EvType::kComputeDone, id);
       return;
     }
@@ -254,8 +272,9 @@ void Engine::start_on_stream(int s, OpId id) {
       if (op.copy_kind == core::CopyKind::kD2D) {
         // On-device copy: a memory-bound kernel reading and writing the bytes (docs/cost-model.md,
         // "Copies").
-        const TimeNs d = straggle(op.gpu, core::compute_duration_ns(s_.cluster.gpu, core::ComputeKind::kElementwise,
-                                                                    core::Dtype::kFp32, 0, 2 * op.bytes));
+        const TimeNs d = straggle(
+            op.gpu, core::compute_duration_ns(s_.cluster.gpu, core::ComputeKind::kElementwise,
+                                              core::Dtype::kFp32, 0, 2 * op.bytes));
         push(now_ + d, EvType::kComputeDone, id);
         return;
       }
@@ -263,7 +282,8 @@ void Engine::start_on_stream(int s, OpId id) {
       core::Endpoint src = core::Endpoint::host(node), dst = core::Endpoint::gpu(op.gpu);
       if (op.copy_kind == core::CopyKind::kPeer) src = core::Endpoint::gpu(op.peer_gpu);
       if (op.copy_kind == core::CopyKind::kD2H) std::swap(src, dst);
-      core::TransferPlan plan = core::plan_copy(topo_, comm_, op.copy_kind, src, dst, static_cast<double>(op.bytes));
+      core::TransferPlan plan =
+          core::plan_copy(topo_, comm_, op.copy_kind, src, dst, static_cast<double>(op.bytes));
       if (p_.symmetry.enabled()) {
         std::vector<int> ends{op.gpu};
         if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
@@ -280,8 +300,8 @@ void Engine::start_on_stream(int s, OpId id) {
       // once every member has arrived.
       if (static_cast<int>(in.arrived.size()) == in.expected) {
         const core::CommGroup& g = p_.groups[op.group];
-        core::TransferPlan plan =
-            core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus, op.root, static_cast<double>(op.bytes));
+        core::TransferPlan plan = core::plan_collective(
+            topo_, comm_, op.collective, op.algo, g.gpus, op.root, static_cast<double>(op.bytes));
         if (p_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
         start_transfer(in.arrived, std::move(plan));
       }
@@ -315,7 +335,8 @@ std::vector<int> Engine::distinct_mirrors(const std::vector<int>& gpus) const {
     std::sort(key.begin(), key.end());
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
     seen.push_back(key);
-    if (m > 0) out.push_back(static_cast<int>(m));  // images[0] is the identity: the transfer itself
+    if (m > 0)
+      out.push_back(static_cast<int>(m));  // images[0] is the identity: the transfer itself
   }
   return out;
 }
@@ -408,13 +429,15 @@ std::string Engine::describe_stuck() const {
     const ThreadState& th = threads_[t];
     if (th.pos < th.ops.size()) {
       const Op& op = p_.ops[th.ops[th.pos]];
-      return "thread '" + p_.threads[t].name + "' stuck before op " + std::to_string(op.id) + " '" + op.name + "'";
+      return "thread '" + p_.threads[t].name + "' stuck before op " + std::to_string(op.id) + " '" +
+             op.name + "'";
     }
   }
   for (std::size_t s = 0; s < streams_.size(); ++s) {
     if (!streams_[s].queue.empty()) {
       const Op& op = p_.ops[streams_[s].queue.front()];
-      return "stream " + std::to_string(s) + " stuck at op " + std::to_string(op.id) + " '" + op.name + "'";
+      return "stream " + std::to_string(s) + " stuck at op " + std::to_string(op.id) + " '" +
+             op.name + "'";
     }
   }
   return "collective waiting for members";
@@ -426,10 +449,14 @@ bool Engine::wants_step(int t) const {
   const ThreadState& th = threads_[t];
   switch (th.phase) {
     case ThreadPhase::kIdle:
-    case ThreadPhase::kBlocked: return true;
-    case ThreadPhase::kWaitGil: return th.holds_gil;
-    case ThreadPhase::kWaitCore: return th.holds_core;
-    default: return false;
+    case ThreadPhase::kBlocked:
+      return true;
+    case ThreadPhase::kWaitGil:
+      return th.holds_gil;
+    case ThreadPhase::kWaitCore:
+      return th.holds_core;
+    default:
+      return false;
   }
 }
 
@@ -448,7 +475,8 @@ core::ExecutionResult Engine::run() {
   for (const Op& op : p_.ops) threads_[op.thread].ops.push_back(op.id);
   streams_.resize(p_.streams.size());
   gil_.assign(p_.processes.size(), FifoResource(1));
-  cores_.assign(static_cast<std::size_t>(s_.cluster.nodes), FifoResource(std::max(1, s_.host.cpu_cores)));
+  cores_.assign(static_cast<std::size_t>(s_.cluster.nodes),
+                FifoResource(std::max(1, s_.host.cpu_cores)));
   if (p_.symmetry.enabled()) {
     // Rank symmetry: a node's cores are shared with the processes of its mirrored GPUs, which do
     // not run here; the simulated ones get their share, cores x simulated / active GPUs of the node
@@ -460,7 +488,8 @@ core::ExecutionResult Engine::run() {
     }
     for (std::size_t nd = 0; nd < active.size(); ++nd) {
       if (active[nd] == 0 || simulated[nd] == 0) continue;
-      const int share = static_cast<int>(static_cast<std::int64_t>(s_.host.cpu_cores) * simulated[nd] / active[nd]);
+      const int share = static_cast<int>(static_cast<std::int64_t>(s_.host.cpu_cores) *
+                                         simulated[nd] / active[nd]);
       cores_[nd] = FifoResource(std::max(1, share));
     }
   }
@@ -472,7 +501,8 @@ core::ExecutionResult Engine::run() {
   for (const Op& op : p_.ops) {
     if (op.kind == OpKind::kCollective) ++instances_[op.instance].expected;
   }
-  for (std::size_t t = 0; t < threads_.size(); ++t) push(0, EvType::kThreadStep, static_cast<std::int64_t>(t));
+  for (std::size_t t = 0; t < threads_.size(); ++t)
+    push(0, EvType::kThreadStep, static_cast<std::int64_t>(t));
 
   core::ExecutionResult res;
   res.backend = "sim";
@@ -491,10 +521,18 @@ core::ExecutionResult Engine::run() {
       case EvType::kDispatchDone:
         step_thread(static_cast<int>(ev.a));
         break;
-      case EvType::kStreamCheck: check_stream(static_cast<int>(ev.a)); break;
-      case EvType::kComputeDone: complete(static_cast<OpId>(ev.a)); break;
-      case EvType::kTransferGo: transfer_go(static_cast<int>(ev.a)); break;
-      case EvType::kFlowCheck: on_flow_check(ev.a); break;
+      case EvType::kStreamCheck:
+        check_stream(static_cast<int>(ev.a));
+        break;
+      case EvType::kComputeDone:
+        complete(static_cast<OpId>(ev.a));
+        break;
+      case EvType::kTransferGo:
+        transfer_go(static_cast<int>(ev.a));
+        break;
+      case EvType::kFlowCheck:
+        on_flow_check(ev.a);
+        break;
     }
   }
   if (res.complete && done_count_ != static_cast<std::int64_t>(n)) {
@@ -508,9 +546,11 @@ core::ExecutionResult Engine::run() {
 
 }  // namespace
 
-SimExecutor::SimExecutor(const core::Scenario& scenario) : scenario_(scenario) {}
+SimExecutor::SimExecutor(const core::Scenario& scenario)
+    : scenario_(scenario), comm_(core::comm_params_for(scenario)) {}
 
-core::ExecutionResult SimExecutor::run(const core::Program& program, const core::RunControl& control) {
+core::ExecutionResult SimExecutor::run(const core::Program& program,
+                                       const core::RunControl& control) {
   Engine e(scenario_, comm_, program, control);
   return e.run();
 }

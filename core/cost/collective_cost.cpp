@@ -58,12 +58,35 @@ struct Builder {
   const CommParams& params;
   TransferPlan plan;
   double latency_ns = 0;
+  double efficiency = 1.0;  // the protocol's share of a line that is payload
 
   double alpha(int a, int b) const {
     return topo.route_alpha_ns(Endpoint::gpu(a), Endpoint::gpu(b));
   }
+  // A flow of `bytes` payload moves bytes / efficiency on the wire (docs/cost-model.md,
+  // "Protocols").
   void flow(int a, int b, double bytes, double cap = 0) {
-    if (bytes > 0) plan.flows.push_back({Endpoint::gpu(a), Endpoint::gpu(b), bytes, cap});
+    if (bytes > 0)
+      plan.flows.push_back({Endpoint::gpu(a), Endpoint::gpu(b), bytes / efficiency, cap});
+  }
+  // Latency of a protocol: base + extra, and the hops' alphas times the protocol's factor.
+  void set_protocol(NcclProto p) {
+    plan.proto = p;
+    efficiency = p == NcclProto::kLL      ? params.ll_efficiency
+                 : p == NcclProto::kLL128 ? params.ll128_efficiency
+                                          : 1.0;
+  }
+  double base() const {
+    const double extra = plan.proto == NcclProto::kLL128    ? params.ll128_base_extra_us
+                         : plan.proto == NcclProto::kSimple ? params.simple_base_extra_us
+                                                            : 0.0;
+    return params.nccl_base_latency_us * 1e3 + extra * 1e3;
+  }
+  double hops(double alpha_ns) const {
+    const double f = plan.proto == NcclProto::kLL128    ? params.ll128_hop_factor
+                     : plan.proto == NcclProto::kSimple ? params.simple_hop_factor
+                                                        : 1.0;
+    return alpha_ns * f;
   }
   double p2p_cap(int a, int b) const {
     return params.p2p_bandwidth_fraction * topo.route_bandwidth(Endpoint::gpu(a), Endpoint::gpu(b));
@@ -87,9 +110,10 @@ double base_ns(const CommParams& p) {
 // for uniform hops (all-reduce: factor 2(p-1)/p gives 2(p-1) * alpha). With k rings (NCCL channels
 // over different NVLinks) each ring carries S/k; they run at once, so the latency is the slowest
 // ring's.
-TransferPlan ring_plan(const Topology& topo, const CommParams& params,
+TransferPlan ring_plan(const Topology& topo, const CommParams& params, NcclProto proto,
                        const std::vector<std::vector<int>>& rings, double factor, double bytes) {
   Builder b{topo, params, {}, 0};
+  b.set_protocol(proto);
   const double k = static_cast<double>(rings.size());
   double worst_alpha = 0;
   for (const std::vector<int>& order : rings) {
@@ -102,7 +126,7 @@ TransferPlan ring_plan(const Topology& topo, const CommParams& params,
     }
     worst_alpha = std::max(worst_alpha, sum_alpha);
   }
-  b.latency_ns = base_ns(params) + factor * worst_alpha;
+  b.latency_ns = b.base() + factor * b.hops(worst_alpha);
   b.plan.algo = CollectiveAlgo::kRing;
   return b.finish();
 }
@@ -113,9 +137,10 @@ TransferPlan ring_plan(const Topology& topo, const CommParams& params,
 // Flows: every tree edge carries S/2 up and S/2 down. Latency = base + the slowest leaf's
 // round trip (sum of alphas up to the root and back), i.e. base + 2 * depth * alpha for uniform
 // hops with depth = floor(log2 p) <= ceil(log2 p).
-TransferPlan tree_plan(const Topology& topo, const CommParams& params,
+TransferPlan tree_plan(const Topology& topo, const CommParams& params, NcclProto proto,
                        const std::vector<int>& order, double bytes) {
   Builder b{topo, params, {}, 0};
+  b.set_protocol(proto);
   const int p = static_cast<int>(order.size());
   double worst = 0;
   for (int tree = 0; tree < 2; ++tree) {
@@ -133,7 +158,7 @@ TransferPlan tree_plan(const Topology& topo, const CommParams& params,
       b.flow(parent_gpu, child_gpu, bytes / 2);
     }
   }
-  b.latency_ns = base_ns(params) + worst;
+  b.latency_ns = b.base() + b.hops(worst);
   b.plan.algo = CollectiveAlgo::kTree;
   return b.finish();
 }
@@ -142,10 +167,11 @@ TransferPlan tree_plan(const Topology& topo, const CommParams& params,
 // (docs/cost-model.md, "Communication", "Chain"): p-1 flows of S each; latency = base + sum of the
 // chain's alphas = base + (p-1) * alpha for uniform hops. With k rings, one chain per ring, S/k
 // each.
-TransferPlan chain_plan(const Topology& topo, const CommParams& params,
+TransferPlan chain_plan(const Topology& topo, const CommParams& params, NcclProto proto,
                         const std::vector<std::vector<int>>& rings, int root, bool toward_root,
                         double bytes) {
   Builder b{topo, params, {}, 0};
+  b.set_protocol(proto);
   const double k = static_cast<double>(rings.size());
   double worst_alpha = 0;
   for (const std::vector<int>& ring : rings) {
@@ -164,9 +190,60 @@ TransferPlan chain_plan(const Topology& topo, const CommParams& params,
     }
     worst_alpha = std::max(worst_alpha, sum_alpha);
   }
-  b.latency_ns = base_ns(params) + worst_alpha;
+  b.latency_ns = b.base() + b.hops(worst_alpha);
   b.plan.algo = CollectiveAlgo::kRing;
   return b.finish();
+}
+
+// NVLink SHARP all-reduce (docs/cost-model.md, "NVLS"): the NVSwitch reduces; every GPU sends its
+// S bytes up its switch port and receives S down, at nvls_efficiency of the port. Expressed as
+// flows GPU i -> GPU i+1, each loading one up port and one down port with S / efficiency.
+// Latency = base + NVLS setup + one switch round trip. Simple protocol only.
+TransferPlan nvls_plan(const Topology& topo, const CommParams& params, const std::vector<int>& gpus,
+                       double bytes) {
+  Builder b{topo, params, {}, 0};
+  b.set_protocol(NcclProto::kSimple);
+  b.efficiency = params.nvls_efficiency;
+  const int p = static_cast<int>(gpus.size());
+  double worst = 0;
+  for (int i = 0; i < p; ++i) {
+    const int a = gpus[i], c = gpus[(i + 1) % p];
+    worst = std::max(worst, b.alpha(a, c));
+    b.flow(a, c, bytes);
+  }
+  b.latency_ns = params.nccl_base_latency_us * 1e3 + params.nvls_extra_latency_us * 1e3 + worst;
+  b.plan.algo = CollectiveAlgo::kNvls;
+  return b.finish();
+}
+
+// NVLS needs Hopper (sm_90+) GPUs on third-generation NVSwitch, all in one node (NVLSTree across
+// nodes is not modelled).
+bool nvls_available(const Topology& topo, const std::vector<int>& gpus) {
+  if (topo.intra_kind() != IntraNodeKind::kNvswitch) return false;
+  if (topo.gpu_spec().compute_capability < 90 || gpus.size() < 2) return false;
+  for (int g : gpus) {
+    if (topo.node_of(g) != topo.node_of(gpus.front())) return false;
+  }
+  return true;
+}
+
+// The protocols to try: the forced one, or all three (Simple first: ties go to it).
+std::vector<NcclProto> protocols(const CommParams& params) {
+  if (params.proto != NcclProto::kAuto) return {params.proto};
+  return {NcclProto::kSimple, NcclProto::kLL128, NcclProto::kLL};
+}
+
+// The fastest predicted plan of `make(proto)` over the protocols (first on ties).
+template <typename Make>
+TransferPlan best_over_protocols(const CommParams& params, const Make& make) {
+  TransferPlan best;
+  bool any = false;
+  for (NcclProto pr : protocols(params)) {
+    TransferPlan t = make(pr);
+    if (!any || t.predicted_ns < best.predicted_ns) best = std::move(t);
+    any = true;
+  }
+  return best;
 }
 
 }  // namespace
@@ -192,23 +269,39 @@ TransferPlan plan_collective(const Topology& topo, const CommParams& params, Col
   const double n = p;
   switch (kind) {
     case CollectiveKind::kAllReduce: {
-      // NCCL picks the algorithm with the least predicted time: tree wins on latency for small
-      // messages on many ranks (2 log2 p hops instead of 2(p-1)), ring on bandwidth for large ones.
-      if (algo == CollectiveAlgo::kRing)
-        return ring_plan(topo, params, rings, 2 * (n - 1) / n, bytes);
-      if (algo == CollectiveAlgo::kTree) return tree_plan(topo, params, ring, bytes);
-      TransferPlan r = ring_plan(topo, params, rings, 2 * (n - 1) / n, bytes);
-      TransferPlan t = tree_plan(topo, params, ring, bytes);
-      return t.predicted_ns < r.predicted_ns ? t : r;  // ties: ring
+      // NCCL picks the algorithm x protocol with the least predicted time (docs/cost-model.md,
+      // "Protocols"): tree wins on latency for small messages on many ranks (2 log2 p hops
+      // instead of 2(p-1)), ring on bandwidth for large ones, NVLS where the switch can reduce.
+      // A forced algorithm (op's, else the scenario's) that cannot run falls back to auto.
+      const CollectiveAlgo want = algo != CollectiveAlgo::kAuto ? algo : params.algo;
+      const bool nvls = nvls_available(topo, gpus);
+      auto ring_of = [&](NcclProto pr) {
+        return ring_plan(topo, params, pr, rings, 2 * (n - 1) / n, bytes);
+      };
+      auto tree_of = [&](NcclProto pr) { return tree_plan(topo, params, pr, ring, bytes); };
+      if (want == CollectiveAlgo::kRing) return best_over_protocols(params, ring_of);
+      if (want == CollectiveAlgo::kTree) return best_over_protocols(params, tree_of);
+      if (want == CollectiveAlgo::kNvls && nvls) return nvls_plan(topo, params, gpus, bytes);
+      TransferPlan best = best_over_protocols(params, ring_of);  // ties: ring, then tree
+      TransferPlan t = best_over_protocols(params, tree_of);
+      if (t.predicted_ns < best.predicted_ns) best = std::move(t);
+      if (nvls && (params.proto == NcclProto::kAuto || params.proto == NcclProto::kSimple)) {
+        TransferPlan v = nvls_plan(topo, params, gpus, bytes);
+        if (v.predicted_ns < best.predicted_ns) best = std::move(v);
+      }
+      return best;
     }
     // NCCL implements these with rings only; a forced kTree falls back to the ring.
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
-      return ring_plan(topo, params, rings, (n - 1) / n, bytes);
+      return best_over_protocols(params, [&](NcclProto pr) {
+        return ring_plan(topo, params, pr, rings, (n - 1) / n, bytes);
+      });
     case CollectiveKind::kBroadcast:
-      return chain_plan(topo, params, rings, root, false, bytes);
     case CollectiveKind::kReduce:
-      return chain_plan(topo, params, rings, root, true, bytes);
+      return best_over_protocols(params, [&](NcclProto pr) {
+        return chain_plan(topo, params, pr, rings, root, kind == CollectiveKind::kReduce, bytes);
+      });
     case CollectiveKind::kGather:
     case CollectiveKind::kScatter: {
       // torch.cuda.comm.gather / scatter: one copy per non-root rank of its S/p share, all in
@@ -257,6 +350,17 @@ TransferPlan plan_collective(const Topology& topo, const CommParams& params, Col
   }
   CSIM_ASSERT_MSG(false, "unknown collective kind");
   return {};
+}
+
+CommParams comm_params_for(const Scenario& s) {
+  CommParams c;
+  if (s.nccl.algo == "ring") c.algo = CollectiveAlgo::kRing;
+  if (s.nccl.algo == "tree") c.algo = CollectiveAlgo::kTree;
+  if (s.nccl.algo == "nvls") c.algo = CollectiveAlgo::kNvls;
+  if (s.nccl.proto == "LL") c.proto = NcclProto::kLL;
+  if (s.nccl.proto == "LL128") c.proto = NcclProto::kLL128;
+  if (s.nccl.proto == "Simple") c.proto = NcclProto::kSimple;
+  return c;
 }
 
 // [SECTION] Copies -------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ struct FlowSpec {
 };
 
 struct TransferPlan {
-  TimeNs latency_ns = 0;        // fixed part, elapsed before the flows start
-  std::vector<FlowSpec> flows;  // bandwidth part; finished when every flow has finished
+  TimeNs latency_ns = 0;               // fixed part, elapsed before the flows start
+  std::vector<FlowSpec> flows;         // bandwidth part; finished when every flow has finished
+  NcclProto proto = NcclProto::kAuto;  // the protocol chosen (NCCL collectives)
   CollectiveAlgo algo = CollectiveAlgo::kAuto;  // the algorithm chosen (collectives); kAuto for
                                                 // direct patterns (gather, scatter, all-to-all,
                                                 // send/recv) and copies
@@ -39,7 +40,28 @@ struct CommParams {
   // this fraction of the route's bandwidth: 195.1 of 240 GB/s on 8x A100
   // (nccl_a100x8_sendrecv_1GB).
   double p2p_bandwidth_fraction = 0.81;
+  // Protocols (docs/cost-model.md, "Protocols"). The fitted latencies above are LL's (NCCL runs
+  // small messages in LL); LL128 and Simple add to the base and multiply the per-hop alphas in
+  // the ratios of NCCL's own tuning model (src/graph/tuning.cc, ring over NVLink: base LL 3.6,
+  // LL128 10.0, Simple 8.4 us; per hop LL 0.6, LL128 1.9, Simple 3.4 us). Bandwidth: LL carries 4
+  // data bytes per 8-byte line (0.5), LL128 120 per 128 (0.9375), Simple all of it.
+  double ll128_base_extra_us = 6.4, simple_base_extra_us = 4.8;
+  double ll128_hop_factor = 1.9 / 0.6, simple_hop_factor = 3.4 / 0.6;
+  double ll_efficiency = 0.5, ll128_efficiency = 120.0 / 128.0;
+  // NVLink SHARP (H100/H200 NVSwitch): every GPU sends its buffer up to the switch, which reduces
+  // it, and receives the result: S each way per GPU at this fraction of its NVSwitch port's
+  // capacity; fitted to 273 GB/s algbw on 8x H100 (nccl_h100_nvls_by_gpucount: busbw 480).
+  double nvls_efficiency = 0.758;
+  // NVLS setup cost on top of the base latency: NCCL's tuning model charges 25 us of hardware
+  // latency for NVLS Simple (src/graph/tuning.cc); not fitted (no small-message NVLS case).
+  double nvls_extra_latency_us = 25.0;
+  // Forcing, as NCCL_ALGO / NCCL_PROTO (scenario "nccl"); kAuto: the fastest predicted.
+  CollectiveAlgo algo = CollectiveAlgo::kAuto;
+  NcclProto proto = NcclProto::kAuto;
 };
+
+// CommParams for a scenario: the defaults above with the scenario's "nccl" forcing.
+CommParams comm_params_for(const Scenario& s);
 
 // Plan a collective on `gpus` (rank order) moving `bytes` per GPU (nccl-tests "size").
 TransferPlan plan_collective(const Topology& topo, const CommParams& params, CollectiveKind kind,

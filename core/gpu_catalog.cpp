@@ -12,9 +12,9 @@
 //     * A100: korthikanti_t4_22B_layer_baseline_no_recompute (22B layer, TP=8, fwd 7.7 ms);
 //       derivation in docs/scenario.md, "Fitting the A100 gemm curve".
 //   Where no case exists (GTX 1080 Ti, Hopper, and the conv/attention/elementwise kinds) the
-//   constant is an estimate and its source string says so. half_flops (stated at the GPU's highest dense
-//   peak, scaled to other dtypes by compute_cost): the kernel size whose ideal duration at that
-//   peak is ~2 us, so a tiny kernel costs ~2 us / max_efficiency more than its FLOPs: wave
+//   constant is an estimate and its source string says so. half_flops (stated at the GPU's highest
+//   dense peak, scaled to other dtypes by compute_cost): the kernel size whose ideal duration at
+//   that peak is ~2 us, so a tiny kernel costs ~2 us / max_efficiency more than its FLOPs: wave
 //   quantisation and ramp-up/tail. Estimate, not fitted.
 #include "core/gpu_catalog.hpp"
 
@@ -67,14 +67,18 @@ GpuCatalogEntry gtx_1080_ti() {
   g.peak_bf16_flops_per_s = 0;                     // no bf16
   g.mem_bw_bytes_per_s = 484 * kGB;                // 352-bit GDDR5X at 11 Gb/s
   g.sm_count = 28;
+  g.nccl_sms = 2;  // assumed: NCCL's 2 channels over PCIe (docs/cost-model.md, interference)
   g.compute_capability = 61;
   g.kernel_overhead_ns = 2500;
   g.mem_bw_efficiency = 0.80;
   const std::string est = "estimate (no GTX 1080 Ti case in published-measurements.json): ";
-  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(0.80, 2.5e7, est + "cuBLAS SGEMM on Pascal reaches ~80-90 % of fp32 peak for large shapes");
+  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(
+      0.80, 2.5e7, est + "cuBLAS SGEMM on Pascal reaches ~80-90 % of fp32 peak for large shapes");
   g.efficiency[static_cast<int>(ComputeKind::kElementwise)] =
       curve(0.50, 2.5e7, est + "elementwise kernels are memory-bound; the FLOP term rarely binds");
-  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(0.65, 2.5e7, est + "cuDNN fp32 convolutions run below SGEMM efficiency (im2col/winograd mix)");
+  g.efficiency[static_cast<int>(ComputeKind::kConv)] =
+      curve(0.65, 2.5e7,
+            est + "cuDNN fp32 convolutions run below SGEMM efficiency (im2col/winograd mix)");
   g.efficiency[static_cast<int>(ComputeKind::kAttention)] =
       curve(0.50, 2.5e7, est + "batched small GEMMs + softmax, unfused");
   g.source =
@@ -103,6 +107,7 @@ GpuCatalogEntry v100(int gib) {
   g.peak_bf16_flops_per_s = 0;              // bf16 arrived with Ampere
   g.mem_bw_bytes_per_s = 900 * kGB;
   g.sm_count = 80;
+  g.nccl_sms = 12;  // assumed: 6 NVLink rings x 2 channels on a DGX-1 (not calibrated)
   g.compute_capability = 70;
   g.kernel_overhead_ns = 2000;
   g.mem_bw_efficiency = 0.85;
@@ -111,8 +116,10 @@ GpuCatalogEntry v100(int gib) {
             "fitted: published-measurements.json case megatron19_1p2B_1gpu (1.2B GPT, batch 8, "
             "one V100: 39 TFLOP/s = 30 % of 125 end to end; with this catalog's memory-bound "
             "kernels, kernel overheads and Adam, gemm 0.38 gives 39 TFLOP/s); docs/scenario.md");
-  g.efficiency[static_cast<int>(ComputeKind::kElementwise)] = curve(0.50, 2.5e8, "estimate: elementwise kernels are memory-bound; the FLOP term rarely binds");
-  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(0.50, 2.5e8,
+  g.efficiency[static_cast<int>(ComputeKind::kElementwise)] = curve(
+      0.50, 2.5e8, "estimate: elementwise kernels are memory-bound; the FLOP term rarely binds");
+  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(
+      0.50, 2.5e8,
       "estimate: cuDNN convolutions below the fitted gemm on tensor cores, above it in fp32; no "
       "conv case in published-measurements.json");
   g.efficiency[static_cast<int>(ComputeKind::kAttention)] =
@@ -152,19 +159,24 @@ GpuCatalogEntry a100(int gib) {
   g.peak_bf16_flops_per_s = 312 * kTflops;  // dense (624 sparse)
   g.mem_bw_bytes_per_s = (gib == 40 ? 1555 : 2039) * kGB;
   g.sm_count = 108;
+  g.nccl_sms = 16;  // assumed: 16 collective channels on NVSwitch (not calibrated)
   g.compute_capability = 80;
   g.kernel_overhead_ns = 1500;
   g.mem_bw_efficiency = 0.85;
-  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(0.68, 6e8,
+  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(
+      0.68, 6e8,
       "fitted: published-measurements.json case korthikanti_t4_22B_layer_baseline_no_recompute "
       "(22B layer, TP=8, microbatch 4, DGX A100: forward 7.7 ms; 2 TP all-reduces at 230 GB/s "
       "busbw (nccl_a100x8_allreduce_peak) take 1.5 ms; gemm 0.68 puts the rest at 6.1 ms); "
       "docs/scenario.md");
-  g.efficiency[static_cast<int>(ComputeKind::kElementwise)] = curve(0.50, 6e8, "estimate: elementwise kernels are memory-bound; the FLOP term rarely binds");
-  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(0.55, 6e8,
+  g.efficiency[static_cast<int>(ComputeKind::kElementwise)] = curve(
+      0.50, 6e8, "estimate: elementwise kernels are memory-bound; the FLOP term rarely binds");
+  g.efficiency[static_cast<int>(ComputeKind::kConv)] = curve(
+      0.55, 6e8,
       "estimate: cuDNN convolutions below the fitted gemm (korthikanti_t4_22B_layer_*); no conv "
       "case in published-measurements.json");
-  g.efficiency[static_cast<int>(ComputeKind::kAttention)] = curve(0.45, 6e8,
+  g.efficiency[static_cast<int>(ComputeKind::kAttention)] = curve(
+      0.45, 6e8,
       "estimate: 2/3 of the fitted gemm (korthikanti_t4_22B_layer_baseline_no_recompute): unfused "
       "batched per-head GEMMs");
   g.source =
@@ -203,11 +215,13 @@ GpuCatalogEntry hopper(bool h200) {
   g.peak_bf16_flops_per_s = 989.5 * kTflops;  //
   g.mem_bw_bytes_per_s = (h200 ? 4800 : 3350) * kGB;
   g.sm_count = 132;
+  g.nccl_sms = 24;  // assumed: 24 collective channels on NVSwitch (not calibrated)
   g.compute_capability = 90;
   g.kernel_overhead_ns = 1200;
   g.mem_bw_efficiency = 0.85;
   const std::string est = "estimate (no Hopper compute case in published-measurements.json): ";
-  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(0.62, 2e9,
+  g.efficiency[static_cast<int>(ComputeKind::kGemm)] = curve(
+      0.62, 2e9,
       est +
           "PyTorch eager GEMMs reach a smaller share of Hopper's 3.2x larger dense peak than the "
           "A100 fit (0.68, korthikanti_t4_22B_layer_baseline_no_recompute)");

@@ -324,8 +324,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   }
   Obj o(ctx, v, path,
         {"base", "name", "memory_gib", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
-         "peak_bf16_tflops", "mem_bw_gbps", "sm_count", "compute_capability", "kernel_overhead_us",
-         "mem_bw_efficiency", "efficiency", "source"});
+         "peak_bf16_tflops", "mem_bw_gbps", "sm_count", "nccl_sms", "compute_capability",
+         "kernel_overhead_us", "mem_bw_efficiency", "efficiency", "source"});
   GpuCatalogEntry e;
   if (o.has("base")) {
     const std::string base = o.string("base", "");
@@ -370,6 +370,10 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
       o.number("peak_bf16_tflops", g.peak_bf16_flops_per_s / 1e12, 0, 1e6) * 1e12;
   g.mem_bw_bytes_per_s = o.number("mem_bw_gbps", g.mem_bw_bytes_per_s / kGB, 1, 1e6) * kGB;
   g.sm_count = static_cast<int>(o.integer("sm_count", g.sm_count, 0, 100000));
+  g.nccl_sms = static_cast<int>(o.integer("nccl_sms", g.nccl_sms, 0, 100000));
+  if (g.nccl_sms > 0 && g.nccl_sms >= g.sm_count)
+    ctx.fail(o.at("nccl_sms"), "must be below sm_count (" + std::to_string(g.sm_count) + ")",
+             "NCCL takes one SM per channel; 0 turns the interference off");
   g.compute_capability =
       static_cast<int>(o.integer("compute_capability", g.compute_capability, 0, 1000));
   g.kernel_overhead_ns = us_to_ns(

@@ -41,7 +41,8 @@ Program skeleton(int threads_on_one_process, bool gil) {
   p.gpus_per_node = 2;
   p.active_gpus = {0, 1};
   p.processes.push_back({0, 0, "python", gil});
-  for (int t = 0; t < threads_on_one_process; ++t) p.threads.push_back({t, 0, t % 2, "t" + std::to_string(t)});
+  for (int t = 0; t < threads_on_one_process; ++t)
+    p.threads.push_back({t, 0, t % 2, "t" + std::to_string(t)});
   p.streams.push_back({0, 0, StreamRole::kCompute, "compute"});
   p.streams.push_back({1, 1, StreamRole::kCompute, "compute"});
   return p;
@@ -89,7 +90,8 @@ TEST_CASE("tiny kernels are launch-bound: start = issue end + launch latency", "
 TEST_CASE("a host running ahead of the GPU costs nothing: kernels queue back to back", "[sim]") {
   const Scenario s = two_gpu_scenario();
   Program p = skeleton(1, true);
-  // 3 large GEMMs (1e12 FLOPs each, tens of ms) issued 6.8 us apart: each starts when the previous ends
+  // 3 large GEMMs (1e12 FLOPs each, tens of ms) issued 6.8 us apart: each starts when the previous
+  // ends
   for (int i = 0; i < 3; ++i) add_kernel(p, 0, 0, 1e12, 4800, 2000);
   sim::SimExecutor ex(s);
   const ExecutionResult r = ex.run(p, {});
@@ -99,7 +101,8 @@ TEST_CASE("a host running ahead of the GPU costs nothing: kernels queue back to 
   CHECK(r.timings[2].end_ns == 6800 + 4000 + 3 * d);
 }
 
-TEST_CASE("the GIL serialises Python time of threads in one process; free-threaded does not", "[sim][gil]") {
+TEST_CASE("the GIL serialises Python time of threads in one process; free-threaded does not",
+          "[sim][gil]") {
   const Scenario s = two_gpu_scenario();
   for (bool gil : {true, false}) {
     Program p = skeleton(2, gil);
@@ -121,7 +124,7 @@ TEST_CASE("CPU cores are a FIFO resource", "[sim][host]") {
   CHECK(cores.acquire(1));
   CHECK_FALSE(cores.acquire(2));  // queued
   CHECK_FALSE(cores.acquire(3));
-  CHECK(cores.release() == 2);    // handed to the first waiter
+  CHECK(cores.release() == 2);  // handed to the first waiter
   CHECK(cores.release() == 3);
   CHECK(cores.release() == -1);
   CHECK(cores.acquire(4));
@@ -153,7 +156,8 @@ TEST_CASE("a collective moves data only once every member has arrived", "[sim][c
   sim::SimExecutor ex(s);
   const ExecutionResult r = ex.run(p, {});
   const Topology topo(s.cluster);
-  const TransferPlan plan = plan_collective(topo, CommParams{}, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto, {0, 1}, -1, bytes);
+  const TransferPlan plan = plan_collective(topo, CommParams{}, CollectiveKind::kAllReduce,
+                                            CollectiveAlgo::kAuto, {0, 1}, -1, bytes);
   // GPU 0's kernel starts at launch latency (4 us) and spins; GPU 1's starts after the 1e12 FLOP
   // kernel; both end together, the uncontended plan time after the later arrival.
   const TimeNs late = r.timings[0].end_ns;
@@ -179,4 +183,46 @@ TEST_CASE("host waits block the thread until the dependency finished", "[sim]") 
   // the marker is reached only when the kernel ends
   CHECK(r.timings[1].ready_ns == r.timings[0].end_ns);
   CHECK(r.timings[1].end_ns == r.timings[0].end_ns);
+}
+
+TEST_CASE("a kernel that starts while an NCCL kernel spins on its GPU gets the SMs left over",
+          "[sim][interference]") {
+  // docs/cost-model.md, "Compute-communication interference": an A100 has 108 SMs and NCCL's
+  // collective holds nccl_sms = 16 of them, so a kernel starting meanwhile takes 108 / 92 times
+  // its duration alone. GPU 0's all-reduce starts at 4 us and spins until GPU 1 arrives (after a
+  // long kernel); GPU 0's own kernel starts at 5 us (1 us of dispatch first) and is slowed.
+  const Scenario s = two_gpu_scenario();
+  REQUIRE(s.cluster.gpu.sm_count == 108);
+  REQUIRE(s.cluster.gpu.nccl_sms == 16);
+  Program p = skeleton(2, false);
+  p.streams.push_back({2, 0, StreamRole::kComm, "nccl"});
+  p.streams.push_back({3, 1, StreamRole::kComm, "nccl"});
+  p.groups.push_back({0, {0, 1}, "world"});
+  auto add_allreduce = [&](int g) {
+    Op op;
+    op.id = static_cast<OpId>(p.ops.size());
+    op.kind = OpKind::kCollective;
+    op.name = "ar";
+    op.thread = g;
+    op.stream = 2 + g;
+    op.gpu = g;
+    op.collective = CollectiveKind::kAllReduce;
+    op.group = 0;
+    op.instance = 0;
+    op.bytes = 1 << 20;
+    p.ops.push_back(op);
+  };
+  add_allreduce(0);
+  const OpId slowed = add_kernel(p, 0, 0, 1e12, 0, 1000);
+  const OpId alone = add_kernel(p, 1, 1, 1e12, 0, 0);  // GPU 1: starts before its all-reduce
+  add_allreduce(1);
+  p.collective_instances = 1;
+  REQUIRE(validate_program(p).empty());
+  sim::SimExecutor ex(s);
+  const ExecutionResult r = ex.run(p, {});
+  const TimeNs d0 = compute_duration_ns(s.cluster.gpu, ComputeKind::kGemm, Dtype::kFp32, 1e12, 0);
+  CHECK(r.timings[alone].end_ns - r.timings[alone].start_ns == d0);
+  CHECK(r.timings[slowed].start_ns == 5000);
+  CHECK(r.timings[slowed].end_ns - r.timings[slowed].start_ns ==
+        static_cast<TimeNs>(std::llround(static_cast<double>(d0) * 108.0 / 92.0)));
 }

@@ -133,15 +133,21 @@ TEST_CASE("pipeline bubble (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v*m+p-1) int
   // Each stage computes m (t_f + t_b), so bubble = (p - 1) / (m + p - 1). Interleaved with v
   // chunks: each chunk is 1/v of a stage's work and the ramp shrinks to (p - 1)/v of a
   // micro-batch: bubble = ((p - 1)/v) / (m + (p - 1)/v) = (p - 1) / (v m + p - 1).
+  // Uniform stages also need the recv kernels spinning on the p2p streams not to take SMs from
+  // the compute kernels: compute-communication interference is off (nccl_sms 0).
   const int p = 4, m = 8;
+  const std::vector<std::string> no_interference{
+      "cluster.gpu={\"base\":\"A100-SXM4-80GB\",\"nccl_sms\":0}"};
   const std::string training =
       "\"global_batch\":8,\"precision\":\"bf16\",\"optimizer\":\"sgd\",\"steps\":1";
   for (const char* sched : {"gpipe", "1f1b"}) {
-    const Run run = simulate(parse(uniform_scenario(
-        4, 8, 2e12, 0, 1, 0,
-        std::string("\"kind\":\"pipeline\",\"pp\":4,\"micro_batch_size\":1,\"schedule\":\"") +
-            sched + "\"",
-        training)));
+    const Run run = simulate(parse(
+        uniform_scenario(
+            4, 8, 2e12, 0, 1, 0,
+            std::string("\"kind\":\"pipeline\",\"pp\":4,\"micro_batch_size\":1,\"schedule\":\"") +
+                sched + "\"",
+            training),
+        no_interference));
     const double expected = (p - 1.0) / (m + p - 1.0);  // 3/11 = 0.2727
     for (int g = 0; g < p; ++g) CHECK(bubble_fraction(run, g) == Approx(expected).epsilon(0.01));
   }
@@ -149,7 +155,8 @@ TEST_CASE("pipeline bubble (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v*m+p-1) int
       simulate(parse(uniform_scenario(4, 8, 2e12, 0, 1, 0,
                                       "\"kind\":\"pipeline\",\"pp\":4,\"micro_batch_size\":1,"
                                       "\"schedule\":\"interleaved\",\"virtual_stages\":2",
-                                      training)));
+                                      training),
+                     no_interference));
   const double expected = (p - 1.0) / (2.0 * m + p - 1.0);  // 3/19 = 0.158
   for (int g = 0; g < p; ++g) CHECK(bubble_fraction(il, g) == Approx(expected).epsilon(0.01));
 }
@@ -313,10 +320,12 @@ TEST_CASE("ZeRO model-state memory per stage: 16Psi, 4Psi+12Psi/N, 2Psi+14Psi/N,
   const double expected[4] = {16 * psi, 4 * psi + 12 * psi / n, 2 * psi + 14 * psi / n,
                               16 * psi / n};
   for (int stage = 0; stage <= 3; ++stage) {
-    const Run run = simulate(parse(uniform_scenario(
-        4, 4, 1e9, 1024, 1024, 1 << 20, "\"kind\":\"zero\",\"zero_stage\":" + std::to_string(stage),
-        "\"global_batch\":8,\"precision\":\"fp16\",\"optimizer\":\"adam\",\"steps\":2"),
-                                    {"simulation.symmetry=off"}));  // every GPU its own ops
+    const Run run = simulate(
+        parse(uniform_scenario(
+                  4, 4, 1e9, 1024, 1024, 1 << 20,
+                  "\"kind\":\"zero\",\"zero_stage\":" + std::to_string(stage),
+                  "\"global_batch\":8,\"precision\":\"fp16\",\"optimizer\":\"adam\",\"steps\":2"),
+              {"simulation.symmetry=off"}));  // every GPU its own ops
     CAPTURE(stage);
     CHECK(
         model_state_bytes(static_cast<std::int64_t>(psi), run.s.training, stage, 4).params +

@@ -164,10 +164,13 @@ TEST_CASE("stragglers: every rank simulated, the slow GPU bounds the step and is
   // the step gets longer, and the summary names GPU 5 as bounding, its compute 1.5x a healthy
   // GPU's of the same stage (GPU 5 = rank 5 = tp 1, dp 0, pp 1 with tp-dp-pp; GPU 4 is its
   // healthy tensor-parallel peer).
+  // Compute-communication interference is off (nccl_sms 0): it would slow the two GPUs' kernels
+  // by different amounts, as their collectives overlap them differently.
   const std::string base = cluster_gpt(1, 8, 1, "\"kind\":\"3d\",\"tp\":2,\"pp\":2");
-  const app::SimRun healthy = app::simulate(core::parse_scenario_string(base, "t.json", {}));
+  const std::string quiet = "cluster.gpu={\"base\":\"A100-SXM4-80GB\",\"nccl_sms\":0}";
+  const app::SimRun healthy = app::simulate(core::parse_scenario_string(base, "t.json", {quiet}));
   const app::SimRun slow = app::simulate(core::parse_scenario_string(
-      base, "t.json", {"cluster.stragglers=[{\"gpu\":5,\"slowdown\":1.5}]"}));
+      base, "t.json", {quiet, "cluster.stragglers=[{\"gpu\":5,\"slowdown\":1.5}]"}));
   CHECK_FALSE(slow.program.symmetry.enabled());
   const prof::Summary h = prof::summarize(healthy.trace);
   const prof::Summary s = prof::summarize(slow.trace);

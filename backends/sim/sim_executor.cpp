@@ -130,11 +130,22 @@ class Engine {
   bool wants_step(int t) const;
   void complete(OpId id);
   bool process_has_gil(int process) const { return p_.processes[process].has_gil; }
-  // A straggler's kernels take `slowdown` times as long (docs/cost-model.md, "Stragglers").
+  // A straggler's kernels take `slowdown` times as long (docs/cost-model.md, "Stragglers"); a
+  // kernel that starts while an NCCL kernel runs on its GPU gets the SMs NCCL leaves
+  // (docs/cost-model.md, "Compute-communication interference").
   TimeNs straggle(int gpu, TimeNs d) const {
-    const double f = s_.cluster.slowdown_of(gpu);
+    double f = s_.cluster.slowdown_of(gpu);
+    const core::GpuSpec& g = s_.cluster.gpu;
+    const int taken = std::min(comm_sms_[gpu], g.sm_count - 1);
+    if (taken > 0) f *= static_cast<double>(g.sm_count) / static_cast<double>(g.sm_count - taken);
     return f == 1.0 ? d : static_cast<TimeNs>(std::llround(static_cast<double>(d) * f));
   }
+  // SMs an NCCL kernel holds: a collective nccl_sms, a send/recv NCCL's 2 channels per peer.
+  int sms_of(const Op& op) const {
+    const int n = s_.cluster.gpu.nccl_sms;
+    return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
+  }
+  std::vector<int> comm_sms_;  // per GPU: SMs held by NCCL kernels started and not finished
   std::string describe_stuck() const;
 };
 
@@ -294,6 +305,7 @@ void Engine::start_on_stream(int s, OpId id) {
     }
     case OpKind::kCollective: {
       st.running = id;
+      comm_sms_[op.gpu] += sms_of(op);
       Instance& in = instances_[op.instance];
       in.arrived.push_back(id);
       // NCCL: each GPU's kernel starts (and spins) when its stream reaches it; data moves only
@@ -412,6 +424,7 @@ void Engine::complete(OpId id) {
   if (t_[id].start_ns < 0) t_[id].start_ns = now_;
   done_[id] = 1;
   ++done_count_;
+  if (op.kind == OpKind::kCollective) comm_sms_[op.gpu] -= sms_of(op);
   if (op.stream >= 0 && streams_[op.stream].running == id) {
     streams_[op.stream].running = core::kNoOp;
     push(now_, EvType::kStreamCheck, op.stream);
@@ -493,6 +506,7 @@ core::ExecutionResult Engine::run() {
       cores_[nd] = FifoResource(std::max(1, share));
     }
   }
+  comm_sms_.assign(static_cast<std::size_t>(p_.world_gpus), 0);
   group_mirrors_.assign(p_.groups.size(), {});
   group_mirrors_known_.assign(p_.groups.size(), 0);
   instances_.resize(static_cast<std::size_t>(p_.collective_instances));

@@ -25,3 +25,13 @@ execute_process(COMMAND "${TRACEDIFF}" "${SOURCE_DIR}/traces/${GOLDEN}" "${out}"
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "tracediff: ${GOLDEN} regressed (exit ${rc}); if intended, run scripts/refresh-goldens.sh")
 endif()
+# Within tolerance is not enough for a golden: the simulator is deterministic, so a summary's bytes
+# match. (A full trace records the scenario's path, which differs here; tests/test_golden.cpp
+# compares trace goldens byte for byte in-process.)
+if(GOLDEN MATCHES "\\.summary\\.json$")
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${SOURCE_DIR}/traces/${GOLDEN}" "${out}"
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${GOLDEN}: within tolerance but not byte-identical; if intended, run scripts/refresh-goldens.sh")
+  endif()
+endif()

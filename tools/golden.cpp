@@ -31,6 +31,13 @@ std::vector<GoldenCase> read_golden_list(const std::string& path) {
       for (std::string part; std::getline(parts, part, ',');) c.overrides.push_back(part);
     }
     c.full_trace = c.golden.find(".trace.json") != std::string::npos;
+    std::string flag;
+    if (ss >> flag) {
+      if (flag != "large")
+        throw InputError(path, "line " + std::to_string(line_no), "unknown flag '" + flag + "'",
+                         "the optional 4th column is: large");
+      c.large = true;
+    }
     cases.push_back(std::move(c));
   }
   return cases;

@@ -12,6 +12,7 @@ struct GoldenCase {
   std::string scenario;                // file name under scenarios/
   std::vector<std::string> overrides;  // --set values
   bool full_trace = false;             // .trace.json (else .summary.json)
+  bool large = false;                  // 4th column "large": checked by its own CTest only
 };
 
 std::vector<GoldenCase> read_golden_list(const std::string& path);

@@ -8,6 +8,7 @@
 //  [SECTION] Memory (docs/summary.md "Memory", "Imbalance", "OOM")
 //  [SECTION] summarize
 #include "profiler/summary.hpp"
+#include "profiler/rank_symmetry.hpp"
 
 #include <algorithm>
 #include <array>
@@ -199,35 +200,17 @@ std::string gpu_name(const ProcessInfo& p) {
 
 // [SECTION] Rank symmetry -------------------------------------------------------------------
 
-struct Mirror {
-  int gpu = 0, rank = 0, rep = 0;
-};
-
-// metadata["rank_symmetry"]["mirrors"]: [gpu, rank, representative GPU] per mirrored GPU.
-std::vector<Mirror> read_mirrors(const nlohmann::json& md) {
-  std::vector<Mirror> out;
-  if (!md.is_object() || !md.contains("rank_symmetry") || !md["rank_symmetry"].is_object())
-    return out;
-  const nlohmann::json& rs = md["rank_symmetry"];
-  if (!rs.contains("mirrors") || !rs["mirrors"].is_array()) return out;
-  for (const nlohmann::json& e : rs["mirrors"]) {
-    if (e.is_array() && e.size() == 3 && e[0].is_number_integer() && e[1].is_number_integer() &&
-        e[2].is_number_integer())
-      out.push_back({e[0].get<int>(), e[1].get<int>(), e[2].get<int>()});
-  }
-  return out;
-}
-
 // A row per mirrored GPU repeating its representative's figures (counted once already, through
 // the representative's stands_for), then all rows in GPU order.
-void add_mirror_rows(Summary& s, const std::vector<Mirror>& mirrors, const nlohmann::json& md) {
+void add_mirror_rows(Summary& s, const std::vector<MirroredGpu>& mirrors,
+                     const nlohmann::json& md) {
   std::map<int, std::size_t> row_of_gpu;
   for (std::size_t i = 0; i < s.per_gpu.size(); ++i) row_of_gpu[s.per_gpu[i].gpu] = i;
   int per_node = 0;
   if (md.contains("cluster") && md["cluster"].is_object())
     per_node = md["cluster"].value("gpus_per_node", 0);
   const std::size_t own = s.per_gpu.size();
-  for (const Mirror& m : mirrors) {
+  for (const MirroredGpu& m : mirrors) {
     const auto it = row_of_gpu.find(m.rep);
     if (it == row_of_gpu.end() || it->second >= own) continue;
     GpuSummary g = s.per_gpu[it->second];
@@ -255,9 +238,9 @@ Summary summarize(const Trace& trace) {
   const nlohmann::json& md = trace.metadata;
   // Rank symmetry (docs/summary.md, "Rank symmetry"): a simulated GPU stands for itself and its
   // mirror images; sums over GPUs count it that many times, and every mirror gets its row.
-  const std::vector<Mirror> mirrors = read_mirrors(md);
+  const std::vector<MirroredGpu> mirrors = read_mirrored_gpus(md);
   std::map<int, int> stands_for_gpu;
-  for (const Mirror& m : mirrors) stands_for_gpu.emplace(m.rep, 1).first->second += 1;
+  for (const MirroredGpu& m : mirrors) stands_for_gpu.emplace(m.rep, 1).first->second += 1;
   s.symmetric = !mirrors.empty();
   if (s.symmetric) {
     s.notes.push_back("rank symmetry: " + std::to_string(stands_for_gpu.size() + mirrors.size()) +

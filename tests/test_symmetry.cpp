@@ -8,6 +8,7 @@
 
 #include "core/lowering/lowering.hpp"
 #include "core/scenario_parser.hpp"
+#include "profiler/rank_symmetry.hpp"
 #include "profiler/summary.hpp"
 #include "profiler/trace_diff.hpp"
 #include "tools/simrun_app.hpp"
@@ -203,4 +204,28 @@ TEST_CASE("fat tree: symmetric equals full fidelity, and oversubscription slows 
   check_same(f);
   const Both n = run_both(flat);
   CHECK(f.sym_summary.step_time_s > n.sym_summary.step_time_s);
+}
+
+TEST_CASE("rank symmetry: the expanded trace summarises like the full-fidelity run",
+          "[strategies][symmetry][sim]") {
+  // simrun --expand-mirrors: each mirrored GPU gets a copy of its representative's events, so the
+  // trace has every GPU's lanes and its summary needs no weights; it must match the full run.
+  Both b = run_both(cluster_gpt(1, 8, 1, "\"kind\":\"3d\",\"tp\":2,\"pp\":2"));
+  const std::size_t before = b.sym.trace.events.size();
+  CHECK(prof::expand_mirrored_gpus(b.sym.trace) == 6);  // 8 GPUs, 2 simulated
+  CHECK(b.sym.trace.processes.size() == 8);
+  CHECK(b.sym.trace.events.size() == 4 * before);  // each representative stands for 4 GPUs
+  const prof::Summary e = prof::summarize(b.sym.trace);
+  CHECK_FALSE(e.symmetric);
+  CHECK(e.step_times_ns == b.full_summary.step_times_ns);
+  CHECK(e.exposed_comm_s == Approx(b.full_summary.exposed_comm_s).epsilon(1e-9));
+  REQUIRE(e.per_gpu.size() == b.full_summary.per_gpu.size());
+  for (std::size_t i = 0; i < e.per_gpu.size(); ++i) {
+    CAPTURE(i);
+    CHECK(e.per_gpu[i].gpu == b.full_summary.per_gpu[i].gpu);
+    CHECK(e.per_gpu[i].compute_s == b.full_summary.per_gpu[i].compute_s);
+    CHECK(e.per_gpu[i].peak_bytes == b.full_summary.per_gpu[i].peak_bytes);
+  }
+  // Expanding again changes nothing.
+  CHECK(prof::expand_mirrored_gpus(b.sym.trace) == 0);
 }

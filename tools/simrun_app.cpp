@@ -12,6 +12,7 @@
 #include "core/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
+#include "profiler/rank_symmetry.hpp"
 #include "profiler/summary.hpp"
 #include "tools/signals.hpp"
 
@@ -50,13 +51,21 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   std::vector<std::string> overrides;
   bool fail_on_oom = false, quiet = false;
   app.add_option("scenario", scenario_path, "scenario JSON file (docs/scenario.md)")->required();
-  app.add_option("-o,--output", trace_path, "write the trace (Chrome Trace Event JSON) to this file");
-  app.add_option("--per-rank", per_rank_dir, "also write one Kineto-style trace per rank into this directory");
+  app.add_option("-o,--output", trace_path,
+                 "write the trace (Chrome Trace Event JSON) to this file");
+  app.add_option("--per-rank", per_rank_dir,
+                 "also write one Kineto-style trace per rank into this directory");
   app.add_option("--summary", summary_path, "write the summary as JSON to this file");
-  app.add_option("--set", overrides, "override a scenario value: dotted.path=VALUE (VALUE read as JSON if it parses)");
-  app.add_option("--backend", backend, "executor: sim (default) or cuda")->check(CLI::IsMember({"sim", "cuda"}));
+  app.add_option("--set", overrides,
+                 "override a scenario value: dotted.path=VALUE (VALUE read as JSON if it parses)");
+  app.add_option("--backend", backend, "executor: sim (default) or cuda")
+      ->check(CLI::IsMember({"sim", "cuda"}));
   app.add_flag("--fail-on-oom", fail_on_oom, "exit with 4 when the OOM verdict is not empty");
   app.add_flag("-q,--quiet", quiet, "do not print the summary table");
+  bool expand_mirrors = false;
+  app.add_flag("--expand-mirrors", expand_mirrors,
+               "rank symmetry: give every mirrored GPU its representative's events in the written "
+               "trace (docs/cost-model.md, \"Rank symmetry\")");
   app.footer(kExitCodes);
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -82,12 +91,19 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     const prof::Summary summary = prof::summarize(run.trace);
     if (!quiet) prof::print_summary_table(summary, out);
-    for (const auto& w : run.trace.metadata["warnings"]) err << "simrun: warning: " << w.get<std::string>() << "\n";
+    if (expand_mirrors && (!trace_path.empty() || !per_rank_dir.empty())) {
+      const int added = prof::expand_mirrored_gpus(run.trace);
+      if (!quiet) out << "trace: " << added << " mirrored GPUs expanded\n";
+    }
+    for (const auto& w : run.trace.metadata["warnings"])
+      err << "simrun: warning: " << w.get<std::string>() << "\n";
     set_writing(true);
     if (!trace_path.empty()) prof::write_chrome_trace_file(run.trace, trace_path);
     if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);
     if (!summary_path.empty()) {
-      prof::write_file_atomically(summary_path, [&](std::ostream& os) { os << prof::summary_to_json(summary).dump(2) << "\n"; });
+      prof::write_file_atomically(summary_path, [&](std::ostream& os) {
+        os << prof::summary_to_json(summary).dump(2) << "\n";
+      });
     }
     set_writing(false);
     if (fail_on_oom && run.memory.oom) return kExitOom;

@@ -46,6 +46,12 @@ std::string fmt(double v, int decimals) {
   return buf;
 }
 
+std::string num(double v) {  // shortest form: 230, 19.6, 6.21, 280000
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
 std::string pct(double e) {
   return (e >= 0 ? "+" : "") + fmt(100 * e, 1) + " %";
 }
@@ -126,8 +132,11 @@ struct Coll {
 Coll predict(const Topology& t, CollectiveKind k, CollectiveAlgo a, int p, double S) {
   const TransferPlan plan = plan_collective(t, CommParams{}, k, a, iota(p), -1, S);
   const double s = static_cast<double>(plan.predicted_ns) * 1e-9;
-  return {s * 1e6, S / s * busbw_factor(k, p) / 1e9,
-          std::string(to_string(plan.algo)) + "/" + to_string(plan.proto)};
+  // send/recv and all-to-all are NCCL p2p: no algorithm or protocol choice.
+  const std::string algo = plan.algo == CollectiveAlgo::kAuto
+                               ? std::string("p2p")
+                               : std::string(to_string(plan.algo)) + "/" + to_string(plan.proto);
+  return {s * 1e6, S / s * busbw_factor(k, p) / 1e9, algo};
 }
 
 std::string size_str(double S) {
@@ -315,7 +324,10 @@ void training_throughput(Row& r, const json& c) {
   r.how =
       "app::simulate: gpt 40L h 1536, 16 heads, s 1024, V 51200, single V100-SXM2-32GB, "
       "batch 8, fp16, adam, 3 steps; summary tflops_per_gpu (median step)" +
-      std::string(s.oom ? "; the simulator reports OOM (no recompute modelled)" : "");
+      (s.oom ? "; memory model: OOM by " +
+                   fmt(static_cast<double>(s.oom->shortfall_bytes) / kGiB, 1) +
+                   " GiB (no recompute for kind single; time simulated regardless)"
+             : std::string());
   set_status(r, s.tflops_per_gpu / c["expected"]["value"].get<double>() - 1);
 }
 
@@ -341,7 +353,7 @@ void host_overhead(Row& r, const json& c) {
 std::string published_of(const json& c) {
   const json& v = c["expected"]["value"];
   const std::string unit = c["expected"]["unit"].get<std::string>();
-  if (v.is_number()) return fmt(v.get<double>(), v.get<double>() >= 1000 ? 0 : 2) + " " + unit;
+  if (v.is_number()) return num(v.get<double>()) + " " + unit;
   if (v.is_array()) {
     std::string s;
     for (std::size_t i = 0; i < v.size(); ++i) s += (i ? " / " : "") + fmt(v[i].get<double>(), 0);

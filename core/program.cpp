@@ -76,6 +76,8 @@ const char* to_string(CollectiveAlgo a) {
       return "tree";
     case CollectiveAlgo::kNvls:
       return "nvls";
+    case CollectiveAlgo::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }

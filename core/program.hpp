@@ -55,7 +55,7 @@ enum class CollectiveKind : std::uint8_t {
 };
 const char* to_string(CollectiveKind k);
 
-enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls };
+enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical };
 const char* to_string(CollectiveAlgo a);
 
 // NCCL protocols (docs/cost-model.md, "Protocols"): LL (8-byte lines, 4 bytes of data), LL128

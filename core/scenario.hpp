@@ -309,7 +309,7 @@ struct StrategySpec {
 // Forcing NCCL's choice, as the NCCL_ALGO / NCCL_PROTO environment variables do
 // (docs/scenario.md, "nccl"; docs/cost-model.md, "Protocols").
 struct NcclSpec {
-  std::string algo = "auto";   // auto, ring, tree, nvls
+  std::string algo = "auto";   // auto, ring, tree, nvls, hierarchical
   std::string proto = "auto";  // auto, LL, LL128, Simple
 };
 

@@ -1326,7 +1326,7 @@ Scenario parse_document(json doc, const std::string& file,
                                sc.cluster, sc.training, sc.model, ga_given);
   if (top.has("nccl")) {
     Obj n(ctx, top.raw("nccl"), "nccl", {"algo", "proto"});
-    const std::vector<std::string> algos{"auto", "ring", "tree", "nvls"};
+    const std::vector<std::string> algos{"auto", "ring", "tree", "nvls", "hierarchical"};
     const std::vector<std::string> protos{"auto", "LL", "LL128", "Simple"};
     sc.nccl.algo = algos[static_cast<std::size_t>(n.choice("algo", algos, 0))];
     sc.nccl.proto = protos[static_cast<std::size_t>(n.choice("proto", protos, 0))];

@@ -413,3 +413,45 @@ TEST_CASE("calibration: nccl_h200x8_allreduce and nccl_h100x8_nvls (475 / 480 GB
   CHECK(std::abs(bw - 475) / 475 < 0.02);
   CHECK(std::abs(bw - 480) / 480 < 0.02);
 }
+
+TEST_CASE("hierarchical all-reduce equals the sum of its phases and uses every NIC",
+          "[collective][hierarchical]") {
+  // 2 nodes x 8 GPUs on NVSwitch (B = 240 GB/s), 8 NICs of 25 GB/s per node; GPU j uses NIC j,
+  // whose route is limited by its PCIe gen4 link (24 GB/s). S = 1 GB, protocol-neutral params.
+  ClusterSpec c = nvswitch_node(300e9, 4);
+  c.nodes = 2;
+  c.nics_per_node = 8;
+  c.nic_bytes_per_s = 25e9;
+  const Topology t(c);
+  const double S = 1e9;
+  const TransferPlan h = plan_collective(t, kParams, CollectiveKind::kAllReduce,
+                                         CollectiveAlgo::kHierarchical, iota(16), -1, S);
+  REQUIRE(h.algo == CollectiveAlgo::kHierarchical);
+  REQUIRE(h.then.size() == 2);
+  // (1) reduce-scatter in each node: 2 rings x 8 edges of (g-1)/g S = 0.875 GB;
+  //     latency 4,000 + 7/8 x 8 hops x 700 = 8,900 ns; 0.875e9 / 240e9 = 3,645,833.3 ns
+  CHECK(h.flows.size() == 16);
+  CHECK(h.flows[0].bytes == Approx(0.875e9));
+  CHECK(h.latency_ns == 8900);
+  // (2) 8 all-reduces across the 2 nodes, one per local GPU j over NIC j: 2 edges each of
+  //     2(N-1)/N S/g = S/8; latency 4,000 + 1 x 2 x 19.6 us = 43,200 ns; 0.125e9 / 24e9 s
+  const TransferPlan& across = h.then[0];
+  CHECK(across.flows.size() == 16);
+  CHECK(across.flows[0].bytes == Approx(0.125e9));
+  CHECK(across.latency_ns == 43200);
+  // (3) all-gather in each node: as (1)
+  CHECK(h.then[1].flows.size() == 16);
+  // predicted = the sum of the three phases: 3,654,733 + 5,251,533 + 3,654,733 ns
+  CHECK(h.predicted_ns == 3654733 + 5251533 + 3654733);
+  TimeNs phases = simulate(t, h);
+  for (const TransferPlan& st : h.then) phases += simulate(t, st);
+  CHECK(std::abs(phases - h.predicted_ns) <= 3);
+  // The flat ring crosses the network on one NIC per node boundary: 2 x 15/16 S over 24 GB/s =
+  // 78.1 ms, so the automatic choice is hierarchical.
+  const TransferPlan flat = plan_collective(t, kParams, CollectiveKind::kAllReduce,
+                                            CollectiveAlgo::kRing, iota(16), -1, S);
+  CHECK(flat.predicted_ns > 6 * h.predicted_ns);
+  CHECK(plan_collective(t, kParams, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto, iota(16), -1,
+                        S)
+            .algo == CollectiveAlgo::kHierarchical);
+}

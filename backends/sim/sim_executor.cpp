@@ -71,8 +71,9 @@ struct StreamState {
 };
 
 struct Transfer {
-  std::vector<OpId> ops;  // ops that end when the transfer ends
-  core::TransferPlan plan;
+  std::vector<OpId> ops;                   // ops that end when the transfer ends
+  std::vector<core::TransferPlan> stages;  // run one after the other (TransferPlan::then)
+  std::size_t stage = 0;
   int flows_left = 0;
 };
 
@@ -124,6 +125,7 @@ class Engine {
   const std::vector<int>& mirrors_of_group(int group);
   void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
   void transfer_go(int tr);
+  void stage_done(int tr);
   void on_flow_check(std::int64_t gen);
   void schedule_flow_check();
   void advance_flows();
@@ -331,7 +333,11 @@ void Engine::start_on_stream(int s, OpId id) {
 void Engine::start_transfer(std::vector<OpId> ops, core::TransferPlan plan) {
   const int tr = static_cast<int>(transfers_.size());
   const TimeNs latency = plan.latency_ns;
-  transfers_.push_back(Transfer{std::move(ops), std::move(plan), 0});
+  Transfer x{std::move(ops), {}, 0, 0};
+  std::vector<core::TransferPlan> later = std::move(plan.then);
+  x.stages.push_back(std::move(plan));
+  for (core::TransferPlan& st : later) x.stages.push_back(std::move(st));
+  transfers_.push_back(std::move(x));
   push(now_ + latency, EvType::kTransferGo, tr);
 }
 
@@ -364,6 +370,7 @@ const std::vector<int>& Engine::mirrors_of_group(int group) {
 // Appends each mirror's image of the plan's flows: GPU endpoints through the mirror's map, a host
 // endpoint to the node of its flow's GPU's image. The transfer ends when the slowest image ends.
 void Engine::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const {
+  for (core::TransferPlan& st : plan.then) add_mirror_flows(st, mirrors);
   const std::size_t own = plan.flows.size();
   const int per_node = s_.cluster.gpus_per_node;
   for (int m : mirrors) {
@@ -385,16 +392,27 @@ void Engine::transfer_go(int tr) {
   Transfer& x = transfers_[tr];
   // Bring the flows in flight up to now at their old rates before the set changes.
   advance_flows();
-  for (const core::FlowSpec& f : x.plan.flows) {
+  for (const core::FlowSpec& f : x.stages[x.stage].flows) {
     if (f.bytes <= 0) continue;
     flows_.start(now_, topo_.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s, tr);
     ++x.flows_left;
   }
   if (x.flows_left == 0) {
-    for (OpId id : x.ops) complete(id);
+    stage_done(tr);
     return;
   }
   schedule_flow_check();
+}
+
+// A stage's flows are done: the next stage starts after its latency, or the ops end.
+void Engine::stage_done(int tr) {
+  Transfer& x = transfers_[tr];
+  if (x.stage + 1 < x.stages.size()) {
+    ++x.stage;
+    push(now_ + x.stages[x.stage].latency_ns, EvType::kTransferGo, tr);
+    return;
+  }
+  for (OpId id : x.ops) complete(id);
 }
 
 void Engine::schedule_flow_check() {
@@ -412,9 +430,7 @@ void Engine::on_flow_check(std::int64_t gen) {
 void Engine::advance_flows() {
   for (std::int64_t tag : flows_.advance(now_)) {
     Transfer& x = transfers_[tag];
-    if (--x.flows_left == 0) {
-      for (OpId id : x.ops) complete(id);
-    }
+    if (--x.flows_left == 0) stage_done(static_cast<int>(tag));
   }
 }
 

@@ -216,6 +216,62 @@ TransferPlan nvls_plan(const Topology& topo, const CommParams& params, const std
   return b.finish();
 }
 
+// Rings run side by side, each over its own GPUs, each edge carrying factor * bytes: one stage of
+// the hierarchical all-reduce. Latency = base + factor * the slowest ring's alphas.
+TransferPlan parallel_rings(const Topology& topo, const CommParams& params, NcclProto proto,
+                            const std::vector<std::vector<int>>& rings, double factor,
+                            double bytes) {
+  Builder b{topo, params, {}, 0};
+  b.set_protocol(proto);
+  double worst_alpha = 0;
+  for (const std::vector<int>& order : rings) {
+    const int p = static_cast<int>(order.size());
+    double sum_alpha = 0;
+    for (int i = 0; i < p && p > 1; ++i) {
+      sum_alpha += b.alpha(order[i], order[(i + 1) % p]);
+      b.flow(order[i], order[(i + 1) % p], factor * bytes);
+    }
+    worst_alpha = std::max(worst_alpha, sum_alpha);
+  }
+  b.latency_ns = b.base() + factor * b.hops(worst_alpha);
+  b.plan.algo = CollectiveAlgo::kHierarchical;
+  return b.finish();
+}
+
+// Hierarchical all-reduce (docs/cost-model.md, "Hierarchical all-reduce") for a group of N nodes
+// with g GPUs each (g >= 2, N >= 2): (1) reduce-scatter inside every node, (g-1)/g S per ring
+// edge; (2) g all-reduces across the nodes, one per local index j over GPU j of every node (its
+// own NIC), each of S/g: 2(N-1)/N S/g per edge; (3) all-gather inside every node, (g-1)/g S.
+// The stages run one after the other; the prediction is the sum of theirs. Empty (no stages)
+// when the group is not N x g.
+TransferPlan hierarchical_plan(const Topology& topo, const CommParams& params, NcclProto proto,
+                               const std::vector<int>& ring, double bytes) {
+  std::vector<std::vector<int>> by_node;  // in ring order (nodes contiguous)
+  for (int gpu : ring) {
+    if (by_node.empty() || topo.node_of(by_node.back().front()) != topo.node_of(gpu)) {
+      by_node.push_back({});
+    }
+    by_node.back().push_back(gpu);
+  }
+  const std::size_t g = by_node.front().size();
+  if (by_node.size() < 2 || g < 2) return {};
+  for (const std::vector<int>& n : by_node) {
+    if (n.size() != g) return {};
+  }
+  const double gd = static_cast<double>(g), nd = static_cast<double>(by_node.size());
+  std::vector<std::vector<int>> across(g);
+  for (std::size_t j = 0; j < g; ++j) {
+    for (const std::vector<int>& n : by_node) across[j].push_back(n[j]);
+  }
+  TransferPlan rs = parallel_rings(topo, params, proto, by_node, (gd - 1) / gd, bytes);
+  TransferPlan ar = parallel_rings(topo, params, proto, across, 2 * (nd - 1) / nd, bytes / gd);
+  TransferPlan ag = parallel_rings(topo, params, proto, by_node, (gd - 1) / gd, bytes);
+  rs.predicted_ns += ar.predicted_ns + ag.predicted_ns;
+  rs.then.push_back(std::move(ar));
+  rs.then.push_back(std::move(ag));
+  return rs;
+}
+
 // NVLS needs Hopper (sm_90+) GPUs on third-generation NVSwitch, all in one node (NVLSTree across
 // nodes is not modelled).
 bool nvls_available(const Topology& topo, const std::vector<int>& gpus) {
@@ -282,9 +338,17 @@ TransferPlan plan_collective(const Topology& topo, const CommParams& params, Col
       if (want == CollectiveAlgo::kRing) return best_over_protocols(params, ring_of);
       if (want == CollectiveAlgo::kTree) return best_over_protocols(params, tree_of);
       if (want == CollectiveAlgo::kNvls && nvls) return nvls_plan(topo, params, gpus, bytes);
+      auto hier_of = [&](NcclProto pr) { return hierarchical_plan(topo, params, pr, ring, bytes); };
+      const bool hier = !hierarchical_plan(topo, params, NcclProto::kSimple, ring, 0).then.empty();
+      if (want == CollectiveAlgo::kHierarchical && hier)
+        return best_over_protocols(params, hier_of);
       TransferPlan best = best_over_protocols(params, ring_of);  // ties: ring, then tree
       TransferPlan t = best_over_protocols(params, tree_of);
       if (t.predicted_ns < best.predicted_ns) best = std::move(t);
+      if (hier) {
+        TransferPlan h = best_over_protocols(params, hier_of);
+        if (h.predicted_ns < best.predicted_ns) best = std::move(h);
+      }
       if (nvls && (params.proto == NcclProto::kAuto || params.proto == NcclProto::kSimple)) {
         TransferPlan v = nvls_plan(topo, params, gpus, bytes);
         if (v.predicted_ns < best.predicted_ns) best = std::move(v);
@@ -357,6 +421,7 @@ CommParams comm_params_for(const Scenario& s) {
   if (s.nccl.algo == "ring") c.algo = CollectiveAlgo::kRing;
   if (s.nccl.algo == "tree") c.algo = CollectiveAlgo::kTree;
   if (s.nccl.algo == "nvls") c.algo = CollectiveAlgo::kNvls;
+  if (s.nccl.algo == "hierarchical") c.algo = CollectiveAlgo::kHierarchical;
   if (s.nccl.proto == "LL") c.proto = NcclProto::kLL;
   if (s.nccl.proto == "LL128") c.proto = NcclProto::kLL128;
   if (s.nccl.proto == "Simple") c.proto = NcclProto::kSimple;

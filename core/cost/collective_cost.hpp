@@ -21,6 +21,9 @@ struct TransferPlan {
   TimeNs latency_ns = 0;               // fixed part, elapsed before the flows start
   std::vector<FlowSpec> flows;         // bandwidth part; finished when every flow has finished
   NcclProto proto = NcclProto::kAuto;  // the protocol chosen (NCCL collectives)
+  // Stages that run after this one, in order, each its latency then its flows (hierarchical
+  // all-reduce: this stage is the intra-node reduce-scatter). predicted_ns covers them all.
+  std::vector<TransferPlan> then;
   CollectiveAlgo algo = CollectiveAlgo::kAuto;  // the algorithm chosen (collectives); kAuto for
                                                 // direct patterns (gather, scatter, all-to-all,
                                                 // send/recv) and copies

@@ -147,6 +147,7 @@ class Engine {
     const int n = s_.cluster.gpu.nccl_sms;
     return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
   }
+  std::vector<engine::FlowStart> batch_;  // reused by transfer_go
   std::vector<int> comm_sms_;  // per GPU: SMs held by NCCL kernels started and not finished
   std::string describe_stuck() const;
 };
@@ -392,11 +393,14 @@ void Engine::transfer_go(int tr) {
   Transfer& x = transfers_[tr];
   // Bring the flows in flight up to now at their old rates before the set changes.
   advance_flows();
+  // One batch: the flow network recomputes rates once for all of them.
+  batch_.clear();
   for (const core::FlowSpec& f : x.stages[x.stage].flows) {
     if (f.bytes <= 0) continue;
-    flows_.start(now_, topo_.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s, tr);
+    batch_.push_back({topo_.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s, tr});
     ++x.flows_left;
   }
+  if (!batch_.empty()) flows_.start_batch(now_, batch_);
   if (x.flows_left == 0) {
     stage_done(tr);
     return;

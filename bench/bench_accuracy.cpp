@@ -35,6 +35,15 @@ namespace {
 
 using namespace csim;
 using namespace csim::core;
+
+// Two GPUs in one node (the GeForce cases, not in the catalog).
+ClusterSpec gpu_pair(IntraNodeKind kind, int pcie_gen) {
+  ClusterSpec cs;
+  cs.gpus_per_node = 2;
+  cs.intra.kind = kind;
+  cs.intra.pcie_gen = pcie_gen;
+  return cs;
+}
 using nlohmann::json;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -216,10 +225,7 @@ void collective(Row& r, const json& c) {
     }
   } else if (id == "nccl_2x2080ti_nvlink") {
     // Not in the catalog: a 2-GPU NVLink "mesh" of 2 links x 25 GB/s (the bridge), PCIe 3.0.
-    ClusterSpec cs;
-    cs.gpus_per_node = 2;
-    cs.intra.kind = IntraNodeKind::kNvlinkMesh;
-    cs.intra.pcie_gen = 3;
+    ClusterSpec cs = gpu_pair(IntraNodeKind::kNvlinkMesh, 3);
     cs.intra.nvlink_bytes_per_s_per_link = 25e9;
     cs.intra.nvlink_pairs = {{0, 1, 2}};
     const Coll two = predict(Topology(cs), AR, AUTO, 2, 67108864.0);
@@ -229,10 +235,7 @@ void collective(Row& r, const json& c) {
     r.how = "ClusterSpec: 2 GPUs, NVLink bridge 2 links x 25 GB/s, all_reduce 64 MiB, auto";
     set_status(r, two.busbw / pub - 1);
   } else if (id == "nccl_2x4070tis_pcie_latency") {
-    ClusterSpec cs;
-    cs.gpus_per_node = 2;
-    cs.intra.kind = IntraNodeKind::kPcie;
-    cs.intra.pcie_gen = 4;
+    const ClusterSpec cs = gpu_pair(IntraNodeKind::kPcie, 4);
     const Coll x = predict(Topology(cs), AR, AUTO, 2, 8);
     r.predicted = fmt(x.t_us, 2) + " us (" + x.algo + ")";
     r.how = "ClusterSpec: 2 GPUs on PCIe 4.0 (no P2P: through the host bridge), all_reduce 8 B";

@@ -105,6 +105,29 @@ double base_ns(const CommParams& p) {
 
 // [SECTION] Algorithms ---------------------------------------------------------------------------
 
+// Rings run side by side, each over its own GPUs, each edge carrying factor * bytes: the k rings
+// of one ring algorithm (bytes = S/k each), or one stage of the hierarchical all-reduce. Latency =
+// base + factor * the slowest ring's alphas.
+TransferPlan parallel_rings(const Topology& topo, const CommParams& params, NcclProto proto,
+                            const std::vector<std::vector<int>>& rings, double factor, double bytes,
+                            CollectiveAlgo algo) {
+  Builder b{topo, params, {}, 0};
+  b.set_protocol(proto);
+  double worst_alpha = 0;
+  for (const std::vector<int>& order : rings) {
+    const int p = static_cast<int>(order.size());
+    double sum_alpha = 0;
+    for (int i = 0; i < p && p > 1; ++i) {
+      sum_alpha += b.alpha(order[i], order[(i + 1) % p]);
+      b.flow(order[i], order[(i + 1) % p], factor * bytes);
+    }
+    worst_alpha = std::max(worst_alpha, sum_alpha);
+  }
+  b.latency_ns = b.base() + factor * b.hops(worst_alpha);
+  b.plan.algo = algo;
+  return b.finish();
+}
+
 // Ring (docs/cost-model.md, "Communication", "Ring"): p flows, one per ring edge, each carrying
 // `factor` * S; latency = base + factor * sum of the edges' alphas, i.e. base + factor * p * alpha
 // for uniform hops (all-reduce: factor 2(p-1)/p gives 2(p-1) * alpha). With k rings (NCCL channels
@@ -112,23 +135,8 @@ double base_ns(const CommParams& p) {
 // ring's.
 TransferPlan ring_plan(const Topology& topo, const CommParams& params, NcclProto proto,
                        const std::vector<std::vector<int>>& rings, double factor, double bytes) {
-  Builder b{topo, params, {}, 0};
-  b.set_protocol(proto);
-  const double k = static_cast<double>(rings.size());
-  double worst_alpha = 0;
-  for (const std::vector<int>& order : rings) {
-    const int p = static_cast<int>(order.size());
-    double sum_alpha = 0;
-    for (int i = 0; i < p; ++i) {
-      const int a = order[i], c = order[(i + 1) % p];
-      sum_alpha += b.alpha(a, c);
-      b.flow(a, c, factor * bytes / k);
-    }
-    worst_alpha = std::max(worst_alpha, sum_alpha);
-  }
-  b.latency_ns = b.base() + factor * b.hops(worst_alpha);
-  b.plan.algo = CollectiveAlgo::kRing;
-  return b.finish();
+  return parallel_rings(topo, params, proto, rings, factor,
+                        bytes / static_cast<double>(rings.size()), CollectiveAlgo::kRing);
 }
 
 // Double binary tree (docs/cost-model.md, "Communication", "Tree"), as NCCL builds it: two binary
@@ -216,28 +224,6 @@ TransferPlan nvls_plan(const Topology& topo, const CommParams& params, const std
   return b.finish();
 }
 
-// Rings run side by side, each over its own GPUs, each edge carrying factor * bytes: one stage of
-// the hierarchical all-reduce. Latency = base + factor * the slowest ring's alphas.
-TransferPlan parallel_rings(const Topology& topo, const CommParams& params, NcclProto proto,
-                            const std::vector<std::vector<int>>& rings, double factor,
-                            double bytes) {
-  Builder b{topo, params, {}, 0};
-  b.set_protocol(proto);
-  double worst_alpha = 0;
-  for (const std::vector<int>& order : rings) {
-    const int p = static_cast<int>(order.size());
-    double sum_alpha = 0;
-    for (int i = 0; i < p && p > 1; ++i) {
-      sum_alpha += b.alpha(order[i], order[(i + 1) % p]);
-      b.flow(order[i], order[(i + 1) % p], factor * bytes);
-    }
-    worst_alpha = std::max(worst_alpha, sum_alpha);
-  }
-  b.latency_ns = b.base() + factor * b.hops(worst_alpha);
-  b.plan.algo = CollectiveAlgo::kHierarchical;
-  return b.finish();
-}
-
 // Hierarchical all-reduce (docs/cost-model.md, "Hierarchical all-reduce") for a group of N nodes
 // with g GPUs each (g >= 2, N >= 2): (1) reduce-scatter inside every node, (g-1)/g S per ring
 // edge; (2) g all-reduces across the nodes, one per local index j over GPU j of every node (its
@@ -263,9 +249,12 @@ TransferPlan hierarchical_plan(const Topology& topo, const CommParams& params, N
   for (std::size_t j = 0; j < g; ++j) {
     for (const std::vector<int>& n : by_node) across[j].push_back(n[j]);
   }
-  TransferPlan rs = parallel_rings(topo, params, proto, by_node, (gd - 1) / gd, bytes);
-  TransferPlan ar = parallel_rings(topo, params, proto, across, 2 * (nd - 1) / nd, bytes / gd);
-  TransferPlan ag = parallel_rings(topo, params, proto, by_node, (gd - 1) / gd, bytes);
+  TransferPlan rs = parallel_rings(topo, params, proto, by_node, (gd - 1) / gd, bytes,
+                                   CollectiveAlgo::kHierarchical);
+  TransferPlan ar = parallel_rings(topo, params, proto, across, 2 * (nd - 1) / nd, bytes / gd,
+                                   CollectiveAlgo::kHierarchical);
+  TransferPlan ag = parallel_rings(topo, params, proto, by_node, (gd - 1) / gd, bytes,
+                                   CollectiveAlgo::kHierarchical);
   rs.predicted_ns += ar.predicted_ns + ag.predicted_ns;
   rs.then.push_back(std::move(ar));
   rs.then.push_back(std::move(ag));

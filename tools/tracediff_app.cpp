@@ -65,9 +65,9 @@ std::string read_all(const std::string& path) {
 // Summaries are small: only files up to this size are looked at as a possible summary JSON.
 constexpr std::int64_t kSummaryProbeBytes = 16 * kMiB;
 
-prof::RunMetrics load_trace_text(const std::string& text, const std::string& path) {
-  prof::ReadStats stats;
-  const prof::Trace t = prof::read_chrome_trace_string(text, path, &stats);
+// Metrics of a trace just read, with a note when the reader skipped records.
+prof::RunMetrics trace_metrics(const prof::Trace& t, const prof::ReadStats& stats,
+                               const std::string& path) {
   if (t.events.empty()) throw InputError(path, "traceEvents", "the trace has no complete events");
   prof::RunMetrics r = prof::extract_metrics(t, path);
   if (stats.skipped_records > 0) {
@@ -75,6 +75,12 @@ prof::RunMetrics load_trace_text(const std::string& text, const std::string& pat
                       " malformed records skipped (first: " + stats.first_problem + ")");
   }
   return r;
+}
+
+prof::RunMetrics load_trace_text(const std::string& text, const std::string& path) {
+  prof::ReadStats stats;
+  const prof::Trace t = prof::read_chrome_trace_string(text, path, &stats);
+  return trace_metrics(t, stats, path);
 }
 
 }  // namespace
@@ -116,13 +122,7 @@ prof::RunMetrics load_run(const std::string& path, std::int64_t max_bytes) {
     }
     prof::ReadStats stats;
     const prof::Trace t = prof::read_chrome_trace_file(path, &stats);
-    if (t.events.empty()) throw InputError(path, "traceEvents", "the trace has no complete events");
-    prof::RunMetrics r = prof::extract_metrics(t, path);
-    if (stats.skipped_records > 0) {
-      r.notes.push_back(std::to_string(stats.skipped_records) +
-                        " malformed records skipped (first: " + stats.first_problem + ")");
-    }
-    return r;
+    return trace_metrics(t, stats, path);
   } catch (const std::bad_alloc&) {
     throw InputError(path, "", "out of memory while reading the file",
                      "lower its size or use a bigger machine");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "core/gpu_catalog.hpp"
 #include "gui/time_axis.hpp"
@@ -78,9 +79,17 @@ StatsModel build_stats(const prof::Trace& trace, const prof::Summary& s) {
   }
   if (!m.gpus.empty()) m.bubble_fraction /= static_cast<double>(m.gpus.size());
 
+  // Under rank symmetry a simulated GPU's kernels stand for its mirrors' too (docs/summary.md,
+  // "Rank symmetry"): count them stands_for times.
+  std::map<std::int32_t, double> weight;
+  for (const prof::GpuSummary& g : s.per_gpu) {
+    if (g.mirror_of < 0) weight[g.pid] = std::max(1, g.stands_for);
+  }
   double flops = 0;
   for (const prof::TraceEvent& e : trace.events) {
-    if (e.cls == prof::EventClass::kCompute) flops += flops_arg(e);
+    if (e.cls != prof::EventClass::kCompute) continue;
+    const auto w = weight.find(e.pid);
+    flops += flops_arg(e) * (w == weight.end() ? 1.0 : w->second);
   }
   const double steps = std::max<double>(1.0, static_cast<double>(s.step_times_ns.size()));
   m.executed_flops_per_step = flops / steps;

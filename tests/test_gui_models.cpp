@@ -4,11 +4,14 @@
 
 #include <algorithm>
 
+#include "core/scenario_parser.hpp"
 #include "gui/document.hpp"
 #include "gui/event_style.hpp"
 #include "gui/memory_model.hpp"
 #include "gui/scenario_runner.hpp"
 #include "gui/stats_model.hpp"
+#include "profiler/summary.hpp"
+#include "tools/simrun_app.hpp"
 
 using namespace csim;
 using namespace csim::gui;
@@ -142,4 +145,23 @@ TEST_CASE("the scenario panel's knobs simulate a bundled scenario", "[gui]") {
   REQUIRE(r.ok);
   CHECK_FALSE(r.trace.events.empty());
   CHECK(r.seconds < 1.0);  // "well under a second" for the bundled small scenarios
+}
+
+TEST_CASE("statistics of a symmetric run count each simulated GPU for its mirrors", "[gui]") {
+  // 3D dp 2 x tp 2 x pp 2 on 8 A100s: simulated with rank symmetry (2 GPUs stand for 8) and in
+  // full; the executed FLOP/s of the whole run and every GPU's row must agree.
+  const std::string json =
+      "{\"cluster\":{\"gpus_per_node\":8,\"gpu\":\"A100-SXM4-80GB\"},"
+      "\"model\":{\"gpt\":{\"layers\":4,\"hidden\":1024,\"heads\":16,\"seq_len\":512,"
+      "\"vocab\":32000}},\"training\":{\"global_batch\":16,\"precision\":\"bf16\",\"steps\":2},"
+      "\"strategy\":{\"kind\":\"3d\",\"tp\":2,\"pp\":2}}";
+  const app::SimRun sym = app::simulate(core::parse_scenario_string(json, "t.json"));
+  const app::SimRun full =
+      app::simulate(core::parse_scenario_string(json, "t.json", {"simulation.symmetry=off"}));
+  const StatsModel a = build_stats(sym.trace, prof::summarize(sym.trace));
+  const StatsModel b = build_stats(full.trace, prof::summarize(full.trace));
+  CHECK(a.gpus.size() == 8);
+  CHECK(a.gpus.size() == b.gpus.size());
+  CHECK(a.achieved_flops_per_s == Approx(b.achieved_flops_per_s).epsilon(1e-9));
+  CHECK(a.gil_wait_s == Approx(b.gil_wait_s).margin(1e-12));
 }

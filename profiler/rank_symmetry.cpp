@@ -20,64 +20,82 @@ std::vector<MirroredGpu> read_mirrored_gpus(const nlohmann::json& md) {
   return out;
 }
 
+int gpus_per_node_of(const nlohmann::json& md) {
+  if (!md.is_object() || !md.contains("cluster") || !md["cluster"].is_object()) return 0;
+  return md["cluster"].value("gpus_per_node", 0);
+}
+
+ProcessInfo mirror_process(const ProcessInfo& rep, const MirroredGpu& m, int gpus_per_node) {
+  ProcessInfo pi = rep;
+  pi.pid = m.gpu;
+  pi.gpu = m.gpu;
+  pi.rank = m.rank;
+  pi.sort_index = m.gpu;
+  pi.node = gpus_per_node > 0 ? m.gpu / gpus_per_node : -1;
+  pi.name = gpu_process_name(m.gpu, gpus_per_node);
+  return pi;
+}
+
 int expand_mirrored_gpus(Trace& tr) {
   const std::vector<MirroredGpu> mirrors = read_mirrored_gpus(tr.metadata);
   if (mirrors.empty()) return 0;
-  int per_node = 0;
-  if (tr.metadata.contains("cluster") && tr.metadata["cluster"].is_object())
-    per_node = tr.metadata["cluster"].value("gpus_per_node", 0);
+  const int per_node = gpus_per_node_of(tr.metadata);
+  // What each representative owns, indexed once (copies are appended while iterating).
+  struct Owned {
+    const ProcessInfo* process = nullptr;
+    std::vector<std::size_t> threads, events, counters, flows;
+  };
+  const std::vector<ProcessInfo> processes = tr.processes;
+  std::map<std::int32_t, Owned> owned;
+  for (const ProcessInfo& p : processes) owned[p.pid].process = &p;
+  auto own = [&](std::int32_t pid) -> Owned* {
+    const auto it = owned.find(pid);
+    return it == owned.end() ? nullptr : &it->second;
+  };
+  for (std::size_t i = 0; i < tr.threads.size(); ++i)
+    if (Owned* o = own(tr.threads[i].pid)) o->threads.push_back(i);
+  for (std::size_t i = 0; i < tr.events.size(); ++i)
+    if (Owned* o = own(tr.events[i].pid)) o->events.push_back(i);
+  for (std::size_t i = 0; i < tr.counters.size(); ++i)
+    if (Owned* o = own(tr.counters[i].pid)) o->counters.push_back(i);
+  // Flows within the representative's process (launch -> kernel, dependencies) are copied;
+  // flows to other GPUs would need the mirror's map of peers, which the trace does not hold.
+  for (std::size_t i = 0; i < tr.flows.size(); ++i) {
+    if (tr.flows[i].from_pid != tr.flows[i].to_pid) continue;
+    if (Owned* o = own(tr.flows[i].from_pid)) o->flows.push_back(i);
+  }
   // Ids in copies start above every id in the trace, one block per mirror.
   std::int64_t max_corr = 0, max_flow = 0;
   for (const TraceEvent& e : tr.events) max_corr = std::max(max_corr, e.correlation);
   for (const FlowEvent& f : tr.flows) max_flow = std::max(max_flow, f.id);
-  const std::size_t n_events = tr.events.size(), n_counters = tr.counters.size();
-  const std::size_t n_flows = tr.flows.size(), n_threads = tr.threads.size();
-  const std::vector<ProcessInfo> processes = tr.processes;
   int added = 0;
   for (const MirroredGpu& m : mirrors) {
-    const auto rep = std::find_if(processes.begin(), processes.end(),
-                                  [&](const ProcessInfo& p) { return p.pid == m.rep; });
-    if (rep == processes.end()) continue;
+    const Owned* o = own(m.rep);
+    if (o == nullptr || o->process == nullptr) continue;
     ++added;
     const std::int64_t corr_off = (max_corr + 1) * added, flow_off = (max_flow + 1) * added;
-    ProcessInfo pi = *rep;
-    pi.pid = m.gpu;
-    pi.gpu = m.gpu;
-    pi.rank = m.rank;
-    pi.sort_index = m.gpu;
-    if (per_node > 0) {
-      pi.node = m.gpu / per_node;
-      pi.name = "node " + std::to_string(pi.node) + " / GPU " + std::to_string(m.gpu % per_node);
-    }
-    tr.processes.push_back(pi);
-    for (std::size_t i = 0; i < n_threads; ++i) {
-      if (tr.threads[i].pid != m.rep) continue;
+    tr.processes.push_back(mirror_process(*o->process, m, per_node));
+    for (std::size_t i : o->threads) {
       ThreadInfo t = tr.threads[i];
       t.pid = m.gpu;
-      tr.threads.push_back(t);
+      tr.threads.push_back(std::move(t));
     }
-    for (std::size_t i = 0; i < n_events; ++i) {
-      if (tr.events[i].pid != m.rep) continue;
+    for (std::size_t i : o->events) {
       TraceEvent e = tr.events[i];
       e.pid = m.gpu;
       if (e.correlation >= 0) e.correlation += corr_off;
       tr.events.push_back(std::move(e));
     }
-    for (std::size_t i = 0; i < n_counters; ++i) {
-      if (tr.counters[i].pid != m.rep) continue;
+    for (std::size_t i : o->counters) {
       CounterSample c = tr.counters[i];
       c.pid = m.gpu;
       tr.counters.push_back(std::move(c));
     }
-    // Flows within the representative's process (launch -> kernel, dependencies) are copied;
-    // flows to other GPUs would need the mirror's map of peers, which the trace does not hold.
-    for (std::size_t i = 0; i < n_flows; ++i) {
-      const FlowEvent& f = tr.flows[i];
-      if (f.from_pid != m.rep || f.to_pid != m.rep) continue;
-      FlowEvent c = f;
+    for (std::size_t i : o->flows) {
+      FlowEvent c = tr.flows[i];
       c.id += flow_off;
       c.from_pid = c.to_pid = m.gpu;
-      tr.flows.push_back(c);
+      tr.flows.push_back(std::move(c));
     }
   }
   std::stable_sort(tr.processes.begin(), tr.processes.end(),

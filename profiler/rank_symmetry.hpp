@@ -19,6 +19,11 @@ struct MirroredGpu {
 // metadata["rank_symmetry"]["mirrors"] ([gpu, rank, representative] each); empty when absent.
 std::vector<MirroredGpu> read_mirrored_gpus(const nlohmann::json& metadata);
 
+// The process of mirrored GPU `m`: its representative's, renamed and renumbered.
+// gpus_per_node from metadata["cluster"] (0 when absent).
+ProcessInfo mirror_process(const ProcessInfo& rep, const MirroredGpu& m, int gpus_per_node);
+int gpus_per_node_of(const nlohmann::json& metadata);
+
 // Gives every mirrored GPU a copy of its representative's process, threads, events, memory
 // counters and flows (correlation and flow ids renumbered), and drops the mirrors list from the
 // metadata, leaving a trace as a full-fidelity run would have written (docs/trace-format.md,

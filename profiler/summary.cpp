@@ -206,21 +206,20 @@ void add_mirror_rows(Summary& s, const std::vector<MirroredGpu>& mirrors,
                      const nlohmann::json& md) {
   std::map<int, std::size_t> row_of_gpu;
   for (std::size_t i = 0; i < s.per_gpu.size(); ++i) row_of_gpu[s.per_gpu[i].gpu] = i;
-  int per_node = 0;
-  if (md.contains("cluster") && md["cluster"].is_object())
-    per_node = md["cluster"].value("gpus_per_node", 0);
+  const int per_node = gpus_per_node_of(md);
   const std::size_t own = s.per_gpu.size();
   for (const MirroredGpu& m : mirrors) {
     const auto it = row_of_gpu.find(m.rep);
     if (it == row_of_gpu.end() || it->second >= own) continue;
     GpuSummary g = s.per_gpu[it->second];
-    g.gpu = m.gpu;
-    g.pid = m.gpu;
-    g.rank = m.rank;
-    g.node = per_node > 0 ? m.gpu / per_node : -1;
-    g.name = per_node > 0
-                 ? "node " + std::to_string(g.node) + " / GPU " + std::to_string(m.gpu % per_node)
-                 : "GPU " + std::to_string(m.gpu);
+    ProcessInfo rep;
+    rep.capacity_bytes = g.capacity_bytes;
+    const ProcessInfo pi = mirror_process(rep, m, per_node);
+    g.gpu = pi.gpu;
+    g.pid = pi.pid;
+    g.rank = pi.rank;
+    g.node = pi.node;
+    g.name = pi.name;
     g.stands_for = 0;
     g.mirror_of = m.rep;
     s.per_gpu.push_back(std::move(g));

@@ -35,6 +35,12 @@ bool parse_event_class(const std::string& s, EventClass* out) {
   return false;
 }
 
+std::string gpu_process_name(int gpu, int gpus_per_node) {
+  if (gpus_per_node <= 0) return "GPU " + std::to_string(gpu);
+  return "node " + std::to_string(gpu / gpus_per_node) + " / GPU " +
+         std::to_string(gpu % gpus_per_node);
+}
+
 const char* to_string(LaneRole r) {
   switch (r) {
     case LaneRole::kCompute:

@@ -73,6 +73,10 @@ struct FlowEvent {                   // "s"/"f" pair
 
 enum class LaneRole : std::uint8_t { kCompute, kComm, kCopy, kHost, kOther };
 const char* to_string(LaneRole r);
+
+// The name of a GPU's trace process: "node 1 / GPU 3" (local index), or "GPU 11" when the GPUs
+// per node are unknown (0).
+std::string gpu_process_name(int gpu, int gpus_per_node);
 bool parse_lane_role(const std::string& s, LaneRole* out);
 // compute, comm, copy: a CUDA stream (as opposed to a host thread).
 inline bool is_gpu_lane(LaneRole r) {

@@ -563,17 +563,12 @@ RunMetrics metrics_from_summary(const nlohmann::json& j, const std::string& sour
     if (it == row_of_gpu.end() || gpus[it->second].contains("mirror_of"))
       throw InputError(source, path, "names no simulated GPU of this summary");
     GpuSummary& m = s.per_gpu[row];
-    const GpuSummary& from = s.per_gpu[it->second];
-    m.has_memory_data = from.has_memory_data;
-    m.peak_bytes = from.peak_bytes;
-    m.compute_s = from.compute_s;
-    m.comm_s = from.comm_s;
-    m.copy_s = from.copy_s;
-    m.host_wait_s = from.host_wait_s;
-    m.idle_s = from.idle_s;
-    m.exposed_comm_s = from.exposed_comm_s;
-    m.overlapped_comm_s = from.overlapped_comm_s;
-    m.mirror_of = rep;
+    GpuSummary copy = s.per_gpu[it->second];  // the figures; the identity stays the row's
+    copy.name = m.name;
+    copy.rank = m.rank;
+    copy.gpu = m.gpu;
+    copy.mirror_of = rep;
+    m = std::move(copy);
   }
   RunMetrics r;
   r.source = source;

@@ -56,7 +56,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     pi.node = g / p.gpus_per_node;
     pi.gpu = g;
     pi.rank = rank_of[g];
-    pi.name = "node " + std::to_string(pi.node) + " / GPU " + std::to_string(g % p.gpus_per_node);
+    pi.name = prof::gpu_process_name(g, p.gpus_per_node);
     pi.capacity_bytes = capacity[g];
     pi.sort_index = g;
     tr.processes.push_back(pi);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,7 @@ class Engine {
   std::vector<Transfer> transfers_;
   std::vector<std::vector<int>> group_mirrors_;  // per group: mirrors giving distinct images
   std::vector<char> group_mirrors_known_;
+  std::map<std::vector<int>, std::vector<int>> copy_mirrors_;  // by the copy's GPUs
   std::int64_t flow_gen_ = 0;
   std::int64_t events_ = 0;
   std::int64_t done_count_ = 0;
@@ -123,6 +125,7 @@ class Engine {
   void start_transfer(std::vector<OpId> ops, core::TransferPlan plan);
   std::vector<int> distinct_mirrors(const std::vector<int>& gpus) const;
   const std::vector<int>& mirrors_of_group(int group);
+  const std::vector<int>& mirrors_of_gpus(const std::vector<int>& gpus);  // copies, cached
   void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
   void transfer_go(int tr);
   void stage_done(int tr);
@@ -135,7 +138,7 @@ class Engine {
   // A straggler's kernels take `slowdown` times as long (docs/cost-model.md, "Stragglers"); a
   // kernel that starts while an NCCL kernel runs on its GPU gets the SMs NCCL leaves
   // (docs/cost-model.md, "Compute-communication interference").
-  TimeNs straggle(int gpu, TimeNs d) const {
+  TimeNs kernel_ns(int gpu, TimeNs d) const {
     double f = s_.cluster.slowdown_of(gpu);
     const core::GpuSpec& g = s_.cluster.gpu;
     const int taken = std::min(comm_sms_[gpu], g.sm_count - 1);
@@ -276,8 +279,8 @@ void Engine::start_on_stream(int s, OpId id) {
       return;
     case OpKind::kCompute: {
       st.running = id;
-      const TimeNs d = straggle(op.gpu, core::compute_duration_ns(s_.cluster.gpu, op.compute_kind,
-                                                                  op.dtype, op.flops, op.bytes));
+      const TimeNs d = kernel_ns(op.gpu, core::compute_duration_ns(s_.cluster.gpu, op.compute_kind,
+                                                                   op.dtype, op.flops, op.bytes));
       push(now_ + d, EvType::kComputeDone, id);
       return;
     }
@@ -286,7 +289,7 @@ void Engine::start_on_stream(int s, OpId id) {
       if (op.copy_kind == core::CopyKind::kD2D) {
         // On-device copy: a memory-bound kernel reading and writing the bytes (docs/cost-model.md,
         // "Copies").
-        const TimeNs d = straggle(
+        const TimeNs d = kernel_ns(
             op.gpu, core::compute_duration_ns(s_.cluster.gpu, core::ComputeKind::kElementwise,
                                               core::Dtype::kFp32, 0, 2 * op.bytes));
         push(now_ + d, EvType::kComputeDone, id);
@@ -301,7 +304,7 @@ void Engine::start_on_stream(int s, OpId id) {
       if (p_.symmetry.enabled()) {
         std::vector<int> ends{op.gpu};
         if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
-        add_mirror_flows(plan, distinct_mirrors(ends));
+        add_mirror_flows(plan, mirrors_of_gpus(ends));
       }
       start_transfer({id}, std::move(plan));
       return;
@@ -346,18 +349,23 @@ void Engine::start_transfer(std::vector<OpId> ops, core::TransferPlan plan) {
 // from the set itself and from each other, so that each image transfer is started once.
 std::vector<int> Engine::distinct_mirrors(const std::vector<int>& gpus) const {
   std::vector<int> out;
-  std::vector<std::vector<int>> seen;
+  std::set<std::vector<int>> seen;
   std::vector<int> key;
   for (std::size_t m = 0; m < p_.symmetry.images.size(); ++m) {
     key.clear();
     for (int g : gpus) key.push_back(p_.symmetry.images[m][g]);
     std::sort(key.begin(), key.end());
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(key);
+    if (!seen.insert(key).second) continue;
     if (m > 0)
       out.push_back(static_cast<int>(m));  // images[0] is the identity: the transfer itself
   }
   return out;
+}
+
+const std::vector<int>& Engine::mirrors_of_gpus(const std::vector<int>& gpus) {
+  auto it = copy_mirrors_.find(gpus);
+  if (it == copy_mirrors_.end()) it = copy_mirrors_.emplace(gpus, distinct_mirrors(gpus)).first;
+  return it->second;
 }
 
 const std::vector<int>& Engine::mirrors_of_group(int group) {

@@ -224,15 +224,10 @@ TransferPlan nvls_plan(const Topology& topo, const CommParams& params, const std
   return b.finish();
 }
 
-// Hierarchical all-reduce (docs/cost-model.md, "Hierarchical all-reduce") for a group of N nodes
-// with g GPUs each (g >= 2, N >= 2): (1) reduce-scatter inside every node, (g-1)/g S per ring
-// edge; (2) g all-reduces across the nodes, one per local index j over GPU j of every node (its
-// own NIC), each of S/g: 2(N-1)/N S/g per edge; (3) all-gather inside every node, (g-1)/g S.
-// The stages run one after the other; the prediction is the sum of theirs. Empty (no stages)
-// when the group is not N x g.
-TransferPlan hierarchical_plan(const Topology& topo, const CommParams& params, NcclProto proto,
-                               const std::vector<int>& ring, double bytes) {
-  std::vector<std::vector<int>> by_node;  // in ring order (nodes contiguous)
+// The group's GPUs per node, in ring order (nodes contiguous), when it is N >= 2 nodes of the same
+// g >= 2 GPUs each: the shape the hierarchical all-reduce needs; empty otherwise.
+std::vector<std::vector<int>> node_blocks(const Topology& topo, const std::vector<int>& ring) {
+  std::vector<std::vector<int>> by_node;
   for (int gpu : ring) {
     if (by_node.empty() || topo.node_of(by_node.back().front()) != topo.node_of(gpu)) {
       by_node.push_back({});
@@ -244,6 +239,17 @@ TransferPlan hierarchical_plan(const Topology& topo, const CommParams& params, N
   for (const std::vector<int>& n : by_node) {
     if (n.size() != g) return {};
   }
+  return by_node;
+}
+
+// Hierarchical all-reduce (docs/cost-model.md, "Hierarchical all-reduce") over `by_node`
+// (node_blocks: N nodes with g GPUs each): (1) reduce-scatter inside every node, (g-1)/g S per
+// ring edge; (2) g all-reduces across the nodes, one per local index j over GPU j of every node
+// (its own NIC), each of S/g: 2(N-1)/N S/g per edge; (3) all-gather inside every node, (g-1)/g S.
+// The stages run one after the other; the prediction is the sum of theirs.
+TransferPlan hierarchical_plan(const Topology& topo, const CommParams& params, NcclProto proto,
+                               const std::vector<std::vector<int>>& by_node, double bytes) {
+  const std::size_t g = by_node.front().size();
   const double gd = static_cast<double>(g), nd = static_cast<double>(by_node.size());
   std::vector<std::vector<int>> across(g);
   for (std::size_t j = 0; j < g; ++j) {
@@ -327,8 +333,11 @@ TransferPlan plan_collective(const Topology& topo, const CommParams& params, Col
       if (want == CollectiveAlgo::kRing) return best_over_protocols(params, ring_of);
       if (want == CollectiveAlgo::kTree) return best_over_protocols(params, tree_of);
       if (want == CollectiveAlgo::kNvls && nvls) return nvls_plan(topo, params, gpus, bytes);
-      auto hier_of = [&](NcclProto pr) { return hierarchical_plan(topo, params, pr, ring, bytes); };
-      const bool hier = !hierarchical_plan(topo, params, NcclProto::kSimple, ring, 0).then.empty();
+      const std::vector<std::vector<int>> blocks = node_blocks(topo, ring);
+      const bool hier = !blocks.empty();
+      auto hier_of = [&](NcclProto pr) {
+        return hierarchical_plan(topo, params, pr, blocks, bytes);
+      };
       if (want == CollectiveAlgo::kHierarchical && hier)
         return best_over_protocols(params, hier_of);
       TransferPlan best = best_over_protocols(params, ring_of);  // ties: ring, then tree

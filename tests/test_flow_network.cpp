@@ -102,6 +102,25 @@ TEST_CASE("rates are recomputed when a flow finishes", "[flow]") {
   CHECK(net.next_completion_ns() == 3000000);
 }
 
+TEST_CASE("a finished flow's slot is reused without changing ids or report order", "[flow]") {
+  FlowNetwork net(make_links({1e9}));
+  const auto a = net.start(0, {0}, 1e6, 0, 1);
+  const auto b = net.start(0, {0}, 3e6, 0, 2);
+  // Both at 5e8: a is done at 1e6 / 5e8 = 2 ms, b has 3e6 - 1e6 = 2e6 left.
+  CHECK(net.advance(2000000) == std::vector<std::int64_t>{1});
+  CHECK(net.rate_of(a) == 0.0);  // finished flows read 0 even once their storage is reused
+  // c takes a's storage but is started after b: its id is the next one, and when both finish
+  // together they are reported in start order (b, c). Each at 5e8, 2e6 B: 4 ms more -> 6 ms.
+  const auto c = net.start(2000000, {0}, 2e6, 0, 3);
+  CHECK(c == b + 1);
+  CHECK(net.rate_of(a) == 0.0);
+  CHECK(net.rate_of(c) == Approx(5e8));
+  CHECK(net.remaining_of(b) == Approx(2e6));
+  CHECK(net.next_completion_ns() == 6000000);
+  CHECK(net.advance(6000000) == std::vector<std::int64_t>{2, 3});
+  CHECK(net.active() == 0);
+}
+
 TEST_CASE("a flow started later slows the earlier one", "[flow]") {
   FlowNetwork net(make_links({1e9}));
   const auto a = net.start(0, {0}, 2e6, 0, 1);

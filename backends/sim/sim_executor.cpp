@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/sim/host_model.hpp"
@@ -71,12 +72,19 @@ struct StreamState {
   bool check_scheduled_at_latency = false;
 };
 
+// A plan's stages flattened (TransferPlan::then), mirror images included: run one after the other.
+using Stages = std::vector<core::TransferPlan>;
+
 struct Transfer {
-  std::vector<OpId> ops;                   // ops that end when the transfer ends
-  std::vector<core::TransferPlan> stages;  // run one after the other (TransferPlan::then)
+  std::vector<OpId> ops;           // ops that end when the transfer ends
+  const Stages* stages = nullptr;  // in Engine::plans_ (its nodes never move)
   std::size_t stage = 0;
   int flows_left = 0;
 };
+
+// What a transfer's plan depends on: (0 = copy: copy kind, GPU, peer; 1 = collective: kind,
+// algorithm, group, root) and the bytes. Plans are pure functions of these, so each is built once.
+using PlanKey = std::tuple<int, int, int, int, int, Bytes>;
 
 struct Instance {
   std::vector<OpId> arrived;
@@ -113,6 +121,7 @@ class Engine {
   std::vector<std::vector<int>> group_mirrors_;  // per group: mirrors giving distinct images
   std::vector<char> group_mirrors_known_;
   std::map<std::vector<int>, std::vector<int>> copy_mirrors_;  // by the copy's GPUs
+  std::map<PlanKey, Stages> plans_;
   std::int64_t flow_gen_ = 0;
   std::int64_t events_ = 0;
   std::int64_t done_count_ = 0;
@@ -122,7 +131,9 @@ class Engine {
   void finish_issue(int t);
   void check_stream(int s);
   void start_on_stream(int s, OpId id);
-  void start_transfer(std::vector<OpId> ops, core::TransferPlan plan);
+  const Stages& copy_plan(const Op& op);
+  const Stages& collective_plan(const Op& op);
+  void start_transfer(std::vector<OpId> ops, const Stages& stages);
   std::vector<int> distinct_mirrors(const std::vector<int>& gpus) const;
   const std::vector<int>& mirrors_of_group(int group);
   const std::vector<int>& mirrors_of_gpus(const std::vector<int>& gpus);  // copies, cached
@@ -295,18 +306,7 @@ void Engine::start_on_stream(int s, OpId id) {
         push(now_ + d, EvType::kComputeDone, id);
         return;
       }
-      const int node = op.gpu / s_.cluster.gpus_per_node;
-      core::Endpoint src = core::Endpoint::host(node), dst = core::Endpoint::gpu(op.gpu);
-      if (op.copy_kind == core::CopyKind::kPeer) src = core::Endpoint::gpu(op.peer_gpu);
-      if (op.copy_kind == core::CopyKind::kD2H) std::swap(src, dst);
-      core::TransferPlan plan =
-          core::plan_copy(topo_, comm_, op.copy_kind, src, dst, static_cast<double>(op.bytes));
-      if (p_.symmetry.enabled()) {
-        std::vector<int> ends{op.gpu};
-        if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
-        add_mirror_flows(plan, mirrors_of_gpus(ends));
-      }
-      start_transfer({id}, std::move(plan));
+      start_transfer({id}, copy_plan(op));
       return;
     }
     case OpKind::kCollective: {
@@ -317,11 +317,7 @@ void Engine::start_on_stream(int s, OpId id) {
       // NCCL: each GPU's kernel starts (and spins) when its stream reaches it; data moves only
       // once every member has arrived.
       if (static_cast<int>(in.arrived.size()) == in.expected) {
-        const core::CommGroup& g = p_.groups[op.group];
-        core::TransferPlan plan = core::plan_collective(
-            topo_, comm_, op.collective, op.algo, g.gpus, op.root, static_cast<double>(op.bytes));
-        if (p_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
-        start_transfer(in.arrived, std::move(plan));
+        start_transfer(in.arrived, collective_plan(op));
       }
       return;
     }
@@ -334,15 +330,50 @@ void Engine::start_on_stream(int s, OpId id) {
 
 // [SECTION] Transfers ----------------------------------------------------------------------------
 
-void Engine::start_transfer(std::vector<OpId> ops, core::TransferPlan plan) {
-  const int tr = static_cast<int>(transfers_.size());
-  const TimeNs latency = plan.latency_ns;
-  Transfer x{std::move(ops), {}, 0, 0};
+// The plan and its `then` stages as one list.
+Stages flatten(core::TransferPlan plan) {
+  Stages out;
   std::vector<core::TransferPlan> later = std::move(plan.then);
-  x.stages.push_back(std::move(plan));
-  for (core::TransferPlan& st : later) x.stages.push_back(std::move(st));
-  transfers_.push_back(std::move(x));
-  push(now_ + latency, EvType::kTransferGo, tr);
+  plan.then.clear();
+  out.push_back(std::move(plan));
+  for (core::TransferPlan& st : later) out.push_back(std::move(st));
+  return out;
+}
+
+const Stages& Engine::copy_plan(const Op& op) {
+  const PlanKey key{0, static_cast<int>(op.copy_kind), op.gpu, op.peer_gpu, 0, op.bytes};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  const int node = op.gpu / s_.cluster.gpus_per_node;
+  core::Endpoint src = core::Endpoint::host(node), dst = core::Endpoint::gpu(op.gpu);
+  if (op.copy_kind == core::CopyKind::kPeer) src = core::Endpoint::gpu(op.peer_gpu);
+  if (op.copy_kind == core::CopyKind::kD2H) std::swap(src, dst);
+  core::TransferPlan plan =
+      core::plan_copy(topo_, comm_, op.copy_kind, src, dst, static_cast<double>(op.bytes));
+  if (p_.symmetry.enabled()) {
+    std::vector<int> ends{op.gpu};
+    if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
+    add_mirror_flows(plan, mirrors_of_gpus(ends));
+  }
+  return plans_.emplace(key, flatten(std::move(plan))).first->second;
+}
+
+const Stages& Engine::collective_plan(const Op& op) {
+  const PlanKey key{
+      1, static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root, op.bytes};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  const core::CommGroup& g = p_.groups[op.group];
+  core::TransferPlan plan = core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus,
+                                                  op.root, static_cast<double>(op.bytes));
+  if (p_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
+  return plans_.emplace(key, flatten(std::move(plan))).first->second;
+}
+
+void Engine::start_transfer(std::vector<OpId> ops, const Stages& stages) {
+  const int tr = static_cast<int>(transfers_.size());
+  transfers_.push_back(Transfer{std::move(ops), &stages, 0, 0});
+  push(now_ + stages.front().latency_ns, EvType::kTransferGo, tr);
 }
 
 // Rank symmetry (docs/cost-model.md, "Rank symmetry"): the mirrors whose images of `gpus` differ
@@ -402,13 +433,20 @@ void Engine::transfer_go(int tr) {
   // Bring the flows in flight up to now at their old rates before the set changes.
   advance_flows();
   // One batch: the flow network recomputes rates once for all of them.
-  batch_.clear();
-  for (const core::FlowSpec& f : x.stages[x.stage].flows) {
+  // batch_ keeps its entries (and their route buffers) between transfers: no allocation per flow.
+  std::size_t n = 0;
+  for (const core::FlowSpec& f : (*x.stages)[x.stage].flows) {
     if (f.bytes <= 0) continue;
-    batch_.push_back({topo_.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s, tr});
+    if (n == batch_.size()) batch_.emplace_back();
+    engine::FlowStart& b = batch_[n++];
+    const std::vector<core::LinkId>& route = topo_.route(f.src, f.dst);
+    b.route.assign(route.begin(), route.end());
+    b.bytes = f.bytes;
+    b.rate_cap = f.rate_cap_bytes_per_s;
+    b.tag = tr;
     ++x.flows_left;
   }
-  if (!batch_.empty()) flows_.start_batch(now_, batch_);
+  if (n > 0) flows_.start_batch(now_, batch_.data(), n);
   if (x.flows_left == 0) {
     stage_done(tr);
     return;
@@ -419,9 +457,9 @@ void Engine::transfer_go(int tr) {
 // A stage's flows are done: the next stage starts after its latency, or the ops end.
 void Engine::stage_done(int tr) {
   Transfer& x = transfers_[tr];
-  if (x.stage + 1 < x.stages.size()) {
+  if (x.stage + 1 < x.stages->size()) {
     ++x.stage;
-    push(now_ + x.stages[x.stage].latency_ns, EvType::kTransferGo, tr);
+    push(now_ + (*x.stages)[x.stage].latency_ns, EvType::kTransferGo, tr);
     return;
   }
   for (OpId id : x.ops) complete(id);

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
-#include <queue>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -44,22 +44,22 @@ TimeNs FlowNetwork::ceil_to_ns(double ns) {
   return static_cast<TimeNs>(std::ceil(ns - 1e-6 - ns * 1e-12));
 }
 
-void FlowNetwork::attach(FlowId id) {
+void FlowNetwork::attach(Slot id) {
   Flow& f = flows_[id];
   f.pos.resize(f.route.size());
   for (std::size_t i = 0; i < f.route.size(); ++i) {
-    std::vector<FlowId>& lf = link_flows_[f.route[i]];
+    std::vector<Slot>& lf = link_flows_[f.route[i]];
     f.pos[i] = static_cast<int>(lf.size());
     lf.push_back(id);
   }
 }
 
-void FlowNetwork::detach(FlowId id) {
+void FlowNetwork::detach(Slot id) {
   Flow& f = flows_[id];
   for (std::size_t i = 0; i < f.route.size(); ++i) {
-    std::vector<FlowId>& lf = link_flows_[f.route[i]];
+    std::vector<Slot>& lf = link_flows_[f.route[i]];
     const int at = f.pos[i];
-    const FlowId moved = lf.back();
+    const Slot moved = lf.back();
     lf[at] = moved;
     lf.pop_back();
     if (moved != id) {
@@ -69,6 +69,79 @@ void FlowNetwork::detach(FlowId id) {
     }
   }
   f.pos.clear();
+}
+
+// A reported flow's slot becomes free; its vectors keep their buffers for the next flow.
+void FlowNetwork::release(Slot id) {
+  Flow& f = flows_[id];
+  slot_of_seq_[static_cast<std::size_t>(f.seq)] = -1;
+  f.route.clear();
+  f.pos.clear();
+  f.active = false;
+  f.done = true;
+  f.remaining = 0;
+  f.rate = 0;
+  free_slots_.push_back(id);
+}
+
+// Completion heap: a binary min-heap on finish_ns whose entries know their position, so a flow's
+// completion can move or leave in O(log F). Only the minimum's time is ever read, so the order of
+// equal times inside the heap does not matter.
+void FlowNetwork::sift_up(int i) {
+  const Slot id = heap_[i];
+  const TimeNs key = flows_[id].finish_ns;
+  while (i > 0) {
+    const int parent = (i - 1) / 2;
+    if (flows_[heap_[parent]].finish_ns <= key) break;
+    heap_[i] = heap_[parent];
+    flows_[heap_[i]].heap_pos = i;
+    i = parent;
+  }
+  heap_[i] = id;
+  flows_[id].heap_pos = i;
+}
+
+void FlowNetwork::sift_down(int i) {
+  const Slot id = heap_[i];
+  const TimeNs key = flows_[id].finish_ns;
+  const int n = static_cast<int>(heap_.size());
+  for (;;) {
+    int child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && flows_[heap_[child + 1]].finish_ns < flows_[heap_[child]].finish_ns)
+      ++child;
+    if (flows_[heap_[child]].finish_ns >= key) break;
+    heap_[i] = heap_[child];
+    flows_[heap_[i]].heap_pos = i;
+    i = child;
+  }
+  heap_[i] = id;
+  flows_[id].heap_pos = i;
+}
+
+void FlowNetwork::heap_set(Slot id, TimeNs finish_ns) {
+  Flow& f = flows_[id];
+  f.finish_ns = finish_ns;
+  if (f.heap_pos < 0) {
+    heap_.push_back(id);
+    f.heap_pos = static_cast<int>(heap_.size()) - 1;
+  }
+  sift_up(f.heap_pos);
+  sift_down(flows_[id].heap_pos);
+}
+
+void FlowNetwork::heap_erase(Slot id) {
+  Flow& f = flows_[id];
+  const int i = f.heap_pos;
+  if (i < 0) return;
+  f.heap_pos = -1;
+  const Slot last = heap_.back();
+  heap_.pop_back();
+  if (last == id) return;
+  heap_[i] = last;
+  flows_[last].heap_pos = i;
+  sift_up(i);
+  sift_down(flows_[last].heap_pos);
 }
 
 std::size_t FlowNetwork::active() const {
@@ -83,19 +156,21 @@ void FlowNetwork::flush_pending() const {
 
 double FlowNetwork::rate_of(FlowId id) const {
   flush_pending();
-  CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(flows_.size()));
-  return flows_[id].active ? flows_[id].rate : 0.0;
+  CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(slot_of_seq_.size()));
+  const Slot s = slot_of_seq_[static_cast<std::size_t>(id)];
+  return s >= 0 && flows_[s].active ? flows_[s].rate : 0.0;
 }
 
 double FlowNetwork::remaining_of(FlowId id) const {
   flush_pending();
-  CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(flows_.size()));
-  return flows_[id].active ? std::max(flows_[id].remaining, 0.0) : 0.0;
+  CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(slot_of_seq_.size()));
+  const Slot s = slot_of_seq_[static_cast<std::size_t>(id)];
+  return s >= 0 && flows_[s].active ? std::max(flows_[s].remaining, 0.0) : 0.0;
 }
 
 TimeNs FlowNetwork::next_completion_ns() const {
   flush_pending();
-  return finish_set_.empty() ? -1 : finish_set_.begin()->first;
+  return heap_.empty() ? -1 : flows_[heap_.front()].finish_ns;
 }
 
 // [SECTION] Start --------------------------------------------------------------------------------
@@ -106,48 +181,67 @@ FlowId FlowNetwork::start(TimeNs now_ns, const std::vector<core::LinkId>& route,
 }
 
 std::vector<FlowId> FlowNetwork::start_batch(TimeNs now_ns, const std::vector<FlowStart>& starts) {
+  const auto first = static_cast<FlowId>(slot_of_seq_.size());
+  start_batch(now_ns, starts.data(), starts.size());
+  std::vector<FlowId> ids(starts.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = first + static_cast<FlowId>(i);
+  return ids;
+}
+
+void FlowNetwork::start_batch(TimeNs now_ns, const FlowStart* starts, std::size_t n) {
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "flows must start in time order");
   if (now_ns != pending_ns_) flush_pending();
   last_ns_ = now_ns;
-  std::vector<FlowId> ids;
-  ids.reserve(starts.size());
-  std::vector<FlowId> seeds;
-  for (const FlowStart& s : starts) {
-    CSIM_ASSERT(s.rate_cap >= 0);
-    for (std::size_t i = 0; i < s.route.size(); ++i) {
-      CSIM_ASSERT_MSG(s.route[i] >= 0 && s.route[i] < static_cast<core::LinkId>(capacity_.size()),
-                      "route names an unknown link");
-      for (std::size_t j = 0; j < i; ++j)
-        CSIM_ASSERT_MSG(s.route[i] != s.route[j], "a route crosses the same link twice");
-    }
-    const FlowId id = static_cast<FlowId>(flows_.size());
-    flows_.emplace_back();
-    flow_mark_.push_back(0);
-    new_rate_.push_back(0);
-    Flow& f = flows_.back();
-    f.route = s.route;
-    f.remaining = f.original = std::max(s.bytes, 0.0);
-    f.cap = s.rate_cap;
-    f.tag = s.tag;
-    f.active = true;
-    f.update_ns = now_ns;
-    ++active_count_;
-    ids.push_back(id);
-    if (f.remaining <= 0 || (f.route.empty() && f.cap == 0)) {
-      // Nothing to send, or nothing limits it: completes at once.
-      f.done = true;
-      f.rate = std::numeric_limits<double>::infinity();
-      f.finish_ns = now_ns;
-      finish_set_.emplace(now_ns, id);
-      continue;
-    }
-    attach(id);
-    seeds.push_back(id);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Slot id = start_one(now_ns, starts[i]);
+    if (id >= 0) pending_seeds_.push_back(id);
   }
   // Deferred: consecutive starts at the same time are recomputed together (see flush_pending).
   pending_ns_ = now_ns;
-  pending_seeds_.insert(pending_seeds_.end(), seeds.begin(), seeds.end());
-  return ids;
+}
+
+// Places one flow in a slot; returns the slot when its rate must be computed, -1 when it completes
+// at once.
+FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, const FlowStart& s) {
+  CSIM_ASSERT(s.rate_cap >= 0);
+  for (std::size_t i = 0; i < s.route.size(); ++i) {
+    CSIM_ASSERT_MSG(s.route[i] >= 0 && s.route[i] < static_cast<core::LinkId>(capacity_.size()),
+                    "route names an unknown link");
+    for (std::size_t j = 0; j < i; ++j)
+      CSIM_ASSERT_MSG(s.route[i] != s.route[j], "a route crosses the same link twice");
+  }
+  Slot id;
+  if (!free_slots_.empty()) {
+    id = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    id = static_cast<Slot>(flows_.size());
+    flows_.emplace_back();
+    flow_mark_.push_back(0);
+    new_rate_.push_back(0);
+  }
+  Flow& f = flows_[id];
+  f.route.assign(s.route.begin(), s.route.end());
+  f.remaining = f.original = std::max(s.bytes, 0.0);
+  f.rate = 0;
+  f.cap = s.rate_cap;
+  f.tag = s.tag;
+  f.seq = static_cast<FlowId>(slot_of_seq_.size());
+  slot_of_seq_.push_back(id);
+  f.active = true;
+  f.done = false;
+  f.update_ns = now_ns;
+  f.heap_pos = -1;
+  ++active_count_;
+  if (f.remaining <= 0 || (f.route.empty() && f.cap == 0)) {
+    // Nothing to send, or nothing limits it: completes at once.
+    f.done = true;
+    f.rate = std::numeric_limits<double>::infinity();
+    heap_set(id, now_ns);
+    return -1;
+  }
+  attach(id);
+  return id;
 }
 
 // [SECTION] Progressive filling ------------------------------------------------------------------
@@ -158,118 +252,120 @@ std::vector<FlowId> FlowNetwork::start_batch(TimeNs now_ns, const std::vector<Fl
 // from every link they cross. Shares only grow as flows are fixed, so a lazy min-heap with
 // per-link version numbers finds the next bottleneck in O(log L). Only the connected component of
 // the changed flows is recomputed.
-void FlowNetwork::recompute_from(TimeNs now_ns, const std::vector<FlowId>& seed_flows,
+void FlowNetwork::recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_flows,
                                  const std::vector<core::LinkId>& seed_links) {
   ++epoch_;
-  std::vector<FlowId> comp;
-  std::vector<core::LinkId> comp_links;
-  std::vector<core::LinkId> stack;
+  comp_.clear();
+  comp_links_.clear();
+  stack_.clear();
   auto visit_link = [&](core::LinkId l) {
     if (link_mark_[l] == epoch_) return;
     link_mark_[l] = epoch_;
-    comp_links.push_back(l);
-    stack.push_back(l);
+    comp_links_.push_back(l);
+    stack_.push_back(l);
   };
-  auto visit_flow = [&](FlowId id) {
+  auto visit_flow = [&](Slot id) {
     if (flow_mark_[id] == epoch_) return;
     flow_mark_[id] = epoch_;
-    comp.push_back(id);
+    comp_.push_back(id);
     for (core::LinkId l : flows_[id].route) visit_link(l);
   };
-  for (FlowId id : seed_flows) visit_flow(id);
+  for (Slot id : seed_flows) visit_flow(id);
   for (core::LinkId l : seed_links) visit_link(l);
-  while (!stack.empty()) {
-    const core::LinkId l = stack.back();
-    stack.pop_back();
-    for (FlowId id : link_flows_[l]) visit_flow(id);
+  while (!stack_.empty()) {
+    const core::LinkId l = stack_.back();
+    stack_.pop_back();
+    for (Slot id : link_flows_[l]) visit_flow(id);
   }
-  // Deterministic processing order: by id (= start order).
-  std::sort(comp.begin(), comp.end());
+  // Deterministic processing order: start order.
+  std::sort(comp_.begin(), comp_.end(),
+            [this](Slot a, Slot b) { return flows_[a].seq < flows_[b].seq; });
 
   // Remaining bytes as of now at the old rates (not yet committed: a flow whose rate does not
-  // change keeps its checkpoint and its place in finish_set_); flows within the residue are
-  // finished.
-  std::vector<FlowId> live;
-  live.reserve(comp.size());
-  for (FlowId id : comp) {
+  // change keeps its checkpoint and its place in the completion heap); flows within the residue
+  // are finished.
+  live_.clear();
+  for (Slot id : comp_) {
     Flow& f = flows_[id];
     const double rem_now =
         f.remaining - f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
     if (rem_now <= kResidueFraction * f.original) {
-      finish_set_.erase({f.finish_ns, id});
       f.remaining = 0;
       f.update_ns = now_ns;
       f.rate = 0;
       f.done = true;
-      f.finish_ns = now_ns;
-      finish_set_.emplace(now_ns, id);
+      heap_set(id, now_ns);
       detach(id);
       continue;
     }
     new_rate_[id] = 0;
-    live.push_back(id);
+    live_.push_back(id);
   }
 
-  for (core::LinkId l : comp_links) {
+  for (core::LinkId l : comp_links_) {
     cap_rem_[l] = capacity_[l];
     unfixed_[l] = static_cast<int>(link_flows_[l].size());
   }
-  // Heap entries: (share, kind 0 = link / 1 = private cap, index); smallest first. A link has at
-  // most one entry; its key is a lower bound of its current share (shares only grow as flows are
-  // fixed), so an entry whose share has grown is pushed back with the current value instead of
-  // being updated on every fix.
-  using Entry = std::tuple<double, int, std::int64_t>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-  for (core::LinkId l : comp_links)
-    if (unfixed_[l] > 0) heap.emplace(cap_rem_[l] / unfixed_[l], 0, l);
-  for (FlowId id : live)
-    if (flows_[id].cap > 0) heap.emplace(flows_[id].cap, 1, id);
+  // A link has at most one entry; its key is a lower bound of its current share (shares only grow
+  // as flows are fixed), so an entry whose share has grown is pushed back with the current value
+  // instead of being updated on every fix. Smallest (share, kind, order) first.
+  const std::greater<FillEntry> later;
+  fill_heap_.clear();
+  auto push = [&](double share, int kind, std::int64_t order, std::int64_t index) {
+    fill_heap_.emplace_back(share, kind, order, index);
+    std::push_heap(fill_heap_.begin(), fill_heap_.end(), later);
+  };
+  for (core::LinkId l : comp_links_)
+    if (unfixed_[l] > 0) push(cap_rem_[l] / unfixed_[l], 0, l, l);
+  for (Slot id : live_)
+    if (flows_[id].cap > 0) push(flows_[id].cap, 1, flows_[id].seq, id);
 
-  auto fix = [&](FlowId id, double rate) {
+  auto fix = [&](Slot id, double rate) {
     new_rate_[id] = rate;
     for (core::LinkId l : flows_[id].route) {
       cap_rem_[l] = std::max(cap_rem_[l] - rate, 0.0);
       --unfixed_[l];
     }
   };
-  while (!heap.empty()) {
-    const auto [share, kind, index] = heap.top();
-    heap.pop();
+  while (!fill_heap_.empty()) {
+    std::pop_heap(fill_heap_.begin(), fill_heap_.end(), later);
+    const auto [share, kind, order, index] = fill_heap_.back();
+    fill_heap_.pop_back();
     if (kind == 1) {
-      if (new_rate_[index] == 0) fix(index, share);
+      if (new_rate_[index] == 0) fix(static_cast<Slot>(index), share);
       continue;
     }
     const auto l = static_cast<core::LinkId>(index);
     if (unfixed_[l] == 0) continue;
     const double current = cap_rem_[l] / unfixed_[l];
     if (current > share) {
-      heap.emplace(current, 0, l);  // stale key: re-queue at the current share
+      push(current, 0, l, l);  // stale key: re-queue at the current share
       continue;
     }
     // fix() changes shares, never link membership, so iterating the live list is safe.
-    for (FlowId id : link_flows_[l])
+    for (Slot id : link_flows_[l])
       if (new_rate_[id] == 0) fix(id, current);
   }
 
-  for (FlowId id : live) {
+  for (Slot id : live_) {
     Flow& f = flows_[id];
     const double rate = new_rate_[id];
     CSIM_ASSERT_MSG(rate > 0, "max-min fairness left a flow without bandwidth");
     if (rate == f.rate) continue;  // unchanged: its checkpoint and completion time stay valid
-    finish_set_.erase({f.finish_ns, id});  // absent for a flow that has just started
     f.remaining -= f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
     f.update_ns = now_ns;
     f.rate = rate;
-    f.finish_ns = now_ns + ceil_to_ns(f.remaining / f.rate * 1e9);
-    finish_set_.emplace(f.finish_ns, id);
+    heap_set(id, now_ns + ceil_to_ns(f.remaining / f.rate * 1e9));
   }
 }
 
 void FlowNetwork::flush_pending() {
   if (pending_seeds_.empty()) return;
-  std::vector<FlowId> seeds;
+  std::vector<Slot> seeds;
   seeds.swap(pending_seeds_);
   recompute_from(pending_ns_, seeds, {});
+  seeds.clear();
+  pending_seeds_.swap(seeds);  // keep the buffer
 }
 
 // [SECTION] Advance ------------------------------------------------------------------------------
@@ -278,32 +374,31 @@ std::vector<std::int64_t> FlowNetwork::advance(TimeNs now_ns) {
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "time must not go backwards");
   flush_pending();
   last_ns_ = now_ns;
-  std::vector<FlowId> finished;
-  while (!finish_set_.empty() && finish_set_.begin()->first <= now_ns) {
-    finished.push_back(finish_set_.begin()->second);
-    finish_set_.erase(finish_set_.begin());
+  finished_.clear();
+  while (!heap_.empty() && flows_[heap_.front()].finish_ns <= now_ns) {
+    const Slot id = heap_.front();
+    finished_.push_back(id);
+    heap_erase(id);
   }
-  if (finished.empty()) return {};
-  std::sort(finished.begin(), finished.end());
-  std::vector<core::LinkId> freed;
+  if (finished_.empty()) return {};
+  std::sort(finished_.begin(), finished_.end(),
+            [this](Slot a, Slot b) { return flows_[a].seq < flows_[b].seq; });
+  freed_.clear();
   std::vector<std::int64_t> tags;
-  tags.reserve(finished.size());
-  for (FlowId id : finished) {
+  tags.reserve(finished_.size());
+  for (Slot id : finished_) {
     Flow& f = flows_[id];
     if (!f.done) {
-      freed.insert(freed.end(), f.route.begin(), f.route.end());
+      freed_.insert(freed_.end(), f.route.begin(), f.route.end());
       detach(id);
     }
-    f.active = false;
-    f.done = true;
-    f.remaining = 0;
-    f.rate = 0;
-    f.route.clear();
-    f.route.shrink_to_fit();
     --active_count_;
     tags.push_back(f.tag);
   }
-  if (!freed.empty()) recompute_from(now_ns, {}, freed);
+  // Slots are released only after every finished flow has been detached, so none is reused while
+  // a link list still names it.
+  for (Slot id : finished_) release(id);
+  if (!freed_.empty()) recompute_from(now_ns, {}, freed_);
   return tags;
 }
 

@@ -6,12 +6,14 @@
 // (transitively) with the changed flows, in O(F_c * R * log(L_c)) for F_c flows of route length R
 // over L_c links; other flows keep their rates, which max-min fairness guarantees are unchanged.
 // Remaining bytes are updated lazily (only when a flow's rate changes), and completions sit in an
-// ordered set, so next_completion_ns() is O(1) and advance() is O(finished * log F) plus the
-// recomputation.
+// indexed min-heap, so next_completion_ns() is O(1) and advance() is O(finished * log F) plus the
+// recomputation. Storage is O(active flows): a finished flow's slot (and its route's buffer) is
+// reused by a later start, and all scratch is kept between calls, so a long run does not allocate
+// per flow once warm.
 #pragma once
 
 #include <cstdint>
-#include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -44,6 +46,8 @@ class FlowNetwork {
   // Starts many flows at `now_ns` and recomputes rates once (a collective's flows start together).
   // Returns their ids, in the order given (ids increase in start order).
   std::vector<FlowId> start_batch(TimeNs now_ns, const std::vector<FlowStart>& flows);
+  // The same for flows[0, n), returning nothing: for callers that reuse one FlowStart buffer.
+  void start_batch(TimeNs now_ns, const FlowStart* flows, std::size_t n);
 
   // Earliest time a flow finishes at current rates; -1 when no flow is active. Rounded up to whole
   // ns (ceil_to_ns), so a flow is never reported finished before its last byte has been sent.
@@ -62,40 +66,61 @@ class FlowNetwork {
   static TimeNs ceil_to_ns(double ns);
 
  private:
+  // A flow's storage: slots are reused once a flow has finished and been reported. Public FlowIds
+  // are start sequence numbers (seq); every tie is broken by seq, i.e. by start order, whatever
+  // slot a flow happens to occupy.
   struct Flow {
     std::vector<core::LinkId> route;
     double remaining = 0, rate = 0, cap = 0;
     std::int64_t tag = 0;
+    FlowId seq = -1;  // start order; the public id
     bool active = false;
     double original = 0;   // bytes at start (for the residue test)
     TimeNs update_ns = 0;  // time `remaining` refers to
-    TimeNs finish_ns = 0;  // projected completion (key in finish_set_)
+    TimeNs finish_ns = 0;  // projected completion (key in the completion heap)
+    int heap_pos = -1;     // index in heap_, -1 when not queued
     bool done = false;     // completed, waiting for advance() to report it
     std::vector<int> pos;  // pos[i]: index of this flow in link_flows_[route[i]]
   };
+  using Slot = int;
   std::vector<double> capacity_;
-  std::vector<Flow> flows_;
+  std::vector<Flow> flows_;        // by slot
+  std::vector<Slot> free_slots_;   // finished slots, reused last-in first-out
+  std::vector<Slot> slot_of_seq_;  // public id -> slot, -1 once released
   TimeNs last_ns_ = 0;
 
-  std::vector<std::vector<FlowId>> link_flows_;     // active, not-done flows per link
-  std::set<std::pair<TimeNs, FlowId>> finish_set_;  // (finish_ns, id) of active flows
+  std::vector<std::vector<Slot>> link_flows_;  // active, not-done flows per link
+  std::vector<Slot> heap_;                     // min-heap of active flows by finish_ns
   std::size_t active_count_ = 0;
   // Scratch for recomputation, sized once; marks compare against an epoch instead of being cleared.
   std::vector<std::uint64_t> link_mark_, flow_mark_;
   std::uint64_t epoch_ = 0;
   std::vector<double> cap_rem_;
   std::vector<int> unfixed_;
-  std::vector<double> new_rate_;  // by flow: rate being computed (0 = not fixed yet)
+  std::vector<double> new_rate_;  // by slot: rate being computed (0 = not fixed yet)
+  std::vector<Slot> comp_, live_, finished_;
+  std::vector<core::LinkId> comp_links_, stack_, freed_;
+  // Progressive-filling heap entries: (share, kind 0 = link / 1 = private cap, order, index):
+  // order is the link id or the flow's seq, index the link id or the flow's slot.
+  using FillEntry = std::tuple<double, int, std::int64_t, std::int64_t>;
+  std::vector<FillEntry> fill_heap_;
   // Starts are recomputed lazily, all at once, before the next query or a start at a later time:
   // a simulator that starts a collective's flows one by one still pays one recomputation.
-  std::vector<FlowId> pending_seeds_;
+  std::vector<Slot> pending_seeds_;
   TimeNs pending_ns_ = -1;
   void flush_pending();
   void flush_pending() const;
 
-  void attach(FlowId id);
-  void detach(FlowId id);
-  void recompute_from(TimeNs now_ns, const std::vector<FlowId>& seed_flows,
+  Slot start_one(TimeNs now_ns, const FlowStart& s);
+  void attach(Slot id);
+  void detach(Slot id);
+  void release(Slot id);
+  // Completion heap (indexed by Flow::heap_pos).
+  void heap_set(Slot id, TimeNs finish_ns);  // insert or move
+  void heap_erase(Slot id);
+  void sift_up(int i);
+  void sift_down(int i);
+  void recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_flows,
                       const std::vector<core::LinkId>& seed_links);
 };
 

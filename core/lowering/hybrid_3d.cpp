@@ -624,9 +624,22 @@ void Emitter::build(const std::string& label) {
                                           " (rank " + std::to_string(r.rank) + ")");
     }
   }
+  // The op list is reserved from the first rank's step (stages differ little: embedding and
+  // logits), so millions of ops are not moved again and again as the vector doubles.
+  std::vector<Op>& ops = b_.program().ops;
+  const auto emitted = static_cast<std::size_t>(
+      std::count_if(ranks_.begin(), ranks_.end(), [](const RankState& r) { return r.emitted; }));
+  bool reserved = false;
   for (int step = 1; step <= s_.training.steps; ++step) {
     for (RankState& r : ranks_) {
-      if (r.emitted) emit_step(r, step);
+      if (!r.emitted) continue;
+      const std::size_t before = ops.size();
+      emit_step(r, step);
+      if (reserved) continue;
+      reserved = true;
+      const std::size_t per_rank_step = ops.size() - before;
+      ops.reserve(before +
+                  per_rank_step * emitted * static_cast<std::size_t>(s_.training.steps) * 11 / 10);
     }
   }
 }

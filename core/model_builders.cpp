@@ -331,15 +331,18 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
   // dropout mask (1 B/elem).
   m.layers.push_back(make("embed", ComputeKind::kElementwise, cfg.vocab * h + cfg.seq_len * h,
                           2.0 * sh, 5.0 * e * sh + sh, 8.0 * s + sh, e * sh, 4));
-  // One block = 10 layers. Per sample (Korthikanti et al. 2022, section 4.1; f = ffn width, 4h):
-  //   activations (2-byte units): ln_1 2sh, qkv 2sh, core 6sh + 5as^2, proj 2sh, residual sh,
+  // One block = 13 layers. Per sample (Korthikanti et al. 2022, section 4.1; f = ffn width, 4h):
+  //   activations (2-byte units): ln_1 2sh, qkv 2sh, core 6sh + 5as^2 (scores 4sh, softmax 2as^2,
+  //   dropout as^2, av 2as^2 + 2sh), proj 2sh, residual sh,
   //   ln_2 2sh, fc 2sh, gelu 2sf, proj 2sf, residual sh  ->  sh(34 + 5as/h) for f = 4h;
-  //   FLOPs: qkv 6sh^2, core 4s^2h, proj 2sh^2, fc 2shf, proj 2sfh  ->  24sh^2 + 4s^2h for f = 4h
-  //   (Narayanan et al. 2021); params 12h^2 + 13h for f = 4h.
+  //   FLOPs: qkv 6sh^2, core 4s^2h (scores and av), proj 2sh^2, fc 2shf, proj 2sfh  ->
+  //   24sh^2 + 4s^2h for f = 4h (Narayanan et al. 2021); the pointwise layers add a few FLOPs per
+  //   element, which model FLOPs leave out; params 12h^2 + 13h for f = 4h.
   // Tensor-parallel roles per block (Shoeybi et al. 2019, "Megatron-LM", section 3, fig. 3):
-  // ln_1 R, qkv column, core sharded (by heads), proj row, residual R, ln_2 R, fc column, gelu
-  // sharded, proj row, residual R.
-  const TpRole kRoles[10] = {TpRole::kReplicated, TpRole::kColumn,     TpRole::kSharded,
+  // ln_1 R, qkv column, core (scores, softmax, dropout, av) sharded by heads, proj row,
+  // residual R, ln_2 R, fc column, gelu sharded, proj row, residual R.
+  const TpRole kRoles[13] = {TpRole::kReplicated, TpRole::kColumn,     TpRole::kSharded,
+                             TpRole::kSharded,    TpRole::kSharded,    TpRole::kSharded,
                              TpRole::kRow,        TpRole::kReplicated, TpRole::kReplicated,
                              TpRole::kColumn,     TpRole::kSharded,    TpRole::kRow,
                              TpRole::kReplicated};
@@ -351,11 +354,32 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
         make(p + "ln_1", CK::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh, k * 2.0 * sh, e * sh, 1));
     m.layers.push_back(make(p + "attn.qkv", CK::kGemm, 3 * h * h + 3 * h, 6.0 * sh * hd,
                             4.0 * e * sh, k * 2.0 * sh, 3.0 * e * sh, 1));
-    m.layers.push_back(make(p + "attn.core", CK::kAttention, 0, 4.0 * s * sh,
-                            e * (4.0 * sh + 6.0 * as2), k * (6.0 * sh + 5.0 * as2), e * sh, 5));
-    // Selective recompute keeps Q, K, V (6sh) and recomputes the 5as^2 of scores, softmax and
-    // dropout (Korthikanti et al. 2022, section 4.2).
-    m.layers.back().selective_activation_bytes_per_sample = k * 6.0 * sh;
+    // The attention core, per head-sharded kernel (Korthikanti et al. 2022, section 4.1: Q K^T
+    // saves Q and K, 4sh; softmax its output, 2as^2; dropout its mask, as^2; attention x values the
+    // dropout output and V, 2as^2 + 2sh; together 6sh + 5as^2). Selective recompute keeps Q, K, V
+    // (6sh) and re-runs all four (section 4.2; Megatron checkpoints the whole core attention).
+    //   scores   batched GEMM Q K^T: 2s^2h FLOPs; reads Q, K (2sh), writes as^2
+    //   softmax  scale, mask, softmax (2 kernels): ~5 FLOPs/elem; reads and writes as^2;
+    //            backward reads y and dy, writes dx: 3as^2
+    //   dropout  1 FLOP/elem; reads as^2, writes as^2 and its 1-byte mask; backward reads dy and
+    //            the mask, writes dx
+    //   av       batched GEMM: 2s^2h FLOPs; reads the probabilities (as^2) and V (sh), writes sh
+    m.layers.push_back(make(p + "attn.scores", CK::kAttention, 0, 2.0 * s * sh,
+                            e * (2.0 * sh + as2), k * 4.0 * sh, e * as2, 1));
+    m.layers.back().selective_activation_bytes_per_sample = k * 4.0 * sh;
+    m.layers.push_back(make(p + "attn.softmax", CK::kElementwise, 0, 5.0 * as2, 2.0 * e * as2,
+                            k * 2.0 * as2, e * as2, 2));
+    m.layers.back().bwd_bytes_per_sample = 3.0 * e * as2;
+    m.layers.back().selective_activation_bytes_per_sample = 0;
+    m.layers.push_back(make(p + "attn.dropout", CK::kElementwise, 0, as2, 2.0 * e * as2 + as2,
+                            k * as2, e * as2, 1));
+    m.layers.back().bwd_bytes_per_sample = 2.0 * e * as2 + as2;
+    m.layers.back().selective_activation_bytes_per_sample = 0;
+    m.layers.push_back(make(p + "attn.av", CK::kAttention, 0, 2.0 * s * sh, e * (as2 + 2.0 * sh),
+                            k * (2.0 * as2 + 2.0 * sh), e * sh, 1));
+    m.layers.back().selective_activation_bytes_per_sample = k * 2.0 * sh;
+    for (std::size_t j = m.layers.size() - 4; j < m.layers.size(); ++j)
+      m.layers[j].selective_recompute = true;
     m.layers.push_back(make(p + "attn.proj", CK::kGemm, h * h + h, 2.0 * sh * hd, 2.0 * e * sh,
                             k * 2.0 * sh, e * sh, 1));
     m.layers.push_back(make(p + "attn.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,

@@ -5,6 +5,7 @@
 //        [SECTION] Strategy, [SECTION] Scenario
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -174,9 +175,24 @@ struct LayerSpec {
       -1;                              // saved under selective recompute (the
                                        // attention core keeps Q, K, V only); < 0 = all of the above
   double output_bytes_per_sample = 0;  // the layer's output, one sample
-  int kernels = 1;                     // kernel launches in forward (backward launches 2x)
-  double extra_python_us = 0;          // extra Python in forward (e.g. the notes' print())
+  // Backward memory traffic for one sample, excluding weights; < 0 = twice the forward's
+  // (docs/program.md, "A training step"). Pointwise layers set it: softmax's backward reads y and
+  // dy and writes dx (3 tensors), not 2 x (read + write).
+  double bwd_bytes_per_sample = -1;
+  // Re-run by selective recompute before its backward (the attention core: scores, softmax,
+  // dropout, attention x values; Korthikanti et al. 2022, section 4.2). Consecutive marked layers
+  // are recomputed together, in forward order, before the backward of the last of them.
+  bool selective_recompute = false;
+  int kernels = 1;             // kernel launches in forward (backward launches 2x)
+  double extra_python_us = 0;  // extra Python in forward (e.g. the notes' print())
 };
+
+// A backward kernel's activation traffic for `samples` samples: the layer's own backward bytes
+// when it states them (>= 0), else twice the forward's (docs/program.md, "A training step").
+inline Bytes backward_traffic_bytes(double fwd_per_sample, double bwd_per_sample, double samples) {
+  return bwd_per_sample >= 0 ? static_cast<Bytes>(std::llround(bwd_per_sample * samples))
+                             : 2 * static_cast<Bytes>(std::llround(fwd_per_sample * samples));
+}
 
 // Transformer shape kept by the GPT builder for the FLOPs formulas and the parallel checks
 // (core/flops.hpp); layers == 0 for models that are not transformers.

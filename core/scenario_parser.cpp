@@ -815,7 +815,8 @@ ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
     const std::string p = index_path(path, i);
     Obj o(ctx, v[i], p,
           {"name", "kind", "params", "buffer_elems", "fwd_flops_per_sample", "fwd_bytes_per_sample",
-           "activation_bytes_per_sample", "output_bytes_per_sample", "kernels", "extra_python_us"});
+           "activation_bytes_per_sample", "output_bytes_per_sample", "bwd_bytes_per_sample",
+           "kernels", "extra_python_us"});
     LayerSpec l;
     l.name = o.string("name", "layer" + std::to_string(i));
     if (!names.insert(l.name).second)
@@ -829,6 +830,8 @@ ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
     l.fwd_bytes_per_sample = o.number("fwd_bytes_per_sample", 0, 0, kHuge);
     l.activation_bytes_per_sample = o.number("activation_bytes_per_sample", 0, 0, kHuge);
     l.output_bytes_per_sample = o.number("output_bytes_per_sample", 0, 0, kHuge);
+    if (o.has("bwd_bytes_per_sample"))
+      l.bwd_bytes_per_sample = o.number("bwd_bytes_per_sample", 0, 0, kHuge);
     l.kernels = static_cast<int>(o.integer("kernels", 1, 0, 100000));
     l.extra_python_us = o.number("extra_python_us", 0, 0, 1e7);
     layers.push_back(std::move(l));

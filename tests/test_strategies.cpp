@@ -251,10 +251,11 @@ TEST_CASE(
   //   full, TP:          2sh;             full, TP + SP:       2sh/t
   const Scenario s = parse(gpt_scenario(2, "\"kind\":\"tensor_parallel\",\"tp\":2"));
   const double sh = 512.0 * 1024, as_h = 16.0 * 512 / 1024, t = 2;
-  Segment block;  // block 1: layers 11..20 (embed = 0, block 0 = 1..10)
-  block.first = 11;
-  block.end = 21;
-  REQUIRE(s.model.layers[11].name == "h.1.ln_1");
+  Segment block;  // block 1: layers 14..26 (embed = 0, block 0 = 1..13)
+  block.first = 14;
+  block.end = 27;
+  REQUIRE(s.model.layers[14].name == "h.1.ln_1");
+  REQUIRE(s.model.layers[26].name == "h.1.mlp.residual");
   auto stored = [&](int tp, bool sp, RecomputeMode mode) {
     return stored_activation_bytes_per_sample(s.model, block, tp, sp, mode);
   };
@@ -385,6 +386,41 @@ TEST_CASE(
   CHECK(hardware_flops_per_step(sel) ==
         Approx(model_flops_per_step(sel) + 4 * B * sl * sl * h * l));
   CHECK(lower(s).model_flops_per_step == Approx(model_flops_per_step(s)));
+}
+
+TEST_CASE("selective recompute re-runs the attention core before its backward",
+          "[strategies][recompute]") {
+  // Megatron checkpoints the whole core attention: before h.i.attn.av.bwd, GPU 0 re-runs scores,
+  // softmax, dropout and av forward, in that order, holding what selective recompute dropped:
+  // 5as^2 per sample in 2-byte units (softmax output 2as^2, dropout mask as^2, dropout output
+  // 2as^2; Korthikanti et al. 2022, section 4.1), split over t = 2 heads-wise. With b = 8
+  // samples, a = 16, s = 512, bf16: 5 * 16 * 512^2 * 8 / 2 = 83,886,080 B per block.
+  const Program p = lower(
+      parse(gpt_scenario(2, "\"kind\":\"tensor_parallel\",\"tp\":2,\"recompute\":\"selective\"")));
+  REQUIRE(validate_program(p).empty());
+  std::vector<std::string> seq;  // GPU 0's compute ops of block 1, in issue order
+  int allocs = 0;
+  for (const Op& op : p.ops) {
+    if (op.gpu != 0) continue;
+    if (op.kind == OpKind::kAlloc && op.name == "recomputed attention") {
+      CHECK(op.bytes == 5LL * 16 * 512 * 512 * 8 / 2);
+      ++allocs;
+    }
+    if (op.kind == OpKind::kCompute && op.name.rfind("h.1.", 0) == 0) seq.push_back(op.name);
+  }
+  CHECK(allocs == 4);  // one per block
+  const auto at = std::find(seq.begin(), seq.end(), "h.1.attn.scores.recompute");
+  REQUIRE(seq.end() - at >= 6);
+  const std::vector<std::string> want{"h.1.attn.scores.recompute",
+                                      "h.1.attn.softmax.recompute",
+                                      "h.1.attn.dropout.recompute",
+                                      "h.1.attn.av.recompute",
+                                      "h.1.attn.av.bwd",
+                                      "h.1.attn.dropout.bwd"};
+  CHECK(std::vector<std::string>(at, at + 6) == want);
+  int recomputes = 0;
+  for (const Op& op : p.ops) recomputes += op.gpu == 0 && op.phase == "recompute";
+  CHECK(recomputes == 4 * 4);  // 4 kernels in each of the 4 blocks
 }
 
 TEST_CASE("model parallel: one GPU computes at a time without micro-batches",

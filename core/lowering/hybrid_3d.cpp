@@ -362,6 +362,8 @@ void Emitter::emit_step(RankState& r, int step) {
     const bool last_micro = st.micro == m - 1;
     int block_first = -1;  // full recompute: first layer of the block being recomputed
     Bytes block_bytes = 0;
+    int core_first = -1;  // selective recompute: first layer of the attention core recomputed
+    Bytes core_bytes = 0;
     Bytes bucket = 0;  // ZeRO >= 2: this unit's full gradients before the reduce-scatter
     for (int i = sg.end - 1; i >= sg.first; --i) {
       const LayerSpec& l = layers[static_cast<std::size_t>(i)];
@@ -404,16 +406,35 @@ void Emitter::emit_step(RankState& r, int step) {
         }
         deps.clear();
       }
-      if (ps_.recompute == RecomputeMode::kSelective &&
-          sl.selective_act_bytes_per_sample < sl.act_bytes_per_sample) {
-        forward_layer(r, i, deps, prefix, true);
+      // Selective recompute: at the last layer of a run the model marks (the attention core),
+      // re-run the run's forward in order, holding what it recreates (the activations beyond
+      // those kept) until the run's backward is done.
+      if (ps_.recompute == RecomputeMode::kSelective && l.selective_recompute &&
+          (i + 1 == sg.end || !layers[static_cast<std::size_t>(i + 1)].selective_recompute)) {
+        core_first = i;
+        while (core_first > sg.first &&
+               layers[static_cast<std::size_t>(core_first - 1)].selective_recompute)
+          --core_first;
+        core_bytes = 0;
+        for (int k = core_first; k <= i; ++k) {
+          const ShardedLayer& sk = sharded_[static_cast<std::size_t>(k)];
+          core_bytes += static_cast<Bytes>(
+              std::llround((sk.act_bytes_per_sample - sk.selective_act_bytes_per_sample) * bsz));
+        }
+        if (core_bytes > 0)
+          b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, core_bytes,
+                   prefix + "recomputed attention");
+        for (int k = core_first; k <= i; ++k)
+          forward_layer(r, k, k == core_first ? deps : std::vector<Dep>{}, prefix, true);
         deps.clear();
       }
       const Bytes comm = static_cast<Bytes>(std::llround(sl.comm_bytes_per_sample * bsz));
       if (sl.bwd_before != TpComm::kNone) tp_coll(r, sl.bwd_before, comm, "backward");
-      // Backward: 2x the forward FLOPs and traffic (docs/program.md, "A training step").
-      const Bytes traffic = 2 * static_cast<Bytes>(std::llround(sl.traffic_per_sample * bsz)) +
-                            sl.params * (pb_.weights + pb_.grads);
+      // Backward: 2x the forward FLOPs; the layer's backward traffic, 2x the forward's unless it
+      // says otherwise (docs/program.md, "A training step").
+      const Bytes traffic =
+          backward_traffic_bytes(sl.traffic_per_sample, sl.bwd_traffic_per_sample, bsz) +
+          sl.params * (pb_.weights + pb_.grads);
       const OpId c =
           b_.compute(lane, prefix + l.name + ".bwd", l.kind, 2.0 * sl.flops_per_sample * bsz,
                      traffic, 2.0 * l.kernels, s_.model.python_hooks, std::move(deps), "backward",
@@ -425,6 +446,12 @@ void Emitter::emit_step(RankState& r, int step) {
           b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, block_bytes,
                      prefix + "recomputed block");
         block_first = -1;
+      }
+      if (i == core_first) {
+        if (core_bytes > 0)
+          b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, core_bytes,
+                     prefix + "recomputed attention");
+        core_first = -1;
       }
       const bool unit_first = i == std::max(un.first, sg.first);
       if (!unit_first) continue;

@@ -153,8 +153,9 @@ Program lower_model_parallel(const Scenario& s) {
                      bytes, src, std::move(deps), "backward", 0, b.dispatch_ns(1));
           deps = {{cp, DepKind::kStreamWaits}};
         }
-        const Bytes traffic = 2 * static_cast<Bytes>(std::llround(l.fwd_bytes_per_sample * bs)) +
-                              l.params * (pb.weights + pb.grads);
+        const Bytes traffic =
+            backward_traffic_bytes(l.fwd_bytes_per_sample, l.bwd_bytes_per_sample, bs) +
+            l.params * (pb.weights + pb.grads);
         prev = b.compute(lane, l.name + ".bwd", l.kind, 2.0 * l.fwd_flops_per_sample * bs, traffic,
                          2.0 * l.kernels, s.model.python_hooks, std::move(deps), "backward",
                          micro[mi]);

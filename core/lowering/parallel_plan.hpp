@@ -77,6 +77,7 @@ enum class TpComm : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather
 struct ShardedLayer {
   double flops_per_sample = 0;                // forward FLOPs on this rank
   double traffic_per_sample = 0;              // forward memory traffic, excluding weights
+  double bwd_traffic_per_sample = -1;         // backward traffic, excluding weights; < 0: 2x fwd
   std::int64_t params = 0;                    // parameters held by this rank
   double act_bytes_per_sample = 0;            // saved for backward (no recompute)
   double selective_act_bytes_per_sample = 0;  // saved under selective recompute

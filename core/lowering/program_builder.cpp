@@ -233,7 +233,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
     // docs/program.md, "A training step": grad-input and grad-weight GEMMs, 2x the forward FLOPs and
     // traffic, launched as 2x the forward kernels by autograd's C++ device thread.
     const Bytes traffic =
-        2 * static_cast<Bytes>(std::llround(layer.fwd_bytes_per_sample * b * scale)) +
+        backward_traffic_bytes(layer.fwd_bytes_per_sample, layer.bwd_bytes_per_sample, b * scale) +
         layer.params * (precision().weights + precision().grads);
     std::vector<Dep> deps = i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
     OpId c = compute(l, prefix + layer.name + ".bwd", layer.kind, 2.0 * layer.fwd_flops_per_sample * b,

@@ -26,6 +26,7 @@ double gib(Bytes b) {
 
 std::string backend_label(const std::string& backend) {
   if (backend == "sim") return "sim (simulated)";
+  if (backend == "cpu-standin") return "cpu-standin (CPU stand-in for GPUs: not a measurement)";
   if (backend.empty()) return "unknown (imported trace: measured)";
   return backend + " (measured)";
 }

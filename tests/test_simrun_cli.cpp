@@ -2,6 +2,7 @@
 // written on bad input.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -78,6 +79,23 @@ TEST_CASE("the cuda backend is reported unavailable with exit 3", "[cli]") {
   const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "cuda"});
   CHECK(r.code == 3);
   CHECK(r.err.find("unavailable") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line, no stack of errors
+}
+
+TEST_CASE("simrun --backend standin runs the real executor and labels the trace", "[cli][real]") {
+  const fs::path d = fresh_dir("standin");
+  const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "-o",
+                        (d / "t.json").string()});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("not a measurement") != std::string::npos);
+  const std::string trace = test::read_file((d / "t.json").string());
+  CHECK(trace.find("\"backend\": \"cpu-standin\"") != std::string::npos);
+  CHECK(trace.find("\"measured\": false") != std::string::npos);
+  // Launch modes not built yet are bad input (exit 2), not a crash.
+  const Result procs =
+      run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "--launch", "processes"});
+  CHECK(procs.code == 2);
+  CHECK(procs.err.find("--launch") != std::string::npos);
 }
 
 TEST_CASE("simrun --fail-on-oom exits 4 and names the GPU, op and shortfall", "[cli][memory]") {

@@ -14,6 +14,7 @@
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/rank_symmetry.hpp"
 #include "profiler/summary.hpp"
+#include "tools/real_run.hpp"
 #include "tools/signals.hpp"
 
 namespace csim::app {
@@ -58,8 +59,20 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_option("--summary", summary_path, "write the summary as JSON to this file");
   app.add_option("--set", overrides,
                  "override a scenario value: dotted.path=VALUE (VALUE read as JSON if it parses)");
-  app.add_option("--backend", backend, "executor: sim (default) or cuda")
-      ->check(CLI::IsMember({"sim", "cuda"}));
+  RealRunOptions real_opts;
+  app.add_option("--backend", backend,
+                 "executor: sim (default); cuda (real GPUs); standin (the real executor on CPU "
+                 "threads standing in for GPUs, durations from the simulator)")
+      ->check(CLI::IsMember({"sim", "cuda", "standin"}));
+  app.add_option("--launch", real_opts.launch,
+                 "real backends: threads (one process, one thread per GPU)")
+      ->check(CLI::IsMember({"threads", "processes", "mpi"}));
+  app.add_option("--time-scale", real_opts.time_scale,
+                 "standin: run each op for its simulated duration x this")
+      ->check(CLI::Range(1e-3, 1e3));
+  bool no_gil = false;
+  app.add_flag("--no-gil-emulation", no_gil,
+               "real backends: do not serialise Python time with an emulated GIL");
   app.add_flag("--fail-on-oom", fail_on_oom, "exit with 4 when the OOM verdict is not empty");
   app.add_flag("-q,--quiet", quiet, "do not print the summary table");
   bool expand_mirrors = false;
@@ -78,13 +91,13 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     return kExitBadInput;
   }
   try {
-    if (backend == "cuda") {
-      throw BackendUnavailable("the cuda backend is not part of this build; use --backend sim");
-    }
     const core::Scenario scenario = core::parse_scenario_file(scenario_path, overrides);
     core::RunControl control;
     control.cancel = cancel_flag();
-    SimRun run = simulate(scenario, control);
+    real_opts.backend = backend;
+    real_opts.emulate_gil = !no_gil;
+    SimRun run =
+        backend == "sim" ? simulate(scenario, control) : run_real(scenario, real_opts, control);
     if (!run.result.complete) {
       err << "simrun: interrupted; nothing written\n";
       return kExitInterrupted;

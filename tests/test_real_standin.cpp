@@ -1,0 +1,200 @@
+// The real executor on the CPU stand-in device (docs/real-execution.md): the host side (issuing
+// threads, emulated GIL, host and stream waits, collectives' rendezvous, cancellation, errors) runs
+// for real, so its ordering guarantees are checked on measured times, not on a model. These tests
+// also run under ThreadSanitizer (the tsan preset).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "backends/real/real_executor.hpp"
+#include "backends/real/standin_runtime.hpp"
+#include "backends/sim/sim_executor.hpp"
+#include "core/lowering/lowering.hpp"
+#include "core/scenario_parser.hpp"
+
+using namespace csim;
+using core::Op;
+using core::OpKind;
+
+namespace {
+
+core::Scenario scenario(const std::string& file, std::vector<std::string> sets = {}) {
+  return core::parse_scenario_file(std::string(CSIM_SOURCE_DIR) + "/scenarios/" + file,
+                                   std::move(sets));
+}
+
+struct StandinRun {
+  core::Program p;
+  core::ExecutionResult r;
+};
+
+StandinRun run_standin(const core::Scenario& s, real::RealOptions opts = {},
+                       const core::RunControl& control = {}) {
+  StandinRun out;
+  out.p = core::lower(s);
+  sim::SimExecutor sim(s);
+  const core::ExecutionResult simulated = sim.run(out.p, {});
+  real::StandinRuntime rt(real::standin_busy_ns(out.p, simulated), {});
+  real::RealExecutor exec(rt, opts);
+  out.r = exec.run(out.p, control);
+  return out;
+}
+
+// The ordering every real run must show, whatever the machine's speed: each op ran; a stream's
+// ops ran one at a time; an op started after its stream deps ended and was
+// issued after its host deps ended; a collective's members all ended after the last one started.
+void check_ordering(const StandinRun& run) {
+  const auto& t = run.r.timings;
+  std::map<int, std::vector<core::OpId>> by_stream;
+  std::map<int, TimeNs> last_start_of_instance;
+  for (const Op& op : run.p.ops) {
+    INFO("op " << op.id << " '" << op.name << "'");
+    REQUIRE(t[op.id].end_ns >= t[op.id].start_ns);
+    REQUIRE(t[op.id].start_ns >= 0);
+    CHECK(t[op.id].issue_end_ns >= t[op.id].ready_ns);
+    if (op.stream >= 0) {
+      by_stream[op.stream].push_back(op.id);
+      // Enqueued before it could run (a kernel may start before the launch call has returned,
+      // so issue_end_ns is no bound).
+      CHECK(t[op.id].start_ns >= t[op.id].ready_ns);
+    }
+    for (const core::Dep& d : op.deps) {
+      if (d.kind == core::DepKind::kHostWaits || op.stream < 0 || run.p.ops[d.op].stream < 0)
+        CHECK(t[op.id].ready_ns >= t[d.op].end_ns);
+      else
+        CHECK(t[op.id].start_ns >= t[d.op].end_ns);
+    }
+    if (op.kind == OpKind::kCollective) {
+      auto& ls = last_start_of_instance[op.instance];
+      ls = std::max(ls, t[op.id].start_ns);
+    }
+  }
+  // A stream runs one op at a time (its FIFO is enqueue order, which across issuing threads is
+  // not op-id order): sorted by start, each op starts after the previous one ended.
+  for (auto& [stream, ids] : by_stream) {
+    std::sort(ids.begin(), ids.end(),
+              [&](core::OpId a, core::OpId b) { return t[a].start_ns < t[b].start_ns; });
+    for (std::size_t i = 1; i < ids.size(); ++i) {
+      INFO("stream " << stream << ": '" << run.p.ops[ids[i - 1]].name << "' then '"
+                     << run.p.ops[ids[i]].name << "'");
+      CHECK(t[ids[i]].start_ns >= t[ids[i - 1]].end_ns);
+    }
+  }
+  for (const Op& op : run.p.ops) {
+    if (op.kind == OpKind::kCollective)
+      CHECK(t[op.id].end_ns >= last_start_of_instance[op.instance]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("stand-in: DataParallel threads run every op in a valid order", "[real][standin]") {
+  const StandinRun run = run_standin(scenario("linear_5x2_dp4.json"));
+  CHECK(run.r.backend == "cpu-standin");
+  CHECK_FALSE(run.r.measured);  // never presented as a GPU measurement
+  CHECK(run.r.complete);
+  check_ordering(run);
+}
+
+TEST_CASE("stand-in: DDP processes with bucketed all-reduces on streams", "[real][standin]") {
+  const StandinRun run = run_standin(scenario("linear_5x2_dp2.json", {"strategy.kind=ddp"}));
+  CHECK(run.r.complete);
+  check_ordering(run);
+}
+
+TEST_CASE("stand-in: the emulated GIL serialises one process's Python time", "[real][standin]") {
+  // DataParallel: the replica threads of one Python process take turns holding the GIL. Each op's
+  // GIL hold starts at ready + gil_wait and lasts at least python_ns; two holds of one process
+  // never overlap, so sorted by start each begins after the previous one's start + python_ns.
+  const StandinRun run = run_standin(scenario("linear_5x2_dp4.json"));
+  std::map<int, std::vector<std::pair<TimeNs, TimeNs>>> holds;  // by process
+  for (const Op& op : run.p.ops) {
+    const auto& thr = run.p.threads[static_cast<std::size_t>(op.thread)];
+    if (op.python_ns <= 0 || !run.p.processes[static_cast<std::size_t>(thr.process)].has_gil)
+      continue;
+    const auto& tm = run.r.timings[op.id];
+    holds[thr.process].push_back({tm.ready_ns + tm.gil_wait_ns, op.python_ns});
+  }
+  REQUIRE_FALSE(holds.empty());
+  std::size_t threads_seen = 0;
+  for (auto& [process, h] : holds) {
+    std::sort(h.begin(), h.end());
+    for (std::size_t i = 1; i < h.size(); ++i)
+      CHECK(h[i].first >= h[i - 1].first + h[i - 1].second);
+    threads_seen += h.size();
+  }
+  CHECK(threads_seen > 10);
+}
+
+TEST_CASE("stand-in: a cancelled run stops, keeps what finished and says incomplete",
+          "[real][standin]") {
+  // Ten steps at 20x the simulated durations take far longer than the 30 ms before the cancel.
+  const core::Scenario s = scenario("linear_5x2_dp4.json", {"training.steps=10"});
+  core::Program p = core::lower(s);
+  sim::SimExecutor sim(s);
+  real::StandinRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), {20.0});
+  real::RealExecutor exec(rt, {});
+  std::atomic<bool> cancel{false};
+  core::RunControl control;
+  control.cancel = &cancel;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    cancel = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const core::ExecutionResult r = exec.run(p, control);
+  stopper.join();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+  CHECK_FALSE(r.complete);
+  std::size_t ran = 0;
+  for (const auto& t : r.timings) {
+    if (t.end_ns < 0) continue;
+    ++ran;
+    CHECK(t.start_ns >= 0);
+    CHECK(t.end_ns >= t.start_ns);
+  }
+  CHECK(ran > 0);
+  CHECK(ran < p.ops.size());
+}
+
+namespace {
+// A runtime whose enqueue of one named op fails, as a CUDA error would.
+class FailingRuntime : public real::StandinRuntime {
+ public:
+  FailingRuntime(std::vector<TimeNs> busy, std::string fail_at)
+      : StandinRuntime(std::move(busy), {}), fail_at_(std::move(fail_at)) {}
+  void enqueue(const core::Op& op, const std::vector<core::OpId>& deps) override {
+    if (op.name == fail_at_) throw real::DeviceError("injected failure at '" + op.name + "'");
+    StandinRuntime::enqueue(op, deps);
+  }
+
+ private:
+  std::string fail_at_;
+};
+}  // namespace
+
+TEST_CASE("stand-in: a failing op stops every thread and names the op", "[real][standin]") {
+  // Replica 1's forward fails; the other replicas wait in collectives and host waits that would
+  // never finish: the failure must wake them, and run() must throw the first error, not hang.
+  const core::Scenario s = scenario("linear_5x2_dp4.json");
+  core::Program p = core::lower(s);
+  std::string victim;
+  for (const Op& op : p.ops) {
+    if (op.gpu == 1 && op.kind == OpKind::kCompute) {
+      victim = op.name;
+      break;
+    }
+  }
+  REQUIRE_FALSE(victim.empty());
+  sim::SimExecutor sim(s);
+  FailingRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), victim);
+  real::RealExecutor exec(rt, {});
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(exec.run(p, {}), Catch::Contains(victim));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+}

@@ -1,0 +1,26 @@
+// simrun --backend standin|cuda: lower a scenario at full fidelity and run it for real
+// (docs/real-execution.md). Kept apart from simrun_app.cpp so the CLI stays wiring.
+#pragma once
+
+#include <string>
+
+#include "tools/simrun_app.hpp"
+
+namespace csim::app {
+
+struct RealRunOptions {
+  std::string backend = "standin";  // "standin" or "cuda"
+  std::string launch = "threads";   // launch mode; only "threads" so far
+  double time_scale = 1.0;          // stand-in: simulated durations x this
+  bool emulate_gil = true;          // a real mutex for each Python process's GIL
+};
+
+// Throws BackendUnavailable (exit 3) when the backend cannot run here, InputError for a launch
+// mode this build cannot do.
+SimRun run_real(const core::Scenario& scenario, const RealRunOptions& options,
+                const core::RunControl& control);
+
+// One line: what the CUDA backend found on this machine (or why it is not in this build).
+std::string cuda_status_line();
+
+}  // namespace csim::app

@@ -59,6 +59,13 @@ StatsModel build_stats(const prof::Trace& trace, const prof::Summary& s) {
     const std::string l = json_string(trace.metadata, "strategy", "label");
     if (!l.empty()) m.label = l;
   }
+  // Where the timings come from, always in view: a stand-in run must never pass for a measurement.
+  if (s.backend == "sim")
+    m.label += " [simulated]";
+  else if (s.backend == "cpu-standin")
+    m.label += " [CPU stand-in: not a measurement]";
+  else if (!s.backend.empty())
+    m.label += " [measured: " + s.backend + "]";
   for (const prof::GpuSummary& g : s.per_gpu) {
     GpuStats x;
     x.name = g.name;

@@ -165,3 +165,16 @@ TEST_CASE("statistics of a symmetric run count each simulated GPU for its mirror
   CHECK(a.achieved_flops_per_s == Approx(b.achieved_flops_per_s).epsilon(1e-9));
   CHECK(a.gil_wait_s == Approx(b.gil_wait_s).margin(1e-12));
 }
+
+TEST_CASE("the statistics label says where the timings come from", "[gui]") {
+  // A stand-in run must never pass for a GPU measurement (docs/real-execution.md).
+  prof::Trace t;
+  prof::Summary s;
+  s.scenario = "x";
+  s.backend = "sim";
+  CHECK_THAT(build_stats(t, s).label, Catch::EndsWith("[simulated]"));
+  s.backend = "cpu-standin";
+  CHECK_THAT(build_stats(t, s).label, Catch::EndsWith("[CPU stand-in: not a measurement]"));
+  s.backend = "cuda";
+  CHECK_THAT(build_stats(t, s).label, Catch::EndsWith("[measured: cuda]"));
+}

@@ -11,6 +11,11 @@
 #include <string>
 #include <thread>
 
+#include <csignal>
+#include <cstdlib>
+
+#include "backends/real/process_launcher.hpp"
+#include "backends/real/rank_link.hpp"
 #include "backends/real/real_executor.hpp"
 #include "backends/real/standin_runtime.hpp"
 #include "backends/sim/sim_executor.hpp"
@@ -197,4 +202,116 @@ TEST_CASE("stand-in: a failing op stops every thread and names the op", "[real][
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(exec.run(p, {}), Catch::Contains(victim));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+}
+
+// [SECTION] Launch mode processes --------------------------------------------------------------
+
+namespace {
+
+struct ProcRun {
+  core::Program p;
+  core::ExecutionResult r;
+  real::LaunchReport report;
+  double wall_s = 0;
+};
+
+ProcRun run_processes(const core::Scenario& s, double time_scale, real::LaunchOptions launch,
+                      const core::RunControl& control = {}) {
+  ProcRun out;
+  out.p = core::lower(s);
+  sim::SimExecutor sim(s);
+  const std::vector<TimeNs> busy = real::standin_busy_ns(out.p, sim.run(out.p, {}));
+  real::RuntimeFactory factory = [&busy, time_scale](real::RankLink& link) {
+    auto rt = std::make_unique<real::StandinRuntime>(busy, real::StandinOptions{time_scale});
+    rt->set_rendezvous([&link](int i, TimeNs start) { return link.arrive(i, start); });
+    return std::unique_ptr<real::DeviceRuntime>(std::move(rt));
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  out.r = real::launch_processes(out.p, factory, {}, control, launch, &out.report);
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("processes: DDP ranks as processes, merged into one valid timeline",
+          "[real][processes]") {
+  // One forked process per DDP rank; their bucket all-reduces meet through the coordinator. The
+  // merged timings obey the same ordering rules as a threads run, on the launcher's clock.
+  ProcRun run = run_processes(scenario("linear_5x2_dp2.json", {"strategy.kind=ddp"}), 1.0, {});
+  REQUIRE(run.report.failure.empty());
+  CHECK(run.r.complete);
+  CHECK(run.report.ranks == static_cast<int>(run.p.processes.size()));
+  // One clock measurement per rank; on one host the ranks share CLOCK_MONOTONIC, so the measured
+  // offset is within its own uncertainty (half the best round trip) plus a little.
+  REQUIRE(run.report.clocks.size() == run.p.processes.size());
+  for (const real::ClockSync& c : run.report.clocks)
+    CHECK(std::llabs(c.offset_ns) <= c.uncertainty_ns + 100'000);
+  check_ordering(StandinRun{run.p, run.r});
+}
+
+TEST_CASE("processes: a killed rank stops the others within seconds, naming it",
+          "[real][processes][faults]") {
+  // Ten steps at 500x the simulated durations (~0.5 s each) run for seconds; rank 1 is killed after
+  // 100 ms. Rank 0 then waits in an all-reduce that can never complete: the coordinator sees rank
+  // 1's connection drop, aborts rank 0, and the launch returns with what finished.
+  real::LaunchOptions launch;
+  pid_t pids[2] = {-1, -1};
+  launch.on_started = [&pids](int rank, pid_t pid) { pids[rank] = pid; };
+  bool killed = false;
+  launch.on_tick = [&](std::int64_t ms) {
+    if (ms >= 100 && !killed) killed = ::kill(pids[1], SIGKILL) == 0;
+  };
+  ProcRun run = run_processes(
+      scenario("linear_5x2_dp2.json", {"strategy.kind=ddp", "training.steps=10"}), 500.0, launch);
+  REQUIRE(killed);
+  CHECK_FALSE(run.r.complete);
+  CHECK(run.report.failed_rank == 1);
+  CHECK_THAT(run.report.failure, Catch::Contains("rank 1") && Catch::Contains("signal 9"));
+  CHECK(run.wall_s < 10.0);
+  std::size_t kept = 0;
+  for (const Op& op : run.p.ops) {
+    if (run.p.threads[static_cast<std::size_t>(op.thread)].process == 0 &&
+        run.r.timings[op.id].end_ns >= 0)
+      ++kept;
+  }
+  CHECK(kept > 0);  // rank 0's completed ops are kept
+}
+
+TEST_CASE("processes: a hung rank is detected by its missing heartbeats",
+          "[real][processes][faults]") {
+  // SIGSTOP freezes rank 1 (alive, connection open, silent); after 1 s without heartbeats the
+  // coordinator kills it and stops rank 0.
+  real::LaunchOptions launch;
+  launch.heartbeat_timeout_ms = 1000;
+  pid_t pids[2] = {-1, -1};
+  launch.on_started = [&pids](int rank, pid_t pid) { pids[rank] = pid; };
+  bool frozen = false;
+  launch.on_tick = [&](std::int64_t ms) {
+    if (ms >= 100 && !frozen) frozen = ::kill(pids[1], SIGSTOP) == 0;
+  };
+  ProcRun run = run_processes(
+      scenario("linear_5x2_dp2.json", {"strategy.kind=ddp", "training.steps=10"}), 500.0, launch);
+  REQUIRE(frozen);
+  CHECK_FALSE(run.r.complete);
+  CHECK(run.report.failed_rank == 1);
+  CHECK_THAT(run.report.failure, Catch::Contains("heartbeats"));
+  CHECK(run.wall_s < 10.0);
+}
+
+TEST_CASE("processes: a cancelled run stops every rank", "[real][processes]") {
+  // Ctrl-C reaches the launcher as RunControl::cancel (set here from the coordinator's tick).
+  std::atomic<bool> cancel{false};
+  core::RunControl control;
+  control.cancel = &cancel;
+  real::LaunchOptions launch;
+  launch.on_tick = [&cancel](std::int64_t ms) {
+    if (ms >= 100) cancel = true;
+  };
+  ProcRun run =
+      run_processes(scenario("linear_5x2_dp2.json", {"strategy.kind=ddp", "training.steps=10"}),
+                    500.0, launch, control);
+  CHECK_FALSE(run.r.complete);
+  CHECK(run.report.failure.empty());  // nobody failed: it was interrupted
+  CHECK(run.wall_s < 10.0);
 }

@@ -91,11 +91,19 @@ TEST_CASE("simrun --backend standin runs the real executor and labels the trace"
   const std::string trace = test::read_file((d / "t.json").string());
   CHECK(trace.find("\"backend\": \"cpu-standin\"") != std::string::npos);
   CHECK(trace.find("\"measured\": false") != std::string::npos);
-  // Launch modes not built yet are bad input (exit 2), not a crash.
+  // One process per DDP rank: the trace records the launch and each rank's clock offset.
   const Result procs =
-      run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "--launch", "processes"});
-  CHECK(procs.code == 2);
-  CHECK(procs.err.find("--launch") != std::string::npos);
+      run({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddp", "--backend",
+           "standin", "--launch", "processes", "-o", (d / "p.json").string()});
+  CHECK(procs.code == 0);
+  const std::string ptrace = test::read_file((d / "p.json").string());
+  CHECK(ptrace.find("\"launch\": \"processes\"") != std::string::npos);
+  CHECK(ptrace.find("\"clock_sync\"") != std::string::npos);
+  // A launch mode not built yet is bad input (exit 2), not a crash.
+  const Result mpi =
+      run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "--launch", "mpi"});
+  CHECK(mpi.code == 2);
+  CHECK(mpi.err.find("--launch") != std::string::npos);
 }
 
 TEST_CASE("simrun --fail-on-oom exits 4 and names the GPU, op and shortfall", "[cli][memory]") {
@@ -110,4 +118,21 @@ TEST_CASE("simrun --fail-on-oom exits 4 and names the GPU, op and shortfall", "[
   CHECK(r.out.find("OOM") != std::string::npos);
   const std::string summary = test::read_file((d / "s.json").string());
   CHECK(summary.find("\"shortfall_bytes\": ") != std::string::npos);
+}
+
+TEST_CASE("simrun compare: per GPU and op class, both traces written", "[cli][real]") {
+  // single_gpu_linear: one GPU, so every row is GPU 0; the stand-in runs each stream op for its
+  // simulated time x 5 (plus sleep latency), so every stream-op class shows a ratio of at least 5.
+  const fs::path d = fresh_dir("compare");
+  const std::string prefix = (d / "run").string();
+  const Result r = run({"compare", test::scenario_path("single_gpu_linear.json"), "--backend",
+                        "standin", "--time-scale", "5", "-o", prefix});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("simulated vs cpu-standin") != std::string::npos);
+  CHECK(r.out.find("0     gemm") != std::string::npos);
+  CHECK(r.out.find("largest ops") != std::string::npos);
+  CHECK(fs::exists(prefix + ".sim.json"));
+  CHECK(fs::exists(prefix + ".cpu-standin.json"));
+  const Result bad = run({"compare", test::scenario_path("single_gpu_linear.json"), "--backend", "sim"});
+  CHECK(bad.code == 2);  // compare needs a real backend
 }

@@ -14,6 +14,7 @@
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/rank_symmetry.hpp"
 #include "profiler/summary.hpp"
+#include "tools/compare.hpp"
 #include "tools/real_run.hpp"
 #include "tools/signals.hpp"
 
@@ -27,6 +28,7 @@ Exit codes:
   2    bad input: scenario, --set override or option (one line names the file, JSON path and fix)
   3    backend unavailable (e.g. --backend cuda on a machine without a GPU or CUDA build)
   4    OOM verdict, with --fail-on-oom (a GPU's peak memory exceeds its usable memory)
+  5    real run failed (a rank died or hung): outputs keep what completed, marked incomplete
   130  interrupted (Ctrl-C / SIGTERM); no half-written output is left behind
 )";
 
@@ -43,10 +45,14 @@ SimRun simulate(const core::Scenario& scenario, const core::RunControl& control)
 }
 
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (!args.empty() && args.front() == "compare")
+    return compare_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   CLI::App app{
       "simrun: simulate a training scenario and print its summary; optionally write the trace "
       "(Chrome/Perfetto JSON, Kineto conventions) and a summary JSON.\n"
-      "Example: simrun scenarios/dp_vs_ddp_4x1080ti.json --set strategy.kind=ddp -o ddp.json",
+      "Example: simrun scenarios/dp_vs_ddp_4x1080ti.json --set strategy.kind=ddp -o ddp.json\n"
+      "Also: simrun compare SCENARIO --backend cuda|standin (simulated vs real; see "
+      "simrun compare --help)",
       "simrun"};
   std::string scenario_path, trace_path, per_rank_dir, summary_path, backend = "sim";
   std::vector<std::string> overrides;
@@ -65,7 +71,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
                  "threads standing in for GPUs, durations from the simulator)")
       ->check(CLI::IsMember({"sim", "cuda", "standin"}));
   app.add_option("--launch", real_opts.launch,
-                 "real backends: threads (one process, one thread per GPU)")
+                 "real backends: threads (one process, one thread per GPU) or processes (one "
+                 "process per Program process, coordinated over loopback TCP)")
       ->check(CLI::IsMember({"threads", "processes", "mpi"}));
   app.add_option("--time-scale", real_opts.time_scale,
                  "standin: run each op for its simulated duration x this")
@@ -98,7 +105,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     real_opts.emulate_gil = !no_gil;
     SimRun run =
         backend == "sim" ? simulate(scenario, control) : run_real(scenario, real_opts, control);
-    if (!run.result.complete) {
+    if (!run.result.complete && run.failure.empty()) {
       err << "simrun: interrupted; nothing written\n";
       return kExitInterrupted;
     }
@@ -119,6 +126,12 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
       });
     }
     set_writing(false);
+    if (!run.failure.empty()) {
+      err << "simrun: real run failed: " << run.failure
+          << (trace_path.empty() ? "" : "; the trace keeps what completed, marked incomplete")
+          << "\n";
+      return kExitRunFailed;
+    }
     if (fail_on_oom && run.memory.oom) return kExitOom;
     return kExitOk;
   } catch (const InputError& e) {

@@ -20,6 +20,7 @@ inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitBackendUnavailable = 3;
 inline constexpr int kExitOom = 4;
+inline constexpr int kExitRunFailed = 5;  // a real run failed (a rank died); partial trace kept
 
 // Everything one simulated run produces.
 struct SimRun {
@@ -27,6 +28,8 @@ struct SimRun {
   core::ExecutionResult result;
   core::MemoryReport memory;
   prof::Trace trace;
+  std::string failure;  // real runs: why a rank failed ("" when none did)
+  nlohmann::json extra_metadata = nlohmann::json::object();  // real runs: launch details
 };
 
 // Lower, simulate, analyse memory and build the trace of a parsed scenario.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -70,6 +71,12 @@ class DeviceRuntime {
   // every wait of this runtime (host_wait, collectives waiting for members) so that they return
   // or throw instead of hanging. CUDA: ncclCommAbort on the communicators.
   virtual void abort() {}
+
+  // Multi-process runs: called with each op of this process when it has finished on its stream,
+  // so that ranks waiting for it elsewhere can be told. Runtimes that cannot report completions
+  // leave it unset (and the launcher refuses processes mode for them).
+  virtual void set_completion_callback(std::function<void(core::OpId)> /*f*/) {}
+  virtual bool reports_completions() const { return false; }
 };
 
 }  // namespace csim::real

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "backends/real/rank_link.hpp"
+
 namespace csim::real {
 namespace {
 
@@ -83,14 +85,41 @@ class Issue {
 core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunControl& control) {
   if (p.symmetry.enabled())
     throw DeviceError("a rank-symmetric Program cannot run for real: lower it with symmetry off");
-  const std::int64_t zero = steady_ns();
+  const std::int64_t zero = link_ ? link_->clock_zero_ns() : steady_ns();
   auto since_zero = [zero] { return steady_ns() - zero; };
-  rt_.open(p, p.active_gpus, zero);
+  // Which Program process owns an op (its issuing thread's); this run's is `me` (-1: all).
+  const int me = link_ ? link_->rank() : -1;
+  auto owner = [&p](OpId id) {
+    return p.threads[static_cast<std::size_t>(p.ops[id].thread)].process;
+  };
+  auto mine = [&](OpId id) { return me < 0 || owner(id) == me; };
+  std::vector<int> gpus;
+  if (me < 0) {
+    gpus = p.active_gpus;
+  } else {
+    for (const Op& op : p.ops)
+      if (op.stream >= 0 && mine(op.id)) gpus.push_back(op.gpu);
+    std::sort(gpus.begin(), gpus.end());
+    gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  }
+  // Ops other ranks wait for: their issue and completion are published.
+  std::vector<char> wanted_elsewhere(p.ops.size(), 0);
+  if (link_) {
+    for (const Op& op : p.ops)
+      for (const core::Dep& d : op.deps)
+        if (owner(d.op) != owner(op.id)) wanted_elsewhere[d.op] = 1;
+    rt_.set_completion_callback([this, &wanted_elsewhere](OpId id) {
+      if (wanted_elsewhere[id]) link_->publish_done(id);
+    });
+  }
+  rt_.open(p, gpus, zero);
 
   const std::size_t n = p.ops.size();
   std::vector<core::OpTiming> t(n);
   std::vector<std::vector<OpId>> ops_of(p.threads.size());
-  for (const Op& op : p.ops) ops_of[static_cast<std::size_t>(op.thread)].push_back(op.id);
+  for (const Op& op : p.ops) {
+    if (mine(op.id)) ops_of[static_cast<std::size_t>(op.thread)].push_back(op.id);
+  }
   // The emulated GIL: one real mutex per process that has one.
   std::vector<std::unique_ptr<std::mutex>> gil(p.processes.size());
   for (auto& g : gil) g = std::make_unique<std::mutex>();
@@ -120,6 +149,13 @@ core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunC
         bool ok = true;
         for (const core::Dep& d : op.deps) {
           const bool host_dep = p.ops[d.op].stream < 0;
+          if (!mine(d.op)) {
+            // Another rank's op: known through the coordinator; a stream here cannot wait for a
+            // stream there, so a stream dependency is waited for on the host too.
+            ok = host_dep ? link_->wait_issued(d.op, true) : link_->wait_done(d.op);
+            if (!ok) break;
+            continue;
+          }
           ok = issue.wait_issued(d.op, host_dep);
           if (!ok) break;
           if (host_dep) continue;
@@ -147,10 +183,13 @@ core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunC
           tm.end_ns = tm.issue_end_ns;
         }
         issue.mark_issued(id, op.stream < 0);
+        if (link_ && wanted_elsewhere[id]) link_->publish_issued(id, op.stream < 0);
       }
     } catch (...) {
+      // An error after the run was stopped (a wait woken by the abort) is a consequence, not a
+      // cause: only the first error of a running run is reported.
       std::lock_guard<std::mutex> lk(err_mu);
-      if (!first_error) first_error = std::current_exception();
+      if (!first_error && !issue.stopped()) first_error = std::current_exception();
     }
     if (first_error || cancelled) {
       issue.stop();
@@ -158,11 +197,19 @@ core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunC
     }
   };
 
+  // The coordinator aborts this rank when another one failed or the run was cancelled.
+  if (link_) {
+    link_->on_abort([&](const std::string&) {
+      issue.stop();
+      rt_.abort();
+    });
+  }
   std::vector<std::thread> threads;
   threads.reserve(p.threads.size());
   for (std::size_t th = 0; th < p.threads.size(); ++th) threads.emplace_back(issue_thread, th);
   for (std::thread& th : threads) th.join();
   rt_.finish();
+  if (link_) link_->on_abort(nullptr);
   if (first_error) std::rethrow_exception(first_error);
 
   core::ExecutionResult res;
@@ -172,7 +219,7 @@ core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunC
   res.notes = info.notes;
   res.complete = !cancelled && !issue.stopped();
   for (const Op& op : p.ops) {
-    if (op.stream < 0) continue;
+    if (op.stream < 0 || !mine(op.id)) continue;
     TimeNs s = -1, e = -1;
     if (rt_.op_interval(op.id, &s, &e)) {
       t[op.id].start_ns = s;

@@ -12,6 +12,8 @@
 
 namespace csim::real {
 
+class RankLink;
+
 struct RealOptions {
   bool emulate_gil = true;  // a process with has_gil serialises its threads' Python time
 };
@@ -19,6 +21,10 @@ struct RealOptions {
 class RealExecutor : public core::Executor {
  public:
   RealExecutor(DeviceRuntime& runtime, RealOptions options) : rt_(runtime), options_(options) {}
+  // A rank of a multi-process run (launch mode "processes"): runs only the threads of Program
+  // process link->rank() and learns about the other ranks' ops through the link.
+  RealExecutor(DeviceRuntime& runtime, RealOptions options, RankLink* link)
+      : rt_(runtime), options_(options), link_(link) {}
   std::string name() const override { return "real"; }
   // Runs every active GPU of `program` in this process (launch mode "threads"). Throws
   // DeviceUnavailable / DeviceError from the runtime; a cancel (RunControl) stops issuing, keeps
@@ -28,6 +34,7 @@ class RealExecutor : public core::Executor {
  private:
   DeviceRuntime& rt_;
   RealOptions options_;
+  RankLink* link_ = nullptr;
 };
 
 }  // namespace csim::real

@@ -110,7 +110,13 @@ void StandinRuntime::work(int worker) {
     const auto busy = static_cast<TimeNs>(
         std::llround(static_cast<double>(busy_ns_[op.id]) * options_.time_scale));
     TimeNs until = start + busy;
-    if (op.kind == core::OpKind::kCollective && op.instance >= 0) {
+    if (op.kind == core::OpKind::kCollective && op.instance >= 0 && rendezvous_) {
+      lk.unlock();
+      const TimeNs last = rendezvous_(op.instance, start);
+      lk.lock();
+      if (last < 0 || aborted_) return;
+      until = last + busy;
+    } else if (op.kind == core::OpKind::kCollective && op.instance >= 0) {
       // NCCL semantics: each member's kernel occupies its stream from its own start; data moves
       // once all members have arrived, and they finish together.
       Instance& in = instances_[static_cast<std::size_t>(op.instance)];
@@ -128,6 +134,11 @@ void StandinRuntime::work(int worker) {
     end_ns_[op.id] = std::max(now_ns(), until);
     done_[op.id] = 1;
     cv_.notify_all();
+    if (on_done_) {
+      lk.unlock();
+      on_done_(op.id);
+      lk.lock();
+    }
   }
 }
 

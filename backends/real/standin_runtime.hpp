@@ -41,6 +41,13 @@ class StandinRuntime : public DeviceRuntime {
   void finish() override;
   bool op_interval(core::OpId op, TimeNs* start_ns, TimeNs* end_ns) const override;
   void abort() override;
+  void set_completion_callback(std::function<void(core::OpId)> f) override {
+    on_done_ = std::move(f);
+  }
+  bool reports_completions() const override { return true; }
+  // Multi-process runs: collectives meet through this instead of in-process counting. It gets the
+  // instance and this member's start and returns the last member's arrival (-1: aborted).
+  void set_rendezvous(std::function<TimeNs(int, TimeNs)> f) { rendezvous_ = std::move(f); }
 
  private:
   struct Task {
@@ -71,6 +78,8 @@ class StandinRuntime : public DeviceRuntime {
   std::vector<TimeNs> start_ns_, end_ns_;
   std::vector<Instance> instances_;
   bool closing_ = false, aborted_ = false;
+  std::function<void(core::OpId)> on_done_;
+  std::function<TimeNs(int, TimeNs)> rendezvous_;
 };
 
 }  // namespace csim::real

@@ -1,0 +1,260 @@
+#include "backends/cuda/cuda_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <tuple>
+
+#include "backends/real/device_runtime.hpp"
+
+namespace csim::cuda {
+
+using core::CollectiveKind;
+using core::CopyKind;
+using core::Op;
+using core::OpId;
+using core::OpKind;
+using real::DeviceUnavailable;
+
+namespace {
+
+// Multi-process runs need NCCL communicators across processes (ncclCommInitRank with a unique id
+// handed out by the launcher): not there yet.
+constexpr const char* kNoMultiProcess =
+    "processes/mpi launch not implemented in the CUDA runtime yet";
+
+std::string op_label(const Op& op) {
+  return "op " + std::to_string(op.id) + " '" + op.name + "'";
+}
+
+std::int64_t round_gemm_size(double flops) {
+  const double edge = std::cbrt(flops / 2.0);
+  return static_cast<std::int64_t>(std::llround(edge / static_cast<double>(kGemmAlign))) *
+         kGemmAlign;
+}
+
+std::string gpu_list(const std::vector<int>& gpus) {
+  std::string s;
+  for (int g : gpus) s += (s.empty() ? "" : ", ") + std::to_string(g);
+  return s;
+}
+
+}  // namespace
+
+bool is_gemm_like(const Op& op) {
+  return op.kind == OpKind::kCompute && op.flops > 0 &&
+         (op.compute_kind == core::ComputeKind::kGemm ||
+          op.compute_kind == core::ComputeKind::kAttention ||
+          op.compute_kind == core::ComputeKind::kConv);
+}
+
+int gemm_elem_bytes(core::Dtype d) {
+  return d == core::Dtype::kFp16 || d == core::Dtype::kBf16 ? 2 : 4;
+}
+
+std::int64_t max_gemm_size(int elem_bytes, Bytes cap_bytes) {
+  const double edge = std::sqrt(static_cast<double>(cap_bytes) / elem_bytes);
+  const auto n = static_cast<std::int64_t>(edge) / kGemmAlign * kGemmAlign;
+  return std::max(n, kGemmAlign);
+}
+
+std::vector<std::int64_t> plan_gemm_sizes(double flops, std::int64_t max_size) {
+  std::vector<std::int64_t> sizes;
+  if (!(flops > 0)) return sizes;
+  const std::int64_t n = round_gemm_size(flops);
+  if (n <= max_size) {
+    sizes.push_back(std::max(n, kGemmAlign));
+    return sizes;
+  }
+  const double edge = static_cast<double>(max_size);
+  const double full_flops = 2.0 * edge * edge * edge;
+  const auto n_full = static_cast<std::int64_t>(std::floor(flops / full_flops));
+  sizes.assign(static_cast<std::size_t>(n_full), max_size);
+  const std::int64_t rest = round_gemm_size(flops - static_cast<double>(n_full) * full_flops);
+  if (rest >= kGemmAlign) sizes.push_back(std::min(rest, max_size));
+  return sizes;
+}
+
+int rank_in_group(const core::CommGroup& group, int gpu) {
+  const auto it = std::find(group.gpus.begin(), group.gpus.end(), gpu);
+  return it == group.gpus.end() ? -1 : static_cast<int>(it - group.gpus.begin());
+}
+
+ProcessPlan plan_process(const core::Program& program, const std::vector<int>& gpus,
+                         int device_count) {
+  if (program.symmetry.enabled()) {
+    throw DeviceUnavailable(
+        "the CUDA runtime needs a full-fidelity program: this one is rank-symmetric (mirror GPUs "
+        "have no ops of their own)");
+  }
+  if (static_cast<int>(gpus.size()) > device_count) {
+    throw DeviceUnavailable("the program needs " + std::to_string(gpus.size()) +
+                            " GPUs in this process (GPUs " + gpu_list(gpus) + ") but " +
+                            std::to_string(device_count) + " CUDA device(s) exist here");
+  }
+  ProcessPlan plan;
+  plan.gpus = gpus;
+  int n_gpus = program.world_gpus;
+  for (int g : gpus) n_gpus = std::max(n_gpus, g + 1);
+  for (const core::StreamDesc& s : program.streams) n_gpus = std::max(n_gpus, s.gpu + 1);
+  plan.device_of_gpu.assign(static_cast<std::size_t>(n_gpus), -1);
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i] < 0) throw DeviceUnavailable("negative GPU index " + std::to_string(gpus[i]));
+    int& dev = plan.device_of_gpu[static_cast<std::size_t>(gpus[i])];
+    if (dev >= 0) throw DeviceUnavailable("GPU " + std::to_string(gpus[i]) + " listed twice");
+    dev = static_cast<int>(i);
+  }
+  const auto local = [&](int gpu) {
+    return gpu >= 0 && gpu < n_gpus && plan.device_of_gpu[static_cast<std::size_t>(gpu)] >= 0;
+  };
+  const auto device_of = [&](int gpu) { return plan.device_of_gpu[static_cast<std::size_t>(gpu)]; };
+
+  plan.devices.resize(gpus.size());
+  for (std::size_t i = 0; i < gpus.size(); ++i) plan.devices[i].gpu = gpus[i];
+  plan.local_stream.assign(program.streams.size(), 0);
+  plan.gemm_stream.assign(program.streams.size(), 0);
+  for (std::size_t s = 0; s < program.streams.size(); ++s) {
+    plan.local_stream[s] = local(program.streams[s].gpu) ? 1 : 0;
+  }
+  plan.group_plan_of.assign(program.groups.size(), -1);
+  plan.local_op.assign(program.ops.size(), 0);
+  plan.batch_of_op.assign(program.ops.size(), -1);
+
+  // Live allocations per device while walking the ops, to size the memory pools. A free releases
+  // a live allocation of the same category and size, as in the runtime.
+  std::vector<std::map<std::tuple<int, Bytes>, int>> live(gpus.size());
+  std::vector<Bytes> live_bytes(gpus.size(), 0);
+  // instance -> thread -> its ops of that instance, program order
+  std::map<int, std::map<int, std::vector<OpId>>> by_instance;
+
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    const Op& op = program.ops[i];
+    if (op.id != static_cast<OpId>(i)) {
+      throw DeviceUnavailable(op_label(op) + ": its id does not match its index " +
+                              std::to_string(i) + " (core::validate_program)");
+    }
+    if (op.stream < 0 || !local(op.gpu)) continue;
+    if (op.stream >= static_cast<int>(program.streams.size()) ||
+        program.streams[static_cast<std::size_t>(op.stream)].gpu != op.gpu) {
+      throw DeviceUnavailable(op_label(op) + ": no stream " + std::to_string(op.stream) +
+                              " on its GPU (core::validate_program)");
+    }
+    plan.local_op[static_cast<std::size_t>(op.id)] = 1;
+    ++plan.local_ops;
+    DevicePlan& dev = plan.devices[static_cast<std::size_t>(device_of(op.gpu))];
+    const Bytes capped = std::min(op.bytes, kMaxBufferBytes);
+    switch (op.kind) {
+      case OpKind::kCompute:
+        if (is_gemm_like(op)) {
+          const int elem = gemm_elem_bytes(op.dtype);
+          for (std::int64_t n : plan_gemm_sizes(op.flops, max_gemm_size(elem, kMaxBufferBytes))) {
+            dev.gemm_operand_bytes = std::max(dev.gemm_operand_bytes, n * n * elem);
+            dev.gemm_shapes.insert({op.dtype, n});
+          }
+          plan.gemm_stream[static_cast<std::size_t>(op.stream)] = 1;
+        } else {
+          dev.scratch_region_bytes =
+              std::max(dev.scratch_region_bytes, std::min(op.bytes / 2, kMaxBufferBytes));
+        }
+        break;
+      case OpKind::kCopy:
+        dev.scratch_region_bytes = std::max(dev.scratch_region_bytes, capped);
+        if (op.copy_kind == CopyKind::kH2DPinned || op.copy_kind == CopyKind::kD2H) {
+          dev.pinned_host_bytes = std::max(dev.pinned_host_bytes, capped);
+        } else if (op.copy_kind == CopyKind::kH2DPageable) {
+          dev.pageable_host_bytes = std::max(dev.pageable_host_bytes, capped);
+        } else if (op.copy_kind == CopyKind::kPeer && op.peer_gpu >= 0 && op.peer_gpu != op.gpu) {
+          if (!local(op.peer_gpu)) {
+            throw DeviceUnavailable(std::string(kNoMultiProcess) + " (" + op_label(op) +
+                                    " copies from GPU " + std::to_string(op.peer_gpu) +
+                                    ", which this process does not drive)");
+          }
+          DevicePlan& src = plan.devices[static_cast<std::size_t>(device_of(op.peer_gpu))];
+          src.scratch_region_bytes = std::max(src.scratch_region_bytes, capped);
+        }
+        break;
+      case OpKind::kCollective: {
+        const core::CommGroup& group = program.groups.at(static_cast<std::size_t>(op.group));
+        if (rank_in_group(group, op.gpu) < 0) {
+          throw DeviceUnavailable(op_label(op) + ": GPU " + std::to_string(op.gpu) +
+                                  " is not a member of group '" + group.name + "'");
+        }
+        if (op.collective == CollectiveKind::kSendRecv && group.gpus.size() != 2) {
+          throw DeviceUnavailable(op_label(op) + ": send/recv needs a 2-GPU group, '" + group.name +
+                                  "' has " + std::to_string(group.gpus.size()));
+        }
+        if (op.root >= 0 && rank_in_group(group, op.root) < 0) {
+          throw DeviceUnavailable(op_label(op) + ": root GPU " + std::to_string(op.root) +
+                                  " is not a member of group '" + group.name + "'");
+        }
+        int& gp = plan.group_plan_of[static_cast<std::size_t>(op.group)];
+        if (gp < 0) {
+          GroupPlan g;
+          g.group = op.group;
+          for (int member : group.gpus) {
+            if (!local(member)) {
+              throw DeviceUnavailable(std::string(kNoMultiProcess) + " (group '" + group.name +
+                                      "' has GPU " + std::to_string(member) +
+                                      ", which this process does not drive)");
+            }
+            if (std::find(g.devices.begin(), g.devices.end(), device_of(member)) !=
+                g.devices.end()) {
+              throw DeviceUnavailable("group '" + group.name + "' lists GPU " +
+                                      std::to_string(member) + " twice");
+            }
+            g.devices.push_back(device_of(member));
+          }
+          gp = static_cast<int>(plan.groups.size());
+          plan.groups.push_back(std::move(g));
+        }
+        Bytes& chunk = plan.groups[static_cast<std::size_t>(gp)].chunks[op.collective];
+        chunk = std::max(chunk, capped);
+        dev.scratch_region_bytes = std::max(dev.scratch_region_bytes, capped);
+        by_instance[op.instance][op.thread].push_back(op.id);
+        break;
+      }
+      case OpKind::kAlloc: {
+        const auto d = static_cast<std::size_t>(device_of(op.gpu));
+        ++live[d][{static_cast<int>(op.mem_category), op.bytes}];
+        live_bytes[d] += op.bytes;
+        dev.peak_alloc_bytes = std::max(dev.peak_alloc_bytes, live_bytes[d]);
+        break;
+      }
+      case OpKind::kFree: {
+        const auto d = static_cast<std::size_t>(device_of(op.gpu));
+        auto it = live[d].find({static_cast<int>(op.mem_category), op.bytes});
+        if (it != live[d].end() && it->second > 0) {
+          --it->second;
+          live_bytes[d] -= op.bytes;
+        }
+        break;
+      }
+      case OpKind::kHostWork:
+      case OpKind::kMarker:
+        break;
+    }
+  }
+
+  // Every member's scratch holds the group's largest chunk, even when the members' ops disagree on
+  // their bytes (NCCL would then read past a smaller buffer, not fail).
+  for (const GroupPlan& g : plan.groups) {
+    for (const auto& [kind, chunk] : g.chunks) {
+      for (int d : g.devices) {
+        Bytes& region = plan.devices[static_cast<std::size_t>(d)].scratch_region_bytes;
+        region = std::max(region, chunk);
+      }
+    }
+  }
+  for (const auto& [instance, threads] : by_instance) {
+    for (const auto& [thread, ops] : threads) {
+      if (ops.size() < 2) continue;
+      for (OpId id : ops) {
+        plan.batch_of_op[static_cast<std::size_t>(id)] = static_cast<int>(plan.batches.size());
+      }
+      plan.batches.push_back({instance, ops});
+    }
+  }
+  return plan;
+}
+
+}  // namespace csim::cuda

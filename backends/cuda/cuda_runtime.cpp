@@ -1,0 +1,437 @@
+// The CUDA DeviceRuntime, start-up and tear-down: everything the run needs (streams, events,
+// buffers, cuBLAS handles and their workspaces, NCCL communicators, the memory pools' reserve) is
+// created in open(), and the kernels and NCCL connections are warmed up there too, so the timed
+// ops pay for none of it. The run itself is in cuda_enqueue.cpp.
+
+#include "backends/cuda/cuda_runtime.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "backends/cuda/cuda_errors.hpp"
+#include "backends/cuda/cuda_runtime_impl.hpp"
+
+namespace csim::cuda {
+
+using core::Op;
+using real::DeviceUnavailable;
+
+namespace {
+
+// cuBLAS' recommended workspace on Hopper (4 MiB suffices before it); set explicitly so cuBLAS
+// does not allocate one inside the run.
+constexpr Bytes kCublasWorkspaceBytes = 32 * kMiB;
+// Distinct GEMM shapes run once at open per device (cuBLAS heuristics, lazy kernel loading).
+constexpr std::size_t kMaxGemmWarmups = 256;
+// Buffers hold this byte everywhere: finite normal values in fp16 / bf16 / fp32 (0x3C3C is ~1.06
+// in fp16), so GEMMs neither overflow nor run on zeros, which draw less power than real data.
+constexpr int kFillByte = 0x3C;
+
+TimeNs steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// CUDA versions are 1000 * major + 10 * minor.
+std::string cuda_version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+// NCCL_VERSION_CODE: 10000 * major + 100 * minor + patch since 2.9, 1000 * major + 100 * minor +
+// patch before.
+std::string nccl_version_text(int v) {
+  const bool wide = v >= 20900;
+  const int major = wide ? v / 10000 : v / 1000;
+  const int minor = wide ? (v / 100) % 100 : (v / 100) % 10;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
+}
+
+// The CUDA device count, or the one line that says why there is no usable device.
+struct Probe {
+  int count = 0;
+  std::string problem;
+};
+
+Probe probe_devices() {
+  int count = 0;  // cudaGetDeviceCount leaves it unwritten when it fails (no driver)
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return {0, "no usable CUDA GPU: cudaGetDeviceCount failed: " + error_text(e)};
+  }
+  if (count <= 0) return {0, "no usable CUDA GPU: cudaGetDeviceCount returned 0 devices"};
+  return {count, {}};
+}
+
+}  // namespace
+
+namespace detail {
+
+CudaRuntime::CudaRuntime(int device_count) : device_count_(device_count) {
+  info_.backend = "cuda";
+  info_.measured = true;
+  cudaDeviceProp prop{};
+  check_open(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties", "CUDA device 0");
+  int driver = 0, runtime = 0, nccl = 0, cb_major = 0, cb_minor = 0, cb_patch = 0;
+  check_open(cudaDriverGetVersion(&driver), "cudaDriverGetVersion", "start-up");
+  check_open(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion", "start-up");
+  check_open(ncclGetVersion(&nccl), "ncclGetVersion", "start-up");
+  check_open(cublasGetProperty(MAJOR_VERSION, &cb_major), "cublasGetProperty", "start-up");
+  check_open(cublasGetProperty(MINOR_VERSION, &cb_minor), "cublasGetProperty", "start-up");
+  check_open(cublasGetProperty(PATCH_LEVEL, &cb_patch), "cublasGetProperty", "start-up");
+  auto& md = info_.metadata;
+  md["gpu_name"] = prop.name;
+  md["compute_capability"] = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  md["driver_version"] = cuda_version_text(driver);
+  md["runtime_version"] = cuda_version_text(runtime);
+  md["nccl_version"] = nccl_version_text(nccl);
+  md["cublas_version"] =
+      std::to_string(cb_major) + "." + std::to_string(cb_minor) + "." + std::to_string(cb_patch);
+  md["device_count"] = std::to_string(device_count);
+  info_.notes = {
+      "compute ops ran as square cuBLAS GEMMs of the op's FLOPs (GEMM, attention, conv) or as "
+      "device copies of the op's bytes (element-wise): work of the same size, not the "
+      "framework's kernels",
+      "collectives ran NCCL on float32 buffers of the op's bytes per GPU, one process driving "
+      "all its GPUs (ncclCommInitAll)",
+      "op times pair each GPU's event clock with the host steady clock once, at open; the pairing "
+      "is late by the event synchronisation latency (a few microseconds)"};
+}
+
+void CudaRuntime::open(const core::Program& program, const std::vector<int>& gpus,
+                       std::int64_t clock_zero_ns) {
+  if (opened_) throw DeviceUnavailable("the CUDA runtime was opened twice");
+  opened_ = true;
+  plan_ = plan_process(program, gpus, device_count_);
+  clock_zero_ns_ = clock_zero_ns;
+  groups_ = program.groups;
+  n_ops_ = program.ops.size();
+  ops_ = std::make_unique<OpState[]>(n_ops_);
+  batch_ops_.resize(plan_.batches.size());
+  open_devices();
+  open_streams(program);
+  open_buffers();
+  // Two events per op, created now: creating or destroying events inside the run would cost
+  // host time and may synchronise.
+  for (const Op& op : program.ops) {
+    if (!plan_.local_op[static_cast<std::size_t>(op.id)]) continue;
+    OpState& st = ops_[static_cast<std::size_t>(op.id)];
+    st.label = op_label(op);
+    const DeviceState& d = device_of_gpu(op.gpu);
+    check_open(cudaSetDevice(d.device), "cudaSetDevice", st.label);
+    check_open(cudaEventCreate(&st.start), "cudaEventCreate", st.label);
+    check_open(cudaEventCreate(&st.end), "cudaEventCreate", st.label);
+  }
+  open_comms();
+  warm_up();
+  pair_clocks();
+}
+
+void CudaRuntime::open_devices() {
+  for (std::size_t i = 0; i < plan_.gpus.size(); ++i) {
+    auto d = std::make_unique<DeviceState>();
+    d->device = static_cast<int>(i);
+    d->gpu = plan_.gpus[i];
+    const std::string where =
+        "CUDA device " + std::to_string(d->device) + " (GPU " + std::to_string(d->gpu) + ")";
+    DeviceState& dev = *d;
+    devices_.push_back(std::move(d));
+    check_open(cudaSetDevice(dev.device), "cudaSetDevice", where);
+    check_open(cudaStreamCreateWithFlags(&dev.util, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags", where);
+    check_open(cudaEventCreate(&dev.base), "cudaEventCreate", where);
+    // The default pool keeps what the run frees (release threshold = max): no memory goes back to
+    // the driver, so no cudaFree and its implicit synchronisation happen inside the run.
+    check_open(cudaDeviceGetDefaultMemPool(&dev.pool, dev.device), "cudaDeviceGetDefaultMemPool",
+               where);
+    check_open(cudaMemPoolGetAttribute(dev.pool, cudaMemPoolAttrReleaseThreshold,
+                                       &dev.old_release_threshold),
+               "cudaMemPoolGetAttribute", where);
+    std::uint64_t keep_all = std::numeric_limits<std::uint64_t>::max();
+    check_open(cudaMemPoolSetAttribute(dev.pool, cudaMemPoolAttrReleaseThreshold, &keep_all),
+               "cudaMemPoolSetAttribute", where);
+    dev.threshold_set = true;
+  }
+  // Peer access wherever the hardware allows it: peer copies then go device to device (NVLink or
+  // PCIe P2P) instead of through host memory, as PyTorch enables it.
+  for (auto& a : devices_) {
+    for (auto& b : devices_) {
+      if (a == b) continue;
+      int can = 0;
+      const std::string where =
+          "CUDA devices " + std::to_string(a->device) + " and " + std::to_string(b->device);
+      check_open(cudaDeviceCanAccessPeer(&can, a->device, b->device), "cudaDeviceCanAccessPeer",
+                 where);
+      if (!can) continue;
+      check_open(cudaSetDevice(a->device), "cudaSetDevice", where);
+      const cudaError_t e = cudaDeviceEnablePeerAccess(b->device, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        cudaGetLastError();
+        continue;
+      }
+      check_open(e, "cudaDeviceEnablePeerAccess", where);
+      a->peers_enabled.push_back(b->device);
+    }
+  }
+}
+
+void CudaRuntime::open_streams(const core::Program& program) {
+  streams_.resize(program.streams.size());
+  for (std::size_t i = 0; i < program.streams.size(); ++i) {
+    if (!plan_.local_stream[i]) continue;
+    const core::StreamDesc& desc = program.streams[i];
+    auto s = std::make_unique<StreamState>();
+    s->index = static_cast<int>(i);
+    s->device = device_of_gpu(desc.gpu).device;
+    s->name = desc.name;
+    const std::string where =
+        "stream " + std::to_string(i) + " '" + desc.name + "' on GPU " + std::to_string(desc.gpu);
+    StreamState& st = *s;
+    streams_[i] = std::move(s);
+    check_open(cudaSetDevice(st.device), "cudaSetDevice", where);
+    check_open(cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags", where);
+    if (!plan_.gemm_stream[i]) continue;
+    // A handle per stream, configured once: threads issuing to different streams never share or
+    // reconfigure a handle. TF32 is chosen per GEMM by its compute type, not by the math mode.
+    check_open(cublasCreate(&st.blas), "cublasCreate", where);
+    check_open(cublasSetStream(st.blas, st.stream), "cublasSetStream", where);
+    check_open(cublasSetMathMode(st.blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", where);
+    check_open(cudaMalloc(&st.blas_workspace, kCublasWorkspaceBytes), "cudaMalloc", where);
+    check_open(cublasSetWorkspace(st.blas, st.blas_workspace, kCublasWorkspaceBytes),
+               "cublasSetWorkspace", where);
+  }
+}
+
+void CudaRuntime::open_buffers() {
+  for (auto& dp : devices_) {
+    DeviceState& d = *dp;
+    const DevicePlan& p = plan_.devices[static_cast<std::size_t>(d.device)];
+    const std::string where = "GPU " + std::to_string(d.gpu) + " buffers";
+    check_open(cudaSetDevice(d.device), "cudaSetDevice", where);
+    const auto device_buffer = [&](void** ptr, Bytes bytes) {
+      check_open(cudaMalloc(ptr, static_cast<std::size_t>(bytes)), "cudaMalloc", where);
+      check_open(cudaMemsetAsync(*ptr, kFillByte, static_cast<std::size_t>(bytes), d.util),
+                 "cudaMemsetAsync", where);
+    };
+    if (p.gemm_operand_bytes > 0) {
+      for (void*& m : d.gemm) device_buffer(&m, p.gemm_operand_bytes);
+    }
+    if (p.scratch_region_bytes > 0) {
+      d.region_bytes = p.scratch_region_bytes;
+      device_buffer(&d.scratch, 2 * p.scratch_region_bytes);
+    }
+    if (p.pinned_host_bytes > 0) {
+      check_open(cudaMallocHost(&d.pinned, static_cast<std::size_t>(p.pinned_host_bytes)),
+                 "cudaMallocHost", where);
+      std::memset(d.pinned, kFillByte, static_cast<std::size_t>(p.pinned_host_bytes));
+    }
+    if (p.pageable_host_bytes > 0) {
+      // Written now so its pages are resident: the timed copies must not pay page faults.
+      d.pageable = std::make_unique_for_overwrite<unsigned char[]>(
+          static_cast<std::size_t>(p.pageable_host_bytes));
+      std::memset(d.pageable.get(), kFillByte, static_cast<std::size_t>(p.pageable_host_bytes));
+    }
+  }
+}
+
+void CudaRuntime::open_comms() {
+  if (plan_.groups.empty()) return;
+  // By default (NCCL >= 2.22) communicators connect peers lazily, at the first collective of each
+  // algorithm: that handshake would be timed inside the run and would block the calling thread
+  // until the other ranks' threads arrive. Connect everything at init instead, unless the user
+  // chose otherwise.
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
+  for (const GroupPlan& gp : plan_.groups) {
+    const core::CommGroup& group = groups_[static_cast<std::size_t>(gp.group)];
+    CommSet cs;
+    cs.name = group.name;
+    cs.gpus = group.gpus;
+    std::vector<ncclComm_t> comms(gp.devices.size(), nullptr);
+    // Kept only on success: after a failure the array's contents are unspecified, and release()
+    // must not abort what NCCL did not hand out.
+    check_open(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), gp.devices.data()),
+               "ncclCommInitAll", "group '" + group.name + "'");
+    cs.comms = std::move(comms);
+    comm_sets_.push_back(std::move(cs));
+  }
+}
+
+void CudaRuntime::warm_up() {
+  // GEMMs: every shape once per device, so cuBLAS has chosen and loaded its kernels (CUDA loads
+  // modules lazily, on first launch) before the timed run.
+  for (auto& dp : devices_) {
+    DeviceState& d = *dp;
+    const StreamState* with_blas = nullptr;
+    for (const auto& s : streams_) {
+      if (s && s->device == d.device && s->blas) with_blas = s.get();
+    }
+    if (!with_blas) continue;
+    check_open(cudaSetDevice(d.device), "cudaSetDevice", "GEMM warm-up");
+    std::size_t n_done = 0;
+    for (const auto& [dtype, n] : plan_.devices[static_cast<std::size_t>(d.device)].gemm_shapes) {
+      if (n_done++ == kMaxGemmWarmups) break;
+      const GemmTypes t = gemm_types(dtype);
+      const float alpha = 1.0f, beta = 0.0f;
+      const int m = static_cast<int>(n);
+      check_open(cublasGemmEx(with_blas->blas, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &alpha, d.gemm[0],
+                              t.data, m, d.gemm[1], t.data, m, &beta, d.gemm[2], t.data, m,
+                              t.compute, CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx", "GEMM warm-up on GPU " + std::to_string(d.gpu));
+    }
+  }
+  // Collectives: each kind once per group at its largest chunk, all ranks from this thread in one
+  // NCCL group (allowed: a single thread issues every member), so the kernels are loaded and the
+  // point-to-point connections (always lazy) exist.
+  for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
+    const GroupPlan& gp = plan_.groups[g];
+    CommSet& set = comm_sets_[g];
+    for (const auto& [kind, chunk] : gp.chunks) {
+      const std::string where = "NCCL warm-up of group '" + set.name + "'";
+      check_open(ncclGroupStart(), "ncclGroupStart", where);
+      ncclResult_t first = ncclSuccess;
+      const char* call = "";
+      for (std::size_t r = 0; r < gp.devices.size() && first == ncclSuccess; ++r) {
+        DeviceState& d = *devices_[static_cast<std::size_t>(gp.devices[r])];
+        CollectiveCall c;
+        c.kind = kind;
+        c.rank = static_cast<int>(r);
+        c.nranks = static_cast<int>(gp.devices.size());
+        c.bytes = chunk;
+        c.send = d.region(0);
+        c.recv = d.region(1);
+        c.comm = set.comms[r];
+        c.stream = d.util;
+        first = issue_collective(c, &call);
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      check_open(first, call, where);
+      check_open(end, "ncclGroupEnd", where);
+    }
+  }
+  // Grow each memory pool to the Program's peak so cudaMallocAsync in the run takes memory the
+  // pool already holds. Best effort: when the peak does not fit, the run allocates as it goes
+  // and runs out of memory where the Program does.
+  for (auto& dp : devices_) {
+    DeviceState& d = *dp;
+    const Bytes peak = plan_.devices[static_cast<std::size_t>(d.device)].peak_alloc_bytes;
+    check_open(cudaSetDevice(d.device), "cudaSetDevice", "memory pool reserve");
+    if (peak > 0) {
+      void* p = nullptr;
+      const cudaError_t e = cudaMallocAsync(&p, static_cast<std::size_t>(peak), d.util);
+      if (e == cudaSuccess) {
+        check_open(cudaFreeAsync(p, d.util), "cudaFreeAsync", "memory pool reserve");
+      } else {
+        cudaGetLastError();
+        note("GPU " + std::to_string(d.gpu) + ": could not reserve the program's peak of " +
+             std::to_string(peak) + " bytes in the memory pool at open (" + error_text(e) + ")");
+      }
+    }
+    check_open(cudaDeviceSynchronize(), "cudaDeviceSynchronize",
+               "after warm-up on GPU " + std::to_string(d.gpu));
+  }
+}
+
+void CudaRuntime::pair_clocks() {
+  // Pairs each device's event clock with the host steady clock: `base` is recorded on an idle
+  // stream, and the host reads its clock right after cudaEventSynchronize sees it complete. Op
+  // times are then
+  //   base_host_ns + cudaEventElapsedTime(base, op event) - clock_zero_ns
+  // (through anchor hops, see kAnchorHopMs). The residual skew is the synchronisation latency, a
+  // few microseconds, by which every op of the device appears late.
+  for (auto& dp : devices_) {
+    DeviceState& d = *dp;
+    const std::string where = "clock pairing on GPU " + std::to_string(d.gpu);
+    check_open(cudaSetDevice(d.device), "cudaSetDevice", where);
+    check_open(cudaEventRecord(d.base, d.util), "cudaEventRecord", where);
+    check_open(cudaEventSynchronize(d.base), "cudaEventSynchronize", where);
+    d.base_host_ns = steady_now_ns();
+  }
+}
+
+void CudaRuntime::release() noexcept {
+  // After a failure, in-flight collectives may wait for peers that will never come: abort the
+  // communicators (which stops their kernels) instead of destroying them after a sync.
+  const bool abort_comms = failed_.load() || (opened_ && !finished_);
+  for (CommSet& set : comm_sets_) {
+    for (ncclComm_t& c : set.comms) {
+      if (!c) continue;  // abort() already aborted it
+      if (abort_comms) {
+        ncclCommAbort(c);
+      } else {
+        ncclCommDestroy(c);
+      }
+      c = nullptr;
+    }
+  }
+  for (auto& dp : devices_) {
+    cudaSetDevice(dp->device);
+    cudaDeviceSynchronize();
+  }
+  for (auto& sp : streams_) {
+    if (!sp) continue;
+    cudaSetDevice(sp->device);
+    if (sp->blas) cublasDestroy(sp->blas);
+    if (sp->blas_workspace) cudaFree(sp->blas_workspace);
+    if (sp->stream) cudaStreamDestroy(sp->stream);
+  }
+  for (std::size_t i = 0; i < n_ops_; ++i) {
+    if (ops_[i].start) cudaEventDestroy(ops_[i].start);
+    if (ops_[i].end) cudaEventDestroy(ops_[i].end);
+  }
+  for (auto& [key, ptrs] : live_) {
+    const int gpu = std::get<0>(key);
+    DeviceState& d = device_of_gpu(gpu);
+    cudaSetDevice(d.device);
+    for (const auto& entry : ptrs) cudaFreeAsync(entry.second, d.util);
+  }
+  for (auto& dp : devices_) {
+    DeviceState& d = *dp;
+    cudaSetDevice(d.device);
+    if (d.util) cudaStreamSynchronize(d.util);
+    for (void* m : d.gemm) {
+      if (m) cudaFree(m);
+    }
+    if (d.scratch) cudaFree(d.scratch);
+    if (d.pinned) cudaFreeHost(d.pinned);
+    if (d.threshold_set) {
+      // Restore the process-wide default pool and hand back what this run kept cached.
+      cudaMemPoolSetAttribute(d.pool, cudaMemPoolAttrReleaseThreshold, &d.old_release_threshold);
+      cudaMemPoolTrimTo(d.pool, 0);
+    }
+    for (int peer : d.peers_enabled) cudaDeviceDisablePeerAccess(peer);
+    if (d.base) cudaEventDestroy(d.base);
+    if (d.util) cudaStreamDestroy(d.util);
+  }
+  cudaGetLastError();
+}
+
+}  // namespace detail
+
+std::unique_ptr<real::DeviceRuntime> make_cuda_runtime() {
+  const Probe p = probe_devices();
+  if (!p.problem.empty()) throw DeviceUnavailable(p.problem);
+  return std::make_unique<detail::CudaRuntime>(p.count);
+}
+
+std::string cuda_probe_line() {
+  const Probe p = probe_devices();
+  if (!p.problem.empty()) return p.problem;
+  cudaDeviceProp prop{};
+  const cudaError_t e = cudaGetDeviceProperties(&prop, 0);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return "no usable CUDA GPU: cudaGetDeviceProperties(0) failed: " + error_text(e);
+  }
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  return std::to_string(p.count) + " CUDA device(s): " + prop.name + ", compute capability " +
+         std::to_string(prop.major) + "." + std::to_string(prop.minor) + ", driver " +
+         cuda_version_text(driver) + ", runtime " + cuda_version_text(runtime);
+}
+
+}  // namespace csim::cuda

@@ -1,0 +1,180 @@
+// Internals of the CUDA DeviceRuntime, shared by cuda_runtime.cpp (start-up: open, warm-up, clock
+// pairing, release) and cuda_enqueue.cpp (the run: enqueue, host_wait, finish, op times). What each
+// op runs is in cuda_runtime.hpp; what open() sizes, in cuda_plan.hpp.
+//
+// Threads: the executor calls enqueue from several host threads at once. A stream's mutex is held
+// for the whole enqueue (waits, start event, work, end event), so two threads sharing a stream
+// cannot interleave their commands and break the start/end pairs. NCCL calls take a per-device
+// mutex as well: NCCL does not support concurrent calls on communicators of one device.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "backends/cuda/cuda_plan.hpp"
+#include "backends/cuda/nccl_ops.hpp"
+#include "backends/real/device_runtime.hpp"
+
+namespace csim::cuda::detail {
+
+struct GemmTypes {
+  cudaDataType_t data;
+  cublasComputeType_t compute;
+};
+
+// fp16 and bf16 accumulate in fp32, as PyTorch's GEMMs do; tf32 is fp32 data on TF32 tensor cores.
+inline GemmTypes gemm_types(core::Dtype d) {
+  switch (d) {
+    case core::Dtype::kFp16:
+      return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
+    case core::Dtype::kBf16:
+      return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
+    case core::Dtype::kTf32:
+      return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    case core::Dtype::kFp32:
+      break;
+  }
+  return {CUDA_R_32F, CUBLAS_COMPUTE_32F};
+}
+
+struct DeviceState {
+  int device = -1;              // CUDA device
+  int gpu = -1;                 // global GPU index
+  cudaStream_t util = nullptr;  // open-time work: fills, warm-ups, the clock pairing
+  cudaEvent_t base = nullptr;   // recorded at open: the zero of this device's event clock
+  TimeNs base_host_ns = 0;      // host steady clock right after `base` completed
+  void* gemm[3] = {nullptr, nullptr, nullptr};  // A, B, C
+  void* scratch = nullptr;                      // two regions of `region_bytes`
+  Bytes region_bytes = 0;
+  void* pinned = nullptr;
+  std::unique_ptr<unsigned char[]> pageable;
+  cudaMemPool_t pool = nullptr;
+  std::uint64_t old_release_threshold = 0;
+  bool threshold_set = false;
+  std::vector<int> peers_enabled;
+  std::mutex nccl_mu;
+
+  void* region(int i) const {
+    return static_cast<unsigned char*>(scratch) + static_cast<std::ptrdiff_t>(i) * region_bytes;
+  }
+};
+
+struct StreamState {
+  int index = -1;
+  int device = -1;
+  std::string name;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;  // streams with GEMM-like ops; bound to `stream` at open
+  void* blas_workspace = nullptr;
+  std::mutex mu;
+  std::vector<core::OpId> fifo;  // ops in enqueue order = the order they run
+  int pending_batch = -1;        // a collective batch waits on this stream for its last member
+};
+
+struct OpState {
+  cudaEvent_t start = nullptr;
+  cudaEvent_t end = nullptr;
+  std::atomic<bool> started{false};   // start event recorded
+  std::atomic<bool> enqueued{false};  // end event recorded: later ops may wait for it
+  bool timed = false;
+  TimeNs start_ns = 0;
+  TimeNs end_ns = 0;
+  std::string label;  // op_label(), for messages where only the id is at hand
+};
+
+struct CommSet {
+  std::string name;
+  std::vector<int> gpus;
+  std::vector<ncclComm_t> comms;  // by rank
+};
+
+class CudaRuntime final : public real::DeviceRuntime {
+ public:
+  explicit CudaRuntime(int device_count);
+  ~CudaRuntime() override { release(); }
+  CudaRuntime(const CudaRuntime&) = delete;
+  CudaRuntime& operator=(const CudaRuntime&) = delete;
+
+  real::RuntimeInfo info() const override {
+    std::lock_guard lock(info_mu_);
+    return info_;
+  }
+  void open(const core::Program& program, const std::vector<int>& gpus,
+            std::int64_t clock_zero_ns) override;
+  void enqueue(const core::Op& op, const std::vector<core::OpId>& stream_deps) override;
+  void host_wait(core::OpId op) override;
+  void finish() override;
+  void abort() override;
+  bool op_interval(core::OpId op, TimeNs* start_ns, TimeNs* end_ns) const override;
+
+ private:
+  void open_devices();
+  void open_streams(const core::Program& program);
+  void open_buffers();
+  void open_comms();
+  void warm_up();
+  void pair_clocks();
+  void note(std::string line) {
+    std::lock_guard lock(info_mu_);
+    info_.notes.push_back(std::move(line));
+  }
+
+  // Why `op` cannot be waited for: no such op here, not enqueued, or a batch member still waiting.
+  std::string not_enqueued(core::OpId op) const;
+  void enqueue_locked(const core::Op& op, const std::vector<core::OpId>& stream_deps);
+  void run_op(const core::Op& op, StreamState& s, DeviceState& d);
+  void run_gemm(const core::Op& op, StreamState& s, DeviceState& d);
+  void run_copy(const core::Op& op, StreamState& s, DeviceState& d);
+  void copy_chunks(void* dst, const void* src, Bytes total, cudaMemcpyKind kind, cudaStream_t s,
+                   const core::Op& op);
+  CollectiveCall collective_call(const core::Op& op, cudaStream_t stream);
+  void run_collective(const core::Op& op, StreamState& s);
+  void flush_batch(int batch);
+  void run_alloc(const core::Op& op, StreamState& s);
+  void run_free(const core::Op& op, StreamState& s);
+  void check_comm_errors();
+  void compute_intervals();
+  void release() noexcept;
+
+  DeviceState& device_of_gpu(int gpu) {
+    return *devices_[static_cast<std::size_t>(plan_.device_of_gpu[static_cast<std::size_t>(gpu)])];
+  }
+
+  const int device_count_;
+  mutable std::mutex info_mu_;
+  real::RuntimeInfo info_;
+
+  bool opened_ = false;
+  bool finished_ = false;
+  std::atomic<bool> failed_{false};   // an enqueue or finish threw: abort NCCL on destruction
+  std::atomic<bool> aborted_{false};  // abort() ran: the communicators are gone
+  std::int64_t clock_zero_ns_ = 0;
+  ProcessPlan plan_;
+  std::vector<core::CommGroup> groups_;
+  std::vector<std::unique_ptr<DeviceState>> devices_;  // by CUDA device
+  std::vector<std::unique_ptr<StreamState>> streams_;  // by Program stream; null outside
+  std::size_t n_ops_ = 0;
+  std::unique_ptr<OpState[]> ops_;
+  std::vector<CommSet> comm_sets_;                // parallel to plan_.groups
+  std::vector<std::vector<core::Op>> batch_ops_;  // by batch: its members enqueued so far
+
+  // Live cudaMallocAsync allocations. A kFree releases the most recent live allocation of the same
+  // GPU, category and size (the Program pairs frees with allocs by those, not by op id); a free
+  // that matches none releases nothing and is counted in a note.
+  std::mutex alloc_mu_;
+  std::map<std::tuple<int, int, Bytes>, std::vector<std::pair<core::OpId, void*>>> live_;
+  std::map<core::OpId, void*> alloc_of_op_;
+  std::int64_t unmatched_frees_ = 0;
+};
+
+}  // namespace csim::cuda::detail

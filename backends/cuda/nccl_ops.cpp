@@ -1,0 +1,119 @@
+#include "backends/cuda/nccl_ops.hpp"
+
+#include <algorithm>
+
+#include "backends/cuda/cuda_plan.hpp"
+
+namespace csim::cuda {
+
+namespace {
+
+using core::CollectiveKind;
+
+// The calls of one chunk of all-to-all, scatter or gather: this rank's sends and receives, grouped
+// so NCCL runs them concurrently (ungrouped, a send could wait for a receive queued after it).
+// The group is this thread's own, for this one rank: members on other threads issue theirs.
+ncclResult_t grouped_p2p(const CollectiveCall& c, std::size_t per, const char** failed_call) {
+  auto* send = static_cast<float*>(c.send);
+  auto* recv = static_cast<float*>(c.recv);
+  ncclResult_t first = ncclGroupStart();
+  if (first != ncclSuccess) {
+    *failed_call = "ncclGroupStart";
+    return first;
+  }
+  const auto keep = [&](ncclResult_t r, const char* call) {
+    if (r != ncclSuccess && first == ncclSuccess) {
+      first = r;
+      *failed_call = call;
+    }
+  };
+  for (int peer = 0; peer < c.nranks; ++peer) {
+    const std::size_t at = static_cast<std::size_t>(peer) * per;
+    switch (c.kind) {
+      case CollectiveKind::kAllToAll:
+        keep(ncclSend(send + at, per, ncclFloat, peer, c.comm, c.stream), "ncclSend");
+        keep(ncclRecv(recv + at, per, ncclFloat, peer, c.comm, c.stream), "ncclRecv");
+        break;
+      case CollectiveKind::kScatter:
+        if (c.rank == c.root) {
+          keep(ncclSend(send + at, per, ncclFloat, peer, c.comm, c.stream), "ncclSend");
+        }
+        break;
+      case CollectiveKind::kGather:
+        if (c.rank == c.root) {
+          keep(ncclRecv(recv + at, per, ncclFloat, peer, c.comm, c.stream), "ncclRecv");
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (c.kind == CollectiveKind::kScatter) {
+    keep(ncclRecv(recv, per, ncclFloat, c.root, c.comm, c.stream), "ncclRecv");
+  } else if (c.kind == CollectiveKind::kGather) {
+    keep(ncclSend(send, per, ncclFloat, c.root, c.comm, c.stream), "ncclSend");
+  }
+  // Always close the group, even after a failed call, so this thread's NCCL group depth stays
+  // balanced.
+  keep(ncclGroupEnd(), "ncclGroupEnd");
+  return first;
+}
+
+}  // namespace
+
+ncclResult_t issue_collective(const CollectiveCall& c, const char** failed_call) {
+  const auto nranks = static_cast<std::size_t>(std::max(c.nranks, 1));
+  for (Bytes done = 0; done < c.bytes; done += kMaxBufferBytes) {
+    const Bytes chunk = std::min(c.bytes - done, kMaxBufferBytes);
+    const auto count = static_cast<std::size_t>(chunk / kCollectiveElemBytes);
+    const std::size_t per = count / nranks;  // one rank's share for the scattering kinds
+    ncclResult_t r = ncclSuccess;
+    switch (c.kind) {
+      case CollectiveKind::kAllReduce:
+        if (count == 0) break;
+        *failed_call = "ncclAllReduce";
+        r = ncclAllReduce(c.send, c.recv, count, ncclFloat, ncclSum, c.comm, c.stream);
+        break;
+      case CollectiveKind::kReduceScatter:
+        if (per == 0) break;
+        *failed_call = "ncclReduceScatter";
+        r = ncclReduceScatter(c.send, c.recv, per, ncclFloat, ncclSum, c.comm, c.stream);
+        break;
+      case CollectiveKind::kAllGather:
+        if (per == 0) break;
+        *failed_call = "ncclAllGather";
+        r = ncclAllGather(c.send, c.recv, per, ncclFloat, c.comm, c.stream);
+        break;
+      case CollectiveKind::kBroadcast:
+        if (count == 0) break;
+        *failed_call = "ncclBroadcast";
+        r = ncclBroadcast(c.send, c.recv, count, ncclFloat, c.root, c.comm, c.stream);
+        break;
+      case CollectiveKind::kReduce:
+        if (count == 0) break;
+        *failed_call = "ncclReduce";
+        r = ncclReduce(c.send, c.recv, count, ncclFloat, ncclSum, c.root, c.comm, c.stream);
+        break;
+      case CollectiveKind::kAllToAll:
+      case CollectiveKind::kScatter:
+      case CollectiveKind::kGather:
+        if (per == 0) break;
+        r = grouped_p2p(c, per, failed_call);
+        break;
+      case CollectiveKind::kSendRecv:
+        if (count == 0) break;
+        if (c.rank == 0) {
+          *failed_call = "ncclSend";
+          r = ncclSend(c.send, count, ncclFloat, 1, c.comm, c.stream);
+        } else {
+          *failed_call = "ncclRecv";
+          r = ncclRecv(c.recv, count, ncclFloat, 0, c.comm, c.stream);
+        }
+        break;
+    }
+    if (r != ncclSuccess) return r;
+  }
+  return ncclSuccess;
+}
+
+}  // namespace csim::cuda

@@ -1,0 +1,57 @@
+// Launch mode "processes" (docs/real-execution.md, "Processes"): one OS process per Program
+// process (DDP's one process per GPU, data-loader workers), forked from the launcher, which
+// coordinates them over loopback TCP: it relays which ops were issued or finished, counts
+// collective arrivals, measures each rank's clock offset, watches heartbeats, and merges the
+// ranks' timings into one result. A rank that dies or stops answering makes the others stop
+// within seconds, with a message naming it; what completed is kept and marked incomplete.
+#pragma once
+
+#include <sys/types.h>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/real/device_runtime.hpp"
+#include "backends/real/real_executor.hpp"
+#include "core/executor.hpp"
+
+namespace csim::real {
+
+class RankLink;
+
+struct LaunchOptions {
+  int heartbeat_ms = 200;             // each rank says it is alive this often
+  int heartbeat_timeout_ms = 10'000;  // a rank silent this long is declared hung and killed
+  int grace_ms = 5'000;               // after an abort, ranks get this long before SIGKILL
+  std::function<void(int rank, pid_t pid)> on_started;  // tests: the ranks' pids
+  // Tests: called from the coordinator's loop (about every 100 ms, and after each message) with
+  // the ms since launch, so a test can kill or stop a rank without a thread of its own (forking
+  // a multi-threaded process is what ThreadSanitizer cannot follow).
+  std::function<void(std::int64_t elapsed_ms)> on_tick;
+};
+
+struct ClockSync {
+  int rank = 0;
+  std::int64_t offset_ns = 0;       // rank clock minus coordinator clock
+  std::int64_t uncertainty_ns = 0;  // half the best ping round trip
+};
+
+struct LaunchReport {
+  int ranks = 0;
+  std::vector<ClockSync> clocks;
+  int failed_rank = -1;  // -1: none
+  std::string failure;   // one line, names the rank ("" when all finished)
+};
+
+// Each rank builds its runtime after fork (a CUDA context must not cross fork) from this.
+using RuntimeFactory = std::function<std::unique_ptr<DeviceRuntime>(RankLink&)>;
+
+// Runs `program` with one process per Program process. The result's timings are on the
+// launcher's clock; complete is false when a rank failed or the run was cancelled, and
+// report->failure then says why. Throws DeviceUnavailable when the ranks cannot be started.
+core::ExecutionResult launch_processes(const core::Program& program, const RuntimeFactory& factory,
+                                       RealOptions options, const core::RunControl& control,
+                                       const LaunchOptions& launch, LaunchReport* report);
+
+}  // namespace csim::real

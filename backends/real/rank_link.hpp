@@ -1,0 +1,75 @@
+// A rank's connection to the coordinator in a multi-process run (docs/real-execution.md,
+// "Processes"): what it needs from the other ranks (which of their ops were issued or finished,
+// collective rendezvous) and what it tells them, plus heartbeats and the clock offset.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/real/wire.hpp"
+#include "core/executor.hpp"
+#include "core/program.hpp"
+
+namespace csim::real {
+
+class RankLink {
+ public:
+  // Connects to 127.0.0.1:port, says hello, measures the clock offset (min-RTT ping-pong, see
+  // docs/real-execution.md, "Clocks"), then starts the reader and heartbeat threads.
+  RankLink(int port, int rank, const core::Program& program, std::int64_t clock_zero_ns,
+           int heartbeat_ms);
+  ~RankLink();
+
+  int rank() const { return rank_; }
+  std::int64_t clock_zero_ns() const { return clock_zero_ns_; }  // this rank's steady-clock origin
+  TimeNs clock_offset_ns() const {
+    return offset_ns_;
+  }  // this rank's clock minus the coordinator's
+
+  // Waits for an op of another rank; false when the run was aborted first.
+  bool wait_issued(core::OpId op, bool host_done);
+  bool wait_done(core::OpId op);
+  void publish_issued(core::OpId op, bool host_done);
+  void publish_done(core::OpId op);
+  // Collective rendezvous across ranks: returns the last member's arrival (this rank's clock,
+  // relative to clock zero), or -1 when aborted.
+  TimeNs arrive(int instance, TimeNs start_ns);
+
+  // Called (from the reader thread) when the coordinator aborts the run.
+  void on_abort(std::function<void(const std::string&)> f);
+  bool aborted() const;
+  std::string abort_reason() const;
+
+  void send_error(const std::string& what);
+  void send_result(core::OpId op, const core::OpTiming& t);  // converted to the coordinator clock
+  void send_finished(bool complete, bool failed);
+
+ private:
+  void read_loop();
+  void heartbeat_loop();
+  void send(const Msg& m);
+
+  int fd_ = -1, rank_ = 0;
+  std::int64_t clock_zero_ns_ = 0;
+  TimeNs offset_ns_ = 0;
+  std::mutex send_mu_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<char> issued_, host_done_, done_;
+  std::vector<TimeNs> go_at_;  // per instance: last arrival (coordinator clock), -1 until GO
+  bool aborted_ = false;
+  std::string abort_reason_;
+  std::function<void(const std::string&)> abort_cb_;
+  std::mutex cb_mu_;            // held while the abort callback runs
+  bool abort_cb_live_ = false;  // guarded by cb_mu_ and mu_
+  std::atomic<bool> stop_{false};
+  int heartbeat_ms_ = 200;
+  std::thread reader_, heartbeat_;
+};
+
+}  // namespace csim::real

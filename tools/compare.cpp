@@ -162,17 +162,9 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("-o,--output", prefix, "write PREFIX.sim.json and PREFIX.<backend>.json");
   app.add_option("--largest", largest, "how many of the largest ops to list")
       ->check(CLI::Range(0, 10000));
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    err << "simrun compare: " << e.what() << " (hint: simrun compare --help)\n";
-    return kExitBadInput;
-  }
-  try {
+  if (const int code = parse_command_line(app, args, "simrun compare", out, err); code >= 0)
+    return code;
+  return run_command("simrun compare", err, [&]() -> int {
     core::Scenario scenario = core::parse_scenario_file(scenario_path, overrides);
     // One Program for both runs: real execution needs every rank, so the simulation does too.
     scenario.simulation.symmetry = false;
@@ -203,17 +195,7 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
           << ".json (tracediff compares them)\n";
     }
     return kExitOk;
-  } catch (const InputError& e) {
-    err << "simrun compare: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const BackendUnavailable& e) {
-    err << "simrun compare: backend unavailable: " << e.what() << "\n";
-    return kExitBackendUnavailable;
-  } catch (const std::exception& e) {
-    set_writing(false);
-    err << "simrun compare: error: " << e.what() << "\n";
-    return kExitInternal;
-  }
+  });
 }
 
 }  // namespace csim::app

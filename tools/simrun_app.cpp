@@ -87,17 +87,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
                "rank symmetry: give every mirrored GPU its representative's events in the written "
                "trace (docs/cost-model.md, \"Rank symmetry\")");
   app.footer(kExitCodes);
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    err << "simrun: " << e.what() << " (hint: simrun --help)\n";
-    return kExitBadInput;
-  }
-  try {
+  if (const int code = parse_command_line(app, args, "simrun", out, err); code >= 0) return code;
+  return run_command("simrun", err, [&]() -> int {
     const core::Scenario scenario = core::parse_scenario_file(scenario_path, overrides);
     core::RunControl control;
     control.cancel = cancel_flag();
@@ -134,15 +125,36 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     if (fail_on_oom && run.memory.oom) return kExitOom;
     return kExitOk;
+  });
+}
+
+int parse_command_line(CLI::App& app, const std::vector<std::string>& args, const std::string& tool,
+                       std::ostream& out, std::ostream& err) {
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    err << tool << ": " << e.what() << " (hint: " << tool << " --help)\n";
+    return kExitBadInput;
+  }
+  return -1;
+}
+
+int run_command(const std::string& tool, std::ostream& err, const std::function<int()>& body) {
+  try {
+    return body();
   } catch (const InputError& e) {
-    err << "simrun: " << e.what() << "\n";
+    err << tool << ": " << e.what() << "\n";
     return kExitBadInput;
   } catch (const BackendUnavailable& e) {
-    err << "simrun: backend unavailable: " << e.what() << "\n";
+    err << tool << ": backend unavailable: " << e.what() << "\n";
     return kExitBackendUnavailable;
   } catch (const std::exception& e) {
     set_writing(false);
-    err << "simrun: error: " << e.what() << "\n";
+    err << tool << ": error: " << e.what() << "\n";
     return kExitInternal;
   }
 }

@@ -2,6 +2,7 @@
 // The whole command line lives here so tests can run it in-process; tools/simrun.cpp is main().
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -11,6 +12,10 @@
 #include "core/program.hpp"
 #include "core/scenario.hpp"
 #include "profiler/trace.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace csim::app {
 
@@ -36,5 +41,13 @@ struct SimRun {
 SimRun simulate(const core::Scenario& scenario, const core::RunControl& control = {});
 
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Shared by simrun's commands. parse_command_line: -1 to go on, else the exit code (--help
+// printed: 0; a bad option: 2, one line). run_command: runs the command's body and turns the
+// exceptions every command can end with into its exit code (2 bad input, 3 backend unavailable,
+// 1 internal error), printing one line prefixed by `tool`.
+int parse_command_line(CLI::App& app, const std::vector<std::string>& args,
+                       const std::string& tool, std::ostream& out, std::ostream& err);
+int run_command(const std::string& tool, std::ostream& err, const std::function<int()>& body);
 
 }  // namespace csim::app

@@ -92,6 +92,14 @@ SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
   if (o.launch == "mpi")
     throw InputError("(command line)", "--launch", "mpi: not implemented yet",
                      "use --launch threads or --launch processes");
+  // CUDA 13 builds for compute capability 7.5 and newer: older GPUs' scenarios stay simulated.
+  const int cc = scenario.cluster.gpu.compute_capability;
+  if (o.backend == "cuda" && cc > 0 && cc < 75)
+    throw BackendUnavailable("the scenario's GPU " + scenario.cluster.gpu.name +
+                             " (compute capability " + std::to_string(cc / 10) + "." +
+                             std::to_string(cc % 10) +
+                             ") cannot run with CUDA 13, which needs 7.5 or newer; simulate it, "
+                             "or --set cluster.gpu=H200-SXM-141GB");
   // Real execution needs every rank's ops: rank symmetry is a simulator shortcut.
   core::Scenario full = scenario;
   full.simulation.symmetry = false;

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The real-GPU check (docs/real-execution.md, "GPU check"): on a machine with one NVIDIA GPU it
+# runs the GPU tests, simulated-vs-real comparisons of the single-GPU bundled scenarios, and, where
+# PyTorch is installed, the PyTorch equivalent of each under torch.profiler diffed against the
+# simulation; it prints a short table last. Budget: under 6 minutes (each step has a timeout).
+#
+# Such a machine may have CUDA, CMake and Python but none of our Debian libraries and no network:
+# the binaries come from scripts/gpu-bundle.sh run elsewhere (gpu-bundle/bin); only if they do not
+# start is a local build tried. Results go to $OUT (default gpu-check-out/).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$out"
+log="$out/gpu-check.log"
+: >"$log"
+rows=()
+row() { rows+=("$1|$2|$3"); }
+say() { echo "== $*" | tee -a "$log"; }
+
+# [SECTION] Libraries: CUDA's, and NCCL from the toolkit or from PyTorch's nvidia-nccl wheel.
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+libs="$cuda_home/lib64:$cuda_home/lib"
+nccl_dir=$(python3 - 2>/dev/null <<'PY'
+import os
+try:
+    import nvidia.nccl as n
+    print(os.path.join(list(n.__path__)[0], "lib"))
+except Exception:
+    pass
+PY
+)
+[ -n "$nccl_dir" ] && libs="$libs:$nccl_dir"
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# [SECTION] Binaries
+bin=gpu-bundle/bin
+if ! "$bin/simrun" --help >/dev/null 2>>"$log"; then
+  say "bundled binaries do not start here; trying a local build (needs our Debian libraries)"
+  if timeout 240 cmake -S . -B build/gpu-local -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCSIM_BUILD_GUI=OFF >>"$log" 2>&1 &&
+     timeout 240 cmake --build build/gpu-local --target simrun tracediff tests_cuda tests_real \
+      >>"$log" 2>&1; then
+    mkdir -p build/gpu-local/bin
+    cp build/gpu-local/tools/simrun build/gpu-local/tools/tracediff \
+      build/gpu-local/tests/cuda/tests_cuda build/gpu-local/tests/tests_real build/gpu-local/bin/
+    bin=build/gpu-local/bin
+  else
+    row build "FAILED" "neither gpu-bundle/bin nor a local build runs (see $log)"
+  fi
+fi
+
+# [SECTION] The machine
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>>"$log" | head -1)
+row gpu "${gpu:-none}" "nvidia-smi"
+
+# [SECTION] Tests: the CUDA runtime's [gpu] tests, and the stand-in executor
+for t in tests_cuda tests_real; do
+  say "$t"
+  timeout 120 "$bin/$t" >"$out/$t.txt" 2>&1
+  code=$?
+  case $code in
+    0) row "$t" passed "$(grep -E 'All tests passed|test cases' "$out/$t.txt" | tail -1)" ;;
+    77) row "$t" "SKIPPED" "$(grep -E 'SKIPPED' "$out/$t.txt" | head -1)" ;;
+    *) row "$t" "FAILED ($code)" "$(grep -E 'test cases|FAILED' "$out/$t.txt" | tail -1)" ;;
+  esac
+done
+
+# [SECTION] Simulated vs real, per scenario
+for s in mlp_1xh200 gpt2_small_1xh200; do
+  say "compare $s"
+  if timeout 90 "$bin/simrun" compare "scenarios/$s.json" --backend cuda -o "$out/$s" \
+      >"$out/$s.compare.txt" 2>&1; then
+    row "compare $s" ok "$(grep -E '^whole run' "$out/$s.compare.txt")"
+  else
+    row "compare $s" "FAILED" "$(tail -1 "$out/$s.compare.txt")"
+  fi
+done
+
+# [SECTION] Not built yet (kept in the table so that their absence is visible)
+for c in "calibrate" "--ranks 0 (gpt3_175b_1024xa100_3d)"; do
+  row "$c" "not implemented" "docs/real-execution.md, Status"
+done
+
+# [SECTION] PyTorch ground truth: the same scenario in PyTorch under torch.profiler
+if python3 -c "import torch; assert torch.cuda.is_available()" >>"$log" 2>&1; then
+  for s in mlp_1xh200 gpt2_small_1xh200; do
+    say "torch $s"
+    if timeout 120 python3 scripts/torch_equivalent.py "scenarios/$s.json" \
+        --out "$out/$s.torch.json" >"$out/$s.torch.txt" 2>&1; then
+      step=$(grep -E '^median step' "$out/$s.torch.txt")
+      timeout 60 "$bin/tracediff" "$out/$s.sim.json" "$out/$s.torch.json" \
+        >"$out/$s.diff.txt" 2>&1
+      row "torch $s" ok "$step; $(grep -E 'step_time' "$out/$s.diff.txt" | head -1 | tr -s ' ')"
+    else
+      row "torch $s" "FAILED" "$(tail -1 "$out/$s.torch.txt")"
+    fi
+  done
+else
+  row torch "skipped" "no PyTorch with CUDA here"
+fi
+
+# [SECTION] Summary
+echo
+printf '%-40s %-16s %s\n' check result detail
+for r in "${rows[@]}"; do
+  IFS='|' read -r a b c <<<"$r"
+  printf '%-40s %-16s %s\n' "$a" "$b" "$c"
+done

@@ -158,7 +158,7 @@ std::string validate_program(const Program& p) {
       if (d.op > i && p.ops[d.op].thread == op.thread)
         return where + ": depends on a later op of its thread";
     }
-    if (op.kind == OpKind::kCollective) {
+    if (op.kind == OpKind::kCollective && op.fixed_ns < 0) {
       if (op.group < 0 || op.group >= static_cast<int>(p.groups.size()))
         return where + ": no such group";
       if (op.instance < 0) return where + ": collective without instance";

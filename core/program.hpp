@@ -147,6 +147,11 @@ struct Op {
   // kAlloc / kFree
   MemCategory mem_category = MemCategory::kActivations;
 
+  // A stand-in for work that needs GPUs outside the Program (core/program_slice.hpp): when >= 0,
+  // the op (a collective or a peer copy, with no group or peer) occupies its stream for exactly
+  // this long instead of moving data.
+  TimeNs fixed_ns = -1;
+
   // annotations
   std::int64_t batch = -1;  // samples this op works on (forward ops: the replica's share)
   std::string phase;        // "data", "forward", "backward", "optimizer", "replicate", ...

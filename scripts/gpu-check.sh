@@ -17,19 +17,20 @@ rows=()
 row() { rows+=("$1|$2|$3"); }
 say() { echo "== $*" | tee -a "$log"; }
 
-# [SECTION] Libraries: CUDA's, and NCCL from the toolkit or from PyTorch's nvidia-nccl wheel.
+# [SECTION] Libraries: CUDA's (runtime, cuBLAS, CUPTI), and NCCL and CUPTI from the toolkit or
+# from PyTorch's nvidia-* wheels.
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
-libs="$cuda_home/lib64:$cuda_home/lib"
-nccl_dir=$(python3 - 2>/dev/null <<'PY'
-import os
-try:
-    import nvidia.nccl as n
-    print(os.path.join(list(n.__path__)[0], "lib"))
-except Exception:
-    pass
+libs="$cuda_home/lib64:$cuda_home/lib:$cuda_home/extras/CUPTI/lib64"
+wheel_dirs=$(python3 - 2>/dev/null <<'PY'
+import importlib, os
+for m in ("nvidia.nccl", "nvidia.cuda_cupti"):
+    try:
+        print(os.path.join(list(importlib.import_module(m).__path__)[0], "lib"))
+    except Exception:
+        pass
 PY
 )
-[ -n "$nccl_dir" ] && libs="$libs:$nccl_dir"
+for d in $wheel_dirs; do libs="$libs:$d"; done
 export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # [SECTION] Binaries

@@ -44,8 +44,9 @@ TEST_CASE("simrun --help documents options and exit codes", "[cli]") {
 
 TEST_CASE("simrun writes the trace, per-rank traces and the summary", "[cli]") {
   const fs::path d = fresh_dir("ok");
-  const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "-o", (d / "t.json").string(), "--per-rank",
-                        (d / "ranks").string(), "--summary", (d / "s.json").string()});
+  const Result r =
+      run({test::scenario_path("linear_5x2_dp2.json"), "-o", (d / "t.json").string(), "--per-rank",
+           (d / "ranks").string(), "--summary", (d / "s.json").string()});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("step") != std::string::npos);
@@ -54,18 +55,22 @@ TEST_CASE("simrun writes the trace, per-rank traces and the summary", "[cli]") {
   CHECK(fs::exists(d / "ranks" / "rank-0.json"));
   CHECK(fs::exists(d / "ranks" / "rank-1.json"));
   const std::string summary = test::read_file((d / "s.json").string());
-  for (const char* key : {"\"step_time_s\": ", "\"samples_per_s\": ", "\"imbalance\": ", "\"oom\": ", "\"per_gpu\": "}) {
+  for (const char* key : {"\"step_time_s\": ", "\"samples_per_s\": ", "\"imbalance\": ",
+                          "\"oom\": ", "\"per_gpu\": "}) {
     CHECK(summary.find(key) != std::string::npos);
   }
   // the per-rank file says which rank it is, with a space after the colon
-  CHECK(test::read_file((d / "ranks" / "rank-1.json").string()).find("\"rank\": 1") != std::string::npos);
+  CHECK(test::read_file((d / "ranks" / "rank-1.json").string()).find("\"rank\": 1") !=
+        std::string::npos);
   // no temporaries left behind
-  for (const auto& e : fs::recursive_directory_iterator(d)) CHECK(e.path().string().find(".tmp") == std::string::npos);
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    CHECK(e.path().string().find(".tmp") == std::string::npos);
 }
 
 TEST_CASE("bad input: exit 2, one line naming the problem, nothing written", "[cli]") {
   const fs::path d = fresh_dir("bad");
-  const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddpp", "-o", (d / "t.json").string()});
+  const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddpp",
+                        "-o", (d / "t.json").string()});
   CHECK(r.code == 2);
   CHECK(r.err.find("strategy.kind") != std::string::npos);
   CHECK_FALSE(fs::exists(d / "t.json"));
@@ -110,9 +115,10 @@ TEST_CASE("simrun --fail-on-oom exits 4 and names the GPU, op and shortfall", "[
   // ResNet-50 with a batch of 4096 on one 11 GB GTX 1080 Ti: activations alone are ~100 MB per
   // sample in fp32, far beyond 11 GB, so the verdict must be an OOM.
   const fs::path d = fresh_dir("oom");
-  const Result r = run({test::scenario_path("dp_vs_ddp_4x1080ti.json"), "--set", "strategy.kind=single", "--set",
-                        "strategy.device_ids=[0]", "--set", "training.global_batch=4096", "--set", "training.steps=1",
-                        "--fail-on-oom", "--summary", (d / "s.json").string()});
+  const Result r =
+      run({test::scenario_path("dp_vs_ddp_4x1080ti.json"), "--set", "strategy.kind=single", "--set",
+           "strategy.device_ids=[0]", "--set", "training.global_batch=4096", "--set",
+           "training.steps=1", "--fail-on-oom", "--summary", (d / "s.json").string()});
   INFO(r.out << r.err);
   CHECK(r.code == 4);
   CHECK(r.out.find("OOM") != std::string::npos);
@@ -133,6 +139,26 @@ TEST_CASE("simrun compare: per GPU and op class, both traces written", "[cli][re
   CHECK(r.out.find("largest ops") != std::string::npos);
   CHECK(fs::exists(prefix + ".sim.json"));
   CHECK(fs::exists(prefix + ".cpu-standin.json"));
-  const Result bad = run({"compare", test::scenario_path("single_gpu_linear.json"), "--backend", "sim"});
+  const Result bad =
+      run({"compare", test::scenario_path("single_gpu_linear.json"), "--backend", "sim"});
   CHECK(bad.code == 2);  // compare needs a real backend
+}
+
+TEST_CASE("simrun --ranks runs one GPU's ops with the rest simulated", "[cli][real]") {
+  // GPU 3 of the 8-GPU pipeline: its own kernels run (here on the stand-in, 1/1000 of their
+  // simulated time), its sends and receives become their simulated durations.
+  const fs::path d = fresh_dir("ranks");
+  const Result r = run({test::scenario_path("gpt_pipeline_8xa100.json"), "--backend", "standin",
+                        "--ranks", "3", "--time-scale", "0.001", "-o", (d / "r.json").string()});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("GPU 3 alone") != std::string::npos);
+  const std::string trace = test::read_file((d / "r.json").string());
+  CHECK(trace.find("\"rank_slice\"") != std::string::npos);
+  CHECK(trace.find("simulated_elsewhere_ns") != std::string::npos);
+  const Result sim = run({test::scenario_path("gpt_pipeline_8xa100.json"), "--ranks", "3"});
+  CHECK(sim.code == 2);  // --ranks needs a real backend
+  const Result far = run(
+      {test::scenario_path("gpt_pipeline_8xa100.json"), "--backend", "standin", "--ranks", "99"});
+  CHECK(far.code == 2);
+  CHECK(far.err.find("--ranks") != std::string::npos);
 }

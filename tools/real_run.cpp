@@ -1,6 +1,8 @@
 #include "tools/real_run.hpp"
 
+#include <map>
 #include <memory>
+#include <optional>
 
 #include "backends/common/trace_builder.hpp"
 #include "backends/real/process_launcher.hpp"
@@ -10,6 +12,8 @@
 #include "backends/sim/sim_executor.hpp"
 #include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
+#include "core/program_slice.hpp"
+#include "profiler/nvml_sampler.hpp"
 #ifdef CSIM_HAVE_CUDA
 #include "backends/cuda/cuda_runtime.hpp"
 #endif
@@ -27,6 +31,8 @@ std::string cuda_status_line() {
 
 namespace {
 
+constexpr std::int64_t kNvmlPeriodMs = 100;  // NVML's own utilisation period is 1/6 s to 1 s
+
 std::unique_ptr<real::DeviceRuntime> make_runtime(const core::Scenario& s, const core::Program& p,
                                                   const RealRunOptions& o) {
   if (o.backend == "standin") {
@@ -38,12 +44,38 @@ std::unique_ptr<real::DeviceRuntime> make_runtime(const core::Scenario& s, const
   }
 #ifdef CSIM_HAVE_CUDA
   try {
-    return cuda::make_cuda_runtime();
+    return cuda::make_cuda_runtime(cuda::CudaOptions{o.cupti});
   } catch (const real::DeviceUnavailable& e) {
     throw BackendUnavailable(e.what());
   }
 #else
   throw BackendUnavailable(cuda_status_line() + "; use --backend sim or --backend standin");
+#endif
+}
+
+// --cupti: the run's CUPTI records and NVML samples, added to its trace (docs/real-execution.md,
+// "CUPTI and NVML").
+void add_gpu_telemetry(real::DeviceRuntime& rt, const prof::NvmlSampler& nvml, SimRun* run) {
+#ifdef CSIM_HAVE_CUDA
+  const cuda::CuptiCapture c = cuda::take_cupti_capture(rt);
+  cupti::append_to_trace(c.records, run->program, &run->trace);
+  nlohmann::json& notes = run->trace.metadata["notes"];
+  if (!nvml.available()) {
+    notes.push_back("no NVML: utilisation counters not sampled (" + nvml.why_unavailable() + ")");
+    return;
+  }
+  std::vector<prof::NvmlSample> samples = nvml.samples();
+  for (prof::NvmlSample& s : samples) s.t_ns -= c.clock_zero_ns;  // sampled from steady zero
+  std::map<int, int> gpu_of_device;  // NVML and CUDA order devices differently: match UUIDs
+  for (int i = 0; i < nvml.device_count(); ++i) {
+    const auto it = c.gpu_of_uuid.find(nvml.uuids()[static_cast<std::size_t>(i)]);
+    if (it != c.gpu_of_uuid.end()) gpu_of_device[i] = it->second;
+  }
+  if (gpu_of_device.empty()) notes.push_back("NVML counters: no UUID matched, NVML index = GPU");
+  prof::to_counters(samples, &run->trace, gpu_of_device);
+  for (const std::string& p : nvml.problems()) notes.push_back(p);
+#else
+  (void)rt, (void)nvml, (void)run;
 #endif
 }
 
@@ -85,6 +117,40 @@ void run_processes(const core::Scenario& s, const RealRunOptions& o,
   run->extra_metadata["runtime"] = info.metadata;
 }
 
+// --ranks R: simulates the whole scenario (rank symmetry allowed: GPU R's ops are those of its
+// representative), then slices out R's threads with the collectives and peer copies as fixed
+// delays of their simulated durations; `one` becomes the one-GPU scenario the slice runs on.
+core::Program one_rank(const core::Scenario& s, int rank, const core::RunControl& control,
+                       core::Scenario* one, nlohmann::json* md) {
+  if (rank >= s.cluster.world_gpus())
+    throw InputError("(command line)", "--ranks",
+                     std::to_string(rank) + " is not a GPU of this " +
+                         std::to_string(s.cluster.world_gpus()) + "-GPU cluster",
+                     "GPUs are numbered from 0");
+  const core::Program whole = core::lower(s);
+  const int rep = core::representative_of(whole, rank);
+  if (rep < 0)
+    throw InputError("(command line)", "--ranks", "GPU " + std::to_string(rank) + " is idle",
+                     "pick a GPU the strategy uses");
+  sim::SimExecutor sim(s);
+  const core::ExecutionResult simulated = sim.run(whole, control);
+  core::RankSlice slice = core::slice_rank(whole, rep, simulated.timings);
+  *one = s;
+  one->cluster.nodes = 1;
+  one->cluster.gpus_per_node = 1;
+  one->cluster.stragglers.clear();
+  one->cluster.degraded_links.clear();
+  one->simulation.symmetry = false;
+  (*md)["rank_slice"] = {{"gpu", rank},
+                         {"ops_of_gpu", rep},
+                         {"world_gpus", s.cluster.world_gpus()},
+                         {"replaced_by_simulated_delays", slice.replaced}};
+  if (rep != rank)
+    slice.program.warnings.push_back("GPU " + std::to_string(rank) + " mirrors GPU " +
+                                     std::to_string(rep) + " (rank symmetry): its ops ran");
+  return std::move(slice.program);
+}
+
 }  // namespace
 
 SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
@@ -100,11 +166,21 @@ SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
                              std::to_string(cc % 10) +
                              ") cannot run with CUDA 13, which needs 7.5 or newer; simulate it, "
                              "or --set cluster.gpu=H200-SXM-141GB");
-  // Real execution needs every rank's ops: rank symmetry is a simulator shortcut.
+  // Real execution needs every rank's ops: rank symmetry is a simulator shortcut. With --ranks,
+  // one GPU's ops run on a one-GPU cluster and the rest of the cluster is simulated.
   core::Scenario full = scenario;
   full.simulation.symmetry = false;
   SimRun run;
-  run.program = core::lower(full);
+  std::unique_ptr<real::DeviceRuntime> rt;
+  std::optional<prof::NvmlSampler> nvml;  // --cupti: sampled around the run
+  if (o.rank >= 0) {
+    if (o.launch != "threads")
+      throw InputError("(command line)", "--ranks", "one GPU runs in one process",
+                       "use --launch threads with --ranks");
+    run.program = one_rank(scenario, o.rank, control, &full, &run.extra_metadata);
+  } else {
+    run.program = core::lower(full);
+  }
   if (o.launch == "processes") {
     try {
       run_processes(full, o, control, &run);
@@ -112,17 +188,20 @@ SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
       throw BackendUnavailable(e.what());
     }
   } else {
-    std::unique_ptr<real::DeviceRuntime> rt = make_runtime(full, run.program, o);
+    rt = make_runtime(full, run.program, o);
     real::RealExecutor exec(*rt, real::RealOptions{o.emulate_gil});
+    if (o.cupti && o.backend == "cuda") nvml.emplace().start(kNvmlPeriodMs);
     try {
       run.result = exec.run(run.program, control);
     } catch (const real::DeviceUnavailable& e) {
       throw BackendUnavailable(e.what());
     }
+    if (nvml) nvml->stop();
     run.extra_metadata["runtime"] = rt->info().metadata;
   }
   run.memory = core::memory_timeline(run.program, run.result.timings, full.cluster);
   run.trace = backend::build_trace(full, run.program, run.result, run.memory);
+  if (nvml) add_gpu_telemetry(*rt, *nvml, &run);
   run.trace.metadata["launch"] = o.launch;
   for (auto it = run.extra_metadata.begin(); it != run.extra_metadata.end(); ++it)
     run.trace.metadata[it.key()] = it.value();

@@ -10,9 +10,12 @@ namespace csim::app {
 
 struct RealRunOptions {
   std::string backend = "standin";  // "standin" or "cuda"
-  std::string launch = "threads";   // launch mode; only "threads" so far
+  std::string launch = "threads";   // "threads" or "processes" ("mpi" not yet)
   double time_scale = 1.0;          // stand-in: simulated durations x this
   bool emulate_gil = true;          // a real mutex for each Python process's GIL
+  int rank = -1;  // >= 0: run only this GPU's ops, the rest simulated (core/program_slice.hpp)
+  // cuda: CUPTI per-kernel lanes and NVML counters in the trace (docs/real-execution.md)
+  bool cupti = false;
 };
 
 // Throws BackendUnavailable (exit 3) when the backend cannot run here, InputError for a launch

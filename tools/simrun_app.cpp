@@ -74,9 +74,16 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
                  "real backends: threads (one process, one thread per GPU) or processes (one "
                  "process per Program process, coordinated over loopback TCP)")
       ->check(CLI::IsMember({"threads", "processes", "mpi"}));
+  app.add_flag("--cupti", real_opts.cupti,
+               "cuda: trace every kernel, memcpy and NCCL launch with CUPTI (lanes 'CUPTI stream "
+               "S', each mapped to its op) and sample NVML utilisation counters");
   app.add_option("--time-scale", real_opts.time_scale,
                  "standin: run each op for its simulated duration x this")
       ->check(CLI::Range(1e-3, 1e3));
+  app.add_option("--ranks", real_opts.rank,
+                 "real backends: run only this GPU's ops for real, the rest of the cluster "
+                 "simulated (its collectives become their simulated durations)")
+      ->check(CLI::NonNegativeNumber);
   bool no_gil = false;
   app.add_flag("--no-gil-emulation", no_gil,
                "real backends: do not serialise Python time with an emulated GIL");
@@ -93,6 +100,11 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     core::RunControl control;
     control.cancel = cancel_flag();
     real_opts.backend = backend;
+    if (real_opts.cupti && backend != "cuda")
+      err << "simrun: warning: --cupti traces --backend cuda only; ignored\n";
+    if (backend == "sim" && real_opts.rank >= 0)
+      throw InputError("(command line)", "--ranks", "runs one GPU for real",
+                       "add --backend cuda or --backend standin");
     real_opts.emulate_gil = !no_gil;
     SimRun run =
         backend == "sim" ? simulate(scenario, control) : run_real(scenario, real_opts, control);

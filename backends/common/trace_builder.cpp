@@ -132,9 +132,12 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       e.args = {{"copy_kind", std::string(core::to_string(op.copy_kind))}, {"bytes", static_cast<std::int64_t>(op.bytes)}};
       if (op.peer_gpu >= 0) e.args.push_back({"src_device", static_cast<std::int64_t>(op.peer_gpu)});
     } else {
-      const core::CommGroup& g = p.groups[op.group];
+      // A collective simulated elsewhere (core/program_slice.hpp) has no group here.
       std::string ranks = "[";
-      for (std::size_t i = 0; i < g.gpus.size(); ++i) ranks += (i ? ", " : "") + std::to_string(g.gpus[i]);
+      if (op.group >= 0) {
+        const core::CommGroup& g = p.groups[op.group];
+        for (std::size_t i = 0; i < g.gpus.size(); ++i) ranks += (i ? ", " : "") + std::to_string(g.gpus[i]);
+      }
       ranks += "]";
       const std::int64_t nelems = op.bytes / 4;  // payloads are counted in fp32 elements
       e.name = nccl_kernel_name(op);
@@ -143,12 +146,13 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       e.args = {{"Collective name", std::string(core::to_string(op.collective))},
                 {"In msg nelems", nelems},
                 {"Out msg nelems", nelems},
-                {"Group size", static_cast<std::int64_t>(g.gpus.size())},
+                {"Group size", static_cast<std::int64_t>(op.group >= 0 ? p.groups[op.group].gpus.size() : 0)},
                 {"Process Group Ranks", ranks},
                 {"dtype", std::string("Float")},
                 {"bytes", static_cast<std::int64_t>(op.bytes)}};
       if (op.root >= 0) e.args.push_back({"root", static_cast<std::int64_t>(op.root)});
     }
+    if (op.fixed_ns >= 0) e.args.push_back({"simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns)});
     e.args.push_back({"phase", op.phase});
     if (op.batch >= 0) e.args.push_back({"batch", op.batch});
     e.args.push_back({"step", static_cast<std::int64_t>(op.step)});

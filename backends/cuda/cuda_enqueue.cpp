@@ -48,6 +48,9 @@ std::string CudaRuntime::not_enqueued(OpId op) const {
 }
 
 void CudaRuntime::enqueue(const Op& op, const std::vector<OpId>& stream_deps) {
+  // Traced runs: every CUDA call below (waits, events, the op's kernels and copies, NCCL) carries
+  // the op's id to CUPTI. A batch's last member carries the whole ncclGroupEnd (see take_cupti).
+  const cupti::OpScope scope(tracer_.get(), op.id);
   try {
     enqueue_locked(op, stream_deps);
   } catch (...) {
@@ -102,7 +105,25 @@ void CudaRuntime::enqueue_locked(const Op& op, const std::vector<OpId>& stream_d
   st.enqueued.store(true, std::memory_order_release);
 }
 
+namespace {
+
+// Runs on CUDA's callback thread, in stream order: the stream waits until it returns.
+void CUDART_CB sleep_host_fn(void* ns) {
+  const auto* d = static_cast<const TimeNs*>(ns);
+  std::this_thread::sleep_for(std::chrono::nanoseconds(*d));
+}
+
+}  // namespace
+
 void CudaRuntime::run_op(const Op& op, StreamState& s, DeviceState& d) {
+  if (op.fixed_ns >= 0) {
+    // A collective or peer copy of a rank run alone (simrun --ranks): its simulated duration
+    // held on the stream by a host function (callbacks run one at a time per process, which the
+    // few such ops of one rank tolerate; the op's events still time it on the GPU's clock).
+    check_op(cudaLaunchHostFunc(s.stream, sleep_host_fn, const_cast<TimeNs*>(&op.fixed_ns)),
+             "cudaLaunchHostFunc", op);
+    return;
+  }
   switch (op.kind) {
     case OpKind::kCompute:
       if (is_gemm_like(op)) {
@@ -371,6 +392,7 @@ void CudaRuntime::finish() {
            "nothing");
     }
     compute_intervals();
+    stop_tracing();  // the streams are drained: every record is complete
     finished_ = true;
   } catch (...) {
     failed_ = true;

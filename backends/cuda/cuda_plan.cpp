@@ -143,6 +143,9 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
     ++plan.local_ops;
     DevicePlan& dev = plan.devices[static_cast<std::size_t>(device_of(op.gpu))];
     const Bytes capped = std::min(op.bytes, kMaxBufferBytes);
+    // Work simulated elsewhere (core/program_slice.hpp, simrun --ranks): a timed wait on the
+    // stream, no buffers, peers or communicators.
+    if (op.fixed_ns >= 0) continue;
     switch (op.kind) {
       case OpKind::kCompute:
         if (is_gemm_like(op)) {

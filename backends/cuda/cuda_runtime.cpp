@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_runtime.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -70,7 +71,8 @@ Probe probe_devices() {
 
 namespace detail {
 
-CudaRuntime::CudaRuntime(int device_count) : device_count_(device_count) {
+CudaRuntime::CudaRuntime(int device_count, const CudaOptions& options)
+    : device_count_(device_count), options_(options) {
   info_.backend = "cuda";
   info_.measured = true;
   cudaDeviceProp prop{};
@@ -128,6 +130,7 @@ void CudaRuntime::open(const core::Program& program, const std::vector<int>& gpu
   open_comms();
   warm_up();
   pair_clocks();
+  if (options_.cupti) start_tracing(program);  // after the warm-up: its kernels are not traced
 }
 
 void CudaRuntime::open_devices() {
@@ -352,7 +355,76 @@ void CudaRuntime::pair_clocks() {
   }
 }
 
+void CudaRuntime::start_tracing(const core::Program& program) {
+  for (const Op& op : program.ops) op_gpu_.push_back(op.gpu);
+  // NVML names devices by UUID and in PCI order; CUDA's order differs unless
+  // CUDA_DEVICE_ORDER=PCI_BUS_ID. NVML's text form of the 16 UUID bytes is "GPU-" 8-4-4-4-12 hex.
+  for (const auto& dp : devices_) {
+    cudaDeviceProp prop{};
+    check_open(cudaGetDeviceProperties(&prop, dp->device), "cudaGetDeviceProperties",
+               "GPU " + std::to_string(dp->gpu) + " UUID");
+    const auto* b = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+    char text[48];
+    std::snprintf(text, sizeof text,
+                  "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                  b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+                  b[14], b[15]);
+    gpu_of_uuid_[text] = dp->gpu;
+  }
+  auto tracer = std::make_unique<cupti::CuptiTracer>();
+  tracer->start(clock_zero_ns_);  // DeviceUnavailable with CUPTI's reason
+  tracer_ = std::move(tracer);
+  std::lock_guard lock(info_mu_);
+  info_.metadata["cupti_version"] = cupti::CuptiTracer::version_line();
+  info_.metadata["cupti_clock_pair_gap_ns"] = std::to_string(tracer_->clock_pair_gap_ns());
+}
+
+void CudaRuntime::stop_tracing() {
+  if (!tracer_ || !tracer_->running()) return;
+  tracer_->stop();
+  note(
+      "CUPTI traced every kernel, memcpy, memset and launch after the warm-up: lanes 'CUPTI "
+      "stream S' give each op's kernels; their times pair CUPTI's clock with the host steady "
+      "clock at open (within " +
+      std::to_string(tracer_->clock_pair_gap_ns()) +
+      " ns), separately from the op events' pairing, so the two may be offset by microseconds");
+  for (std::string& n : tracer_->notes()) note(std::move(n));
+}
+
+CuptiCapture CudaRuntime::take_cupti() {
+  CuptiCapture c;
+  c.clock_zero_ns = clock_zero_ns_;
+  if (!tracer_) return c;
+  stop_tracing();
+  c.records = tracer_->take();
+  c.gpu_of_uuid = gpu_of_uuid_;
+  for (cupti::Record& r : c.records) {
+    if (r.device >= 0 && static_cast<std::size_t>(r.device) < devices_.size())
+      r.gpu = devices_[static_cast<std::size_t>(r.device)]->gpu;
+    // A collective batch launches every member's kernel inside one ncclGroupEnd, while the last
+    // member's id is pushed: each kernel belongs to the member on its own GPU.
+    if (r.op_id < 0 || static_cast<std::size_t>(r.op_id) >= op_gpu_.size() || r.gpu < 0) continue;
+    const int batch = plan_.batch_of_op[static_cast<std::size_t>(r.op_id)];
+    if (batch < 0 || op_gpu_[static_cast<std::size_t>(r.op_id)] == r.gpu) continue;
+    for (core::OpId member : plan_.batches[static_cast<std::size_t>(batch)].ops) {
+      if (op_gpu_[static_cast<std::size_t>(member)] == r.gpu) r.op_id = member;
+    }
+  }
+  // The launch calls follow their GPU work (they carry no device of their own).
+  std::map<std::int64_t, std::int64_t> op_of_correlation;
+  for (const cupti::Record& r : c.records) {
+    if (cupti::is_gpu_record(r.kind) && r.correlation >= 0)
+      op_of_correlation.try_emplace(r.correlation, r.op_id);
+  }
+  for (cupti::Record& r : c.records) {
+    const auto it = op_of_correlation.find(r.correlation);
+    if (cupti::is_api_record(r.kind) && it != op_of_correlation.end()) r.op_id = it->second;
+  }
+  return c;
+}
+
 void CudaRuntime::release() noexcept {
+  if (tracer_) tracer_->stop();  // before the streams go: a forced flush of what was recorded
   // After a failure, in-flight collectives may wait for peers that will never come: abort the
   // communicators (which stops their kernels) instead of destroying them after a sync.
   const bool abort_comms = failed_.load() || (opened_ && !finished_);
@@ -411,10 +483,15 @@ void CudaRuntime::release() noexcept {
 
 }  // namespace detail
 
-std::unique_ptr<real::DeviceRuntime> make_cuda_runtime() {
+std::unique_ptr<real::DeviceRuntime> make_cuda_runtime(const CudaOptions& options) {
   const Probe p = probe_devices();
   if (!p.problem.empty()) throw DeviceUnavailable(p.problem);
-  return std::make_unique<detail::CudaRuntime>(p.count);
+  return std::make_unique<detail::CudaRuntime>(p.count, options);
+}
+
+CuptiCapture take_cupti_capture(real::DeviceRuntime& runtime) {
+  auto* cuda = dynamic_cast<detail::CudaRuntime*>(&runtime);
+  return cuda != nullptr ? cuda->take_cupti() : CuptiCapture{};
 }
 
 std::string cuda_probe_line() {

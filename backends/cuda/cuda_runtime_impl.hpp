@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "backends/cuda/cuda_plan.hpp"
+#include "backends/cuda/cuda_runtime.hpp"
 #include "backends/cuda/nccl_ops.hpp"
 #include "backends/real/device_runtime.hpp"
+#include "profiler/cupti/cupti_tracer.hpp"
 
 namespace csim::cuda::detail {
 
@@ -100,7 +102,7 @@ struct CommSet {
 
 class CudaRuntime final : public real::DeviceRuntime {
  public:
-  explicit CudaRuntime(int device_count);
+  CudaRuntime(int device_count, const CudaOptions& options);
   ~CudaRuntime() override { release(); }
   CudaRuntime(const CudaRuntime&) = delete;
   CudaRuntime& operator=(const CudaRuntime&) = delete;
@@ -116,6 +118,7 @@ class CudaRuntime final : public real::DeviceRuntime {
   void finish() override;
   void abort() override;
   bool op_interval(core::OpId op, TimeNs* start_ns, TimeNs* end_ns) const override;
+  CuptiCapture take_cupti();
 
  private:
   void open_devices();
@@ -124,6 +127,8 @@ class CudaRuntime final : public real::DeviceRuntime {
   void open_comms();
   void warm_up();
   void pair_clocks();
+  void start_tracing(const core::Program& program);
+  void stop_tracing();
   void note(std::string line) {
     std::lock_guard lock(info_mu_);
     info_.notes.push_back(std::move(line));
@@ -151,6 +156,7 @@ class CudaRuntime final : public real::DeviceRuntime {
   }
 
   const int device_count_;
+  const CudaOptions options_;
   mutable std::mutex info_mu_;
   real::RuntimeInfo info_;
 
@@ -175,6 +181,13 @@ class CudaRuntime final : public real::DeviceRuntime {
   std::map<std::tuple<int, int, Bytes>, std::vector<std::pair<core::OpId, void*>>> live_;
   std::map<core::OpId, void*> alloc_of_op_;
   std::int64_t unmatched_frees_ = 0;
+
+  // CudaOptions::cupti: the tracer (null when off: enqueue's OpScope then does nothing), each
+  // op's GPU (to give a one-thread collective batch's kernels their own GPU's op), and each
+  // device's UUID as NVML writes it.
+  std::unique_ptr<cupti::CuptiTracer> tracer_;
+  std::vector<int> op_gpu_;
+  std::map<std::string, int> gpu_of_uuid_;
 };
 
 }  // namespace csim::cuda::detail

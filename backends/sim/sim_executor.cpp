@@ -297,6 +297,10 @@ void Engine::start_on_stream(int s, OpId id) {
     }
     case OpKind::kCopy: {
       st.running = id;
+      if (op.fixed_ns >= 0) {  // simulated elsewhere (core/program_slice.hpp): a fixed delay
+        push(now_ + op.fixed_ns, EvType::kComputeDone, id);
+        return;
+      }
       if (op.copy_kind == core::CopyKind::kD2D) {
         // On-device copy: a memory-bound kernel reading and writing the bytes (docs/cost-model.md,
         // "Copies").
@@ -312,6 +316,10 @@ void Engine::start_on_stream(int s, OpId id) {
     case OpKind::kCollective: {
       st.running = id;
       comm_sms_[op.gpu] += sms_of(op);
+      if (op.fixed_ns >= 0) {  // simulated elsewhere (core/program_slice.hpp): a fixed delay
+        push(now_ + op.fixed_ns, EvType::kComputeDone, id);
+        return;
+      }
       Instance& in = instances_[op.instance];
       in.arrived.push_back(id);
       // NCCL: each GPU's kernel starts (and spins) when its stream reaches it; data moves only
@@ -579,7 +587,7 @@ core::ExecutionResult Engine::run() {
   // An instance starts when all its ops arrived: one per group member, or per representative
   // member under rank symmetry (validate_program checks the count).
   for (const Op& op : p_.ops) {
-    if (op.kind == OpKind::kCollective) ++instances_[op.instance].expected;
+    if (op.kind == OpKind::kCollective && op.instance >= 0) ++instances_[op.instance].expected;
   }
   for (std::size_t t = 0; t < threads_.size(); ++t)
     push(0, EvType::kThreadStep, static_cast<std::int64_t>(t));

@@ -233,16 +233,22 @@ void CUPTIAPI on_buffer_completed(CUcontext context, std::uint32_t stream_id, st
 
 void CuptiTracer::Impl::parse(const CUpti_Activity* a) {
   Record r;
+  // The fields every GPU-side record (kernel, memcpy, memset) carries, whatever its struct;
+  // false when its times are unusable.
+  auto gpu_side = [&](const auto* x) {
+    if (!set_times(x->start, x->end, r)) return false;
+    r.device = static_cast<int>(x->deviceId);
+    r.stream = x->streamId;
+    r.correlation = x->correlationId;
+    return true;
+  };
   switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(a);
       r.kind = RecordKind::kKernel;
       r.name = k->name != nullptr ? k->name : "(unnamed kernel)";
-      if (!set_times(k->start, k->end, r)) return;
-      r.device = static_cast<int>(k->deviceId);
-      r.stream = k->streamId;
-      r.correlation = k->correlationId;
+      if (!gpu_side(k)) return;
       device_of_context[k->contextId] = r.device;
       break;
     }
@@ -252,10 +258,7 @@ void CuptiTracer::Impl::parse(const CUpti_Activity* a) {
       r.name = memcpy_name(m->copyKind, m->srcKind, m->dstKind);
       r.copy_kind = copy_kind_text(m->copyKind);
       r.bytes = static_cast<Bytes>(m->bytes);
-      if (!set_times(m->start, m->end, r)) return;
-      r.device = static_cast<int>(m->deviceId);
-      r.stream = m->streamId;
-      r.correlation = m->correlationId;
+      if (!gpu_side(m)) return;
       device_of_context[m->contextId] = r.device;
       break;
     }
@@ -266,10 +269,7 @@ void CuptiTracer::Impl::parse(const CUpti_Activity* a) {
                std::to_string(m->srcDeviceId) + " -> " + std::to_string(m->dstDeviceId);
       r.copy_kind = copy_kind_text(m->copyKind);
       r.bytes = static_cast<Bytes>(m->bytes);
-      if (!set_times(m->start, m->end, r)) return;
-      r.device = static_cast<int>(m->deviceId);
-      r.stream = m->streamId;
-      r.correlation = m->correlationId;
+      if (!gpu_side(m)) return;
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -277,10 +277,7 @@ void CuptiTracer::Impl::parse(const CUpti_Activity* a) {
       r.kind = RecordKind::kMemset;
       r.name = std::string("Memset (") + memory_kind_text(m->memoryKind) + ")";
       r.bytes = static_cast<Bytes>(m->bytes);
-      if (!set_times(m->start, m->end, r)) return;
-      r.device = static_cast<int>(m->deviceId);
-      r.stream = m->streamId;
-      r.correlation = m->correlationId;
+      if (!gpu_side(m)) return;
       device_of_context[m->contextId] = r.device;
       break;
     }

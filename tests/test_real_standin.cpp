@@ -138,17 +138,19 @@ TEST_CASE("stand-in: the emulated GIL serialises one process's Python time", "[r
 
 TEST_CASE("stand-in: a cancelled run stops, keeps what finished and says incomplete",
           "[real][standin]") {
-  // Ten steps at 20x the simulated durations take far longer than the 30 ms before the cancel.
-  const core::Scenario s = scenario("linear_5x2_dp4.json", {"training.steps=10"});
+  // Twenty steps at 1000x the simulated durations take about 1.5 s (measured: 10 steps 0.78 s),
+  // far longer than the 250 ms before the cancel, by which time the first step's ops have long
+  // finished, even under ThreadSanitizer on a loaded machine.
+  const core::Scenario s = scenario("linear_5x2_dp4.json", {"training.steps=20"});
   core::Program p = core::lower(s);
   sim::SimExecutor sim(s);
-  real::StandinRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), {20.0});
+  real::StandinRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), {1000.0});
   real::RealExecutor exec(rt, {});
   std::atomic<bool> cancel{false};
   core::RunControl control;
   control.cancel = &cancel;
   std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
     cancel = true;
   });
   const auto t0 = std::chrono::steady_clock::now();

@@ -77,10 +77,20 @@ for s in mlp_1xh200 gpt2_small_1xh200; do
   fi
 done
 
-# [SECTION] Not built yet (kept in the table so that their absence is visible)
-for c in "calibrate" "--ranks 0 (gpt3_175b_1024xa100_3d)"; do
-  row "$c" "not implemented" "docs/real-execution.md, Status"
-done
+# [SECTION] One rank of a large run: GPU 0 of GPT-3 175B on 1,024 GPUs (as H200s), its kernels at
+# their true sizes on this GPU, the rest of the cluster simulated (simrun --ranks).
+say "ranks 0 of gpt3_175b_1024xa100_3d"
+if timeout 120 "$bin/simrun" scenarios/gpt3_175b_1024xa100_3d.json --set cluster.gpu=H200-SXM-141GB \
+    --backend cuda --ranks 0 -o "$out/gpt3_rank0.cuda.json" >"$out/gpt3_rank0.txt" 2>&1 &&
+   timeout 60 "$bin/simrun" scenarios/gpt3_175b_1024xa100_3d.json --set cluster.gpu=H200-SXM-141GB \
+    -q --summary "$out/gpt3_sim.summary.json" >>"$out/gpt3_rank0.txt" 2>&1; then
+  row "ranks 0 gpt3_175b (H200)" ok "$(grep -E '^step time' "$out/gpt3_rank0.txt" | head -1) (sim: $(grep -o '"step_time_s": [0-9.e-]*' "$out/gpt3_sim.summary.json"))"
+else
+  row "ranks 0 gpt3_175b (H200)" "FAILED" "$(tail -1 "$out/gpt3_rank0.txt")"
+fi
+
+# [SECTION] Not built yet (kept in the table so that its absence is visible)
+row calibrate "not implemented" "docs/real-execution.md, Status"
 
 # [SECTION] PyTorch ground truth: the same scenario in PyTorch under torch.profiler
 if python3 -c "import torch; assert torch.cuda.is_available()" >>"$log" 2>&1; then

@@ -14,6 +14,7 @@
 #include "backends/cuda/cuda_plan.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
 #include "core/program.hpp"
+#include "tests/cuda/op_fixture.hpp"
 
 using namespace csim;
 using core::CollectiveKind;
@@ -80,18 +81,7 @@ int copy_stream(int gpu) {
   return 3 * gpu + 2;
 }
 
-Op& add_op(Program& p, OpKind kind, const std::string& name, int thread, int stream, int gpu) {
-  Op op;
-  op.id = static_cast<core::OpId>(p.ops.size());
-  op.kind = kind;
-  op.name = name;
-  op.thread = thread;
-  op.stream = stream;
-  op.gpu = gpu;
-  op.step = 1;
-  p.ops.push_back(op);
-  return p.ops.back();
-}
+using csim::test::add_op;
 
 Op& add_collective(Program& p, CollectiveKind kind, int group, int instance, int thread, int gpu,
                    Bytes bytes) {

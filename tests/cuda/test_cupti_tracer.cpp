@@ -12,6 +12,7 @@
 
 #include "backends/cuda/cuda_runtime.hpp"
 #include "core/program.hpp"
+#include "tests/cuda/op_fixture.hpp"
 #include "profiler/cupti/cupti_tracer.hpp"
 
 using namespace csim;
@@ -65,18 +66,7 @@ Program program(int n_gpus) {
   return p;
 }
 
-Op& add_op(Program& p, OpKind kind, const std::string& name, int thread, int stream, int gpu) {
-  Op op;
-  op.id = static_cast<core::OpId>(p.ops.size());
-  op.kind = kind;
-  op.name = name;
-  op.thread = thread;
-  op.stream = stream;
-  op.gpu = gpu;
-  op.step = 1;
-  p.ops.push_back(op);
-  return p.ops.back();
-}
+using csim::test::add_op;
 
 // A runtime that is not the CUDA one: take_cupti_capture must give nothing.
 class OtherRuntime final : public real::DeviceRuntime {

@@ -4,12 +4,13 @@
 # (ignored by git: hand it over as a carried path). Our binaries link only the CUDA runtime,
 # cuBLAS, CUPTI and NCCL besides the C/C++ runtime (simdjson, CLI11, nlohmann and Catch2 are static or
 # header-only), and those come from the GPU machine's CUDA install, so only the binaries travel.
-# No .cu files: nothing is compiled for a particular GPU architecture.
+# No .cu files: nothing is compiled for a particular GPU architecture. MPI is left out (the GPU
+# machine has no mpirun and Open MPI would have to travel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/gpu
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCSIM_BUILD_GUI=OFF \
-  -DCSIM_BUILD_BENCH=ON -DCSIM_WITH_CUDA=ON >/dev/null
+  -DCSIM_BUILD_BENCH=ON -DCSIM_WITH_CUDA=ON -DCSIM_WITH_MPI=OFF >/dev/null
 cmake --build "$build" --target simrun tracediff tests_cuda tests_real
 rm -rf gpu-bundle
 mkdir -p gpu-bundle/bin

@@ -89,8 +89,33 @@ else
   row "ranks 0 gpt3_175b (H200)" "FAILED" "$(tail -1 "$out/gpt3_rank0.txt")"
 fi
 
-# [SECTION] Not built yet (kept in the table so that its absence is visible)
-row calibrate "not implemented" "docs/real-execution.md, Status"
+# [SECTION] Launch mode processes on the GPU: a forked rank opens its own CUDA runtime, reports
+# completions from its event poller and its timings through the coordinator. (NCCL across
+# processes needs two GPUs: NCCL refuses two ranks on one device, so one GPU cannot check it.)
+say "processes mlp_1xh200"
+if timeout 90 "$bin/simrun" scenarios/mlp_1xh200.json --backend cuda --launch processes \
+    -o "$out/mlp_processes.cuda.json" >"$out/mlp_processes.txt" 2>&1; then
+  row "processes mlp_1xh200" ok "$(grep -E '^step time' "$out/mlp_processes.txt" | head -1)"
+else
+  row "processes mlp_1xh200" "FAILED" "$(tail -1 "$out/mlp_processes.txt")"
+fi
+
+# [SECTION] Calibration: GEMM, element-wise, copies and launch latency measured through the real
+# executor, fitted into a device profile, then the compare re-run with that profile.
+say "calibrate"
+if timeout 200 "$bin/simrun" calibrate scenarios/mlp_1xh200.json --backend cuda --quick \
+    -o "$out/h200.profile.json" >"$out/calibrate.txt" 2>&1; then
+  row calibrate ok "$(grep -iE 'gemm' "$out/calibrate.txt" | head -1 | tr -s ' ')"
+  if timeout 90 "$bin/simrun" compare scenarios/mlp_1xh200.json --backend cuda \
+      --device-profile "$out/h200.profile.json" -o "$out/mlp_calibrated" \
+      >"$out/mlp_calibrated.compare.txt" 2>&1; then
+    row "compare mlp_1xh200 (calibrated)" ok "$(grep -E '^whole run' "$out/mlp_calibrated.compare.txt")"
+  else
+    row "compare mlp_1xh200 (calibrated)" "FAILED" "$(tail -1 "$out/mlp_calibrated.compare.txt")"
+  fi
+else
+  row calibrate "FAILED" "$(tail -1 "$out/calibrate.txt")"
+fi
 
 # [SECTION] PyTorch ground truth: the same scenario in PyTorch under torch.profiler
 if python3 -c "import torch; assert torch.cuda.is_available()" >>"$log" 2>&1; then

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "tests/test_support.hpp"
+#include "tools/real_run.hpp"
 #include "tools/simrun_app.hpp"
 
 using namespace csim;
@@ -87,6 +88,23 @@ TEST_CASE("the cuda backend is reported unavailable with exit 3", "[cli]") {
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line, no stack of errors
 }
 
+TEST_CASE("a rank without a GPU in launch mode processes is exit 3, not a failed run", "[cli]") {
+  // Each forked rank opens its own CUDA runtime; here every one of them finds no GPU. That is the
+  // backend being unavailable (exit 3, one line naming the rank, nothing written), not a run that
+  // failed part way (exit 5 with a partial trace). On a machine with a GPU the run itself goes
+  // ahead, which the GPU check covers.
+  if (app::cuda_status_line().find("CUDA device(s)") != std::string::npos) return;
+  const fs::path d = fresh_dir("procs_cuda");
+  const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddp",
+                        "--set", "cluster.gpu=H200-SXM-141GB", "--backend", "cuda", "--launch",
+                        "processes", "-o", (d / "t.json").string()});
+  INFO(r.err);
+  CHECK(r.code == 3);
+  CHECK(r.err.find("rank ") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(d / "t.json"));
+}
+
 TEST_CASE("simrun --backend standin runs the real executor and labels the trace", "[cli][real]") {
   const fs::path d = fresh_dir("standin");
   const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "-o",
@@ -104,11 +122,13 @@ TEST_CASE("simrun --backend standin runs the real executor and labels the trace"
   const std::string ptrace = test::read_file((d / "p.json").string());
   CHECK(ptrace.find("\"launch\": \"processes\"") != std::string::npos);
   CHECK(ptrace.find("\"clock_sync\"") != std::string::npos);
-  // A launch mode not built yet is bad input (exit 2), not a crash.
+  // Launch mode mpi outside mpirun is bad input (exit 2) with the mpirun line to use (or, in a
+  // build without MPI, backend unavailable: exit 3), never a singleton MPI start.
   const Result mpi =
       run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "--launch", "mpi"});
-  CHECK(mpi.code == 2);
-  CHECK(mpi.err.find("--launch") != std::string::npos);
+  INFO(mpi.err);
+  CHECK((mpi.code == 2 || mpi.code == 3));
+  CHECK(mpi.err.find("mpi") != std::string::npos);
 }
 
 TEST_CASE("simrun --fail-on-oom exits 4 and names the GPU, op and shortfall", "[cli][memory]") {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/calibration/device_profile.hpp"
 #include "core/error.hpp"
 #include "core/scenario_parser.hpp"
 #include "profiler/chrome_trace_writer.hpp"
@@ -146,7 +147,7 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
       "vs real time per GPU and op class and for the largest ops, and write both traces.\n"
       "Example: simrun compare scenarios/single_gpu_linear.json --backend standin -o run",
       "simrun compare"};
-  std::string scenario_path, prefix;
+  std::string scenario_path, prefix, device_profile;
   std::vector<std::string> overrides;
   RealRunOptions o;
   int largest = 10;
@@ -159,13 +160,17 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--time-scale", o.time_scale, "standin: simulated durations x this")
       ->check(CLI::Range(1e-3, 1e3));
   app.add_option("--set", overrides, "override a scenario value: dotted.path=VALUE");
+  app.add_option("--device-profile", device_profile,
+                 "apply a device profile's overrides (simrun calibrate -o FILE) before the --set "
+                 "ones");
   app.add_option("-o,--output", prefix, "write PREFIX.sim.json and PREFIX.<backend>.json");
   app.add_option("--largest", largest, "how many of the largest ops to list")
       ->check(CLI::Range(0, 10000));
   if (const int code = parse_command_line(app, args, "simrun compare", out, err); code >= 0)
     return code;
   return run_command("simrun compare", err, [&]() -> int {
-    core::Scenario scenario = core::parse_scenario_file(scenario_path, overrides);
+    core::Scenario scenario =
+        calibration::parse_scenario_with_profile(scenario_path, device_profile, overrides);
     // One Program for both runs: real execution needs every rank, so the simulation does too.
     scenario.simulation.symmetry = false;
     core::RunControl control;

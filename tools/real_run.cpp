@@ -17,6 +17,9 @@
 #ifdef CSIM_HAVE_CUDA
 #include "backends/cuda/cuda_runtime.hpp"
 #endif
+#ifdef CSIM_HAVE_MPI
+#include "backends/mpi/mpi_launcher.hpp"
+#endif
 
 namespace csim::app {
 
@@ -33,8 +36,11 @@ namespace {
 
 constexpr std::int64_t kNvmlPeriodMs = 100;  // NVML's own utilisation period is 1/6 s to 1 s
 
-std::unique_ptr<real::DeviceRuntime> make_runtime(const core::Scenario& s, const core::Program& p,
-                                                  const RealRunOptions& o) {
+}  // namespace
+
+std::unique_ptr<real::DeviceRuntime> make_device_runtime(const core::Scenario& s,
+                                                         const core::Program& p,
+                                                         const RealRunOptions& o) {
   if (o.backend == "standin") {
     // The stand-in's durations come from simulating the very Program it will run.
     sim::SimExecutor sim(s);
@@ -52,6 +58,8 @@ std::unique_ptr<real::DeviceRuntime> make_runtime(const core::Scenario& s, const
   throw BackendUnavailable(cuda_status_line() + "; use --backend sim or --backend standin");
 #endif
 }
+
+namespace {
 
 // --cupti: the run's CUPTI records and NVML samples, added to its trace (docs/real-execution.md,
 // "CUPTI and NVML").
@@ -83,27 +91,81 @@ void add_gpu_telemetry(real::DeviceRuntime& rt, const prof::NvmlSampler& nvml, S
 
 namespace {
 
-// Launch mode processes: one forked rank per Program process, each with its own stand-in runtime
-// whose collectives meet through the coordinator (docs/real-execution.md, "Processes").
-void run_processes(const core::Scenario& s, const RealRunOptions& o,
-                   const core::RunControl& control, SimRun* run) {
-  if (o.backend != "standin")
-    throw BackendUnavailable(
-        "--launch processes is implemented for --backend standin only so far "
-        "(the cuda runtime bootstraps NCCL within one process)");
-  sim::SimExecutor sim(s);
-  const std::vector<TimeNs> busy = real::standin_busy_ns(run->program, sim.run(run->program, {}));
+// Launch modes processes and mpi: one rank per Program process, each with its own runtime built
+// after fork (a CUDA context must not cross fork) whose cross-rank needs go through the
+// coordinator: the stand-in's collective rendezvous, CUDA's NCCL unique ids
+// (docs/real-execution.md, "Processes", "MPI").
+void run_multiprocess(const core::Scenario& s, const RealRunOptions& o,
+                      const core::RunControl& control, SimRun* run) {
+  std::vector<TimeNs> busy;
   const real::StandinOptions so{o.time_scale};
-  real::RuntimeFactory factory = [&busy, so](real::RankLink& link) {
-    auto rt = std::make_unique<real::StandinRuntime>(busy, so);
-    rt->set_rendezvous(
-        [&link](int instance, TimeNs start) { return link.arrive(instance, start); });
-    return std::unique_ptr<real::DeviceRuntime>(std::move(rt));
+  if (o.backend == "standin") {
+    sim::SimExecutor sim(s);
+    busy = real::standin_busy_ns(run->program, sim.run(run->program, {}));
+  }
+#ifndef CSIM_HAVE_CUDA
+  if (o.backend == "cuda")
+    throw BackendUnavailable(cuda_status_line() + "; use --backend sim or --backend standin");
+#endif
+  real::RuntimeFactory factory = [&busy, so, &o](real::RankLink& link) {
+    std::unique_ptr<real::DeviceRuntime> rt;
+    if (o.backend == "standin") {
+      auto sr = std::make_unique<real::StandinRuntime>(busy, so);
+      sr->set_rendezvous(
+          [&link](int instance, TimeNs start) { return link.arrive(instance, start); });
+      rt = std::move(sr);
+    } else {
+#ifdef CSIM_HAVE_CUDA
+      cuda::CudaOptions co;
+      co.cupti = false;  // CUPTI per rank is not merged yet: --cupti runs in launch mode threads
+      co.shared_nccl_id = [&link](int group, const std::function<std::string()>& make) {
+        return link.shared_blob(group, make);
+      };
+      rt = cuda::make_cuda_runtime(co);
+#endif
+    }
+    return rt;
   };
   real::LaunchReport report;
-  run->result = real::launch_processes(run->program, factory, real::RealOptions{o.emulate_gil},
-                                       control, real::LaunchOptions{}, &report);
-  const real::RuntimeInfo info = real::StandinRuntime(busy, so).info();
+  if (o.launch == "mpi") {
+#ifdef CSIM_HAVE_MPI
+    if (!mpi::started_by_mpirun())
+      throw InputError("(command line)", "--launch",
+                       "mpi: this simrun was not started by mpirun (one MPI rank per process of "
+                       "the scenario's " +
+                           run->program.strategy_label + ")",
+                       "mpirun -np " + std::to_string(run->program.processes.size()) +
+                           " simrun SCENARIO --launch mpi ...");
+    const mpi::MpiWorld w = mpi::mpi_world();
+    if (w.size != static_cast<int>(run->program.processes.size()))
+      throw InputError(
+          "(command line)", "--launch",
+          "mpi: this run has " + std::to_string(w.size) + " MPI ranks; the scenario's " +
+              run->program.strategy_label + " has " +
+              std::to_string(run->program.processes.size()) + " processes",
+          "mpirun -np " + std::to_string(run->program.processes.size()) + " simrun ...");
+    run->mpi_rank = w.rank;
+    run->result = mpi::launch_mpi(run->program, factory, real::RealOptions{o.emulate_gil}, control,
+                                  real::LaunchOptions{}, &report, &run->writer);
+#else
+    throw BackendUnavailable(
+        "launch mode mpi is not part of this build (no MPI found at configure time: install "
+        "libopenmpi-dev and reconfigure)");
+#endif
+  } else {
+    run->result = real::launch_processes(run->program, factory, real::RealOptions{o.emulate_gil},
+                                         control, real::LaunchOptions{}, &report);
+  }
+  if (!run->writer) return;
+  // A rank without a device is the backend being unavailable (exit 3), not a failed run.
+  if (report.device_unavailable) throw BackendUnavailable(report.failure);
+  real::RuntimeInfo info;
+  if (o.backend == "standin") {
+    info = real::StandinRuntime(busy, so).info();
+  } else {
+    info.backend = "cuda";
+    info.measured = true;
+  }
   run->result.backend = info.backend;
   run->result.measured = info.measured;
   run->result.notes.insert(run->result.notes.begin(), info.notes.begin(), info.notes.end());
@@ -114,7 +176,7 @@ void run_processes(const core::Scenario& s, const RealRunOptions& o,
         {{"rank", c.rank}, {"offset_ns", c.offset_ns}, {"uncertainty_ns", c.uncertainty_ns}});
   run->extra_metadata["clock_sync"] = clocks;
   run->extra_metadata["ranks"] = report.ranks;
-  run->extra_metadata["runtime"] = info.metadata;
+  if (!info.metadata.empty()) run->extra_metadata["runtime"] = info.metadata;
 }
 
 // --ranks R: simulates the whole scenario (rank symmetry allowed: GPU R's ops are those of its
@@ -155,9 +217,6 @@ core::Program one_rank(const core::Scenario& s, int rank, const core::RunControl
 
 SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
                 const core::RunControl& control) {
-  if (o.launch == "mpi")
-    throw InputError("(command line)", "--launch", "mpi: not implemented yet",
-                     "use --launch threads or --launch processes");
   // CUDA 13 builds for compute capability 7.5 and newer: older GPUs' scenarios stay simulated.
   const int cc = scenario.cluster.gpu.compute_capability;
   if (o.backend == "cuda" && cc > 0 && cc < 75)
@@ -181,14 +240,15 @@ SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
   } else {
     run.program = core::lower(full);
   }
-  if (o.launch == "processes") {
+  if (o.launch == "processes" || o.launch == "mpi") {
     try {
-      run_processes(full, o, control, &run);
+      run_multiprocess(full, o, control, &run);
     } catch (const real::DeviceUnavailable& e) {
       throw BackendUnavailable(e.what());
     }
+    if (!run.writer) return run;
   } else {
-    rt = make_runtime(full, run.program, o);
+    rt = make_device_runtime(full, run.program, o);
     real::RealExecutor exec(*rt, real::RealOptions{o.emulate_gil});
     if (o.cupti && o.backend == "cuda") nvml.emplace().start(kNvmlPeriodMs);
     try {

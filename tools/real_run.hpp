@@ -2,7 +2,10 @@
 // (docs/real-execution.md). Kept apart from simrun_app.cpp so the CLI stays wiring.
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include "backends/real/device_runtime.hpp"
 
 #include "tools/simrun_app.hpp"
 
@@ -22,6 +25,12 @@ struct RealRunOptions {
 // mode this build cannot do.
 SimRun run_real(const core::Scenario& scenario, const RealRunOptions& options,
                 const core::RunControl& control);
+
+// The device runtime a threads-mode run of `program` uses: the stand-in (its durations simulated
+// from `scenario`, times options.time_scale) or the CUDA runtime. Throws BackendUnavailable.
+std::unique_ptr<real::DeviceRuntime> make_device_runtime(const core::Scenario& scenario,
+                                                         const core::Program& program,
+                                                         const RealRunOptions& options);
 
 // One line: what the CUDA backend found on this machine (or why it is not in this build).
 std::string cuda_status_line();

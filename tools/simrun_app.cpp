@@ -7,6 +7,7 @@
 
 #include "backends/common/trace_builder.hpp"
 #include "backends/sim/sim_executor.hpp"
+#include "core/calibration/device_profile.hpp"
 #include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/scenario_parser.hpp"
@@ -14,6 +15,7 @@
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/rank_symmetry.hpp"
 #include "profiler/summary.hpp"
+#include "tools/calibrate.hpp"
 #include "tools/compare.hpp"
 #include "tools/real_run.hpp"
 #include "tools/signals.hpp"
@@ -47,14 +49,18 @@ SimRun simulate(const core::Scenario& scenario, const core::RunControl& control)
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (!args.empty() && args.front() == "compare")
     return compare_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  if (!args.empty() && args.front() == "calibrate")
+    return calibrate_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   CLI::App app{
       "simrun: simulate a training scenario and print its summary; optionally write the trace "
       "(Chrome/Perfetto JSON, Kineto conventions) and a summary JSON.\n"
       "Example: simrun scenarios/dp_vs_ddp_4x1080ti.json --set strategy.kind=ddp -o ddp.json\n"
       "Also: simrun compare SCENARIO --backend cuda|standin (simulated vs real; see "
-      "simrun compare --help)",
+      "simrun compare --help); simrun calibrate SCENARIO (measure the GPU, write a device "
+      "profile; see simrun calibrate --help)",
       "simrun"};
   std::string scenario_path, trace_path, per_rank_dir, summary_path, backend = "sim";
+  std::string device_profile;
   std::vector<std::string> overrides;
   bool fail_on_oom = false, quiet = false;
   app.add_option("scenario", scenario_path, "scenario JSON file (docs/scenario.md)")->required();
@@ -65,14 +71,18 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_option("--summary", summary_path, "write the summary as JSON to this file");
   app.add_option("--set", overrides,
                  "override a scenario value: dotted.path=VALUE (VALUE read as JSON if it parses)");
+  app.add_option("--device-profile", device_profile,
+                 "apply a device profile's overrides (simrun calibrate -o FILE) before the --set "
+                 "ones");
   RealRunOptions real_opts;
   app.add_option("--backend", backend,
                  "executor: sim (default); cuda (real GPUs); standin (the real executor on CPU "
                  "threads standing in for GPUs, durations from the simulator)")
       ->check(CLI::IsMember({"sim", "cuda", "standin"}));
   app.add_option("--launch", real_opts.launch,
-                 "real backends: threads (one process, one thread per GPU) or processes (one "
-                 "process per Program process, coordinated over loopback TCP)")
+                 "real backends: threads (one process, one thread per GPU), processes (one "
+                 "process per Program process, coordinated over loopback TCP) or mpi (under "
+                 "mpirun -np <processes>: one MPI rank per Program process, any number of nodes)")
       ->check(CLI::IsMember({"threads", "processes", "mpi"}));
   app.add_flag("--cupti", real_opts.cupti,
                "cuda: trace every kernel, memcpy and NCCL launch with CUPTI (lanes 'CUPTI stream "
@@ -96,7 +106,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.footer(kExitCodes);
   if (const int code = parse_command_line(app, args, "simrun", out, err); code >= 0) return code;
   return run_command("simrun", err, [&]() -> int {
-    const core::Scenario scenario = core::parse_scenario_file(scenario_path, overrides);
+    const core::Scenario scenario =
+        calibration::parse_scenario_with_profile(scenario_path, device_profile, overrides);
     core::RunControl control;
     control.cancel = cancel_flag();
     real_opts.backend = backend;
@@ -108,6 +119,12 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     real_opts.emulate_gil = !no_gil;
     SimRun run =
         backend == "sim" ? simulate(scenario, control) : run_real(scenario, real_opts, control);
+    if (!run.writer) {
+      if (!quiet)
+        out << "simrun: MPI rank " << run.mpi_rank
+            << " finished its share; rank 0 prints the summary and writes the outputs\n";
+      return kExitOk;
+    }
     if (!run.result.complete && run.failure.empty()) {
       err << "simrun: interrupted; nothing written\n";
       return kExitInterrupted;

@@ -35,6 +35,10 @@ struct SimRun {
   prof::Trace trace;
   std::string failure;  // real runs: why a rank failed ("" when none did)
   nlohmann::json extra_metadata = nlohmann::json::object();  // real runs: launch details
+  // Launch mode mpi: only rank 0 holds the merged result and writes outputs; the other ranks'
+  // runs end with writer false.
+  bool writer = true;
+  int mpi_rank = -1;
 };
 
 // Lower, simulate, analyse memory and build the trace of a parsed scenario.

@@ -1,5 +1,6 @@
 // The CUDA DeviceRuntime, the run: enqueue (waits, start event, the op's stand-in work, end event),
-// host_wait, finish, and op times from the events. Start-up is in cuda_runtime.cpp.
+// host_wait, finish, op times from the events, and the poller that reports completions and NCCL
+// asynchronous errors (cuda_runtime_impl.hpp). Start-up is in cuda_runtime.cpp.
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +26,16 @@ namespace {
 // this far behind, keeping that rounding under 4 ns.
 constexpr double kAnchorHopMs = 100.0;
 constexpr auto kFinishPoll = std::chrono::microseconds(100);
+// The poller sleeps this long when a sweep found nothing finished: the completion latency the
+// ranks waiting on another process see, next to the tens of µs of the coordinator's relay.
+constexpr auto kPollIdle = std::chrono::microseconds(30);
+// NCCL asynchronous errors are read this often (a flag read per communicator; errors take NCCL
+// seconds to detect anyway).
+constexpr auto kCommErrorPoll = std::chrono::milliseconds(1);
+// host_wait in multi-process runs: yields between event queries for this long (a host wait's
+// latency is timed, and cudaEventSynchronize's spin keeps it at microseconds), then sleeps.
+constexpr auto kHostWaitSpin = std::chrono::microseconds(200);
+constexpr auto kHostWaitPoll = std::chrono::microseconds(20);
 
 TimeNs ms_to_ns(float ms) {
   return static_cast<TimeNs>(std::llround(static_cast<double>(ms) * 1e6));
@@ -65,9 +76,10 @@ void CudaRuntime::enqueue_locked(const Op& op, const std::vector<OpId>& stream_d
       !plan_.local_op[static_cast<std::size_t>(op.id)]) {
     throw DeviceError(op_label(op) + " is not a stream op of this process");
   }
+  throw_run_error();
   OpState& st = ops_[static_cast<std::size_t>(op.id)];
   StreamState& s = *streams_[static_cast<std::size_t>(op.stream)];
-  DeviceState& d = *devices_[static_cast<std::size_t>(s.device)];
+  DeviceState& d = *devices_[static_cast<std::size_t>(s.slot)];
   std::unique_lock lock(s.mu);
   if (st.started.load()) throw DeviceError(op_label(op) + " was enqueued twice");
   if (s.pending_batch >= 0) {
@@ -103,6 +115,7 @@ void CudaRuntime::enqueue_locked(const Op& op, const std::vector<OpId>& stream_d
   run_op(op, s, d);
   check_op(cudaEventRecord(st.end, s.stream), "cudaEventRecord", op);
   st.enqueued.store(true, std::memory_order_release);
+  note_recorded(s, op.id);
 }
 
 namespace {
@@ -203,8 +216,8 @@ void CudaRuntime::run_copy(const Op& op, StreamState& s, DeviceState& d) {
 
 CollectiveCall CudaRuntime::collective_call(const Op& op, cudaStream_t stream) {
   const core::CommGroup& group = groups_[static_cast<std::size_t>(op.group)];
-  const CommSet& set =
-      comm_sets_[static_cast<std::size_t>(plan_.group_plan_of[static_cast<std::size_t>(op.group)])];
+  const auto gp = static_cast<std::size_t>(plan_.group_plan_of[static_cast<std::size_t>(op.group)]);
+  const CommSet& set = comm_sets_[gp];
   DeviceState& d = device_of_gpu(op.gpu);
   CollectiveCall c;
   c.kind = op.collective;
@@ -214,7 +227,8 @@ CollectiveCall CudaRuntime::collective_call(const Op& op, cudaStream_t stream) {
   c.bytes = op.bytes;
   c.send = d.region(0);
   c.recv = d.region(1);
-  c.comm = set.comms[static_cast<std::size_t>(c.rank)];
+  // This GPU's communicator: the group's ranks here are a subset when it spans processes.
+  c.comm = set.comms[static_cast<std::size_t>(plan_.groups[gp].local_index(c.rank))];
   c.stream = stream;
   return c;
 }
@@ -238,9 +252,9 @@ void CudaRuntime::run_collective(const Op& op, StreamState& s) {
 
 void CudaRuntime::flush_batch(int batch) {
   std::vector<Op>& members = batch_ops_[static_cast<std::size_t>(batch)];
-  // Every member device's NCCL mutex, in device order (the order every thread locks them in).
+  // Every member device's NCCL mutex, in slot order (the order every thread locks them in).
   std::vector<int> devs;
-  for (const Op& op : members) devs.push_back(device_of_gpu(op.gpu).device);
+  for (const Op& op : members) devs.push_back(device_of_gpu(op.gpu).slot);
   std::sort(devs.begin(), devs.end());
   devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
   {
@@ -271,6 +285,7 @@ void CudaRuntime::flush_batch(int batch) {
     check_op(cudaEventRecord(st.end, s.stream), "cudaEventRecord", op);
     s.pending_batch = -1;
     st.enqueued.store(true, std::memory_order_release);
+    note_recorded(s, op.id);
   }
   members.clear();
 }
@@ -315,33 +330,69 @@ void CudaRuntime::host_wait(OpId op) {
     throw DeviceError("host_wait: " + not_enqueued(op));
   }
   const OpState& st = ops_[static_cast<std::size_t>(op)];
-  const cudaError_t e = cudaEventSynchronize(st.end);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
+  try {
+    throw_run_error();
+    // The op's device, so that a thread that has enqueued nothing yet does not create a context
+    // on device 0 (a process driving other devices has none there).
+    if (const cudaError_t e = cudaSetDevice(st.device); e != cudaSuccess) {
+      cudaGetLastError();
+      throw DeviceError("cudaSetDevice failed: " + error_text(e) + " (" + st.label + ")");
+    }
+    if (cross_process_) {
+      wait_event(st);
+    } else if (const cudaError_t e = cudaEventSynchronize(st.end); e != cudaSuccess) {
+      cudaGetLastError();
+      throw DeviceError("cudaEventSynchronize failed: " + error_text(e) + " (" + st.label + ")");
+    }
+  } catch (...) {
     failed_ = true;
-    throw DeviceError("cudaEventSynchronize failed: " + error_text(e) + " (" + st.label + ")");
+    throw;
   }
   // abort() stops the NCCL kernels, which lets a wait behind a collective that would never have
   // completed return: that op did not really finish.
   if (aborted_) throw DeviceError("host_wait on " + st.label + ": the run was aborted");
 }
 
+void CudaRuntime::wait_event(const OpState& st) {
+  // A collective whose peer process failed never completes, and cudaEventSynchronize would wait
+  // for it forever: poll, and between queries throw what the poller read from NCCL.
+  const auto spin_until = std::chrono::steady_clock::now() + kHostWaitSpin;
+  for (;;) {
+    if (st.done.load(std::memory_order_acquire)) return;
+    const cudaError_t e = cudaEventQuery(st.end);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) {
+      cudaGetLastError();
+      throw DeviceError("cudaEventQuery failed: " + error_text(e) + " (" + st.label + ")");
+    }
+    if (aborted_) return;  // host_wait says so
+    throw_run_error();
+    if (std::chrono::steady_clock::now() < spin_until) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(kHostWaitPoll);
+    }
+  }
+}
+
 void CudaRuntime::check_comm_errors() {
   if (aborted_) throw DeviceError("the run was aborted");
+  throw_run_error();
   for (std::size_t g = 0; g < comm_sets_.size(); ++g) {
     const CommSet& set = comm_sets_[g];
-    for (std::size_t r = 0; r < set.comms.size(); ++r) {
-      const int dev = plan_.groups[g].devices[r];
-      std::lock_guard nccl_lock(devices_[static_cast<std::size_t>(dev)]->nccl_mu);
-      if (!set.comms[r]) throw DeviceError("the run was aborted");
+    const GroupPlan& gp = plan_.groups[g];
+    for (std::size_t i = 0; i < set.comms.size(); ++i) {
+      std::lock_guard nccl_lock(devices_[static_cast<std::size_t>(gp.slots[i])]->nccl_mu);
+      if (!set.comms[i]) throw DeviceError("the run was aborted");
       ncclResult_t async = ncclSuccess;
-      const ncclResult_t e = ncclCommGetAsyncError(set.comms[r], &async);
-      const std::string where = "group '" + set.name + "', GPU " + std::to_string(set.gpus[r]);
+      const ncclResult_t e = ncclCommGetAsyncError(set.comms[i], &async);
+      const std::string where = "group '" + set.name + "', GPU " +
+                                std::to_string(set.gpus[static_cast<std::size_t>(gp.ranks[i])]);
       if (e != ncclSuccess) {
         throw DeviceError("ncclCommGetAsyncError failed: " + error_text(e) + " (" + where + ")");
       }
       if (async != ncclSuccess && async != ncclInProgress) {
-        const char* detail = ncclGetLastError(set.comms[r]);
+        const char* detail = ncclGetLastError(set.comms[i]);
         throw DeviceError("NCCL asynchronous error: " + error_text(async) +
                           (detail && *detail ? std::string(": ") + detail : "") + " (" + where +
                           ")");
@@ -352,6 +403,7 @@ void CudaRuntime::check_comm_errors() {
 
 void CudaRuntime::finish() {
   try {
+    throw_run_error();
     // Poll rather than block, checking NCCL between polls: a collective whose peer failed never
     // completes, and cudaStreamSynchronize would wait for it forever.
     for (const auto& sp : streams_) {
@@ -379,6 +431,14 @@ void CudaRuntime::finish() {
       }
     }
     check_comm_errors();
+    // The streams are idle: one last sweep reports what finished since the poller's previous one.
+    stop_poller(/*drain=*/true);
+    throw_run_error();  // a callback that threw in that sweep
+    for (std::size_t si = 0; polling_ && si < recorded_.size(); ++si) {
+      if (recorded_[si].empty()) continue;
+      throw DeviceError(ops_[static_cast<std::size_t>(recorded_[si].front())].label +
+                        " finished, but the poller did not report it");
+    }
     for (std::size_t b = 0; b < batch_ops_.size(); ++b) {
       if (batch_ops_[b].empty()) continue;
       note("collective instance " + std::to_string(plan_.batches[b].instance) + ": " +
@@ -395,6 +455,7 @@ void CudaRuntime::finish() {
     stop_tracing();  // the streams are drained: every record is complete
     finished_ = true;
   } catch (...) {
+    stop_poller(/*drain=*/false);  // no report after finish() returns, even by an exception
     failed_ = true;
     throw;
   }
@@ -404,7 +465,7 @@ void CudaRuntime::compute_intervals() {
   for (const auto& sp : streams_) {
     if (!sp) continue;
     std::lock_guard lock(sp->mu);
-    const DeviceState& d = *devices_[static_cast<std::size_t>(sp->device)];
+    const DeviceState& d = *devices_[static_cast<std::size_t>(sp->slot)];
     cudaEvent_t anchor = d.base;
     TimeNs anchor_ns = d.base_host_ns - clock_zero_ns_;
     TimeNs prev_end = std::numeric_limits<TimeNs>::min();
@@ -445,6 +506,10 @@ void CudaRuntime::abort() {
   // communicator being freed, and every later call sees aborted_ and throws instead.
   aborted_ = true;
   failed_ = true;
+  {
+    std::lock_guard lock(poll_mu_);  // the poller checks aborted_ under it before sleeping
+  }
+  poll_cv_.notify_all();
   std::vector<std::unique_lock<std::mutex>> locks;
   for (auto& d : devices_) locks.emplace_back(d->nccl_mu);
   for (CommSet& set : comm_sets_) {
@@ -462,6 +527,143 @@ bool CudaRuntime::op_interval(OpId op, TimeNs* start_ns, TimeNs* end_ns) const {
   *start_ns = st.start_ns;
   *end_ns = st.end_ns;
   return true;
+}
+
+// [SECTION] Completions and asynchronous errors
+
+void CudaRuntime::note_recorded(const StreamState& s, OpId op) {
+  if (!polling_) return;
+  std::lock_guard lock(poll_mu_);
+  recorded_[static_cast<std::size_t>(s.index)].push_back(op);
+}
+
+void CudaRuntime::start_poller() {
+  // Without a callback and without communicators across processes there is nothing to poll for.
+  polling_ = static_cast<bool>(on_done_) || cross_process_;
+  if (polling_) poller_ = std::thread([this] { poll_loop(); });
+}
+
+void CudaRuntime::poll_loop() {
+  // Event queries need no particular device, but the runtime API would make device 0 current on
+  // this thread and create a context there, even in a process that drives other devices.
+  if (!devices_.empty()) cudaSetDevice(devices_.front()->device);
+  auto next_comm_check = std::chrono::steady_clock::now();
+  for (;;) {
+    bool drain = false;
+    {
+      std::lock_guard lock(poll_mu_);
+      if (poll_stop_ && !poll_drain_) return;
+      drain = poll_stop_;
+    }
+    if (aborted_) return;
+    const bool progressed = poll_streams();
+    if (cross_process_ && std::chrono::steady_clock::now() >= next_comm_check) {
+      poll_comm_errors();
+      next_comm_check = std::chrono::steady_clock::now() + kCommErrorPoll;
+    }
+    if (drain) return;
+    if (progressed) continue;
+    std::unique_lock lock(poll_mu_);
+    poll_cv_.wait_for(lock, kPollIdle, [this] { return poll_stop_ || aborted_.load(); });
+  }
+}
+
+bool CudaRuntime::poll_streams() {
+  bool progressed = false;
+  for (std::deque<OpId>& queue : recorded_) {
+    for (;;) {
+      OpId id = -1;
+      {
+        std::lock_guard lock(poll_mu_);
+        if (queue.empty()) break;
+        id = queue.front();
+      }
+      OpState& st = ops_[static_cast<std::size_t>(id)];
+      const cudaError_t e = cudaEventQuery(st.end);
+      if (e == cudaErrorNotReady) break;  // and so are the ops behind it on this stream
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        set_run_error("cudaEventQuery failed: " + error_text(e) + " (" + st.label + ")");
+        break;
+      }
+      // After abort() the streams drain without the collectives having run: nothing more is
+      // reported.
+      if (aborted_) return progressed;
+      {
+        std::lock_guard lock(poll_mu_);
+        queue.pop_front();
+      }
+      st.done.store(true, std::memory_order_release);
+      progressed = true;
+      if (!on_done_) continue;
+      try {
+        on_done_(id);
+      } catch (const std::exception& ex) {
+        set_run_error("the completion callback of " + st.label + " threw: " + ex.what());
+      } catch (...) {
+        set_run_error("the completion callback of " + st.label + " threw");
+      }
+    }
+  }
+  return progressed;
+}
+
+void CudaRuntime::poll_comm_errors() {
+  if (has_run_error_) return;
+  for (std::size_t g = 0; g < comm_sets_.size(); ++g) {
+    const CommSet& set = comm_sets_[g];
+    if (!set.spans_processes) continue;
+    const GroupPlan& gp = plan_.groups[g];
+    for (std::size_t i = 0; i < set.comms.size(); ++i) {
+      // try_lock: an enqueue may hold the mutex while NCCL waits for other processes, and the
+      // completions this thread reports may be what those processes wait for. abort() frees the
+      // communicators under every mutex, so holding one keeps its communicator alive.
+      std::unique_lock lock(devices_[static_cast<std::size_t>(gp.slots[i])]->nccl_mu,
+                            std::try_to_lock);
+      if (!lock.owns_lock() || !set.comms[i]) continue;
+      const int rank = gp.ranks[i];
+      const std::string where = "group '" + set.name + "', GPU " +
+                                std::to_string(set.gpus[static_cast<std::size_t>(rank)]) +
+                                ", NCCL rank " + std::to_string(rank) + " of " +
+                                std::to_string(gp.nranks);
+      ncclResult_t async = ncclSuccess;
+      const ncclResult_t e = ncclCommGetAsyncError(set.comms[i], &async);
+      if (e != ncclSuccess) {
+        set_run_error("ncclCommGetAsyncError failed: " + error_text(e) + " (" + where + ")");
+        return;
+      }
+      if (async != ncclSuccess && async != ncclInProgress) {
+        const char* detail = ncclGetLastError(set.comms[i]);
+        set_run_error("NCCL asynchronous error in " + where + ": " + error_text(async) +
+                      (detail && *detail ? std::string(": ") + detail : ""));
+        return;
+      }
+    }
+  }
+}
+
+void CudaRuntime::stop_poller(bool drain) noexcept {
+  if (!poller_.joinable()) return;
+  {
+    std::lock_guard lock(poll_mu_);
+    poll_stop_ = true;
+    poll_drain_ = drain;
+  }
+  poll_cv_.notify_all();
+  poller_.join();
+}
+
+void CudaRuntime::set_run_error(std::string message) {
+  std::lock_guard lock(run_error_mu_);
+  if (has_run_error_) return;
+  run_error_ = std::move(message);
+  has_run_error_ = true;
+}
+
+void CudaRuntime::throw_run_error() {
+  if (!has_run_error_.load()) return;
+  std::lock_guard lock(run_error_mu_);
+  throw DeviceError(run_error_);
 }
 
 }  // namespace csim::cuda::detail

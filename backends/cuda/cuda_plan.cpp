@@ -18,11 +18,6 @@ using real::DeviceUnavailable;
 
 namespace {
 
-// Multi-process runs need NCCL communicators across processes (ncclCommInitRank with a unique id
-// handed out by the launcher): not there yet.
-constexpr const char* kNoMultiProcess =
-    "processes/mpi launch not implemented in the CUDA runtime yet";
-
 std::string op_label(const Op& op) {
   return "op " + std::to_string(op.id) + " '" + op.name + "'";
 }
@@ -80,34 +75,95 @@ int rank_in_group(const core::CommGroup& group, int gpu) {
   return it == group.gpus.end() ? -1 : static_cast<int>(it - group.gpus.begin());
 }
 
-ProcessPlan plan_process(const core::Program& program, const std::vector<int>& gpus,
-                         int device_count) {
-  if (program.symmetry.enabled()) {
-    throw DeviceUnavailable(
-        "the CUDA runtime needs a full-fidelity program: this one is rank-symmetric (mirror GPUs "
-        "have no ops of their own)");
-  }
+int GroupPlan::local_index(int rank) const {
+  const auto it = std::find(ranks.begin(), ranks.end(), rank);
+  return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+}
+
+std::vector<int> cuda_devices(const std::vector<int>& gpus, int cluster_gpus, int gpus_per_node,
+                              int device_count) {
   if (static_cast<int>(gpus.size()) > device_count) {
     throw DeviceUnavailable("the program needs " + std::to_string(gpus.size()) +
                             " GPUs in this process (GPUs " + gpu_list(gpus) + ") but " +
                             std::to_string(device_count) + " CUDA device(s) exist here");
+  }
+  std::vector<int> devices;
+  const int per_node = std::max(gpus_per_node, 1);
+  bool one_node = true;
+  for (int g : gpus) one_node = one_node && g / per_node == gpus.front() / per_node;
+  std::string rule;
+  if (cluster_gpus <= device_count) {
+    devices = gpus;
+    rule = "the GPU index: the cluster's " + std::to_string(cluster_gpus) +
+           " GPUs fit on this machine";
+  } else if (one_node) {
+    for (int g : gpus) devices.push_back(g % per_node);
+    rule = "the GPU index modulo the program's " + std::to_string(per_node) + " GPUs per node";
+  } else {
+    for (std::size_t i = 0; i < gpus.size(); ++i) devices.push_back(static_cast<int>(i));
+    rule = "the GPU's place in this process";
+  }
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (devices[i] < device_count) continue;
+    throw DeviceUnavailable("GPU " + std::to_string(gpus[i]) + " runs on CUDA device " +
+                            std::to_string(devices[i]) + " (" + rule + ") but " +
+                            std::to_string(device_count) +
+                            " CUDA device(s) exist here (does CUDA_VISIBLE_DEVICES hide some?)");
+  }
+  return devices;
+}
+
+GroupPlan plan_group(const core::CommGroup& group, const std::vector<int>& slot_of_gpu) {
+  GroupPlan g;
+  g.group = group.id;
+  g.nranks = static_cast<int>(group.gpus.size());
+  for (int r = 0; r < g.nranks; ++r) {
+    const int gpu = group.gpus[static_cast<std::size_t>(r)];
+    if (rank_in_group(group, gpu) != r) {
+      throw DeviceUnavailable("group '" + group.name + "' lists GPU " + std::to_string(gpu) +
+                              " twice");
+    }
+    const int slot = gpu >= 0 && static_cast<std::size_t>(gpu) < slot_of_gpu.size()
+                         ? slot_of_gpu[static_cast<std::size_t>(gpu)]
+                         : -1;
+    if (slot < 0) {
+      g.spans_processes = true;
+      continue;
+    }
+    g.ranks.push_back(r);
+    g.slots.push_back(slot);
+  }
+  if (g.ranks.empty()) {
+    throw DeviceUnavailable("group '" + group.name + "' (GPUs " + gpu_list(group.gpus) +
+                            ") has no GPU in this process");
+  }
+  return g;
+}
+
+ProcessPlan plan_process(const core::Program& program, const std::vector<int>& gpus,
+                         int device_count, bool shared_nccl_ids) {
+  if (program.symmetry.enabled()) {
+    throw DeviceUnavailable(
+        "the CUDA runtime needs a full-fidelity program: this one is rank-symmetric (mirror GPUs "
+        "have no ops of their own)");
   }
   ProcessPlan plan;
   plan.gpus = gpus;
   int n_gpus = program.world_gpus;
   for (int g : gpus) n_gpus = std::max(n_gpus, g + 1);
   for (const core::StreamDesc& s : program.streams) n_gpus = std::max(n_gpus, s.gpu + 1);
-  plan.device_of_gpu.assign(static_cast<std::size_t>(n_gpus), -1);
+  plan.slot_of_gpu.assign(static_cast<std::size_t>(n_gpus), -1);
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     if (gpus[i] < 0) throw DeviceUnavailable("negative GPU index " + std::to_string(gpus[i]));
-    int& dev = plan.device_of_gpu[static_cast<std::size_t>(gpus[i])];
-    if (dev >= 0) throw DeviceUnavailable("GPU " + std::to_string(gpus[i]) + " listed twice");
-    dev = static_cast<int>(i);
+    int& slot = plan.slot_of_gpu[static_cast<std::size_t>(gpus[i])];
+    if (slot >= 0) throw DeviceUnavailable("GPU " + std::to_string(gpus[i]) + " listed twice");
+    slot = static_cast<int>(i);
   }
+  plan.cuda_device = cuda_devices(gpus, n_gpus, program.gpus_per_node, device_count);
   const auto local = [&](int gpu) {
-    return gpu >= 0 && gpu < n_gpus && plan.device_of_gpu[static_cast<std::size_t>(gpu)] >= 0;
+    return gpu >= 0 && gpu < n_gpus && plan.slot_of_gpu[static_cast<std::size_t>(gpu)] >= 0;
   };
-  const auto device_of = [&](int gpu) { return plan.device_of_gpu[static_cast<std::size_t>(gpu)]; };
+  const auto slot_of = [&](int gpu) { return plan.slot_of_gpu[static_cast<std::size_t>(gpu)]; };
 
   plan.devices.resize(gpus.size());
   for (std::size_t i = 0; i < gpus.size(); ++i) plan.devices[i].gpu = gpus[i];
@@ -141,7 +197,7 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
     }
     plan.local_op[static_cast<std::size_t>(op.id)] = 1;
     ++plan.local_ops;
-    DevicePlan& dev = plan.devices[static_cast<std::size_t>(device_of(op.gpu))];
+    DevicePlan& dev = plan.devices[static_cast<std::size_t>(slot_of(op.gpu))];
     const Bytes capped = std::min(op.bytes, kMaxBufferBytes);
     // Work simulated elsewhere (core/program_slice.hpp, simrun --ranks): a timed wait on the
     // stream, no buffers, peers or communicators.
@@ -168,11 +224,12 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
           dev.pageable_host_bytes = std::max(dev.pageable_host_bytes, capped);
         } else if (op.copy_kind == CopyKind::kPeer && op.peer_gpu >= 0 && op.peer_gpu != op.gpu) {
           if (!local(op.peer_gpu)) {
-            throw DeviceUnavailable(std::string(kNoMultiProcess) + " (" + op_label(op) +
-                                    " copies from GPU " + std::to_string(op.peer_gpu) +
-                                    ", which this process does not drive)");
+            throw DeviceUnavailable(op_label(op) + " copies from GPU " +
+                                    std::to_string(op.peer_gpu) +
+                                    ", which another process drives: the CUDA runtime has no "
+                                    "peer copies between processes");
           }
-          DevicePlan& src = plan.devices[static_cast<std::size_t>(device_of(op.peer_gpu))];
+          DevicePlan& src = plan.devices[static_cast<std::size_t>(slot_of(op.peer_gpu))];
           src.scratch_region_bytes = std::max(src.scratch_region_bytes, capped);
         }
         break;
@@ -190,41 +247,20 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
           throw DeviceUnavailable(op_label(op) + ": root GPU " + std::to_string(op.root) +
                                   " is not a member of group '" + group.name + "'");
         }
-        int& gp = plan.group_plan_of[static_cast<std::size_t>(op.group)];
-        if (gp < 0) {
-          GroupPlan g;
-          g.group = op.group;
-          for (int member : group.gpus) {
-            if (!local(member)) {
-              throw DeviceUnavailable(std::string(kNoMultiProcess) + " (group '" + group.name +
-                                      "' has GPU " + std::to_string(member) +
-                                      ", which this process does not drive)");
-            }
-            if (std::find(g.devices.begin(), g.devices.end(), device_of(member)) !=
-                g.devices.end()) {
-              throw DeviceUnavailable("group '" + group.name + "' lists GPU " +
-                                      std::to_string(member) + " twice");
-            }
-            g.devices.push_back(device_of(member));
-          }
-          gp = static_cast<int>(plan.groups.size());
-          plan.groups.push_back(std::move(g));
-        }
-        Bytes& chunk = plan.groups[static_cast<std::size_t>(gp)].chunks[op.collective];
-        chunk = std::max(chunk, capped);
+        plan.group_plan_of[static_cast<std::size_t>(op.group)] = 0;  // numbered below
         dev.scratch_region_bytes = std::max(dev.scratch_region_bytes, capped);
         by_instance[op.instance][op.thread].push_back(op.id);
         break;
       }
       case OpKind::kAlloc: {
-        const auto d = static_cast<std::size_t>(device_of(op.gpu));
+        const auto d = static_cast<std::size_t>(slot_of(op.gpu));
         ++live[d][{static_cast<int>(op.mem_category), op.bytes}];
         live_bytes[d] += op.bytes;
         dev.peak_alloc_bytes = std::max(dev.peak_alloc_bytes, live_bytes[d]);
         break;
       }
       case OpKind::kFree: {
-        const auto d = static_cast<std::size_t>(device_of(op.gpu));
+        const auto d = static_cast<std::size_t>(slot_of(op.gpu));
         auto it = live[d].find({static_cast<int>(op.mem_category), op.bytes});
         if (it != live[d].end() && it->second > 0) {
           --it->second;
@@ -238,11 +274,43 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
     }
   }
 
+  // The groups with collective ops here, in ascending id: every process of a group then builds
+  // and warms up its communicators in the same order (NCCL's init and collectives block until
+  // every rank arrives, so two processes taking two groups in opposite orders would deadlock).
+  for (std::size_t id = 0; id < program.groups.size(); ++id) {
+    int& gp = plan.group_plan_of[id];
+    if (gp < 0) continue;
+    gp = static_cast<int>(plan.groups.size());
+    GroupPlan g = plan_group(program.groups[id], plan.slot_of_gpu);
+    g.group = static_cast<int>(id);
+    if (g.spans_processes && !shared_nccl_ids) {
+      const core::CommGroup& group = program.groups[id];
+      int elsewhere = -1;
+      for (int r = 0; r < g.nranks && elsewhere < 0; ++r) {
+        if (g.local_index(r) < 0) elsewhere = group.gpus[static_cast<std::size_t>(r)];
+      }
+      throw DeviceUnavailable("group '" + group.name + "' has GPU " + std::to_string(elsewhere) +
+                              " in another process: its NCCL communicator needs an id shared "
+                              "between processes (CudaOptions::shared_nccl_id), which this "
+                              "launch does not provide");
+    }
+    plan.groups.push_back(std::move(g));
+  }
+  for (const Op& op : program.ops) {
+    if (op.kind != OpKind::kCollective || op.fixed_ns >= 0 || op.group < 0 ||
+        static_cast<std::size_t>(op.group) >= program.groups.size()) {
+      continue;
+    }
+    const int gp = plan.group_plan_of[static_cast<std::size_t>(op.group)];
+    if (gp < 0) continue;
+    Bytes& chunk = plan.groups[static_cast<std::size_t>(gp)].chunks[op.collective];
+    chunk = std::max(chunk, std::min(op.bytes, kMaxBufferBytes));
+  }
   // Every member's scratch holds the group's largest chunk, even when the members' ops disagree on
   // their bytes (NCCL would then read past a smaller buffer, not fail).
   for (const GroupPlan& g : plan.groups) {
     for (const auto& [kind, chunk] : g.chunks) {
-      for (int d : g.devices) {
+      for (int d : g.slots) {
         Bytes& region = plan.devices[static_cast<std::size_t>(d)].scratch_region_bytes;
         region = std::max(region, chunk);
       }

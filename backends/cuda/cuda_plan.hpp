@@ -1,7 +1,13 @@
 // What the CUDA runtime (cuda_runtime.cpp) prepares at open, computed from the Program alone: the
 // GPU -> CUDA device map, the size of every buffer per device, the square GEMMs that stand in for
-// compute ops, the NCCL communicators needed, and the collective ops that one host thread issues
-// for several GPUs. No CUDA call here, so all of it is unit-tested on machines without a GPU.
+// compute ops, the NCCL communicators needed (and which NCCL ranks this process holds in each),
+// and the collective ops that one host thread issues for several GPUs. No CUDA call here, so all
+// of it is unit-tested on machines without a GPU.
+//
+// Slots: the GPUs a process drives are numbered 0..n-1 in the order open() was given them (its
+// `gpus`); per-device state is indexed by slot. cuda_devices() says which CUDA device each slot
+// runs on, which need not be the slot (a process of a multi-process run that drives only GPU 3 of
+// a node runs on CUDA device 3).
 #pragma once
 
 #include <cstdint>
@@ -51,7 +57,7 @@ inline std::int64_t chunk_count(Bytes total, Bytes chunk_bytes) {
 }
 
 struct DevicePlan {
-  int gpu = -1;                    // global GPU index this CUDA device runs
+  int gpu = -1;                    // global GPU index this slot runs
   Bytes gemm_operand_bytes = 0;    // each of the GEMM operands A, B, C
   Bytes scratch_region_bytes = 0;  // each of the two scratch regions (source, destination)
   Bytes pinned_host_bytes = 0;     // H2D pinned / D2H staging buffer
@@ -63,11 +69,26 @@ struct DevicePlan {
   std::set<std::pair<core::Dtype, std::int64_t>> gemm_shapes;  // distinct (dtype, n), for warm-up
 };
 
-// A collective group with ops in this process: all its members are local GPUs.
+// A collective group with ops in this process, as NCCL sees it: NCCL rank r is group.gpus[r]
+// (nranks = the group's size), and this process holds the ranks of the members it drives, one
+// communicator each. A group with every member here gets its communicators from ncclCommInitAll;
+// one with members in other processes (spans_processes) from ncclCommInitRank with a unique id
+// that every process of the group shares (CudaOptions::shared_nccl_id).
+//   group.gpus = {0, 1, 2, 3}, this process drives GPUs 2 and 3 in slots 0 and 1:
+//   nranks 4, ranks {2, 3}, slots {0, 1}, spans_processes
 struct GroupPlan {
-  int group = -1;
-  std::vector<int> devices;                      // local device of each rank (group.gpus order)
-  std::map<core::CollectiveKind, Bytes> chunks;  // largest chunk of each kind, for warm-up
+  int group = -1;                // Program::groups index
+  int nranks = 0;                // the group's size, over every process
+  std::vector<int> ranks;        // NCCL rank of each member driven here, ascending
+  std::vector<int> slots;        // its slot (parallel to `ranks`)
+  bool spans_processes = false;  // some member is driven by another process
+  // Largest chunk of each kind over the ops of every member, this process's or not: every process
+  // of the group warms up the same collectives in the same order, as NCCL needs.
+  std::map<core::CollectiveKind, Bytes> chunks;
+
+  // Index of NCCL rank `rank` in `ranks` (= in the runtime's communicators), -1 when another
+  // process holds it.
+  int local_index(int rank) const;
 };
 
 // Collective ops of one instance that one host thread issues for several GPUs (DataParallel's
@@ -79,26 +100,45 @@ struct CollectiveBatch {
 };
 
 struct ProcessPlan {
-  std::vector<int> gpus;            // gpus[i]: the global GPU that CUDA device i runs
-  std::vector<int> device_of_gpu;   // by global GPU: its CUDA device here, -1 outside the process
-  std::vector<DevicePlan> devices;  // by CUDA device
+  std::vector<int> gpus;            // gpus[slot]: the global GPU that slot runs
+  std::vector<int> cuda_device;     // cuda_device[slot]: its CUDA device (cuda_devices())
+  std::vector<int> slot_of_gpu;     // by global GPU: its slot here, -1 outside the process
+  std::vector<DevicePlan> devices;  // by slot
   std::vector<char> local_op;       // by op: 1 when it runs on a stream of this process
   std::vector<char> local_stream;   // by stream: 1 when its GPU is in this process
   std::vector<char> gemm_stream;    // by stream: 1 when it runs GEMM-like ops (gets cuBLAS)
-  std::vector<GroupPlan> groups;    // groups with collective ops here
+  std::vector<GroupPlan> groups;    // groups with collective ops here, by ascending group id
   std::vector<int> group_plan_of;   // by group id: index in `groups`, -1 if unused here
   std::vector<CollectiveBatch> batches;
   std::vector<int> batch_of_op;  // by op: index in `batches`, -1 when issued alone
   int local_ops = 0;
 };
 
-// Plans a process that drives `gpus` (global indices; CUDA device i runs gpus[i]) on a machine
-// with `device_count` CUDA devices. Throws real::DeviceUnavailable when it cannot run here: more
-// GPUs than devices, a GPU listed twice, a collective group or peer copy reaching a GPU of another
-// process (multi-process launch is not implemented yet), or a rank-symmetric Program (its mirror
-// GPUs have no ops to run).
+// The CUDA device of each GPU a process drives (result[i] for gpus[i]), on a machine with
+// `device_count` devices, for a cluster of `cluster_gpus` GPUs in nodes of `gpus_per_node`:
+//   - the whole cluster fits on this machine (cluster_gpus <= device_count): device = GPU index,
+//     so the processes of a run on one machine never share a device;
+//   - else, the GPUs are all on one node: device = GPU % gpus_per_node (one machine per node,
+//     as mpirun or torchrun start them);
+//   - else: device i for gpus[i] (one process drives GPUs of several nodes on one machine).
+// Throws real::DeviceUnavailable when this machine has too few devices, naming the device needed
+// and the count found.
+std::vector<int> cuda_devices(const std::vector<int>& gpus, int cluster_gpus, int gpus_per_node,
+                              int device_count);
+
+// `group` as NCCL ranks of this process: slot_of_gpu maps a global GPU to its slot here (-1, or
+// past the end: driven elsewhere). Chunks are left empty. Throws real::DeviceUnavailable when the
+// group lists a GPU twice or has no member here.
+GroupPlan plan_group(const core::CommGroup& group, const std::vector<int>& slot_of_gpu);
+
+// Plans a process that drives `gpus` (global indices, in slot order) on a machine with
+// `device_count` CUDA devices. Collective groups may span processes (GroupPlan::spans_processes)
+// when `shared_nccl_ids` (the launcher shares NCCL ids: CudaOptions::shared_nccl_id). Throws
+// real::DeviceUnavailable when it cannot run here: too few devices (cuda_devices), a GPU listed
+// twice, a group reaching another process without shared ids, a peer copy from a GPU of another
+// process, or a rank-symmetric Program (its mirror GPUs have no ops to run).
 ProcessPlan plan_process(const core::Program& program, const std::vector<int>& gpus,
-                         int device_count);
+                         int device_count, bool shared_nccl_ids = false);
 
 // Rank of `gpu` in `group` (its position in group.gpus), -1 when absent.
 int rank_in_group(const core::CommGroup& group, int gpu);

@@ -2,6 +2,13 @@
 // buffers, cuBLAS handles and their workspaces, NCCL communicators, the memory pools' reserve) is
 // created in open(), and the kernels and NCCL connections are warmed up there too, so the timed
 // ops pay for none of it. The run itself is in cuda_enqueue.cpp.
+//
+// Communicators: a group whose members this process all drives gets them from ncclCommInitAll; a
+// group with members in other processes from ncclCommInitRank, with the id CudaOptions::
+// shared_nccl_id hands out. Every process takes its groups in ascending id, for the ids, the
+// inits and the warm-up collectives alike: each of these waits for the group's other processes,
+// and one common order is what keeps two processes from each waiting on a group the other has
+// not reached.
 
 #include "backends/cuda/cuda_runtime.hpp"
 
@@ -97,8 +104,7 @@ CudaRuntime::CudaRuntime(int device_count, const CudaOptions& options)
       "compute ops ran as square cuBLAS GEMMs of the op's FLOPs (GEMM, attention, conv) or as "
       "device copies of the op's bytes (element-wise): work of the same size, not the "
       "framework's kernels",
-      "collectives ran NCCL on float32 buffers of the op's bytes per GPU, one process driving "
-      "all its GPUs (ncclCommInitAll)",
+      "collectives ran NCCL on float32 buffers of the op's bytes per GPU",
       "op times pair each GPU's event clock with the host steady clock once, at open; the pairing "
       "is late by the event synchronisation latency (a few microseconds)"};
 }
@@ -107,12 +113,14 @@ void CudaRuntime::open(const core::Program& program, const std::vector<int>& gpu
                        std::int64_t clock_zero_ns) {
   if (opened_) throw DeviceUnavailable("the CUDA runtime was opened twice");
   opened_ = true;
-  plan_ = plan_process(program, gpus, device_count_);
+  plan_ = plan_process(program, gpus, device_count_,
+                       /*shared_nccl_ids=*/static_cast<bool>(options_.shared_nccl_id));
   clock_zero_ns_ = clock_zero_ns;
   groups_ = program.groups;
   n_ops_ = program.ops.size();
   ops_ = std::make_unique<OpState[]>(n_ops_);
   batch_ops_.resize(plan_.batches.size());
+  recorded_.resize(program.streams.size());
   open_devices();
   open_streams(program);
   open_buffers();
@@ -123,6 +131,7 @@ void CudaRuntime::open(const core::Program& program, const std::vector<int>& gpu
     OpState& st = ops_[static_cast<std::size_t>(op.id)];
     st.label = op_label(op);
     const DeviceState& d = device_of_gpu(op.gpu);
+    st.device = d.device;
     check_open(cudaSetDevice(d.device), "cudaSetDevice", st.label);
     check_open(cudaEventCreate(&st.start), "cudaEventCreate", st.label);
     check_open(cudaEventCreate(&st.end), "cudaEventCreate", st.label);
@@ -131,12 +140,14 @@ void CudaRuntime::open(const core::Program& program, const std::vector<int>& gpu
   warm_up();
   pair_clocks();
   if (options_.cupti) start_tracing(program);  // after the warm-up: its kernels are not traced
+  start_poller();
 }
 
 void CudaRuntime::open_devices() {
   for (std::size_t i = 0; i < plan_.gpus.size(); ++i) {
     auto d = std::make_unique<DeviceState>();
-    d->device = static_cast<int>(i);
+    d->slot = static_cast<int>(i);
+    d->device = plan_.cuda_device[i];
     d->gpu = plan_.gpus[i];
     const std::string where =
         "CUDA device " + std::to_string(d->device) + " (GPU " + std::to_string(d->gpu) + ")";
@@ -188,6 +199,7 @@ void CudaRuntime::open_streams(const core::Program& program) {
     const core::StreamDesc& desc = program.streams[i];
     auto s = std::make_unique<StreamState>();
     s->index = static_cast<int>(i);
+    s->slot = device_of_gpu(desc.gpu).slot;
     s->device = device_of_gpu(desc.gpu).device;
     s->name = desc.name;
     const std::string where =
@@ -212,7 +224,7 @@ void CudaRuntime::open_streams(const core::Program& program) {
 void CudaRuntime::open_buffers() {
   for (auto& dp : devices_) {
     DeviceState& d = *dp;
-    const DevicePlan& p = plan_.devices[static_cast<std::size_t>(d.device)];
+    const DevicePlan& p = plan_.devices[static_cast<std::size_t>(d.slot)];
     const std::string where = "GPU " + std::to_string(d.gpu) + " buffers";
     check_open(cudaSetDevice(d.device), "cudaSetDevice", where);
     const auto device_buffer = [&](void** ptr, Bytes bytes) {
@@ -241,6 +253,27 @@ void CudaRuntime::open_buffers() {
   }
 }
 
+std::vector<std::string> CudaRuntime::shared_ids() {
+  std::vector<std::string> ids(plan_.groups.size());
+  const std::function<std::string()> make = [] {
+    ncclUniqueId id{};
+    check_open(ncclGetUniqueId(&id), "ncclGetUniqueId", "an NCCL id shared between processes");
+    return std::string(id.internal, NCCL_UNIQUE_ID_BYTES);
+  };
+  for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
+    const GroupPlan& gp = plan_.groups[g];
+    if (!gp.spans_processes) continue;
+    ids[g] = options_.shared_nccl_id(gp.group, make);
+    if (ids[g].size() != NCCL_UNIQUE_ID_BYTES) {
+      throw DeviceUnavailable(
+          "the NCCL id shared for group '" + groups_[static_cast<std::size_t>(gp.group)].name +
+          "' has " + std::to_string(ids[g].size()) + " bytes, not " +
+          std::to_string(NCCL_UNIQUE_ID_BYTES) + " (CudaOptions::shared_nccl_id)");
+    }
+  }
+  return ids;
+}
+
 void CudaRuntime::open_comms() {
   if (plan_.groups.empty()) return;
   // By default (NCCL >= 2.22) communicators connect peers lazily, at the first collective of each
@@ -248,19 +281,54 @@ void CudaRuntime::open_comms() {
   // until the other ranks' threads arrive. Connect everything at init instead, unless the user
   // chose otherwise.
   setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
-  for (const GroupPlan& gp : plan_.groups) {
+  // Every id first: an exchange may wait for the process that makes an id, which may itself be
+  // asking for the id of an earlier group (ascending order keeps that chain finite).
+  const std::vector<std::string> ids = shared_ids();
+  for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
+    const GroupPlan& gp = plan_.groups[g];
     const core::CommGroup& group = groups_[static_cast<std::size_t>(gp.group)];
     CommSet cs;
     cs.name = group.name;
     cs.gpus = group.gpus;
-    std::vector<ncclComm_t> comms(gp.devices.size(), nullptr);
+    cs.spans_processes = gp.spans_processes;
+    std::vector<int> devs;
+    for (int slot : gp.slots) devs.push_back(devices_[static_cast<std::size_t>(slot)]->device);
+    std::vector<ncclComm_t> comms(gp.slots.size(), nullptr);
+    const std::string where = "group '" + group.name + "'";
     // Kept only on success: after a failure the array's contents are unspecified, and release()
     // must not abort what NCCL did not hand out.
-    check_open(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), gp.devices.data()),
-               "ncclCommInitAll", "group '" + group.name + "'");
+    if (!gp.spans_processes) {
+      check_open(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), devs.data()),
+                 "ncclCommInitAll", where);
+    } else {
+      ncclUniqueId id{};
+      std::memcpy(id.internal, ids[g].data(), NCCL_UNIQUE_ID_BYTES);
+      // Each ncclCommInitRank waits for the group's other ranks: one thread initialising several
+      // of them must do it inside one NCCL group, each call on its rank's device.
+      check_open(ncclGroupStart(), "ncclGroupStart", where);
+      ncclResult_t first = ncclSuccess;
+      cudaError_t set_error = cudaSuccess;
+      std::string rank_where = where;
+      for (std::size_t i = 0; i < comms.size() && first == ncclSuccess; ++i) {
+        rank_where = where + ", NCCL rank " + std::to_string(gp.ranks[i]) + " of " +
+                     std::to_string(gp.nranks) + " on CUDA device " + std::to_string(devs[i]);
+        set_error = cudaSetDevice(devs[i]);
+        if (set_error != cudaSuccess) break;
+        first = ncclCommInitRank(&comms[i], gp.nranks, id, gp.ranks[i]);
+      }
+      const ncclResult_t end = ncclGroupEnd();  // always: keep this thread's group depth balanced
+      check_open(set_error, "cudaSetDevice", rank_where);
+      check_open(first, "ncclCommInitRank", rank_where);
+      check_open(end, "ncclGroupEnd", where);
+    }
     cs.comms = std::move(comms);
     comm_sets_.push_back(std::move(cs));
+    cross_process_ = cross_process_ || gp.spans_processes;
   }
+  note(cross_process_
+           ? "NCCL communicators: ncclCommInitAll for groups within this process, "
+             "ncclCommInitRank with an id shared by the launcher for groups spanning processes"
+           : "NCCL communicators: ncclCommInitAll, one process driving every GPU of each group");
 }
 
 void CudaRuntime::warm_up() {
@@ -275,7 +343,7 @@ void CudaRuntime::warm_up() {
     if (!with_blas) continue;
     check_open(cudaSetDevice(d.device), "cudaSetDevice", "GEMM warm-up");
     std::size_t n_done = 0;
-    for (const auto& [dtype, n] : plan_.devices[static_cast<std::size_t>(d.device)].gemm_shapes) {
+    for (const auto& [dtype, n] : plan_.devices[static_cast<std::size_t>(d.slot)].gemm_shapes) {
       if (n_done++ == kMaxGemmWarmups) break;
       const GemmTypes t = gemm_types(dtype);
       const float alpha = 1.0f, beta = 0.0f;
@@ -286,9 +354,10 @@ void CudaRuntime::warm_up() {
                  "cublasGemmEx", "GEMM warm-up on GPU " + std::to_string(d.gpu));
     }
   }
-  // Collectives: each kind once per group at its largest chunk, all ranks from this thread in one
-  // NCCL group (allowed: a single thread issues every member), so the kernels are loaded and the
-  // point-to-point connections (always lazy) exist.
+  // Collectives: each kind once per group at its largest chunk, this process's ranks from this
+  // thread in one NCCL group (allowed: a single thread issues every member here; a group spanning
+  // processes completes when its other processes run the same warm-up, which they do in the same
+  // order), so the kernels are loaded and the point-to-point connections (always lazy) exist.
   for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
     const GroupPlan& gp = plan_.groups[g];
     CommSet& set = comm_sets_[g];
@@ -297,16 +366,16 @@ void CudaRuntime::warm_up() {
       check_open(ncclGroupStart(), "ncclGroupStart", where);
       ncclResult_t first = ncclSuccess;
       const char* call = "";
-      for (std::size_t r = 0; r < gp.devices.size() && first == ncclSuccess; ++r) {
-        DeviceState& d = *devices_[static_cast<std::size_t>(gp.devices[r])];
+      for (std::size_t i = 0; i < gp.slots.size() && first == ncclSuccess; ++i) {
+        DeviceState& d = *devices_[static_cast<std::size_t>(gp.slots[i])];
         CollectiveCall c;
         c.kind = kind;
-        c.rank = static_cast<int>(r);
-        c.nranks = static_cast<int>(gp.devices.size());
+        c.rank = gp.ranks[i];
+        c.nranks = gp.nranks;
         c.bytes = chunk;
         c.send = d.region(0);
         c.recv = d.region(1);
-        c.comm = set.comms[r];
+        c.comm = set.comms[i];
         c.stream = d.util;
         first = issue_collective(c, &call);
       }
@@ -320,7 +389,7 @@ void CudaRuntime::warm_up() {
   // and runs out of memory where the Program does.
   for (auto& dp : devices_) {
     DeviceState& d = *dp;
-    const Bytes peak = plan_.devices[static_cast<std::size_t>(d.device)].peak_alloc_bytes;
+    const Bytes peak = plan_.devices[static_cast<std::size_t>(d.slot)].peak_alloc_bytes;
     check_open(cudaSetDevice(d.device), "cudaSetDevice", "memory pool reserve");
     if (peak > 0) {
       void* p = nullptr;
@@ -399,8 +468,9 @@ CuptiCapture CudaRuntime::take_cupti() {
   c.records = tracer_->take();
   c.gpu_of_uuid = gpu_of_uuid_;
   for (cupti::Record& r : c.records) {
-    if (r.device >= 0 && static_cast<std::size_t>(r.device) < devices_.size())
-      r.gpu = devices_[static_cast<std::size_t>(r.device)]->gpu;
+    for (const auto& dp : devices_) {
+      if (dp->device == r.device) r.gpu = dp->gpu;
+    }
     // A collective batch launches every member's kernel inside one ncclGroupEnd, while the last
     // member's id is pushed: each kernel belongs to the member on its own GPU.
     if (r.op_id < 0 || static_cast<std::size_t>(r.op_id) >= op_gpu_.size() || r.gpu < 0) continue;
@@ -424,6 +494,7 @@ CuptiCapture CudaRuntime::take_cupti() {
 }
 
 void CudaRuntime::release() noexcept {
+  stop_poller(/*drain=*/false);  // before the events go
   if (tracer_) tracer_->stop();  // before the streams go: a forced flush of what was recorded
   // After a failure, in-flight collectives may wait for peers that will never come: abort the
   // communicators (which stops their kernels) instead of destroying them after a sync.

@@ -7,13 +7,17 @@
 //   copy                             cudaMemcpyAsync / cudaMemcpyPeerAsync of op.bytes
 //   collective                       NCCL on float32 buffers of op.bytes per GPU (nccl-tests size)
 //   alloc / free                     cudaMallocAsync / cudaFreeAsync of op.bytes
-// One process drives all its GPUs from its host threads (threads mode: one NCCL communicator per
-// GPU and group from ncclCommInitAll). Only the runtime API, cuBLAS and NCCL are linked, never the
-// driver library, so binaries start on machines without a GPU and report it through
-// DeviceUnavailable.
+// A process drives its GPUs from its host threads: every GPU of the run (launch mode threads: one
+// NCCL communicator per GPU and group from ncclCommInitAll), or its share of them (modes processes
+// and mpi, e.g. one GPU per process as in DDP: groups reaching other processes get their
+// communicators from ncclCommInitRank with an id the launcher shares, CudaOptions::shared_nccl_id).
+// Each op's completion is reported to the executor by a poller thread (set_completion_callback).
+// Only the runtime API, cuBLAS and NCCL are linked, never the driver library, so binaries start on
+// machines without a GPU and report it through DeviceUnavailable.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +33,16 @@ struct CudaOptions {
   // NCCL launch from the end of open()'s warm-up to finish(), each mapped to the op that issued
   // it. Off, the runtime makes no CUPTI call and pays one pointer test per enqueue.
   bool cupti = false;
+
+  // Multi-process runs (launch modes processes and mpi): the NCCL unique id of communicator group
+  // `group` (Program::groups index), shared by every process of the group. open() calls it for
+  // each group with collective ops here and members in other processes, in ascending group order;
+  // `make` creates an id (ncclGetUniqueId) and is run by whichever process the exchange picks (the
+  // group's first member). Both strings hold the 128 raw bytes of an ncclUniqueId
+  // (NCCL_UNIQUE_ID_BYTES). Unset: one process drives every GPU of each group (ncclCommInitAll),
+  // and open() throws real::DeviceUnavailable for a group with members elsewhere.
+  std::function<std::string(int group, const std::function<std::string()>& make)> shared_nccl_id =
+      nullptr;
 };
 
 // A runtime for this machine's CUDA devices. Throws real::DeviceUnavailable, with one line naming

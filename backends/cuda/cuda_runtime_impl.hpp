@@ -6,6 +6,16 @@
 // for the whole enqueue (waits, start event, work, end event), so two threads sharing a stream
 // cannot interleave their commands and break the start/end pairs. NCCL calls take a per-device
 // mutex as well: NCCL does not support concurrent calls on communicators of one device.
+//
+// Completions (set_completion_callback) come from one poller thread per runtime: each enqueue
+// appends its op to its stream's `recorded_` queue once the op's end event is recorded; the
+// poller walks each queue from the front with cudaEventQuery (a stream runs its ops in that
+// order, so it stops at the first that is not done), reports what finished, and sleeps 30 µs when
+// nothing did. It never takes a stream's mutex (an enqueue may block inside NCCL while holding
+// it) and only try_locks a device's NCCL mutex, to read cross-process communicators' asynchronous
+// errors; an error is stored and thrown by the next enqueue, host_wait or finish. Events rather
+// than cudaLaunchHostFunc per op: host functions run one at a time per process and would hold
+// every stream behind the slowest callback.
 #pragma once
 
 #include <cublas_v2.h>
@@ -13,10 +23,14 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -50,6 +64,7 @@ inline GemmTypes gemm_types(core::Dtype d) {
 }
 
 struct DeviceState {
+  int slot = -1;                // index in devices_ and plan_.devices (cuda_plan.hpp)
   int device = -1;              // CUDA device
   int gpu = -1;                 // global GPU index
   cudaStream_t util = nullptr;  // open-time work: fills, warm-ups, the clock pairing
@@ -73,7 +88,8 @@ struct DeviceState {
 
 struct StreamState {
   int index = -1;
-  int device = -1;
+  int slot = -1;    // its GPU's slot
+  int device = -1;  // its GPU's CUDA device
   std::string name;
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;  // streams with GEMM-like ops; bound to `stream` at open
@@ -88,6 +104,8 @@ struct OpState {
   cudaEvent_t end = nullptr;
   std::atomic<bool> started{false};   // start event recorded
   std::atomic<bool> enqueued{false};  // end event recorded: later ops may wait for it
+  std::atomic<bool> done{false};      // the poller saw the end event complete
+  int device = -1;                    // its GPU's CUDA device
   bool timed = false;
   TimeNs start_ns = 0;
   TimeNs end_ns = 0;
@@ -96,8 +114,9 @@ struct OpState {
 
 struct CommSet {
   std::string name;
-  std::vector<int> gpus;
-  std::vector<ncclComm_t> comms;  // by rank
+  std::vector<int> gpus;          // the group's GPUs, by NCCL rank
+  std::vector<ncclComm_t> comms;  // this process's communicators (GroupPlan::ranks order)
+  bool spans_processes = false;   // from ncclCommInitRank: its async errors are polled
 };
 
 class CudaRuntime final : public real::DeviceRuntime {
@@ -118,6 +137,11 @@ class CudaRuntime final : public real::DeviceRuntime {
   void finish() override;
   void abort() override;
   bool op_interval(core::OpId op, TimeNs* start_ns, TimeNs* end_ns) const override;
+  // Call before open(): the poller starts there.
+  void set_completion_callback(std::function<void(core::OpId)> f) override {
+    on_done_ = std::move(f);
+  }
+  bool reports_completions() const override { return true; }
   CuptiCapture take_cupti();
 
  private:
@@ -125,6 +149,7 @@ class CudaRuntime final : public real::DeviceRuntime {
   void open_streams(const core::Program& program);
   void open_buffers();
   void open_comms();
+  std::vector<std::string> shared_ids();
   void warm_up();
   void pair_clocks();
   void start_tracing(const core::Program& program);
@@ -148,11 +173,21 @@ class CudaRuntime final : public real::DeviceRuntime {
   void run_alloc(const core::Op& op, StreamState& s);
   void run_free(const core::Op& op, StreamState& s);
   void check_comm_errors();
+  void note_recorded(const StreamState& s, core::OpId op);
+  void start_poller();
+  void poll_loop();
+  bool poll_streams();  // true when some op completed
+  void poll_comm_errors();
+  // Ends the poller. drain: after one last sweep (finish, the streams idle); else at once.
+  void stop_poller(bool drain) noexcept;
+  void set_run_error(std::string message);
+  void throw_run_error();  // DeviceError with the stored message, if any
+  void wait_event(const OpState& st);
   void compute_intervals();
   void release() noexcept;
 
   DeviceState& device_of_gpu(int gpu) {
-    return *devices_[static_cast<std::size_t>(plan_.device_of_gpu[static_cast<std::size_t>(gpu)])];
+    return *devices_[static_cast<std::size_t>(plan_.slot_of_gpu[static_cast<std::size_t>(gpu)])];
   }
 
   const int device_count_;
@@ -167,11 +202,12 @@ class CudaRuntime final : public real::DeviceRuntime {
   std::int64_t clock_zero_ns_ = 0;
   ProcessPlan plan_;
   std::vector<core::CommGroup> groups_;
-  std::vector<std::unique_ptr<DeviceState>> devices_;  // by CUDA device
+  std::vector<std::unique_ptr<DeviceState>> devices_;  // by slot
   std::vector<std::unique_ptr<StreamState>> streams_;  // by Program stream; null outside
   std::size_t n_ops_ = 0;
   std::unique_ptr<OpState[]> ops_;
   std::vector<CommSet> comm_sets_;                // parallel to plan_.groups
+  bool cross_process_ = false;                    // some comm_sets_ span processes
   std::vector<std::vector<core::Op>> batch_ops_;  // by batch: its members enqueued so far
 
   // Live cudaMallocAsync allocations. A kFree releases the most recent live allocation of the same
@@ -188,6 +224,21 @@ class CudaRuntime final : public real::DeviceRuntime {
   std::unique_ptr<cupti::CuptiTracer> tracer_;
   std::vector<int> op_gpu_;
   std::map<std::string, int> gpu_of_uuid_;
+
+  // [SECTION] Completions and asynchronous errors (the poller; see the top of this file).
+  std::function<void(core::OpId)> on_done_;
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;               // wakes the poller to stop
+  std::vector<std::deque<core::OpId>> recorded_;  // by stream: end recorded, not yet seen done
+  bool poll_stop_ = false;                        // under poll_mu_
+  bool poll_drain_ = false;                       // under poll_mu_: one last sweep first
+  bool polling_ = false;                          // the poller runs (set at open)
+  std::thread poller_;
+  // The first error the poller met (NCCL asynchronous error, failed event query, throwing
+  // callback), thrown by the next enqueue, host_wait or finish.
+  std::mutex run_error_mu_;
+  std::string run_error_;
+  std::atomic<bool> has_run_error_{false};
 };
 
 }  // namespace csim::cuda::detail

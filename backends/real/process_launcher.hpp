@@ -40,8 +40,9 @@ struct ClockSync {
 struct LaunchReport {
   int ranks = 0;
   std::vector<ClockSync> clocks;
-  int failed_rank = -1;  // -1: none
-  std::string failure;   // one line, names the rank ("" when all finished)
+  int failed_rank = -1;             // -1: none
+  std::string failure;              // one line, names the rank ("" when all finished)
+  bool device_unavailable = false;  // a rank found no usable device (DeviceUnavailable)
 };
 
 // Each rank builds its runtime after fork (a CUDA context must not cross fork) from this.

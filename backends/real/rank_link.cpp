@@ -2,6 +2,7 @@
 #include "backends/real/rank_link.hpp"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -24,6 +25,17 @@ void Msg::set_text(const std::string& s) {
 
 std::string Msg::get_text() const {
   return std::string(text, strnlen(text, sizeof text));
+}
+
+bool Msg::set_bytes(const std::string& s) {
+  if (s.size() > sizeof text) return false;
+  std::memcpy(text, s.data(), s.size());
+  b = static_cast<std::int64_t>(s.size());
+  return true;
+}
+
+std::string Msg::get_bytes() const {
+  return std::string(text, static_cast<std::size_t>(std::clamp<std::int64_t>(b, 0, sizeof text)));
 }
 
 bool send_msg(int fd, const Msg& m) {
@@ -62,20 +74,33 @@ std::int64_t steady_ns() {
 
 }  // namespace
 
-RankLink::RankLink(int port, int rank, const core::Program& program, std::int64_t clock_zero_ns,
-                   int heartbeat_ms)
+RankLink::RankLink(const std::string& host, int port, int rank, const core::Program& program,
+                   std::int64_t clock_zero_ns, int heartbeat_ms)
     : rank_(rank), clock_zero_ns_(clock_zero_ns), heartbeat_ms_(heartbeat_ms) {
+  const std::string where = host + ":" + std::to_string(port);
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+      rc != 0 || found == nullptr)
+    throw DeviceUnavailable("rank " + std::to_string(rank) + " cannot resolve the coordinator " +
+                            where + ": " + ::gai_strerror(rc));
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd_ < 0) throw DeviceUnavailable(std::string("rank socket: ") + std::strerror(errno));
+  if (fd_ < 0) {
+    ::freeaddrinfo(found);
+    throw DeviceUnavailable(std::string("rank socket: ") + std::strerror(errno));
+  }
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+  const int connected = ::connect(fd_, found->ai_addr, found->ai_addrlen);
+  const int connect_errno = errno;
+  ::freeaddrinfo(found);
+  if (connected != 0) {
+    ::close(fd_);
     throw DeviceUnavailable("rank " + std::to_string(rank) + " cannot reach the coordinator at " +
-                            "127.0.0.1:" + std::to_string(port) + ": " + std::strerror(errno));
+                            where + ": " + std::strerror(connect_errno));
+  }
   issued_.assign(program.ops.size(), 0);
   host_done_.assign(program.ops.size(), 0);
   done_.assign(program.ops.size(), 0);
@@ -148,6 +173,12 @@ void RankLink::read_loop() {
           break;
         case MsgType::kGo:
           go_at_[static_cast<std::size_t>(m.a)] = m.b;
+          break;
+        case MsgType::kBlob:
+          blobs_[static_cast<int>(m.a)] = m.get_bytes();
+          break;
+        case MsgType::kBlobMake:
+          blobs_to_make_.insert(static_cast<int>(m.a));
           break;
         case MsgType::kAbort:
           if (!aborted_) {
@@ -236,6 +267,36 @@ TimeNs RankLink::arrive(int instance, TimeNs start_ns) {
   return go_at_[static_cast<std::size_t>(instance)] + offset_ns_;
 }
 
+std::string RankLink::shared_blob(int key, const std::function<std::string()>& make) {
+  Msg want;
+  want.type = MsgType::kBlobWant;
+  want.rank = rank_;
+  want.a = key;
+  send(want);
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [&] { return aborted_ || blobs_.count(key) || blobs_to_make_.count(key); });
+  if (aborted_)
+    throw DeviceError("rank " + std::to_string(rank_) +
+                      ": run aborted while waiting for shared "
+                      "value " +
+                      std::to_string(key) + " (" + abort_reason_ + ")");
+  if (const auto it = blobs_.find(key); it != blobs_.end()) return it->second;
+  lk.unlock();
+  const std::string value = make();  // outside the lock: it may take a while (ncclGetUniqueId)
+  Msg m;
+  m.type = MsgType::kBlob;
+  m.rank = rank_;
+  m.a = key;
+  if (!m.set_bytes(value))
+    throw DeviceError("shared value " + std::to_string(key) + " has " +
+                      std::to_string(value.size()) + " bytes; the launcher carries at most " +
+                      std::to_string(sizeof m.text));
+  send(m);
+  lk.lock();
+  blobs_[key] = value;
+  return value;
+}
+
 void RankLink::on_abort(std::function<void(const std::string&)> f) {
   // Waits for a callback in flight, so that clearing it (f empty) guarantees no later call.
   std::lock_guard<std::mutex> cl(cb_mu_);
@@ -254,9 +315,10 @@ std::string RankLink::abort_reason() const {
   return abort_reason_;
 }
 
-void RankLink::send_error(const std::string& what) {
+void RankLink::send_error(const std::string& what, bool device_unavailable) {
   Msg m;
   m.type = MsgType::kError;
+  m.a = device_unavailable ? 1 : 0;
   m.rank = rank_;
   m.set_text(what);
   send(m);

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,10 +21,11 @@ namespace csim::real {
 
 class RankLink {
  public:
-  // Connects to 127.0.0.1:port, says hello, measures the clock offset (min-RTT ping-pong, see
-  // docs/real-execution.md, "Clocks"), then starts the reader and heartbeat threads.
-  RankLink(int port, int rank, const core::Program& program, std::int64_t clock_zero_ns,
-           int heartbeat_ms);
+  // Connects to host:port (an IPv4 address or a host name), says hello, measures the clock offset
+  // (min-RTT ping-pong, see docs/real-execution.md, "Clocks"), then starts the reader and heartbeat
+  // threads.
+  RankLink(const std::string& host, int port, int rank, const core::Program& program,
+           std::int64_t clock_zero_ns, int heartbeat_ms);
   ~RankLink();
 
   int rank() const { return rank_; }
@@ -40,12 +43,17 @@ class RankLink {
   // relative to clock zero), or -1 when aborted.
   TimeNs arrive(int instance, TimeNs start_ns);
 
+  // A value every rank that asks for `key` shares (an NCCL unique id per communicator group):
+  // the first rank to ask runs `make` and the coordinator relays its result to the others. Throws
+  // DeviceError when the run is aborted first or the value exceeds the message's text field.
+  std::string shared_blob(int key, const std::function<std::string()>& make);
+
   // Called (from the reader thread) when the coordinator aborts the run.
   void on_abort(std::function<void(const std::string&)> f);
   bool aborted() const;
   std::string abort_reason() const;
 
-  void send_error(const std::string& what);
+  void send_error(const std::string& what, bool device_unavailable = false);
   void send_result(core::OpId op, const core::OpTiming& t);  // converted to the coordinator clock
   void send_finished(bool complete, bool failed);
 
@@ -61,7 +69,9 @@ class RankLink {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<char> issued_, host_done_, done_;
-  std::vector<TimeNs> go_at_;  // per instance: last arrival (coordinator clock), -1 until GO
+  std::vector<TimeNs> go_at_;         // per instance: last arrival (coordinator clock), -1 until GO
+  std::map<int, std::string> blobs_;  // shared values received
+  std::set<int> blobs_to_make_;       // keys the coordinator asked this rank to make
   bool aborted_ = false;
   std::string abort_reason_;
   std::function<void(const std::string&)> abort_cb_;

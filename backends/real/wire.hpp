@@ -22,8 +22,11 @@ enum class MsgType : std::int32_t {
                // start, end (coordinator clock)
   kClock,      // rank -> coordinator: a = offset ns (rank - coordinator), b = uncertainty ns
   kFinished,   // rank -> coordinator: a = 1 complete, 0 stopped early; b = 1 if it failed
-  kError,      // rank -> coordinator: text = the error (one line, truncated)
+  kError,      // rank -> coordinator: text = the error (one line, truncated); a = 1: no device
   kAbort,      // coordinator -> ranks: a = the rank that failed or -1 (cancel), text = why
+  kBlobWant,   // rank -> coordinator: a = key of a shared value (an NCCL unique id per group)
+  kBlobMake,   // coordinator -> the first rank that wanted key a: make it and send kBlob
+  kBlob,       // a = key, b = length, text = the value's raw bytes (<= sizeof text) — relayed
 };
 
 struct Msg {
@@ -32,8 +35,10 @@ struct Msg {
   std::int64_t a = 0, b = 0;
   std::int64_t v[6] = {0, 0, 0, 0, 0, 0};
   char text[160] = {};
-  void set_text(const std::string& s);
+  void set_text(const std::string& s);  // NUL-terminated, truncated to sizeof text - 1
   std::string get_text() const;
+  bool set_bytes(const std::string& s);  // raw, length in b; false if it does not fit
+  std::string get_bytes() const;
 };
 
 // Whole-record I/O on a blocking socket; false on EOF or error (the peer is gone).

@@ -182,7 +182,9 @@ TEST_CASE("plan: buffers, communicators and one-thread collective batches", "[cu
   const cuda::ProcessPlan plan = cuda::plan_process(p, {0, 1}, 2);
   CHECK(plan.local_ops == 5);
   REQUIRE(plan.groups.size() == 1);
-  CHECK(plan.groups[0].devices == std::vector<int>{0, 1});
+  CHECK(plan.groups[0].slots == std::vector<int>{0, 1});
+  CHECK(plan.groups[0].ranks == std::vector<int>{0, 1});
+  CHECK_FALSE(plan.groups[0].spans_processes);
   // The broadcast (instance 1) is issued by thread 0 for both GPUs: one batch; the all-reduce's
   // ops come from two threads and are issued one by one.
   REQUIRE(plan.batches.size() == 1);
@@ -214,7 +216,8 @@ TEST_CASE("plan: what one process cannot run is DeviceUnavailable", "[cuda][plan
     return std::string();
   };
   CHECK(message({0, 1}, 1).find("needs 2 GPUs in this process") != std::string::npos);
-  CHECK(message({0}, 8).find("processes/mpi launch not implemented") == 0);
+  // GPU 1 is in another process and no launcher shares NCCL ids (CudaOptions::shared_nccl_id).
+  CHECK(message({0}, 8).find("group 'world' has GPU 1 in another process") == 0);
   CHECK(message({0, 0}, 8).find("listed twice") != std::string::npos);
   Program sym = p;
   sym.symmetry.images = {{0, 1}};

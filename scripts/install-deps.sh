@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages ClusterSim needs to build and test (only those missing).
 set -euo pipefail
-packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libsimdjson-dev libcli11-dev catch2 zlib1g-dev libimgui-dev libglfw3-dev libstb-dev fonts-dejavu-core xvfb xauth mesa-utils libgl1-mesa-dri)
+packages=(build-essential cmake ninja-build pkg-config nlohmann-json3-dev libsimdjson-dev libcli11-dev catch2 zlib1g-dev libimgui-dev libglfw3-dev libstb-dev fonts-dejavu-core xvfb xauth mesa-utils libgl1-mesa-dri libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -56,6 +56,13 @@ MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>
       }
     }
   }
+  std::vector<int> gpus;
+  std::vector<Bytes> capacity;
+  for (const GpuMemory& m : rep.gpus) {
+    gpus.push_back(m.gpu);
+    capacity.push_back(m.capacity_bytes);
+  }
+  rep.allocator = simulate_caching_allocator(program, timings, gpus, capacity);
   return rep;
 }
 

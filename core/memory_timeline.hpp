@@ -1,7 +1,8 @@
 // Memory per GPU over time, by category, from a Program and its op timings
 // (docs/cost-model.md, "Memory"): every Alloc/Free op changes its GPU's allocated bytes at the
 // time it ran on its stream. Peak, capacity check against usable memory, and an OOM verdict
-// naming the GPU, the op and the shortfall.
+// naming the GPU, the op and the shortfall; and the same ops through the caching-allocator model
+// (core/caching_allocator.hpp, docs/memory.md): reserved bytes, fragmentation, segments.
 #pragma once
 
 #include <array>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/caching_allocator.hpp"
 #include "core/executor.hpp"
 #include "core/program.hpp"
 
@@ -42,6 +44,7 @@ struct OomVerdict {
 struct MemoryReport {
   std::vector<GpuMemory> gpus;   // the program's active GPUs, in order
   std::optional<OomVerdict> oom; // the first allocation, in time, that exceeds its GPU's capacity
+  AllocatorReport allocator;     // the same ops through PyTorch's caching allocator (docs/memory.md)
 };
 
 MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>& timings,

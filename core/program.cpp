@@ -114,6 +114,8 @@ const char* to_string(MemCategory c) {
       return "comm_buffers";
     case MemCategory::kWorkspace:
       return "workspace";
+    case MemCategory::kAutogradGraph:
+      return "autograd_graph";
   }
   return "?";
 }

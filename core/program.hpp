@@ -71,9 +71,10 @@ enum class MemCategory : std::uint8_t {
   kBuffers,
   kGatheredOutputs,
   kCommBuffers,
-  kWorkspace
+  kWorkspace,
+  kAutogradGraph  // a graph kept alive across steps (training.leaks.loss_as_tensor, docs/memory.md)
 };
-inline constexpr int kNumMemCategories = 8;
+inline constexpr int kNumMemCategories = 9;
 const char* to_string(MemCategory c);
 
 enum class StreamRole : std::uint8_t { kCompute, kComm, kCopy };

@@ -250,6 +250,11 @@ struct TrainingSpec {
   int steps = 3;
   int gradient_accumulation = 1;  // micro-steps per optimizer step
   DataLoaderSpec loader;
+  // Memory behaviour of the training script (docs/scenario.md, "training"; docs/memory.md).
+  bool leak_loss_as_tensor = false;  // leaks.loss_as_tensor: total_loss += loss keeps each graph
+  bool leak_keep_outputs = false;  // leaks.keep_outputs: a no-grad-less eval forward kept per step
+  int empty_cache_every = 0;       // torch.cuda.empty_cache() every N steps (0: never)
+  bool del_temporaries = true;     // false: output and input live until the step's end
 };
 
 // [SECTION] Strategy -----------------------------------------------------------------------------

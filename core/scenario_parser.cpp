@@ -622,7 +622,8 @@ HostSpec parse_host(Ctx& ctx, const json* v) {
 TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   Obj o(ctx, v, "training",
         {"global_batch", "dataset_size", "precision", "amp_dtype", "optimizer", "sgd_momentum",
-         "steps", "gradient_accumulation", "data_loader"});
+         "steps", "gradient_accumulation", "data_loader", "leaks", "empty_cache_every",
+         "del_temporaries"});
   TrainingSpec t;
   t.global_batch = o.req_integer("global_batch", 1, 1 << 24);
   t.dataset_size = o.integer("dataset_size", 0, 0, 1000000000000LL);
@@ -645,6 +646,13 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
                "ignored: num_workers is 0 (the main process loads batches)");
     }
   }
+  if (o.has("leaks")) {
+    Obj l(ctx, o.raw("leaks"), o.at("leaks"), {"loss_as_tensor", "keep_outputs"});
+    t.leak_loss_as_tensor = l.boolean("loss_as_tensor", false);
+    t.leak_keep_outputs = l.boolean("keep_outputs", false);
+  }
+  t.empty_cache_every = static_cast<int>(o.integer("empty_cache_every", 0, 0, 100000));
+  t.del_temporaries = o.boolean("del_temporaries", true);
   if (o.has("amp_dtype") && t.precision != Precision::kAmp) {
     ctx.warn(o.at("amp_dtype"), std::string("ignored: precision is ") + to_string(t.precision));
   }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -192,6 +193,85 @@ MemoryPeak memory_peak(std::vector<const CounterSample*> samples, Bytes capacity
   return m;
 }
 
+// Reserved bytes of the caching-allocator counter (docs/summary.md, "Memory"): its "reserved"
+// series.
+Bytes reserved_peak(const std::vector<const CounterSample*>& samples) {
+  double peak = 0;
+  for (const CounterSample* c : samples) {
+    for (const auto& [series, value] : c->values) {
+      if (series == "reserved") peak = std::max(peak, value);
+    }
+  }
+  return static_cast<Bytes>(peak);
+}
+
+// docs/summary.md, "Memory growth". E_k = allocated (and each category) at the end of step k: the
+// last sample at or before end_k. The trace's last step is left out (a run's final step frees
+// what a next step would have kept, such as a prefetched batch). Memory grows when E_k > E_{k-1}
+// for every compared step after the first (at least two such steps); growth = (E_M - E_1) /
+// (M - 1) over the compared steps 1..M. The peak of step M is the largest sample in
+// (end_{M-1}, end_M] or E_{M-1}; at the same rate step M + j peaks at P_M + j * growth, so the
+// first step above capacity C is M + floor((C - P_M) / growth) + 1.
+std::optional<MemoryGrowth> memory_growth(std::vector<const CounterSample*> samples,
+                                          const std::vector<Step>& steps, Bytes capacity) {
+  if (steps.size() < 4 || samples.empty()) return std::nullopt;
+  const std::size_t compared = steps.size() - 1;
+  std::stable_sort(
+      samples.begin(), samples.end(),
+      [](const CounterSample* a, const CounterSample* b) { return a->ts_ns < b->ts_ns; });
+  auto total_of = [](const CounterSample* c) {
+    double v = 0;
+    for (const auto& [series, value] : c->values) {
+      if (series == "allocated") return value;
+      v += value;
+    }
+    return v;
+  };
+  std::vector<double> ends;                         // E_k
+  std::vector<std::map<std::string, double>> cats;  // per category at step ends
+  std::size_t i = 0;
+  double level = 0, peak_last = 0;
+  std::map<std::string, double> cat_level;
+  for (std::size_t k = 0; k < compared; ++k) {
+    const bool last = k + 1 == compared;
+    if (last) peak_last = level;
+    for (; i < samples.size() && samples[i]->ts_ns <= steps[k].end; ++i) {
+      level = total_of(samples[i]);
+      for (const auto& [series, value] : samples[i]->values) {
+        if (series != "allocated") cat_level[series] = value;
+      }
+      if (last) peak_last = std::max(peak_last, level);
+    }
+    ends.push_back(level);
+    cats.push_back(cat_level);
+  }
+  for (std::size_t k = 1; k < ends.size(); ++k) {
+    if (!(ends[k] > ends[k - 1])) return std::nullopt;
+  }
+  MemoryGrowth g;
+  const double n = static_cast<double>(ends.size() - 1);
+  g.first_step = static_cast<int>(steps.front().n);
+  g.last_step = static_cast<int>(steps[compared - 1].n);
+  g.bytes_per_step = (ends.back() - ends.front()) / n;
+  for (const auto& [series, value] : cats.back()) {
+    const auto it = cats.front().find(series);
+    const double rate = (value - (it == cats.front().end() ? 0.0 : it->second)) / n;
+    if (rate > g.category_bytes_per_step) {
+      g.category_bytes_per_step = rate;
+      g.category = series;
+    }
+  }
+  g.last_step_peak_bytes = static_cast<Bytes>(peak_last);
+  g.capacity_bytes = capacity;
+  if (capacity > 0 && g.bytes_per_step > 0) {
+    const double room = static_cast<double>(capacity) - peak_last;
+    g.oom_step =
+        room < 0 ? g.last_step
+                 : g.last_step + static_cast<std::int64_t>(std::floor(room / g.bytes_per_step)) + 1;
+  }
+  return g;
+}
+
 std::string gpu_name(const ProcessInfo& p) {
   if (p.name.rfind("node ", 0) == 0) return p.name;
   if (p.node >= 0) return "node " + std::to_string(p.node) + " / GPU " + std::to_string(p.gpu);
@@ -334,6 +414,7 @@ Summary summarize(const Trace& trace) {
   std::set<std::int32_t> with_work;
   std::map<std::int32_t, std::vector<const TraceEvent*>> events_of;
   std::map<std::int32_t, std::vector<const CounterSample*>> memory_of;
+  std::map<std::int32_t, std::vector<const CounterSample*>> reserved_of;  // caching allocator
   for (const TraceEvent& e : trace.events) {
     if (is_gpu_work(e.cls)) with_work.insert(e.pid);
     events_of[e.pid].push_back(&e);
@@ -341,7 +422,11 @@ Summary summarize(const Trace& trace) {
   for (const CounterSample& c : trace.counters) {
     if (c.name.compare(0, 6, "memory") != 0) continue;
     with_work.insert(c.pid);
-    memory_of[c.pid].push_back(&c);
+    if (c.name == kReservedMemoryCounter) {
+      reserved_of[c.pid].push_back(&c);
+    } else {
+      memory_of[c.pid].push_back(&c);
+    }
   }
   double peak_sum = 0, peak_max = 0;
   int with_memory = 0;
@@ -376,6 +461,14 @@ Summary summarize(const Trace& trace) {
     const MemoryPeak m = memory_peak(memory_of[pid], p.capacity_bytes);
     g.has_memory_data = m.any;
     g.peak_bytes = m.peak;
+    g.has_reserved_data = !reserved_of[pid].empty();
+    g.peak_reserved_bytes = reserved_peak(reserved_of[pid]);
+    if (m.any) {
+      if (auto growth = memory_growth(memory_of[pid], steps, p.capacity_bytes)) {
+        growth->gpu = g.gpu;
+        s.memory_growth.push_back(*growth);
+      }
+    }
     if (m.any) {
       s.has_memory_data = true;
       with_memory += g.stands_for;
@@ -426,6 +519,18 @@ Summary summarize(const Trace& trace) {
     }
   } else if (s.oom) {
     s.notes.push_back("OOM derived from the memory counters (op unknown)");
+  }
+  // The caching allocator's own OOM (docs/memory.md, rule 6): reserved + the new segment exceed
+  // the usable memory even after releasing the cache, which fragmentation can cause first.
+  if (md.is_object() && md.contains("allocator_oom") && md["allocator_oom"].is_object()) {
+    const nlohmann::json& o = md["allocator_oom"];
+    const auto mib = [](Bytes b) { return std::to_string(b / kMiB); };
+    s.notes.push_back(
+        "caching allocator out of memory on GPU " + std::to_string(o.value("gpu", -1)) + " at op " +
+        o.value("op", std::string()) + ": reserved " + mib(o.value("reserved_bytes", Bytes{0})) +
+        " MiB + a " + mib(o.value("segment_bytes", Bytes{0})) + " MiB segment > usable " +
+        mib(o.value("capacity_bytes", Bytes{0})) + " MiB, with " +
+        mib(o.value("allocated_bytes", Bytes{0})) + " MiB allocated");
   }
   return s;
 }

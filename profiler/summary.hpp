@@ -21,6 +21,8 @@ struct GpuSummary {                    // one GPU (trace process); times are sec
   std::string name;                    // "node 0 / GPU 1" ("rank 3 / GPU 0" for imported traces)
   int rank = -1, node = -1, gpu = -1;  // from ProcessInfo (gpu = global index)
   Bytes peak_bytes = 0;                // max of the "allocated" memory counter (docs: Memory)
+  Bytes peak_reserved_bytes = 0;       // max of the "memory reserved" counter's reserved series
+  bool has_reserved_data = false;      // the GPU has caching-allocator counters
   Bytes capacity_bytes = 0;            // usable memory (0: unknown)
   bool has_memory_data = false;        // the GPU has memory counters
   double busy_fraction = 0;            // (compute + comm + copy) / window (docs: Time split)
@@ -43,6 +45,18 @@ struct OomVerdict {
   TimeNs at_ns = 0;           // when the allocation failed / first exceeded capacity
 };
 
+// Memory that grows every step on one GPU (docs/summary.md, "Memory growth").
+struct MemoryGrowth {
+  int gpu = -1;
+  int first_step = 0, last_step = 0;   // steps N whose end-of-step memory was compared
+  double bytes_per_step = 0;           // (allocated at end of last - at end of first) / steps
+  std::string category;                // the series that grows the most ("" when none named)
+  double category_bytes_per_step = 0;  // its growth per step
+  Bytes last_step_peak_bytes = 0;      // peak allocated during the last step
+  Bytes capacity_bytes = 0;            // 0: unknown
+  std::int64_t oom_step = -1;          // first step whose peak exceeds capacity (-1: unknown)
+};
+
 struct Summary {
   std::string scenario, strategy, backend;  // from trace metadata ("" when absent)
   std::vector<TimeNs> step_times_ns;        // per ProfilerStep#N, in step order (docs: Steps)
@@ -57,6 +71,7 @@ struct Summary {
   double imbalance = 0;       // max / mean of the GPUs' peak bytes (0: no memory data)
   bool has_memory_data = false;
   std::optional<OomVerdict> oom;
+  std::vector<MemoryGrowth> memory_growth;  // GPUs whose memory grows every step
   std::vector<GpuSummary> per_gpu;  // GPU processes with GPU work, sorted by pid (= GPU); under
                                     //   rank symmetry mirrored GPUs too, repeating their figures
   int gpus = 0;                     // GPUs the run used: sum of per_gpu's stands_for

@@ -67,6 +67,21 @@ nlohmann::json summary_to_json(const Summary& s) {
   } else {
     j["oom"] = nullptr;
   }
+  // docs/summary.md, "Memory growth".
+  nlohmann::json growth = nlohmann::json::array();
+  for (const MemoryGrowth& g : s.memory_growth) {
+    growth.push_back(
+        {{"gpu", g.gpu},
+         {"first_step", g.first_step},
+         {"last_step", g.last_step},
+         {"bytes_per_step", g.bytes_per_step},
+         {"category", g.category},
+         {"category_bytes_per_step", g.category_bytes_per_step},
+         {"last_step_peak_bytes", g.last_step_peak_bytes},
+         {"capacity_bytes", g.capacity_bytes},
+         {"oom_step", g.oom_step >= 0 ? nlohmann::json(g.oom_step) : nlohmann::json(nullptr)}});
+  }
+  j["memory_growth"] = growth;
   j["device_ids0"] = s.device_ids0 >= 0 ? nlohmann::json(s.device_ids0) : nlohmann::json(nullptr);
   j["output_device"] =
       s.output_device >= 0 ? nlohmann::json(s.output_device) : nlohmann::json(nullptr);
@@ -89,21 +104,24 @@ nlohmann::json summary_to_json(const Summary& s) {
                       {"mirror_of", g.mirror_of}});
       continue;
     }
-    gpus.push_back({{"name", g.name},
-                    {"rank", g.rank},
-                    {"node", g.node},
-                    {"gpu", g.gpu},
-                    {"peak_bytes", g.peak_bytes},
-                    {"capacity_bytes", g.capacity_bytes},
-                    {"has_memory_data", g.has_memory_data},
-                    {"busy_fraction", g.busy_fraction},
-                    {"compute_s", g.compute_s},
-                    {"comm_s", g.comm_s},
-                    {"copy_s", g.copy_s},
-                    {"host_wait_s", g.host_wait_s},
-                    {"idle_s", g.idle_s},
-                    {"exposed_comm_s", g.exposed_comm_s},
-                    {"overlapped_comm_s", g.overlapped_comm_s}});
+    gpus.push_back(
+        {{"name", g.name},
+         {"rank", g.rank},
+         {"node", g.node},
+         {"gpu", g.gpu},
+         {"peak_bytes", g.peak_bytes},
+         {"peak_reserved_bytes",
+          g.has_reserved_data ? nlohmann::json(g.peak_reserved_bytes) : nlohmann::json(nullptr)},
+         {"capacity_bytes", g.capacity_bytes},
+         {"has_memory_data", g.has_memory_data},
+         {"busy_fraction", g.busy_fraction},
+         {"compute_s", g.compute_s},
+         {"comm_s", g.comm_s},
+         {"copy_s", g.copy_s},
+         {"host_wait_s", g.host_wait_s},
+         {"idle_s", g.idle_s},
+         {"exposed_comm_s", g.exposed_comm_s},
+         {"overlapped_comm_s", g.overlapped_comm_s}});
     if (s.symmetric) gpus.back()["stands_for"] = g.stands_for;
   }
   if (s.symmetric) j["gpus"] = s.gpus;
@@ -186,6 +204,28 @@ void print_summary_table(const Summary& s, std::ostream& out) {
     out << "\n";
   } else {
     out << "no memory data\n";
+  }
+  // Caching allocator (docs/memory.md): peak reserved next to peak allocated.
+  for (const GpuSummary& g : s.per_gpu) {
+    if (g.mirror_of >= 0 || !g.has_reserved_data) continue;
+    out << "memory " << row_name(g) << ": peak allocated " << fmt("%.3f", gib(g.peak_bytes))
+        << " GiB, peak reserved " << fmt("%.3f", gib(g.peak_reserved_bytes))
+        << " GiB (caching allocator)\n";
+  }
+  // Memory growth (docs/summary.md, "Memory growth").
+  for (const MemoryGrowth& g : s.memory_growth) {
+    out << "memory grows on GPU " << g.gpu << ": " << fmt("%.0f", g.bytes_per_step) << " bytes ("
+        << fmt("%.3f", g.bytes_per_step / static_cast<double>(kMiB)) << " MiB) per step over steps "
+        << g.first_step << ".." << g.last_step;
+    if (!g.category.empty())
+      out << ", mostly " << g.category << " (" << fmt("%.0f", g.category_bytes_per_step)
+          << " bytes/step)";
+    if (g.oom_step >= 0) {
+      out << "; at this rate it runs out of memory at step " << g.oom_step;
+    } else {
+      out << "; capacity unknown";
+    }
+    out << "\n";
   }
   // The bounding GPU, when it is busier than the median GPU by more than 1 %.
   if (s.bounding_gpu >= 0 && s.bounding_busy_s > 1.01 * s.median_busy_s) {

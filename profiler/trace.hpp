@@ -54,6 +54,10 @@ struct TraceEvent {                  // a complete ("X") event
   std::vector<Arg> args;             // further args, written in this order
 };
 
+// Counter of the caching-allocator model (docs/trace-format.md, "Events"; docs/memory.md): series
+// reserved, allocated_blocks, cached_free, largest_free_block (bytes) and segments (a count).
+inline constexpr const char* kReservedMemoryCounter = "memory reserved";
+
 struct CounterSample {               // a "C" event: one or more series at one time
   std::int32_t pid = 0;
   std::string name;                  // "memory (bytes)"

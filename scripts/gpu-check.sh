@@ -100,12 +100,34 @@ else
   row "processes mlp_1xh200" "FAILED" "$(tail -1 "$out/mlp_processes.txt")"
 fi
 
+# [SECTION] CUPTI tracing overhead (benchmark, target < 2 %): the GPT-2-small step untraced and
+# traced, three runs each, median step time of each set (simrun's "step time" is itself the median
+# of steps 2..N).
+say "cupti overhead gpt2_small_1xh200"
+plain=(); traced=()
+for i in 1 2 3; do
+  plain+=("$(timeout 60 "$bin/simrun" scenarios/gpt2_small_1xh200.json --backend cuda 2>>"$log" |
+    awk '/^step time:/ {print $3}')")
+  traced+=("$(timeout 60 "$bin/simrun" scenarios/gpt2_small_1xh200.json --backend cuda --cupti \
+    2>>"$log" | awk '/^step time:/ {print $3}')")
+done
+median3() { printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | sed -n 2p; }
+p_ms=$(median3 "${plain[@]}"); t_ms=$(median3 "${traced[@]}")
+if [ -n "$p_ms" ] && [ -n "$t_ms" ]; then
+  row "cupti overhead gpt2_small" ok "untraced $p_ms ms, traced $t_ms ms: $(awk -v a="$p_ms" -v b="$t_ms" 'BEGIN {printf "%+.2f %%", (b / a - 1) * 100}') (target < 2 %)"
+else
+  row "cupti overhead gpt2_small" "FAILED" "untraced: ${plain[*]:-none}; traced: ${traced[*]:-none}"
+fi
+
 # [SECTION] Calibration: GEMM, element-wise, copies and launch latency measured through the real
 # executor, fitted into a device profile, then the compare re-run with that profile.
 say "calibrate"
 if timeout 200 "$bin/simrun" calibrate scenarios/mlp_1xh200.json --backend cuda --quick \
     -o "$out/h200.profile.json" >"$out/calibrate.txt" 2>&1; then
-  row calibrate ok "$(grep -iE 'gemm' "$out/calibrate.txt" | head -1 | tr -s ' ')"
+  # Achieved GEMM efficiency against the catalog's peak, and bandwidths against the device's
+  # figures (the benchmark rows of the issue): the calibration table's own lines.
+  row calibrate ok "$(grep -E '^(gemm bf16|memory bandwidth|h2d pinned|kernel overhead)' \
+    "$out/calibrate.txt" | tr -s ' ' | paste -sd ';' -)"
   if timeout 90 "$bin/simrun" compare scenarios/mlp_1xh200.json --backend cuda \
       --device-profile "$out/h200.profile.json" -o "$out/mlp_calibrated" \
       >"$out/mlp_calibrated.compare.txt" 2>&1; then

@@ -17,6 +17,7 @@
 #include "core/calibration/fit.hpp"
 #include "core/error.hpp"
 #include "core/scenario_parser.hpp"
+#include "tests/simrun_cli_support.hpp"
 #include "tests/test_support.hpp"
 #include "tools/simrun_app.hpp"
 
@@ -27,23 +28,11 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = test::CliResult;
 
-Result run(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = app::simrun_main(args, out, err);
-  return {code, out.str(), err.str()};
-}
+Result run(const std::vector<std::string>& args) { return test::run_simrun(args); }
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("csim_cal_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path fresh_dir(const std::string& name) { return test::fresh_dir("csim_cal_", name); }
 
 void write(const fs::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;

@@ -38,10 +38,7 @@ Outcome mpirun(int np, const std::string& args) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("csim_mpi_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return csim::test::fresh_dir("csim_mpi_", name);
 }
 
 // "X" events per GPU lane (pid) of a trace: what each rank contributed to the merge.

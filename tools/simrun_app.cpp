@@ -17,6 +17,7 @@
 #include "profiler/summary.hpp"
 #include "tools/calibrate.hpp"
 #include "tools/compare.hpp"
+#include "tools/oom_advice.hpp"
 #include "tools/real_run.hpp"
 #include "tools/signals.hpp"
 
@@ -98,6 +99,10 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_flag("--no-gil-emulation", no_gil,
                "real backends: do not serialise Python time with an emulated GIL");
   app.add_flag("--fail-on-oom", fail_on_oom, "exit with 4 when the OOM verdict is not empty");
+  bool no_advice = false;
+  app.add_flag("--no-advice", no_advice,
+               "with an OOM verdict, do not re-simulate the usual fixes (smaller micro-batches, "
+               "recompute, ZeRO, more stages, a bigger GPU, DDP) to rank them");
   app.add_flag("-q,--quiet", quiet, "do not print the summary table");
   bool expand_mirrors = false;
   app.add_flag("--expand-mirrors", expand_mirrors,
@@ -131,6 +136,17 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     const prof::Summary summary = prof::summarize(run.trace);
     if (!quiet) prof::print_summary_table(summary, out);
+    // An OOM verdict comes with ranked advice, each change re-simulated (docs/memory.md).
+    if (run.memory.oom && backend == "sim" && !no_advice && !quiet)
+      print_oom_advice(oom_advice(
+                           [&](const std::vector<std::string>& extra) {
+                             std::vector<std::string> sets = overrides;
+                             sets.insert(sets.end(), extra.begin(), extra.end());
+                             return calibration::parse_scenario_with_profile(
+                                 scenario_path, device_profile, sets);
+                           },
+                           scenario, control),
+                       summary.step_time_s, out);
     if (expand_mirrors && (!trace_path.empty() || !per_rank_dir.empty())) {
       const int added = prof::expand_mirrored_gpus(run.trace);
       if (!quiet) out << "trace: " << added << " mirrored GPUs expanded\n";

@@ -223,6 +223,23 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       tr.counters.push_back(std::move(c));
     }
   }
+  // Caching allocator (docs/memory.md; docs/trace-format.md "Events"): reserved bytes next to the
+  // allocated ones, in a counter of its own so that viewers stacking the "memory" series by
+  // category do not stack it.
+  for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) {
+    for (const core::AllocatorSample& m : g.samples) {
+      prof::CounterSample c;
+      c.pid = g.gpu;
+      c.name = prof::kReservedMemoryCounter;
+      c.ts_ns = m.t_ns;
+      c.values.push_back({"reserved", static_cast<double>(m.reserved_bytes)});
+      c.values.push_back({"allocated_blocks", static_cast<double>(m.allocated_bytes)});
+      c.values.push_back({"cached_free", static_cast<double>(m.reserved_bytes - m.allocated_bytes)});
+      c.values.push_back({"largest_free_block", static_cast<double>(m.largest_free_block_bytes)});
+      c.values.push_back({"segments", static_cast<double>(m.segments)});
+      tr.counters.push_back(std::move(c));
+    }
+  }
 
   // [SECTION] Metadata
   nlohmann::json& md = tr.metadata;
@@ -248,6 +265,25 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   } else {
     md["oom"] = nullptr;
   }
+  // Caching allocator (docs/memory.md): its OOM (reserved + the new segment > usable memory after
+  // releasing the cache, which fragmentation can cause before allocated bytes reach capacity) and
+  // every torch.cuda.empty_cache() with what it released.
+  if (mem.allocator.oom) {
+    const core::AllocatorOom& o = *mem.allocator.oom;
+    md["allocator_oom"] = {{"gpu", o.gpu}, {"op", o.op_name}, {"requested_bytes", o.requested_bytes},
+                           {"segment_bytes", o.segment_bytes}, {"reserved_bytes", o.reserved_bytes},
+                           {"allocated_bytes", o.allocated_bytes}, {"capacity_bytes", o.capacity_bytes}, {"at_ns", o.at_ns}};
+  } else {
+    md["allocator_oom"] = nullptr;
+  }
+  nlohmann::json empties = nlohmann::json::array();
+  for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) {
+    for (const core::EmptyCacheEffect& e : g.empty_cache) {
+      empties.push_back({{"gpu", g.gpu}, {"step", e.step}, {"at_ns", e.t_ns}, {"released_bytes", e.released_bytes},
+                         {"reserved_after_bytes", e.reserved_after_bytes}, {"allocated_bytes", e.allocated_bytes}});
+    }
+  }
+  if (!empties.empty()) md["empty_cache"] = empties;
   std::vector<std::string> warnings = s.warnings;
   warnings.insert(warnings.end(), p.warnings.begin(), p.warnings.end());
   md["warnings"] = warnings;

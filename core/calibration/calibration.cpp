@@ -74,20 +74,11 @@ std::string bytes_label(double b) {
   return buf;
 }
 
-const char* copy_name(CopyKind k) {
-  switch (k) {
-    case CopyKind::kH2DPinned:
-      return "h2d pinned";
-    case CopyKind::kH2DPageable:
-      return "h2d pageable";
-    case CopyKind::kD2H:
-      return "d2h";
-    case CopyKind::kD2D:
-      return "d2d";
-    case CopyKind::kPeer:
-      return "peer";
-  }
-  return "?";
+// "h2d pinned": the Program's name of the copy kind (core/program.cpp), spaced for the table.
+std::string copy_name(CopyKind k) {
+  std::string s = core::to_string(k);
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
 }
 
 // The op a series repeats at `size` (docs/calibration.md, "Series").

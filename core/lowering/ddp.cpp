@@ -125,6 +125,8 @@ Program lower_ddp(const Scenario& s) {
   }
 
   const bool has_buffers = b.buffer_bytes() > 0;
+  // del_temporaries false: per rank, (output, input) of each micro-step, freed at the step's end.
+  std::vector<std::vector<std::pair<Bytes, Bytes>>> kept(n);
   for (int step = 1; step <= s.training.steps; ++step) {
     b.set_step(step);
     if (step == 2 && !ready_order.empty()) buckets = make_buckets(ready_order);  // Reducer::rebuild_buckets
@@ -215,10 +217,17 @@ Program lower_ddp(const Scenario& s) {
         }
         const OpId done = b.marker(rk.autograd, rk.gpu, "autograd done", {}, "backward");
         b.marker(rk.main, rk.gpu, "backward() returns", {{done, DepKind::kHostWaits}}, "backward");
-        release_after_backward(b, lane, fwd.output_bytes, in.bytes);
+        if (s.training.del_temporaries) {
+          release_after_backward(b, lane, fwd.output_bytes, in.bytes);
+        } else {
+          kept[r].emplace_back(fwd.output_bytes, in.bytes);
+        }
         if (sync) {
           emit_optimizer_and_sync(b, lane, {{grads_final, DepKind::kStreamWaits}}, step == 1,
                                   ddp.gradient_as_bucket_view ? 0 : b.grad_bytes());
+          for (const auto& [out, input] : kept[r]) release_after_backward(b, lane, out, input);
+          kept[r].clear();
+          emit_step_end(b, lane, step, micro[m]);
         }
       }
     }

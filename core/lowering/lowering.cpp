@@ -18,6 +18,13 @@ Program lower(const Scenario& scenario) {
     case StrategyKind::kZero: p = lower_zero(scenario); break;
     case StrategyKind::kFsdp: p = lower_fsdp(scenario); break;
   }
+  // Memory switches (docs/memory.md, "Scenario switches") are lowered by single and ddp only.
+  const TrainingSpec& t = scenario.training;
+  const bool memory_switches = t.leak_loss_as_tensor || t.leak_keep_outputs || t.empty_cache_every > 0 || !t.del_temporaries;
+  if (memory_switches && scenario.strategy.kind != StrategyKind::kSingle && scenario.strategy.kind != StrategyKind::kDdp) {
+    p.warnings.push_back(std::string("training.leaks, empty_cache_every and del_temporaries are modelled for strategy.kind "
+                                     "single and ddp only; ignored for ") + to_string(scenario.strategy.kind));
+  }
   // MFU / HFU numerators (core/flops.hpp).
   p.model_flops_per_step = model_flops_per_step(scenario);
   p.hardware_flops_per_step = hardware_flops_per_step(scenario);

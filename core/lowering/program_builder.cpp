@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/caching_allocator.hpp"
 #include "core/error.hpp"
 
 namespace csim::core {
@@ -300,6 +301,38 @@ OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> 
   if (grads_to_free > 0) b.release(l.thread, l.stream, l.gpu, MemCategory::kGrads, grads_to_free, ".grad (zero_grad)");
   // loss.item() for logging synchronises the host with the GPU: the step ends here.
   return b.marker(l.thread, l.gpu, "loss.item()", {{opt, DepKind::kHostWaits}}, "sync");
+}
+
+std::int64_t autograd_graph_nodes(const Scenario& s) {
+  // docs/memory.md, "loss_as_tensor": one node per framework op of the forward (a layer's
+  // kernels), 3 for the loss and 1 for the `+=` that chains the step onto total_loss.
+  double ops = 0;
+  for (const LayerSpec& layer : s.model.layers) ops += layer.kernels;
+  return static_cast<std::int64_t>(std::llround(ops)) + 3 + 1;
+}
+
+void emit_step_end(ProgramBuilder& b, const Lane& l, int step, std::int64_t batch) {
+  const TrainingSpec& t = b.scenario().training;
+  if (t.leak_loss_as_tensor) {
+    // total_loss += loss: backward already freed the saved activations; the graph's nodes and the
+    // step's loss scalar stay reachable from total_loss.
+    b.alloc(l.thread, l.stream, l.gpu, MemCategory::kAutogradGraph,
+            autograd_graph_nodes(b.scenario()) * kAutogradNodeBytes, "autograd graph kept by total_loss");
+    b.alloc(l.thread, l.stream, l.gpu, MemCategory::kAutogradGraph, kLossScalarBytes, "loss scalar kept by total_loss");
+  }
+  if (t.leak_keep_outputs) {
+    // An evaluation forward without torch.no_grad whose logits are appended to a list: autograd
+    // saves every activation for a backward that never runs, so nothing is freed.
+    const ForwardOps eval = b.forward(l, batch, {}, "eval (grad on): ");
+    if (eval.output_bytes > 0) {
+      b.alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, eval.output_bytes, "eval output (kept in a list)");
+    }
+  }
+  if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
+    // After loss.item() the host has waited for the step's GPU work; empty_cache releases every
+    // fully free cached segment (core/caching_allocator.hpp).
+    b.marker(l.thread, l.gpu, kEmptyCacheOpName, {}, "memory");
+  }
 }
 
 // [SECTION] Data feed -----------------------------------------------------------------------------

@@ -132,6 +132,17 @@ void release_after_backward(ProgramBuilder& b, const Lane& l, Bytes out_bytes, B
 OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps, bool first_step,
                              Bytes grads_to_free);
 
+// What the training script does after loss.item() (docs/memory.md, "Scenario switches"):
+// training.leaks.loss_as_tensor keeps the step's autograd graph and a loss scalar alive;
+// training.leaks.keep_outputs runs an evaluation forward without torch.no_grad whose saved
+// activations and output are kept; training.empty_cache_every calls torch.cuda.empty_cache().
+void emit_step_end(ProgramBuilder& b, const Lane& l, int step, std::int64_t batch);
+// Bytes per step training.leaks.loss_as_tensor keeps: autograd_graph_nodes() nodes of
+// kAutogradNodeBytes each (docs/memory.md, "loss_as_tensor").
+inline constexpr Bytes kAutogradNodeBytes = 256;
+inline constexpr Bytes kLossScalarBytes = 4;  // a 0-d fp32 tensor
+std::int64_t autograd_graph_nodes(const Scenario& s);
+
 // Samples in step `step` (1-based) for a loader of `batch` samples over `dataset` samples
 // (0 = unlimited): batches follow epochs, the last batch of an epoch is partial (drop_last=False).
 std::int64_t batch_for_step(std::int64_t batch, std::int64_t dataset, int step);

@@ -30,6 +30,7 @@ Program lower_single(const Scenario& s) {
     b.set_step(step);
     const std::int64_t samples = batch_for_step(s.training.global_batch, s.training.dataset_size, step);
     const auto micro = torch_chunk_sizes(samples, s.training.gradient_accumulation);
+    std::vector<std::pair<Bytes, Bytes>> kept;  // del_temporaries false: (output, input) to step end
     for (std::size_t m = 0; m < micro.size(); ++m) {
       const FedBatch in = feed.next_batch(micro[m], lane);
       const ForwardOps fwd = b.forward(lane, micro[m], {{in.copy, DepKind::kStreamWaits}}, "");
@@ -43,9 +44,15 @@ Program lower_single(const Scenario& s) {
       b.backward(bwd_lane, micro[m], fwd, {{loss, DepKind::kStreamWaits}, {go, DepKind::kHostWaits}}, "", {});
       const OpId done = b.marker(autograd, gpu, "autograd done", {}, "backward");
       b.marker(main, gpu, "backward() returns", {{done, DepKind::kHostWaits}}, "backward");
-      release_after_backward(b, lane, fwd.output_bytes, in.bytes);
+      if (s.training.del_temporaries) {
+        release_after_backward(b, lane, fwd.output_bytes, in.bytes);
+      } else {
+        kept.emplace_back(fwd.output_bytes, in.bytes);
+      }
     }
     emit_optimizer_and_sync(b, lane, {}, step == 1, b.grad_bytes());
+    for (const auto& [out, input] : kept) release_after_backward(b, lane, out, input);
+    emit_step_end(b, lane, step, samples);
   }
   return b.take();
 }

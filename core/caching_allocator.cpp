@@ -1,0 +1,272 @@
+// PyTorch's CUDA caching allocator as a model (caching_allocator.hpp). Every rule cites
+// docs/memory.md, which names its source in c10/cuda/CUDACachingAllocator.cpp.
+#include "core/caching_allocator.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+
+#include "core/error.hpp"
+
+namespace csim::core {
+
+// [SECTION] Rounding rules ------------------------------------------------------------------------
+
+Bytes allocator_round_size(Bytes request_bytes) {
+  // docs/memory.md rule 1 (round_size): up to a multiple of kMinBlockSize, at least kMinBlockSize.
+  if (request_bytes < kAllocMinBlockSize) return kAllocMinBlockSize;
+  return (request_bytes + kAllocMinBlockSize - 1) / kAllocMinBlockSize * kAllocMinBlockSize;
+}
+
+Bytes allocator_segment_size(Bytes request_bytes) {
+  // docs/memory.md rule 3 (get_allocation_size): small requests get a 2 MiB segment, 1-10 MiB a
+  // 20 MiB one, larger ones their size rounded up to 2 MiB.
+  const Bytes size = allocator_round_size(request_bytes);
+  if (size <= kAllocSmallSize) return kAllocSmallBuffer;
+  if (size < kAllocMinLargeAlloc) return kAllocLargeBuffer;
+  return (size + kAllocRoundLarge - 1) / kAllocRoundLarge * kAllocRoundLarge;
+}
+
+// [SECTION] CachingAllocator ----------------------------------------------------------------------
+
+CachingAllocator::CachingAllocator(Bytes usable_bytes) : usable_(usable_bytes) {}
+
+CachingAllocator::BlockId CachingAllocator::new_block(Block b) {
+  blocks_.push_back(b);
+  return static_cast<BlockId>(blocks_.size() - 1);
+}
+
+void CachingAllocator::insert_free(BlockId b) {
+  pool(blocks_[b].small).insert(key(b));
+  free_sizes_.insert(blocks_[b].size);
+}
+
+void CachingAllocator::erase_free(BlockId b) {
+  pool(blocks_[b].small).erase(key(b));
+  free_sizes_.erase(free_sizes_.find(blocks_[b].size));
+}
+
+void CachingAllocator::update_largest_free() {
+  stats_.largest_free_block_bytes = free_sizes_.empty() ? 0 : *free_sizes_.rbegin();
+}
+
+CachingAllocator::Allocation CachingAllocator::malloc(Bytes request_bytes, int stream) {
+  CSIM_ASSERT_MSG(request_bytes > 0, "allocation of 0 bytes");
+  Allocation out;
+  const Bytes size = allocator_round_size(request_bytes);
+  const bool small = size <= kAllocSmallSize;  // rule 2 (get_pool): <= 1 MiB -> small pool
+  // Rule 4 (get_free_block): the smallest cached block of this stream's pool that fits; pools are
+  // ordered by (stream, size, address), so lower_bound is the best fit.
+  std::set<Key>& p = pool(small);
+  auto it = p.lower_bound(Key{stream, size, 0, 0});
+  BlockId b = kNoBlock;
+  if (it != p.end() && std::get<0>(*it) == stream) {
+    b = std::get<3>(*it);
+    erase_free(b);
+  } else {
+    // Rule 5 (alloc_block): a new segment; when it does not fit in the usable memory, release
+    // every fully free cached segment (release_cached_blocks) and retry once (rule 6).
+    const Bytes seg = allocator_segment_size(request_bytes);
+    if (usable_ > 0 && stats_.reserved_bytes + seg > usable_) {
+      release_free_segments();
+      out.released_cache = true;
+      if (stats_.reserved_bytes + seg > usable_) out.oom = true;
+    }
+    Block blk;
+    blk.size = seg;
+    blk.addr = next_addr_;
+    blk.stream = stream;
+    blk.small = small;
+    next_addr_ += seg;
+    b = new_block(blk);
+    stats_.reserved_bytes += seg;
+    stats_.segments += 1;
+  }
+  // Rule 7 (should_split): split off the rest when it is at least kMinBlockSize (small pool) or
+  // more than kSmallSize (large pool); the allocation keeps the front of the block.
+  const Bytes rest = blocks_[b].size - size;
+  if ((small && rest >= kAllocMinBlockSize) || (!small && rest > kAllocSmallSize)) {
+    Block r;
+    r.size = rest;
+    r.addr = blocks_[b].addr + size;
+    r.stream = blocks_[b].stream;
+    r.small = blocks_[b].small;
+    r.prev = b;
+    r.next = blocks_[b].next;
+    const BlockId rid = new_block(r);
+    if (blocks_[rid].next != kNoBlock) blocks_[blocks_[rid].next].prev = rid;
+    blocks_[b].next = rid;
+    blocks_[b].size = size;
+    insert_free(rid);
+  }
+  blocks_[b].allocated = true;
+  blocks_[b].requested = request_bytes;
+  stats_.allocated_bytes += blocks_[b].size;
+  stats_.requested_bytes += request_bytes;
+  update_largest_free();
+  out.block = b;
+  return out;
+}
+
+void CachingAllocator::free(BlockId b) {
+  CSIM_ASSERT_MSG(
+      b >= 0 && b < static_cast<BlockId>(blocks_.size()) && blocks_[b].allocated && blocks_[b].live,
+      "free of a block that is not allocated");
+  stats_.allocated_bytes -= blocks_[b].size;
+  stats_.requested_bytes -= blocks_[b].requested;
+  blocks_[b].allocated = false;
+  blocks_[b].requested = 0;
+  // Rule 8 (free_block / try_merge_blocks): merge with a free neighbour on either side; the block
+  // goes back to the pool of the stream it was allocated on.
+  auto merge = [&](BlockId dst, BlockId src) {  // src is dst's neighbour and free
+    erase_free(src);
+    Block& d = blocks_[dst];
+    Block& s = blocks_[src];
+    if (s.addr < d.addr) {  // src before dst
+      d.addr = s.addr;
+      d.prev = s.prev;
+      if (d.prev != kNoBlock) blocks_[d.prev].next = dst;
+    } else {
+      d.next = s.next;
+      if (d.next != kNoBlock) blocks_[d.next].prev = dst;
+    }
+    d.size += s.size;
+    s.live = false;
+  };
+  const BlockId prev = blocks_[b].prev;
+  if (prev != kNoBlock && !blocks_[prev].allocated) merge(b, prev);
+  const BlockId next = blocks_[b].next;
+  if (next != kNoBlock && !blocks_[next].allocated) merge(b, next);
+  insert_free(b);
+  update_largest_free();
+}
+
+Bytes CachingAllocator::release_free_segments() {
+  // release_cached_blocks -> release_blocks: a free block with no neighbours is a whole segment.
+  Bytes released = 0;
+  for (std::set<Key>* p : {&large_pool_, &small_pool_}) {
+    for (auto it = p->begin(); it != p->end();) {
+      const BlockId b = std::get<3>(*it);
+      if (blocks_[b].prev == kNoBlock && blocks_[b].next == kNoBlock) {
+        free_sizes_.erase(free_sizes_.find(blocks_[b].size));
+        released += blocks_[b].size;
+        stats_.reserved_bytes -= blocks_[b].size;
+        stats_.segments -= 1;
+        blocks_[b].live = false;
+        it = p->erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  update_largest_free();
+  return released;
+}
+
+Bytes CachingAllocator::empty_cache() {
+  return release_free_segments();
+}
+
+// [SECTION] Timeline over a Program
+// ----------------------------------------------------------------
+
+namespace {
+
+struct LiveAlloc {
+  std::string name;
+  CachingAllocator::BlockId block;
+};
+
+}  // namespace
+
+AllocatorReport simulate_caching_allocator(const Program& program,
+                                           const std::vector<OpTiming>& timings,
+                                           const std::vector<int>& gpus,
+                                           const std::vector<Bytes>& capacity_bytes) {
+  AllocatorReport rep;
+  std::map<int, std::size_t> index;
+  std::vector<CachingAllocator> allocators;
+  for (std::size_t k = 0; k < gpus.size(); ++k) {
+    index[gpus[k]] = k;
+    GpuAllocatorTimeline g;
+    g.gpu = gpus[k];
+    g.capacity_bytes = capacity_bytes[k];
+    rep.gpus.push_back(g);
+    allocators.emplace_back(capacity_bytes[k]);
+  }
+  // Same order as memory_timeline(): start time, then op id (issue order).
+  std::vector<OpId> ops;
+  for (const Op& op : program.ops) {
+    if (op.id >= static_cast<OpId>(timings.size()) || timings[op.id].start_ns < 0) continue;
+    const bool mem = (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) && op.bytes > 0;
+    const bool empty = op.kind == OpKind::kMarker && op.name == kEmptyCacheOpName;
+    if (mem || empty) ops.push_back(op.id);
+  }
+  std::stable_sort(ops.begin(), ops.end(),
+                   [&](OpId a, OpId b) { return timings[a].start_ns < timings[b].start_ns; });
+  // Live allocations per GPU by (category, bytes), oldest first.
+  std::vector<std::map<std::pair<int, Bytes>, std::deque<LiveAlloc>>> live(gpus.size());
+  for (OpId id : ops) {
+    const Op& op = program.ops[id];
+    const auto it = index.find(op.gpu);
+    if (it == index.end()) continue;
+    const std::size_t k = it->second;
+    CachingAllocator& a = allocators[k];
+    GpuAllocatorTimeline& g = rep.gpus[k];
+    const TimeNs t = timings[id].start_ns;
+    if (op.kind == OpKind::kMarker) {
+      // torch.cuda.empty_cache() (docs/memory.md rule 9): every fully free segment is released.
+      EmptyCacheEffect e;
+      e.t_ns = t;
+      e.step = op.step;
+      e.released_bytes = a.empty_cache();
+      e.reserved_after_bytes = a.stats().reserved_bytes;
+      e.allocated_bytes = a.stats().allocated_bytes;
+      g.empty_cache.push_back(e);
+    } else if (op.kind == OpKind::kAlloc) {
+      const CachingAllocator::Allocation r = a.malloc(op.bytes, op.stream);
+      live[k][{static_cast<int>(op.mem_category), op.bytes}].push_back({op.name, r.block});
+      if (r.released_cache) g.cache_releases += 1;
+      if (r.oom && (!rep.oom || t < rep.oom->at_ns)) {
+        AllocatorOom o;
+        o.gpu = op.gpu;
+        o.op = id;
+        o.op_name = op.name;
+        o.requested_bytes = op.bytes;
+        o.segment_bytes = allocator_segment_size(op.bytes);
+        o.reserved_bytes = a.stats().reserved_bytes - o.segment_bytes;
+        o.allocated_bytes = a.stats().allocated_bytes - a.block_bytes(r.block);
+        o.capacity_bytes = g.capacity_bytes;
+        o.at_ns = t;
+        rep.oom = o;
+      }
+    } else {
+      // docs/memory.md, "Driving it with a Program": the oldest live allocation of the same
+      // category and size, preferring the same name.
+      auto lt = live[k].find({static_cast<int>(op.mem_category), op.bytes});
+      if (lt == live[k].end() || lt->second.empty()) {
+        g.unmatched_frees += 1;
+        continue;
+      }
+      std::deque<LiveAlloc>& q = lt->second;
+      auto pick =
+          std::find_if(q.begin(), q.end(), [&](const LiveAlloc& l) { return l.name == op.name; });
+      if (pick == q.end()) pick = q.begin();
+      a.free(pick->block);
+      q.erase(pick);
+    }
+    const AllocatorStats& s = a.stats();
+    const AllocatorSample smp{t, s.reserved_bytes, s.allocated_bytes, s.largest_free_block_bytes,
+                              s.segments};
+    if (!g.samples.empty() && g.samples.back().t_ns == t) {
+      g.samples.back() = smp;  // several changes at one instant: keep the last state
+    } else {
+      g.samples.push_back(smp);
+    }
+    g.peak_reserved_bytes = std::max(g.peak_reserved_bytes, s.reserved_bytes);
+    g.peak_allocated_bytes = std::max(g.peak_allocated_bytes, s.allocated_bytes);
+  }
+  return rep;
+}
+
+}  // namespace csim::core

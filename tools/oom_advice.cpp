@@ -1,0 +1,169 @@
+// OOM advice (docs/memory.md, "OOM advice").
+#include "tools/oom_advice.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/gpu_catalog.hpp"
+#include "profiler/summary.hpp"
+#include "tools/simrun_app.hpp"
+
+namespace csim::app {
+namespace {
+
+using core::StrategyKind;
+
+struct Candidate {
+  std::string change;
+  std::vector<std::string> sets;
+};
+
+bool is_parallel(StrategyKind k) {
+  return k == StrategyKind::kPipeline || k == StrategyKind::k3d || k == StrategyKind::kZero ||
+         k == StrategyKind::kFsdp || k == StrategyKind::kTensorParallel ||
+         k == StrategyKind::kModelParallel;
+}
+
+// The smallest catalog GPU with more memory than `gpu` (same vendor line up: the catalog is in
+// age order, so among equally large ones the newest is taken).
+const core::GpuCatalogEntry* bigger_gpu(const core::GpuSpec& gpu) {
+  const core::GpuCatalogEntry* best = nullptr;
+  for (const core::GpuCatalogEntry& e : core::gpu_catalog()) {
+    if (e.gpu.memory_bytes <= gpu.memory_bytes) continue;
+    if (e.gpu.compute_capability > 0 && gpu.compute_capability > 0 &&
+        e.gpu.compute_capability < gpu.compute_capability)
+      continue;  // never advise an older architecture
+    if (!best || e.gpu.memory_bytes <= best->gpu.memory_bytes) best = &e;
+  }
+  return best;
+}
+
+std::vector<Candidate> candidates(const core::Scenario& s) {
+  std::vector<Candidate> c;
+  const core::StrategySpec& st = s.strategy;
+  const core::ParallelSpec& par = st.parallel;
+  const std::int64_t g = s.training.global_batch;
+  const int accum = s.training.gradient_accumulation;
+  // 1. DataParallel keeps every replica's outputs, the loss and the optimizer on device_ids[0];
+  //    DDP gives every GPU the same share.
+  if (st.kind == StrategyKind::kDataParallel)
+    c.push_back({"DDP instead of DataParallel", {"strategy.kind=ddp"}});
+  // 2. Smaller micro-batches: the same global batch in more, smaller micro-steps (activations
+  //    scale with the micro-batch).
+  if (is_parallel(st.kind)) {
+    if (par.micro_batch_size > 1 && par.micro_batch_size % 2 == 0)
+      c.push_back({"half the micro-batch (" + std::to_string(par.micro_batch_size / 2) + ")",
+                   {"strategy.micro_batch_size=" + std::to_string(par.micro_batch_size / 2)}});
+  } else {
+    for (const int f : {2, 4}) {
+      const std::int64_t a = static_cast<std::int64_t>(accum) * f;
+      if (g % a == 0 && g / a >= 1)
+        c.push_back({"gradient accumulation " + std::to_string(a) + " (micro-batches " +
+                         std::to_string(f) + "x smaller)",
+                     {"training.gradient_accumulation=" + std::to_string(a)}});
+    }
+  }
+  // 3. Activation recompute (transformers built by the GPT builder).
+  if (s.model.transformer.layers > 0 && is_parallel(st.kind)) {
+    if (par.recompute == core::RecomputeMode::kNone)
+      c.push_back({"selective activation recompute", {"strategy.recompute=selective"}});
+    if (par.recompute != core::RecomputeMode::kFull)
+      c.push_back({"full activation recompute", {"strategy.recompute=full"}});
+  }
+  // 4. Shard more over data parallelism: ZeRO stages (DDP-like runs become kind zero).
+  const int gpus = static_cast<int>(st.device_ids.size());
+  if ((st.kind == StrategyKind::kDdp || st.kind == StrategyKind::kDataParallel) && gpus > 1) {
+    for (const int z : {1, 2, 3})
+      c.push_back(
+          {"ZeRO stage " + std::to_string(z) + " over the " + std::to_string(gpus) + " GPUs",
+           {"strategy.kind=zero", "strategy.zero_stage=" + std::to_string(z)}});
+  } else if ((st.kind == StrategyKind::kZero || st.kind == StrategyKind::k3d) && par.dp > 1) {
+    for (int z = par.zero_stage + 1; z <= 3; ++z)
+      c.push_back(
+          {"ZeRO stage " + std::to_string(z), {"strategy.zero_stage=" + std::to_string(z)}});
+  }
+  // 5. More pipeline stages (3D): twice the stages, half the data-parallel replicas.
+  if (st.kind == StrategyKind::k3d && par.dp % 2 == 0 &&
+      static_cast<int>(s.model.layers.size()) >= 2 * par.pp)
+    c.push_back({"pipeline stages " + std::to_string(par.pp) + " -> " + std::to_string(2 * par.pp) +
+                     " (dp " + std::to_string(par.dp) + " -> " + std::to_string(par.dp / 2) + ")",
+                 {"strategy.pp=" + std::to_string(2 * par.pp),
+                  "strategy.dp=" + std::to_string(par.dp / 2)}});
+  // 6. A GPU with more memory.
+  if (const core::GpuCatalogEntry* e = bigger_gpu(s.cluster.gpu))
+    c.push_back({"GPU " + e->gpu.name + " (" + std::to_string(e->gpu.memory_bytes / kGiB) + " GiB)",
+                 {"cluster.gpu=" + e->gpu.name}});
+  return c;
+}
+
+}  // namespace
+
+std::vector<AdviceItem> oom_advice(const ScenarioVariant& variant, const core::Scenario& scenario,
+                                   const core::RunControl& control) {
+  std::vector<AdviceItem> items;
+  for (const Candidate& cand : candidates(scenario)) {
+    if (control.cancel && control.cancel->load()) break;
+    AdviceItem it;
+    it.change = cand.change;
+    it.overrides = cand.sets;
+    try {
+      const SimRun run = simulate(variant(cand.sets), control);
+      it.simulated = true;
+      it.fits = !run.memory.oom.has_value();
+      for (const core::GpuMemory& g : run.memory.gpus)
+        if (g.capacity_bytes > 0)
+          it.worst_fill =
+              std::max(it.worst_fill, static_cast<double>(g.peak_bytes) / g.capacity_bytes);
+      it.step_time_s = prof::summarize(run.trace).step_time_s;
+    } catch (const InputError& e) {
+      it.error = e.what();  // the change does not apply to this scenario (e.g. a divisibility rule)
+    }
+    items.push_back(std::move(it));
+  }
+  // Fitting first, fastest first; then the rest by how much they still overfill.
+  std::stable_sort(items.begin(), items.end(), [](const AdviceItem& a, const AdviceItem& b) {
+    if (a.simulated != b.simulated) return a.simulated;
+    if (a.fits != b.fits) return a.fits;
+    if (a.fits) return a.step_time_s < b.step_time_s;
+    return a.worst_fill < b.worst_fill;
+  });
+  return items;
+}
+
+void print_oom_advice(const std::vector<AdviceItem>& items, double current_step_s,
+                      std::ostream& out) {
+  out << "\nOOM advice (each change re-simulated; fitting ones first, fastest first):\n";
+  if (items.empty()) {
+    out << "  no change applies to this strategy and model\n";
+    return;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-2s %-54s %-5s %13s %11s %8s\n", "#", "change", "fits",
+                "peak/usable", "step time", "vs now");
+  out << line;
+  int n = 0;
+  for (const AdviceItem& it : items) {
+    ++n;
+    if (!it.simulated) {
+      std::snprintf(line, sizeof line, "  %-2d %-54s %-5s %s\n", n, it.change.c_str(), "n/a",
+                    it.error.substr(0, 120).c_str());
+      out << line;
+      continue;
+    }
+    const double ratio = current_step_s > 0 ? it.step_time_s / current_step_s : 0;
+    std::snprintf(line, sizeof line, "  %-2d %-54s %-5s %12.0f%% %8.1f ms %7.2fx\n", n,
+                  it.change.c_str(), it.fits ? "yes" : "no", 100 * it.worst_fill,
+                  it.step_time_s * 1e3, ratio);
+    out << line;
+  }
+  for (const AdviceItem& it : items)
+    if (it.simulated && it.fits) {
+      std::string sets;
+      for (const std::string& s : it.overrides) sets += " --set " + s;
+      out << "  try:" << sets << "\n";
+      break;
+    }
+}
+
+}  // namespace csim::app

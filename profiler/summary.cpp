@@ -193,6 +193,39 @@ MemoryPeak memory_peak(std::vector<const CounterSample*> samples, Bytes capacity
   return m;
 }
 
+// Per step (docs/summary.md, "Utilisation over time"): busy = (compute + comm + copy) / |step|,
+// with the time split of "Time split" on the step alone; peak = the largest allocated total of the
+// samples inside the step, starting from the level the last earlier sample left.
+std::vector<StepUtilisation> utilisation_by_step(const std::vector<const TraceEvent*>& events,
+                                                 std::vector<const CounterSample*> memory,
+                                                 const std::vector<std::int64_t>& step_ns,
+                                                 const std::vector<Interval>& intervals) {
+  std::stable_sort(
+      memory.begin(), memory.end(),
+      [](const CounterSample* a, const CounterSample* b) { return a->ts_ns < b->ts_ns; });
+  std::vector<StepUtilisation> out;
+  std::size_t m = 0;
+  const CounterSample* before = nullptr;
+  for (std::size_t k = 0; k < intervals.size(); ++k) {
+    const Interval& w = intervals[k];
+    StepUtilisation u;
+    u.step = step_ns[k];
+    const Split sp = split_time(events, {w});
+    const TimeNs len = w.end - w.start;
+    u.busy_fraction =
+        len > 0 ? static_cast<double>(sp.compute + sp.comm + sp.copy) / static_cast<double>(len)
+                : 0.0;
+    std::vector<const CounterSample*> inside;
+    while (m < memory.size() && memory[m]->ts_ns < w.start) before = memory[m++];
+    if (before) inside.push_back(before);
+    for (std::size_t i = m; i < memory.size() && memory[i]->ts_ns <= w.end; ++i)
+      inside.push_back(memory[i]);
+    u.peak_bytes = memory_peak(inside, 0).peak;
+    out.push_back(u);
+  }
+  return out;
+}
+
 // Reserved bytes of the caching-allocator counter (docs/summary.md, "Memory"): its "reserved"
 // series.
 Bytes reserved_peak(const std::vector<const CounterSample*>& samples) {
@@ -356,6 +389,8 @@ Summary summarize(const Trace& trace) {
   // Steps and the window (docs/summary.md "Steps").
   const std::vector<Step> steps = find_steps(trace);
   std::vector<Interval> window;
+  std::vector<Interval> every_step;  // all steps, the first included (utilisation over time)
+  std::vector<std::int64_t> step_numbers;
   if (steps.empty()) {
     TimeNs lo = 0, hi = 0;
     bool any = false;
@@ -367,6 +402,8 @@ Summary summarize(const Trace& trace) {
     if (any) {
       s.step_times_ns.push_back(hi - lo);
       window.push_back({lo, hi});
+      every_step.push_back({lo, hi});
+      step_numbers.push_back(1);
     }
     s.notes.push_back("no ProfilerStep#N annotations: the whole trace is taken as one step");
   } else {
@@ -375,6 +412,8 @@ Summary summarize(const Trace& trace) {
       const TimeNs from = chained ? steps[k - 1].end : steps[k].start;
       s.step_times_ns.push_back(steps[k].end - from);
       if (steps.size() == 1 || k > 0) window.push_back({from, steps[k].end});
+      every_step.push_back({from, steps[k].end});
+      step_numbers.push_back(steps[k].n);
     }
   }
   if (s.step_times_ns.size() == 1) {
@@ -461,6 +500,7 @@ Summary summarize(const Trace& trace) {
     const MemoryPeak m = memory_peak(memory_of[pid], p.capacity_bytes);
     g.has_memory_data = m.any;
     g.peak_bytes = m.peak;
+    g.by_step = utilisation_by_step(events_of[pid], memory_of[pid], step_numbers, every_step);
     g.has_reserved_data = !reserved_of[pid].empty();
     g.peak_reserved_bytes = reserved_peak(reserved_of[pid]);
     if (m.any) {

@@ -16,6 +16,14 @@
 
 namespace csim::prof {
 
+// One GPU during one step (docs/summary.md, "Utilisation over time"): what GPUtil's
+// showUtilization prints, for every step of the run.
+struct StepUtilisation {
+  std::int64_t step = 0;     // N of ProfilerStep#N (1 when the trace has no steps)
+  double busy_fraction = 0;  // (compute + comm + copy) / the step's length
+  Bytes peak_bytes = 0;      // allocated, at most (0 without memory data)
+};
+
 struct GpuSummary {                    // one GPU (trace process); times are seconds per step
   std::int32_t pid = 0;                // trace process id
   std::string name;                    // "node 0 / GPU 1" ("rank 3 / GPU 0" for imported traces)
@@ -36,6 +44,7 @@ struct GpuSummary {                    // one GPU (trace process); times are sec
   int stands_for = 1;                  // rank symmetry: GPUs this row's figures count for (itself
                        //   incl.); 0 for a mirror's row (counted by its representative)
   int mirror_of = -1;  // rank symmetry: the representative GPU whose figures these are
+  std::vector<StepUtilisation> by_step;  // every step, the first included
 };
 
 struct OomVerdict {

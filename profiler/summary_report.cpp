@@ -122,6 +122,13 @@ nlohmann::json summary_to_json(const Summary& s) {
          {"idle_s", g.idle_s},
          {"exposed_comm_s", g.exposed_comm_s},
          {"overlapped_comm_s", g.overlapped_comm_s}});
+    nlohmann::json steps = nlohmann::json::array();
+    for (const StepUtilisation& u : g.by_step)
+      steps.push_back({{"step", u.step},
+                       {"busy_fraction", u.busy_fraction},
+                       {"peak_bytes", g.has_memory_data ? nlohmann::json(u.peak_bytes)
+                                                        : nlohmann::json(nullptr)}});
+    gpus.back()["by_step"] = steps;
     if (s.symmetric) gpus.back()["stands_for"] = g.stands_for;
   }
   if (s.symmetric) j["gpus"] = s.gpus;
@@ -129,6 +136,59 @@ nlohmann::json summary_to_json(const Summary& s) {
   j["notes"] = s.notes;
   return j;
 }
+
+namespace {
+
+// "node 0 / GPU 1", with " xN" for a rank-symmetry representative standing for N GPUs.
+std::string row_name(const GpuSummary& g) {
+  return g.stands_for > 1 ? g.name + " x" + std::to_string(g.stands_for) : g.name;
+}
+
+std::string pad_left(const std::string& text, std::size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
+// GPUtil's showUtilization for every step (docs/summary.md, "Utilisation over time"): per GPU,
+// busy % and memory % of usable memory per step; at most 16 GPUs and 10 steps (evenly picked)
+// are printed, the summary JSON has all of them.
+void print_utilisation_by_step(const Summary& s, std::ostream& out) {
+  std::vector<const GpuSummary*> rows;
+  for (const GpuSummary& g : s.per_gpu)
+    if (g.mirror_of < 0 && !g.by_step.empty()) rows.push_back(&g);
+  if (rows.empty() || rows.front()->by_step.size() < 2) return;
+  constexpr std::size_t kMaxRows = 16, kMaxSteps = 10;
+  const std::size_t n_steps = rows.front()->by_step.size();
+  std::vector<std::size_t> cols;
+  for (std::size_t i = 0; i < std::min(n_steps, kMaxSteps); ++i)
+    cols.push_back(n_steps <= kMaxSteps ? i : i * (n_steps - 1) / (kMaxSteps - 1));
+  std::size_t name_w = 4;
+  for (const GpuSummary* g : rows) name_w = std::max(name_w, row_name(*g).size());
+  out << "\nutilisation per step (busy % / memory % of usable; GPUtil's showUtilization per "
+         "step)\n";
+  out << std::string(name_w, ' ');
+  for (const std::size_t c : cols)
+    out << pad_left("step " + std::to_string(rows.front()->by_step[c].step), 12);
+  out << "\n";
+  for (std::size_t r = 0; r < std::min(rows.size(), kMaxRows); ++r) {
+    const GpuSummary& g = *rows[r];
+    const std::string name = row_name(g);
+    out << name << std::string(name_w - name.size(), ' ');
+    for (const std::size_t c : cols) {
+      if (c >= g.by_step.size()) break;
+      const StepUtilisation& u = g.by_step[c];
+      const std::string mem = g.has_memory_data && g.capacity_bytes > 0
+                                  ? fmt("%.0f", 100.0 * static_cast<double>(u.peak_bytes) /
+                                                    static_cast<double>(g.capacity_bytes))
+                                  : std::string("-");
+      out << pad_left(fmt("%.0f", 100 * u.busy_fraction) + " / " + mem, 12);
+    }
+    out << "\n";
+  }
+  if (rows.size() > kMaxRows)
+    out << "(" << rows.size() - kMaxRows << " more GPUs in the summary JSON's per_gpu[].by_step)\n";
+}
+
+}  // namespace
 
 void print_summary_table(const Summary& s, std::ostream& out) {
   out << "scenario:  " << (s.scenario.empty() ? "(unnamed)" : s.scenario) << "\n";
@@ -152,9 +212,6 @@ void print_summary_table(const Summary& s, std::ostream& out) {
   const char* heads[] = {"busy",      "compute", "comm",    "copy",
                          "host-wait", "idle",    "exposed", "peak / capacity GiB"};
   std::size_t name_w = 3;
-  auto row_name = [&](const GpuSummary& g) {
-    return g.stands_for > 1 ? g.name + " x" + std::to_string(g.stands_for) : g.name;
-  };
   for (const GpuSummary& g : s.per_gpu) name_w = std::max(name_w, row_name(g).size());
   // Under rank symmetry a representative's row stands for its mirrors (" xN"), which are not
   // repeated here.
@@ -212,6 +269,7 @@ void print_summary_table(const Summary& s, std::ostream& out) {
         << " GiB, peak reserved " << fmt("%.3f", gib(g.peak_reserved_bytes))
         << " GiB (caching allocator)\n";
   }
+  print_utilisation_by_step(s, out);
   // Memory growth (docs/summary.md, "Memory growth").
   for (const MemoryGrowth& g : s.memory_growth) {
     out << "memory grows on GPU " << g.gpu << ": " << fmt("%.0f", g.bytes_per_step) << " bytes ("

@@ -116,6 +116,38 @@ TEST_CASE("per-step averages over steps 2..N, clipped to the window", "[summary]
   CHECK(s.per_gpu[0].busy_fraction == Approx(0.45));
 }
 
+TEST_CASE("utilisation per step: busy share and memory peak of every step, the first included",
+          "[summary]") {
+  Trace t;
+  const Bytes cap = 8 * kGiB;
+  t.processes = {{0, "node 0 / GPU 0", 0, 0, 0, cap, 0}};
+  // Steps #1 [0,10], #2 (10,20], #3 (20,30] ms. Compute 5–15 ms and comm 20–24 ms:
+  //   step 1: 5 ms of 10 busy -> 0.5; step 2: 5 of 10 -> 0.5; step 3: 4 of 10 -> 0.4.
+  t.events = {step(0, 1, 0, 10 * kMs), step(0, 2, 10 * kMs, 20 * kMs),
+              step(0, 3, 20 * kMs, 30 * kMs), ev(0, 7, 5 * kMs, 15 * kMs, EventClass::kCompute),
+              ev(0, 8, 20 * kMs, 24 * kMs, EventClass::kCommunication)};
+  // Memory: 1 GiB at 0, 4 GiB at 12 ms, 2 GiB at 18 ms, nothing after: step 1 peaks at 1 GiB,
+  // step 2 at 4 GiB, step 3 keeps the 2 GiB step 2 left (the level before it counts).
+  t.counters = {mem(0, 0, 1.0 * kGiB), mem(0, 12 * kMs, 4.0 * kGiB),
+                mem(0, 18 * kMs, 2.0 * kGiB)};
+  const Summary s = summarize(t);
+  REQUIRE(s.per_gpu.size() == 1);
+  const std::vector<StepUtilisation>& u = s.per_gpu[0].by_step;
+  REQUIRE(u.size() == 3);
+  CHECK(u[0].step == 1);
+  CHECK(u[0].busy_fraction == Approx(0.5));
+  CHECK(u[1].busy_fraction == Approx(0.5));
+  CHECK(u[2].busy_fraction == Approx(0.4));
+  CHECK(u[0].peak_bytes == 1 * kGiB);
+  CHECK(u[1].peak_bytes == 4 * kGiB);
+  CHECK(u[2].peak_bytes == 2 * kGiB);
+  // The table: step 2 is 50 % busy and 4 / 8 GiB = 50 % full.
+  std::ostringstream table;
+  print_summary_table(s, table);
+  CHECK(table.str().find("utilisation per step") != std::string::npos);
+  CHECK(table.str().find("50 / 50") != std::string::npos);
+}
+
 TEST_CASE("memory peaks, imbalance, DataParallel markers, OOM", "[summary]") {
   Trace t;
   t.metadata = {{"scenario", {{"name", "dp"}}},

@@ -9,8 +9,9 @@ namespace csim::gui {
 MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary) {
   MemoryModel m;
   // Categories in first-seen order; "allocated" is the total, not a category.
-  std::map<std::int32_t, std::vector<const prof::CounterSample*>> by_pid;
+  std::map<std::int32_t, std::vector<const prof::CounterSample*>> by_pid, reserved_of;
   for (const prof::CounterSample& c : trace.counters) {
+    if (c.name == prof::kReservedMemoryCounter) reserved_of[c.pid].push_back(&c);
     if (c.name != "memory") continue;
     by_pid[c.pid].push_back(&c);
     for (const auto& [series, value] : c.values) {
@@ -57,6 +58,19 @@ MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary)
         g.peak_t = c->ts_ns;
       }
     }
+    std::vector<const prof::CounterSample*>& res = reserved_of[pid];
+    std::stable_sort(res.begin(), res.end(),
+                     [](const prof::CounterSample* a, const prof::CounterSample* b) {
+                       return a->ts_ns < b->ts_ns;
+                     });
+    for (const prof::CounterSample* c : res) {
+      for (const auto& [series, value] : c->values) {
+        if (series != "reserved") continue;
+        g.reserved_t.push_back(c->ts_ns);
+        g.reserved.push_back(value);
+        g.peak_reserved_bytes = std::max(g.peak_reserved_bytes, value);
+      }
+    }
     if (!g.t.empty()) {
       m.t_min = first ? g.t.front() : std::min(m.t_min, g.t.front());
       m.t_max = first ? g.t.back() : std::max(m.t_max, g.t.back());
@@ -64,7 +78,8 @@ MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary)
     }
     g.device_ids0 = summary.device_ids0 >= 0 && g.gpu == summary.device_ids0;
     g.output_device = summary.output_device >= 0 && g.gpu == summary.output_device;
-    m.max_bytes = std::max({m.max_bytes, g.peak_bytes, static_cast<double>(g.capacity_bytes)});
+    m.max_bytes = std::max(
+        {m.max_bytes, g.peak_bytes, g.peak_reserved_bytes, static_cast<double>(g.capacity_bytes)});
     m.gpus.push_back(std::move(g));
   }
   std::stable_sort(m.gpus.begin(), m.gpus.end(), [](const GpuMemory& a, const GpuMemory& b) {

@@ -1,5 +1,6 @@
 // Memory view model: per GPU, allocated bytes over time split by category (from the trace's
-// "memory" counters: series "allocated" plus one per category), the usable capacity, the peak,
+// "memory" counters: series "allocated" plus one per category), reserved bytes (the caching
+// allocator's "memory reserved" counter), the usable capacity, the peak,
 // DataParallel's device_ids[0] / output_device roles with the imbalance, and the OOM point.
 // Plain C++, tested headless.
 #pragma once
@@ -25,8 +26,13 @@ struct GpuMemory {
   double peak_bytes = 0;          // max of allocated
   TimeNs peak_t = 0;              // first time the peak is reached
   Bytes capacity_bytes = 0;       // usable memory (0: unknown)
-  bool device_ids0 = false;       // DataParallel's device_ids[0] (optimizer, reduced grads)
-  bool output_device = false;     // DataParallel's output_device (gathered outputs, loss)
+  // The caching allocator's reserved bytes (counter "memory reserved", docs/memory.md): a step
+  // line over the stacked allocated bytes; empty when the trace has none (real PyTorch traces).
+  std::vector<TimeNs> reserved_t;
+  std::vector<double> reserved;
+  double peak_reserved_bytes = 0;
+  bool device_ids0 = false;    // DataParallel's device_ids[0] (optimizer, reduced grads)
+  bool output_device = false;  // DataParallel's output_device (gathered outputs, loss)
 };
 
 struct MemoryModel {

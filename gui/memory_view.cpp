@@ -13,6 +13,7 @@ namespace {
 
 constexpr Rgba kCapacityCol = rgba(239, 83, 80);
 constexpr Rgba kPeakCol = rgba(255, 255, 255);
+constexpr Rgba kReservedCol = rgba(255, 202, 40);  // amber: reserved by the caching allocator
 constexpr Rgba kRoleCol = rgba(255, 213, 79);
 
 void dashed_hline(ImDrawList* dl, float x0, float x1, float y, ImU32 col) {
@@ -37,6 +38,13 @@ void draw_legend(const MemoryModel& m) {
   ImGui::Dummy(ImVec2(26, sz));
   ImGui::SameLine();
   ImGui::TextUnformatted("usable capacity");
+  ImGui::SameLine(0, 14);
+  const ImVec2 q = ImGui::GetCursorScreenPos();
+  dl->AddLine(ImVec2(q.x, q.y + sz / 2 + 2), ImVec2(q.x + 24, q.y + sz / 2 + 2), kReservedCol,
+              1.5f);
+  ImGui::Dummy(ImVec2(26, sz));
+  ImGui::SameLine();
+  ImGui::TextUnformatted("reserved (caching allocator)");
   ImGui::NewLine();
 }
 
@@ -88,7 +96,7 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* st, 
 
   double y_max = 0;
   for (const GpuMemory& g : m.gpus) {
-    y_max = std::max(y_max, g.peak_bytes);
+    y_max = std::max({y_max, g.peak_bytes, g.peak_reserved_bytes});
     if (st->scale_to_capacity) y_max = std::max(y_max, static_cast<double>(g.capacity_bytes));
   }
   y_max = std::max(y_max * 1.12, 1.0);
@@ -135,6 +143,22 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* st, 
         base += v;
       }
     }
+    // Reserved (caching allocator): a step line above the stack; the gap is cached, free memory.
+    if (!g.reserved.empty()) {
+      float prev_x = x0, prev_y = y_of(0);
+      for (std::size_t i = 0; i < g.reserved.size(); ++i) {
+        const float x = x0 + static_cast<float>(abs.x_of(static_cast<double>(g.reserved_t[i])));
+        if (x > x0 + plot_w) break;
+        const float y = y_of(g.reserved[i]);
+        const float cx = std::max(x, x0);
+        if (cx > prev_x)
+          dl->AddLine(ImVec2(prev_x, prev_y), ImVec2(cx, prev_y), kReservedCol, 1.5f);
+        if (x >= x0) dl->AddLine(ImVec2(cx, prev_y), ImVec2(cx, y), kReservedCol, 1.5f);
+        prev_x = cx;
+        prev_y = y;
+      }
+      dl->AddLine(ImVec2(prev_x, prev_y), ImVec2(x0 + plot_w, prev_y), kReservedCol, 1.5f);
+    }
     if (g.capacity_bytes > 0 && g.capacity_bytes <= y_max) {
       dashed_hline(dl, x0, x0 + plot_w, y_of(static_cast<double>(g.capacity_bytes)), kCapacityCol);
     }
@@ -163,6 +187,16 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* st, 
         ImGui::Text("%s at %s", g.name.c_str(),
                     format_time(static_cast<double>(g.t[s] - doc.timeline.t_min)).c_str());
         ImGui::Text("allocated %s", format_bytes(g.allocated[s]).c_str());
+        if (!g.reserved.empty()) {
+          const double t = abs.time_at(mouse.x - x0);
+          const auto it = std::upper_bound(g.reserved_t.begin(), g.reserved_t.end(), t,
+                                           [](double v, TimeNs x) { return v < x; });
+          if (it != g.reserved_t.begin())
+            ImGui::Text(
+                "reserved %s (caching allocator)",
+                format_bytes(g.reserved[static_cast<std::size_t>(it - g.reserved_t.begin() - 1)])
+                    .c_str());
+        }
         for (std::size_t k = m.categories.size(); k-- > 0;) {
           if (g.by_category[k][s] > 0) {
             ImGui::Text("  %-16s %s", m.categories[k].c_str(),

@@ -60,6 +60,31 @@ TEST_CASE("memory model: stacked categories, peak, roles", "[gui]") {
   CHECK(sample_at(m.gpus[0], 99) == 1);
 }
 
+TEST_CASE("memory model: the caching allocator's reserved line next to the allocated stack",
+          "[gui]") {
+  prof::Trace t;
+  prof::ProcessInfo pi;
+  pi.pid = 0;
+  pi.gpu = 0;
+  pi.capacity_bytes = 1000;
+  t.processes.push_back(pi);
+  t.counters = {mem(0, 0, 100, 0), mem(0, 50, 100, 300)};
+  // Reserved runs ahead of allocated (segments are cached): 2 MiB-style rounding up to 1200 bytes
+  // here, above the capacity, so the common y scale must reach it; the non-"reserved" series of
+  // the counter are ignored.
+  for (const auto& [ts, reserved] : {std::pair<TimeNs, double>{0, 200}, {40, 1200}, {90, 600}})
+    t.counters.push_back(prof::CounterSample{
+        0, prof::kReservedMemoryCounter, ts, {{"reserved", reserved}, {"segments", 3}}});
+  const MemoryModel m = build_memory(t, prof::Summary{});
+  REQUIRE(m.gpus.size() == 1);
+  CHECK(m.gpus[0].reserved == std::vector<double>{200, 1200, 600});
+  CHECK(m.gpus[0].reserved_t == std::vector<TimeNs>{0, 40, 90});
+  CHECK(m.gpus[0].peak_reserved_bytes == 1200);
+  CHECK(m.max_bytes == 1200);  // above capacity (1000) and the allocated peak (400)
+  // The "memory reserved" counter adds no category to the stack.
+  CHECK(m.categories == std::vector<std::string>{"params", "activations"});
+}
+
 TEST_CASE("memory columns keep the peak when many samples share a pixel", "[gui]") {
   GpuMemory g;
   for (int i = 0; i < 1000; ++i) {

@@ -24,10 +24,11 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* stat
 // Headline figures and per-GPU breakdown bars (compute, communication, copy, GIL wait, idle).
 void draw_stats_view(const Document& doc);
 
-// Two or three traces stacked on one time axis (each relative to its own first event), compact
-// lanes, then the table of their differences.
+// Two or three traces stacked on one time axis (each relative to its own first event, or lined
+// up at the start of a chosen step), compact lanes, then the table of their differences.
 struct CompareState {
-  TimeView view;
+  TimeView view;                // shared; trace i draws it shifted by its alignment offset
+  std::int64_t align_step = 0;  // 0: first events line up; N: ProfilerStep#N starts line up
   std::vector<TimelineView> timelines;
   bool fit_pending = true;
 };

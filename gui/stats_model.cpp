@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 
 #include "core/gpu_catalog.hpp"
@@ -167,6 +168,37 @@ std::vector<CompareRow> compare_table(const std::vector<const StatsModel*>& runs
       "memory imbalance", true, [](const StatsModel& s) { return s.summary.imbalance; },
       [](double v) { return v > 0 ? fmt("%.2fx", v) : std::string("n/a"); });
   return rows;
+}
+
+std::vector<std::int64_t> common_steps(const std::vector<const TimelineModel*>& traces) {
+  std::vector<std::int64_t> common;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    std::vector<std::int64_t> mine;
+    for (const StepMark& st : traces[i]->steps) mine.push_back(st.n);
+    std::sort(mine.begin(), mine.end());
+    if (i == 0) {
+      common = mine;
+      continue;
+    }
+    std::vector<std::int64_t> both;
+    std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(),
+                          std::back_inserter(both));
+    common = std::move(both);
+  }
+  return common;
+}
+
+std::vector<double> align_offsets_ns(const std::vector<const TimelineModel*>& traces,
+                                     std::int64_t step) {
+  std::vector<double> off(traces.size(), 0.0);
+  if (step <= 0) return off;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const auto it = std::find_if(traces[i]->steps.begin(), traces[i]->steps.end(),
+                                 [step](const StepMark& st) { return st.n == step; });
+    if (it == traces[i]->steps.end()) return std::vector<double>(traces.size(), 0.0);
+    off[i] = static_cast<double>(it->start - traces[i]->t_min);
+  }
+  return off;
 }
 
 }  // namespace csim::gui

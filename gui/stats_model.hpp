@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gui/event_style.hpp"
+#include "gui/timeline_model.hpp"
 #include "profiler/summary.hpp"
 #include "profiler/trace.hpp"
 
@@ -50,5 +51,16 @@ struct CompareRow {
 // Rows: step time, samples/s, mean GPU busy, exposed communication, GIL wait, bubble, MFU,
 // peak memory (max over GPUs), memory imbalance.
 std::vector<CompareRow> compare_table(const std::vector<const StatsModel*>& runs);
+
+// Aligning compared traces (docs/simview.md, "Compare"): a simulated and a real run of one
+// scenario start at different offsets (start-up, warm-up), so the compare view can line them up
+// at the start of a training step instead of their first events.
+// The step numbers (ProfilerStep#N) every trace has, ascending.
+std::vector<std::int64_t> common_steps(const std::vector<const TimelineModel*>& traces);
+// Per trace: how far after its first event step `step`'s start is (ns), so that view i =
+// shared view shifted by offsets[i] puts every trace's step start at the same x; all 0 for
+// step 0 (align the first events) or a step some trace lacks.
+std::vector<double> align_offsets_ns(const std::vector<const TimelineModel*>& traces,
+                                     std::int64_t step);
 
 }  // namespace csim::gui

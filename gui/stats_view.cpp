@@ -155,10 +155,35 @@ void draw_compare_view(const std::vector<const Document*>& docs, CompareState* s
   }
   const std::size_t n = std::min<std::size_t>(docs.size(), 3);
   st->timelines.resize(n);
+  std::vector<const TimelineModel*> models;
+  for (std::size_t i = 0; i < n; ++i) models.push_back(&docs[i]->timeline);
+  // Alignment: first events, or the start of a step every trace has (sim vs real: start-up and
+  // warm-up differ, the steps do not).
+  const std::vector<std::int64_t> steps = common_steps(models);
+  if (!steps.empty()) {
+    const std::string current =
+        st->align_step > 0 ? "step " + std::to_string(st->align_step) : "first events";
+    ImGui::SetNextItemWidth(150);
+    if (ImGui::BeginCombo("align", current.c_str())) {
+      if (ImGui::Selectable("first events", st->align_step == 0)) {
+        st->align_step = 0;
+        st->fit_pending = true;
+      }
+      for (const std::int64_t k : steps) {
+        if (ImGui::Selectable(("step " + std::to_string(k)).c_str(), st->align_step == k)) {
+          st->align_step = k;
+          st->fit_pending = true;
+        }
+      }
+      ImGui::EndCombo();
+    }
+  }
+  const std::vector<double> offsets = align_offsets_ns(models, st->align_step);
   if (st->fit_pending) {
     TimeNs longest = 1;
     for (std::size_t i = 0; i < n; ++i)
-      longest = std::max(longest, docs[i]->timeline.t_max - docs[i]->timeline.t_min);
+      longest = std::max(longest, docs[i]->timeline.t_max - docs[i]->timeline.t_min -
+                                      static_cast<TimeNs>(offsets[i]));
     const float w = std::max(ImGui::GetContentRegionAvail().x - st->timelines[0].label_width -
                                  ImGui::GetStyle().ScrollbarSize,
                              50.0f);
@@ -190,7 +215,13 @@ void draw_compare_view(const std::vector<const Document*>& docs, CompareState* s
     tv.metrics.gpu_header_h = 18;
     tv.selection = selection;
     tv.set_fit_pending(false);  // the shared view is fitted above, once for all traces
-    tv.draw(d, &st->view, each, d.label.c_str());
+    // This trace's view is the shared one shifted by its offset; a pan or zoom made in it goes
+    // back to the shared view, so every trace follows.
+    TimeView mine = st->view;
+    mine.start_ns += offsets[i];
+    tv.draw(d, &mine, each, d.label.c_str());
+    st->view.start_ns = mine.start_ns - offsets[i];
+    st->view.ns_per_px = mine.ns_per_px;
   }
   if (ImGui::BeginTable(
           "diff", static_cast<int>(n) + 2,

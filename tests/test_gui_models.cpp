@@ -203,3 +203,21 @@ TEST_CASE("the statistics label says where the timings come from", "[gui]") {
   s.backend = "cuda";
   CHECK_THAT(build_stats(t, s).label, Catch::EndsWith("[measured: cuda]"));
 }
+
+TEST_CASE("compare alignment: common steps and per-trace offsets to line step starts up", "[gui]") {
+  // A simulated run whose steps start at 0, 10, 20 ms and a real one that starts its first event
+  // at 100 ms, warms up for 35 ms and runs steps 1..2 at 135 and 147 ms (first event 100 ms).
+  TimelineModel sim, real;
+  sim.t_min = 0;
+  sim.steps = {{1, 0, 10}, {2, 10, 20}, {3, 20, 30}};
+  real.t_min = 100;
+  real.steps = {{1, 135, 147}, {2, 147, 160}};
+  const std::vector<const TimelineModel*> both = {&sim, &real};
+  CHECK(common_steps(both) == std::vector<std::int64_t>{1, 2});
+  // Step 2 starts 10 after the simulated trace's first event and 47 after the real one's: with
+  // these offsets both step starts sit at x = shared view's time 0.
+  CHECK(align_offsets_ns(both, 2) == std::vector<double>{10, 47});
+  // Step 0 = first events; a step one trace lacks falls back to the first events too.
+  CHECK(align_offsets_ns(both, 0) == std::vector<double>{0, 0});
+  CHECK(align_offsets_ns(both, 3) == std::vector<double>{0, 0});
+}

@@ -6,7 +6,10 @@
 //   xvfb-run -a build/release/bench/bench_gui [EVENTS] [FRAMES]
 //
 // Prints: write time (not part of loading), load time = read + index (simview's startup for the
-// file), and frame times (mean, p95, max) with the frames per second they imply.
+// file), and frame times (mean, p95, max) with the frames per second they imply. With OpenGL, per
+// phase also: the mean time to build the frame (UI: Dear ImGui + folding) and to draw it (the rest:
+// ImGui::Render, the renderer, glFinish), and what the phase's last frame sent to OpenGL (draw
+// calls, pipeline switches, triangles and their area per pipeline, gui/gl_renderer.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -144,49 +147,69 @@ int main(int argc, char** argv) {
   }
   Viewer viewer;
   viewer.add_document(std::move(doc));
+  // One frame; returns the milliseconds spent building it (Dear ImGui + folding, before
+  // ImGui::Render), the rest of the frame being Render, the renderer and glFinish.
   auto frame = [&] {
+    const double start = now_s();
     if (gl) {
       window.begin_frame();
       viewer.frame(kW, kH);
+      const double ui_ms = (now_s() - start) * 1e3;
       window.end_frame();
-    } else {
-      ImGui::NewFrame();
-      viewer.frame(kW, kH);
-      ImGui::Render();
+      return ui_ms;
     }
+    ImGui::NewFrame();
+    viewer.frame(kW, kH);
+    const double ui_ms = (now_s() - start) * 1e3;
+    ImGui::Render();
+    return ui_ms;
   };
   for (int i = 0; i < 3; ++i) frame();  // layout settles, view fitted to the whole trace
 
   // Phase 1: the whole trace (everything folded). Phase 2: zoom in 1.05x per frame around the
   // middle, then out. Phase 3: pan at 20 px per frame at a mid zoom.
-  std::vector<double> fit_ms, zoom_ms, pan_ms;
+  struct Phase {
+    const char* name;
+    std::vector<double> ms, ui_ms;  // per frame: whole frame, building it
+    GlRenderStats gl;               // the last frame's draw calls (the deepest one when zooming)
+  };
+  Phase fit{"fit-all", {}, {}, {}}, zoom{"zooming", {}, {}, {}}, pan{"panning", {}, {}, {}};
+  auto timed = [&](Phase* p) {
+    t0 = now_s();
+    p->ui_ms.push_back(frame());
+    p->ms.push_back((now_s() - t0) * 1e3);
+  };
   const float plot_w = viewer.timeline().plot_width();
   std::size_t max_items = 0;
-  for (int i = 0; i < frames / 4; ++i) {
-    t0 = now_s();
-    frame();
-    fit_ms.push_back((now_s() - t0) * 1e3);
-  }
+  for (int i = 0; i < frames / 4; ++i) timed(&fit);
+  if (gl) fit.gl = window.render_stats();
   for (int i = 0; i < frames / 2; ++i) {
     zoom_at(&viewer.time_view(), plot_w / 2, i < frames / 4 ? 1.05 : 1 / 1.05);
-    t0 = now_s();
-    frame();
-    zoom_ms.push_back((now_s() - t0) * 1e3);
+    timed(&zoom);
     max_items = std::max(max_items, viewer.timeline().counters().draw_items);
+    if (gl && i == frames / 4 - 1) zoom.gl = window.render_stats();
   }
   for (int i = 0; i < 40; ++i) zoom_at(&viewer.time_view(), plot_w / 2, 1.1);
   for (int i = 0; i < frames / 4; ++i) {
     pan_by(&viewer.time_view(), -20);
-    t0 = now_s();
-    frame();
-    pan_ms.push_back((now_s() - t0) * 1e3);
+    timed(&pan);
   }
+  if (gl) pan.gl = window.render_stats();
   std::printf("frames (%dx%d, %s):\n", kW, kH, gl ? "OpenGL, glFinish per frame" : "CPU only");
-  for (const auto& [name, v] : {std::pair{"fit-all", &fit_ms}, std::pair{"zooming", &zoom_ms},
-                                std::pair{"panning", &pan_ms}}) {
-    const FrameStats s = stats(*v);
-    std::printf("  %-8s %4zu frames: mean %6.2f ms (%5.0f fps), p95 %6.2f ms, max %6.2f ms\n", name,
-                v->size(), s.mean_ms, 1e3 / s.mean_ms, s.p95_ms, s.max_ms);
+  for (const Phase* p : {&fit, &zoom, &pan}) {
+    const FrameStats s = stats(p->ms);
+    std::printf("  %-8s %4zu frames: mean %6.2f ms (%5.0f fps), p95 %6.2f ms, max %6.2f ms\n",
+                p->name, p->ms.size(), s.mean_ms, 1e3 / s.mean_ms, s.p95_ms, s.max_ms);
+    if (gl) {
+      const double ui = stats(p->ui_ms).mean_ms;
+      const GlRenderStats& g = p->gl;
+      std::printf(
+          "           UI %.2f ms + drawing %.2f ms; %zu draw calls, %zu pipeline switches\n"
+          "           triangles (kpx): %zu (%.0f) opaque, %zu (%.0f) solid, %zu (%.0f) "
+          "textured\n",
+          ui, s.mean_ms - ui, g.draw_calls, g.state_changes, g.opaque_triangles, g.opaque_px / 1e3,
+          g.solid_triangles, g.solid_px / 1e3, g.textured_triangles, g.textured_px / 1e3);
+    }
   }
   std::printf("  most event rectangles in one frame: %zu (folding)\n", max_items);
   if (!gl) ImGui::DestroyContext();

@@ -13,12 +13,12 @@
 #define GLFW_INCLUDE_GLEXT
 #include <GLFW/glfw3.h>
 #include <backends/imgui_impl_glfw.h>
-#include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
 #include <stb_image_write.h>
 #include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
+#include "gui/gl_renderer.hpp"
 #include "gui/viewer.hpp"
 
 namespace csim::gui {
@@ -28,7 +28,7 @@ namespace {
 // ------------------------------------------------------------------------------
 
 // Framebuffer-object entry points (OpenGL 3.0 core), loaded through GLFW so that no GL loader
-// library is needed; Dear ImGui's OpenGL3 backend loads its own.
+// library is needed (GlRenderer loads its own the same way).
 struct FboApi {
   PFNGLGENFRAMEBUFFERSPROC gen_framebuffers = nullptr;
   PFNGLBINDFRAMEBUFFERPROC bind_framebuffer = nullptr;
@@ -74,7 +74,7 @@ void glfw_error(int code, const char* message) {
 
 GlWindow::~GlWindow() {
   if (imgui_) {
-    ImGui_ImplOpenGL3_Shutdown();
+    if (renderer_ != nullptr) renderer_->shutdown();
     ImGui_ImplGlfw_Shutdown();
     ImGui::DestroyContext();
   }
@@ -91,13 +91,14 @@ bool GlWindow::open(int width, int height, const char* title, bool offscreen, st
     return false;
   }
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   if (offscreen) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
   GLFWwindow* w =
       glfwCreateWindow(offscreen ? 64 : width, offscreen ? 64 : height, title, nullptr, nullptr);
   if (w == nullptr) {
     glfwTerminate();
-    *error = "cannot create an OpenGL 3.0 window";
+    *error = "cannot create an OpenGL 3.3 core window";
     return false;
   }
   window_ = w;
@@ -128,10 +129,10 @@ bool GlWindow::open(int width, int height, const char* title, bool offscreen, st
   ImGui::CreateContext();
   ImGui::GetIO().IniFilename = nullptr;  // no imgui.ini next to the user's traces
   ImGui_ImplGlfw_InitForOpenGL(w, !offscreen);
-  ImGui_ImplOpenGL3_Init("#version 130");
   imgui_ = true;
-  setup_fonts_and_style(15);
-  return true;
+  setup_fonts_and_style(15);  // before the renderer uploads the font atlas
+  renderer_ = std::make_unique<GlRenderer>();
+  return renderer_->init(glfwGetProcAddress, error);
 }
 
 bool GlWindow::should_close() const {
@@ -147,7 +148,6 @@ void GlWindow::poll(bool wait) {
 }
 
 void GlWindow::begin_frame() {
-  ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
   ImGuiIO& io = ImGui::GetIO();
   if (offscreen_) {
@@ -170,7 +170,7 @@ void GlWindow::end_frame() {
   glViewport(0, 0, fw, fh);
   glClearColor(0.11f, 0.11f, 0.13f, 1);
   glClear(GL_COLOR_BUFFER_BIT);
-  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  renderer_->render(ImGui::GetDrawData());
   if (offscreen_) {
     glFinish();  // the frame is complete (and timed) when this returns
   } else {

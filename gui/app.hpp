@@ -1,12 +1,16 @@
-// The window around the Viewer: GLFW + OpenGL 3 + Dear ImGui's backends, the interactive loop,
-// offscreen rendering into a framebuffer object (screenshots, the benchmark) and PNG output.
+// The window around the Viewer: GLFW + OpenGL 3.3 + Dear ImGui's GLFW backend and simview's own
+// renderer (gl_renderer.hpp), the interactive loop, offscreen rendering into a framebuffer object
+// (screenshots, the benchmark) and PNG output.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "gui/gl_renderer.hpp"
 
 namespace csim::gui {
 
@@ -16,7 +20,7 @@ inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitNoDisplay = 3;  // no X display / OpenGL context could be created
 
-// An OpenGL 3 context with Dear ImGui on top. Offscreen windows are hidden and render into a
+// An OpenGL 3.3 core context with Dear ImGui on top. Offscreen windows are hidden and render into a
 // framebuffer object of exactly the requested size (Xvfb's default screen is only 640x480).
 class GlWindow {
  public:
@@ -31,6 +35,7 @@ class GlWindow {
   void poll(bool wait);  // waits for input when `wait` (idle desktop use)
   void begin_frame();    // backend NewFrame + ImGui::NewFrame
   void end_frame();      // ImGui::Render, draw, swap (or glFinish offscreen)
+  const GlRenderStats& render_stats() const { return renderer_->stats(); }  // the last frame's
   // The last frame as RGBA rows, top row first.
   std::vector<std::uint8_t> read_pixels() const;
   float width() const { return static_cast<float>(w_); }
@@ -40,6 +45,7 @@ class GlWindow {
   void* window_ = nullptr;  // GLFWwindow
   bool offscreen_ = false;
   bool imgui_ = false;
+  std::unique_ptr<GlRenderer> renderer_;
   unsigned fbo_ = 0, color_rb_ = 0;
   int w_ = 0, h_ = 0;
 };

@@ -76,6 +76,54 @@ std::string pct(double f) {
   return buf;
 }
 
+// GPUtil's showUtilization for every step (docs/summary.md, "Utilisation over time"): GPUs down,
+// steps across, "busy % / memory %" per cell on a background as green as the GPU was busy.
+void draw_utilisation_by_step(const prof::Summary& s) {
+  std::vector<const prof::GpuSummary*> rows;
+  for (const prof::GpuSummary& g : s.per_gpu)
+    if (!g.by_step.empty()) rows.push_back(&g);
+  if (rows.empty() || rows.front()->by_step.size() < 2) return;
+  if (!ImGui::CollapsingHeader("Utilisation per step (busy % / memory % of usable)",
+                               ImGuiTreeNodeFlags_DefaultOpen))
+    return;
+  const std::size_t steps = rows.front()->by_step.size();
+  const int cols = static_cast<int>(std::min<std::size_t>(steps, 60)) + 1;
+  const float row_h = ImGui::GetFontSize() + 6;
+  const float h = row_h * static_cast<float>(std::min<std::size_t>(rows.size(), 8) + 1) + 6;
+  if (!ImGui::BeginTable("by_step", cols,
+                         ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_Borders |
+                             ImGuiTableFlags_ScrollX | ImGuiTableFlags_ScrollY,
+                         ImVec2(0, h)))
+    return;
+  ImGui::TableSetupScrollFreeze(1, 1);
+  ImGui::TableSetupColumn("GPU");
+  for (int c = 1; c < cols; ++c)
+    ImGui::TableSetupColumn(
+        ("step " + std::to_string(rows.front()->by_step[static_cast<std::size_t>(c - 1)].step))
+            .c_str());
+  ImGui::TableHeadersRow();
+  for (const prof::GpuSummary* g : rows) {
+    ImGui::TableNextRow();
+    ImGui::TableSetColumnIndex(0);
+    ImGui::TextUnformatted(g->name.c_str());
+    for (int c = 1; c < cols && static_cast<std::size_t>(c - 1) < g->by_step.size(); ++c) {
+      const prof::StepUtilisation& u = g->by_step[static_cast<std::size_t>(c - 1)];
+      ImGui::TableSetColumnIndex(c);
+      const auto green = static_cast<int>(40 + 120 * std::clamp(u.busy_fraction, 0.0, 1.0));
+      ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg, rgba(30, green, 50));
+      char buf[48];
+      if (g->has_memory_data && g->capacity_bytes > 0)
+        std::snprintf(
+            buf, sizeof buf, "%3.0f / %3.0f", 100 * u.busy_fraction,
+            100.0 * static_cast<double>(u.peak_bytes) / static_cast<double>(g->capacity_bytes));
+      else
+        std::snprintf(buf, sizeof buf, "%3.0f / -", 100 * u.busy_fraction);
+      ImGui::TextUnformatted(buf);
+    }
+  }
+  ImGui::EndTable();
+}
+
 }  // namespace
 
 // [SECTION] Statistics
@@ -107,6 +155,7 @@ void draw_stats_view(const Document& doc) {
     for (const std::string& n : s.notes) figure("note", n);
     ImGui::EndTable();
   }
+  draw_utilisation_by_step(s);
   ImGui::Separator();
   ImGui::Text("Per GPU, one step (window %s):", format_time(s.window_s * 1e9).c_str());
   parts_legend();

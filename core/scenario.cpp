@@ -136,6 +136,12 @@ const char* to_string(OptimizerKind k) {
   return "?";
 }
 
+bool is_parallel_kind(StrategyKind k) {
+  return k == StrategyKind::kModelParallel || k == StrategyKind::kPipeline ||
+         k == StrategyKind::kTensorParallel || k == StrategyKind::k3d || k == StrategyKind::kZero ||
+         k == StrategyKind::kFsdp;
+}
+
 const char* to_string(StrategyKind k) {
   switch (k) {
     case StrategyKind::kSingle:

@@ -271,6 +271,9 @@ enum class StrategyKind {
   kFsdp
 };
 const char* to_string(StrategyKind k);
+// model_parallel, pipeline, tensor_parallel, 3d, zero, fsdp: the kinds configured by
+// StrategySpec::parallel (dp, tp, pp, micro-batches, schedule, ZeRO stage, recompute).
+bool is_parallel_kind(StrategyKind k);
 
 enum class PipelineSchedule { kGpipe, k1f1b, kInterleaved };
 const char* to_string(PipelineSchedule s);

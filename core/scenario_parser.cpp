@@ -907,12 +907,6 @@ const std::vector<std::string> kParallelKeys = {"dp",
                                                 "recompute",
                                                 "split_at"};
 
-bool is_parallel_kind(StrategyKind k) {
-  return k == StrategyKind::kModelParallel || k == StrategyKind::kPipeline ||
-         k == StrategyKind::kTensorParallel || k == StrategyKind::k3d || k == StrategyKind::kZero ||
-         k == StrategyKind::kFsdp;
-}
-
 // strategy.dp/tp/pp/... for the kinds model_parallel, pipeline, tensor_parallel, 3d, zero, fsdp
 // (docs/scenario.md, "strategy: model, pipeline, tensor, 3D, ZeRO, FSDP"). Every inconsistency
 // names the keys involved.

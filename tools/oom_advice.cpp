@@ -19,12 +19,6 @@ struct Candidate {
   std::vector<std::string> sets;
 };
 
-bool is_parallel(StrategyKind k) {
-  return k == StrategyKind::kPipeline || k == StrategyKind::k3d || k == StrategyKind::kZero ||
-         k == StrategyKind::kFsdp || k == StrategyKind::kTensorParallel ||
-         k == StrategyKind::kModelParallel;
-}
-
 // The smallest catalog GPU with more memory than `gpu` (same vendor line up: the catalog is in
 // age order, so among equally large ones the newest is taken).
 const core::GpuCatalogEntry* bigger_gpu(const core::GpuSpec& gpu) {
@@ -51,7 +45,7 @@ std::vector<Candidate> candidates(const core::Scenario& s) {
     c.push_back({"DDP instead of DataParallel", {"strategy.kind=ddp"}});
   // 2. Smaller micro-batches: the same global batch in more, smaller micro-steps (activations
   //    scale with the micro-batch).
-  if (is_parallel(st.kind)) {
+  if (core::is_parallel_kind(st.kind)) {
     if (par.micro_batch_size > 1 && par.micro_batch_size % 2 == 0)
       c.push_back({"half the micro-batch (" + std::to_string(par.micro_batch_size / 2) + ")",
                    {"strategy.micro_batch_size=" + std::to_string(par.micro_batch_size / 2)}});
@@ -65,7 +59,7 @@ std::vector<Candidate> candidates(const core::Scenario& s) {
     }
   }
   // 3. Activation recompute (transformers built by the GPT builder).
-  if (s.model.transformer.layers > 0 && is_parallel(st.kind)) {
+  if (s.model.transformer.layers > 0 && core::is_parallel_kind(st.kind)) {
     if (par.recompute == core::RecomputeMode::kNone)
       c.push_back({"selective activation recompute", {"strategy.recompute=selective"}});
     if (par.recompute != core::RecomputeMode::kFull)

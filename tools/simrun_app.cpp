@@ -111,8 +111,13 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.footer(kExitCodes);
   if (const int code = parse_command_line(app, args, "simrun", out, err); code >= 0) return code;
   return run_command("simrun", err, [&]() -> int {
-    const core::Scenario scenario =
-        calibration::parse_scenario_with_profile(scenario_path, device_profile, overrides);
+    // The scenario as loaded (device profile, then --set), plus any further --set values.
+    auto load = [&](const std::vector<std::string>& extra) {
+      std::vector<std::string> sets = overrides;
+      sets.insert(sets.end(), extra.begin(), extra.end());
+      return calibration::parse_scenario_with_profile(scenario_path, device_profile, sets);
+    };
+    const core::Scenario scenario = load({});
     core::RunControl control;
     control.cancel = cancel_flag();
     real_opts.backend = backend;
@@ -138,15 +143,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     if (!quiet) prof::print_summary_table(summary, out);
     // An OOM verdict comes with ranked advice, each change re-simulated (docs/memory.md).
     if (run.memory.oom && backend == "sim" && !no_advice && !quiet)
-      print_oom_advice(oom_advice(
-                           [&](const std::vector<std::string>& extra) {
-                             std::vector<std::string> sets = overrides;
-                             sets.insert(sets.end(), extra.begin(), extra.end());
-                             return calibration::parse_scenario_with_profile(
-                                 scenario_path, device_profile, sets);
-                           },
-                           scenario, control),
-                       summary.step_time_s, out);
+      print_oom_advice(oom_advice(load, scenario, control), summary.step_time_s, out);
     if (expand_mirrors && (!trace_path.empty() || !per_rank_dir.empty())) {
       const int added = prof::expand_mirrored_gpus(run.trace);
       if (!quiet) out << "trace: " << added << " mirrored GPUs expanded\n";

@@ -1,6 +1,9 @@
-// Hand-built Programs for the CUDA runtime's tests: one op appended with the fields every op has.
+// Shared by the CUDA runtime's tests: hand-built Programs (one op appended with the fields every
+// op has) and the visible skip (exit 77, which CTest reports as skipped) when a GPU is missing.
 #pragma once
 
+#include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "core/program.hpp"
@@ -19,6 +22,11 @@ inline core::Op& add_op(core::Program& p, core::OpKind kind, const std::string& 
   op.step = 1;
   p.ops.push_back(op);
   return p.ops.back();
+}
+
+[[noreturn]] inline void skip(const std::string& why) {
+  std::cout << "SKIPPED: " << why << std::endl;
+  std::exit(77);
 }
 
 }  // namespace csim::test

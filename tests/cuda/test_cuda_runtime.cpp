@@ -25,10 +25,7 @@ using core::Program;
 
 namespace {
 
-[[noreturn]] void skip(const std::string& why) {
-  std::cout << "SKIPPED: " << why << std::endl;
-  std::exit(77);
-}
+using test::skip;
 
 // A runtime on `min_devices` CUDA devices, or the process exits 77 (skipped).
 std::unique_ptr<real::DeviceRuntime> runtime_or_skip(int min_devices = 1) {

@@ -12,8 +12,8 @@
 
 #include "backends/cuda/cuda_runtime.hpp"
 #include "core/program.hpp"
-#include "tests/cuda/op_fixture.hpp"
 #include "profiler/cupti/cupti_tracer.hpp"
+#include "tests/cuda/op_fixture.hpp"
 
 using namespace csim;
 using core::Op;
@@ -22,10 +22,7 @@ using core::Program;
 
 namespace {
 
-[[noreturn]] void skip(const std::string& why) {
-  std::cout << "SKIPPED: " << why << std::endl;
-  std::exit(77);
-}
+using test::skip;
 
 int device_count() {
   int count = 0;

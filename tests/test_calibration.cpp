@@ -387,8 +387,10 @@ TEST_CASE("calibrating the stand-in recovers the scenario GPU's own constants",
 TEST_CASE("calibrating a two-GPU stand-in node measures peer copies and collectives",
           "[calibration][cli][real]") {
   // resnet50_model_parallel_2gpu: two A100s (NVSwitch). --quick: 3 sizes per series. Bus
-  // bandwidth is recovered against the simulator's own collective model within 5 % (the same
-  // argument as above: a relative overshoot e on every point).
+  // bandwidth is recovered against the simulator's own collective model (the same argument as
+  // above: a relative overshoot e on every point). A collective ends when the later of two
+  // stand-in threads wakes, so e is larger than for one stream: 3 % on an idle 2-core machine,
+  // 6 % under CI's `ctest -j2` (measured). 10 % still catches a wrong bus-bandwidth factor (2x).
   const fs::path d = fresh_dir("standin2");
   const Result r = run({"calibrate", test::scenario_path("resnet50_model_parallel_2gpu.json"),
                         "--backend", "standin", "--quick", "-o", (d / "p.json").string()});
@@ -402,10 +404,10 @@ TEST_CASE("calibrating a two-GPU stand-in node measures peer copies and collecti
     REQUIRE(fits["collectives"].contains(k));
     CHECK(fits["collectives"][k]["ranks"] == 2);
     CHECK(rel(fits["collectives"][k]["peak_busbw_gbps"].get<double>(),
-              fits["collectives"][k]["model_busbw_gbps"].get<double>()) < 0.05);
+              fits["collectives"][k]["model_busbw_gbps"].get<double>()) < 0.10);
   }
   CHECK(rel(fits["copies"]["peer"]["gbps"].get<double>(),
-            fits["copies"]["peer"]["model_gbps"].get<double>()) < 0.05);
+            fits["copies"]["peer"]["model_gbps"].get<double>()) < 0.10);
 }
 
 // [SECTION] Command line -------------------------------------------------------------------------

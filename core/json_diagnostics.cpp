@@ -101,6 +101,13 @@ nlohmann::json parse_json_strict(const std::string& text, const std::string& fil
                          std::to_string(lc.column) + ": " + syntax_detail(e.what()),
                      "check for a missing comma, quote or bracket just before that position "
                      "(comments and trailing commas are not JSON)");
+  } catch (const nlohmann::json::out_of_range& e) {
+    // Found by fuzzing (docs/fuzzing.md; tests/fuzz_regressions/fuzz_scenario/): a number beyond
+    // a double's range, e.g. 1e400, is out_of_range 406 rather than a parse_error, and escaped.
+    std::string what = e.what();  // "[json.exception.out_of_range.406] number overflow ..."
+    if (const std::size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);
+    throw InputError(file, "", "malformed JSON: " + what,
+                     "numbers must lie within a double's range (about 1.8e308)");
   }
 }
 

@@ -350,6 +350,20 @@ struct SimulationSpec {
 
 // [SECTION] Scenario -----------------------------------------------------------------------------
 
+// Resource limits (docs/limits.md): sizes past these are refused up front by the parser, with
+// the limit and how to raise it, instead of exhausting memory or time. Raised per scenario with
+// the top-level "limits" object (or --set limits.KEY=N), up to the hard ceilings below.
+struct ScenarioLimits {
+  std::int64_t max_gpus = 65536;             // cluster.nodes x cluster.gpus_per_node
+  std::int64_t max_steps = 100000;           // training.steps
+  std::int64_t max_layers = 100000;          // model layers after building
+  std::int64_t max_trace_events = 20000000;  // estimated events of the run's trace
+  static constexpr std::int64_t kCeilingGpus = 1 << 20;
+  static constexpr std::int64_t kCeilingSteps = 1000000000;
+  static constexpr std::int64_t kCeilingLayers = 10000000;
+  static constexpr std::int64_t kCeilingTraceEvents = 4000000000LL;
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -361,6 +375,8 @@ struct Scenario {
   StrategySpec strategy;
   SimulationSpec simulation;
   NcclSpec nccl;
+  ScenarioLimits limits;
+  std::int64_t estimated_trace_events = 0;  // the parser's estimate checked against the limit
   std::vector<std::string> warnings;  // accepted but noteworthy (e.g. fewer replicas than devices)
 };
 

@@ -2,9 +2,11 @@
 // docs/scenario.md; this file is its executable form.
 //
 // Index: [SECTION] Context and readers, [SECTION] Overrides, [SECTION] Cluster, [SECTION] Host,
-//        [SECTION] Training, [SECTION] Model, [SECTION] Strategy, [SECTION] Scenario
+//        [SECTION] Training, [SECTION] Model, [SECTION] Strategy, [SECTION] Limits,
+//        [SECTION] Scenario
 #include "core/scenario_parser.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -45,6 +47,7 @@ struct Ctx {
   std::string file;
   std::vector<Override> overrides;
   std::vector<std::string> warnings;
+  ScenarioLimits limits;  // the top-level "limits" object, read first (docs/limits.md)
 
   // The origin of the value at `path`: the last --set that wrote it, inside it or above it,
   // otherwise the file.
@@ -64,6 +67,20 @@ struct Ctx {
   }
   void warn(const std::string& path, const std::string& message) {
     warnings.push_back(path.empty() ? message : path + ": " + message);
+  }
+  // A size past a resource limit (docs/limits.md): names the limit and how to raise it.
+  [[noreturn]] void over_limit(const std::string& path, const std::string& what, i64 limit,
+                               const std::string& limit_key, i64 ceiling,
+                               const std::string& why = {}) const {
+    const std::string raise = limit < ceiling
+                                  ? "raise it with \"limits\": {\"" + limit_key +
+                                        "\": N} in the scenario or --set limits." + limit_key +
+                                        "=N (at most " + std::to_string(ceiling) + ")"
+                                  : "that is the hard ceiling of limits." + limit_key;
+    fail(path,
+         what + " exceeds the limit of " + std::to_string(limit) + " (limits." + limit_key +
+             ", docs/limits.md)" + (why.empty() ? "" : ": " + why),
+         raise);
   }
 };
 
@@ -197,6 +214,18 @@ class Obj {
   std::string path_;
   std::vector<std::string> keys_;
 };
+
+// An integer key whose upper bound is a resource limit (docs/limits.md): a value past `limit`,
+// however huge (1e300 included), is refused with the limit and how to raise it.
+i64 limited_int(Ctx& ctx, const Obj& o, const std::string& key, i64 def, i64 lo, i64 limit,
+                const std::string& limit_key, i64 ceiling, const std::string& unit) {
+  if (!o.has(key)) return def;
+  const json& v = o.raw(key);
+  if (v.is_number() && v.get<double>() > static_cast<double>(limit)) {
+    ctx.over_limit(o.at(key), v.dump() + " " + unit, limit, limit_key, ceiling);
+  }
+  return o.to_int(v, o.at(key), lo, limit);
+}
 
 const json& require_array(Ctx& ctx, const json& v, const std::string& path, bool non_empty) {
   if (!v.is_array()) ctx.fail(path, "expected an array, got " + describe_value(v));
@@ -512,8 +541,20 @@ ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
         {"nodes", "gpus_per_node", "gpu", "reserve", "intra", "nics_per_node", "nic_gbps", "fabric",
          "stragglers", "degraded_links"});
   ClusterSpec c;
-  c.nodes = static_cast<int>(o.integer("nodes", 1, 1, 4096));
   c.gpus_per_node = static_cast<int>(o.integer("gpus_per_node", 1, 1, 16));
+  // Total GPUs = nodes x gpus_per_node against limits.max_gpus (docs/limits.md).
+  if (!o.has("nodes") || o.raw("nodes").is_number()) {
+    const double nodes = o.has("nodes") ? o.raw("nodes").get<double>() : 1.0;
+    const double world = nodes * c.gpus_per_node;
+    if (world > static_cast<double>(ctx.limits.max_gpus)) {
+      ctx.over_limit(o.has("nodes") ? o.at("nodes") : o.at("gpus_per_node"),
+                     (o.has("nodes") ? o.raw("nodes").dump() : std::string("1")) + " nodes x " +
+                         std::to_string(c.gpus_per_node) + " GPUs per node = " + num_text(world) +
+                         " GPUs",
+                     ctx.limits.max_gpus, "max_gpus", ScenarioLimits::kCeilingGpus);
+    }
+  }
+  c.nodes = static_cast<int>(o.integer("nodes", 1, 1, ctx.limits.max_gpus));
   const GpuCatalogEntry e = parse_gpu(ctx, o.require("gpu"), o.at("gpu"));
   c.gpu = e.gpu;
   c.reserve = e.reserve;
@@ -632,7 +673,8 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   t.amp_dtype = amp == 0 ? Dtype::kFp16 : Dtype::kBf16;
   t.optimizer = static_cast<OptimizerKind>(o.choice("optimizer", {"sgd", "adam"}, 1));
   t.sgd_momentum = o.number("sgd_momentum", 0.0, 0.0, 0.999999);
-  t.steps = static_cast<int>(o.integer("steps", t.steps, 1, 100000));
+  t.steps = static_cast<int>(limited_int(ctx, o, "steps", t.steps, 1, ctx.limits.max_steps,
+                                         "max_steps", ScenarioLimits::kCeilingSteps, "steps"));
   t.gradient_accumulation = static_cast<int>(o.integer("gradient_accumulation", 1, 1, 4096));
   if (o.has("data_loader")) {
     Obj d(ctx, o.raw("data_loader"), o.at("data_loader"),
@@ -726,7 +768,9 @@ std::vector<std::string> layer_keys(const std::string& type) {
 
 ModelSpec parse_layer_list(Ctx& ctx, const json& v, const std::string& path, int act_bytes) {
   require_array(ctx, v, path, true);
-  if (v.size() > 100000) ctx.fail(path, std::to_string(v.size()) + " layers: the limit is 100000");
+  if (static_cast<i64>(v.size()) > ctx.limits.max_layers)
+    ctx.over_limit(path, std::to_string(v.size()) + " layers", ctx.limits.max_layers, "max_layers",
+                   ScenarioLimits::kCeilingLayers);
   LayerListBuilder b(act_bytes);
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::string p = index_path(path, i);
@@ -810,6 +854,12 @@ ModelSpec parse_gpt(Ctx& ctx, const json& v, const std::string& path, int act_by
              std::to_string(c.heads) + " heads do not divide hidden " + std::to_string(c.hidden),
              "hidden must be a multiple of heads (head_dim = hidden / heads)");
   }
+  const i64 built_layers = 13LL * c.layers + 3;  // docs/scenario.md, "model.gpt"
+  if (built_layers > ctx.limits.max_layers)
+    ctx.over_limit(
+        o.at("layers"),
+        std::to_string(c.layers) + " blocks = " + std::to_string(built_layers) + " layers",
+        ctx.limits.max_layers, "max_layers", ScenarioLimits::kCeilingLayers);
   ModelSpec m = build_gpt(c, act_bytes);
   m.name = "gpt-" + std::to_string(c.layers) + "L-" + std::to_string(c.hidden) + "h";
   return m;
@@ -817,6 +867,9 @@ ModelSpec parse_gpt(Ctx& ctx, const json& v, const std::string& path, int act_by
 
 ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
   require_array(ctx, v, path, true);
+  if (static_cast<i64>(v.size()) > ctx.limits.max_layers)
+    ctx.over_limit(path, std::to_string(v.size()) + " layers", ctx.limits.max_layers, "max_layers",
+                   ScenarioLimits::kCeilingLayers);
   std::vector<LayerSpec> layers;
   std::set<std::string> names;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -1304,6 +1357,139 @@ std::string file_stem(const std::string& path) {
   return s;
 }
 
+// [SECTION] Limits (docs/limits.md) -------------------------------------------------------------
+
+void parse_limits(Ctx& ctx, const Obj& top) {
+  if (!top.has("limits")) return;
+  Obj l(ctx, top.raw("limits"), "limits",
+        {"max_gpus", "max_steps", "max_layers", "max_trace_events"});
+  auto read = [&](const char* key, i64 def, i64 ceiling) {
+    if (!l.has(key)) return def;
+    const json& v = l.raw(key);
+    if (v.is_number() && v.get<double>() > static_cast<double>(ceiling)) {
+      ctx.fail(
+          l.at(key),
+          v.dump() + " is above the hard ceiling of limits." + key + ", " + std::to_string(ceiling),
+          "the simulator cannot go past it (docs/limits.md says why)");
+    }
+    return l.to_int(v, l.at(key), 1, ceiling);
+  };
+  ScenarioLimits& m = ctx.limits;
+  m.max_gpus = read("max_gpus", m.max_gpus, ScenarioLimits::kCeilingGpus);
+  m.max_steps = read("max_steps", m.max_steps, ScenarioLimits::kCeilingSteps);
+  m.max_layers = read("max_layers", m.max_layers, ScenarioLimits::kCeilingLayers);
+  m.max_trace_events =
+      read("max_trace_events", m.max_trace_events, ScenarioLimits::kCeilingTraceEvents);
+}
+
+// Trace events per layer, micro-batch, simulated model replica and step: forward and backward
+// kernels with their Python and launch events, flows, memory counter samples, the per-layer
+// gradient / parameter collectives. Measured on the bundled scenarios (trace events / (steps x
+// micro-batches x layers x replicas) is 14-16 on them; docs/limits.md); kept as an upper estimate.
+constexpr double kEventsPerLayerStep = 16;
+
+// The trace a run of `sc` would write, estimated before lowering (docs/limits.md): steps x
+// micro-batches per step x (model layers + 4) x model replicas the simulator runs op by op x 16.
+double estimate_trace_events(const Scenario& sc, double* replicas_out, double* micro_out) {
+  const StrategySpec& st = sc.strategy;
+  double replicas = 1, micro = static_cast<double>(sc.training.gradient_accumulation);
+  const double n = static_cast<double>(st.device_ids.size());
+  switch (st.kind) {
+    case StrategyKind::kSingle:
+      break;
+    case StrategyKind::kDataParallel:
+    case StrategyKind::kDdp:
+      replicas = n;
+      break;
+    default: {
+      const ParallelSpec& ps = st.parallel;
+      micro = static_cast<double>(ps.micro_batches);
+      // Rank symmetry: one representative per class of dp / tp mirror images.
+      const bool symmetric = sc.simulation.symmetry && sc.cluster.homogeneous() &&
+                             st.kind != StrategyKind::kModelParallel;
+      replicas = symmetric ? 1.0 : static_cast<double>(ps.dp) * ps.tp;
+      break;
+    }
+  }
+  *replicas_out = replicas;
+  *micro_out = micro;
+  // + 4: the loss, the optimizer step and the data loading of each micro-batch and step.
+  return static_cast<double>(sc.training.steps) * micro *
+         (static_cast<double>(sc.model.layers.size()) + 4) * replicas * kEventsPerLayerStep;
+}
+
+// 64-bit guards (docs/limits.md, "Fixed limits"): byte counts and nanosecond times are int64 in
+// the Program and the simulator; these bounds keep every sum of them far from overflowing.
+constexpr double kMaxModelBytes = 72057594037927936.0;  // 2^56 = 64 PiB
+constexpr double kMaxGpuWorkSeconds = 1e8;  // simulated s per GPU; int64 ns hold 9.2e9 s
+
+void check_sizes(Ctx& ctx, Scenario& sc) {
+  const TrainingSpec& t = sc.training;
+  const ModelSpec& m = sc.model;
+  const GpuSpec& g = sc.cluster.gpu;
+  const double batch = static_cast<double>(t.global_batch);
+  // Bytes: every per-sample figure of every layer for the whole global batch, and the parameters
+  // with their gradients and optimizer state (at most 20 bytes each).
+  double per_sample = m.input_bytes_per_sample, params = 0;
+  for (const LayerSpec& l : m.layers) {
+    per_sample += l.fwd_bytes_per_sample + l.activation_bytes_per_sample +
+                  l.output_bytes_per_sample + std::max(0.0, l.bwd_bytes_per_sample) +
+                  2 * l.fwd_bytes_per_sample;
+    params += static_cast<double>(l.params) + static_cast<double>(l.buffer_elems);
+  }
+  const double bytes = per_sample * batch + 20 * params;
+  if (!(bytes <= kMaxModelBytes)) {
+    ctx.fail("model",
+             "the model's tensors add up to " + num_text(bytes) +
+                 " bytes for one global batch (activations, traffic, parameters and optimizer "
+                 "state), past the fixed limit of 2^56 bytes (64 PiB) that keeps 64-bit byte "
+                 "counts from overflowing (docs/limits.md)",
+             "use a smaller model, training.global_batch or per-sample figures");
+  }
+  // Time: one GPU's share of the run's compute and memory traffic, plus every kernel's fixed cost
+  // and small-kernel penalty on it (an upper estimate of its busy time), bounds the simulated
+  // timestamps.
+  const PrecisionBytes pb = precision_bytes(t.precision, t.amp_dtype);
+  const double peak = std::max(g.peak_flops_per_s(pb.compute), 1.0);
+  const double bw = std::max(g.mem_bw_bytes_per_s * g.mem_bw_efficiency, 1.0);
+  const double gpus = std::max<double>(1, static_cast<double>(sc.strategy.device_ids.size()));
+  double replicas = 1, micro = 1;
+  estimate_trace_events(sc, &replicas, &micro);
+  double seconds = 0;
+  for (const LayerSpec& l : m.layers) {
+    const EfficiencyCurve& c = g.efficiency[static_cast<int>(l.kind)];
+    const double eff = std::max(c.max_efficiency, 1e-3);
+    const double kernels = std::max(l.kernels, 1);
+    const double work =
+        l.fwd_flops_per_sample * batch / (peak * eff) +
+        (3 * l.fwd_bytes_per_sample + std::max(0.0, l.bwd_bytes_per_sample)) * batch / bw;
+    const double fixed =
+        micro * kernels *
+        (c.half_flops / (peak * eff) + static_cast<double>(g.kernel_overhead_ns) * 1e-9);
+    seconds += static_cast<double>(t.steps) * 3 * (work / gpus + fixed);
+  }
+  if (!(seconds <= kMaxGpuWorkSeconds)) {
+    ctx.fail("training.steps",
+             "the run asks for about " + num_text(seconds) +
+                 " s of work per GPU, past the fixed limit of 1e8 s that keeps 64-bit nanosecond "
+                 "times from overflowing (docs/limits.md)",
+             "simulate fewer steps, a smaller model or batch, or a faster GPU");
+  }
+  // Trace size (the dominant memory cost of a run: docs/limits.md).
+  const double events = estimate_trace_events(sc, &replicas, &micro);
+  sc.estimated_trace_events = static_cast<i64>(std::min(events, 9e18));
+  if (events > static_cast<double>(ctx.limits.max_trace_events)) {
+    ctx.over_limit("training.steps",
+                   "the run's trace would hold about " + num_text(events) + " events (" +
+                       std::to_string(t.steps) + " steps x " + num_text(micro) +
+                       " micro-batches x (" + std::to_string(m.layers.size()) + " layers + 4) x " +
+                       num_text(replicas) + " simulated model replicas x 16)",
+                   ctx.limits.max_trace_events, "max_trace_events",
+                   ScenarioLimits::kCeilingTraceEvents,
+                   "simulating and writing it takes about 350 bytes of memory per event");
+  }
+}
+
 Scenario parse_document(json doc, const std::string& file,
                         const std::vector<std::string>& overrides) {
   Ctx ctx;
@@ -1314,11 +1500,13 @@ Scenario parse_document(json doc, const std::string& file,
 
   Obj top(ctx, doc, "",
           {"format_version", "name", "description", "cluster", "host", "model", "training",
-           "strategy", "simulation", "nccl"});
+           "strategy", "simulation", "nccl", "limits"});
   top.integer("format_version", kScenarioFormatVersion, kScenarioFormatVersion,
               kScenarioFormatVersion);
+  parse_limits(ctx, top);
   Scenario sc;
   sc.file = file;
+  sc.limits = ctx.limits;
   sc.name = top.string("name", file_stem(file));
   sc.description = top.string("description", "");
   sc.cluster = parse_cluster(ctx, top.require("cluster"));
@@ -1340,6 +1528,7 @@ Scenario parse_document(json doc, const std::string& file,
     Obj sim(ctx, top.raw("simulation"), "simulation", {"symmetry"});
     sc.simulation.symmetry = sim.choice("symmetry", {"off", "auto"}, 1) == 1;
   }
+  check_sizes(ctx, sc);
   sc.warnings = std::move(ctx.warnings);
   return sc;
 }
@@ -1349,6 +1538,11 @@ Scenario parse_document(json doc, const std::string& file,
 Scenario parse_scenario_string(const std::string& json_text, const std::string& name_for_errors,
                                const std::vector<std::string>& overrides) {
   return parse_document(parse_json_strict(json_text, name_for_errors), name_for_errors, overrides);
+}
+
+Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& name_for_errors,
+                                 const std::vector<std::string>& overrides) {
+  return parse_document(doc, name_for_errors, overrides);
 }
 
 Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/scenario.hpp"
 
 namespace csim::core {
@@ -22,6 +24,11 @@ Scenario parse_scenario_file(const std::string& path,
 // As parse_scenario_file, for JSON text; `name_for_errors` stands for the file in messages.
 Scenario parse_scenario_string(const std::string& json_text, const std::string& name_for_errors,
                                const std::vector<std::string>& overrides = {});
+
+// As parse_scenario_string, for a document already parsed (sweeps parse the file once and
+// validate each variant's overrides on a copy).
+Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& name_for_errors,
+                                 const std::vector<std::string>& overrides = {});
 
 // The format version this parser reads (the optional top-level "format_version").
 inline constexpr int kScenarioFormatVersion = 1;

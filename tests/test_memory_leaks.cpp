@@ -83,6 +83,52 @@ TEST_CASE("the two leaks are told apart by growth per step and category", "[memo
   }
 }
 
+// The same model under nn.DataParallel on two GPUs (docs/memory.md, "Under DataParallel").
+std::string dp_scenario(const std::string& training_extra) {
+  std::string j = scenario(training_extra);
+  const auto swap = [&j](const std::string& from, const std::string& to) {
+    const std::size_t at = j.find(from);
+    REQUIRE(at != std::string::npos);
+    j.replace(at, from.size(), to);
+  };
+  swap("\"gpus_per_node\":1", "\"gpus_per_node\":2");
+  swap("{\"kind\":\"single\"}", "{\"kind\":\"data_parallel\"}");
+  return j;
+}
+
+TEST_CASE("the leaks under DataParallel grow on the devices PyTorch keeps them on",
+          "[memory][leak]") {
+  SECTION("keep_outputs: every replica's activations, replica 1's parameter copy, the logits") {
+    const app::SimRun r = run(dp_scenario(",\"steps\":5,\"leaks\":{\"keep_outputs\":true}"));
+    CHECK(r.program.warnings.empty());
+    const prof::Summary s = prof::summarize(r.trace);
+    REQUIRE(s.memory_growth.size() == 2);
+    // Batch 8 in two chunks of 4. GPU 0 (device_ids[0] = output_device): 4 layers x 4 samples x
+    // 1 MiB of saved activations + the gathered 8 x 1 KiB logits. GPU 1: the same activations +
+    // its parameter copy, 4 layers x 1000 fp32 parameters = 16000 B.
+    for (const prof::MemoryGrowth& g : s.memory_growth) {
+      INFO("GPU " << g.gpu);
+      CHECK(g.category == "activations");
+      CHECK(g.category_bytes_per_step == Approx(16 * kMiB));
+      CHECK(g.bytes_per_step == Approx(16 * kMiB + (g.gpu == 0 ? 8 * 1024 : 16000)));
+    }
+  }
+  SECTION("loss_as_tensor: both replicas' graph nodes on output_device") {
+    const app::SimRun r = run(dp_scenario(",\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}"));
+    const prof::Summary s = prof::summarize(r.trace);
+    REQUIRE(s.memory_growth.size() == 1);
+    // 2 replicas x 8 kernel nodes + 3 (loss) + 1 (+=) + 3 (Scatter, Broadcast, Gather) = 23
+    // nodes x 256 B + the 4 B scalar = 5892 B per step, on output_device (GPU 0).
+    CHECK(s.memory_growth[0].gpu == 0);
+    CHECK(s.memory_growth[0].bytes_per_step == Approx(5892));
+  }
+  SECTION("empty_cache releases the cached segments of both devices") {
+    const app::SimRun r = run(dp_scenario(",\"steps\":2,\"empty_cache_every\":1"));
+    REQUIRE(r.memory.allocator.gpus.size() == 2);
+    for (const GpuAllocatorTimeline& a : r.memory.allocator.gpus) CHECK(a.empty_cache.size() == 2);
+  }
+}
+
 TEST_CASE("empty_cache lowers reserved memory, not allocated memory", "[memory][allocator]") {
   const app::SimRun r = run(scenario(",\"steps\":2,\"empty_cache_every\":1"));
   const GpuAllocatorTimeline& a = r.memory.allocator.gpus.at(0);

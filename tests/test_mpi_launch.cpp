@@ -103,3 +103,24 @@ TEST_CASE(
   CHECK(o.output.find("has 2 MPI ranks") != std::string::npos);
   CHECK(o.output.find("mpirun -np 4") != std::string::npos);
 }
+
+// simrun sweep under mpirun (docs/sweep.md, "MPI"): 3 ranks share 8 variants (3, 3 and 2),
+// rank 0 gathers and writes; the file is byte for byte the single-process one (rows sorted, no
+// wall-clock figures), which the same simrun writes without mpirun.
+TEST_CASE("simrun sweep across 3 MPI ranks writes the single-process results file",
+          "[mpi][sweep]") {
+  const fs::path d = fresh_dir("sweep");
+  const std::string args = csim::test::scenario_path("dp_vs_ddp_4x1080ti.json") +
+                           " --grid strategy.kind=data_parallel,ddp"
+                           " --grid training.global_batch=64,128,256,512 -j 1 -o ";
+  const Outcome m = mpirun(3, "sweep " + args + (d / "mpi.csv").string());
+  INFO(m.output);
+  REQUIRE(m.code == 0);
+  CHECK(m.output.find("MPI rank 1 simulated 3 variants") != std::string::npos);
+  CHECK(m.output.find("MPI rank 2 simulated 2 variants") != std::string::npos);
+  const std::string single =
+      std::string(CSIM_SIMRUN) + " sweep " + args + (d / "one.csv").string() + " -q";
+  REQUIRE(std::system(single.c_str()) == 0);
+  CHECK(csim::test::read_file((d / "mpi.csv").string()) ==
+        csim::test::read_file((d / "one.csv").string()));
+}

@@ -124,9 +124,10 @@ TEST_CASE("parser error: wrong type", "[parser][errors]") {
 TEST_CASE("parser error: out-of-range value names the limit", "[parser][errors]") {
   expect_error(minimal(R"({"kind": "single"})", R"("v100")", R"({"global_batch": 8, "steps": 0})"),
                "training.steps", "must be 1..100000");
-  const std::string big = R"({"cluster": {"nodes": 5000, "gpu": "h100"}, "model": {"resnet50": {}},
-      "training": {"global_batch": 8}})";
-  expect_error(big, "cluster.nodes", "must be 1..4096");
+  // nodes x gpus_per_node against limits.max_gpus (docs/limits.md).
+  const std::string big = R"({"cluster": {"nodes": 5000, "gpus_per_node": 16, "gpu": "h100"},
+      "model": {"resnet50": {}}, "training": {"global_batch": 8}})";
+  expect_error(big, "cluster.nodes", "exceeds the limit of 65536 (limits.max_gpus");
   expect_error(
       minimal(R"({"kind": "single"})", R"("v100")", R"({"global_batch": 8, "precision": "fp8"})"),
       "training.precision", "'fp8' is not one of fp32, amp, bf16, fp16");

@@ -259,6 +259,9 @@ SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
     if (nvml) nvml->stop();
     run.extra_metadata["runtime"] = rt->info().metadata;
   }
+  // Interrupted (not failed): keep the steps that completed, marked incomplete (docs/limits.md).
+  if (!run.result.complete && run.failure.empty())
+    backend::keep_completed_steps(run.program, &run.result);
   run.memory = core::memory_timeline(run.program, run.result.timings, full.cluster);
   run.trace = backend::build_trace(full, run.program, run.result, run.memory);
   if (nvml) add_gpu_telemetry(*rt, *nvml, &run);

@@ -17,9 +17,11 @@
 #include "profiler/summary.hpp"
 #include "tools/calibrate.hpp"
 #include "tools/compare.hpp"
+#include "tools/hpo.hpp"
 #include "tools/oom_advice.hpp"
 #include "tools/real_run.hpp"
 #include "tools/signals.hpp"
+#include "tools/sweep_cli.hpp"
 
 namespace csim::app {
 namespace {
@@ -32,7 +34,8 @@ Exit codes:
   3    backend unavailable (e.g. --backend cuda on a machine without a GPU or CUDA build)
   4    OOM verdict, with --fail-on-oom (a GPU's peak memory exceeds its usable memory)
   5    real run failed (a rank died or hung): outputs keep what completed, marked incomplete
-  130  interrupted (Ctrl-C / SIGTERM); no half-written output is left behind
+  130  interrupted (Ctrl-C / SIGTERM): outputs keep the steps that completed, marked
+       incomplete ("complete": false); no half-written output is left behind
 )";
 
 }  // namespace
@@ -42,6 +45,8 @@ SimRun simulate(const core::Scenario& scenario, const core::RunControl& control)
   run.program = core::lower(scenario);
   sim::SimExecutor exec(scenario);
   run.result = exec.run(run.program, control);
+  // Interrupted: the outputs keep the steps that completed, marked incomplete (docs/limits.md).
+  if (!run.result.complete) backend::keep_completed_steps(run.program, &run.result);
   run.memory = core::memory_timeline(run.program, run.result.timings, scenario.cluster);
   run.trace = backend::build_trace(scenario, run.program, run.result, run.memory);
   return run;
@@ -52,13 +57,22 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     return compare_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   if (!args.empty() && args.front() == "calibrate")
     return calibrate_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  if (!args.empty() && args.front() == "hpo")
+    return hpo_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  if (!args.empty() && args.front() == "sweep")
+    return sweep_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  if (!args.empty() && args.front() == "tune")
+    return tune_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   CLI::App app{
       "simrun: simulate a training scenario and print its summary; optionally write the trace "
       "(Chrome/Perfetto JSON, Kineto conventions) and a summary JSON.\n"
       "Example: simrun scenarios/dp_vs_ddp_4x1080ti.json --set strategy.kind=ddp -o ddp.json\n"
       "Also: simrun compare SCENARIO --backend cuda|standin (simulated vs real; see "
       "simrun compare --help); simrun calibrate SCENARIO (measure the GPU, write a device "
-      "profile; see simrun calibrate --help)",
+      "profile; see simrun calibrate --help); simrun hpo SCENARIO --space KEY=V1,V2 --trials N "
+      "(cost a hyper-parameter search, FIFO or ASHA; see simrun hpo --help); simrun sweep "
+      "SCENARIO --grid KEY=V1,V2 (every variant, best first); simrun tune SCENARIO (the fastest "
+      "parallel layout that fits)",
       "simrun"};
   std::string scenario_path, trace_path, per_rank_dir, summary_path, backend = "sim";
   std::string device_profile;
@@ -135,14 +149,12 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
             << " finished its share; rank 0 prints the summary and writes the outputs\n";
       return kExitOk;
     }
-    if (!run.result.complete && run.failure.empty()) {
-      err << "simrun: interrupted; nothing written\n";
-      return kExitInterrupted;
-    }
+    // Ctrl-C / SIGTERM: write what completed (whole steps, "complete": false), then exit 130.
+    const bool interrupted = !run.result.complete && run.failure.empty();
     const prof::Summary summary = prof::summarize(run.trace);
     if (!quiet) prof::print_summary_table(summary, out);
     // An OOM verdict comes with ranked advice, each change re-simulated (docs/memory.md).
-    if (run.memory.oom && backend == "sim" && !no_advice && !quiet)
+    if (run.memory.oom && backend == "sim" && !no_advice && !quiet && !cancel_flag()->load())
       print_oom_advice(oom_advice(load, scenario, control), summary.step_time_s, out);
     if (expand_mirrors && (!trace_path.empty() || !per_rank_dir.empty())) {
       const int added = prof::expand_mirrored_gpus(run.trace);
@@ -155,10 +167,23 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);
     if (!summary_path.empty()) {
       prof::write_file_atomically(summary_path, [&](std::ostream& os) {
-        os << prof::summary_to_json(summary).dump(2) << "\n";
+        nlohmann::json j = prof::summary_to_json(summary);
+        if (interrupted) j["complete"] = false;
+        os << j.dump(2) << "\n";
       });
     }
     set_writing(false);
+    if (interrupted || cancel_flag()->load()) {
+      const bool none = trace_path.empty() && summary_path.empty() && per_rank_dir.empty();
+      if (interrupted)
+        err << "simrun: interrupted after " << backend::completed_steps(run.program, run.result)
+            << " of " << run.program.steps << " steps; "
+            << (none ? "nothing to write" : "the outputs keep them, marked incomplete") << "\n";
+      else
+        err << "simrun: interrupted after the run finished; "
+            << (none ? "nothing to write" : "the outputs are complete") << "\n";
+      return kExitInterrupted;
+    }
     if (!run.failure.empty()) {
       err << "simrun: real run failed: " << run.failure
           << (trace_path.empty() ? "" : "; the trace keeps what completed, marked incomplete")

@@ -1,6 +1,8 @@
 // [SECTION] index: lanes, host events, device events, flows, steps, memory counters, metadata.
 #include "backends/common/trace_builder.hpp"
 
+#include "core/step_spans.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -178,35 +180,10 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   // profiler.step() marks it): from the loop reaching the step's first op to the end of the step's
   // last op on that GPU. Other threads' early starts (data-loader workers prefetching later
   // batches) do not move the start; they still count for the end.
-  std::map<std::pair<int, int>, std::pair<TimeNs, TimeNs>> span;  // (gpu, step) -> [start, end]
-  constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::max();
-  for (const Op& op : p.ops) {
-    const core::OpTiming& t = timing[op.id];
-    if (op.step <= 0 || t.end_ns < 0) continue;
-    const int gpu = op.stream >= 0 ? p.streams[op.stream].gpu : p.threads[op.thread].gpu;
-    const bool loop_thread = op.thread == first_thread_of_gpu[p.threads[op.thread].gpu] &&
-                             p.threads[op.thread].gpu == gpu;
-    const TimeNs begin = !loop_thread ? kUnset : t.ready_ns >= 0 ? std::min(t.ready_ns, t.start_ns) : t.start_ns;
-    auto [it, fresh] = span.try_emplace({gpu, op.step}, begin, t.end_ns);
-    if (!fresh) {
-      it->second.first = std::min(it->second.first, begin);
-      it->second.second = std::max(it->second.second, t.end_ns);
-    }
-  }
-  // A GPU whose loop thread issued nothing in a step (it only ran others' work) starts the step
-  // at its first op on a stream.
-  for (const Op& op : p.ops) {
-    const core::OpTiming& t = timing[op.id];
-    if (op.step <= 0 || t.end_ns < 0 || op.stream < 0) continue;
-    auto it = span.find({p.streams[op.stream].gpu, op.step});
-    if (it != span.end() && it->second.first == kUnset) it->second.first = t.start_ns;
-  }
-  for (auto& [key, se] : span) {
-    if (se.first == kUnset) se.first = se.second;
-  }
-  for (const auto& [key, se] : span) {
-    tr.events.push_back({key.first, host_tid(first_thread_of_gpu[key.first]), se.first, se.second - se.first,
-                         "ProfilerStep#" + std::to_string(key.second), "user_annotation", EventClass::kAnnotation, -1, -1, {}});
+  // core/step_spans.cpp computes them (sweeps read the step time from the same spans).
+  for (const core::StepSpan& ss : core::step_spans(p, timing)) {
+    tr.events.push_back({ss.gpu, host_tid(first_thread_of_gpu[ss.gpu]), ss.start_ns, ss.end_ns - ss.start_ns,
+                         "ProfilerStep#" + std::to_string(ss.step), "user_annotation", EventClass::kAnnotation, -1, -1, {}});
   }
 
   // [SECTION] Memory counters: allocated bytes per GPU, in total and by category.
@@ -249,6 +226,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   md["backend"] = r.backend;
   md["measured"] = r.measured;
   md["complete"] = r.complete;
+  if (!r.complete) md["steps_completed"] = completed_steps(p, r);
   md["samples_per_step"] = p.samples_per_step;
   md["steps"] = p.steps;
   md["cluster"] = {{"nodes", s.cluster.nodes}, {"gpus_per_node", s.cluster.gpus_per_node}, {"gpu", s.cluster.gpu.name},
@@ -311,6 +289,24 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     md["rank_symmetry"] = {{"active_gpus", p.active_gpus.size()}, {"simulated_gpus", simulated}, {"mirrors", mirrors}};
   }
   return tr;
+}
+
+int completed_steps(const core::Program& p, const core::ExecutionResult& r) {
+  std::vector<char> missing(static_cast<std::size_t>(std::max(p.steps, 0)) + 1, 0);
+  for (const Op& op : p.ops) {
+    if (op.step > 0 && op.step <= p.steps && r.timings[op.id].end_ns < 0) missing[op.step] = 1;
+  }
+  int k = 0;
+  while (k < p.steps && !missing[k + 1]) ++k;
+  return k;
+}
+
+int keep_completed_steps(const core::Program& p, core::ExecutionResult* r) {
+  const int k = completed_steps(p, *r);
+  for (const Op& op : p.ops) {
+    if (op.step > k) r->timings[op.id] = core::OpTiming{};
+  }
+  return k;
 }
 
 }  // namespace csim::backend

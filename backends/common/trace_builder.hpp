@@ -15,6 +15,15 @@ namespace csim::backend {
 prof::Trace build_trace(const core::Scenario& scenario, const core::Program& program,
                         const core::ExecutionResult& result, const core::MemoryReport& memory);
 
+// An interrupted run (result.complete false, docs/limits.md "Interruption"): keeps the steps that
+// completed, 1..K with every op of each run, and forgets the timings of the later steps' ops, so
+// that the trace, memory and summary built from it cover whole steps only. Setup ops (step 0)
+// that ran are kept. Returns K.
+int keep_completed_steps(const core::Program& program, core::ExecutionResult* result);
+
+// Steps 1..K whose every op ran (K = program.steps for a complete run).
+int completed_steps(const core::Program& program, const core::ExecutionResult& result);
+
 // Trace tid of a host thread and of a stream (docs/trace-format.md, "Lanes").
 inline int host_tid(int thread_id) { return 1 + thread_id; }
 inline int stream_tid(int stream_id) { return 1000 + stream_id; }

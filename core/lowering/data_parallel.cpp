@@ -5,10 +5,13 @@
 //  (4) gather of the outputs onto output_device, where the loss is computed,
 //  (5) backward on autograd's per-device C++ threads: Gather's backward scatters the output
 //      gradient, Broadcast's backward reduce-adds the replicas' gradients onto device_ids[0],
-//  (6) optimizer on device_ids[0] only.
+//  (6) optimizer on device_ids[0] only,
+//  (7) what the script does after loss.item() (docs/memory.md, "Scenario switches"), through the
+//      DataParallel module.
 #include <algorithm>
 #include <map>
 
+#include "core/caching_allocator.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/program_builder.hpp"
 
@@ -225,6 +228,37 @@ Program lower_data_parallel(const Scenario& s) {
     }
     // (6) optimizer on device_ids[0] only.
     emit_optimizer_and_sync(b, lane0, {{last_grad_op, DepKind::kStreamWaits}}, step == 1, b.grad_bytes());
+    // (7) docs/memory.md, "Scenario switches" under DataParallel.
+    const TrainingSpec& t = s.training;
+    const std::vector<std::int64_t> chunks = torch_chunk_sizes(samples, n);
+    const int r = static_cast<int>(chunks.size());
+    const Lane out_lane{main, od, dev[od].compute};
+    if (t.leak_loss_as_tensor) {
+      // total_loss lives on output_device; it keeps every replica's forward nodes, the loss's and
+      // the `+=`, and DataParallel's Scatter, Broadcast and Gather functions.
+      const std::int64_t per_replica = autograd_graph_nodes(s) - 4;
+      b.alloc(main, out_lane.stream, od, MemCategory::kAutogradGraph,
+              (r * per_replica + 4 + 3) * kAutogradNodeBytes, "autograd graph kept by total_loss");
+      b.alloc(main, out_lane.stream, od, MemCategory::kAutogradGraph, kLossScalarBytes, "loss scalar kept by total_loss");
+    }
+    if (t.leak_keep_outputs) {
+      // An evaluation forward through the module without torch.no_grad, its gathered logits kept
+      // in a list: each replica's saved activations stay, and so do the replicas' parameter
+      // copies (the graph's GEMMs saved them); the gathered output stays on output_device.
+      Bytes gathered = 0;
+      for (int i = 0; i < r; ++i) {
+        const DeviceLanes& d = dev[ids[i]];
+        if (i > 0) b.alloc(main, d.compute, d.gpu, MemCategory::kParams, replica_bytes, "eval replica parameters (kept by the graph)");
+        const ForwardOps eval = b.forward(Lane{d.replica_thread, d.gpu, d.compute}, chunks[i], {},
+                                          "eval (grad on): replica " + std::to_string(i) + ": ");
+        gathered += eval.output_bytes;
+      }
+      if (gathered > 0) b.alloc(main, out_lane.stream, od, MemCategory::kGatheredOutputs, gathered, "eval outputs (kept in a list)");
+    }
+    if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
+      // torch.cuda.empty_cache() releases the cached segments of every device.
+      for (int g : ids) b.marker(main, g, kEmptyCacheOpName, {}, "memory");
+    }
   }
   return b.take();
 }

@@ -1,0 +1,81 @@
+// docs/summary.md, "Steps".
+#include "core/step_spans.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace csim::core {
+
+std::vector<int> loop_thread_of_gpu(const Program& p) {
+  int max_gpu = -1;
+  for (const ThreadDesc& t : p.threads) max_gpu = std::max(max_gpu, t.gpu);
+  std::vector<int> first(static_cast<std::size_t>(max_gpu + 1), -1);
+  for (const ThreadDesc& t : p.threads)
+    if (t.gpu >= 0 && first[static_cast<std::size_t>(t.gpu)] < 0)
+      first[static_cast<std::size_t>(t.gpu)] = t.id;
+  return first;
+}
+
+std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& timing) {
+  const std::vector<int> loop = loop_thread_of_gpu(p);
+  std::map<std::pair<int, int>, std::pair<TimeNs, TimeNs>> span;  // (gpu, step) -> [start, end]
+  constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::max();
+  for (const Op& op : p.ops) {
+    const OpTiming& t = timing[static_cast<std::size_t>(op.id)];
+    if (op.step <= 0 || t.end_ns < 0) continue;
+    const int thread_gpu = p.threads[static_cast<std::size_t>(op.thread)].gpu;
+    const int gpu =
+        op.stream >= 0 ? p.streams[static_cast<std::size_t>(op.stream)].gpu : thread_gpu;
+    const bool loop_thread = thread_gpu == gpu && thread_gpu >= 0 &&
+                             op.thread == loop[static_cast<std::size_t>(thread_gpu)];
+    const TimeNs begin = !loop_thread      ? kUnset
+                         : t.ready_ns >= 0 ? std::min(t.ready_ns, t.start_ns)
+                                           : t.start_ns;
+    auto [it, fresh] = span.try_emplace({gpu, op.step}, begin, t.end_ns);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, begin);
+      it->second.second = std::max(it->second.second, t.end_ns);
+    }
+  }
+  for (const Op& op : p.ops) {
+    const OpTiming& t = timing[static_cast<std::size_t>(op.id)];
+    if (op.step <= 0 || t.end_ns < 0 || op.stream < 0) continue;
+    auto it = span.find({p.streams[static_cast<std::size_t>(op.stream)].gpu, op.step});
+    if (it != span.end() && it->second.first == kUnset) it->second.first = t.start_ns;
+  }
+  std::vector<StepSpan> out;
+  out.reserve(span.size());
+  for (const auto& [key, se] : span)
+    out.push_back({key.first, key.second, se.first == kUnset ? se.second : se.first, se.second});
+  return out;
+}
+
+double step_time_s(const std::vector<StepSpan>& spans) {
+  std::map<int, std::pair<TimeNs, TimeNs>> by_step;
+  for (const StepSpan& s : spans) {
+    auto [it, fresh] = by_step.try_emplace(s.step, s.start_ns, s.end_ns);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, s.start_ns);
+      it->second.second = std::max(it->second.second, s.end_ns);
+    }
+  }
+  std::vector<TimeNs> times;
+  int prev_n = 0;
+  TimeNs prev_end = 0;
+  for (const auto& [n, se] : by_step) {
+    const bool chained = !times.empty() && n == prev_n + 1;
+    times.push_back(se.second - (chained ? prev_end : se.first));
+    prev_n = n;
+    prev_end = se.second;
+  }
+  if (times.empty()) return 0;
+  if (times.size() == 1) return static_cast<double>(times[0]) * 1e-9;
+  std::vector<TimeNs> rest(times.begin() + 1, times.end());
+  std::sort(rest.begin(), rest.end());
+  const std::size_t m = rest.size() / 2;
+  if (rest.size() % 2 == 1) return static_cast<double>(rest[m]) * 1e-9;
+  return (static_cast<double>(rest[m - 1]) * 1e-9 + static_cast<double>(rest[m]) * 1e-9) / 2.0;
+}
+
+}  // namespace csim::core

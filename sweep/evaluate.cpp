@@ -1,0 +1,92 @@
+// docs/sweep.md, "Figures".
+#include "sweep/evaluate.hpp"
+
+#include <algorithm>
+
+#include "backends/sim/sim_executor.hpp"
+#include "core/error.hpp"
+#include "core/lowering/lowering.hpp"
+#include "core/memory_timeline.hpp"
+#include "core/scenario_parser.hpp"
+#include "core/step_spans.hpp"
+
+namespace csim::sweep {
+
+const char* to_string(VariantStatus s) {
+  switch (s) {
+    case VariantStatus::kOk:
+      return "ok";
+    case VariantStatus::kOom:
+      return "oom";
+    case VariantStatus::kInvalid:
+      return "invalid";
+    case VariantStatus::kFailed:
+      return "failed";
+  }
+  return "failed";
+}
+
+bool parse_variant_status(const std::string& text, VariantStatus* out) {
+  for (VariantStatus s :
+       {VariantStatus::kOk, VariantStatus::kOom, VariantStatus::kInvalid, VariantStatus::kFailed})
+    if (text == to_string(s)) {
+      *out = s;
+      return true;
+    }
+  return false;
+}
+
+VariantResult evaluate_variant(const nlohmann::json& doc, const std::string& name,
+                               const std::vector<std::string>& sets,
+                               const core::RunControl& control) {
+  VariantResult r;
+  core::Scenario sc;
+  try {
+    sc = core::parse_scenario_document(doc, name, sets);
+  } catch (const InputError& e) {
+    r.status = VariantStatus::kInvalid;
+    r.error = e.what();
+    return r;
+  }
+  try {
+    const core::Program program = core::lower(sc);
+    sim::SimExecutor exec(sc);
+    const core::ExecutionResult res = exec.run(program, control);
+    if (!res.complete) {
+      r.error = "cancelled";
+      return r;
+    }
+    const core::MemoryReport mem = core::memory_timeline(program, res.timings, sc.cluster);
+    r.step_time_s = core::step_time_s(core::step_spans(program, res.timings));
+    r.gpus = static_cast<int>(program.active_gpus.size());
+    if (r.step_time_s > 0) {
+      r.samples_per_s = static_cast<double>(program.samples_per_step) / r.step_time_s;
+      // docs/summary.md, "MFU and HFU": model FLOPs per step / (step time x GPUs x dense peak).
+      const double peak = sc.cluster.gpu.peak_flops_per_s(
+          core::precision_bytes(sc.training.precision, sc.training.amp_dtype).compute);
+      if (peak > 0 && r.gpus > 0)
+        r.mfu = program.model_flops_per_step / (r.step_time_s * r.gpus * peak);
+    }
+    for (const core::GpuMemory& g : mem.gpus) {
+      const double gib = static_cast<double>(g.peak_bytes) / static_cast<double>(kGiB);
+      r.per_gpu.push_back({g.gpu, gib});
+      if (gib >= r.peak_gib) {
+        r.peak_gib = gib;
+        r.usable_gib = static_cast<double>(g.capacity_bytes) / static_cast<double>(kGiB);
+      }
+    }
+    if (mem.oom) {
+      r.status = VariantStatus::kOom;
+      r.error = "GPU " + std::to_string(mem.oom->gpu) + " runs out of memory at '" +
+                mem.oom->op_name + "'";
+    } else {
+      r.status = VariantStatus::kOk;
+    }
+  } catch (const InputError& e) {  // a lowering rule the parser does not check
+    r.status = VariantStatus::kInvalid;
+    r.error = e.what();
+  }
+  return r;
+}
+
+}  // namespace csim::sweep

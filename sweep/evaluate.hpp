@@ -1,0 +1,45 @@
+// One sweep variant, simulated (docs/sweep.md, "Figures"): the scenario document with the
+// variant's overrides, validated by the scenario parser, lowered, simulated and its memory
+// analysed, without building a trace. The figures are the summary's (docs/summary.md): the step
+// time from the same ProfilerStep spans (core/step_spans.hpp), MFU with the same formula.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/executor.hpp"
+
+namespace csim::sweep {
+
+enum class VariantStatus { kOk, kOom, kInvalid, kFailed };
+const char* to_string(VariantStatus s);
+bool parse_variant_status(const std::string& text, VariantStatus* out);
+
+struct GpuPeak {
+  int gpu = 0;
+  double peak_gib = 0;
+};
+
+struct VariantResult {
+  std::size_t index = 0;            // the variant's place in the space
+  std::vector<std::string> values;  // one per knob
+  VariantStatus status = VariantStatus::kFailed;
+  std::string error;  // kInvalid: the parser's message; kOom: the verdict; kFailed: why
+  double step_time_s = 0;
+  double samples_per_s = 0;
+  double mfu = 0;                // model FLOPs / (step time x GPUs x dense peak)
+  int gpus = 0;                  // GPUs the variant uses
+  double peak_gib = 0;           // the largest peak allocated over GPUs
+  double usable_gib = 0;         // that GPU's usable memory
+  std::vector<GpuPeak> per_gpu;  // simulated GPUs (representatives under rank symmetry)
+};
+
+// `doc` is the scenario file's JSON; `name` stands for the file in messages.
+VariantResult evaluate_variant(const nlohmann::json& doc, const std::string& name,
+                               const std::vector<std::string>& sets,
+                               const core::RunControl& control = {});
+
+}  // namespace csim::sweep

@@ -1,0 +1,50 @@
+// docs/sweep.md, "Tune": the report.
+#include <cstdio>
+#include <map>
+
+#include "sweep/tune.hpp"
+
+namespace csim::sweep {
+
+void print_tune_report(const TuneResult& r, int top, int rejected, std::ostream& out) {
+  std::map<TuneVerdict, std::size_t> n;
+  for (const TuneCandidate& c : r.candidates) ++n[c.verdict];
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "%zu layouts: %zu invalid, %zu cannot fit (model states), %zu simulated (%zu fit, "
+                "%zu OOM), %zu pruned by the compute bound%s; %.1f s\n",
+                r.candidates.size(), n[TuneVerdict::kInvalid], n[TuneVerdict::kCannotFit],
+                r.simulated, n[TuneVerdict::kFits], n[TuneVerdict::kOom], n[TuneVerdict::kPruned],
+                r.complete ? "" : ", interrupted", r.wall_s);
+  out << line;
+  const std::vector<std::size_t> rank = r.ranking();
+  if (rank.empty()) {
+    out << "no layout fits in memory\n";
+  } else {
+    std::snprintf(line, sizeof line, "  %-3s %-52s %11s %11s %6s %17s %11s\n", "#", "layout",
+                  "step time", "samples/s", "MFU", "peak/usable GiB", "bound");
+    out << line;
+    for (std::size_t i = 0; i < rank.size() && i < static_cast<std::size_t>(top); ++i) {
+      const TuneCandidate& c = r.candidates[rank[i]];
+      std::snprintf(line, sizeof line,
+                    "  %-3zu %-52s %8.2f ms %11.1f %5.1f%% %8.1f / %-6.1f %8.2f ms\n", i + 1,
+                    c.label.c_str(), c.result.step_time_s * 1e3, c.result.samples_per_s,
+                    100 * c.result.mfu, c.result.peak_gib, c.result.usable_gib, c.lb_step_s * 1e3);
+      out << line;
+    }
+    std::string sets;
+    for (const std::string& s : r.candidates[rank[0]].sets) sets += " --set '" + s + "'";
+    out << "best:" << sets << "\n";
+  }
+  const std::vector<std::size_t> rej = r.rejected();
+  if (rej.empty() || rejected <= 0) return;
+  out << "rejected, most promising first (by compute bound):\n";
+  for (std::size_t i = 0; i < rej.size() && i < static_cast<std::size_t>(rejected); ++i) {
+    const TuneCandidate& c = r.candidates[rej[i]];
+    std::snprintf(line, sizeof line, "  %-52s %8.2f ms  %-10s %s\n", c.label.c_str(),
+                  c.lb_step_s * 1e3, to_string(c.verdict), c.reason.substr(0, 110).c_str());
+    out << line;
+  }
+}
+
+}  // namespace csim::sweep

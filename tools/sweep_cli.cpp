@@ -1,0 +1,239 @@
+// simrun sweep (docs/sweep.md): wiring only.
+#include "tools/sweep_cli.hpp"
+
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
+
+#include "core/error.hpp"
+#include "core/json_diagnostics.hpp"
+#include "core/scenario_parser.hpp"
+#include "sweep/results_io.hpp"
+#include "sweep/sweep_runner.hpp"
+#include "sweep/sweep_table.hpp"
+#include "sweep/tune.hpp"
+#include "tools/signals.hpp"
+#include "tools/simrun_app.hpp"
+#ifdef CSIM_HAVE_MPI
+#include "backends/mpi/mpi_launcher.hpp"
+#include "sweep/mpi_sweep.hpp"
+#endif
+
+namespace csim::app {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot read the scenario file", "check the path");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A knob whose key the scenario format does not have makes every variant invalid: refuse it up
+// front, with the parser's message (which names the key and the keys allowed there).
+void check_knobs(const nlohmann::json& doc, const std::string& path,
+                 const std::vector<std::string>& base, const std::vector<sweep::Knob>& knobs) {
+  for (const sweep::Knob& k : knobs) {
+    std::vector<std::string> sets = base;
+    sets.push_back(k.key + "=" + k.values.front());
+    try {
+      (void)core::parse_scenario_document(doc, path, sets);
+    } catch (const InputError& e) {
+      if (e.message().rfind("unknown key", 0) == 0) throw;
+    }
+  }
+}
+
+// Progress on stderr: redrawn in place on a terminal, a line every few seconds otherwise.
+std::function<void(const sweep::SweepProgress&)> progress_printer(std::ostream& err, bool quiet) {
+  if (quiet) return {};
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  auto last_line = std::make_shared<double>(-1e9);
+  return [&err, tty, last_line](const sweep::SweepProgress& p) {
+    const bool final = p.done == p.total;
+    if (tty) {
+      err << "\rsweep: " << sweep::progress_line(p) << (final ? "\n" : "") << std::flush;
+    } else if (final || p.elapsed_s - *last_line >= 5.0) {
+      *last_line = p.elapsed_s;
+      err << "sweep: " << sweep::progress_line(p) << "\n";
+    }
+  };
+}
+
+}  // namespace
+
+int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "simrun sweep: simulate every variant of a scenario (a grid of knobs, or a random sample "
+      "of it) on all cores and tabulate step time, throughput, MFU, peak memory and OOM per "
+      "variant, best first (docs/sweep.md). Resumes from its -o file after an interruption.\n"
+      "Example: simrun sweep scenarios/gpt2_small_8xa100.json --grid strategy.kind=ddp,zero "
+      "--grid strategy.micro_batch_size=4,8,16 -o results.csv\n"
+      "Under mpirun (mpirun -np N simrun sweep ...) the ranks share the variants and rank 0 "
+      "writes the merged file.",
+      "simrun sweep"};
+  std::string scenario_path, results_path, sort = "throughput";
+  std::vector<std::string> grid, base_sets;
+  std::size_t random_n = 0, max_variants = 1000000;
+  std::uint64_t seed = 1;
+  int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int top = 10;
+  bool fresh = false, quiet = false;
+  app.add_option("scenario", scenario_path, "scenario JSON file (docs/scenario.md)")->required();
+  app.add_option("--grid", grid, "KEY=V1,V2,...: a knob (a scenario path, as --set) and its values")
+      ->required();
+  app.add_option("--random", random_n, "simulate N variants drawn at random from the grid");
+  app.add_option("--seed", seed, "random seed for --random (default 1)");
+  app.add_option("--set", base_sets,
+                 "override a scenario value for every variant (as simrun --set)");
+  app.add_option("-o,--output", results_path,
+                 "results file, .csv or .json; resumed when it exists (see --fresh)");
+  app.add_option("-j,--jobs", jobs, "worker threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--sort", sort,
+                 "order of the rows: throughput (default), step_time, mfu, memory, index")
+      ->check(CLI::IsMember({"throughput", "step_time", "mfu", "memory", "index"}));
+  app.add_option("--top", top, "rows to print (default 10; the file has all)")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--max-variants", max_variants, "refuse larger grids (default 1,000,000)");
+  app.add_flag("--fresh", fresh, "ignore an existing -o file instead of resuming from it");
+  app.add_flag("-q,--quiet", quiet, "no progress bar");
+  if (const int code = parse_command_line(app, args, "simrun sweep", out, err); code >= 0)
+    return code;
+  return run_command("simrun sweep", err, [&]() -> int {
+    const nlohmann::json doc = core::parse_json_strict(read_text(scenario_path), scenario_path);
+    (void)core::parse_scenario_document(doc, scenario_path, base_sets);  // the base must be valid
+    std::vector<sweep::Knob> knobs;
+    for (const std::string& g : grid) knobs.push_back(sweep::parse_knob(g));
+    check_knobs(doc, scenario_path, base_sets, knobs);
+    std::vector<sweep::Variant> variants = random_n > 0
+                                               ? sweep::random_variants(knobs, random_n, seed)
+                                               : sweep::grid_variants(knobs, max_variants);
+    sweep::SortKey key = sweep::SortKey::kThroughput;
+    sweep::parse_sort_key(sort, &key);
+
+    sweep::ResultsHeader header;
+    header.scenario = scenario_path;
+    for (const sweep::Knob& k : knobs) header.keys.push_back(k.key);
+    header.variants_total = variants.size();
+    // Resume: rows of an earlier run of the same sweep are kept, their variants skipped.
+    std::vector<sweep::VariantResult> kept;
+    if (!results_path.empty() && !fresh) kept = sweep::read_results(results_path, header);
+    std::unordered_set<std::string> done_ids;
+    for (const sweep::VariantResult& r : kept) done_ids.insert(sweep::variant_id(knobs, r.values));
+    std::vector<sweep::Variant> pending;
+    for (const sweep::Variant& v : variants)
+      if (!done_ids.count(sweep::variant_id(knobs, v.values))) pending.push_back(v);
+    if (!kept.empty() && !quiet)
+      err << "simrun sweep: resuming " << results_path << ": " << kept.size()
+          << " variants already done, " << pending.size() << " to go\n";
+    auto merged = [&](const std::vector<sweep::VariantResult>& fresh_rows) {
+      std::vector<sweep::VariantResult> rows = kept;
+      rows.insert(rows.end(), fresh_rows.begin(), fresh_rows.end());
+      sweep::sort_results(rows, key);
+      return rows;
+    };
+    auto write = [&](const std::vector<sweep::VariantResult>& rows, bool complete) {
+      if (results_path.empty()) return;
+      header.complete = complete;
+      set_writing(true);
+      sweep::write_results(results_path, header, rows);
+      set_writing(false);
+    };
+    sweep::SweepRunOptions opt;
+    opt.threads = jobs;
+    opt.cancel = cancel_flag();
+    opt.on_progress = progress_printer(err, quiet);
+    opt.on_checkpoint = [&](const std::vector<sweep::VariantResult>& rows) {
+      write(merged(rows), false);
+    };
+    sweep::SweepRunOutcome run;
+#ifdef CSIM_HAVE_MPI
+    if (mpi::started_by_mpirun()) {
+      sweep::MpiSweepResult m = sweep::run_variants_mpi(
+          doc, scenario_path, base_sets, knobs, pending, opt,
+          [&](const std::vector<sweep::VariantResult>& rows) { write(merged(rows), false); });
+      if (!m.writer) {
+        if (!quiet)
+          out << "simrun sweep: MPI rank " << m.rank << " simulated " << m.simulated
+              << " variants; rank 0 writes the results\n";
+        return m.complete ? kExitOk : kExitInterrupted;
+      }
+      run = std::move(m.outcome);
+    } else
+#endif
+      run = sweep::run_variants(doc, scenario_path, base_sets, knobs, pending, opt);
+    const std::vector<sweep::VariantResult> rows = merged(run.rows);
+    write(rows, run.complete);
+    if (!quiet) {
+      sweep::print_sweep_table(rows, header, top, out);
+      char line[200];
+      std::snprintf(
+          line, sizeof line, "%zu variants simulated in %.2f s (%.0f variants/s, %d threads)%s\n",
+          run.rows.size(), run.wall_s,
+          run.wall_s > 0 ? static_cast<double>(run.rows.size()) / run.wall_s : 0.0, jobs,
+          run.complete ? ""
+                       : "; interrupted: the results file keeps what finished, marked incomplete");
+      out << line;
+    }
+    return run.complete ? kExitOk : kExitInterrupted;
+  });
+}
+
+int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "simrun tune: search dp x tp x pp, micro-batch size and count, pipeline schedule, ZeRO "
+      "stage, activation recompute and DDP bucket size for the fastest layout that fits in "
+      "memory; candidates that cannot fit or cannot be fast are pruned before simulation "
+      "(docs/sweep.md, \"Tune\").\n"
+      "Example: simrun tune scenarios/gpt3_175b_1024xa100_3d.json --top 5",
+      "simrun tune"};
+  std::string scenario_path;
+  std::vector<std::string> base_sets;
+  sweep::TuneOptions opt;
+  opt.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int top = 5, rejected = 8;
+  bool quiet = false;
+  app.add_option("scenario", scenario_path, "scenario JSON file (docs/scenario.md)")->required();
+  app.add_option("--gpus", opt.gpus, "GPUs to lay out (default: the whole cluster)")
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option("--top", top, "fitting layouts to print (default 5)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--rejected", rejected, "rejected layouts to print with their reason (default 8)")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--set", base_sets, "override a scenario value first (as simrun --set)");
+  app.add_option("-j,--jobs", opt.threads, "simulations at once (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  app.add_flag("-q,--quiet", quiet, "no progress line");
+  if (const int code = parse_command_line(app, args, "simrun tune", out, err); code >= 0)
+    return code;
+  return run_command("simrun tune", err, [&]() -> int {
+    const nlohmann::json doc = core::parse_json_strict(read_text(scenario_path), scenario_path);
+    opt.cancel = cancel_flag();
+    if (!quiet)
+      opt.on_progress = [&err, last = std::chrono::steady_clock::time_point{}](
+                            std::size_t done, std::size_t n, double best) mutable {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last < std::chrono::seconds(2) && done < n) return;  // a line every 2 s
+        last = now;
+        char line[160];
+        std::snprintf(line, sizeof line,
+                      "tune: %zu simulated of at most %zu (the compute bound ends the search "
+                      "early), best %.2f ms\n",
+                      done, n, best * 1e3);
+        err << line;
+      };
+    const sweep::TuneResult r = sweep::tune(doc, scenario_path, base_sets, opt);
+    sweep::print_tune_report(r, top, rejected, out);
+    return r.complete ? kExitOk : kExitInterrupted;
+  });
+}
+
+}  // namespace csim::app

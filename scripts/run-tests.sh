@@ -4,7 +4,7 @@
 # byte for byte in both builds, which also checks that the simulator is deterministic across presets.
 # Then the threaded real-execution tests (the executor on the CPU stand-in device) under
 # ThreadSanitizer (tsan preset, which builds only what those tests need). Last, the fuzz targets
-# for CSIM_CI_FUZZ_SECONDS (default 30) each (scripts/fuzz.sh).
+# for CSIM_CI_FUZZ_SECONDS (default 20) each (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -16,6 +16,6 @@ for preset in release asan tsan; do
 done
 # Then the input parsers under libFuzzer for a bounded time each (fuzz preset, clang;
 # docs/fuzzing.md): a failure stops CI and its input is saved under tests/fuzz_regressions/.
-fuzz_seconds=${CSIM_CI_FUZZ_SECONDS:-30}
+fuzz_seconds=${CSIM_CI_FUZZ_SECONDS:-20}
 echo "=== tests: fuzz, ${fuzz_seconds}s per target"
 scripts/fuzz.sh "$fuzz_seconds"

@@ -21,13 +21,13 @@ void print_tune_report(const TuneResult& r, int top, int rejected, std::ostream&
   if (rank.empty()) {
     out << "no layout fits in memory\n";
   } else {
-    std::snprintf(line, sizeof line, "  %-3s %-52s %11s %11s %6s %17s %11s\n", "#", "layout",
+    std::snprintf(line, sizeof line, "  %-3s %-54s %11s %11s %6s %17s %11s\n", "#", "layout",
                   "step time", "samples/s", "MFU", "peak/usable GiB", "bound");
     out << line;
     for (std::size_t i = 0; i < rank.size() && i < static_cast<std::size_t>(top); ++i) {
       const TuneCandidate& c = r.candidates[rank[i]];
       std::snprintf(line, sizeof line,
-                    "  %-3zu %-52s %8.2f ms %11.1f %5.1f%% %8.1f / %-6.1f %8.2f ms\n", i + 1,
+                    "  %-3zu %-54s %8.2f ms %11.1f %5.1f%% %8.1f / %-6.1f %8.2f ms\n", i + 1,
                     c.label.c_str(), c.result.step_time_s * 1e3, c.result.samples_per_s,
                     100 * c.result.mfu, c.result.peak_gib, c.result.usable_gib, c.lb_step_s * 1e3);
       out << line;
@@ -41,7 +41,7 @@ void print_tune_report(const TuneResult& r, int top, int rejected, std::ostream&
   out << "rejected, most promising first (by compute bound):\n";
   for (std::size_t i = 0; i < rej.size() && i < static_cast<std::size_t>(rejected); ++i) {
     const TuneCandidate& c = r.candidates[rej[i]];
-    std::snprintf(line, sizeof line, "  %-52s %8.2f ms  %-10s %s\n", c.label.c_str(),
+    std::snprintf(line, sizeof line, "  %-58s %8.2f ms  %-10s %s\n", c.label.c_str(),
                   c.lb_step_s * 1e3, to_string(c.verdict), c.reason.substr(0, 110).c_str());
     out << line;
   }

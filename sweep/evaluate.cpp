@@ -39,15 +39,20 @@ bool parse_variant_status(const std::string& text, VariantStatus* out) {
 VariantResult evaluate_variant(const nlohmann::json& doc, const std::string& name,
                                const std::vector<std::string>& sets,
                                const core::RunControl& control) {
-  VariantResult r;
   core::Scenario sc;
   try {
     sc = core::parse_scenario_document(doc, name, sets);
   } catch (const InputError& e) {
+    VariantResult r;
     r.status = VariantStatus::kInvalid;
     r.error = e.what();
     return r;
   }
+  return evaluate_scenario(sc, control);
+}
+
+VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl& control) {
+  VariantResult r;
   try {
     const core::Program program = core::lower(sc);
     sim::SimExecutor exec(sc);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/executor.hpp"
+#include "core/scenario.hpp"
 
 namespace csim::sweep {
 
@@ -36,6 +37,10 @@ struct VariantResult {
   double usable_gib = 0;         // that GPU's usable memory
   std::vector<GpuPeak> per_gpu;  // simulated GPUs (representatives under rank symmetry)
 };
+
+// A parsed scenario, lowered and simulated (index and values left empty).
+VariantResult evaluate_scenario(const core::Scenario& scenario,
+                                const core::RunControl& control = {});
 
 // `doc` is the scenario file's JSON; `name` stands for the file in messages.
 VariantResult evaluate_variant(const nlohmann::json& doc, const std::string& name,

@@ -11,6 +11,7 @@
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/summary.hpp"
+#include "sweep/evaluate.hpp"
 #include "tools/signals.hpp"
 #include "tools/simrun_app.hpp"
 
@@ -47,13 +48,14 @@ std::vector<hpo::TrialInput> step_times(const std::string& path, const std::stri
   control.cancel = cancel_flag();
   for (std::size_t i = 0; i < order.size(); ++i) {
     hpo::TrialInput& in = cache[order[i]];
-    const SimRun run = simulate(variants[i], control);
-    if (!run.result.complete) throw std::runtime_error("interrupted");
-    if (run.memory.oom) {
+    // The sweep's evaluation: the summary's step time without building a trace (docs/sweep.md).
+    const sweep::VariantResult run = sweep::evaluate_scenario(variants[i], control);
+    if (run.status == sweep::VariantStatus::kFailed) throw std::runtime_error("interrupted");
+    if (run.status == sweep::VariantStatus::kOom) {
       in.failed = true;
       in.failure = "out of memory";
     } else {
-      in.step_ns = round_to_ns(prof::summarize(run.trace).step_time_s);
+      in.step_ns = round_to_ns(run.step_time_s);
       if (in.step_ns <= 0) in.failed = true, in.failure = "no step time";
     }
     err << "simrun hpo: variant " << (i + 1) << "/" << order.size() << ": "

@@ -1545,7 +1545,7 @@ Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& n
   return parse_document(doc, name_for_errors, overrides);
 }
 
-Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+nlohmann::json read_scenario_document(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw InputError(path, "",
@@ -1554,7 +1554,11 @@ Scenario parse_scenario_file(const std::string& path, const std::vector<std::str
   }
   std::ostringstream ss;
   ss << in.rdbuf();
-  return parse_scenario_string(ss.str(), path, overrides);
+  return parse_json_strict(ss.str(), path);
+}
+
+Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_document(read_scenario_document(path), path, overrides);
 }
 
 }  // namespace csim::core

@@ -25,6 +25,11 @@ Scenario parse_scenario_file(const std::string& path,
 Scenario parse_scenario_string(const std::string& json_text, const std::string& name_for_errors,
                                const std::vector<std::string>& overrides = {});
 
+// The scenario file as strict JSON, not yet validated (the same read and JSON errors as
+// parse_scenario_file): sweeps read it once and validate each variant with
+// parse_scenario_document.
+nlohmann::json read_scenario_document(const std::string& path);
+
 // As parse_scenario_string, for a document already parsed (sweeps parse the file once and
 // validate each variant's overrides on a copy).
 Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& name_for_errors,

@@ -6,13 +6,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <unordered_set>
 
 #include "core/error.hpp"
-#include "core/json_diagnostics.hpp"
 #include "core/scenario_parser.hpp"
 #include "sweep/results_io.hpp"
 #include "sweep/sweep_runner.hpp"
@@ -27,14 +24,6 @@
 
 namespace csim::app {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot read the scenario file", "check the path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A knob whose key the scenario format does not have makes every variant invalid: refuse it up
 // front, with the parser's message (which names the key and the keys allowed there).
@@ -108,7 +97,7 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (const int code = parse_command_line(app, args, "simrun sweep", out, err); code >= 0)
     return code;
   return run_command("simrun sweep", err, [&]() -> int {
-    const nlohmann::json doc = core::parse_json_strict(read_text(scenario_path), scenario_path);
+    const nlohmann::json doc = core::read_scenario_document(scenario_path);
     (void)core::parse_scenario_document(doc, scenario_path, base_sets);  // the base must be valid
     std::vector<sweep::Knob> knobs;
     for (const std::string& g : grid) knobs.push_back(sweep::parse_knob(g));
@@ -215,7 +204,7 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (const int code = parse_command_line(app, args, "simrun tune", out, err); code >= 0)
     return code;
   return run_command("simrun tune", err, [&]() -> int {
-    const nlohmann::json doc = core::parse_json_strict(read_text(scenario_path), scenario_path);
+    const nlohmann::json doc = core::read_scenario_document(scenario_path);
     opt.cancel = cancel_flag();
     if (!quiet)
       opt.on_progress = [&err, last = std::chrono::steady_clock::time_point{}](

@@ -21,6 +21,7 @@
 #include "backends/sim/sim_executor.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/scenario_parser.hpp"
+#include "tests/test_support.hpp"
 
 using namespace csim;
 using core::Op;
@@ -29,8 +30,7 @@ using core::OpKind;
 namespace {
 
 core::Scenario scenario(const std::string& file, std::vector<std::string> sets = {}) {
-  return core::parse_scenario_file(std::string(CSIM_SOURCE_DIR) + "/scenarios/" + file,
-                                   std::move(sets));
+  return core::parse_scenario_file(test::scenario_path(file), std::move(sets));
 }
 
 struct StandinRun {
@@ -204,6 +204,48 @@ TEST_CASE("stand-in: a failing op stops every thread and names the op", "[real][
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(exec.run(p, {}), Catch::Contains(victim));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+}
+
+namespace {
+// As FailingRuntime, and its finish() after an abort throws as the CUDA runtime's does.
+class AbortReportingRuntime : public FailingRuntime {
+ public:
+  using FailingRuntime::FailingRuntime;
+  void abort() override {
+    aborted_ = true;
+    FailingRuntime::abort();
+  }
+  void finish() override {
+    FailingRuntime::finish();
+    if (aborted_) throw real::DeviceError("the run was aborted");
+  }
+
+ private:
+  std::atomic<bool> aborted_{false};
+};
+}  // namespace
+
+TEST_CASE("stand-in: the first enqueue error is thrown, not finish()'s \"aborted\"",
+          "[real][standin]") {
+  // The failed enqueue aborts the runtime, whose finish() then says it was aborted: run() must
+  // throw the enqueue's error, the cause.
+  const core::Scenario s = scenario("single_gpu_linear.json");
+  core::Program p = core::lower(s);
+  std::string victim;
+  for (const Op& op : p.ops) {
+    if (op.kind == OpKind::kCompute) victim = op.name;  // the last compute op
+  }
+  REQUIRE_FALSE(victim.empty());
+  sim::SimExecutor sim(s);
+  AbortReportingRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), victim);
+  real::RealExecutor exec(rt, {});
+  std::string message;
+  try {
+    exec.run(p, {});
+  } catch (const real::DeviceError& e) {
+    message = e.what();
+  }
+  CHECK(message == "injected failure at '" + victim + "'");
 }
 
 // [SECTION] Launch mode processes --------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Helpers shared by the tests.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,7 +9,13 @@
 
 namespace csim::test {
 
-inline std::string repo_path(const std::string& rel) { return std::string(CSIM_SOURCE_DIR) + "/" + rel; }
+// The source tree: $CSIM_SOURCE_DIR when set (a copy of the tree on another machine, e.g. the GPU
+// check's), else the one this binary was built from.
+inline std::string source_dir() {
+  const char* env = std::getenv("CSIM_SOURCE_DIR");
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string(CSIM_SOURCE_DIR);
+}
+inline std::string repo_path(const std::string& rel) { return source_dir() + "/" + rel; }
 inline std::string scenario_path(const std::string& name) { return repo_path("scenarios/" + name); }
 
 inline std::string read_file(const std::string& path) {

@@ -118,23 +118,11 @@ void CudaRuntime::enqueue_locked(const Op& op, const std::vector<OpId>& stream_d
   note_recorded(s, op.id);
 }
 
-namespace {
-
-// Runs on CUDA's callback thread, in stream order: the stream waits until it returns.
-void CUDART_CB sleep_host_fn(void* ns) {
-  const auto* d = static_cast<const TimeNs*>(ns);
-  std::this_thread::sleep_for(std::chrono::nanoseconds(*d));
-}
-
-}  // namespace
-
 void CudaRuntime::run_op(const Op& op, StreamState& s, DeviceState& d) {
   if (op.fixed_ns >= 0) {
     // A collective or peer copy of a rank run alone (simrun --ranks): its simulated duration
-    // held on the stream by a host function (callbacks run one at a time per process, which the
-    // few such ops of one rank tolerate; the op's events still time it on the GPU's clock).
-    check_op(cudaLaunchHostFunc(s.stream, sleep_host_fn, const_cast<TimeNs*>(&op.fixed_ns)),
-             "cudaLaunchHostFunc", op);
+    // held on the stream (stream_delays.cpp); the op's events still time it on the GPU's clock.
+    hold_delay(op, s, d);
     return;
   }
   switch (op.kind) {
@@ -164,16 +152,19 @@ void CudaRuntime::run_op(const Op& op, StreamState& s, DeviceState& d) {
   }
 }
 
-void CudaRuntime::run_gemm(const Op& op, StreamState& s, DeviceState& d) {
-  const GemmTypes t = gemm_types(op.dtype);
+cublasStatus_t proxy_gemm(cublasHandle_t blas, const DeviceState& d, core::Dtype dtype,
+                          const GemmShape& g) {
+  const GemmTypes t = gemm_types(dtype);
   const float alpha = 1.0f, beta = 0.0f;
-  const std::int64_t max_n = max_gemm_size(gemm_elem_bytes(op.dtype), kMaxBufferBytes);
-  for (std::int64_t n : plan_gemm_sizes(op.flops, max_n)) {
-    const int m = static_cast<int>(n);
-    check_op(cublasGemmEx(s.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &alpha, d.gemm[0], t.data, m,
-                          d.gemm[1], t.data, m, &beta, d.gemm[2], t.data, m, t.compute,
-                          CUBLAS_GEMM_DEFAULT),
-             "cublasGemmEx", op);
+  const auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+  return cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &alpha, d.gemm[0], t.data, m,
+                      d.gemm[1], t.data, n, &beta, d.gemm[2], t.data, m, t.compute,
+                      CUBLAS_GEMM_DEFAULT);
+}
+
+void CudaRuntime::run_gemm(const Op& op, StreamState& s, DeviceState& d) {
+  for (const GemmShape& g : plan_op_gemms(op)) {
+    check_op(proxy_gemm(s.blas, d, op.dtype, g), "cublasGemmEx", op);
   }
 }
 
@@ -431,6 +422,13 @@ void CudaRuntime::finish() {
       }
     }
     check_comm_errors();
+    const DelayTimer::Stats delays = stop_delays(/*drain=*/true);  // all released: streams idle
+    if (delays.held > 0) {
+      note(std::to_string(delays.held) + " simulated-elsewhere delay(s) were released at most " +
+           std::to_string(delays.worst_late_ns) +
+           " ns after their simulated end on the host clock (the GPU sees a release about a "
+           "microsecond later)");
+    }
     // The streams are idle: one last sweep reports what finished since the poller's previous one.
     stop_poller(/*drain=*/true);
     throw_run_error();  // a callback that threw in that sweep
@@ -510,6 +508,7 @@ void CudaRuntime::abort() {
     std::lock_guard lock(poll_mu_);  // the poller checks aborted_ under it before sleeping
   }
   poll_cv_.notify_all();
+  stop_delays(/*drain=*/false);  // streams held by simulated-elsewhere delays go on
   std::vector<std::unique_lock<std::mutex>> locks;
   for (auto& d : devices_) locks.emplace_back(d->nccl_mu);
   for (CommSet& set : comm_sets_) {

@@ -22,12 +22,6 @@ std::string op_label(const Op& op) {
   return "op " + std::to_string(op.id) + " '" + op.name + "'";
 }
 
-std::int64_t round_gemm_size(double flops) {
-  const double edge = std::cbrt(flops / 2.0);
-  return static_cast<std::int64_t>(std::llround(edge / static_cast<double>(kGemmAlign))) *
-         kGemmAlign;
-}
-
 std::string gpu_list(const std::vector<int>& gpus) {
   std::string s;
   for (int g : gpus) s += (s.empty() ? "" : ", ") + std::to_string(g);
@@ -53,21 +47,13 @@ std::int64_t max_gemm_size(int elem_bytes, Bytes cap_bytes) {
   return std::max(n, kGemmAlign);
 }
 
-std::vector<std::int64_t> plan_gemm_sizes(double flops, std::int64_t max_size) {
-  std::vector<std::int64_t> sizes;
-  if (!(flops > 0)) return sizes;
-  const std::int64_t n = round_gemm_size(flops);
-  if (n <= max_size) {
-    sizes.push_back(std::max(n, kGemmAlign));
-    return sizes;
-  }
-  const double edge = static_cast<double>(max_size);
-  const double full_flops = 2.0 * edge * edge * edge;
-  const auto n_full = static_cast<std::int64_t>(std::floor(flops / full_flops));
-  sizes.assign(static_cast<std::size_t>(n_full), max_size);
-  const std::int64_t rest = round_gemm_size(flops - static_cast<double>(n_full) * full_flops);
-  if (rest >= kGemmAlign) sizes.push_back(std::min(rest, max_size));
-  return sizes;
+std::vector<GemmShape> plan_op_gemms(const Op& op) {
+  return plan_gemm_shapes(op.flops, gemm_elem_bytes(op.dtype), kMaxBufferBytes);
+}
+
+bool is_rooted(CollectiveKind kind) {
+  return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kReduce ||
+         kind == CollectiveKind::kScatter || kind == CollectiveKind::kGather;
 }
 
 int rank_in_group(const core::CommGroup& group, int gpu) {
@@ -169,6 +155,7 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
   for (std::size_t i = 0; i < gpus.size(); ++i) plan.devices[i].gpu = gpus[i];
   plan.local_stream.assign(program.streams.size(), 0);
   plan.gemm_stream.assign(program.streams.size(), 0);
+  plan.delay_stream.assign(program.streams.size(), 0);
   for (std::size_t s = 0; s < program.streams.size(); ++s) {
     plan.local_stream[s] = local(program.streams[s].gpu) ? 1 : 0;
   }
@@ -201,14 +188,26 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
     const Bytes capped = std::min(op.bytes, kMaxBufferBytes);
     // Work simulated elsewhere (core/program_slice.hpp, simrun --ranks): a timed wait on the
     // stream, no buffers, peers or communicators.
-    if (op.fixed_ns >= 0) continue;
+    if (op.fixed_ns >= 0) {
+      plan.delay_stream[static_cast<std::size_t>(op.stream)] = 1;
+      continue;
+    }
     switch (op.kind) {
       case OpKind::kCompute:
         if (is_gemm_like(op)) {
           const int elem = gemm_elem_bytes(op.dtype);
-          for (std::int64_t n : plan_gemm_sizes(op.flops, max_gemm_size(elem, kMaxBufferBytes))) {
-            dev.gemm_operand_bytes = std::max(dev.gemm_operand_bytes, n * n * elem);
-            dev.gemm_shapes.insert({op.dtype, n});
+          const std::vector<GemmShape> shapes = plan_op_gemms(op);
+          for (const GemmShape& g : shapes) {
+            const std::int64_t elems = std::max({g.m * g.k, g.n * g.k, g.m * g.n});
+            dev.gemm_operand_bytes = std::max(dev.gemm_operand_bytes, elems * elem);
+            dev.gemm_shapes.insert({op.dtype, g});
+          }
+          const double ratio = executed_flops(shapes) / op.flops;
+          if (std::abs(ratio - 1.0) > 0.01) {
+            ++dev.gemm_ops_off;
+            if (std::abs(ratio - 1.0) > std::abs(dev.gemm_worst_ratio - 1.0)) {
+              dev.gemm_worst_ratio = ratio;
+            }
           }
           plan.gemm_stream[static_cast<std::size_t>(op.stream)] = 1;
         } else {
@@ -303,8 +302,15 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
     }
     const int gp = plan.group_plan_of[static_cast<std::size_t>(op.group)];
     if (gp < 0) continue;
-    Bytes& chunk = plan.groups[static_cast<std::size_t>(gp)].chunks[op.collective];
+    GroupPlan& g = plan.groups[static_cast<std::size_t>(gp)];
+    Bytes& chunk = g.chunks[op.collective];
     chunk = std::max(chunk, std::min(op.bytes, kMaxBufferBytes));
+    if (is_rooted(op.collective)) {
+      // As collective_call() issues it: an unset root is rank 0.
+      const core::CommGroup& group = program.groups[static_cast<std::size_t>(op.group)];
+      const int root = op.root >= 0 ? rank_in_group(group, op.root) : 0;
+      if (root >= 0) g.roots[op.collective].insert(root);
+    }
   }
   // Every member's scratch holds the group's largest chunk, even when the members' ops disagree on
   // their bytes (NCCL would then read past a smaller buffer, not fail).

@@ -1,8 +1,8 @@
 // What the CUDA runtime (cuda_runtime.cpp) prepares at open, computed from the Program alone: the
-// GPU -> CUDA device map, the size of every buffer per device, the square GEMMs that stand in for
-// compute ops, the NCCL communicators needed (and which NCCL ranks this process holds in each),
-// and the collective ops that one host thread issues for several GPUs. No CUDA call here, so all
-// of it is unit-tested on machines without a GPU.
+// GPU -> CUDA device map, the size of every buffer per device, the GEMMs that stand in for compute
+// ops (gemm_proxy.hpp), the NCCL communicators needed (and which NCCL ranks this process holds in
+// each), and the collective ops that one host thread issues for several GPUs. No CUDA call here, so
+// all of it is unit-tested on machines without a GPU.
 //
 // Slots: the GPUs a process drives are numbered 0..n-1 in the order open() was given them (its
 // `gpus`); per-device state is indexed by slot. cuda_devices() says which CUDA device each slot
@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cuda/gemm_proxy.hpp"
 #include "core/program.hpp"
 #include "core/units.hpp"
 
@@ -45,11 +46,12 @@ int gemm_elem_bytes(core::Dtype d);
 // (at least kGemmAlign).
 std::int64_t max_gemm_size(int elem_bytes, Bytes cap_bytes);
 
-// Edge sizes n of the square GEMMs (2·n³ FLOPs each) that stand in for `flops`: one GEMM of
-// n = cbrt(flops / 2) rounded to kGemmAlign (at least kGemmAlign) when it fits `max_size`;
-// otherwise as many max_size GEMMs as fit in `flops`, then one GEMM for the rest (omitted when the
-// rest rounds below kGemmAlign). Empty for flops <= 0.
-std::vector<std::int64_t> plan_gemm_sizes(double flops, std::int64_t max_size);
+// The GEMMs that stand in for a compute op (gemm_proxy.hpp), at its dtype's element size and the
+// buffer cap.
+std::vector<GemmShape> plan_op_gemms(const core::Op& op);
+
+// NCCL calls with a root rank: broadcast, reduce, scatter, gather.
+bool is_rooted(core::CollectiveKind kind);
 
 // Number of chunks of at most `chunk_bytes` that move `total` bytes (0 for nothing to move).
 inline std::int64_t chunk_count(Bytes total, Bytes chunk_bytes) {
@@ -66,7 +68,11 @@ struct DevicePlan {
   // runtime matches them): the memory pool is grown to it at open. Program order interleaves
   // threads, so this approximates the peak the run reaches.
   Bytes peak_alloc_bytes = 0;
-  std::set<std::pair<core::Dtype, std::int64_t>> gemm_shapes;  // distinct (dtype, n), for warm-up
+  std::set<std::pair<core::Dtype, GemmShape>> gemm_shapes;  // distinct ones, for warm-up
+  // Compute ops whose proxy GEMMs execute more than 1 % off the op's FLOPs (ops under 409,600
+  // FLOPs: k rounds to a few, or up to 1), and the largest such ratio executed / op FLOPs.
+  int gemm_ops_off = 0;
+  double gemm_worst_ratio = 1.0;
 };
 
 // A collective group with ops in this process, as NCCL sees it: NCCL rank r is group.gpus[r]
@@ -85,6 +91,10 @@ struct GroupPlan {
   // Largest chunk of each kind over the ops of every member, this process's or not: every process
   // of the group warms up the same collectives in the same order, as NCCL needs.
   std::map<core::CollectiveKind, Bytes> chunks;
+  // The NCCL root ranks the rooted kinds (is_rooted) use, over every member's ops likewise (an op
+  // without a root uses rank 0): the warm-up runs each kind once per root, so a scatter or gather
+  // from rank 3 does not set up its connections inside the timed run.
+  std::map<core::CollectiveKind, std::set<int>> roots;
 
   // Index of NCCL rank `rank` in `ranks` (= in the runtime's communicators), -1 when another
   // process holds it.
@@ -107,6 +117,7 @@ struct ProcessPlan {
   std::vector<char> local_op;       // by op: 1 when it runs on a stream of this process
   std::vector<char> local_stream;   // by stream: 1 when its GPU is in this process
   std::vector<char> gemm_stream;    // by stream: 1 when it runs GEMM-like ops (gets cuBLAS)
+  std::vector<char> delay_stream;   // by stream: 1 when it holds ops simulated elsewhere
   std::vector<GroupPlan> groups;    // groups with collective ops here, by ascending group id
   std::vector<int> group_plan_of;   // by group id: index in `groups`, -1 if unused here
   std::vector<CollectiveBatch> batches;

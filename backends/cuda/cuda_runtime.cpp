@@ -12,11 +12,14 @@
 
 #include "backends/cuda/cuda_runtime.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <set>
+#include <vector>
 
 #include "backends/cuda/cuda_errors.hpp"
 #include "backends/cuda/cuda_runtime_impl.hpp"
@@ -33,9 +36,14 @@ namespace {
 constexpr Bytes kCublasWorkspaceBytes = 32 * kMiB;
 // Distinct GEMM shapes run once at open per device (cuBLAS heuristics, lazy kernel loading).
 constexpr std::size_t kMaxGemmWarmups = 256;
-// Buffers hold this byte everywhere: finite normal values in fp16 / bf16 / fp32 (0x3C3C is ~1.06
-// in fp16), so GEMMs neither overflow nor run on zeros, which draw less power than real data.
+// Copy, collective and host buffers hold this byte everywhere: finite normal values in fp16 /
+// bf16 / fp32 (0x3C3C is ~1.06 in fp16). GEMM operands A and B hold random values instead
+// (fill_operand_words): a GEMM on constant data draws less power and runs faster than on real
+// data, which is what it stands in for.
 constexpr int kFillByte = 0x3C;
+// The random operand words are made on the host in a block of this size, then copied over each
+// operand in turn (once, at open).
+constexpr Bytes kOperandFillBlockBytes = 16 * kMiB;
 
 TimeNs steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -101,9 +109,9 @@ CudaRuntime::CudaRuntime(int device_count, const CudaOptions& options)
       std::to_string(cb_major) + "." + std::to_string(cb_minor) + "." + std::to_string(cb_patch);
   md["device_count"] = std::to_string(device_count);
   info_.notes = {
-      "compute ops ran as square cuBLAS GEMMs of the op's FLOPs (GEMM, attention, conv) or as "
-      "device copies of the op's bytes (element-wise): work of the same size, not the "
-      "framework's kernels",
+      "compute ops ran as cuBLAS GEMMs of the op's FLOPs (GEMM, attention, conv: m = n a "
+      "multiple of 64, k = FLOPs / 2mn, on random operands) or as device copies of the op's "
+      "bytes (element-wise): work of the same size, not the framework's kernels",
       "collectives ran NCCL on float32 buffers of the op's bytes per GPU",
       "op times pair each GPU's event clock with the host steady clock once, at open; the pairing "
       "is late by the event synchronisation latency (a few microseconds)"};
@@ -136,6 +144,14 @@ void CudaRuntime::open(const core::Program& program, const std::vector<int>& gpu
     check_open(cudaEventCreate(&st.start), "cudaEventCreate", st.label);
     check_open(cudaEventCreate(&st.end), "cudaEventCreate", st.label);
   }
+  for (const DevicePlan& dp : plan_.devices) {
+    if (dp.gemm_ops_off == 0) continue;
+    note("GPU " + std::to_string(dp.gpu) + ": " + std::to_string(dp.gemm_ops_off) +
+         " compute op(s) too small for a GEMM of their FLOPs (under 2 * 64 * 64 * 50) ran more "
+         "than 1 % off them, at worst " +
+         std::to_string(dp.gemm_worst_ratio) + " x the op's FLOPs");
+  }
+  open_delays();
   open_comms();
   warm_up();
   pair_clocks();
@@ -233,7 +249,9 @@ void CudaRuntime::open_buffers() {
                  "cudaMemsetAsync", where);
     };
     if (p.gemm_operand_bytes > 0) {
+      // C is only written (beta = 0): a memset will do.
       for (void*& m : d.gemm) device_buffer(&m, p.gemm_operand_bytes);
+      fill_gemm_operands(d, p.gemm_operand_bytes, where);
     }
     if (p.scratch_region_bytes > 0) {
       d.region_bytes = p.scratch_region_bytes;
@@ -249,6 +267,21 @@ void CudaRuntime::open_buffers() {
       d.pageable = std::make_unique_for_overwrite<unsigned char[]>(
           static_cast<std::size_t>(p.pageable_host_bytes));
       std::memset(d.pageable.get(), kFillByte, static_cast<std::size_t>(p.pageable_host_bytes));
+    }
+  }
+}
+
+void CudaRuntime::fill_gemm_operands(DeviceState& d, Bytes bytes, const std::string& where) {
+  const Bytes block = std::min(bytes, kOperandFillBlockBytes);
+  std::vector<std::uint16_t> words(static_cast<std::size_t>(block) / sizeof(std::uint16_t));
+  for (int i = 0; i < 2; ++i) {  // A and B, each its own values
+    fill_operand_words(words.data(), words.size(),
+                       /*seed=*/static_cast<std::uint64_t>(2 * d.slot + i + 1));
+    auto* dst = static_cast<unsigned char*>(d.gemm[i]);
+    for (Bytes done = 0; done < bytes; done += block) {
+      const auto n = static_cast<std::size_t>(std::min(block, bytes - done));
+      check_open(cudaMemcpy(dst + done, words.data(), n, cudaMemcpyHostToDevice), "cudaMemcpy",
+                 where + " (random GEMM operands)");
     }
   }
 }
@@ -343,45 +376,49 @@ void CudaRuntime::warm_up() {
     if (!with_blas) continue;
     check_open(cudaSetDevice(d.device), "cudaSetDevice", "GEMM warm-up");
     std::size_t n_done = 0;
-    for (const auto& [dtype, n] : plan_.devices[static_cast<std::size_t>(d.slot)].gemm_shapes) {
+    for (const auto& [dtype, shape] : plan_.devices[static_cast<std::size_t>(d.slot)].gemm_shapes) {
       if (n_done++ == kMaxGemmWarmups) break;
-      const GemmTypes t = gemm_types(dtype);
-      const float alpha = 1.0f, beta = 0.0f;
-      const int m = static_cast<int>(n);
-      check_open(cublasGemmEx(with_blas->blas, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &alpha, d.gemm[0],
-                              t.data, m, d.gemm[1], t.data, m, &beta, d.gemm[2], t.data, m,
-                              t.compute, CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx", "GEMM warm-up on GPU " + std::to_string(d.gpu));
+      check_open(proxy_gemm(with_blas->blas, d, dtype, shape), "cublasGemmEx",
+                 "GEMM warm-up on GPU " + std::to_string(d.gpu));
     }
   }
-  // Collectives: each kind once per group at its largest chunk, this process's ranks from this
-  // thread in one NCCL group (allowed: a single thread issues every member here; a group spanning
-  // processes completes when its other processes run the same warm-up, which they do in the same
-  // order), so the kernels are loaded and the point-to-point connections (always lazy) exist.
+  // Collectives: each kind once per group at its largest chunk, and a rooted kind once per root
+  // the Program uses (scatter and gather connect the root to every peer), this process's ranks
+  // from this thread in one NCCL group (allowed: a single thread issues every member here; a
+  // group spanning processes completes when its other processes run the same warm-up, which they
+  // do in the same order), so the kernels are loaded and the point-to-point connections (always
+  // lazy) exist.
   for (std::size_t g = 0; g < plan_.groups.size(); ++g) {
     const GroupPlan& gp = plan_.groups[g];
     CommSet& set = comm_sets_[g];
     for (const auto& [kind, chunk] : gp.chunks) {
-      const std::string where = "NCCL warm-up of group '" + set.name + "'";
-      check_open(ncclGroupStart(), "ncclGroupStart", where);
-      ncclResult_t first = ncclSuccess;
-      const char* call = "";
-      for (std::size_t i = 0; i < gp.slots.size() && first == ncclSuccess; ++i) {
-        DeviceState& d = *devices_[static_cast<std::size_t>(gp.slots[i])];
-        CollectiveCall c;
-        c.kind = kind;
-        c.rank = gp.ranks[i];
-        c.nranks = gp.nranks;
-        c.bytes = chunk;
-        c.send = d.region(0);
-        c.recv = d.region(1);
-        c.comm = set.comms[i];
-        c.stream = d.util;
-        first = issue_collective(c, &call);
+      const auto rooted = gp.roots.find(kind);
+      const std::set<int> roots = rooted != gp.roots.end() ? rooted->second : std::set<int>{0};
+      for (const int root : roots) {
+        const std::string where = "NCCL warm-up of group '" + set.name + "' (" +
+                                  core::to_string(kind) + ", root rank " + std::to_string(root) +
+                                  ")";
+        check_open(ncclGroupStart(), "ncclGroupStart", where);
+        ncclResult_t first = ncclSuccess;
+        const char* call = "";
+        for (std::size_t i = 0; i < gp.slots.size() && first == ncclSuccess; ++i) {
+          DeviceState& d = *devices_[static_cast<std::size_t>(gp.slots[i])];
+          CollectiveCall c;
+          c.kind = kind;
+          c.rank = gp.ranks[i];
+          c.nranks = gp.nranks;
+          c.root = root;
+          c.bytes = chunk;
+          c.send = d.region(0);
+          c.recv = d.region(1);
+          c.comm = set.comms[i];
+          c.stream = d.util;
+          first = issue_collective(c, &call);
+        }
+        const ncclResult_t end = ncclGroupEnd();
+        check_open(first, call, where);
+        check_open(end, "ncclGroupEnd", where);
       }
-      const ncclResult_t end = ncclGroupEnd();
-      check_open(first, call, where);
-      check_open(end, "ncclGroupEnd", where);
     }
   }
   // Grow each memory pool to the Program's peak so cudaMallocAsync in the run takes memory the
@@ -495,6 +532,7 @@ CuptiCapture CudaRuntime::take_cupti() {
 
 void CudaRuntime::release() noexcept {
   stop_poller(/*drain=*/false);  // before the events go
+  stop_delays(/*drain=*/false);  // before the streams are synchronised: release every delay
   if (tracer_) tracer_->stop();  // before the streams go: a forced flush of what was recorded
   // After a failure, in-flight collectives may wait for peers that will never come: abort the
   // communicators (which stops their kernels) instead of destroying them after a sync.
@@ -514,6 +552,7 @@ void CudaRuntime::release() noexcept {
     cudaSetDevice(dp->device);
     cudaDeviceSynchronize();
   }
+  free_delay_words();  // the streams are idle
   for (auto& sp : streams_) {
     if (!sp) continue;
     cudaSetDevice(sp->device);

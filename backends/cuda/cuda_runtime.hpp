@@ -1,12 +1,14 @@
 // The CUDA DeviceRuntime (backends/real/device_runtime.hpp): runs a Program's stream ops on real
 // GPUs of one process and times them with CUDA events. Each op is replaced by work of the same
 // size, not by the framework's kernels:
-//   compute (GEMM, attention, conv)  square cuBLAS GEMMs whose FLOPs add up to op.flops
+//   compute (GEMM, attention, conv)  cuBLAS GEMMs of op.flops: m = n aligned, k = flops / 2mn,
+//                                    on random operands (gemm_proxy.hpp)
 //   compute (element-wise, no FLOPs) a device-to-device copy of op.bytes / 2 (reads and writes
 //                                    op.bytes in all, like a memory-bound kernel)
 //   copy                             cudaMemcpyAsync / cudaMemcpyPeerAsync of op.bytes
 //   collective                       NCCL on float32 buffers of op.bytes per GPU (nccl-tests size)
 //   alloc / free                     cudaMallocAsync / cudaFreeAsync of op.bytes
+//   simulated elsewhere (--ranks)    the stream held for op.fixed_ns (stream_delays.cpp)
 // A process drives its GPUs from its host threads: every GPU of the run (launch mode threads: one
 // NCCL communicator per GPU and group from ncclCommInitAll), or its share of them (modes processes
 // and mpi, e.g. one GPU per process as in DDP: groups reaching other processes get their

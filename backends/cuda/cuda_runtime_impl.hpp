@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -37,6 +38,7 @@
 
 #include "backends/cuda/cuda_plan.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
+#include "backends/cuda/delay_timer.hpp"
 #include "backends/cuda/nccl_ops.hpp"
 #include "backends/real/device_runtime.hpp"
 #include "profiler/cupti/cupti_tracer.hpp"
@@ -63,6 +65,13 @@ inline GemmTypes gemm_types(core::Dtype d) {
   return {CUDA_R_32F, CUBLAS_COMPUTE_32F};
 }
 
+struct DeviceState;
+
+// One proxy GEMM (gemm_proxy.hpp) on d's operands: C (m x n) = A (m x k) * B^T with B stored
+// n x k, so the leading dimensions are m and n (aligned) and k is free.
+cublasStatus_t proxy_gemm(cublasHandle_t blas, const DeviceState& d, core::Dtype dtype,
+                          const GemmShape& g);
+
 struct DeviceState {
   int slot = -1;                // index in devices_ and plan_.devices (cuda_plan.hpp)
   int device = -1;              // CUDA device
@@ -86,6 +95,15 @@ struct DeviceState {
   }
 };
 
+// A stream's simulated-elsewhere delays (simrun --ranks; stream_delays.cpp): the stream waits
+// until `word` reaches each delay's sequence number, which the timer writes at its end.
+struct StreamDelays {
+  std::uint32_t* word = nullptr;      // mapped, pinned host memory
+  std::uintptr_t word_dev = 0;        // its device address (a CUdeviceptr)
+  std::uint32_t seq = 0;              // the last delay's number (under the stream's mutex)
+  std::unique_ptr<DelayTimer> timer;  // null: host-function fallback
+};
+
 struct StreamState {
   int index = -1;
   int slot = -1;    // its GPU's slot
@@ -97,6 +115,7 @@ struct StreamState {
   std::mutex mu;
   std::vector<core::OpId> fifo;  // ops in enqueue order = the order they run
   int pending_batch = -1;        // a collective batch waits on this stream for its last member
+  std::unique_ptr<StreamDelays> delays;  // streams with simulated-elsewhere ops only
 };
 
 struct OpState {
@@ -148,6 +167,8 @@ class CudaRuntime final : public real::DeviceRuntime {
   void open_devices();
   void open_streams(const core::Program& program);
   void open_buffers();
+  void fill_gemm_operands(DeviceState& d, Bytes bytes, const std::string& where);
+  void open_delays();
   void open_comms();
   std::vector<std::string> shared_ids();
   void warm_up();
@@ -163,6 +184,11 @@ class CudaRuntime final : public real::DeviceRuntime {
   std::string not_enqueued(core::OpId op) const;
   void enqueue_locked(const core::Op& op, const std::vector<core::OpId>& stream_deps);
   void run_op(const core::Op& op, StreamState& s, DeviceState& d);
+  void hold_delay(const core::Op& op, StreamState& s, DeviceState& d);
+  // Ends the delay timers: drain (finish: every delay was released) or abort (release them all
+  // now, so the streams drain).
+  DelayTimer::Stats stop_delays(bool drain) noexcept;
+  void free_delay_words() noexcept;
   void run_gemm(const core::Op& op, StreamState& s, DeviceState& d);
   void run_copy(const core::Op& op, StreamState& s, DeviceState& d);
   void copy_chunks(void* dst, const void* src, Bytes total, cudaMemcpyKind kind, cudaStream_t s,
@@ -209,6 +235,7 @@ class CudaRuntime final : public real::DeviceRuntime {
   std::vector<CommSet> comm_sets_;                // parallel to plan_.groups
   bool cross_process_ = false;                    // some comm_sets_ span processes
   std::vector<std::vector<core::Op>> batch_ops_;  // by batch: its members enqueued so far
+  void* wait_value32_ = nullptr;  // the driver's cuStreamWaitValue32, null: host functions
 
   // Live cudaMallocAsync allocations. A kFree releases the most recent live allocation of the same
   // GPU, category and size (the Program pairs frees with allocs by those, not by op id); a free

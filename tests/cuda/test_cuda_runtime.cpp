@@ -1,18 +1,22 @@
 // The CUDA DeviceRuntime (backends/cuda/). [cuda] tests need no GPU: the planning that open() does,
 // and make_cuda_runtime() reporting "no usable GPU" as DeviceUnavailable (or opening one where a
-// GPU exists). [gpu] tests run small Programs on real GPUs; without one they print
-// "SKIPPED: <why>" and exit 77, which CTest reports as skipped (Catch2 2.13 has no SKIP).
+// GPU exists). [gpu] tests run small Programs on real GPUs, [2gpu] ones on two; without a GPU they
+// print "SKIPPED: <why>" and exit 77, which CTest reports as skipped (Catch2 2.13 has no SKIP),
+// and a [2gpu] test on one GPU skips only itself (op_fixture.hpp).
 #include <cuda_runtime_api.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backends/cuda/cuda_plan.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
+#include "backends/cuda/gemm_proxy.hpp"
 #include "core/program.hpp"
 #include "tests/cuda/op_fixture.hpp"
 
@@ -27,20 +31,17 @@ namespace {
 
 using test::skip;
 
-// A runtime on `min_devices` CUDA devices, or the process exits 77 (skipped).
+// A runtime on `min_devices` CUDA devices. No GPU: the process exits 77 (skipped); too few: null,
+// after a visible skip of this test (test::have_gpus), and the test returns.
 std::unique_ptr<real::DeviceRuntime> runtime_or_skip(int min_devices = 1) {
+  std::unique_ptr<real::DeviceRuntime> rt;
   try {
-    auto rt = cuda::make_cuda_runtime();
-    int count = 0;
-    cudaGetDeviceCount(&count);
-    if (count < min_devices) {
-      skip("needs " + std::to_string(min_devices) + " CUDA devices, " + std::to_string(count) +
-           " here");
-    }
-    return rt;
+    rt = cuda::make_cuda_runtime();
   } catch (const real::DeviceUnavailable& e) {
     skip(e.what());
   }
+  if (!test::have_gpus(min_devices)) return nullptr;
+  return rt;
 }
 
 std::int64_t steady_now_ns() {
@@ -154,23 +155,119 @@ TEST_CASE("make_cuda_runtime: DeviceUnavailable without a GPU, a runtime with on
   }
 }
 
-TEST_CASE("plan: square GEMMs whose FLOPs add up to the op's", "[cuda][plan]") {
+TEST_CASE("plan: GEMM shapes execute the op's FLOPs within 1 %", "[cuda][plan]") {
+  // The largest aligned squares under the 256 MiB cap: sqrt(2^28 / 4) = 8192 (fp32), and
+  // sqrt(2^28 / 2) = 11585.2 -> 181 * 64 = 11584 (fp16 / bf16).
   CHECK(cuda::max_gemm_size(4, cuda::kMaxBufferBytes) == 8192);
   CHECK(cuda::max_gemm_size(2, cuda::kMaxBufferBytes) == 11584);
-  CHECK(cuda::plan_gemm_sizes(2.0 * 1024 * 1024 * 1024, 8192) == std::vector<std::int64_t>{1024});
-  CHECK(cuda::plan_gemm_sizes(10.0, 8192) == std::vector<std::int64_t>{64});  // at least 64
-  CHECK(cuda::plan_gemm_sizes(0.0, 8192).empty());
-  // 3.5 GEMMs of the largest size: three of 8192, then one for the rest.
+  const auto shapes = [](double flops, int elem = 2) {
+    return cuda::plan_gemm_shapes(flops, elem, cuda::kMaxBufferBytes);
+  };
+  using Shape = cuda::GemmShape;
+  // A cube of an aligned edge stays that cube: 2 * 1024^3 -> m = n = k = 1024.
+  CHECK(shapes(2.0 * 1024 * 1024 * 1024) == std::vector<Shape>{{1024, 1024, 1024}});
+  // Where the cube root lands between multiples of 64, only k absorbs the rounding.
+  //   2 * 223^3 = 22,179,134 FLOPs: cbrt = 223, 223 / 64 = 3.48 -> m = n = 192;
+  //   k = 22,179,134 / (2 * 192^2) = 300.8 -> 301; executed 2 * 192^2 * 301 = 22,192,128, +0.06 %.
+  //   (The square 192^3 GEMM ran 2 * 192^3 = 14,155,776: -36 %.)
+  CHECK(shapes(2.0 * 223 * 223 * 223) == std::vector<Shape>{{192, 192, 301}});
+  //   2 * 225^3 = 22,781,250 FLOPs: 225 / 64 = 3.52 -> m = n = 256;
+  //   k = 22,781,250 / (2 * 256^2) = 173.8 -> 174; executed 22,806,528, +0.11 %.
+  //   (The square 256^3 GEMM ran 33,554,432: +47 %.)
+  CHECK(shapes(2.0 * 225 * 225 * 225) == std::vector<Shape>{{256, 256, 174}});
+  // Tiny ops: the smallest GEMM, 64 x 64 x 1 (8,192 FLOPs), more than 10 FLOPs asked.
+  CHECK(shapes(10.0) == std::vector<Shape>{{64, 64, 1}});
+  CHECK(shapes(0.0).empty());
+  CHECK(shapes(-1.0).empty());
+  // Above the cap: 3.5 fp32 GEMMs of 8192^3. m = n = 8192 (capped), k in all = 3.5 * 8192 =
+  // 28,672, and an 8192 x k fp32 operand fits for k <= 2^28 / (8192 * 4) = 8192: four GEMMs of
+  // k = 28,672 / 4 = 7168, executing exactly the op's FLOPs.
   const double full = 2.0 * 8192.0 * 8192.0 * 8192.0;
-  const std::vector<std::int64_t> sizes = cuda::plan_gemm_sizes(3.5 * full, 8192);
-  REQUIRE(sizes.size() == 4);
-  double flops = 0;
-  for (std::int64_t n : sizes) {
-    CHECK(n % cuda::kGemmAlign == 0);
-    CHECK(n <= 8192);
-    flops += 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  CHECK(shapes(3.5 * full, 4) == std::vector<Shape>(4, Shape{8192, 8192, 7168}));
+  // Every op of 2 * 64 * 64 * 50 = 409,600 FLOPs or more, from there to 10^16, three sizes per
+  // decade (k rounds by at most 0.5 of at least 50): within 1 %, aligned and under the cap.
+  for (double flops = 409600; flops < 1e16; flops *= 2.154) {
+    for (int elem : {2, 4}) {
+      const std::vector<Shape> plan = shapes(flops, elem);
+      INFO(flops << " FLOPs, " << elem << "-byte elements");
+      REQUIRE_FALSE(plan.empty());
+      CHECK(cuda::executed_flops(plan) == Approx(flops).epsilon(0.01));
+      for (const Shape& g : plan) {
+        CHECK(g.m % cuda::kGemmAlign == 0);
+        CHECK(g.n == g.m);
+        CHECK(g.k >= 1);
+        CHECK(std::max(g.m * g.k, g.m * g.n) * elem <= cuda::kMaxBufferBytes);
+      }
+    }
   }
-  CHECK(flops == Approx(3.5 * full).epsilon(0.01));
+}
+
+TEST_CASE("plan: GEMM operands hold finite random values in every dtype", "[cuda][plan]") {
+  std::vector<std::uint16_t> w(4096);
+  cuda::fill_operand_words(w.data(), w.size(), 1);
+  int negative = 0;
+  std::set<std::uint16_t> distinct;
+  for (std::uint16_t x : w) {
+    // fp16: exponent bits 14..10 are 14 or 15, i.e. |x| in [0.5, 2), never Inf / NaN (31) or
+    // subnormal (0). bf16 and the high half of an fp32: exponent bits 14..7 in 112..127.
+    const int fp16_exp = (x >> 10) & 0x1F;
+    const int bf16_exp = (x >> 7) & 0xFF;
+    CHECK((fp16_exp == 14 || fp16_exp == 15));
+    CHECK((bf16_exp >= 112 && bf16_exp <= 127));
+    negative += x >> 15;
+    distinct.insert(x);
+  }
+  // Random signs and mantissas: about half negative, and far from constant (4096 draws from the
+  // 2^12 patterns leave about 4096 * (1 - 1/e) = 2,589 distinct).
+  CHECK(negative > 1800);
+  CHECK(negative < 2300);
+  CHECK(distinct.size() > 2000);
+  std::vector<std::uint16_t> again(4096);
+  cuda::fill_operand_words(again.data(), again.size(), 1);
+  CHECK(again == w);  // deterministic in the seed
+}
+
+TEST_CASE("plan: NCCL warm-up roots are those the Program's rooted collectives use",
+          "[cuda][plan]") {
+  // Four GPUs, group {3, 1, 0, 2}: NCCL rank r is group.gpus[r]. A scatter from GPU 0 (rank 2) and
+  // from GPU 2 (rank 3), a gather with no root (rank 0), a broadcast from GPU 3 (rank 0), and an
+  // all-reduce, which has no root.
+  Program p = base_program(4);
+  p.groups.push_back({0, {3, 1, 0, 2}, "world"});
+  int instance = 0;
+  const auto collective = [&](CollectiveKind kind, int root) {
+    for (int g = 0; g < 4; ++g) add_collective(p, kind, 0, instance, g, g, kMiB).root = root;
+    ++instance;
+  };
+  collective(CollectiveKind::kScatter, 0);
+  collective(CollectiveKind::kScatter, 2);
+  collective(CollectiveKind::kGather, -1);
+  collective(CollectiveKind::kBroadcast, 3);
+  collective(CollectiveKind::kAllReduce, -1);
+  p.collective_instances = instance;
+  REQUIRE(core::validate_program(p).empty());
+  const cuda::ProcessPlan plan = cuda::plan_process(p, {0, 1, 2, 3}, 4);
+  REQUIRE(plan.groups.size() == 1);
+  const auto& roots = plan.groups[0].roots;
+  CHECK(roots.at(CollectiveKind::kScatter) == std::set<int>{2, 3});
+  CHECK(roots.at(CollectiveKind::kGather) == std::set<int>{0});
+  CHECK(roots.at(CollectiveKind::kBroadcast) == std::set<int>{0});
+  CHECK(roots.count(CollectiveKind::kAllReduce) == 0);
+  CHECK(plan.groups[0].chunks.size() == 4);  // each kind warmed up, at its 1 MiB chunk
+  // The same roots where this process holds only GPU 1 (rank 1): they come from every member's
+  // ops, so each process of the group warms up the same calls.
+  const cuda::ProcessPlan one = cuda::plan_process(p, {1}, 4, /*shared_nccl_ids=*/true);
+  REQUIRE(one.groups.size() == 1);
+  CHECK(one.groups[0].roots == plan.groups[0].roots);
+}
+
+TEST_CASE("a test needing more GPUs than present skips only itself", "[cuda]") {
+  using test::GpuSkip;
+  CHECK(test::gpu_skip(1, 1) == GpuSkip::kRun);
+  CHECK(test::gpu_skip(2, 8) == GpuSkip::kRun);
+  CHECK(test::gpu_skip(2, 1) == GpuSkip::kSkipTest);  // a [2gpu] test on one H200
+  CHECK(test::gpu_skip(1, 0) == GpuSkip::kSkipBinary);
+  CHECK(test::gpu_skip(2, 0) == GpuSkip::kSkipBinary);
 }
 
 TEST_CASE("plan: buffers, communicators and one-thread collective batches", "[cuda][plan]") {
@@ -331,8 +428,10 @@ TEST_CASE("an allocation larger than the GPU is a DeviceError naming the op", "[
   CHECK(message.find(std::to_string(Bytes{1} << 50)) != std::string::npos);
 }
 
-TEST_CASE("NCCL across two GPUs: per-thread all-reduce, one-thread broadcast, peer copy", "[gpu]") {
+TEST_CASE("NCCL across two GPUs: per-thread all-reduce, one-thread broadcast, peer copy",
+          "[gpu][2gpu]") {
   auto rt = runtime_or_skip(2);
+  if (!rt) return;
   const Program p = two_gpu_program();
   REQUIRE(core::validate_program(p).empty());
   rt->open(p, {0, 1}, steady_now_ns());
@@ -355,8 +454,9 @@ TEST_CASE("NCCL across two GPUs: per-thread all-reduce, one-thread broadcast, pe
   CHECK(s[3] >= e[1]);  // same stream (GPU 1's nccl)
 }
 
-TEST_CASE("every collective kind on two GPUs, each GPU's op from its own thread", "[gpu]") {
+TEST_CASE("every collective kind on two GPUs, each GPU's op from its own thread", "[gpu][2gpu]") {
   auto rt = runtime_or_skip(2);
+  if (!rt) return;
   Program p = base_program(2);
   p.groups.push_back({0, {0, 1}, "world"});
   const CollectiveKind kinds[] = {

@@ -1,7 +1,8 @@
 // CUPTI tracing (profiler/cupti/cupti_tracer.hpp) and the CUDA runtime's --cupti path. [cuda]
 // tests run anywhere the backend builds: without a GPU, CUPTI's refusal must be one line of
-// DeviceUnavailable, never a crash. [gpu] tests trace small Programs on real GPUs; without one
-// they print "SKIPPED: <why>" and exit 77 (CTest: skipped).
+// DeviceUnavailable, never a crash. [gpu] tests trace small Programs on real GPUs ([2gpu]: on two);
+// without one they print "SKIPPED: <why>" and exit 77 (CTest: skipped), and a [2gpu] test on one
+// GPU skips only itself (op_fixture.hpp).
 #include <cuda_runtime_api.h>
 
 #include <catch2/catch.hpp>
@@ -24,20 +25,10 @@ namespace {
 
 using test::skip;
 
-int device_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return count;
-}
-
-// A traced runtime on `min_devices` CUDA devices, or the process exits 77 (skipped).
+// A traced runtime on `min_devices` CUDA devices. No GPU: the process exits 77 (skipped); too few:
+// null, after a visible skip of this test (test::have_gpus), and the test returns.
 std::unique_ptr<real::DeviceRuntime> traced_runtime_or_skip(int min_devices = 1) {
-  if (device_count() < min_devices)
-    skip("needs " + std::to_string(min_devices) + " CUDA devices, " +
-         std::to_string(device_count()) + " here");
+  if (!test::have_gpus(min_devices)) return nullptr;
   return cuda::make_cuda_runtime(cuda::CudaOptions{true});
 }
 
@@ -83,7 +74,7 @@ TEST_CASE("CuptiTracer: one line of DeviceUnavailable without a GPU, records wit
   INFO(cupti::CuptiTracer::version_line());
   CHECK(cupti::CuptiTracer::version_line().find("CUPTI") != std::string::npos);
   cupti::CuptiTracer tracer;
-  if (device_count() == 0) {
+  if (test::cuda_device_count() == 0) {
     std::string message;
     try {
       tracer.start(steady_now_ns());
@@ -137,7 +128,7 @@ TEST_CASE("take_cupti_capture: nothing from a runtime that is not a traced CUDA 
   const cuda::CuptiCapture c = cuda::take_cupti_capture(other);
   CHECK(c.records.empty());
   CHECK(c.gpu_of_uuid.empty());
-  if (device_count() == 0) {
+  if (test::cuda_device_count() == 0) {
     // The option changes nothing about how a missing GPU is reported.
     try {
       cuda::make_cuda_runtime(cuda::CudaOptions{true});
@@ -189,8 +180,9 @@ TEST_CASE("traced run: every GEMM kernel and copy maps to its op, inside its int
   CHECK(noted);
 }
 
-TEST_CASE("traced run: a one-thread NCCL batch's kernels map to each GPU's own op", "[gpu]") {
+TEST_CASE("traced run: a one-thread NCCL batch's kernels map to each GPU's own op", "[gpu][2gpu]") {
   auto rt = traced_runtime_or_skip(2);
+  if (!rt) return;
   Program p = program(2);
   p.groups.push_back({0, {0, 1}, "world"});
   for (int g = 0; g < 2; ++g) {  // thread 0 issues both GPUs' ops: one batch

@@ -21,6 +21,9 @@ std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& 
   const std::vector<int> loop = loop_thread_of_gpu(p);
   std::map<std::pair<int, int>, std::pair<TimeNs, TimeNs>> span;  // (gpu, step) -> [start, end]
   constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::max();
+  // (gpu, step) -> the earliest host activity a trace draws for the step on the loop thread: the
+  // ops that issue GPU work or run on the host (allocations, frees and markers draw nothing).
+  std::map<std::pair<int, int>, TimeNs> drawn_begin;
   for (const Op& op : p.ops) {
     const OpTiming& t = timing[static_cast<std::size_t>(op.id)];
     if (op.step <= 0 || t.end_ns < 0) continue;
@@ -32,6 +35,11 @@ std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& 
     const TimeNs begin = !loop_thread      ? kUnset
                          : t.ready_ns >= 0 ? std::min(t.ready_ns, t.start_ns)
                                            : t.start_ns;
+    if (begin != kUnset && op.kind != OpKind::kAlloc && op.kind != OpKind::kFree &&
+        op.kind != OpKind::kMarker) {
+      auto [d, fresh_d] = drawn_begin.try_emplace({gpu, op.step}, begin);
+      if (!fresh_d) d->second = std::min(d->second, begin);
+    }
     auto [it, fresh] = span.try_emplace({gpu, op.step}, begin, t.end_ns);
     if (!fresh) {
       it->second.first = std::min(it->second.first, begin);
@@ -44,10 +52,29 @@ std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& 
     auto it = span.find({p.streams[static_cast<std::size_t>(op.stream)].gpu, op.step});
     if (it != span.end() && it->second.first == kUnset) it->second.first = t.start_ns;
   }
+  // Steps tile each GPU's lane: a step starts no earlier than the previous step on that GPU ended.
+  // A thread reaching its next step's first op early (DataParallel's replica threads, free as soon
+  // as their forward is issued, reach the next step's allocations long before its replicate) would
+  // otherwise open step N+1 inside step N. Only starts move, and a step's time is measured from the
+  // previous step's end (step_time_s), so step times do not change.
+  // When the loop thread itself runs ahead (it issues step N+1's work while step N's last GPU op
+  // still runs), the boundary is the host's, as profiler.step() draws it: step N ends where the
+  // thread's step N+1 activity begins, so that activity nests in ProfilerStep#N+1.
   std::vector<StepSpan> out;
   out.reserve(span.size());
-  for (const auto& [key, se] : span)
-    out.push_back({key.first, key.second, se.first == kUnset ? se.second : se.first, se.second});
+  for (const auto& [key, se] : span) {
+    StepSpan ss{key.first, key.second, se.first == kUnset ? se.second : se.first, se.second};
+    if (!out.empty() && out.back().gpu == ss.gpu) {
+      StepSpan& prev = out.back();
+      const auto d = drawn_begin.find(key);
+      if (d != drawn_begin.end() && d->second < prev.end_ns && prev.step + 1 == ss.step) {
+        prev.end_ns = std::max(prev.start_ns, d->second);
+      }
+      ss.start_ns = std::max(ss.start_ns, prev.end_ns);
+      ss.end_ns = std::max(ss.end_ns, ss.start_ns);
+    }
+    out.push_back(ss);
+  }
   return out;
 }
 

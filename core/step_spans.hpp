@@ -20,6 +20,7 @@ struct StepSpan {
 // Sorted by (gpu, step). A GPU's loop thread is its first host thread; other threads' early
 // starts (data-loader workers prefetching later batches) do not move a step's start, only its end.
 // A GPU whose loop thread issued nothing in a step starts it at its first op on a stream.
+// A GPU's steps do not overlap: each starts at the earliest at the previous one's end.
 std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& timing);
 
 // The first host thread of each GPU (-1 for GPUs without one), indexed by GPU.

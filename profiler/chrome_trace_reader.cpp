@@ -114,10 +114,13 @@ class GzipSource final : public Source {
   ~GzipSource() override { gzclose(gz_); }
   std::size_t read(ByteBuffer& out, std::size_t n) override {
     const int got = gzread(gz_, out.append_space(n), static_cast<unsigned>(n));
-    if (got < 0) {
-      int err = 0;
-      const std::string msg = gzerror(gz_, &err);
-      fail_input(path_, "gzip error: " + msg, "the .gz file is damaged");
+    // A damaged stream fails the read; a truncated one ends early with Z_BUF_ERROR ("unexpected
+    // end of file"). Both are a corrupt file, whatever was inflated before (not "empty input").
+    int err = Z_OK;
+    const char* zmsg = gzerror(gz_, &err);
+    if (got < 0 || (err != Z_OK && err != Z_STREAM_END)) {
+      fail_input(path_, std::string("corrupt gzip file: ") + (zmsg != nullptr ? zmsg : "read error"),
+                 "the .gz file is damaged or truncated; copy or compress it again");
     }
     out.commit(static_cast<std::size_t>(got));
     return static_cast<std::size_t>(got);
@@ -762,6 +765,10 @@ class Reader {
       return;
     }
     const char ph = r.ph[0];
+    if ((ph == 'i' || ph == 'I') && r.name == "[memory]") {
+      add_memory_instant();
+      return;
+    }
     if (ph == 'i' || ph == 'I' || ph == 'R' || ph == 'n' || ph == 'O' || ph == 'N' || ph == 'D' ||
         ph == 'P' || ph == 'b' || ph == 'e' || ph == 't') {
       ++st_.ignored_records;  // instants, marks, objects, samples, async: not in our model
@@ -951,6 +958,52 @@ class Reader {
     }
     trace_.counters.push_back(std::move(c));
     ++st_.counters;
+  }
+
+  // Kineto's profile_memory=True record of one allocation or free (docs/trace-format.md, "Reading
+  // PyTorch-profiler traces"): args "Device Type" (1: CUDA; 0: host memory, not in our model),
+  // "Device Id", "Total Allocated" and "Total Reserved" (bytes, the caching allocator's totals
+  // after the event). A CUDA one becomes samples of that GPU's counters, on the pid Kineto gives
+  // the GPU's device events (the device index): "memory" {"allocated"} and "memory reserved"
+  // {"reserved"}, which the summary, tracediff and simview's memory view read.
+  void add_memory_instant() {
+    const Record& r = rec_;
+    std::int64_t type = -1, device = -1;
+    double allocated = -1, reserved = -1;
+    const auto number = [](const RawArg& a, double* out) {
+      if (a.kind == RawArg::Kind::kInt) *out = static_cast<double>(a.i);
+      if (a.kind == RawArg::Kind::kDouble) *out = a.d;
+    };
+    for (const RawArg& a : r.args) {
+      if (a.kind == RawArg::Kind::kInt && a.key == "Device Type") type = a.i;
+      if (a.kind == RawArg::Kind::kInt && a.key == "Device Id") device = a.i;
+      if (a.key == "Total Allocated") number(a, &allocated);
+      if (a.key == "Total Reserved") number(a, &reserved);
+    }
+    if (type != 1 || device < 0 || !fits_i32(device) || allocated < 0 || !r.has_ts) {
+      ++st_.ignored_records;
+      return;
+    }
+    const auto pid = static_cast<std::int32_t>(device);
+    device_of_pid_.try_emplace(pid, static_cast<int>(device));
+    seen_pid(pid);  // the GPU gets a process even when no device event of it was recorded
+    CounterSample c;
+    c.pid = pid;
+    c.name = "memory";
+    c.ts_ns = r.ts_rel_ns;
+    c.values.emplace_back("allocated", allocated);
+    trace_.counters.push_back(std::move(c));
+    if (reserved >= 0) {
+      CounterSample rc;
+      rc.pid = pid;
+      rc.name = kReservedMemoryCounter;
+      rc.ts_ns = r.ts_rel_ns;
+      rc.values.emplace_back("reserved", reserved);
+      trace_.counters.push_back(std::move(rc));
+      ++st_.counters;
+    }
+    ++st_.counters;
+    ++st_.memory_events;
   }
 
   void add_flow_end(char ph, std::int32_t pid, std::int32_t tid) {

@@ -14,7 +14,9 @@ struct ReadStats {
   std::int64_t events = 0;
   std::int64_t skipped_records = 0;  // malformed events
   std::string first_problem;         // description of the first skipped record
-  std::int64_t counters = 0;         // "C" samples read
+  std::int64_t counters = 0;         // "C" samples read, and those made of [memory] events
+  std::int64_t memory_events = 0;    // Kineto profile_memory "[memory]" instants read as the GPU's
+                                     // "memory" / "memory reserved" counters (docs/trace-format.md)
   std::int64_t flows = 0;            // "s"/"f" pairs matched
   std::int64_t ignored_records = 0;  // well-formed records with no place in a Trace: instant
                                      // events, non-integer pids ("Spans"), unpaired flow ends

@@ -341,6 +341,20 @@ void add_mirror_rows(Summary& s, const std::vector<MirroredGpu>& mirrors,
                    [](const GpuSummary& a, const GpuSummary& b) { return a.gpu < b.gpu; });
 }
 
+// docs/memory.md, "First-step and steady-state peaks": the simulator's per-GPU peaks from the
+// metadata; the GPU's peak is the larger of the counters' and the steady state's.
+void apply_memory_peaks(const nlohmann::json& md, GpuSummary* g) {
+  if (!md.is_object() || !md.contains("memory_peaks") || !md["memory_peaks"].is_array()) return;
+  for (const nlohmann::json& e : md["memory_peaks"]) {
+    if (!e.is_object() || e.value("gpu", -1) != g->gpu) continue;
+    g->first_step_peak_bytes = e.value("first_step_peak_bytes", Bytes{0});
+    g->steady_peak_bytes = e.value("steady_state_peak_bytes", Bytes{0});
+    g->steady_projected = e.value("projected", false);
+    g->peak_bytes = std::max(g->peak_bytes, g->steady_peak_bytes);
+    return;
+  }
+}
+
 }  // namespace
 
 // [SECTION] summarize ----------------------------------------------------------------------------
@@ -500,6 +514,7 @@ Summary summarize(const Trace& trace) {
     const MemoryPeak m = memory_peak(memory_of[pid], p.capacity_bytes);
     g.has_memory_data = m.any;
     g.peak_bytes = m.peak;
+    apply_memory_peaks(md, &g);
     g.by_step = utilisation_by_step(events_of[pid], memory_of[pid], step_numbers, every_step);
     g.has_reserved_data = !reserved_of[pid].empty();
     g.peak_reserved_bytes = reserved_peak(reserved_of[pid]);
@@ -512,8 +527,8 @@ Summary summarize(const Trace& trace) {
     if (m.any) {
       s.has_memory_data = true;
       with_memory += g.stands_for;
-      peak_sum += static_cast<double>(m.peak) * g.stands_for;
-      peak_max = std::max(peak_max, static_cast<double>(m.peak));
+      peak_sum += static_cast<double>(g.peak_bytes) * g.stands_for;
+      peak_max = std::max(peak_max, static_cast<double>(g.peak_bytes));
       if (m.first_over_capacity >= 0 && (!s.oom || m.first_over_capacity < s.oom->at_ns)) {
         s.oom = OomVerdict{g.gpu, "", m.peak - p.capacity_bytes, m.first_over_capacity};
       }
@@ -544,6 +559,11 @@ Summary summarize(const Trace& trace) {
   // Imbalance = max / mean of the GPUs' peaks (docs/summary.md "Imbalance").
   if (with_memory > 0 && peak_sum > 0) s.imbalance = peak_max / (peak_sum / with_memory);
   if (!s.has_memory_data) s.notes.push_back("no memory data");
+  // What the scenario parser changed or ignored (e.g. a padded vocabulary) is part of the result.
+  if (md.is_object() && md.contains("warnings") && md["warnings"].is_array()) {
+    for (const nlohmann::json& w : md["warnings"])
+      if (w.is_string()) s.notes.push_back("scenario: " + w.get<std::string>());
+  }
 
   // OOM: the executor's verdict when the metadata has one, else the counters' (docs "OOM").
   if (md.is_object() && md.contains("oom")) {
@@ -555,6 +575,9 @@ Summary summarize(const Trace& trace) {
       v.op = o.value("op", std::string());
       v.shortfall_bytes = o.value("shortfall_bytes", Bytes{0});
       v.at_ns = o.value("at_ns", TimeNs{0});
+      v.would_be_peak_bytes = o.value("would_be_peak_bytes", Bytes{0});
+      v.over_capacity_bytes = o.value("over_capacity_bytes", Bytes{0});
+      v.steady_state = o.value("steady_state", false);
       s.oom = v;
     }
   } else if (s.oom) {

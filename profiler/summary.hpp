@@ -28,7 +28,11 @@ struct GpuSummary {                    // one GPU (trace process); times are sec
   std::int32_t pid = 0;                // trace process id
   std::string name;                    // "node 0 / GPU 1" ("rank 3 / GPU 0" for imported traces)
   int rank = -1, node = -1, gpu = -1;  // from ProcessInfo (gpu = global index)
-  Bytes peak_bytes = 0;                // max of the "allocated" memory counter (docs: Memory)
+  Bytes peak_bytes = 0;                // max of the "allocated" memory counter and of the
+                                       //   steady-state peak (docs: Memory)
+  Bytes first_step_peak_bytes = 0;     // metadata memory_peaks (0: unknown, e.g. imported)
+  Bytes steady_peak_bytes = 0;         //   from step 2 on (projected for one-step runs)
+  bool steady_projected = false;       // the steady state was projected from a one-step run
   Bytes peak_reserved_bytes = 0;       // max of the "memory reserved" counter's reserved series
   bool has_reserved_data = false;      // the GPU has caching-allocator counters
   Bytes capacity_bytes = 0;            // usable memory (0: unknown)
@@ -50,8 +54,11 @@ struct GpuSummary {                    // one GPU (trace process); times are sec
 struct OomVerdict {
   int gpu = -1;               // GPU index
   std::string op;             // op whose allocation did not fit ("" when unknown)
-  Bytes shortfall_bytes = 0;  // peak − capacity
+  Bytes shortfall_bytes = 0;  // the first failing allocation: allocated after it − capacity
   TimeNs at_ns = 0;           // when the allocation failed / first exceeded capacity
+  Bytes would_be_peak_bytes = 0;  // the GPU's peak had nothing failed (0: unknown)
+  Bytes over_capacity_bytes = 0;  //   minus its capacity: how far the step would exceed it
+  bool steady_state = false;      // from the steady-state projection of a one-step run
 };
 
 // Memory that grows every step on one GPU (docs/summary.md, "Memory growth").

@@ -63,7 +63,10 @@ nlohmann::json summary_to_json(const Summary& s) {
     j["oom"] = {{"gpu", s.oom->gpu},
                 {"op", s.oom->op},
                 {"shortfall_bytes", s.oom->shortfall_bytes},
-                {"at_ns", s.oom->at_ns}};
+                {"at_ns", s.oom->at_ns},
+                {"would_be_peak_bytes", s.oom->would_be_peak_bytes},
+                {"over_capacity_bytes", s.oom->over_capacity_bytes},
+                {"steady_state", s.oom->steady_state}};
   } else {
     j["oom"] = nullptr;
   }
@@ -110,6 +113,8 @@ nlohmann::json summary_to_json(const Summary& s) {
          {"node", g.node},
          {"gpu", g.gpu},
          {"peak_bytes", g.peak_bytes},
+         {"first_step_peak_bytes", g.first_step_peak_bytes},
+         {"steady_state_peak_bytes", g.steady_peak_bytes},
          {"peak_reserved_bytes",
           g.has_reserved_data ? nlohmann::json(g.peak_reserved_bytes) : nlohmann::json(nullptr)},
          {"capacity_bytes", g.capacity_bytes},
@@ -292,10 +297,25 @@ void print_summary_table(const Summary& s, std::ostream& out) {
         << fmt("%.1f", (s.bounding_busy_s / s.median_busy_s - 1) * 100)
         << " % above the median GPU (" << fmt("%.3f", s.median_busy_s * 1e3) << " ms)\n";
   }
+  // docs/memory.md, "First-step and steady-state peaks": a one-step run's table shows the steady
+  // state; its first step (Adam's state not yet allocated) peaks lower.
+  for (const GpuSummary& g : s.per_gpu) {
+    if (g.stands_for == 0 || !g.steady_projected || g.first_step_peak_bytes >= g.peak_bytes)
+      continue;
+    out << "memory " << row_name(g) << ": steady-state peak " << fmt("%.2f", gib(g.peak_bytes))
+        << " GiB (from step 2 on, with the optimizer state resident); this one-step run peaks at "
+        << fmt("%.2f", gib(g.first_step_peak_bytes)) << " GiB in its first step\n";
+  }
   if (s.oom) {
     out << "OOM: GPU " << s.oom->gpu << (s.oom->op.empty() ? "" : " at op " + s.oom->op)
-        << " short by " << fmt("%.3f", gib(s.oom->shortfall_bytes)) << " GiB ("
-        << s.oom->shortfall_bytes << " bytes)\n";
+        << (s.oom->steady_state ? " in the steady state (step 2 on)" : "")
+        << ": the first allocation that does not fit is short by "
+        << fmt("%.3f", gib(s.oom->shortfall_bytes)) << " GiB (" << s.oom->shortfall_bytes
+        << " bytes)";
+    if (s.oom->would_be_peak_bytes > 0)
+      out << "; the step would peak at " << fmt("%.2f", gib(s.oom->would_be_peak_bytes))
+          << " GiB, " << fmt("%.2f", gib(s.oom->over_capacity_bytes)) << " GiB over capacity";
+    out << "\n";
   }
   for (const std::string& n : s.notes) {
     if (n != "no memory data") out << "note: " << n << "\n";

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "backends/common/launch_order.hpp"
 #include "backends/common/trace_builder.hpp"
 #include "backends/real/process_launcher.hpp"
 #include "backends/real/rank_link.hpp"
@@ -265,6 +266,10 @@ SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
   run.memory = core::memory_timeline(run.program, run.result.timings, full.cluster);
   run.trace = backend::build_trace(full, run.program, run.result, run.memory);
   if (nvml) add_gpu_telemetry(*rt, *nvml, &run);
+  // A device event never starts before its launch (docs/real-execution.md, "Timestamps and
+  // causality"): the events that do are clamped to it, and the largest correction is recorded.
+  run.trace.metadata["clock_alignment_residual_ns_max"] =
+      backend::clamp_device_events_to_launches(&run.trace);
   run.trace.metadata["launch"] = o.launch;
   for (auto it = run.extra_metadata.begin(); it != run.extra_metadata.end(); ++it)
     run.trace.metadata[it.key()] = it.value();

@@ -1,31 +1,29 @@
 // [SECTION] index: lanes, host events, device events, flows, steps, memory counters, metadata.
 #include "backends/common/trace_builder.hpp"
 
+#include "backends/common/cuda_sync_plan.hpp"
+#include "backends/common/kineto_names.hpp"
+#include "core/cost/collective_cost.hpp"
 #include "core/step_spans.hpp"
+#include "core/topology.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <string>
 
 namespace csim::backend {
 namespace {
 
 using core::Op;
+using core::OpId;
 using core::OpKind;
 using prof::EventClass;
 
-std::string runtime_call(const Op& op) {
-  switch (op.kind) {
-    case OpKind::kCompute: return "cudaLaunchKernel";
-    case OpKind::kCopy: return "cudaMemcpyAsync";
-    case OpKind::kCollective: return std::string("nccl") + core::to_string(op.collective);
-    default: return "cuda_runtime";
-  }
-}
-
-// NCCL kernel names as the PyTorch profiler shows them start with "ncclDevKernel_"/"ncclKernel_".
-std::string nccl_kernel_name(const Op& op) { return std::string("ncclDevKernel_") + core::to_string(op.collective) + " (" + op.name + ")"; }
+// Kineto's lane of synchronisation records that have no stream (docs/trace-format.md, "Lanes").
+constexpr int kCudaSyncTid = -1;
 
 prof::LaneRole lane_role(core::StreamRole r) {
   switch (r) {
@@ -85,7 +83,32 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     tr.threads.push_back(ti);
   }
 
-  // [SECTION] Host and device events (about three events and one flow per op: reserve once)
+  // [SECTION] Host and device events (about three events and one flow per op: reserve once).
+  // Names, categories and args follow Kineto and NCCL (backends/common/kineto_names.hpp;
+  // docs/trace-format.md, "Kineto conventions"); stream and host dependencies become CUDA
+  // events as Kineto records them with enable_cuda_sync_events (cuda_sync_plan.hpp).
+  const CudaSyncPlan sync = plan_cuda_sync(p, timing, static_cast<std::int64_t>(p.ops.size()) + 1);
+  // The ProfilerStep#N spans (drawn below): a host wait on a GPU's loop thread starts no earlier
+  // than its op's step there, so it nests in that step's annotation.
+  const std::vector<core::StepSpan> step_spans = core::step_spans(p, timing);
+  std::map<std::pair<int, int>, TimeNs> step_start;  // (gpu, step) -> start
+  for (const core::StepSpan& ss : step_spans) step_start[{ss.gpu, ss.step}] = ss.start_ns;
+  std::int64_t next_corr = sync.next_corr;
+  // The NCCL algorithm and protocol the cost model runs each collective with (the simulator's
+  // own choice: same topology, parameters and planning as backends/sim), planned once per shape.
+  std::optional<core::Topology> topo;
+  const core::CommParams comm = core::comm_params_for(s);
+  std::map<std::tuple<int, int, int, int, Bytes>, std::pair<core::CollectiveAlgo, core::NcclProto>> plans;
+  const auto plan_of = [&](const Op& op) -> std::pair<core::CollectiveAlgo, core::NcclProto> {
+    if (op.group < 0) return {op.algo, core::NcclProto::kAuto};
+    const auto key = std::make_tuple(static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root, op.bytes);
+    if (auto it = plans.find(key); it != plans.end()) return it->second;
+    if (!topo) topo.emplace(s.cluster);
+    const core::TransferPlan tp = core::plan_collective(*topo, comm, op.collective, op.algo, p.groups[op.group].gpus, op.root,
+                                                        static_cast<double>(op.bytes));
+    return plans.emplace(key, std::make_pair(tp.algo, tp.proto)).first->second;
+  };
+  std::vector<char> sync_lane(p.active_gpus.empty() ? 0 : static_cast<std::size_t>(*std::max_element(p.active_gpus.begin(), p.active_gpus.end())) + 1, 0);
   tr.events.reserve(p.ops.size() * 3);
   tr.flows.reserve(p.ops.size());
   for (const Op& op : p.ops) {
@@ -93,6 +116,25 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     if (t.end_ns < 0) continue;  // not run (cancelled)
     const int pid = p.threads[op.thread].gpu;
     const int htid = host_tid(op.thread);
+    if (const OpId src = sync.host_wait_on[op.id]; src != core::kNoOp) {
+      // The thread blocked on a GPU op of its process: cudaEventSynchronize until it was ready,
+      // and Kineto's "Event Sync" on the producer's GPU (no stream: tid and stream -1) when the
+      // wait ended. Args as CUPTI's synchronisation record, the record's correlation resolved.
+      const std::int64_t c = next_corr++;
+      TimeNs from = sync.host_wait_from[op.id];
+      if (const auto first = first_thread_of_gpu.find(pid); first != first_thread_of_gpu.end() && first->second == op.thread) {
+        if (const auto st = step_start.find({pid, op.step}); st != step_start.end()) from = std::min(std::max(from, st->second), t.ready_ns);
+      }
+      tr.events.push_back({pid, htid, from, t.ready_ns - from, "cudaEventSynchronize", "cuda_runtime", EventClass::kHost, -1, c, {}});
+      const Op& so = p.ops[src];
+      const int gpu = p.streams[so.stream].gpu;
+      if (static_cast<std::size_t>(gpu) < sync_lane.size()) sync_lane[gpu] = 1;
+      tr.events.push_back({gpu, kCudaSyncTid, t.ready_ns, 0, "Event Sync", "cuda_sync", EventClass::kOther, -1, c,
+                           {{"cuda_sync_kind", std::string("Event Sync")}, {"stream", std::int64_t{-1}},
+                            {"wait_on_stream", static_cast<std::int64_t>(stream_tid(so.stream))},
+                            {"wait_on_cuda_event_record_corr_id", sync.record_corr[src]},
+                            {"wait_on_cuda_event_id", sync.record_event[src]}}});
+    }
     if (t.gil_wait_ns > 0) {
       tr.events.push_back({pid, htid, t.ready_ns, t.gil_wait_ns, "GIL wait", "gil_wait", EventClass::kGilWait, op.id, -1, {}});
     }
@@ -104,16 +146,52 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       continue;
     }
     if (op.kind == OpKind::kMarker || op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
-    // Python part (GIL held), then the dispatch + launch call (GIL released).
-    const TimeNs dispatch_start = t.issue_end_ns - op.dispatch_ns;
+    // Python part (GIL held), then the dispatch + launch call (GIL released): the stream waits
+    // first, the launch, then the event record, sharing the dispatch time.
+    // Real runs: the launch call spans from the measured end of the Python part to the measured
+    // issue end (the dispatch and the real enqueue), so the device op, enqueued inside it, cannot
+    // start before it; simulated runs: the last dispatch_ns of the issue.
+    const TimeNs dispatch_start = t.python_start_ns >= 0
+                                      ? std::min(t.python_start_ns + op.python_ns, t.issue_end_ns)
+                                      : t.issue_end_ns - op.dispatch_ns;
     if (op.python_ns > 0) {
       tr.events.push_back({pid, htid, dispatch_start - op.python_ns, op.python_ns, op.name, "cpu_op", EventClass::kHost, op.id, -1,
                            {{"phase", op.phase}}});
     }
-    if (op.dispatch_ns > 0) {
-      tr.events.push_back({pid, htid, dispatch_start, op.dispatch_ns, runtime_call(op), "cuda_runtime", EventClass::kHost, op.id, corr, {}});
-    }
+    const std::vector<OpId>& waits = sync.stream_waits[op.id];
+    const bool records = sync.record_corr[op.id] >= 0;
+    const TimeNs call_ns = sync_call_ns(op.dispatch_ns, static_cast<int>(waits.size()) + (records ? 1 : 0));
     const core::StreamDesc& st = p.streams[op.stream];
+    TimeNs launch_start = dispatch_start;
+    // Several waits of one op are waited one after the other by the stream (each
+    // cudaStreamWaitEvent is a stream command): their spans tile, none overlaps the previous one.
+    TimeNs prev_wait_end = std::numeric_limits<TimeNs>::min();
+    for (const OpId src : waits) {
+      // cudaStreamWaitEvent on the host, and on this stream the span it waited: from the stream
+      // becoming free (or the call) to the producer's end, ending before this op starts so that
+      // it sorts before it and nests with the stream's kernels.
+      const std::int64_t c = next_corr++;
+      tr.events.push_back({pid, htid, launch_start, call_ns, "cudaStreamWaitEvent", "cuda_runtime", EventClass::kHost, op.id, c, {}});
+      const TimeNs wait_end =
+          std::min(std::max({sync.stream_free_ns[op.id], launch_start, timing[src].end_ns, prev_wait_end}), t.start_ns - 1);
+      const TimeNs wait_start = std::min(std::max({sync.stream_free_ns[op.id], launch_start, prev_wait_end}), wait_end);
+      prev_wait_end = wait_end;
+      tr.events.push_back({st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start, "Stream Wait Event", "cuda_sync", EventClass::kOther, -1, c,
+                           {{"cuda_sync_kind", std::string("Stream Wait Event")},
+                            {"wait_on_stream", static_cast<std::int64_t>(stream_tid(p.ops[src].stream))},
+                            {"wait_on_cuda_event_record_corr_id", sync.record_corr[src]},
+                            {"wait_on_cuda_event_id", sync.record_event[src]}}});
+      launch_start += call_ns;
+    }
+    const TimeNs launch_end = t.issue_end_ns - (records ? call_ns : 0);
+    const LaunchCall call = launch_call(op.kind);
+    if (op.dispatch_ns > 0) {
+      tr.events.push_back({pid, htid, launch_start, launch_end - launch_start, call.name, call.cat, EventClass::kHost, op.id, corr, {}});
+    }
+    if (records) {
+      tr.events.push_back({pid, htid, launch_end, t.issue_end_ns - launch_end, "cudaEventRecord", "cuda_runtime", EventClass::kHost, op.id,
+                           sync.record_corr[op.id], {}});
+    }
     prof::TraceEvent e;
     e.pid = st.gpu;
     e.tid = stream_tid(st.id);
@@ -128,10 +206,13 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       e.args = {{"kind", std::string(core::to_string(op.compute_kind))}, {"dtype", std::string(core::to_string(op.dtype))},
                 {"flops", op.flops}, {"bytes", static_cast<std::int64_t>(op.bytes)}};
     } else if (op.kind == OpKind::kCopy) {
-      e.name = op.name;
+      // Kineto's memcpy name and args: bytes, and bytes per ns (= GB/s) over the copy's duration.
+      e.name = kineto_memcpy_name(op.copy_kind);
       e.cat = "gpu_memcpy";
       e.cls = EventClass::kCopy;
-      e.args = {{"copy_kind", std::string(core::to_string(op.copy_kind))}, {"bytes", static_cast<std::int64_t>(op.bytes)}};
+      const double gbps = e.dur_ns > 0 ? static_cast<double>(op.bytes) / static_cast<double>(e.dur_ns) : 0.0;
+      e.args = {{"bytes", static_cast<std::int64_t>(op.bytes)}, {"memory bandwidth (GB/s)", gbps},
+                {"copy_kind", std::string(core::to_string(op.copy_kind))}, {"op", op.name}};
       if (op.peer_gpu >= 0) e.args.push_back({"src_device", static_cast<std::int64_t>(op.peer_gpu)});
     } else {
       // A collective simulated elsewhere (core/program_slice.hpp) has no group here.
@@ -141,17 +222,27 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
         for (std::size_t i = 0; i < g.gpus.size(); ++i) ranks += (i ? ", " : "") + std::to_string(g.gpus[i]);
       }
       ranks += "]";
-      const std::int64_t nelems = op.bytes / 4;  // payloads are counted in fp32 elements
-      e.name = nccl_kernel_name(op);
+      const int group_size = op.group >= 0 ? static_cast<int>(p.groups[op.group].gpus.size()) : 0;
+      const auto [algo, proto] = plan_of(op);
+      const MsgNelems nel = msg_nelems(op.collective, op.dtype, op.bytes, group_size);
+      e.name = nccl_kernel_name(op.collective, op.dtype, algo);
       e.cat = "kernel";
       e.cls = EventClass::kCommunication;
-      e.args = {{"Collective name", std::string(core::to_string(op.collective))},
-                {"In msg nelems", nelems},
-                {"Out msg nelems", nelems},
-                {"Group size", static_cast<std::int64_t>(op.group >= 0 ? p.groups[op.group].gpus.size() : 0)},
+      // PyTorch's record_param_comms args, as in ../shared/fixtures/kineto/nccl_data.json.gz.
+      e.args = {{"Collective name", std::string(torch_collective_name(op.collective))},
+                {"In msg nelems", nel.in},
+                {"Out msg nelems", nel.out},
+                {"Group size", static_cast<std::int64_t>(group_size)},
+                {"dtype", std::string(torch_dtype_name(op.dtype))},
+                {"In split size", std::string("[]")},
+                {"Out split size", std::string("[]")},
+                {"Process Group Name", std::to_string(op.group)},
+                {"Process Group Description", op.group >= 0 ? p.groups[op.group].name : std::string()},
                 {"Process Group Ranks", ranks},
-                {"dtype", std::string("Float")},
-                {"bytes", static_cast<std::int64_t>(op.bytes)}};
+                {"bytes", static_cast<std::int64_t>(op.bytes)},
+                {"op", op.name}};
+      if (const char* a = nccl_algo_name(algo)) e.args.push_back({"algorithm", std::string(a)});
+      if (const char* pr = nccl_proto_name(proto)) e.args.push_back({"protocol", std::string(pr)});
       if (op.root >= 0) e.args.push_back({"root", static_cast<std::int64_t>(op.root)});
     }
     if (op.fixed_ns >= 0) e.args.push_back({"simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns)});
@@ -159,9 +250,20 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     if (op.batch >= 0) e.args.push_back({"batch", op.batch});
     e.args.push_back({"step", static_cast<std::int64_t>(op.step)});
     if (op.dispatch_ns > 0) {
-      tr.flows.push_back({corr, "ac2g", "ac2g", pid, htid, dispatch_start, e.pid, e.tid, e.ts_ns});
+      tr.flows.push_back({corr, "ac2g", "ac2g", pid, htid, launch_start, e.pid, e.tid, e.ts_ns});
     }
     tr.events.push_back(std::move(e));
+  }
+  // The lane of Kineto's stream-less synchronisation records ("Event Sync": tid -1).
+  for (std::size_t g = 0; g < sync_lane.size(); ++g) {
+    if (!sync_lane[g]) continue;
+    prof::ThreadInfo ti;
+    ti.pid = static_cast<int>(g);
+    ti.tid = kCudaSyncTid;
+    ti.name = "cuda sync (host waits)";
+    ti.role = prof::LaneRole::kOther;
+    ti.sort_index = 999;
+    tr.threads.push_back(ti);
   }
 
   // [SECTION] Cross-GPU dependency flows (a stream waiting for another GPU's op).
@@ -171,7 +273,11 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     for (const core::Dep& d : op.deps) {
       const Op& src = p.ops[d.op];
       if (d.kind != core::DepKind::kStreamWaits || src.stream < 0 || src.gpu == op.gpu || timing[d.op].end_ns < 0) continue;
-      tr.flows.push_back({flow_id++, "dependency", "dependency", src.gpu, stream_tid(src.stream), timing[d.op].end_ns, op.gpu,
+      // The flow leaves the producer's slice at its last nanosecond (slices are half-open, as in
+      // Perfetto's slice stack, so its end instant belongs to no slice; a zero-length producer is
+      // left at its start) and enters the consumer at its start.
+      const TimeNs from = std::max(timing[d.op].start_ns, timing[d.op].end_ns - 1);
+      tr.flows.push_back({flow_id++, "dependency", "dependency", src.gpu, stream_tid(src.stream), from, op.gpu,
                           stream_tid(op.stream), timing[op.id].start_ns});
     }
   }
@@ -181,7 +287,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   // last op on that GPU. Other threads' early starts (data-loader workers prefetching later
   // batches) do not move the start; they still count for the end.
   // core/step_spans.cpp computes them (sweeps read the step time from the same spans).
-  for (const core::StepSpan& ss : core::step_spans(p, timing)) {
+  for (const core::StepSpan& ss : step_spans) {
     tr.events.push_back({ss.gpu, host_tid(first_thread_of_gpu[ss.gpu]), ss.start_ns, ss.end_ns - ss.start_ns,
                          "ProfilerStep#" + std::to_string(ss.step), "user_annotation", EventClass::kAnnotation, -1, -1, {}});
   }
@@ -237,9 +343,18 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   md["model_flops_per_step"] = p.model_flops_per_step;
   md["hardware_flops_per_step"] = p.hardware_flops_per_step;
   md["peak_flops_per_gpu"] = s.cluster.gpu.peak_flops_per_s(core::precision_bytes(s.training.precision, s.training.amp_dtype).compute);
+  // First-step and steady-state peaks per GPU (docs/memory.md): the summary reports the larger.
+  nlohmann::json peaks = nlohmann::json::array();
+  for (const core::GpuMemory& g : mem.gpus) {
+    peaks.push_back({{"gpu", g.gpu}, {"first_step_peak_bytes", g.first_step_peak_bytes},
+                     {"steady_state_peak_bytes", g.steady_peak_bytes}, {"projected", g.steady_projected}});
+  }
+  md["memory_peaks"] = peaks;
   if (mem.oom) {
     md["oom"] = {{"gpu", mem.oom->gpu}, {"op", mem.oom->op_name}, {"shortfall_bytes", mem.oom->shortfall_bytes},
-                 {"at_ns", mem.oom->at_ns}, {"requested_bytes", mem.oom->requested_bytes}, {"capacity_bytes", mem.oom->capacity_bytes}};
+                 {"at_ns", mem.oom->at_ns}, {"requested_bytes", mem.oom->requested_bytes}, {"capacity_bytes", mem.oom->capacity_bytes},
+                 {"would_be_peak_bytes", mem.oom->would_be_peak_bytes}, {"over_capacity_bytes", mem.oom->over_capacity_bytes},
+                 {"steady_state", mem.oom->steady_state}};
   } else {
     md["oom"] = nullptr;
   }

@@ -169,10 +169,12 @@ core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunC
         if (op.python_ns > 0 && has_gil) {
           std::lock_guard<std::mutex> g(*gil[static_cast<std::size_t>(td.process)]);
           tm.gil_wait_ns = since_zero() - tm.ready_ns;
-          if (op.kind == OpKind::kHostWork) tm.start_ns = since_zero();
+          tm.python_start_ns = since_zero();
+          if (op.kind == OpKind::kHostWork) tm.start_ns = tm.python_start_ns;
           hold_for(op.python_ns);
         } else {
-          if (op.kind == OpKind::kHostWork) tm.start_ns = since_zero();
+          tm.python_start_ns = since_zero();
+          if (op.kind == OpKind::kHostWork) tm.start_ns = tm.python_start_ns;
           hold_for(op.python_ns);
         }
         hold_for(op.dispatch_ns);
@@ -184,6 +186,7 @@ core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunC
         }
         issue.mark_issued(id, op.stream < 0);
         if (link_ && wanted_elsewhere[id]) link_->publish_issued(id, op.stream < 0);
+        if (control.ops_done) control.ops_done->fetch_add(1, std::memory_order_relaxed);
       }
     } catch (...) {
       // An error after the run was stopped (a wait woken by the abort) is a consequence, not a
@@ -208,9 +211,17 @@ core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunC
   threads.reserve(p.threads.size());
   for (std::size_t th = 0; th < p.threads.size(); ++th) threads.emplace_back(issue_thread, th);
   for (std::thread& th : threads) th.join();
-  rt_.finish();
+  // After a failure the runtime was aborted, and its finish() may throw that it was ("the run
+  // was aborted"): a consequence, so the first error, the cause, is what run() throws.
+  std::exception_ptr finish_error;
+  try {
+    rt_.finish();
+  } catch (...) {
+    finish_error = std::current_exception();
+  }
   if (link_) link_->on_abort(nullptr);
   if (first_error) std::rethrow_exception(first_error);
+  if (finish_error) std::rethrow_exception(finish_error);
 
   core::ExecutionResult res;
   const RuntimeInfo info = rt_.info();

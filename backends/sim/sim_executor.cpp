@@ -597,9 +597,12 @@ core::ExecutionResult Engine::run() {
   while (!q_.empty()) {
     const Event ev = q_.pop(&now_);
     ++events_;
-    if ((events_ & 0xFFF) == 0 && ctl_.cancel && ctl_.cancel->load()) {
-      res.complete = false;
-      break;
+    if ((events_ & 0xFFF) == 0) {
+      if (ctl_.ops_done) ctl_.ops_done->store(done_count_, std::memory_order_relaxed);
+      if (ctl_.cancel && ctl_.cancel->load()) {
+        res.complete = false;
+        break;
+      }
     }
     switch (ev.type) {
       case EvType::kThreadStep:
@@ -623,6 +626,7 @@ core::ExecutionResult Engine::run() {
         break;
     }
   }
+  if (ctl_.ops_done) ctl_.ops_done->store(done_count_, std::memory_order_relaxed);
   if (res.complete && done_count_ != static_cast<std::int64_t>(n)) {
     const std::string why = "simulation deadlock: " + describe_stuck();
     CSIM_ASSERT_MSG(false, why.c_str());

@@ -1,0 +1,113 @@
+// docs/trace-format.md, "Kineto conventions". Sources: Kineto's CuptiActivity (memcpy and
+// memset names), PyTorch's ParamCommsUtils (collective args), NCCL 2.28 src/device/generate.py
+// (kernel names) and src/enqueue.cc (launch API).
+#include "backends/common/kineto_names.hpp"
+
+namespace csim::backend {
+
+using core::CollectiveKind;
+
+const char* kineto_memcpy_name(core::CopyKind k) {
+  switch (k) {
+    case core::CopyKind::kH2DPinned: return "Memcpy HtoD (Pinned -> Device)";
+    case core::CopyKind::kH2DPageable: return "Memcpy HtoD (Pageable -> Device)";
+    case core::CopyKind::kD2H: return "Memcpy DtoH (Device -> Pageable)";
+    case core::CopyKind::kD2D: return "Memcpy DtoD (Device -> Device)";
+    case core::CopyKind::kPeer: return "Memcpy PtoP (Device -> Device)";
+  }
+  return "Memcpy";
+}
+
+const char* torch_dtype_name(core::Dtype d) {
+  switch (d) {
+    case core::Dtype::kFp32:
+    case core::Dtype::kTf32: return "Float";
+    case core::Dtype::kFp16: return "Half";
+    case core::Dtype::kBf16: return "BFloat16";
+  }
+  return "Float";
+}
+
+const char* nccl_type_name(core::Dtype d) {
+  switch (d) {
+    case core::Dtype::kFp32:
+    case core::Dtype::kTf32: return "f32";
+    case core::Dtype::kFp16: return "f16";
+    case core::Dtype::kBf16: return "bf16";
+  }
+  return "f32";
+}
+
+std::string nccl_kernel_name(CollectiveKind k, core::Dtype d, core::CollectiveAlgo algo) {
+  const char* ring_or_tree = algo == core::CollectiveAlgo::kTree ? "_TREE_LL" : "_RING_LL";
+  switch (k) {
+    case CollectiveKind::kAllReduce: return std::string("ncclDevKernel_AllReduce_Sum_") + nccl_type_name(d) + ring_or_tree;
+    case CollectiveKind::kReduceScatter:
+      return std::string("ncclDevKernel_ReduceScatter_Sum_") + nccl_type_name(d) + ring_or_tree;
+    case CollectiveKind::kReduce: return std::string("ncclDevKernel_Reduce_Sum_") + nccl_type_name(d) + ring_or_tree;
+    case CollectiveKind::kAllGather: return "ncclDevKernel_AllGather_RING_LL";
+    case CollectiveKind::kBroadcast: return "ncclDevKernel_Broadcast_RING_LL";
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kSendRecv: return "ncclDevKernel_SendRecv";
+  }
+  return "ncclDevKernel_SendRecv";
+}
+
+const char* torch_collective_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::kAllReduce: return "allreduce";
+    case CollectiveKind::kReduceScatter: return "_reduce_scatter_base";
+    case CollectiveKind::kAllGather: return "_allgather_base";
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kReduce: return "reduce";
+    case CollectiveKind::kScatter: return "scatter";
+    case CollectiveKind::kGather: return "gather";
+    case CollectiveKind::kAllToAll: return "alltoall_base";
+    case CollectiveKind::kSendRecv: return "sendrecv";
+  }
+  return "sendrecv";
+}
+
+const char* nccl_algo_name(core::CollectiveAlgo a) {
+  switch (a) {
+    case core::CollectiveAlgo::kAuto: return nullptr;
+    case core::CollectiveAlgo::kRing: return "RING";
+    case core::CollectiveAlgo::kTree: return "TREE";
+    case core::CollectiveAlgo::kNvls: return "NVLS";
+    case core::CollectiveAlgo::kHierarchical: return "HIERARCHICAL";
+  }
+  return nullptr;
+}
+
+const char* nccl_proto_name(core::NcclProto p) {
+  switch (p) {
+    case core::NcclProto::kAuto: return nullptr;
+    case core::NcclProto::kLL: return "LL";
+    case core::NcclProto::kLL128: return "LL128";
+    case core::NcclProto::kSimple: return "SIMPLE";
+  }
+  return nullptr;
+}
+
+MsgNelems msg_nelems(CollectiveKind k, core::Dtype d, Bytes bytes, int ranks) {
+  const std::int64_t n = static_cast<std::int64_t>(bytes) / core::dtype_bytes(d);
+  const std::int64_t p = ranks > 0 ? ranks : 1;
+  switch (k) {
+    case CollectiveKind::kAllGather: return {n / p, n};
+    case CollectiveKind::kReduceScatter: return {n, n / p};
+    default: return {n, n};
+  }
+}
+
+LaunchCall launch_call(core::OpKind k) {
+  switch (k) {
+    case core::OpKind::kCompute: return {"cudaLaunchKernel", "cuda_runtime"};
+    case core::OpKind::kCopy: return {"cudaMemcpyAsync", "cuda_runtime"};
+    case core::OpKind::kCollective: return {"cuLaunchKernelEx", "cuda_driver"};
+    default: return {"cuda_runtime", "cuda_runtime"};
+  }
+}
+
+}  // namespace csim::backend

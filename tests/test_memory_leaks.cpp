@@ -3,7 +3,11 @@
 // OOM step predicted from a few steps matching the step a longer simulation runs out in.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <set>
+
 #include "core/caching_allocator.hpp"
+#include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
 #include "core/scenario_parser.hpp"
 #include "profiler/summary.hpp"
@@ -127,6 +131,286 @@ TEST_CASE("the leaks under DataParallel grow on the devices PyTorch keeps them o
     REQUIRE(r.memory.allocator.gpus.size() == 2);
     for (const GpuAllocatorTimeline& a : r.memory.allocator.gpus) CHECK(a.empty_cache.size() == 2);
   }
+}
+
+// The same model on `gpus` GPUs of one node under `strategy` (a JSON object) (docs/memory.md,
+// "Under model_parallel", "Under pipeline, tensor, 3D, ZeRO and FSDP").
+std::string strategy_scenario(int gpus, const std::string& strategy,
+                              const std::string& training_extra) {
+  std::string j = scenario(training_extra);
+  const auto swap = [&j](const std::string& from, const std::string& to) {
+    const std::size_t at = j.find(from);
+    REQUIRE(at != std::string::npos);
+    j.replace(at, from.size(), to);
+  };
+  swap("\"gpus_per_node\":1", "\"gpus_per_node\":" + std::to_string(gpus));
+  swap("{\"kind\":\"single\"}", strategy);
+  return j;
+}
+
+// A small GPT (2 blocks, hidden 64, 4 heads, 16 positions) for the tensor-parallel strategies,
+// which need model.gpt. Each block has 16 kernels (ln_1 1, qkv 1, scores 1, softmax 2, dropout 1,
+// av 1, proj 1, residual 2, ln_2 1, fc 1, gelu 1, proj 1, residual 2), the embedding 4, ln_f and
+// lm_head 1 each; the TP mapping functions: qkv, attn.proj, mlp.fc, mlp.proj per block, the
+// embedding and lm_head.
+std::string gpt_scenario(int gpus, const std::string& strategy, const std::string& training_extra) {
+  return "{\"cluster\":{\"nodes\":1,\"gpus_per_node\":" + std::to_string(gpus) +
+         ",\"gpu\":\"A100-SXM4-80GB\"},\"host\":{\"python\":false},"
+         "\"model\":{\"gpt\":{\"layers\":2,\"hidden\":64,\"heads\":4,\"seq_len\":16,\"vocab\":256}}"
+         ","
+         "\"training\":{\"optimizer\":\"sgd\",\"precision\":\"fp32\"" +
+         training_extra + "},\"strategy\":" + strategy + "}";
+}
+
+// The growth the summary reports per GPU, keyed by GPU; every free of the run matches a live
+// allocation (docs/memory.md, "Driving it with a Program").
+std::map<int, prof::MemoryGrowth> growth_by_gpu(const app::SimRun& r) {
+  for (const GpuAllocatorTimeline& g : r.memory.allocator.gpus) CHECK(g.unmatched_frees == 0);
+  std::map<int, prof::MemoryGrowth> out;
+  for (const prof::MemoryGrowth& g : prof::summarize(r.trace).memory_growth) out[g.gpu] = g;
+  return out;
+}
+
+// Index of the first op of `step` named `name` with kind `kind`, on `gpu` unless -1 (-1: none).
+std::int64_t op_index(const Program& p, int step, OpKind kind, const std::string& name,
+                      int gpu = -1) {
+  for (const Op& o : p.ops) {
+    if (o.step == step && o.kind == kind && o.name == name && (gpu < 0 || o.gpu == gpu))
+      return o.id;
+  }
+  return -1;
+}
+
+constexpr const char* kLoss = ",\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}";
+constexpr const char* kKeep = ",\"steps\":5,\"leaks\":{\"keep_outputs\":true}";
+
+TEST_CASE("the leaks under model_parallel: one graph over both devices", "[memory][leak]") {
+  // Layers balanced by FLOPs over 2 devices: l0, l1 on GPU 0, l2, l3 on GPU 1 (one split).
+  const std::string mp = "{\"kind\":\"model_parallel\"}";
+  SECTION("loss_as_tensor: the nodes and a ToCopyBackward per split, on the last device") {
+    const app::SimRun r = run(strategy_scenario(2, mp, kLoss));
+    CHECK(r.program.warnings.empty());
+    const auto g = growth_by_gpu(r);
+    REQUIRE(g.size() == 1);
+    // nodes = sum of kernels (4 x 2) + 1 split + 3 (loss) + 1 (+=) = 13; 13 x 256 B + 4 B = 3332 B.
+    CHECK(model_parallel_graph_nodes(
+              parse_scenario_string(strategy_scenario(2, mp, ""), "x.json", {})) == 13);
+    REQUIRE(g.count(1) == 1);
+    CHECK(g.at(1).bytes_per_step == Approx(13 * 256 + 4));
+    CHECK(g.at(1).category == "autograd_graph");
+  }
+  SECTION("keep_outputs: each device its layers' activations; the copy and the logits on GPU 1") {
+    const auto g = growth_by_gpu(run(strategy_scenario(2, mp, kKeep)));
+    REQUIRE(g.size() == 2);
+    // GPU 0: 2 layers x 8 samples x 1 MiB = 16 MiB. GPU 1: the same + l1's output copied in
+    // (8 x 1 KiB) + the logits (8 x 1 KiB).
+    CHECK(g.at(0).bytes_per_step == Approx(16 * kMiB));
+    CHECK(g.at(1).bytes_per_step == Approx(16 * kMiB + 16 * 1024));
+    CHECK(g.at(1).category == "activations");
+  }
+  SECTION("empty_cache: one process, every device's cache") {
+    const app::SimRun r = run(strategy_scenario(2, mp, ",\"steps\":2,\"empty_cache_every\":1"));
+    REQUIRE(r.memory.allocator.gpus.size() == 2);
+    for (const GpuAllocatorTimeline& a : r.memory.allocator.gpus) CHECK(a.empty_cache.size() == 2);
+  }
+  SECTION("del_temporaries false: output and input live past the optimizer") {
+    const app::SimRun keep =
+        run(strategy_scenario(2, mp, ",\"steps\":2,\"del_temporaries\":false"));
+    const app::SimRun del = run(strategy_scenario(2, mp, ",\"steps\":2"));
+    const auto opt = [](const Program& p) {
+      return op_index(p, 1, OpKind::kCompute, "optimizer.step (sgd)");
+    };
+    CHECK(op_index(keep.program, 1, OpKind::kFree, "model output") > opt(keep.program));
+    for (const GpuAllocatorTimeline& g : keep.memory.allocator.gpus) CHECK(g.unmatched_frees == 0);
+    CHECK(op_index(del.program, 1, OpKind::kFree, "model output") < opt(del.program));
+    CHECK(keep.program.warnings.empty());
+  }
+}
+
+TEST_CASE("the leaks under pipeline parallelism stay on the stage that holds them",
+          "[memory][leak]") {
+  // pp 2: l0, l1 on stage 0 (GPU 0), l2, l3 on stage 1 (GPU 1); batch 8 in m = 2 micro-batches of
+  // b = 4.
+  const std::string pipe = "{\"kind\":\"pipeline\",\"pp\":2,\"micro_batch_size\":4}";
+  SECTION("loss_as_tensor: the last stage keeps its own layers' graph for every micro-batch") {
+    const app::SimRun r = run(strategy_scenario(2, pipe, kLoss));
+    CHECK(r.program.warnings.empty());
+    const auto g = growth_by_gpu(r);
+    REQUIRE(g.size() == 1);
+    REQUIRE(g.count(1) == 1);
+    // The graph is cut at the stage boundary: per micro-batch l2's and l3's kernels (4) + 3 + 1
+    // = 8 nodes; m = 2: 16 nodes x 256 B + 2 x 4 B = 4104 B per step, on stage 1 only.
+    CHECK(hybrid_loss_graph_nodes(
+              parse_scenario_string(strategy_scenario(2, pipe, ""), "x.json", {})) == 16);
+    CHECK(g.at(1).bytes_per_step == Approx(16 * 256 + 2 * 4));
+    CHECK(g.at(1).category == "autograd_graph");
+  }
+  SECTION("keep_outputs: every stage its own layers' activations, the last the logits") {
+    const auto g = growth_by_gpu(run(strategy_scenario(2, pipe, kKeep)));
+    REQUIRE(g.size() == 2);
+    // Stage s: m x stored(s) x b = 2 x (2 layers x 1 MiB) x 4 = 16 MiB; stage 1 also the logits,
+    // m x 1 KiB x b = 8 KiB.
+    CHECK(g.at(0).bytes_per_step == Approx(16 * kMiB));
+    CHECK(g.at(1).bytes_per_step == Approx(16 * kMiB + 8 * 1024));
+    for (const auto& [gpu, gr] : g) CHECK(gr.category == "activations");
+  }
+  SECTION("interleaved: the loss graph covers the last chunk only; the eval pairs its sends") {
+    // pp 2 x v 2: segments l0 | l1 | l2 | l3; stage 0 holds l0 and l2, stage 1 l1 and l3.
+    const std::string il =
+        "{\"kind\":\"pipeline\",\"pp\":2,\"micro_batch_size\":4,\"schedule\":\"interleaved\"}";
+    const auto loss = growth_by_gpu(run(strategy_scenario(2, il, kLoss)));
+    REQUIRE(loss.size() == 1);
+    // Per micro-batch l3's 2 kernels + 3 + 1 = 6 nodes; m = 2: 12 x 256 B + 2 x 4 B = 3080 B.
+    CHECK(loss.at(1).bytes_per_step == Approx(12 * 256 + 2 * 4));
+    const auto keep = growth_by_gpu(run(strategy_scenario(2, il, kKeep)));
+    REQUIRE(keep.size() == 2);
+    // Stage s: m x (two 1-layer chunks x 1 MiB) x b = 16 MiB; stage 1 + 8 KiB of logits.
+    CHECK(keep.at(0).bytes_per_step == Approx(16 * kMiB));
+    CHECK(keep.at(1).bytes_per_step == Approx(16 * kMiB + 8 * 1024));
+  }
+  SECTION("empty_cache: one call per rank, on its own device") {
+    const app::SimRun r = run(strategy_scenario(2, pipe, ",\"steps\":2,\"empty_cache_every\":1"));
+    REQUIRE(r.memory.allocator.gpus.size() == 2);
+    for (const GpuAllocatorTimeline& a : r.memory.allocator.gpus) CHECK(a.empty_cache.size() == 2);
+  }
+  SECTION("del_temporaries false: the last stage keeps its logits until the step's end") {
+    const app::SimRun keep =
+        run(strategy_scenario(2, pipe, ",\"steps\":2,\"del_temporaries\":false"));
+    const app::SimRun del = run(strategy_scenario(2, pipe, ",\"steps\":2"));
+    for (const GpuAllocatorTimeline& g : keep.memory.allocator.gpus) CHECK(g.unmatched_frees == 0);
+    const auto end = [](const Program& p) {
+      return op_index(p, 1, OpKind::kMarker, "step end", 1);
+    };
+    // Both micro-batches' logits (m x 1 KiB x b = 2 x 4 KiB) are freed after the step end.
+    int after = 0;
+    for (const Op& o : keep.program.ops) {
+      if (o.step == 1 && o.kind == OpKind::kFree && o.name.find("logits") != std::string::npos) {
+        CHECK(o.bytes == 4 * 1024);
+        after += o.id > end(keep.program) ? 1 : 0;
+      }
+    }
+    CHECK(after == 2);
+    for (const Op& o : del.program.ops) {
+      if (o.step == 1 && o.kind == OpKind::kFree && o.name.find("logits") != std::string::npos)
+        CHECK(o.id < end(del.program));
+    }
+  }
+}
+
+TEST_CASE("the leaks under tensor and 3D parallelism: each rank keeps its shard's graph",
+          "[memory][leak]") {
+  SECTION("tensor_parallel: the same nodes per rank plus Megatron's mapping functions") {
+    // tp 2, batch 2 in one micro-batch. nodes = kernels (embed 4 + 2 blocks x 16 + ln_f 1 +
+    // lm_head 1 = 38) + mapping nodes (embedding, 2 x 4 per block, lm_head = 10) + 3 + 1 = 52;
+    // 52 x 256 B + 4 B = 13316 B per step on each TP rank.
+    const std::string tp = "{\"kind\":\"tensor_parallel\",\"tp\":2}";
+    const std::string json =
+        gpt_scenario(2, tp, ",\"global_batch\":2,\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}");
+    CHECK(hybrid_loss_graph_nodes(parse_scenario_string(json, "x.json", {})) == 52);
+    const app::SimRun r = run(json);
+    CHECK(r.program.warnings.empty());
+    const auto g = growth_by_gpu(r);
+    REQUIRE_FALSE(g.empty());
+    for (const auto& [gpu, gr] : g) {
+      INFO("GPU " << gpu);
+      CHECK(gr.bytes_per_step == Approx(52 * 256 + 4));
+      CHECK(gr.category == "autograd_graph");
+    }
+  }
+  SECTION("tensor_parallel keep_outputs: each rank its share of the activations and the logits") {
+    const std::string tp = "{\"kind\":\"tensor_parallel\",\"tp\":2}";
+    const std::string json =
+        gpt_scenario(2, tp, ",\"global_batch\":2,\"steps\":5,\"leaks\":{\"keep_outputs\":true}");
+    const Scenario sc = parse_scenario_string(json, "x.json", {});
+    // m = 1 micro-batch of b = 2: stored(model, t = 2) x 2 + the vocabulary-split logits,
+    // 16 x vocab x 4 B / 2 per sample.
+    const Segment all{0, static_cast<int>(sc.model.layers.size())};
+    const double stored =
+        stored_activation_bytes_per_sample(sc.model, all, 2, false, RecomputeMode::kNone);
+    const double logits = sc.model.layers.back().output_bytes_per_sample / 2;
+    CHECK(logits == Approx(16.0 * sc.model.transformer.vocab * 4 / 2));
+    const auto g = growth_by_gpu(run(json));
+    REQUIRE_FALSE(g.empty());
+    for (const auto& [gpu, gr] : g) {
+      INFO("GPU " << gpu);
+      CHECK(gr.bytes_per_step == Approx(std::llround(stored * 2) + std::llround(logits * 2)));
+    }
+  }
+  SECTION("3d: the loss graph on the last stage's ranks only") {
+    // dp 2 x tp 2 x pp 2; batch 4 = dp 2 x m 2 micro-batches of 1. Segment 1 = block 1, ln_f,
+    // lm_head: per micro-batch 16 + 1 + 1 kernels + 5 mapping nodes (4 in the block, lm_head)
+    // + 3 + 1 = 27 nodes; m = 2: 54 x 256 B + 2 x 4 B = 13832 B per step.
+    const std::string d3 = "{\"kind\":\"3d\",\"dp\":2,\"tp\":2,\"pp\":2,\"micro_batch_size\":1}";
+    const std::string json =
+        gpt_scenario(8, d3, ",\"global_batch\":4,\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}");
+    CHECK(hybrid_loss_graph_nodes(parse_scenario_string(json, "x.json", {})) == 54);
+    const app::SimRun r = run(json);
+    const auto g = growth_by_gpu(r);
+    REQUIRE_FALSE(g.empty());
+    const Scenario sc = parse_scenario_string(json, "x.json", {});
+    const RankGrid grid(sc.strategy.parallel);
+    for (const auto& [gpu, gr] : g) {
+      INFO("GPU " << gpu);
+      CHECK(grid.coord(gpu).pp == 1);  // device_ids are 0..7: rank = GPU
+      CHECK(gr.bytes_per_step == Approx(54 * 256 + 2 * 4));
+    }
+  }
+}
+
+TEST_CASE("the leaks under ZeRO and FSDP keep no gathered parameters", "[memory][leak]") {
+  // dp 2: each rank takes 4 samples in one micro-batch.
+  for (const std::string& strategy :
+       {std::string("{\"kind\":\"zero\",\"dp\":2,\"zero_stage\":3}"),
+        std::string("{\"kind\":\"fsdp\",\"dp\":2}"),
+        std::string("{\"kind\":\"fsdp\",\"dp\":2,\"fsdp_sharding\":\"shard_grad_op\"}")}) {
+    INFO(strategy);
+    // loss_as_tensor: the single-GPU graph on every rank, 12 x 256 B + 4 B = 3076 B per step;
+    // backward freed the gathered parameters it saved (FSDP frees their storage itself).
+    const app::SimRun loss = run(strategy_scenario(2, strategy, kLoss));
+    CHECK(loss.program.warnings.empty());
+    const auto gl = growth_by_gpu(loss);
+    REQUIRE_FALSE(gl.empty());
+    for (const auto& [gpu, gr] : gl) CHECK(gr.bytes_per_step == Approx(12 * 256 + 4));
+    // keep_outputs: the eval forward gathers each unit and frees it again, so what stays is
+    // 4 layers x 4 samples x 1 MiB = 16 MiB of activations + 4 x 1 KiB of logits per rank.
+    const app::SimRun keep = run(strategy_scenario(2, strategy, kKeep));
+    const auto gk = growth_by_gpu(keep);
+    REQUIRE_FALSE(gk.empty());
+    for (const auto& [gpu, gr] : gk) {
+      CHECK(gr.bytes_per_step == Approx(16 * kMiB + 4 * 1024));
+      CHECK(gr.category == "activations");
+    }
+    // The eval forward's gathers: one per unit (4 layers with parameters) and emitted rank.
+    const auto gathers = [](const Program& p) {
+      int n = 0;
+      std::set<int> gpus;
+      for (const Op& o : p.ops) {
+        if (o.step != 1) continue;
+        gpus.insert(o.gpu);
+        n += o.kind == OpKind::kCollective && o.name == "zero all_gather params" ? 1 : 0;
+      }
+      return std::pair<int, int>{n, static_cast<int>(gpus.size())};
+    };
+    const app::SimRun plain = run(strategy_scenario(2, strategy, ",\"steps\":5"));
+    const auto [with_eval, ranks] = gathers(keep.program);
+    CHECK(with_eval - gathers(plain.program).first == 4 * ranks);
+  }
+}
+
+TEST_CASE("del_temporaries under DataParallel keeps the gathered output and the input",
+          "[memory][leak]") {
+  const app::SimRun keep = run(dp_scenario(",\"steps\":2,\"del_temporaries\":false"));
+  const app::SimRun del = run(dp_scenario(",\"steps\":2"));
+  CHECK(keep.program.warnings.empty());
+  const auto opt = [](const Program& p) {
+    return op_index(p, 1, OpKind::kCompute, "optimizer.step (sgd)");
+  };
+  // The gathered 8 x 1 KiB logits on output_device (category gathered_outputs) live past the
+  // optimizer; autograd still frees their gradient during the step.
+  CHECK(op_index(keep.program, 1, OpKind::kFree, "gathered outputs") > opt(keep.program));
+  CHECK(op_index(keep.program, 1, OpKind::kFree, "grad of gathered outputs") < opt(keep.program));
+  CHECK(op_index(del.program, 1, OpKind::kFree, "gathered outputs") < opt(del.program));
+  for (const GpuAllocatorTimeline& g : keep.memory.allocator.gpus) CHECK(g.unmatched_frees == 0);
 }
 
 TEST_CASE("empty_cache lowers reserved memory, not allocated memory", "[memory][allocator]") {

@@ -7,7 +7,8 @@
 //      gradient, Broadcast's backward reduce-adds the replicas' gradients onto device_ids[0],
 //  (6) optimizer on device_ids[0] only,
 //  (7) what the script does after loss.item() (docs/memory.md, "Scenario switches"), through the
-//      DataParallel module.
+//      DataParallel module; with del_temporaries false the gathered output and the input batch
+//      live until the optimizer has run.
 #include <algorithm>
 #include <map>
 
@@ -78,6 +79,7 @@ Program lower_data_parallel(const Scenario& s) {
     const std::int64_t samples = batch_for_step(s.training.global_batch, s.training.dataset_size, step);
     const auto micro = torch_chunk_sizes(samples, s.training.gradient_accumulation);
     OpId last_grad_op = kNoOp;
+    std::vector<std::pair<Bytes, Bytes>> kept;  // del_temporaries false: (gathered output, input)
     for (std::size_t m = 0; m < micro.size(); ++m) {
       const FedBatch in = feed.next_batch(micro[m], lane0);
       // (1) scatter: torch.chunk sizes; only as many replicas as chunks run.
@@ -116,6 +118,7 @@ Program lower_data_parallel(const Scenario& s) {
           bcast[i] = b.collective(main, d.compute, d.gpu, "replicate: broadcast_coalesced", CollectiveKind::kBroadcast,
                                   g, d0, inst, replica_bytes, {}, "replicate", i == 0 ? b.python_ns(py_ops) : 0,
                                   b.dispatch_ns(1));
+          b.set_dtype(bcast[i], b.weights_dtype());
         }
       }
       // (3) parallel_apply: a thread per replica, each running the forward of its chunk.
@@ -200,6 +203,7 @@ Program lower_data_parallel(const Scenario& s) {
           const OpId c = b.collective(first.autograd_thread, d.compute, d.gpu, "broadcast.bwd: reduce_add_coalesced",
                                       CollectiveKind::kReduce, g, d0, inst, b.grad_bytes(),
                                       {{bwd_last[i], DepKind::kStreamWaits}}, "reduce", 0, b.dispatch_ns(1));
+          b.set_dtype(c, b.grads_dtype());
           if (i == 0) reduced = c;
         }
       }
@@ -222,12 +226,25 @@ Program lower_data_parallel(const Scenario& s) {
       last_grad_op = reduced;
       const OpId ag_done = b.marker(first.autograd_thread, d0, "autograd done", {}, "backward");
       b.marker(main, d0, "backward() returns", {{ag_done, DepKind::kHostWaits}}, "backward");
-      b.release(main, out.compute, od, MemCategory::kGatheredOutputs, gathered, "gathered outputs");
+      // The script's temporaries: the gathered output on output_device and the input batch on
+      // device_ids[0]; autograd frees the output's gradient.
+      if (s.training.del_temporaries) {
+        b.release(main, out.compute, od, MemCategory::kGatheredOutputs, gathered, "gathered outputs");
+      }
       b.release(main, out.compute, od, MemCategory::kGatheredOutputs, gathered, "grad of gathered outputs");
-      b.release(main, dev[d0].compute, d0, MemCategory::kActivations, in.bytes, "input batch");
+      if (s.training.del_temporaries) {
+        b.release(main, dev[d0].compute, d0, MemCategory::kActivations, in.bytes, "input batch");
+      } else {
+        kept.emplace_back(gathered, in.bytes);
+      }
     }
     // (6) optimizer on device_ids[0] only.
     emit_optimizer_and_sync(b, lane0, {{last_grad_op, DepKind::kStreamWaits}}, step == 1, b.grad_bytes());
+    // del_temporaries false: (output, input) of each micro-batch live until here.
+    for (const auto& [gathered, input] : kept) {
+      b.release(main, dev[od].compute, od, MemCategory::kGatheredOutputs, gathered, "gathered outputs");
+      b.release(main, dev[d0].compute, d0, MemCategory::kActivations, input, "input batch");
+    }
     // (7) docs/memory.md, "Scenario switches" under DataParallel.
     const TrainingSpec& t = s.training;
     const std::vector<std::int64_t> chunks = torch_chunk_sizes(samples, n);

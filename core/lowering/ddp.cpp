@@ -114,8 +114,10 @@ Program lower_ddp(const Scenario& s) {
     const Lane lane{rk.main, rk.gpu, rk.compute};
     emit_model_setup(b, lane);
     if (!ddp.gradient_as_bucket_view) b.alloc(rk.main, rk.compute, rk.gpu, MemCategory::kCommBuffers, b.grad_bytes(), "DDP bucket buffers");
-    b.collective(rk.main, rk.nccl, rk.gpu, "sync_module_states: broadcast", CollectiveKind::kBroadcast, world, ids.front(),
-                 setup_inst, b.weight_bytes() + b.buffer_bytes(), {}, "setup", b.python_ns(2), b.dispatch_ns(1));
+    const OpId sync_states = b.collective(rk.main, rk.nccl, rk.gpu, "sync_module_states: broadcast", CollectiveKind::kBroadcast,
+                                          world, ids.front(), setup_inst, b.weight_bytes() + b.buffer_bytes(), {}, "setup",
+                                          b.python_ns(2), b.dispatch_ns(1));
+    b.set_dtype(sync_states, b.weights_dtype());
   }
   std::vector<DataFeed> feeds;
   feeds.reserve(n);
@@ -146,6 +148,7 @@ Program lower_ddp(const Scenario& s) {
         if (bcast_inst >= 0) {
           const OpId bc = b.collective(rk.main, rk.nccl, rk.gpu, "broadcast_buffers", CollectiveKind::kBroadcast, world,
                                        ids.front(), bcast_inst, b.buffer_bytes(), {}, "forward", b.python_ns(2), b.dispatch_ns(1));
+          b.set_dtype(bc, core::Dtype::kFp32);  // module buffers are fp32 (buffer_bytes)
           fwd_deps.push_back({bc, DepKind::kStreamWaits});
         }
         const ForwardOps fwd = b.forward(lane, micro[m], std::move(fwd_deps), "");
@@ -173,6 +176,7 @@ Program lower_ddp(const Scenario& s) {
           allreduce[k] = b.collective(rk.autograd, rk.nccl, rk.gpu, "bucket " + std::to_string(k) + " all_reduce",
                                       CollectiveKind::kAllReduce, world, -1, bucket_inst[k], bytes, std::move(deps),
                                       "backward", 0, b.dispatch_ns(1));
+          b.set_dtype(allreduce[k], b.grads_dtype());
         };
         const bool record = step == 1 && r == 0 && m == 0;
         auto on_layer = [&](int li, OpId op) {

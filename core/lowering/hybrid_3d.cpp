@@ -8,6 +8,9 @@
 // tensor-parallel collectives, which Megatron runs in line), dp (gradient reduction, ZeRO
 // gathers), four point-to-point streams (send/recv towards the next and previous stage) and copy.
 //
+// The Emitter is declared in hybrid_emitter.hpp; what the script does after each step (the memory
+// switches) is in hybrid_leaks.cpp.
+//
 // [SECTION] index: rank grid, emitter (structure, collectives, forward, backward, step), entry
 #include <algorithm>
 #include <cmath>
@@ -15,6 +18,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
@@ -67,72 +71,7 @@ std::vector<int> RankGrid::dp_ranks(int tp, int pp) const {
 
 // [SECTION] Emitter -------------------------------------------------------------------------------
 
-namespace {
-
-struct RankState {
-  int rank = 0, gpu = 0, node = 0;
-  bool emitted = true;  // false: a mirror image of a representative (rank symmetry)
-  RankCoord c;
-  int thread = 0;
-  int compute = 0, dp = 0, copy = 0, send_next = 0, recv_prev = 0, send_prev = 0, recv_next = 0;
-  int tp_group = -1, dp_group = -1;
-  OpId last_compute = kNoOp;       // last op issued on the compute stream
-  std::int64_t params = 0;         // parameters of its segments after the TP split
-  std::unique_ptr<DataFeed> feed;  // first stage only
-};
-
-// A unit: the layers whose gradients are reduced (and, with sharded parameters, gathered)
-// together: a transformer block, the embedding, the head; other models one layer with
-// parameters plus the parameter-free layers after it.
-struct Unit {
-  int first = 0, end = 0;
-  std::int64_t params = 0;  // after the TP split
-};
-
-class Emitter {
- public:
-  Emitter(const Scenario& s, ProgramBuilder& b)
-      : s_(s), ps_(s.strategy.parallel), b_(b), grid_(ps_), pb_(b.precision()) {}
-  void build(const std::string& label);
-
- private:
-  const Scenario& s_;
-  const ParallelSpec& ps_;
-  ProgramBuilder& b_;
-  RankGrid grid_;
-  PrecisionBytes pb_;
-  int segments_ = 1;
-  std::vector<Segment> segs_;
-  std::vector<ShardedLayer> sharded_;
-  std::vector<int> unit_of_layer_;
-  std::vector<Unit> units_;
-  std::vector<double> stored_per_sample_;  // per segment
-  std::vector<RankState> ranks_;
-  bool params_sharded_ = false, reshard_after_forward_ = false;
-  std::unordered_map<std::int64_t, int> seq_;  // (group, rank) -> next index
-  std::unordered_map<std::int64_t, std::pair<int, int>>
-      open_;                                          // (group, index) -> instance, ops left
-  std::unordered_map<std::int64_t, int> p2p_groups_;  // (src, dst, dir) -> group
-  bool symmetric_ = false;                            // rank symmetry (docs/program.md)
-  std::vector<char> emitted_gpu_;                     // per world GPU
-
-  void set_up_symmetry();
-
-  int instance_for(int rank, int group);
-  OpId coll(RankState& r, int stream, const std::string& name, CollectiveKind k, int group,
-            Bytes bytes, std::vector<Dep> deps, const char* phase);
-  OpId tp_coll(RankState& r, TpComm c, Bytes bytes, const char* phase);
-  OpId reduce_grads(RankState& r, Bytes grads, std::vector<Dep> deps);
-  OpId p2p(RankState& r, int peer_rank, bool send, bool forward, Bytes bytes,
-           std::vector<Dep> deps);
-  int rank_of_segment(const RankState& r, int seg) const {
-    return grid_.rank({r.c.dp, r.c.tp, seg % ps_.pp});
-  }
-  Bytes p2p_bytes(int seg) const;
-  OpId forward_layer(RankState& r, int i, std::vector<Dep> deps, const std::string& prefix,
-                     bool recompute);
-  void emit_step(RankState& r, int step);
-};
+namespace hybrid {
 
 int Emitter::instance_for(int rank, int group) {
   // Every member issues the same sequence of collectives on a group, so the k-th op of each
@@ -167,9 +106,11 @@ OpId Emitter::reduce_grads(RankState& r, Bytes grads, std::vector<Dep> deps) {
   // Stage 0: an all-reduce (as DDP); stage 1: a reduce-scatter (Megatron's distributed
   // optimizer), the all-gather of the updated parameters follows the optimizer.
   const bool rs = ps_.zero_stage == 1;
-  return coll(r, r.dp, rs ? "dp reduce_scatter grads" : "dp all_reduce grads",
-              rs ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, r.dp_group, grads,
-              std::move(deps), "backward");
+  const OpId id = coll(r, r.dp, rs ? "dp reduce_scatter grads" : "dp all_reduce grads",
+                       rs ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, r.dp_group,
+                       grads, std::move(deps), "backward");
+  b_.set_dtype(id, b_.grads_dtype());
+  return id;
 }
 
 OpId Emitter::tp_coll(RankState& r, TpComm c, Bytes bytes, const char* phase) {
@@ -264,6 +205,7 @@ void Emitter::emit_step(RankState& r, int step) {
   std::vector<Bytes> act_bytes(static_cast<std::size_t>(segments_) * static_cast<std::size_t>(m),
                                0);
   OpId last_op = kNoOp;
+  std::vector<std::pair<std::string, Bytes>> kept_logits;  // del_temporaries false
 
   auto gather = [&](int u, const char* phase) {
     if (!params_sharded_ || gathered[static_cast<std::size_t>(u)]) return;
@@ -278,6 +220,7 @@ void Emitter::emit_step(RankState& r, int step) {
     gather_op[static_cast<std::size_t>(u)] =
         coll(r, r.dp, "zero all_gather params", CollectiveKind::kAllGather, r.dp_group, bytes,
              std::move(deps), phase);
+    b_.set_dtype(gather_op[static_cast<std::size_t>(u)], b_.weights_dtype());
   };
   auto release_gathered = [&](int u) {
     if (!params_sharded_ || !gathered[static_cast<std::size_t>(u)]) return;
@@ -463,6 +406,7 @@ void Emitter::emit_step(RankState& r, int step) {
         const OpId rs =
             coll(r, r.dp, "zero reduce_scatter grads", CollectiveKind::kReduceScatter, r.dp_group,
                  grads, {{r.last_compute, DepKind::kStreamWaits}}, "backward");
+        b_.set_dtype(rs, b_.grads_dtype());
         if (bucket > 0)
           b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bucket, "grad bucket");
         reductions.push_back({rs, DepKind::kStreamWaits});
@@ -487,9 +431,13 @@ void Emitter::emit_step(RankState& r, int step) {
     if (seg + 1 == segments_) {
       const Bytes logits =
           static_cast<Bytes>(std::llround(sharded_.back().output_bytes_per_sample * bsz));
-      if (logits > 0)
+      // del_temporaries false: the script holds the step's outputs (docs/memory.md).
+      if (logits > 0 && s_.training.del_temporaries) {
         b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, logits,
                    prefix + "logits");
+      } else if (logits > 0) {
+        kept_logits.emplace_back(prefix + "logits", logits);
+      }
     }
   }
   // Without overlap the reductions start after the whole backward, in the same unit order.
@@ -521,6 +469,7 @@ void Emitter::emit_step(RankState& r, int step) {
   if (reduce && !params_sharded_ && (ps_.zero_stage == 1 || ps_.zero_stage == 2) && r.params > 0) {
     end = coll(r, r.dp, "zero all_gather params", CollectiveKind::kAllGather, r.dp_group,
                r.params * pb_.weights, {{end, DepKind::kStreamWaits}}, "optimizer");
+    b_.set_dtype(end, b_.weights_dtype());
   }
   if (states.grads > 0)
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kGrads, states.grads, ".grad (zero_grad)");
@@ -529,6 +478,9 @@ void Emitter::emit_step(RankState& r, int step) {
   std::vector<Dep> wait{{end, DepKind::kHostWaits}};
   if (last_op != kNoOp) wait.push_back({last_op, DepKind::kHostWaits});
   b_.marker(r.thread, r.gpu, "step end", std::move(wait), "sync");
+  for (const auto& [name, bytes] : kept_logits)
+    b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, bytes, name);
+  emit_step_end(r, step);
 }
 
 void Emitter::build(const std::string& label) {
@@ -692,13 +644,13 @@ void Emitter::set_up_symmetry() {
   }
 }
 
-}  // namespace
+}  // namespace hybrid
 
 // [SECTION] Entry ---------------------------------------------------------------------------------
 
 Program lower_hybrid(const Scenario& s, const std::string& label) {
   ProgramBuilder b(s);
-  Emitter e(s, b);
+  hybrid::Emitter e(s, b);
   e.build(label);
   return b.take();
 }

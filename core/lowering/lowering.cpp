@@ -18,20 +18,7 @@ Program lower(const Scenario& scenario) {
     case StrategyKind::kZero: p = lower_zero(scenario); break;
     case StrategyKind::kFsdp: p = lower_fsdp(scenario); break;
   }
-  // Memory switches (docs/memory.md, "Scenario switches") are lowered by single and ddp, and but
-  // for del_temporaries by data_parallel.
-  const TrainingSpec& t = scenario.training;
-  const StrategyKind kind = scenario.strategy.kind;
-  const bool leaks = t.leak_loss_as_tensor || t.leak_keep_outputs || t.empty_cache_every > 0;
-  const bool all_switches = kind == StrategyKind::kSingle || kind == StrategyKind::kDdp;
-  if (leaks && !all_switches && kind != StrategyKind::kDataParallel) {
-    p.warnings.push_back(std::string("training.leaks and empty_cache_every are modelled for strategy.kind single, ddp "
-                                     "and data_parallel only; ignored for ") + to_string(kind));
-  }
-  if (!t.del_temporaries && !all_switches) {
-    p.warnings.push_back(std::string("training.del_temporaries is modelled for strategy.kind single and ddp only; "
-                                     "ignored for ") + to_string(kind));
-  }
+  // The memory switches (docs/memory.md, "Scenario switches") are lowered by every strategy.
   // MFU / HFU numerators (core/flops.hpp).
   p.model_flops_per_step = model_flops_per_step(scenario);
   p.hardware_flops_per_step = hardware_flops_per_step(scenario);

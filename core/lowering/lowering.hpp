@@ -1,6 +1,7 @@
 // Lowering: Scenario -> Program, one file per strategy (single.cpp, data_parallel.cpp, ddp.cpp,
 // model_parallel.cpp, pipeline.cpp, tensor_parallel.cpp, hybrid_3d.cpp, zero_fsdp.cpp; the shared
-// parallel pieces in parallel_plan.hpp).
+// parallel pieces in parallel_plan.hpp; the memory switches of the hybrid emitter in
+// hybrid_leaks.cpp).
 // What each strategy emits is written in docs/program.md.
 #pragma once
 

@@ -7,26 +7,21 @@
 // one GPU computes at a time: the others' idle time is the point of the example.
 #include <cmath>
 
+#include "core/caching_allocator.hpp"
+
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
 
 namespace csim::core {
+namespace {
 
-Program lower_model_parallel(const Scenario& s) {
-  ProgramBuilder b(s);
-  Program& p = b.program();
-  const ParallelSpec& ps = s.strategy.parallel;
-  const auto& ids = s.strategy.device_ids;
-  const int n = static_cast<int>(ids.size());
-  const auto& layers = s.model.layers;
-  const int nl = static_cast<int>(layers.size());
-  p.strategy_label = "model_parallel (" + std::to_string(n) + " devices, one process)";
-  p.active_gpus = ids;
-  p.samples_per_step = s.training.global_batch;
-
-  // Device of each layer: split_at when given, else contiguous parts balanced by forward FLOPs.
-  std::vector<int> part_first = ps.stage_first_layer;
+// Device index (into device_ids) of each layer: split_at when given, else contiguous parts
+// balanced by forward FLOPs.
+std::vector<int> layer_devices(const Scenario& s) {
+  const int n = static_cast<int>(s.strategy.device_ids.size());
+  const int nl = static_cast<int>(s.model.layers.size());
+  std::vector<int> part_first = s.strategy.parallel.stage_first_layer;
   if (part_first.empty()) {
     for (const Segment& sg : partition_layers(s.model, n)) part_first.push_back(sg.first);
   }
@@ -36,6 +31,131 @@ Program lower_model_parallel(const Scenario& s) {
     for (int i = part_first[static_cast<std::size_t>(k)]; i < end; ++i)
       dev[static_cast<std::size_t>(i)] = k;
   }
+  return dev;
+}
+
+// Where the forward runs: the issuing thread, each layer's device index, the devices' GPUs and
+// compute streams.
+struct DeviceLayout {
+  int main = 0;
+  const std::vector<int>* ids = nullptr;
+  std::vector<int> dev;      // per layer
+  std::vector<int> compute;  // per device
+};
+
+struct SplitForward {
+  std::vector<OpId> act;  // per layer, the saved activations' alloc (kNoOp: none)
+  OpId last = kNoOp;
+};
+
+// The forward layer by layer on each layer's device; at each split the previous layer's output is
+// copied to the next device (x.to('cuda:k')).
+SplitForward forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::int64_t batch,
+                                std::vector<Dep> first, const std::string& prefix) {
+  const auto& layers = b.scenario().model.layers;
+  const int nl = static_cast<int>(layers.size());
+  const PrecisionBytes pb = b.precision();
+  const double bs = static_cast<double>(batch);
+  SplitForward f;
+  f.act.assign(static_cast<std::size_t>(nl), kNoOp);
+  OpId prev = kNoOp;
+  for (int i = 0; i < nl; ++i) {
+    const LayerSpec& l = layers[static_cast<std::size_t>(i)];
+    const int k = d.dev[static_cast<std::size_t>(i)];
+    const int g = (*d.ids)[static_cast<std::size_t>(k)];
+    const Lane lane{d.main, g, d.compute[static_cast<std::size_t>(k)]};
+    std::vector<Dep> deps = i == 0 ? first : std::vector<Dep>{};
+    if (i > 0 && d.dev[static_cast<std::size_t>(i - 1)] != k) {
+      // x.to('cuda:k'): the previous layer's output copied to this device.
+      const int src = (*d.ids)[static_cast<std::size_t>(d.dev[static_cast<std::size_t>(i - 1)])];
+      const Bytes bytes = static_cast<Bytes>(
+          std::llround(layers[static_cast<std::size_t>(i - 1)].output_bytes_per_sample * bs));
+      b.alloc(d.main, lane.stream, g, MemCategory::kActivations, bytes, prefix + "activation copy");
+      const OpId cp =
+          b.copy(d.main, lane.stream, g, prefix + "activation to GPU " + std::to_string(g),
+                 CopyKind::kPeer, bytes, src, {{prev, DepKind::kStreamWaits}}, "forward",
+                 b.python_ns(1), b.dispatch_ns(1));
+      deps.push_back({cp, DepKind::kStreamWaits});
+    }
+    const Bytes a = static_cast<Bytes>(std::llround(l.activation_bytes_per_sample * bs));
+    if (a > 0)
+      f.act[static_cast<std::size_t>(i)] =
+          b.alloc(d.main, lane.stream, g, MemCategory::kActivations, a, prefix + l.name + ".act");
+    const Bytes traffic =
+        static_cast<Bytes>(std::llround(l.fwd_bytes_per_sample * bs)) + l.params * pb.weights;
+    prev = b.compute(lane, prefix + l.name + ".fwd", l.kind, l.fwd_flops_per_sample * bs, traffic,
+                     l.kernels, true, std::move(deps), "forward", batch);
+  }
+  f.last = prev;
+  return f;
+}
+
+// The model output on the last device and the input batch on the first, freed once backward
+// returned (or at the step's end with del_temporaries false).
+void release_output_and_input(ProgramBuilder& b, const DeviceLayout& d, const Lane& last, Bytes out,
+                              Bytes input) {
+  release_after_backward(b, last, out, 0);
+  if (input > 0)
+    b.release(d.main, d.compute.front(), d.ids->front(), MemCategory::kActivations, input,
+              "input batch");
+}
+
+}  // namespace
+
+std::int64_t model_parallel_graph_nodes(const Scenario& s) {
+  // docs/memory.md, "Under model_parallel": one graph over every device; each x.to('cuda:k')
+  // adds a ToCopyBackward node.
+  const std::vector<int> dev = layer_devices(s);
+  std::int64_t copies = 0;
+  for (std::size_t i = 1; i < dev.size(); ++i) copies += dev[i] != dev[i - 1] ? 1 : 0;
+  return autograd_graph_nodes(s) + copies;
+}
+
+namespace {
+
+// What the script does after loss.item() (docs/memory.md, "Under model_parallel"): one process
+// over every device.
+void emit_step_end_on_devices(ProgramBuilder& b, const DeviceLayout& d, const Lane& last, int step,
+                              std::int64_t batch) {
+  const TrainingSpec& t = b.scenario().training;
+  if (t.leak_loss_as_tensor) {
+    // total_loss lives with the loss on the last device; the graph spans every device.
+    b.alloc(last.thread, last.stream, last.gpu, MemCategory::kAutogradGraph,
+            model_parallel_graph_nodes(b.scenario()) * kAutogradNodeBytes,
+            "autograd graph kept by total_loss");
+    b.alloc(last.thread, last.stream, last.gpu, MemCategory::kAutogradGraph, kLossScalarBytes,
+            "loss scalar kept by total_loss");
+  }
+  if (t.leak_keep_outputs) {
+    // An evaluation forward without torch.no_grad: each device keeps its layers' saved
+    // activations and the activation copied in at its split; the logits stay on the last device.
+    forward_on_devices(b, d, batch, {}, "eval (grad on): ");
+    const Bytes out = static_cast<Bytes>(std::llround(
+        b.scenario().model.layers.back().output_bytes_per_sample * static_cast<double>(batch)));
+    if (out > 0)
+      b.alloc(last.thread, last.stream, last.gpu, MemCategory::kActivations, out,
+              "eval output (kept in a list)");
+  }
+  if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
+    // torch.cuda.empty_cache() empties the cache of every device the process used.
+    for (int g : *d.ids) b.marker(d.main, g, kEmptyCacheOpName, {}, "memory");
+  }
+}
+
+}  // namespace
+
+Program lower_model_parallel(const Scenario& s) {
+  ProgramBuilder b(s);
+  Program& p = b.program();
+  const auto& ids = s.strategy.device_ids;
+  const int n = static_cast<int>(ids.size());
+  const auto& layers = s.model.layers;
+  const int nl = static_cast<int>(layers.size());
+  p.strategy_label = "model_parallel (" + std::to_string(n) + " devices, one process)";
+  p.active_gpus = ids;
+  p.samples_per_step = s.training.global_batch;
+
+  const std::vector<int> dev = layer_devices(s);
 
   const int node = ids.front() / s.cluster.gpus_per_node;
   const int proc = b.add_process(node, "python (model parallel)", true);
@@ -71,6 +191,7 @@ Program lower_model_parallel(const Scenario& s) {
     }
   }
   DataFeed feed(b, node, main, ids.front(), copy, "");
+  const DeviceLayout layout{main, &ids, dev, compute};
   const int k_opt = optimizer_bytes_per_param(s.training);
   std::int64_t state_per_param = 0;
   if (s.training.optimizer == OptimizerKind::kAdam) state_per_param = 8;
@@ -82,43 +203,16 @@ Program lower_model_parallel(const Scenario& s) {
     const std::int64_t samples =
         batch_for_step(s.training.global_batch, s.training.dataset_size, step);
     const auto micro = torch_chunk_sizes(samples, s.training.gradient_accumulation);
+    std::vector<std::pair<Bytes, Bytes>>
+        kept;  // del_temporaries false: (output, input) to step end
+    const int last = dev[static_cast<std::size_t>(nl - 1)];
+    const Lane last_lane{main, ids[static_cast<std::size_t>(last)],
+                         compute[static_cast<std::size_t>(last)]};
     for (std::size_t mi = 0; mi < micro.size(); ++mi) {
       const double bs = static_cast<double>(micro[mi]);
       const FedBatch in = feed.next_batch(micro[mi], Lane{main, ids.front(), compute[0]});
-      std::vector<OpId> fwd(static_cast<std::size_t>(nl), kNoOp),
-          act(static_cast<std::size_t>(nl), kNoOp);
-      OpId prev = kNoOp;
-      std::vector<Dep> first{{in.copy, DepKind::kStreamWaits}};
-      for (int i = 0; i < nl; ++i) {
-        const LayerSpec& l = layers[static_cast<std::size_t>(i)];
-        const int k = dev[static_cast<std::size_t>(i)];
-        const int g = ids[static_cast<std::size_t>(k)];
-        const Lane lane{main, g, compute[static_cast<std::size_t>(k)]};
-        std::vector<Dep> deps = i == 0 ? first : std::vector<Dep>{};
-        if (i > 0 && dev[static_cast<std::size_t>(i - 1)] != k) {
-          // x.to('cuda:k'): the previous layer's output copied to this device.
-          const int src = ids[static_cast<std::size_t>(dev[static_cast<std::size_t>(i - 1)])];
-          const Bytes bytes = static_cast<Bytes>(
-              std::llround(layers[static_cast<std::size_t>(i - 1)].output_bytes_per_sample * bs));
-          b.alloc(main, lane.stream, g, MemCategory::kActivations, bytes, "activation copy");
-          const OpId cp = b.copy(main, lane.stream, g, "activation to GPU " + std::to_string(g),
-                                 CopyKind::kPeer, bytes, src, {{prev, DepKind::kStreamWaits}},
-                                 "forward", b.python_ns(1), b.dispatch_ns(1));
-          deps.push_back({cp, DepKind::kStreamWaits});
-        }
-        const Bytes a = static_cast<Bytes>(std::llround(l.activation_bytes_per_sample * bs));
-        if (a > 0)
-          act[static_cast<std::size_t>(i)] =
-              b.alloc(main, lane.stream, g, MemCategory::kActivations, a, l.name + ".act");
-        const Bytes traffic =
-            static_cast<Bytes>(std::llround(l.fwd_bytes_per_sample * bs)) + l.params * pb.weights;
-        prev = b.compute(lane, l.name + ".fwd", l.kind, l.fwd_flops_per_sample * bs, traffic,
-                         l.kernels, true, std::move(deps), "forward", micro[mi]);
-        fwd[static_cast<std::size_t>(i)] = prev;
-      }
-      const int last = dev[static_cast<std::size_t>(nl - 1)];
-      const Lane last_lane{main, ids[static_cast<std::size_t>(last)],
-                           compute[static_cast<std::size_t>(last)]};
+      const std::vector<OpId> act =
+          forward_on_devices(b, layout, micro[mi], {{in.copy, DepKind::kStreamWaits}}, "").act;
       const Bytes out =
           static_cast<Bytes>(std::llround(layers.back().output_bytes_per_sample * bs));
       const OpId loss = emit_loss(b, last_lane, micro[mi], out, {});
@@ -134,7 +228,7 @@ Program lower_model_parallel(const Scenario& s) {
           p.ops[static_cast<std::size_t>(ga)].deps = {{go, DepKind::kHostWaits}};
         }
       }
-      prev = loss;
+      OpId prev = loss;
       std::vector<OpId> done(static_cast<std::size_t>(n), kNoOp);
       for (int i = nl - 1; i >= 0; --i) {
         const LayerSpec& l = layers[static_cast<std::size_t>(i)];
@@ -180,10 +274,11 @@ Program lower_model_parallel(const Scenario& s) {
         }
       }
       b.marker(main, ids.front(), "backward() returns", std::move(joins), "backward");
-      release_after_backward(b, last_lane, out, 0);
-      if (in.bytes > 0)
-        b.release(main, compute[0], ids.front(), MemCategory::kActivations, in.bytes,
-                  "input batch");
+      if (s.training.del_temporaries) {
+        release_output_and_input(b, layout, last_lane, out, in.bytes);
+      } else {
+        kept.emplace_back(out, in.bytes);
+      }
     }
     // optimizer.step() over parameters on every device (foreach kernels grouped by device).
     std::vector<Dep> ends;
@@ -205,6 +300,9 @@ Program lower_model_parallel(const Scenario& s) {
       ends.push_back({o, DepKind::kHostWaits});
     }
     b.marker(main, ids.front(), "loss.item()", std::move(ends), "sync");
+    for (const auto& [out, input] : kept)
+      release_output_and_input(b, layout, last_lane, out, input);
+    emit_step_end_on_devices(b, layout, last_lane, step, samples);
   }
   return b.take();
 }

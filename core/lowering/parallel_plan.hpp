@@ -4,7 +4,8 @@
 //
 // Index: [SECTION] Rank grid (hybrid_3d.cpp), [SECTION] Pipeline (pipeline.cpp),
 //        [SECTION] Tensor parallel (tensor_parallel.cpp), [SECTION] Recompute (recompute.cpp),
-//        [SECTION] ZeRO / FSDP (zero_fsdp.cpp), [SECTION] Emitter (hybrid_3d.cpp)
+//        [SECTION] ZeRO / FSDP (zero_fsdp.cpp), [SECTION] Memory switches (hybrid_leaks.cpp,
+//        model_parallel.cpp), [SECTION] Emitter (hybrid_3d.cpp, hybrid_emitter.hpp)
 #pragma once
 
 #include <cstdint>
@@ -118,6 +119,20 @@ struct ModelStateBytes {
 int optimizer_bytes_per_param(const TrainingSpec& t);  // K
 ModelStateBytes model_state_bytes(std::int64_t params, const TrainingSpec& t, int zero_stage,
                                   int dp);
+
+// [SECTION] Memory switches (hybrid_leaks.cpp, model_parallel.cpp) -------------------------------
+
+// docs/memory.md, "Scenario switches": the autograd nodes training.leaks.loss_as_tensor keeps per
+// step (kAutogradNodeBytes each, core/lowering/program_builder.hpp).
+// Megatron's TP mapping functions in layers [seg.first, seg.end): one per column- or row-parallel
+// layer when tp > 1, else 0.
+std::int64_t tp_mapping_nodes(const ModelSpec& m, Segment seg, int tp);
+// On the last pipeline stage, per step: m x (sum of the last segment's kernels + its TP mapping
+// nodes + 3 (loss) + 1 (+=)).
+std::int64_t hybrid_loss_graph_nodes(const Scenario& s);
+// model_parallel, on the last device: sum of all kernels + one ToCopyBackward per device change
+// + 3 (loss) + 1 (+=).
+std::int64_t model_parallel_graph_nodes(const Scenario& s);
 
 // [SECTION] Emitter ------------------------------------------------------------------------------
 

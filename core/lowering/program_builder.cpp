@@ -130,6 +130,7 @@ OpId ProgramBuilder::collective(int thread, int stream, int gpu, std::string nam
   Op op = base_op(OpKind::kCollective, std::move(name), thread, stream, gpu, python, dispatch,
                   std::move(deps), std::move(phase));
   op.collective = kind;
+  op.dtype = precision().compute == Dtype::kTf32 ? Dtype::kFp32 : precision().compute;
   op.group = group;
   op.root = root;
   op.instance = instance;
@@ -170,6 +171,18 @@ OpId ProgramBuilder::marker(int thread, int gpu, std::string name, std::vector<D
 PrecisionBytes ProgramBuilder::precision() const {
   return precision_bytes(s_.training.precision, s_.training.amp_dtype);
 }
+
+namespace {
+// A stored tensor's dtype from its bytes per element: 2 bytes are the compute dtype when that is
+// half precision (fp16 or bf16 recipes), else bf16; 4 bytes fp32.
+Dtype dtype_of_bytes(int bytes, Dtype compute) {
+  if (bytes != 2) return Dtype::kFp32;
+  return compute == Dtype::kFp16 ? Dtype::kFp16 : Dtype::kBf16;
+}
+}  // namespace
+
+Dtype ProgramBuilder::grads_dtype() const { return dtype_of_bytes(precision().grads, precision().compute); }
+Dtype ProgramBuilder::weights_dtype() const { return dtype_of_bytes(precision().weights, precision().compute); }
 
 Bytes ProgramBuilder::weight_bytes() const { return s_.model.total_params() * precision().weights; }
 Bytes ProgramBuilder::grad_bytes() const { return s_.model.total_params() * precision().grads; }

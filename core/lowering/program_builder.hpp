@@ -71,6 +71,12 @@ class ProgramBuilder {
 
   // [SECTION] Model pieces
   PrecisionBytes precision() const;
+  // Dtypes of the tensors a collective carries (Op::dtype; docs/trace-format.md, "Kineto
+  // conventions"): collectives default to the compute dtype (activations); gradient reductions
+  // carry .grad's dtype, parameter broadcasts and gathers the parameters' as stored.
+  Dtype grads_dtype() const;
+  Dtype weights_dtype() const;
+  void set_dtype(OpId op, Dtype d) { p_.ops[static_cast<std::size_t>(op)].dtype = d; }
   Bytes weight_bytes() const;     // all parameters as stored
   Bytes grad_bytes() const;       // all .grad tensors
   Bytes buffer_bytes() const;     // module buffers (fp32)

@@ -250,6 +250,9 @@ int simview_main(const std::vector<std::string>& args, std::ostream& out, std::o
   cli.add_option("--range", range, "zoom to START:END milliseconds after the trace's first event");
   cli.add_flag("--variants", o.variants,
                "with --scenario: run its three launch / GIL variants (compare view)");
+  cli.add_option("--memory-scale", o.memory_scale,
+                 "memory view y axis: shared (one scale for every GPU, default) or per-gpu "
+                 "(each GPU up to its own peak)");
   cli.footer("exit codes: 0 ok, 1 internal error, 2 bad input, 3 no display / OpenGL");
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
@@ -276,12 +279,18 @@ int simview_main(const std::vector<std::string>& args, std::ostream& out, std::o
     err << "simview: --view " << o.view << ": expected timeline, memory, stats or compare\n";
     return kExitBadInput;
   }
+  MemoryScale memory_scale = MemoryScale::kShared;
+  if (!parse_memory_scale(o.memory_scale, &memory_scale)) {
+    err << "simview: --memory-scale " << o.memory_scale << ": expected shared or per-gpu\n";
+    return kExitBadInput;
+  }
   if (o.traces.empty() && o.scenario.empty()) {
     err << "simview: nothing to show: give trace files or --scenario (simview --help)\n";
     return kExitBadInput;
   }
 
   Viewer viewer;
+  viewer.memory_view_state().scale = memory_scale;
   try {
     for (const std::string& t : o.traces) {
       auto doc = load_document(t);

@@ -59,13 +59,14 @@ bool write_png(const std::string& path, int width, int height,
                const std::vector<std::uint8_t>& rgba);
 
 struct AppOptions {
-  std::vector<std::string> traces;  // files to open
-  std::string scenario;             // scenario to simulate and edit ("" for none)
-  std::string screenshot;           // PNG to write, then exit ("" for interactive)
-  int width = 1600, height = 900;   // window / screenshot size, px
-  std::string view = "timeline";    // initial tab: timeline, memory, stats, compare
-  long long step = -1;              // zoom to ProfilerStep#N (-1: the whole trace)
-  bool variants = false;            // with a scenario: start with its launch / GIL variants
+  std::vector<std::string> traces;      // files to open
+  std::string scenario;                 // scenario to simulate and edit ("" for none)
+  std::string screenshot;               // PNG to write, then exit ("" for interactive)
+  int width = 1600, height = 900;       // window / screenshot size, px
+  std::string view = "timeline";        // initial tab: timeline, memory, stats, compare
+  long long step = -1;                  // zoom to ProfilerStep#N (-1: the whole trace)
+  bool variants = false;                // with a scenario: start with its launch / GIL variants
+  std::string memory_scale = "shared";  // memory view y axis: shared, per-gpu
 };
 
 // simview's whole command line (tools-style: tests can call it in-process).

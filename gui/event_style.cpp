@@ -18,7 +18,7 @@ const char* to_string(Part p) {
     case Part::kHost:
       return "host";
     case Part::kGilWait:
-      return "GIL wait";
+      return "idle: GIL wait";  // the GPU idles while its host threads wait for the GIL
     case Part::kIdle:
       return "idle";
   }

@@ -2,6 +2,8 @@
 #include "gui/memory_model.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 
 namespace csim::gui {
@@ -89,6 +91,73 @@ MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary)
   m.imbalance = summary.imbalance;
   m.oom = summary.oom;
   return m;
+}
+
+// [SECTION] Y scale and ticks
+// ---------------------------------------------------------------------------------
+
+bool parse_memory_scale(const std::string& s, MemoryScale* out) {
+  if (s == "shared") {
+    *out = MemoryScale::kShared;
+    return true;
+  }
+  if (s == "per-gpu" || s == "per_gpu") {
+    *out = MemoryScale::kPerGpu;
+    return true;
+  }
+  return false;
+}
+
+double memory_y_top(const MemoryModel& m, std::size_t gpu, MemoryScale scale, bool to_capacity) {
+  double top = 0;
+  for (std::size_t i = 0; i < m.gpus.size(); ++i) {
+    if (scale == MemoryScale::kPerGpu && i != gpu) continue;
+    const GpuMemory& g = m.gpus[i];
+    top = std::max({top, g.peak_bytes, g.peak_reserved_bytes});
+    if (to_capacity) top = std::max(top, static_cast<double>(g.capacity_bytes));
+  }
+  return std::max(top * 1.12, 1.0);
+}
+
+namespace {
+
+constexpr double kKiB = 1024.0, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+
+double tick_unit(double bytes) {
+  if (bytes >= kGiB) return kGiB;
+  if (bytes >= kMiB) return kMiB;
+  if (bytes >= kKiB) return kKiB;
+  return 1;
+}
+
+}  // namespace
+
+std::vector<double> memory_ticks(double top_bytes, int max_ticks) {
+  std::vector<double> out;
+  if (!(top_bytes > 0) || !std::isfinite(top_bytes) || max_ticks < 1) return out;
+  const double unit = tick_unit(top_bytes);
+  const double top = top_bytes / unit;  // >= 1 unless top_bytes < 1 B
+  // Smallest step in {1, 2, 5} × 10^k (units) with floor(top / step) <= max_ticks.
+  double step = 0;
+  for (int e = -3; step == 0; ++e) {
+    const double decade = std::pow(10.0, e);  // not repeated ×10: 0.5 GiB must be exact
+    for (const double f : {1.0, 2.0, 5.0}) {
+      if (std::floor(top / (f * decade) + 1e-9) <= max_ticks) {
+        step = f * decade;
+        break;
+      }
+    }
+  }
+  for (int k = 1; k * step <= top * (1 + 1e-12); ++k) out.push_back(k * step * unit);
+  return out;
+}
+
+std::string memory_tick_label(double bytes, double top_bytes) {
+  const double unit = tick_unit(top_bytes);
+  const char* name = unit == kGiB ? "GiB" : unit == kMiB ? "MiB" : unit == kKiB ? "KiB" : "B";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%g %s", bytes / unit, name);
+  return buf;
 }
 
 int sample_at(const GpuMemory& g, double t_ns) {

@@ -46,6 +46,32 @@ struct MemoryModel {
 
 MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary);
 
+// [SECTION] Y scale and ticks (docs/simview.md, "Memory")
+
+// How the lanes share the y axis. kShared (the default): every lane has the same top, so equal
+// bytes are equal heights across GPUs (the DataParallel imbalance is visible at a glance).
+// kPerGpu: each lane up to its own peak, to read the shape of a small GPU's curve; heights then do
+// not compare across GPUs.
+enum class MemoryScale { kShared, kPerGpu };
+
+// "shared" / "per-gpu" (the --memory-scale values); false otherwise.
+bool parse_memory_scale(const std::string& s, MemoryScale* out);
+
+// The byte value at the top of GPU `gpu`'s lane. The largest allocated or reserved peak in scope
+// (all GPUs for kShared, that GPU for kPerGpu), raised to the usable capacity when
+// `to_capacity`, times 1.12 for the peak label's headroom; at least 1 byte.
+double memory_y_top(const MemoryModel& m, std::size_t gpu, MemoryScale scale, bool to_capacity);
+
+// Gridline values (bytes) for an axis [0, top_bytes]: multiples of a step of 1, 2 or 5 × 10^k
+// units, the unit GiB (or MiB, KiB, B for smaller tops), the smallest such step that gives at most
+// `max_ticks` lines above 0, ascending, each <= top_bytes. Example: top 25.6 GiB, 4 ticks → step
+// 10 GiB → {10, 20} GiB; top 11.8 GiB → step 5 GiB → {5, 10} GiB.
+std::vector<double> memory_ticks(double top_bytes, int max_ticks);
+
+// Label of a tick value in the unit memory_ticks chose for `top_bytes`, without needless
+// decimals: "10 GiB", "2.5 GiB", "0.5 GiB" (one unit per axis).
+std::string memory_tick_label(double bytes, double top_bytes);
+
 // One column of the decimated plot: the sample drawn over [x0, x1) pixels. Within one pixel only
 // the sample with the largest allocated total is kept, so a peak never disappears when zoomed out.
 struct MemoryColumn {

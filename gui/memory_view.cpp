@@ -21,10 +21,17 @@ void dashed_hline(ImDrawList* dl, float x0, float x1, float y, ImU32 col) {
     dl->AddLine(ImVec2(x, y), ImVec2(std::min(x + 6, x1), y), col, 1.5f);
 }
 
+// Starts the next legend item of `w` px on a new line when the current one has no room for it
+// (narrow windows and screenshots: the legend wraps instead of running off the edge).
+void wrap_for(float w) {
+  if (ImGui::GetContentRegionAvail().x < w) ImGui::NewLine();
+}
+
 void draw_legend(const MemoryModel& m) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float sz = ImGui::GetFontSize() * 0.8f;
   for (const std::string& c : m.categories) {
+    wrap_for(sz + 2 + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(c.c_str()).x);
     const ImVec2 p = ImGui::GetCursorScreenPos();
     dl->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + sz, p.y + 2 + sz),
                       memory_category_colour(c));
@@ -33,18 +40,20 @@ void draw_legend(const MemoryModel& m) {
     ImGui::TextUnformatted(c.c_str());
     ImGui::SameLine(0, 14);
   }
+  wrap_for(26 + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize("usable capacity").x);
   const ImVec2 p = ImGui::GetCursorScreenPos();
   dashed_hline(dl, p.x, p.x + 24, p.y + sz / 2 + 2, kCapacityCol);
   ImGui::Dummy(ImVec2(26, sz));
   ImGui::SameLine();
   ImGui::TextUnformatted("usable capacity");
   ImGui::SameLine(0, 14);
+  wrap_for(26 + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize("reserved (allocator)").x);
   const ImVec2 q = ImGui::GetCursorScreenPos();
   dl->AddLine(ImVec2(q.x, q.y + sz / 2 + 2), ImVec2(q.x + 24, q.y + sz / 2 + 2), kReservedCol,
               1.5f);
   ImGui::Dummy(ImVec2(26, sz));
   ImGui::SameLine();
-  ImGui::TextUnformatted("reserved (caching allocator)");
+  ImGui::TextUnformatted("reserved (allocator)");
   ImGui::NewLine();
 }
 
@@ -84,7 +93,15 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* st, 
                        m.oom->op.empty() ? "" : " at ", m.oom->op.c_str(),
                        format_bytes(static_cast<double>(m.oom->shortfall_bytes)).c_str());
   }
-  ImGui::Checkbox("y axis up to capacity", &st->scale_to_capacity);
+  bool per_gpu = st->scale == MemoryScale::kPerGpu;
+  if (ImGui::Checkbox("per-GPU y scale", &per_gpu))
+    st->scale = per_gpu ? MemoryScale::kPerGpu : MemoryScale::kShared;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "Off (default): one scale for every GPU, so equal heights are equal bytes.\n"
+        "On: each GPU's lane up to its own peak; heights do not compare across GPUs.");
+  ImGui::SameLine(0, 14);
+  ImGui::Checkbox("y up to capacity", &st->scale_to_capacity);
   ImGui::SameLine(0, 20);
   draw_legend(m);
 
@@ -94,19 +111,15 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* st, 
                   plot_w, 22, *view);
   ImGui::Dummy(ImVec2(avail.x, 22));
 
-  double y_max = 0;
-  for (const GpuMemory& g : m.gpus) {
-    y_max = std::max({y_max, g.peak_bytes, g.peak_reserved_bytes});
-    if (st->scale_to_capacity) y_max = std::max(y_max, static_cast<double>(g.capacity_bytes));
-  }
-  y_max = std::max(y_max * 1.12, 1.0);
   TimeView abs = *view;
   abs.start_ns += static_cast<double>(doc.timeline.t_min);
 
   ImGui::BeginChild("memory", ImVec2(0, 0), false);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 mouse = ImGui::GetIO().MousePos;
-  for (const GpuMemory& g : m.gpus) {
+  for (std::size_t gi = 0; gi < m.gpus.size(); ++gi) {
+    const GpuMemory& g = m.gpus[gi];
+    const double y_max = memory_y_top(m, gi, st->scale, st->scale_to_capacity);
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float h = st->plot_h;
     const float x0 = p.x + label_width, y0 = p.y + 2, y1 = p.y + h - 4;
@@ -121,6 +134,10 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* st, 
                     format_bytes(static_cast<double>(g.capacity_bytes)).c_str(),
                     g.peak_bytes / static_cast<double>(g.capacity_bytes) * 100);
       dl->AddText(ImVec2(p.x + 4, y0 + 36), rgba(170, 170, 180), buf);
+    }
+    if (st->scale == MemoryScale::kPerGpu) {
+      std::snprintf(buf, sizeof buf, "own y scale: 0 - %s", format_bytes(y_max).c_str());
+      dl->AddText(ImVec2(p.x + 4, y0 + 72), rgba(170, 170, 180), buf);
     }
     if (role) {
       const char* r = g.device_ids0 && g.output_device
@@ -158,6 +175,18 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* st, 
         prev_y = y;
       }
       dl->AddLine(ImVec2(prev_x, prev_y), ImVec2(x0 + plot_w, prev_y), kReservedCol, 1.5f);
+    }
+    // GiB gridlines and their labels, over the stack so that they read on any fill.
+    const int max_ticks = std::max(1, static_cast<int>((y1 - y0) / 24));
+    for (const double tick : memory_ticks(y_max, max_ticks)) {
+      const float ty = y_of(tick);
+      const std::string label = memory_tick_label(tick, y_max);
+      const ImVec2 ts = ImGui::CalcTextSize(label.c_str());
+      if (ty - ts.y < y0) continue;  // no room for the label above the lane's top: skip the line
+      dl->AddLine(ImVec2(x0, ty), ImVec2(x0 + plot_w, ty), rgba(255, 255, 255, 38));
+      dl->AddRectFilled(ImVec2(x0 + 1, ty - ts.y), ImVec2(x0 + 5 + ts.x, ty),
+                        rgba(30, 30, 36, 200));
+      dl->AddText(ImVec2(x0 + 3, ty - ts.y), rgba(190, 190, 200), label.c_str());
     }
     if (g.capacity_bytes > 0 && g.capacity_bytes <= y_max) {
       dashed_hline(dl, x0, x0 + plot_w, y_of(static_cast<double>(g.capacity_bytes)), kCapacityCol);

@@ -11,13 +11,15 @@
 namespace csim::gui {
 
 struct MemoryViewState {
+  // One y scale for every GPU (default), or each lane up to its own peak (memory_model.hpp).
+  MemoryScale scale = MemoryScale::kShared;
   bool scale_to_capacity = false;  // y axis up to the usable capacity (else: the largest peak)
   float plot_h = 110;              // px per GPU
 };
 
 // Per GPU: allocated bytes stacked by category over time (sharing `view`, relative to the
-// trace's first event, with the timeline), capacity line, peak marker, device_ids[0] /
-// output_device highlighted with the imbalance, and the OOM point.
+// trace's first event, with the timeline) on a GiB axis with gridlines, capacity line, peak marker,
+// device_ids[0] / output_device highlighted with the imbalance, and the OOM point.
 void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* state,
                       float label_width);
 

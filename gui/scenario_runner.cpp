@@ -57,6 +57,7 @@ SimResult run_scenario(const std::string& path, const std::vector<std::string>& 
   const auto t0 = std::chrono::steady_clock::now();
   try {
     const core::Scenario s = core::parse_scenario_file(path, overrides);
+    core::check_trace_limit(s);  // simview always builds the trace
     r.trace = app::simulate(s).trace;
     r.ok = true;
   } catch (const std::exception& e) {

@@ -50,6 +50,59 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+struct Window {
+  TimeNs start = 0, end = 0;
+};
+
+// The summary's averaging window (docs/summary.md, "Steps"; profiler/summary.cpp): step N =
+// [min start, max end] of every ProfilerStep#N (cat user_annotation), taken from the previous
+// step's end when step N−1 exists; the window is every step but the first found, or the one step;
+// the whole trace when there are no steps. Recomputed here because the Summary keeps only its
+// length, and the host GIL wait must be averaged over the same steps as the GPU figures.
+std::vector<Window> summary_window(const prof::Trace& t) {
+  std::map<std::int64_t, Window> by_n;
+  for (const prof::TraceEvent& e : t.events) {
+    std::int64_t n = 0;
+    if (e.cat != "user_annotation" || !profiler_step_number(e.name, &n)) continue;
+    auto [it, fresh] = by_n.try_emplace(n, Window{e.ts_ns, e.ts_ns + e.dur_ns});
+    if (!fresh) {
+      it->second.start = std::min(it->second.start, e.ts_ns);
+      it->second.end = std::max(it->second.end, e.ts_ns + e.dur_ns);
+    }
+  }
+  std::vector<Window> w;
+  if (by_n.empty()) {
+    bool any = false;
+    Window all;
+    for (const prof::TraceEvent& e : t.events) {
+      all.start = any ? std::min(all.start, e.ts_ns) : e.ts_ns;
+      all.end = any ? std::max(all.end, e.ts_ns + e.dur_ns) : e.ts_ns + e.dur_ns;
+      any = true;
+    }
+    if (any) w.push_back(all);
+    return w;
+  }
+  const Window* prev = nullptr;
+  std::int64_t prev_n = 0;
+  for (const auto& [n, step] : by_n) {
+    const bool chained = prev != nullptr && n == prev_n + 1;
+    if (by_n.size() == 1 || prev != nullptr)
+      w.push_back(Window{chained ? prev->end : step.start, step.end});
+    prev = &step;
+    prev_n = n;
+  }
+  return w;
+}
+
+std::string thread_name(const prof::Trace& t, std::int32_t pid, std::int32_t tid) {
+  const prof::ProcessInfo* pi = t.process(pid);
+  const prof::ThreadInfo* ti = t.thread(pid, tid);
+  std::string s = pi != nullptr && !pi->name.empty() ? pi->name : "pid " + std::to_string(pid);
+  s += " / ";
+  s += ti != nullptr && !ti->name.empty() ? ti->name : "tid " + std::to_string(tid);
+  return s;
+}
+
 }  // namespace
 
 StatsModel build_stats(const prof::Trace& trace, const prof::Summary& s) {
@@ -82,10 +135,31 @@ StatsModel build_stats(const prof::Trace& trace, const prof::Summary& s) {
     x.role = d0 && od ? "device_ids[0] + output_device"
                       : (d0 ? "device_ids[0]" : (od ? "output_device" : ""));
     m.bubble_fraction += x.bubble_fraction;
-    m.gil_wait_s += g.host_wait_s;
+    m.gpu_gil_wait_s += g.host_wait_s;
     m.gpus.push_back(std::move(x));
   }
   if (!m.gpus.empty()) m.bubble_fraction /= static_cast<double>(m.gpus.size());
+
+  // Host threads' GIL waits: their "GIL wait" events clipped to the window, per step.
+  const std::vector<Window> window = summary_window(trace);
+  std::map<std::pair<std::int32_t, std::int32_t>, TimeNs> waited;
+  for (const prof::TraceEvent& e : trace.events) {
+    if (e.cls != prof::EventClass::kGilWait || e.dur_ns <= 0) continue;
+    TimeNs in = 0;
+    for (const Window& w : window)
+      in += std::max<TimeNs>(0, std::min(w.end, e.ts_ns + e.dur_ns) - std::max(w.start, e.ts_ns));
+    if (in > 0) waited[{e.pid, e.tid}] += in;
+  }
+  const double per_step = window.empty() ? 0.0 : 1.0 / static_cast<double>(window.size());
+  for (const auto& [lane, ns] : waited) {
+    const double s_per_step = ns_to_s(ns) * per_step;
+    m.host_gil_wait_s += s_per_step;
+    m.gil_wait_by_thread.push_back({thread_name(trace, lane.first, lane.second), s_per_step});
+  }
+  std::stable_sort(m.gil_wait_by_thread.begin(), m.gil_wait_by_thread.end(),
+                   [](const StatsModel::ThreadWait& a, const StatsModel::ThreadWait& b) {
+                     return a.wait_s > b.wait_s;
+                   });
 
   // Under rank symmetry a simulated GPU's kernels stand for its mirrors' too (docs/summary.md,
   // "Rank symmetry"): count them stands_for times.
@@ -151,7 +225,11 @@ std::vector<CompareRow> compare_table(const std::vector<const StatsModel*>& runs
       "exposed comm (sum of GPUs)", true,
       [](const StatsModel& s) { return s.summary.exposed_comm_s; }, time_fmt);
   add(
-      "GIL wait (sum of GPUs)", true, [](const StatsModel& s) { return s.gil_wait_s; }, time_fmt);
+      "GIL wait, host threads (sum)", true, [](const StatsModel& s) { return s.host_gil_wait_s; },
+      time_fmt);
+  add(
+      "GPU idle on GIL wait (sum)", true, [](const StatsModel& s) { return s.gpu_gil_wait_s; },
+      time_fmt);
   add(
       "bubble (idle)", true, [](const StatsModel& s) { return s.bubble_fraction; }, pct_fmt);
   add(

@@ -31,7 +31,20 @@ struct StatsModel {
       0;            // catalog dense peak for the trace's GPU and precision (0: unknown)
   double mfu = -1;  // achieved / (GPUs × peak); −1 when unknown (docs/simview.md, "MFU")
   double bubble_fraction = 0;  // mean of the GPUs' bubble fractions
-  double gil_wait_s = 0;       // Σ GPUs' host-wait seconds per step
+  // Two different GIL figures (docs/simview.md, "Statistics"):
+  // - gpu_gil_wait_s: Σ over GPUs of the summary's exclusive "host wait" part per step, the time
+  //   a GPU has nothing to run while its host threads wait for the GIL. 0 when the GIL waits
+  //   hide behind GPU work (a GPU-bound DataParallel run);
+  // - host_gil_wait_s: Σ over host threads of their "GIL wait" events (cat gil_wait) per step,
+  //   what the threads themselves lose to the GIL, whatever the GPUs do meanwhile.
+  // Both per step over the summary's window (steps 2..N; the one step when there is one).
+  double gpu_gil_wait_s = 0;
+  double host_gil_wait_s = 0;
+  struct ThreadWait {
+    std::string name;   // "node 0 / GPU 1 / replica 1 [python, GIL]"
+    double wait_s = 0;  // GIL wait per step
+  };
+  std::vector<ThreadWait> gil_wait_by_thread;  // threads with GIL waits, most waiting first
   std::string label;  // "data_parallel (4 GPUs, …)" from metadata, else the scenario name
 };
 
@@ -48,8 +61,8 @@ struct CompareRow {
   bool lower_is_better = true;      // for colouring the delta
 };
 
-// Rows: step time, samples/s, mean GPU busy, exposed communication, GIL wait, bubble, MFU,
-// peak memory (max over GPUs), memory imbalance.
+// Rows: step time, samples/s, mean GPU busy, exposed communication, GIL wait of the host threads,
+// GPU idle on GIL wait, bubble, MFU, peak memory (max over GPUs), memory imbalance.
 std::vector<CompareRow> compare_table(const std::vector<const StatsModel*>& runs);
 
 // Aligning compared traces (docs/simview.md, "Compare"): a simulated and a real run of one

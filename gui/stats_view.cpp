@@ -146,7 +146,22 @@ void draw_stats_view(const Document& doc) {
     figure("exposed communication (sum of GPUs)",
            format_time(s.exposed_comm_s * 1e9) + " per step");
     figure("overlapped communication", format_time(s.overlapped_comm_s * 1e9) + " per step");
-    figure("GIL wait (sum of GPUs)", format_time(st.gil_wait_s * 1e9) + " per step");
+    figure("GIL wait of host threads (sum)", format_time(st.host_gil_wait_s * 1e9) + " per step");
+    if (ImGui::IsItemHovered()) {
+      ImGui::BeginTooltip();
+      ImGui::TextUnformatted("Time host threads spend in \"GIL wait\" events, per step:");
+      for (const StatsModel::ThreadWait& w : st.gil_wait_by_thread)
+        ImGui::Text("  %s  %s", format_time(w.wait_s * 1e9).c_str(), w.name.c_str());
+      if (st.gil_wait_by_thread.empty()) ImGui::TextUnformatted("  (no GIL waits)");
+      ImGui::EndTooltip();
+    }
+    if (!st.gil_wait_by_thread.empty()) {
+      figure("  most waiting thread", format_time(st.gil_wait_by_thread.front().wait_s * 1e9) +
+                                          " per step  " + st.gil_wait_by_thread.front().name);
+    }
+    figure("GPU idle on GIL wait (sum of GPUs)",
+           format_time(st.gpu_gil_wait_s * 1e9) +
+               " per step (the GPU has nothing to run while its threads wait for the GIL)");
     figure("bubble (mean idle fraction)", pct(st.bubble_fraction));
     if (s.imbalance > 0) {
       std::snprintf(buf, sizeof buf, "%.2fx", s.imbalance);

@@ -4,9 +4,11 @@
 #include "gui/timeline_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 namespace csim::gui {
@@ -15,6 +17,50 @@ namespace {
 std::uint64_t lane_key(std::int32_t pid, std::int32_t tid) {
   return static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32 |
          static_cast<std::uint32_t>(tid);
+}
+
+// StepMark's rule (timeline_model.hpp): the step thread's spans, the union for steps it lacks,
+// then tiled.
+std::vector<StepMark> step_marks(const prof::Trace& trace,
+                                 const std::vector<std::pair<std::int64_t, std::uint32_t>>& events,
+                                 std::int32_t* step_pid, std::int32_t* step_tid) {
+  if (events.empty()) return {};
+  // The step thread: the smallest (no GPU index last, GPU index, pid, sort index, tid).
+  auto order = [&](const prof::TraceEvent& e) {
+    const prof::ProcessInfo* pi = trace.process(e.pid);
+    const prof::ThreadInfo* ti = trace.thread(e.pid, e.tid);
+    const int gpu = pi != nullptr ? pi->gpu : -1;
+    return std::tuple(gpu < 0, gpu, e.pid, ti != nullptr ? ti->sort_index : 0, e.tid);
+  };
+  const prof::TraceEvent* ref = &trace.events[events.front().second];
+  for (const auto& [n, i] : events) {
+    if (order(trace.events[i]) < order(*ref)) ref = &trace.events[i];
+  }
+  *step_pid = ref->pid;
+  *step_tid = ref->tid;
+  std::map<std::int64_t, StepMark> own, all;
+  auto widen = [](std::map<std::int64_t, StepMark>* into, std::int64_t n,
+                  const prof::TraceEvent& e) {
+    auto [it, fresh] = into->try_emplace(n, StepMark{n, e.ts_ns, e.ts_ns + e.dur_ns});
+    if (!fresh) {
+      it->second.start = std::min(it->second.start, e.ts_ns);
+      it->second.end = std::max(it->second.end, e.ts_ns + e.dur_ns);
+    }
+  };
+  for (const auto& [n, i] : events) {
+    const prof::TraceEvent& e = trace.events[i];
+    widen(&all, n, e);
+    if (e.pid == ref->pid && e.tid == ref->tid) widen(&own, n, e);
+  }
+  std::vector<StepMark> out;
+  for (const auto& [n, union_mark] : all) {
+    const auto it = own.find(n);
+    StepMark mark = it != own.end() ? it->second : union_mark;
+    if (!out.empty() && mark.start < out.back().end)
+      mark.start = std::min(out.back().end, mark.end);
+    out.push_back(mark);
+  }
+  return out;
 }
 
 }  // namespace
@@ -50,7 +96,7 @@ TimelineModel build_timeline(const prof::Trace& trace) {
   // Events per (pid, tid), in trace order; lanes are created in first-seen order, sorted below.
   std::unordered_map<std::uint64_t, int> lane_index;
   std::vector<std::vector<std::uint32_t>> members;
-  std::map<std::int64_t, StepMark> steps;
+  std::vector<std::pair<std::int64_t, std::uint32_t>> step_events;  // (N, event index)
   bool any = false;
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const prof::TraceEvent& e = trace.events[i];
@@ -60,11 +106,7 @@ TimelineModel build_timeline(const prof::Trace& trace) {
     any = true;
     std::int64_t step = 0;
     if (e.cls == prof::EventClass::kAnnotation && profiler_step_number(e.name, &step)) {
-      auto [st, fresh_step] = steps.try_emplace(step, StepMark{step, e.ts_ns, e.ts_ns + e.dur_ns});
-      if (!fresh_step) {
-        st->second.start = std::min(st->second.start, e.ts_ns);
-        st->second.end = std::max(st->second.end, e.ts_ns + e.dur_ns);
-      }
+      step_events.emplace_back(step, static_cast<std::uint32_t>(i));
       continue;
     }
     auto [it, fresh] =
@@ -79,7 +121,7 @@ TimelineModel build_timeline(const prof::Trace& trace) {
     members[it->second].push_back(static_cast<std::uint32_t>(i));
   }
 
-  for (const auto& [n, mark] : steps) m.steps.push_back(mark);
+  m.steps = step_marks(trace, step_events, &m.step_pid, &m.step_tid);
 
   // Rows by nesting depth. Sorting by (start, longer first) puts a parent before the children that
   // start with it; the stack then holds the open ancestors of the current event.
@@ -104,6 +146,7 @@ TimelineModel build_timeline(const prof::Trace& trace) {
       lane.has_gil_wait = lane.has_gil_wait || s.cls == prof::EventClass::kGilWait;
       stack.push_back(s);
     }
+    for (Row& r : lane.rows) index_row_classes(&r);
     lane.event_count = idx.size();
     m.event_count += idx.size();
     const prof::ThreadInfo* ti = trace.thread(lane.pid, lane.tid);
@@ -168,7 +211,48 @@ TimelineModel build_timeline(const prof::Trace& trace) {
 // [SECTION] Folding
 // ---------------------------------------------------------------------------------
 
+void index_row_classes(Row* row) {
+  row->classes.clear();
+  row->class_time.clear();
+  for (const Span& s : row->spans) {
+    if (std::find(row->classes.begin(), row->classes.end(), s.cls) == row->classes.end())
+      row->classes.push_back(s.cls);
+  }
+  const std::size_t c = row->classes.size();
+  if (c < 2) return;  // one class: every fold has it, no sums needed
+  std::array<int, prof::kEventClassCount> slot{};
+  for (std::size_t k = 0; k < c; ++k) slot[static_cast<int>(row->classes[k])] = static_cast<int>(k);
+  row->class_time.assign((row->spans.size() + 1) * c, 0);
+  for (std::size_t i = 0; i < row->spans.size(); ++i) {
+    const Span& s = row->spans[i];
+    const TimeNs* prev = &row->class_time[i * c];
+    TimeNs* next = &row->class_time[(i + 1) * c];
+    std::copy_n(prev, c, next);
+    next[slot[static_cast<int>(s.cls)]] += s.end - s.start;
+  }
+}
+
 namespace {
+
+// The class filling most of the fold spans[i, j) (time-weighted; ties to spans[i]'s class).
+prof::EventClass fold_class(const Row& row, std::size_t i, std::size_t j) {
+  const std::vector<Span>& s = row.spans;
+  if (row.classes.size() == 1) return row.classes[0];
+  std::array<TimeNs, prof::kEventClassCount> fill{};
+  const std::size_t c = row.classes.size();
+  if (c > 1 && row.class_time.size() == (s.size() + 1) * c) {
+    for (std::size_t k = 0; k < c; ++k)
+      fill[static_cast<int>(row.classes[k])] =
+          row.class_time[j * c + k] - row.class_time[i * c + k];
+  } else {
+    for (std::size_t k = i; k < j; ++k) fill[static_cast<int>(s[k].cls)] += s[k].end - s[k].start;
+  }
+  prof::EventClass best = s[i].cls;
+  for (int k = 0; k < prof::kEventClassCount; ++k) {
+    if (fill[k] > fill[static_cast<int>(best)]) best = static_cast<prof::EventClass>(k);
+  }
+  return best;
+}
 
 // First index >= `from` whose span ends at or after `limit` (ends are sorted, so this is a
 // partition point), searched outward from the guess `from + hint`. A fold advances by about the
@@ -257,8 +341,8 @@ void fold_row_into(const Row& row, const TimeView& view, double width_px, double
     }
     const double x0 = view.x_of(static_cast<double>(a.start));
     const double x1 = std::max(view.x_of(fold_end), x0 + 1.0);
-    out->push_back(
-        DrawItem{x0, x1, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j - i), a.cls});
+    out->push_back(DrawItem{x0, x1, static_cast<std::uint32_t>(i),
+                            static_cast<std::uint32_t>(j - i), fold_class(row, i, j)});
     i = j;
   }
 }

@@ -31,7 +31,17 @@ struct Span {  // one event as the timeline draws it (24 bytes: a million fit in
 
 struct Row {
   std::vector<Span> spans;  // sorted by start, pairwise disjoint, hence also sorted by end
+  // For the colour of folds (fold_row): the distinct classes of `spans` in first-seen order and,
+  // when there are two or more, prefix sums of their durations: class_time[k·C + c] = Σ
+  // durations of spans[0, k) of class classes[c] (C = classes.size(), k = 0..spans.size()), so a
+  // fold's time per class is two lookups whatever its size. Built by index_row_classes (which
+  // build_timeline calls); a Row without it still folds right, summing the spans it swallows.
+  std::vector<prof::EventClass> classes;
+  std::vector<TimeNs> class_time;
 };
+
+// Fills `row->classes` and `row->class_time` from `row->spans` (see Row).
+void index_row_classes(Row* row);
 
 struct Lane {
   std::int32_t pid = 0, tid = 0;
@@ -55,13 +65,24 @@ struct NodeGroup {
   std::vector<int> gpus;  // indices into TimelineModel::gpus, by gpu index then pid
 };
 
-struct StepMark {             // one training iteration, from the ProfilerStep#N annotations
+// One training iteration as the strip under the ruler shows it (docs/simview.md, "Timeline"):
+// the ProfilerStep#N span of the trace's *step thread*, the first host thread that carries
+// ProfilerStep annotations in lane order (lowest GPU index, then pid, then the thread's sort
+// index, then tid): rank 0's training loop, which is what the PyTorch profiler of rank 0 records
+// and what Perfetto shows there. Other threads' and ranks' spans are not merged in: a pipeline's
+// stages run different parts of neighbouring steps at once, so the union of every rank's
+// ProfilerStep#N overlaps the next step and is longer than a step (gpt_pipeline_8xa100: 965 ms
+// for 826 ms steps), and DataParallel's replica threads may carry spans that do not nest.
+// Step N missing on the step thread: the union over every thread (min start, max end). Steps are
+// then made to tile: a start before the previous step's end is moved to that end.
+struct StepMark {
   std::int64_t n = 0;         // N
-  TimeNs start = 0, end = 0;  // min start, max end over every process's ProfilerStep#N
+  TimeNs start = 0, end = 0;  // absolute ns
 };
 
 struct TimelineModel {
   std::vector<StepMark> steps;  // by N; drawn as one strip under the ruler, not in the lanes
+  std::int32_t step_pid = -1, step_tid = -1;  // the step thread (StepMark); -1 without steps
   std::vector<Lane> lanes;
   std::vector<GpuGroup> gpus;
   std::vector<NodeGroup> nodes;
@@ -73,8 +94,8 @@ struct TimelineModel {
 };
 
 // Builds the model. Events with negative duration are dropped; zero-length ones are kept.
-// ProfilerStep#N annotations become `steps` (as profiler/summary finds steps) instead of lane
-// events: every host thread carries them, and one strip shows them once. Nesting:
+// ProfilerStep#N annotations become `steps` (StepMark: the step thread's spans) instead of lane
+// events: every GPU's training loop carries them, and one strip shows them once. Nesting:
 // an event goes one row below the innermost still-open event of its lane (a stack), so an event at
 // depth d starts after the previous one at depth d has ended — rows stay disjoint even when a
 // trace's events overlap without nesting (they then land one row lower).
@@ -90,7 +111,9 @@ struct DrawItem {
   double x0 = 0, x1 = 0;    // pixels relative to the plot's left edge (x1 >= x0 + 1 for folds)
   std::uint32_t first = 0;  // index of the first span in the row
   std::uint32_t count = 1;  // spans covered: 1 = one real event, > 1 = a folded block
-  prof::EventClass cls = prof::EventClass::kOther;  // class of the first span
+  // The span's class; for a fold, the class that fills most of it: the largest sum of the
+  // covered spans' durations (gaps count for none), ties to the first span's class.
+  prof::EventClass cls = prof::EventClass::kOther;
 };
 
 // What to draw for `row` in the visible window [0, width_px] of `view`. Spans at least `min_px`
@@ -99,7 +122,8 @@ struct DrawItem {
 // each step of the fold is a binary search on the (sorted) ends and pushes the fold's end at
 // least `min_px` further, so a row costs O(min(visible spans, width / min_px) · log n) whatever
 // its size. Example at 1 ns/px, min_px 3: spans [0,1] [2,3] [4,5] [10,30] → one fold [0,5] of 3
-// spans, then [10,30] on its own.
+// spans, then [10,30] on its own. A fold is coloured by the class filling most of it
+// (DrawItem::cls), from the row's class prefix sums: O(classes) per fold.
 std::vector<DrawItem> fold_row(const Row& row, const TimeView& view, double width_px,
                                double min_px);
 

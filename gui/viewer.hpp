@@ -48,6 +48,7 @@ class Viewer {
   void frame(float width, float height);
 
   TimeView& time_view() { return view_; }
+  MemoryViewState& memory_view_state() { return memory_; }
   TimelineView& timeline() { return timeline_; }
   TimelineSelection& selection() { return selection_; }
 

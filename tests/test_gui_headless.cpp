@@ -79,6 +79,13 @@ TEST_CASE("every tab draws the golden DataParallel trace headless", "[gui][imgui
     for (int i = 0; i < 3; ++i) ctx.frame(v);
     CHECK(ImGui::GetDrawData()->TotalVtxCount > 1000);
   }
+  // The memory view shares one y scale by default; per-GPU scaling (--memory-scale per-gpu) draws
+  // too.
+  CHECK(v.memory_view_state().scale == MemoryScale::kShared);
+  v.memory_view_state().scale = MemoryScale::kPerGpu;
+  v.select_tab(Tab::kMemory);
+  for (int i = 0; i < 2; ++i) ctx.frame(v);
+  CHECK(ImGui::GetDrawData()->TotalVtxCount > 1000);
   v.select_tab(Tab::kTimeline);
   ctx.frame(v);
   ctx.frame(v);

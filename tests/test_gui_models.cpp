@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/scenario_parser.hpp"
 #include "gui/document.hpp"
@@ -113,7 +114,7 @@ TEST_CASE("statistics and compare table on the golden DataParallel trace", "[gui
   }
   CHECK(st.gpus[0].role.find("device_ids[0]") != std::string::npos);
   const auto rows = compare_table({&st, &st});
-  REQUIRE(rows.size() == 9);
+  REQUIRE(rows.size() == 10);  // compare_table's rows (stats_model.hpp)
   CHECK(rows[0].metric == "step time");
   CHECK(rows[0].delta == "+0.0 %");
   CHECK(rows[0].values[0] == rows[0].values[1]);
@@ -169,7 +170,9 @@ TEST_CASE("the scenario panel's knobs simulate a bundled scenario", "[gui]") {
   INFO(r.error);
   REQUIRE(r.ok);
   CHECK_FALSE(r.trace.events.empty());
-  CHECK(r.seconds < 1.0);  // "well under a second" for the bundled small scenarios
+  // No wall-clock bound here (issue 16 item 19: it fails on a slow or loaded machine); the
+  // panel's speed is a benchmark's business (bench/), not a unit test's.
+  CHECK(r.seconds >= 0);
 }
 
 TEST_CASE("statistics of a symmetric run count each simulated GPU for its mirrors", "[gui]") {
@@ -188,7 +191,8 @@ TEST_CASE("statistics of a symmetric run count each simulated GPU for its mirror
   CHECK(a.gpus.size() == 8);
   CHECK(a.gpus.size() == b.gpus.size());
   CHECK(a.achieved_flops_per_s == Approx(b.achieved_flops_per_s).epsilon(1e-9));
-  CHECK(a.gil_wait_s == Approx(b.gil_wait_s).margin(1e-12));
+  CHECK(a.gpu_gil_wait_s == Approx(b.gpu_gil_wait_s).margin(1e-12));
+  CHECK(a.host_gil_wait_s == Approx(b.host_gil_wait_s).margin(1e-12));
 }
 
 TEST_CASE("the statistics label says where the timings come from", "[gui]") {
@@ -220,4 +224,209 @@ TEST_CASE("compare alignment: common steps and per-trace offsets to line step st
   // Step 0 = first events; a step one trace lacks falls back to the first events too.
   CHECK(align_offsets_ns(both, 0) == std::vector<double>{0, 0});
   CHECK(align_offsets_ns(both, 3) == std::vector<double>{0, 0});
+}
+
+// [SECTION] Issue 16, item 15: the memory view's shared scale and GiB ticks; host GIL wait
+// ---------------------------------------------------------------------------------
+
+TEST_CASE("memory lanes share one y scale by default; per-GPU scaling is an option", "[gui]") {
+  // DataParallel's picture in miniature: GPU 0 peaks at 22.9 GiB, GPU 1 at 10.5 GiB, 79.1 GiB
+  // usable each (gpt2_small_8xa100 under DataParallel).
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  MemoryModel m;
+  m.gpus.resize(2);
+  m.gpus[0].peak_bytes = 22.9 * kGiB;
+  m.gpus[1].peak_bytes = 10.5 * kGiB;
+  for (GpuMemory& g : m.gpus) g.capacity_bytes = static_cast<Bytes>(79.1 * kGiB);
+  // Shared: both lanes top out at 1.12 × the largest peak, so GPU 1's stack is 10.5 / 22.9 =
+  // 46 % as tall as GPU 0's, as its bytes are.
+  const double shared0 = memory_y_top(m, 0, MemoryScale::kShared, false);
+  const double shared1 = memory_y_top(m, 1, MemoryScale::kShared, false);
+  CHECK(shared0 == Approx(22.9 * 1.12 * kGiB));
+  CHECK(shared1 == shared0);
+  CHECK(m.gpus[1].peak_bytes / shared1 == Approx(10.5 / (22.9 * 1.12)));
+  // Per GPU: each lane up to its own peak, so both peaks are drawn at 1 / 1.12 of the lane.
+  CHECK(memory_y_top(m, 1, MemoryScale::kPerGpu, false) == Approx(10.5 * 1.12 * kGiB));
+  CHECK(m.gpus[0].peak_bytes / memory_y_top(m, 0, MemoryScale::kPerGpu, false) ==
+        Approx(m.gpus[1].peak_bytes / memory_y_top(m, 1, MemoryScale::kPerGpu, false)));
+  // Up to capacity: 1.12 × 79.1 GiB for every lane in either mode.
+  CHECK(memory_y_top(m, 1, MemoryScale::kShared, true) == Approx(79.1 * 1.12 * kGiB));
+  CHECK(memory_y_top(m, 1, MemoryScale::kPerGpu, true) == Approx(79.1 * 1.12 * kGiB));
+  // The command line's names.
+  MemoryScale s = MemoryScale::kShared;
+  CHECK(parse_memory_scale("per-gpu", &s));
+  CHECK(s == MemoryScale::kPerGpu);
+  CHECK(parse_memory_scale("shared", &s));
+  CHECK(s == MemoryScale::kShared);
+  CHECK_FALSE(parse_memory_scale("log", &s));
+}
+
+TEST_CASE("memory ticks: 1-2-5 steps of GiB, at most the lane's share of lines", "[gui]") {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  // Top 25.648 GiB (1.12 × 22.9): with 4 lines at most, 1 and 2 GiB steps give 25 and 12 lines,
+  // 5 GiB gives 5, 10 GiB gives 2 → the smallest step that fits is 10 GiB: {10, 20} GiB.
+  CHECK(memory_ticks(22.9 * 1.12 * kGiB, 4) == std::vector<double>{10 * kGiB, 20 * kGiB});
+  // With 5 lines allowed, 5 GiB fits exactly (floor(25.6 / 5) = 5): {5, 10, 15, 20, 25} GiB.
+  CHECK(memory_ticks(22.9 * 1.12 * kGiB, 5).size() == 5);
+  // Top 11.76 GiB (1.12 × 10.5), 4 lines: 5 GiB → {5, 10} GiB.
+  CHECK(memory_ticks(10.5 * 1.12 * kGiB, 4) == std::vector<double>{5 * kGiB, 10 * kGiB});
+  // Below 1 GiB the unit is MiB: top 300 MiB, 3 lines → 100 MiB steps (200 MiB would give 1,
+  // but 100 is the smallest step with floor(300 / step) <= 3).
+  const auto mib = memory_ticks(300.0 * 1024 * 1024, 3);
+  CHECK(mib == std::vector<double>{100.0 * 1024 * 1024, 200.0 * 1024 * 1024, 300.0 * 1024 * 1024});
+  // Fractions of the unit when the top is just above one unit: top 1.5 GiB, 3 lines → 0.5 GiB.
+  CHECK(memory_ticks(1.5 * kGiB, 3) == std::vector<double>{0.5 * kGiB, 1.0 * kGiB, 1.5 * kGiB});
+  // Labels use the axis' unit.
+  CHECK(memory_tick_label(10 * kGiB, 25 * kGiB) == "10 GiB");
+  CHECK(memory_tick_label(0.5 * kGiB, 1.5 * kGiB) == "0.5 GiB");
+  CHECK(memory_tick_label(100.0 * 1024 * 1024, 300.0 * 1024 * 1024) == "100 MiB");
+  CHECK(memory_ticks(0, 4).empty());
+}
+
+TEST_CASE("memory view of gpt2_small_8xa100 under DataParallel: one scale, GPU 0 twice as tall",
+          "[gui]") {
+  // The docs' screenshot (docs/images/simview_memory_dp.png): device_ids[0] = output_device =
+  // GPU 0 holds the optimizer state and the gathered outputs; GPUs 1..7 only their replica's
+  // activations. One step is enough for the shapes (2 so that the optimizer state exists).
+  const std::string path = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt2_small_8xa100.json";
+  const SimResult r = run_scenario(path, {"training.steps=2"});
+  INFO(r.error);
+  REQUIRE(r.ok);
+  const prof::Summary s = prof::summarize(r.trace);
+  const MemoryModel m = build_memory(r.trace, s);
+  REQUIRE(m.gpus.size() == 8);
+  // The shared top covers the largest allocated peak and the caching allocator's reserved line,
+  // which runs above it (segments are cached).
+  double top = 0, peak = 0;
+  for (const GpuMemory& g : m.gpus) {
+    top = std::max({top, g.peak_bytes, g.peak_reserved_bytes});
+    peak = std::max(peak, g.peak_bytes);
+  }
+  for (std::size_t i = 0; i < m.gpus.size(); ++i) {
+    // Shared scale: every lane's top is 1.12 × that, whatever its own peak.
+    CHECK(memory_y_top(m, i, MemoryScale::kShared, false) == Approx(top * 1.12));
+  }
+  // GPU 0 is the fullest, and on the shared scale its stack stands more than twice as tall as
+  // GPU 1's (the figures the issue quotes: 22.9 vs 10.5 GiB).
+  CHECK(m.gpus[0].peak_bytes == peak);
+  CHECK(m.gpus[0].peak_bytes > 2 * m.gpus[1].peak_bytes);
+  CHECK(m.imbalance > 1.5);
+}
+
+TEST_CASE("host GIL wait: the host threads' GIL-wait events per step over the window", "[gui]") {
+  // GPU 0 with its main thread (tid 1: ProfilerStep#1..3 of 100 ns each) and a replica thread
+  // (tid 2). The summary's window is steps 2..3 = [100, 300), 2 steps. GIL waits:
+  //   tid 2: [50, 70) in step 1 (outside the window), [120, 130) 10 ns, [190, 220) 30 ns;
+  //   tid 1: [250, 255) 5 ns.
+  // So the host threads wait (10 + 30 + 5) / 2 = 22.5 ns per step: tid 2 20 ns, tid 1 2.5 ns.
+  prof::Trace t;
+  prof::ProcessInfo pi;
+  pi.pid = 0;
+  pi.gpu = 0;
+  pi.name = "GPU 0";
+  t.processes.push_back(pi);
+  t.threads.push_back(prof::ThreadInfo{0, 1, "main", prof::LaneRole::kHost, 0});
+  t.threads.push_back(prof::ThreadInfo{0, 2, "replica 1", prof::LaneRole::kHost, 1});
+  auto ev = [](int tid, TimeNs ts, TimeNs dur, prof::EventClass cls, std::string name,
+               std::string cat) {
+    prof::TraceEvent e;
+    e.pid = 0;
+    e.tid = tid;
+    e.ts_ns = ts;
+    e.dur_ns = dur;
+    e.cls = cls;
+    e.name = std::move(name);
+    e.cat = std::move(cat);
+    return e;
+  };
+  for (int n = 1; n <= 3; ++n)
+    t.events.push_back(ev(1, (n - 1) * 100, 100, prof::EventClass::kAnnotation,
+                          "ProfilerStep#" + std::to_string(n), "user_annotation"));
+  for (const auto& [tid, ts, dur] :
+       {std::tuple<int, TimeNs, TimeNs>{2, 50, 20}, {2, 120, 10}, {2, 190, 30}, {1, 250, 5}})
+    t.events.push_back(ev(tid, ts, dur, prof::EventClass::kGilWait, "GIL wait", "gil_wait"));
+  const StatsModel st = build_stats(t, prof::Summary{});
+  CHECK(st.host_gil_wait_s == Approx(22.5e-9));
+  REQUIRE(st.gil_wait_by_thread.size() == 2);
+  CHECK(st.gil_wait_by_thread[0].name == "GPU 0 / replica 1");
+  CHECK(st.gil_wait_by_thread[0].wait_s == Approx(20e-9));
+  CHECK(st.gil_wait_by_thread[1].wait_s == Approx(2.5e-9));
+  // The GPU-side figure is the summary's, untouched (0 here: no summary split).
+  CHECK(st.gpu_gil_wait_s == 0);
+}
+
+TEST_CASE("the step strip of gpt_pipeline_8xa100 reads the trace's step, not the union", "[gui]") {
+  // Issue 16 item 14: every stage's ProfilerStep#2 lasts one step (826 ms), but the last stage
+  // starts step 2 while stage 0 still runs step 1's backward, so the union over the stages
+  // (min start, max end) was 965 ms and overlapped step 1. The strip takes GPU 0's spans.
+  const std::string path = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt_pipeline_8xa100.json";
+  const SimResult r = run_scenario(path, {});
+  INFO(r.error);
+  REQUIRE(r.ok);
+  const TimelineModel m = build_timeline(r.trace);
+  const prof::Summary s = prof::summarize(r.trace);
+  REQUIRE(m.steps.size() == 2);
+  REQUIRE(s.step_times_ns.size() == 2);
+  CHECK(m.step_pid == 0);
+  for (const StepMark& st : m.steps) {
+    // Each strip step is exactly GPU 0's ProfilerStep#N event of the trace.
+    const std::string name = "ProfilerStep#" + std::to_string(st.n);
+    const auto it =
+        std::find_if(r.trace.events.begin(), r.trace.events.end(),
+                     [&](const prof::TraceEvent& e) { return e.pid == 0 && e.name == name; });
+    REQUIRE(it != r.trace.events.end());
+    CHECK(st.start == it->ts_ns);
+    CHECK(st.end == it->ts_ns + it->dur_ns);
+  }
+  CHECK(m.steps[1].start >= m.steps[0].end);  // the strip tiles
+  // Step 2 on the strip is the summary's step 2 (end_2 − end_1 over all stages, docs/summary.md
+  // "Steps"): stage 0 finishes each step last (its backward is the pipeline's last), so both
+  // measure between the same two ends; 1 % allows for a stage finishing a little later.
+  CHECK(static_cast<double>(m.steps[1].end - m.steps[1].start) ==
+        Approx(static_cast<double>(s.step_times_ns[1])).epsilon(0.01));
+}
+
+// [SECTION] Issue 16, item 16: the bundled GIL comparison
+// ---------------------------------------------------------------------------------
+
+TEST_CASE("mlp_gil_4x1080ti: threads with the GIL, GIL-free threads and processes differ",
+          "[gui]") {
+  // The launch variants exactly as simview --variants runs them (knobs, then the variant).
+  const std::string path = std::string(CSIM_SOURCE_DIR) + "/scenarios/mlp_gil_4x1080ti.json";
+  const ScenarioKnobs knobs = knobs_from(core::parse_scenario_file(path));
+  std::vector<StatsModel> runs;
+  for (const Variant& v : launch_variants()) {
+    std::vector<std::string> o = knob_overrides(knobs);
+    o.insert(o.end(), v.overrides.begin(), v.overrides.end());
+    const SimResult r = run_scenario(path, o);
+    INFO(v.label << ": " << r.error);
+    REQUIRE(r.ok);
+    runs.push_back(build_stats(r.trace, prof::summarize(r.trace)));
+  }
+  REQUIRE(runs.size() == 3);
+  const StatsModel &gil = runs[0], &free = runs[1], &ddp = runs[2];
+  // One replica's forward holds the GIL for its Python: 8 linear + 7 ReLU = 15 framework ops ×
+  // host.python_us_per_op (4.8 µs, the default) + 8 layers × extra_python_us (20 µs) = 232 µs.
+  // With the GIL the four replicas take turns op by op, so each waits for about the other three's
+  // Python, 3 × 232 µs = 696 µs, and the step grows by the last replica's wait. 15 % covers the
+  // main thread's own Python and the order in which replicas start.
+  constexpr double kForwardPython = (15 * 4.8 + 8 * 20) * 1e-6;
+  REQUIRE_FALSE(gil.gil_wait_by_thread.empty());
+  CHECK(gil.gil_wait_by_thread.front().wait_s == Approx(3 * kForwardPython).epsilon(0.15));
+  CHECK(gil.summary.step_time_s - free.summary.step_time_s ==
+        Approx(3 * kForwardPython).epsilon(0.15));
+  // Free-threaded Python and one process per GPU: nobody waits for a GIL.
+  CHECK(gil.host_gil_wait_s > 4 * 0.5 * kForwardPython);
+  CHECK(free.host_gil_wait_s == 0);
+  CHECK(ddp.host_gil_wait_s == 0);
+  // DDP also skips DataParallel's per-step replicate and thread start-up (4 × 60 µs
+  // host.thread_start_us alone): faster again than GIL-free threads.
+  CHECK(ddp.summary.step_time_s < free.summary.step_time_s - 4 * 60e-6);
+  // The compare table shows the difference in its GIL row (A vs C: all of A's waits gone).
+  const auto rows = compare_table({&gil, &free, &ddp});
+  const auto row = std::find_if(rows.begin(), rows.end(), [](const CompareRow& r) {
+    return r.metric == "GIL wait, host threads (sum)";
+  });
+  REQUIRE(row != rows.end());
+  CHECK(row->delta == "-100.0 %");
 }

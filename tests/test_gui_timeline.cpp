@@ -234,3 +234,138 @@ TEST_CASE("a selected event's flows and details", "[gui]") {
   }
   CHECK(rates == std::vector<std::string>{"2.00 TB/s", "10.0 PFLOP/s"});
 }
+
+// [SECTION] Issue 16, item 14: fold colours and the step strip
+// ---------------------------------------------------------------------------------
+
+TEST_CASE("a fold takes the colour of the class that fills most of it, not its first event",
+          "[gui]") {
+  // GPU 0's warm-up of gpt_pipeline_8xa100 in miniature: an input copy leads a run of forwards.
+  // At 1 ns/px, min 3 px, every span is under 3 ns and every gap under 3 ns: one fold [0, 11].
+  // Time per class: copy 1 ns, compute 3 × 2 = 6 ns → compute, although the copy comes first.
+  prof::Trace t;
+  t.events = {ev(0, 7, 0, 1, EventClass::kCopy), ev(0, 7, 2, 2, EventClass::kCompute),
+              ev(0, 7, 5, 2, EventClass::kCompute), ev(0, 7, 9, 2, EventClass::kCompute)};
+  const TimelineModel m = build_timeline(t);
+  const Row& row = m.lanes[0].rows[0];
+  CHECK(row.classes == std::vector<EventClass>{EventClass::kCopy, EventClass::kCompute});
+  // Prefix sums per class (Row::class_time, C = 2): after the 4 spans, copy 1 ns, compute 6 ns.
+  REQUIRE(row.class_time.size() == (4 + 1) * 2);
+  CHECK(row.class_time[4 * 2 + 0] == 1);
+  CHECK(row.class_time[4 * 2 + 1] == 6);
+  const auto items = fold_row(row, TimeView{0, 1}, 100, 3);
+  REQUIRE(items.size() == 1);
+  CHECK(items[0].count == 4);
+  CHECK(items[0].cls == EventClass::kCompute);
+  // A Row built by hand (no class index) folds to the same colour, summing the spans.
+  Row bare;
+  bare.spans = row.spans;
+  CHECK(fold_row(bare, TimeView{0, 1}, 100, 3)[0].cls == EventClass::kCompute);
+  // A tie (copy 2 ns, compute 2 ns) goes to the first span's class.
+  prof::Trace tie;
+  tie.events = {ev(0, 7, 0, 2, EventClass::kCopy), ev(0, 7, 3, 2, EventClass::kCompute)};
+  const TimelineModel mt = build_timeline(tie);
+  CHECK(fold_row(mt.lanes[0].rows[0], TimeView{0, 1}, 100, 3)[0].cls == EventClass::kCopy);
+  // One-class rows need no sums.
+  const TimelineModel one = build_timeline(two_node_trace());
+  CHECK(one.lanes[one.lane_of(0, 1000)].rows[0].class_time.empty());
+}
+
+TEST_CASE("fold colours from the class prefix sums equal those from summing every span", "[gui]") {
+  // 20,000 spans of pseudo-random classes and widths (a fixed LCG: the test is deterministic);
+  // at every zoom the indexed row (two lookups per class per fold) must give each fold the same
+  // class as the same row without the index (the plain sum over the fold's spans).
+  Row indexed;
+  std::uint64_t x = 12345;
+  auto next = [&x] {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return x >> 33;
+  };
+  TimeNs t = 0;
+  const EventClass classes[] = {EventClass::kCompute, EventClass::kCommunication,
+                                EventClass::kCopy};
+  for (std::uint32_t i = 0; i < 20'000; ++i) {
+    const TimeNs len = 1 + static_cast<TimeNs>(next() % 50);
+    indexed.spans.push_back(Span{t, t + len, i, classes[next() % 3]});
+    t += len + static_cast<TimeNs>(next() % 20);
+  }
+  Row bare = indexed;
+  index_row_classes(&indexed);
+  REQUIRE(indexed.classes.size() == 3);
+  for (const double ns_per_px : {1.0, 10.0, 100.0, 1000.0, 10000.0}) {
+    const auto a = fold_row(indexed, TimeView{0, ns_per_px}, 800, 3);
+    const auto b = fold_row(bare, TimeView{0, ns_per_px}, 800, 3);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].count == b[i].count);
+      CHECK(a[i].cls == b[i].cls);
+    }
+  }
+}
+
+namespace {
+
+// A pipeline of two GPUs (pids 0, 1; host thread tid 1 each). GPU 1 (the last stage) reaches
+// step 2's first op while GPU 0 still runs step 1's backward, so the stages' spans interleave:
+//   GPU 0: ProfilerStep#1 [0, 100), #2 [100, 200)
+//   GPU 1: ProfilerStep#1 [10, 80), #2 [80, 190)
+// The union of every rank's ProfilerStep#2 would be [80, 200): 120 ns for 100 ns steps, and it
+// would overlap step 1 [0, 100).
+prof::Trace pipeline_steps_trace() {
+  prof::Trace t;
+  for (int p = 0; p < 2; ++p) {
+    prof::ProcessInfo pi;
+    pi.pid = p;
+    pi.name = "node 0 / GPU " + std::to_string(p);
+    pi.node = 0;
+    pi.gpu = p;
+    t.processes.push_back(pi);
+    t.threads.push_back(prof::ThreadInfo{p, 1, "main", prof::LaneRole::kHost, 0});
+  }
+  t.events = {ev(1, 1, 10, 70, EventClass::kAnnotation, "ProfilerStep#1"),
+              ev(1, 1, 80, 110, EventClass::kAnnotation, "ProfilerStep#2"),
+              ev(0, 1, 0, 100, EventClass::kAnnotation, "ProfilerStep#1"),
+              ev(0, 1, 100, 100, EventClass::kAnnotation, "ProfilerStep#2"),
+              ev(0, 1, 5, 10, EventClass::kHost, "forward")};
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("the step strip shows the step thread's ProfilerStep spans, which tile", "[gui]") {
+  const TimelineModel m = build_timeline(pipeline_steps_trace());
+  // The step thread is GPU 0's host thread (lowest GPU index), listed second in the trace.
+  CHECK(m.step_pid == 0);
+  CHECK(m.step_tid == 1);
+  REQUIRE(m.steps.size() == 2);
+  CHECK(m.steps[0].start == 0);
+  CHECK(m.steps[0].end == 100);
+  CHECK(m.steps[1].start == 100);  // not 80, GPU 1's start
+  CHECK(m.steps[1].end == 200);
+}
+
+TEST_CASE("the step strip ignores other threads' overlapping spans and tiles bad ones", "[gui]") {
+  // DataParallel before issue 16 item 1's fix: a replica thread (pid 1, tid 4) carries a
+  // ProfilerStep#2 that starts inside step 1 and runs long; the main thread (pid 0, tid 1) is
+  // right. The strip keeps the main thread's steps: step 2 = [100, 200), 100 ns.
+  prof::Trace t = pipeline_steps_trace();
+  t.events[1] = ev(1, 4, 50, 400, EventClass::kAnnotation, "ProfilerStep#2");
+  TimelineModel m = build_timeline(t);
+  REQUIRE(m.steps.size() == 2);
+  CHECK(m.steps[1].start == 100);
+  CHECK(m.steps[1].end - m.steps[1].start == 100);
+  // A step the step thread lacks comes from the union of the others: ProfilerStep#3 on GPU 1
+  // only, [210, 260) → [210, 260).
+  t.events.push_back(ev(1, 1, 210, 50, EventClass::kAnnotation, "ProfilerStep#3"));
+  m = build_timeline(t);
+  REQUIRE(m.steps.size() == 3);
+  CHECK(m.steps[2].start == 210);
+  CHECK(m.steps[2].end == 260);
+  // Overlapping spans on the step thread itself (a malformed trace): step 2 [90, 200) starts
+  // before step 1 ends (100), so the strip starts it at 100; the strip never overlaps.
+  t.events[3] = ev(0, 1, 90, 110, EventClass::kAnnotation, "ProfilerStep#2");
+  m = build_timeline(t);
+  CHECK(m.steps[1].start == 100);
+  CHECK(m.steps[1].end == 200);
+  for (std::size_t i = 1; i < m.steps.size(); ++i) CHECK(m.steps[i].start >= m.steps[i - 1].end);
+}

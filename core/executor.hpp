@@ -17,12 +17,20 @@ struct OpTiming {
   TimeNs gil_wait_ns = 0;     // of which waiting for the GIL (after ready_ns)
   TimeNs core_wait_ns = 0;    // waiting for a free CPU core (after the GIL wait)
   TimeNs issue_end_ns = -1;   // host finished issuing (python + dispatch done)
+  // Real executors: when the Python part started (after the GIL wait), measured; the launch call
+  // is then drawn from its end (python_start_ns + python_ns) to issue_end_ns, so it covers the
+  // real enqueue and a device op never starts before its launch (docs/real-execution.md,
+  // "Timestamps and causality"). -1 (the simulator): the launch is the last dispatch_ns.
+  TimeNs python_start_ns = -1;
   TimeNs start_ns = -1;       // execution start: on its GPU stream, or on the host for host work
   TimeNs end_ns = -1;         // execution end
 };
 
 struct RunControl {
   const std::atomic<bool>* cancel = nullptr;  // set asynchronously (Ctrl-C): stop early
+  // Progress for a front end's progress line: the executor stores the ops finished so far
+  // (relaxed; at least every few thousand events), read from another thread.
+  std::atomic<std::int64_t>* ops_done = nullptr;
 };
 
 struct ExecutionResult {

@@ -4,6 +4,82 @@
 #include <map>
 
 namespace csim::core {
+namespace {
+
+// docs/memory.md, "First-step and steady-state peaks". `mem_ops` in execution order.
+//  first step: the peak over the ops of steps <= 1 (setup included);
+//  steady state, steps >= 2 simulated: the peak over their ops;
+//  steady state, one step: at every memory op of the step, allocated + for each category c
+//    max(0, R[c] - allocated[c]), where R[c] is what category c holds when the step ends: what
+//    step 1 leaves resident is there from the start of step 2 (Adam's state, allocated at the
+//    first step(), above all), so each point of step 1 is lifted by what it lacks of it.
+// An OOM verdict is added when the steady-state peak exceeds capacity but no simulated
+// allocation did; every verdict gets the would-be peak over capacity.
+void steady_state_peaks(const Program& program, const std::vector<OpTiming>& timings,
+                        const std::vector<OpId>& mem_ops, const std::map<int, std::size_t>& index,
+                        MemoryReport* rep) {
+  const std::size_t n = rep->gpus.size();
+  using ByCategory = std::array<Bytes, kNumMemCategories>;
+  std::vector<ByCategory> cur(n, ByCategory{}), resident(n, ByCategory{});
+  std::vector<Bytes> total(n, 0);
+  // Applies op to its GPU's running state; returns the GPU's position, or n when not tracked.
+  auto apply = [&](const Op& op) {
+    const auto it = index.find(op.gpu);
+    if (it == index.end()) return n;
+    const std::size_t k = it->second;
+    const Bytes delta = op.kind == OpKind::kAlloc ? op.bytes : -op.bytes;
+    cur[k][static_cast<int>(op.mem_category)] += delta;
+    total[k] += delta;
+    return k;
+  };
+  // Pass 1: the first step's peak, what each category holds at its end, the later steps' peak.
+  bool later_steps = false;
+  for (OpId id : mem_ops) {
+    const Op& op = program.ops[id];
+    const std::size_t k = apply(op);
+    if (k == n) continue;
+    GpuMemory& m = rep->gpus[k];
+    if (op.step <= 1) {
+      m.first_step_peak_bytes = std::max(m.first_step_peak_bytes, total[k]);
+      resident[k] = cur[k];
+    } else {
+      later_steps = true;
+      m.steady_peak_bytes = std::max(m.steady_peak_bytes, total[k]);
+    }
+  }
+  if (!later_steps) {
+    // Pass 2 (one step): project the steady state onto step 1.
+    std::fill(cur.begin(), cur.end(), ByCategory{});
+    std::fill(total.begin(), total.end(), 0);
+    for (OpId id : mem_ops) {
+      const Op& op = program.ops[id];
+      const std::size_t k = apply(op);
+      if (k == n) continue;
+      Bytes lifted = total[k];
+      for (int c = 0; c < kNumMemCategories; ++c)
+        lifted += std::max<Bytes>(0, resident[k][c] - cur[k][c]);
+      GpuMemory& m = rep->gpus[k];
+      m.steady_projected = true;
+      m.steady_peak_bytes = std::max(m.steady_peak_bytes, lifted);
+      if (op.kind == OpKind::kAlloc && m.capacity_bytes > 0 && lifted > m.capacity_bytes &&
+          !rep->oom) {
+        rep->oom = OomVerdict{op.gpu, id, op.name, op.bytes, lifted - m.capacity_bytes,
+                              m.capacity_bytes, timings[id].start_ns};
+        rep->oom->steady_state = true;
+      }
+    }
+  }
+  if (rep->oom) {
+    const auto it = index.find(rep->oom->gpu);
+    if (it != index.end()) {
+      const GpuMemory& m = rep->gpus[it->second];
+      rep->oom->would_be_peak_bytes = std::max(m.peak_bytes, m.steady_peak_bytes);
+      rep->oom->over_capacity_bytes = rep->oom->would_be_peak_bytes - m.capacity_bytes;
+    }
+  }
+}
+
+}  // namespace
 
 MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>& timings,
                              const ClusterSpec& cluster) {
@@ -56,6 +132,7 @@ MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>
       }
     }
   }
+  steady_state_peaks(program, timings, mem_ops, index, &rep);
   std::vector<int> gpus;
   std::vector<Bytes> capacity;
   for (const GpuMemory& m : rep.gpus) {

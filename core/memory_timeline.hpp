@@ -25,8 +25,15 @@ struct MemorySample {
 struct GpuMemory {
   int gpu = 0;
   Bytes capacity_bytes = 0;                         // usable memory
-  Bytes peak_bytes = 0;
+  Bytes peak_bytes = 0;                             // as simulated, every step
   TimeNs peak_at_ns = 0;
+  // docs/memory.md, "First-step and steady-state peaks": the first step's peak (PyTorch
+  // allocates Adam's state lazily at the first step(), so it peaks lower) and the steady state's
+  // (from step 2 on: the optimizer state and everything else step 1 left resident). With one
+  // step the steady state is projected from step 1; with more it is the peak of steps >= 2.
+  Bytes first_step_peak_bytes = 0;
+  Bytes steady_peak_bytes = 0;
+  bool steady_projected = false;  // true: a one-step run, steady state projected from step 1
   std::array<Bytes, kNumMemCategories> at_peak{};   // by category at the peak
   std::vector<MemorySample> samples;                // one per change, time order
 };
@@ -36,9 +43,16 @@ struct OomVerdict {
   OpId op = kNoOp;               // the allocation that did not fit
   std::string op_name;
   Bytes requested_bytes = 0;
-  Bytes shortfall_bytes = 0;     // allocated after the op - capacity
+  Bytes shortfall_bytes = 0;     // allocated after the op - capacity (the first failing one)
   Bytes capacity_bytes = 0;
   TimeNs at_ns = 0;
+  // How far the run would exceed the capacity: the GPU's larger of its simulated and
+  // steady-state peaks, minus the capacity (docs/memory.md, "OOM verdict").
+  Bytes would_be_peak_bytes = 0;
+  Bytes over_capacity_bytes = 0;
+  // The verdict comes from the steady-state projection of a one-step run (no allocation of the
+  // simulated step failed; step 2 would, with the optimizer state resident).
+  bool steady_state = false;
 };
 
 struct MemoryReport {

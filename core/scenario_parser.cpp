@@ -6,6 +6,8 @@
 //        [SECTION] Scenario
 #include "core/scenario_parser.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -64,6 +66,24 @@ struct Ctx {
   [[noreturn]] void fail(const std::string& path, const std::string& message,
                          const std::string& hint = {}) const {
     throw InputError(origin(path), path, message, hint);
+  }
+  // Values at several paths that cannot hold together: the error names every key, each with
+  // where its value came from ("model.gpt.layers (--set), strategy.pp (file)"), not just the
+  // last one read or set.
+  [[noreturn]] void fail_conflict(const std::vector<std::string>& paths, const std::string& message,
+                                  const std::string& hint = {}) const {
+    std::string keys;
+    for (const std::string& p : paths) {
+      std::string from = "file";
+      for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+        if (path_under(p, it->path) || path_under(it->path, p)) {
+          from = it->origin;
+          break;
+        }
+      }
+      keys += (keys.empty() ? "" : ", ") + p + " (" + from + ")";
+    }
+    throw InputError(file, "conflicting keys " + keys, message, hint);
   }
   void warn(const std::string& path, const std::string& message) {
     warnings.push_back(path.empty() ? message : path + ": " + message);
@@ -1052,7 +1072,7 @@ ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, co
              "use tp 1 for this model");
   }
   if (ps.tp > 1 && m.transformer.heads % ps.tp != 0) {
-    ctx.fail(o.at("tp"),
+    ctx.fail_conflict({o.at("tp"), "model.gpt.heads"},
              "tp " + std::to_string(ps.tp) + " does not divide model.gpt.heads " +
                  std::to_string(m.transformer.heads),
              "each tensor-parallel rank takes heads / tp attention heads: pick a divisor of heads");
@@ -1086,7 +1106,9 @@ ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, co
   }
   const int segments = ps.pp * ps.virtual_stages;
   if (gpt && m.transformer.layers % segments != 0) {
-    ctx.fail(o.has("virtual_stages") ? o.at("virtual_stages") : o.at("pp"),
+    std::vector<std::string> keys = {"model.gpt.layers", o.at("pp")};
+    if (o.has("virtual_stages")) keys.push_back(o.at("virtual_stages"));
+    ctx.fail_conflict(keys,
              "model.gpt.layers " + std::to_string(m.transformer.layers) +
                  " is not divisible by pp * virtual_stages = " + std::to_string(segments),
              "every pipeline chunk holds the same number of transformer blocks");
@@ -1108,7 +1130,9 @@ ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, co
     mbs = gb / (static_cast<std::int64_t>(ps.dp) * t.gradient_accumulation);
   }
   if (mbs < 1 || gb % (static_cast<std::int64_t>(ps.dp) * mbs) != 0) {
-    ctx.fail("training.global_batch",
+    std::vector<std::string> keys = {"training.global_batch", o.at("dp")};
+    if (o.has("micro_batch_size")) keys.push_back(o.at("micro_batch_size"));
+    ctx.fail_conflict(keys,
              std::to_string(gb) + " samples do not split into dp " + std::to_string(ps.dp) +
                  " x micro_batch_size " + std::to_string(std::max<std::int64_t>(mbs, 1)) +
                  " x micro-batches",
@@ -1117,7 +1141,8 @@ ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, co
   ps.micro_batch_size = mbs;
   ps.micro_batches = gb / (ps.dp * mbs);
   if (ga_given && o.has("micro_batch_size") && ps.micro_batches != t.gradient_accumulation) {
-    ctx.fail(o.at("micro_batch_size"),
+    ctx.fail_conflict({"training.gradient_accumulation", o.at("micro_batch_size"),
+                       "training.global_batch", o.at("dp")},
              "training.gradient_accumulation " + std::to_string(t.gradient_accumulation) +
                  " disagrees with " + std::to_string(ps.micro_batches) +
                  " micro-batches = global_batch / (dp * micro_batch_size)",
@@ -1418,6 +1443,52 @@ double estimate_trace_events(const Scenario& sc, double* replicas_out, double* m
          (static_cast<double>(sc.model.layers.size()) + 4) * replicas * kEventsPerLayerStep;
 }
 
+// Memory per estimated trace event while simulating without writing a trace (the Program, the
+// timings and the in-memory trace the summary is computed from) and when writing one too:
+// gpt_1t_3072xa100_3d (1.71 M estimated events) peaks at 865 MB without -o and 888 MB with it,
+// over simrun's 227 MB baseline: (865 - 227) MB / 1.71 M = 373 B and 387 B per event, rounded up
+// (docs/limits.md, "Measured").
+constexpr double kBytesPerEventSimulated = 380;
+constexpr double kBytesPerEventTraced = 400;
+
+// "100 steps x 1 micro-batches x (13003 layers + 4) x 65536 simulated model replicas x 16"
+std::string describe_trace_events(const Scenario& sc) {
+  double replicas = 1, micro = 1;
+  const double events = estimate_trace_events(sc, &replicas, &micro);
+  return "about " + num_text(events) + " events: " + std::to_string(sc.training.steps) +
+         " steps x " + num_text(micro) + " micro-batches x (" +
+         std::to_string(sc.model.layers.size()) + " layers + 4) x " + num_text(replicas) +
+         " simulated model replicas x 16";
+}
+
+// The key that changes the run's size most directly: the steps while there are several, else
+// rank symmetry when it is off and would apply, else the batch (fewer micro-batches).
+std::string run_size_lever(const Scenario& sc) {
+  if (sc.training.steps > 1) return "training.steps";
+  if (!sc.simulation.symmetry && sc.strategy.kind != StrategyKind::kDataParallel &&
+      sc.strategy.kind != StrategyKind::kDdp && sc.strategy.kind != StrategyKind::kSingle)
+    return "simulation.symmetry";
+  return "training.global_batch";
+}
+
+std::string run_size_hint(const Scenario& sc, bool traced) {
+  std::vector<std::string> levers;
+  if (sc.training.steps > 1) levers.push_back("simulate fewer training.steps (the summary needs 2)");
+  if (!sc.simulation.symmetry) levers.push_back("set simulation.symmetry auto");
+  const bool parallel = sc.strategy.kind != StrategyKind::kSingle &&
+                        sc.strategy.kind != StrategyKind::kDataParallel &&
+                        sc.strategy.kind != StrategyKind::kDdp;
+  if (parallel && sc.strategy.parallel.micro_batches > 1)
+    levers.push_back("use fewer, larger micro-batches (strategy.micro_batch_size)");
+  else
+    levers.push_back("use a smaller training.global_batch or fewer GPUs");
+  if (traced) levers.push_back("write no trace (drop -o / --per-rank: the summary needs none)");
+  std::string hint;
+  for (std::size_t i = 0; i < levers.size(); ++i)
+    hint += (i == 0 ? "" : i + 1 == levers.size() ? ", or " : ", ") + levers[i];
+  return hint;
+}
+
 // 64-bit guards (docs/limits.md, "Fixed limits"): byte counts and nanosecond times are int64 in
 // the Program and the simulator; these bounds keep every sum of them far from overflowing.
 constexpr double kMaxModelBytes = 72057594037927936.0;  // 2^56 = 64 PiB
@@ -1475,19 +1546,40 @@ void check_sizes(Ctx& ctx, Scenario& sc) {
                  "times from overflowing (docs/limits.md)",
              "simulate fewer steps, a smaller model or batch, or a faster GPU");
   }
-  // Trace size (the dominant memory cost of a run: docs/limits.md).
+  // Size of the run: the trace limit applies only where a trace is written (check_trace_limit,
+  // called by the front ends that write one); every run, traced or not, must fit in memory:
+  // the Program, the timings and the summary's spans take about kBytesPerEventSimulated per
+  // estimated event (docs/limits.md, "Trace size").
   const double events = estimate_trace_events(sc, &replicas, &micro);
   sc.estimated_trace_events = static_cast<i64>(std::min(events, 9e18));
-  if (events > static_cast<double>(ctx.limits.max_trace_events)) {
-    ctx.over_limit("training.steps",
-                   "the run's trace would hold about " + num_text(events) + " events (" +
-                       std::to_string(t.steps) + " steps x " + num_text(micro) +
-                       " micro-batches x (" + std::to_string(m.layers.size()) + " layers + 4) x " +
-                       num_text(replicas) + " simulated model replicas x 16)",
-                   ctx.limits.max_trace_events, "max_trace_events",
-                   ScenarioLimits::kCeilingTraceEvents,
-                   "simulating and writing it takes about 350 bytes of memory per event");
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (memory > 0 && events * kBytesPerEventSimulated > memory) {
+    ctx.fail(run_size_lever(sc),
+             "the run would need about " + num_text(events * kBytesPerEventSimulated / 1073741824.0) +
+                 " GiB of memory to simulate (" + describe_trace_events(sc) +
+                 "), more than this machine's " + std::to_string(std::llround(memory / 1073741824.0)) +
+                 " GiB",
+             run_size_hint(sc, false));
   }
+}
+
+// A vocabulary that tensor parallelism cannot split evenly is padded as Megatron pads it
+// (megatron/training/tokenizer: vocab_size_with_padding, make_vocab_size_divisible_by = 128):
+// V' = ceil(V / (128 tp)) * 128 tp; the model is rebuilt with V' (the extra rows are real
+// parameters, FLOPs and memory in Megatron too) and the summary notes it (docs/scenario.md,
+// "model.gpt"). A vocabulary that tp divides is kept as given.
+void pad_vocab_for_tensor_parallel(Ctx& ctx, json& doc, Scenario& sc) {
+  const i64 vocab = sc.model.transformer.vocab;
+  const int tp = sc.strategy.parallel.tp;
+  if (sc.model.transformer.layers == 0 || tp <= 1 || vocab % tp == 0) return;
+  const i64 multiple = 128LL * tp;
+  const i64 padded = (vocab + multiple - 1) / multiple * multiple;
+  doc["model"]["gpt"]["vocab"] = padded;
+  sc.model = parse_model(ctx, doc["model"], sc.training);
+  ctx.warn("model.gpt.vocab", std::to_string(vocab) + " does not split over tp " +
+                                  std::to_string(tp) + ": padded to " + std::to_string(padded) +
+                                  " (a multiple of 128 x tp, as Megatron pads it)");
 }
 
 Scenario parse_document(json doc, const std::string& file,
@@ -1517,6 +1609,7 @@ Scenario parse_document(json doc, const std::string& file,
       top.raw("training").is_object() && top.raw("training").contains("gradient_accumulation");
   sc.strategy = parse_strategy(ctx, top.has("strategy") ? &top.raw("strategy") : nullptr,
                                sc.cluster, sc.training, sc.model, ga_given);
+  pad_vocab_for_tensor_parallel(ctx, doc, sc);
   if (top.has("nccl")) {
     Obj n(ctx, top.raw("nccl"), "nccl", {"algo", "proto"});
     const std::vector<std::string> algos{"auto", "ring", "tree", "nvls", "hierarchical"};
@@ -1555,6 +1648,23 @@ nlohmann::json read_scenario_document(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return parse_json_strict(ss.str(), path);
+}
+
+void check_trace_limit(const Scenario& sc) {
+  const double events = static_cast<double>(sc.estimated_trace_events);
+  if (events <= static_cast<double>(sc.limits.max_trace_events)) return;
+  const std::string lever = run_size_lever(sc);
+  std::string hint = run_size_hint(sc, true);
+  hint += sc.limits.max_trace_events < ScenarioLimits::kCeilingTraceEvents
+              ? "; or raise the limit with --set limits.max_trace_events=N (at most " +
+                    std::to_string(ScenarioLimits::kCeilingTraceEvents) + "; writing it takes about " +
+                    num_text(events * kBytesPerEventTraced / 1073741824.0) + " GiB of memory)"
+              : "";
+  throw InputError(sc.file, lever,
+                   "the trace would hold " + describe_trace_events(sc) +
+                       ", which exceeds the limit of " + std::to_string(sc.limits.max_trace_events) +
+                       " (limits.max_trace_events)",
+                   hint);
 }
 
 Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {

@@ -35,6 +35,12 @@ nlohmann::json read_scenario_document(const std::string& path);
 Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& name_for_errors,
                                  const std::vector<std::string>& overrides = {});
 
+// For a front end that writes the run's trace: throws InputError when the parser's estimate of
+// its events (Scenario::estimated_trace_events) exceeds limits.max_trace_events, naming the key
+// that reduces it most directly and every other lever (docs/limits.md, "Trace size"). Runs that
+// write no trace are limited only by memory (checked by the parser).
+void check_trace_limit(const Scenario& scenario);
+
 // The format version this parser reads (the optional top-level "format_version").
 inline constexpr int kScenarioFormatVersion = 1;
 

@@ -73,7 +73,9 @@ VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl
         r.mfu = program.model_flops_per_step / (r.step_time_s * r.gpus * peak);
     }
     for (const core::GpuMemory& g : mem.gpus) {
-      const double gib = static_cast<double>(g.peak_bytes) / static_cast<double>(kGiB);
+      // The larger of the simulated and steady-state peaks, as the summary (docs/memory.md).
+      const double gib =
+          static_cast<double>(std::max(g.peak_bytes, g.steady_peak_bytes)) / static_cast<double>(kGiB);
       r.per_gpu.push_back({g.gpu, gib});
       if (gib >= r.peak_gib) {
         r.peak_gib = gib;

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -32,26 +33,71 @@ using nlohmann::json;
 
 struct Child {
   pid_t pid = -1;
+  int stderr_fd = -1;  // the read end of the child's stderr, when piped
 };
 
-Child spawn_simrun(const std::vector<std::string>& args) {
+// Starts simrun with stdout to /dev/null and stderr to /dev/null, or to a pipe that
+// wait_for_line() reads.
+Child spawn_simrun(const std::vector<std::string>& args, bool pipe_stderr = false) {
   std::vector<std::string> argv_s = {CSIM_SIMRUN};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
+  int fds[2] = {-1, -1};
+  if (pipe_stderr) REQUIRE(pipe(fds) == 0);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  if (pipe_stderr) {
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  }
   Child c;
   const int rc = posix_spawn(&c.pid, CSIM_SIMRUN, &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   REQUIRE(rc == 0);
+  if (pipe_stderr) {
+    close(fds[1]);
+    c.stderr_fd = fds[0];
+  }
   return c;
 }
 
+// Reads the child's stderr line by line until `accept` returns true for a line (returns true)
+// or the child closes it (returns false: it ended first). This is the observable event a signal
+// is sent on: no sleep decides when a run is "in the middle".
+bool wait_for_line(const Child& c, const std::function<bool(const std::string&)>& accept) {
+  std::string line;
+  char ch = 0;
+  while (read(c.stderr_fd, &ch, 1) == 1) {
+    if (ch != '\n') {
+      line += ch;
+      continue;
+    }
+    if (accept(line)) return true;
+    line.clear();
+  }
+  return false;
+}
+
+// "simrun: simulating 37 % (45,056 of 121,344 ops, 3.2 s)" (tools/run_progress.hpp): the percent.
+int simulating_percent(const std::string& line) {
+  const std::string tag = "simrun: simulating ";
+  if (line.rfind(tag, 0) != 0) return -1;
+  return std::stoi(line.substr(tag.size()));
+}
+
 int wait_exit_code(const Child& c) {
+  if (c.stderr_fd >= 0) {  // drain to the end (closing early would kill the child by SIGPIPE)
+    char buf[4096];
+    while (read(c.stderr_fd, buf, sizeof buf) > 0) {
+    }
+    close(c.stderr_fd);
+  }
   int status = 0;
   REQUIRE(waitpid(c.pid, &status, 0) == c.pid);
   if (WIFSIGNALED(status)) return 1000 + WTERMSIG(status);  // killed by the signal: a failure
@@ -103,29 +149,48 @@ void check_summary(const fs::path& file, bool trace_incomplete) {
 struct Trial {
   std::vector<std::string> args;  // scenario and options, without the outputs
   int steps = 0;
-  double delay_s = 0;
+  // The signal is sent when the progress line (simrun --progress, one a second) reports the
+  // simulation under way for the signal_at_line-th time: an observed point, not a sleep.
+  std::string phase = "simulating";
+  int signal_at_line = 1;
   int signal = SIGINT;
-  double second_signal_after_s = -1;  // >= 0: a second signal this long after the first
+  bool second_signal = false;  // Ctrl-C twice: a second signal right after the first
 };
 
-// Returns the steps the trace kept (-1: no trace written).
+// A progress line of `phase` that says the run is still under way: for the simulator, under
+// 90 % of the ops done (so the signal cannot lose the race against the end of the run).
+bool under_way(const std::string& phase, const std::string& line) {
+  if (phase == "simulating") {
+    const int percent = simulating_percent(line);
+    return percent >= 0 && percent <= 90;
+  }
+  return line.rfind("simrun: " + phase + " (", 0) == 0;
+}
+
+// Returns the steps the trace kept (-1: no trace written), or -2 when the run ended before the
+// signal point was seen (too short to interrupt on this machine: the caller lengthens it).
 int run_trial(const Trial& t, const fs::path& dir) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::vector<std::string> args = t.args;
   const fs::path trace = dir / "trace.json", summary = dir / "summary.json";
-  for (const std::string& a : {std::string("-q"), std::string("-o"), trace.string(),
-                               std::string("--summary"), summary.string()})
+  for (const std::string& a : {std::string("-q"), std::string("--progress"), std::string("-o"),
+                               trace.string(), std::string("--summary"), summary.string()})
     args.push_back(a);
-  const Child c = spawn_simrun(args);
-  std::this_thread::sleep_for(std::chrono::duration<double>(t.delay_s));
-  kill(c.pid, t.signal);
-  if (t.second_signal_after_s >= 0) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(t.second_signal_after_s));
-    kill(c.pid, t.signal);
+  // -q silences the table; --progress after it still asks for the lines (checked below).
+  const Child c = spawn_simrun(args, true);
+  int seen = 0;
+  const bool hit = wait_for_line(c, [&](const std::string& line) {
+    return under_way(t.phase, line) && ++seen == t.signal_at_line;
+  });
+  if (!hit) {
+    wait_exit_code(c);
+    return -2;
   }
+  kill(c.pid, t.signal);
+  if (t.second_signal) kill(c.pid, t.signal);
   const int code = wait_exit_code(c);
-  INFO("signal " << t.signal << " after " << t.delay_s << " s; exit " << code);
+  INFO("signal " << t.signal << " at progress line " << t.signal_at_line << "; exit " << code);
   CHECK(code == 130);
   const int k = check_trace(trace, t.steps);
   bool incomplete = false;
@@ -138,6 +203,23 @@ int run_trial(const Trial& t, const fs::path& dir) {
   return k;
 }
 
+// Runs the trial, lengthening the run (4x the steps, up to 3 times) while it ends before the
+// signal point: a fast machine gets a longer run, a slow one the same checks.
+int run_trial_long_enough(Trial t, const fs::path& dir, const std::string& steps_key) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    std::vector<std::string> args = t.args;
+    args.push_back("--set");
+    args.push_back(steps_key + "=" + std::to_string(t.steps));
+    Trial sized = t;
+    sized.args = args;
+    const int k = run_trial(sized, dir);
+    if (k != -2) return k;
+    t.steps *= 4;
+  }
+  FAIL("the run ended before its first progress line even at " << t.steps / 4 << " steps");
+  return -1;
+}
+
 }  // namespace
 
 TEST_CASE("interrupt: SIGINT / SIGTERM at random points of a simulation leave valid outputs",
@@ -145,45 +227,37 @@ TEST_CASE("interrupt: SIGINT / SIGTERM at random points of a simulation leave va
   // llama3_70b_512xh100_3d (512 H100s, 3D with rank symmetry) for 12 steps: about a second to
   // lower, then about half a second per step in a Release build (20 MB of trace per step), so the
   // signals land mid-simulation.
-  const int steps = 12;
-  const std::vector<std::string> base = {csim::test::scenario_path("llama3_70b_512xh100_3d.json"),
-                                         "--set", "training.steps=" + std::to_string(steps)};
+  const std::vector<std::string> base = {csim::test::scenario_path("llama3_70b_512xh100_3d.json")};
   std::mt19937 rng(20240917);
-  std::uniform_real_distribution<double> delay(0.4, 2.0);
+  std::uniform_int_distribution<int> line(1, 2);
   const fs::path dir = fs::temp_directory_path() / ("csim_interrupt_" + std::to_string(getpid()));
   int with_trace = 0;
   for (int i = 0; i < 4; ++i) {
     Trial t;
     t.args = base;
-    t.steps = steps;
-    t.delay_s = delay(rng);
+    t.steps = 12;
+    t.signal_at_line = line(rng);
     t.signal = i % 2 == 0 ? SIGINT : SIGTERM;
-    if (i == 3) t.second_signal_after_s = 0.05;  // Ctrl-C twice
-    if (run_trial(t, dir) >= 0) ++with_trace;
+    t.second_signal = i == 3;  // Ctrl-C twice
+    if (run_trial_long_enough(t, dir, "training.steps") >= 0) ++with_trace;
   }
-  // The first three signals arrive mid-run, so those runs write their partial trace.
+  // The signals arrive mid-simulation, so every run writes its partial trace (the last one,
+  // signalled twice, may exit before writing).
   CHECK(with_trace >= 3);
   fs::remove_all(dir);
 }
 
 TEST_CASE("interrupt: a stand-in real run keeps its completed steps", "[interrupt]") {
   // The real executor on CPU threads, each op for 1000x its simulated duration.
-  const int steps = 40;
   Trial t;
-  t.args = {csim::test::scenario_path("single_gpu_linear.json"),
-            "--backend",
-            "standin",
-            "--time-scale",
-            "1000",
-            "--set",
-            "training.steps=" + std::to_string(steps)};
-  t.steps = steps;
-  std::mt19937 rng(7);
-  t.delay_s = std::uniform_real_distribution<double>(0.3, 1.5)(rng);
+  t.args = {csim::test::scenario_path("single_gpu_linear.json"), "--backend", "standin",
+            "--time-scale", "1000"};
+  t.steps = 40;
+  t.phase = "running";
   t.signal = SIGTERM;
   const fs::path dir =
       fs::temp_directory_path() / ("csim_interrupt_rt_" + std::to_string(getpid()));
-  CHECK(run_trial(t, dir) >= 0);
+  CHECK(run_trial_long_enough(t, dir, "training.steps") >= 0);
   fs::remove_all(dir);
 }
 
@@ -191,31 +265,14 @@ TEST_CASE("interrupt: a stand-in real run keeps its completed steps", "[interrup
 // absent (before the first checkpoint) or a valid CSV marked incomplete whose rows are finished
 // variants; running the same command again resumes it to a complete file.
 TEST_CASE("interrupt: a sweep keeps its finished variants and resumes", "[interrupt][sweep]") {
-  // 60 variants of the 4-GPU DataParallel scenario: about 3 s on 2 threads in a Release build.
+  // 60 variants of the 4-GPU DataParallel scenario (about 3 s on 2 threads in a Release build),
+  // times as many step counts as needed to outlast its first checkpoint on this machine.
   std::string batches;
   for (int b = 8; b <= 480; b += 8) batches += (batches.empty() ? "" : ",") + std::to_string(b);
   const fs::path dir =
       fs::temp_directory_path() / ("csim_interrupt_sw_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
   const fs::path out = dir / "r.csv";
-  const std::vector<std::string> args = {
-      "sweep",     csim::test::scenario_path("dp_vs_ddp_4x1080ti.json"),
-      "--grid",    "training.global_batch=" + batches,
-      "-j",        "2",
-      "-q",        "-o",
-      out.string()};
-  std::mt19937 rng(11);
-  const double delay_s = std::uniform_real_distribution<double>(0.5, 2.0)(rng);
-  const Child c = spawn_simrun(args);
-  std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
-  kill(c.pid, SIGINT);
-  const int code = wait_exit_code(c);
-  INFO("SIGINT after " << delay_s << " s; exit " << code);
-  CHECK(code == 130);
-  for (const fs::directory_entry& e : fs::directory_iterator(dir))
-    CHECK(e.path().filename() == "r.csv");  // no temporary left
-  // "# csim-sweep scenario=... variants=60 done=D complete=false", the columns, then D rows.
+  // "# csim-sweep scenario=... variants=V done=D complete=false", the columns, then D rows.
   auto read_rows = [&](std::string* header) {
     std::ifstream in(out);
     std::string line;
@@ -225,18 +282,51 @@ TEST_CASE("interrupt: a sweep keeps its finished variants and resumes", "[interr
     while (std::getline(in, line)) rows += !line.empty();
     return rows;
   };
-  std::string header;
-  if (fs::exists(out)) {
+  std::string steps = "2";
+  for (int attempt = 0; attempt < 4; ++attempt, steps += "," + std::to_string(attempt + 2)) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::vector<std::string> args = {
+        "sweep", csim::test::scenario_path("dp_vs_ddp_4x1080ti.json"),
+        "--grid", "training.global_batch=" + batches,
+        "--grid", "training.steps=" + steps,
+        "--checkpoint-every", "0",
+        "-j", "2", "-q", "-o", out.string()};
+    const int variants = 60 * (attempt + 1);
+    // SIGINT once the first checkpoint is on disk (written by rename, so whole when seen) and
+    // still says incomplete: the event, observed by polling the file, not a delay.
+    const Child c = spawn_simrun(args);
+    bool signalled = false;
+    int status = 0;
+    while (waitpid(c.pid, &status, WNOHANG) == 0) {
+      std::string header;
+      if (fs::exists(out) && (read_rows(&header), header.find("complete=false") != std::string::npos)) {
+        kill(c.pid, SIGINT);
+        signalled = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (!signalled) continue;  // it ended before its first checkpoint: a longer sweep
+    const int code = wait_exit_code(c);
+    INFO("SIGINT after the first checkpoint; exit " << code);
+    CHECK(code == 130);
+    for (const fs::directory_entry& e : fs::directory_iterator(dir))
+      CHECK(e.path().filename() == "r.csv");  // no temporary left
+    std::string header;
+    REQUIRE(fs::exists(out));  // it was there before the signal
     const int rows = read_rows(&header);
     INFO(header);
-    CHECK(header.find("variants=60 done=" + std::to_string(rows) + " complete=false") !=
-          std::string::npos);
-    CHECK(rows < 60);
+    CHECK(header.find("variants=" + std::to_string(variants) + " done=" + std::to_string(rows) +
+                      " complete=false") != std::string::npos);
+    CHECK(rows < variants);
+    // Resume: the same command finishes the sweep.
+    CHECK(wait_exit_code(spawn_simrun(args)) == 0);
+    REQUIRE(fs::exists(out));
+    CHECK(read_rows(&header) == variants);
+    CHECK(header.find("done=" + std::to_string(variants) + " complete=true") != std::string::npos);
+    fs::remove_all(dir);
+    return;
   }
-  // Resume: the same command finishes the sweep.
-  CHECK(wait_exit_code(spawn_simrun(args)) == 0);
-  REQUIRE(fs::exists(out));
-  CHECK(read_rows(&header) == 60);
-  CHECK(header.find("done=60 complete=true") != std::string::npos);
-  fs::remove_all(dir);
+  FAIL("the sweep ended before its first checkpoint even at 240 variants");
 }

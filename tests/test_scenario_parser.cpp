@@ -346,3 +346,78 @@ TEST_CASE("nccl keys: algo and proto as NCCL_ALGO / NCCL_PROTO", "[scenario][ncc
   CHECK_THROWS_WITH(csim::core::parse_scenario_string(base, "t.json", {"nccl.proto=LL12"}),
                     Catch::Contains("nccl.proto"));
 }
+
+namespace {
+
+// A 4-block GPT on 8 A100s under 3D (dp 2, tp 2, pp 2), as tests/bad_inputs/cases.json's "gpt3d".
+std::string gpt3d(std::int64_t vocab = 1000, int steps = 1) {
+  return R"({"cluster": {"gpus_per_node": 8, "gpu": "A100-SXM4-80GB"}, "model": {"gpt": {"layers": 4,
+    "hidden": 256, "heads": 8, "seq_len": 128, "vocab": )" +
+         std::to_string(vocab) + R"(}}, "training": {"global_batch": 16, "precision": "bf16",
+    "steps": )" + std::to_string(steps) +
+         R"(}, "strategy": {"kind": "3d", "dp": 2, "tp": 2, "pp": 2, "micro_batch_size": 1}})";
+}
+
+}  // namespace
+
+TEST_CASE("parser: a conflict between --set values names every key and its origin",
+          "[parser][overrides]") {
+  // 4 layers over pp 2 x virtual_stages 4 = 8 chunks: layers, pp and virtual_stages conflict, and
+  // the two that were --set say so; pp comes from the file.
+  const InputError e = expect_error(
+      gpt3d(), "conflicting keys model.gpt.layers (file), strategy.pp (file), "
+               "strategy.virtual_stages (--set strategy.virtual_stages)",
+      "is not divisible by pp * virtual_stages = 8",
+      {"strategy.schedule=interleaved", "strategy.virtual_stages=4"});
+  // The issue's case: --set model.gpt.layers=70 --set strategy.pp=8 --set
+  // strategy.virtual_stages=1 on 8 GPUs (dp 1, tp 1): 70 % 8 != 0, and all three are named.
+  expect_error(gpt3d(), "conflicting keys model.gpt.layers (--set model.gpt.layers), strategy.pp "
+                        "(--set strategy.pp), strategy.virtual_stages (--set strategy.virtual_stages)",
+               "model.gpt.layers 70 is not divisible",
+               {"model.gpt.layers=70", "strategy.pp=8", "strategy.dp=1", "strategy.tp=1",
+                "strategy.virtual_stages=1"});
+}
+
+TEST_CASE("parser: a vocabulary tp cannot split is padded as Megatron pads it", "[parser]") {
+  // Megatron: V' = ceil(V / (128 tp)) * 128 tp. V = 1001, tp 2: ceil(1001 / 256) * 256 = 1024.
+  const Scenario padded = parse_scenario_string(gpt3d(1001), kFile);
+  CHECK(padded.model.transformer.vocab == 1024);
+  REQUIRE(padded.warnings.size() == 1);
+  CHECK(padded.warnings[0].find("padded to 1024") != std::string::npos);
+  // The extra 23 rows are parameters: the embedding (tied with the LM head) grows by 23 x h.
+  const Scenario even = parse_scenario_string(gpt3d(1024), kFile);
+  CHECK(padded.model.total_params() == even.model.total_params());
+  // A vocabulary that tp divides is kept as given (1000 = 2 x 500): no note.
+  const Scenario kept = parse_scenario_string(gpt3d(1000), kFile);
+  CHECK(kept.model.transformer.vocab == 1000);
+  CHECK(kept.warnings.empty());
+}
+
+TEST_CASE("parser: the trace-size limit applies to written traces only", "[parser][limits]") {
+  // gpt3d for 2 steps estimates 2 x 8 micro-batches x (13*4+3 layers + 4) x 1 replica (rank
+  // symmetry) x 16 = 15,104 events; a limit of 1,000 refuses a trace of it, not the run itself.
+  const Scenario s = parse_scenario_string(gpt3d(1000, 2), kFile, {"limits.max_trace_events=1000"});
+  CHECK(s.estimated_trace_events == 15104);
+  try {
+    check_trace_limit(s);
+    FAIL("no InputError");
+  } catch (const InputError& e) {
+    INFO(e.what());
+    CHECK(e.json_path() == "training.steps");  // several steps: the usual lever
+    CHECK(std::string(e.what()).find("exceeds the limit of 1000") != std::string::npos);
+    CHECK(e.hint().find("write no trace") != std::string::npos);
+  }
+  // One step: the steps are no lever; with symmetry on and micro-batches, the lever is the batch
+  // and the hint names fewer, larger micro-batches, never fewer steps.
+  const Scenario one = parse_scenario_string(gpt3d(1000, 1), kFile, {"limits.max_trace_events=1000"});
+  try {
+    check_trace_limit(one);
+    FAIL("no InputError");
+  } catch (const InputError& e) {
+    INFO(e.what());
+    CHECK(e.json_path() == "training.global_batch");
+    CHECK(e.hint().find("training.steps") == std::string::npos);
+    CHECK(e.hint().find("micro_batch_size") != std::string::npos);
+  }
+  CHECK_NOTHROW(check_trace_limit(parse_scenario_string(gpt3d(1000, 2), kFile)));
+}

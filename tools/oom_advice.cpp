@@ -108,7 +108,7 @@ std::vector<AdviceItem> oom_advice(const ScenarioVariant& variant, const core::S
       for (const core::GpuMemory& g : run.memory.gpus)
         if (g.capacity_bytes > 0)
           it.worst_fill =
-              std::max(it.worst_fill, static_cast<double>(g.peak_bytes) / g.capacity_bytes);
+              std::max(it.worst_fill, static_cast<double>(std::max(g.peak_bytes, g.steady_peak_bytes)) / g.capacity_bytes);
       it.step_time_s = prof::summarize(run.trace).step_time_s;
     } catch (const InputError& e) {
       it.error = e.what();  // the change does not apply to this scenario (e.g. a divisibility rule)

@@ -20,6 +20,7 @@
 #include "tools/hpo.hpp"
 #include "tools/oom_advice.hpp"
 #include "tools/real_run.hpp"
+#include "tools/run_progress.hpp"
 #include "tools/signals.hpp"
 #include "tools/sweep_cli.hpp"
 
@@ -40,13 +41,16 @@ Exit codes:
 
 }  // namespace
 
-SimRun simulate(const core::Scenario& scenario, const core::RunControl& control) {
+SimRun simulate(const core::Scenario& scenario, const core::RunControl& control,
+                RunProgress* progress) {
   SimRun run;
   run.program = core::lower(scenario);
+  if (progress) progress->set_phase("simulating", static_cast<std::int64_t>(run.program.ops.size()));
   sim::SimExecutor exec(scenario);
   run.result = exec.run(run.program, control);
   // Interrupted: the outputs keep the steps that completed, marked incomplete (docs/limits.md).
   if (!run.result.complete) backend::keep_completed_steps(run.program, &run.result);
+  if (progress) progress->set_phase("analysing memory and building the trace", 0);
   run.memory = core::memory_timeline(run.program, run.result.timings, scenario.cluster);
   run.trace = backend::build_trace(scenario, run.program, run.result, run.memory);
   return run;
@@ -117,7 +121,11 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_flag("--no-advice", no_advice,
                "with an OOM verdict, do not re-simulate the usual fixes (smaller micro-batches, "
                "recompute, ZeRO, more stages, a bigger GPU, DDP) to rank them");
-  app.add_flag("-q,--quiet", quiet, "do not print the summary table");
+  app.add_flag("-q,--quiet", quiet, "do not print the summary table nor the progress line");
+  bool progress_lines = false;
+  app.add_flag("--progress", progress_lines,
+               "print the progress line on stderr even when it is not a terminal (a line a "
+               "second; on a terminal it is redrawn in place by default)");
   bool expand_mirrors = false;
   app.add_flag("--expand-mirrors", expand_mirrors,
                "rank symmetry: give every mirrored GPU its representative's events in the written "
@@ -132,6 +140,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
       return calibration::parse_scenario_with_profile(scenario_path, device_profile, sets);
     };
     const core::Scenario scenario = load({});
+    if (!trace_path.empty() || !per_rank_dir.empty()) core::check_trace_limit(scenario);
     core::RunControl control;
     control.cancel = cancel_flag();
     real_opts.backend = backend;
@@ -141,8 +150,13 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
       throw InputError("(command line)", "--ranks", "runs one GPU for real",
                        "add --backend cuda or --backend standin");
     real_opts.emulate_gil = !no_gil;
-    SimRun run =
-        backend == "sim" ? simulate(scenario, control) : run_real(scenario, real_opts, control);
+    std::atomic<std::int64_t> ops_done{0};
+    control.ops_done = &ops_done;
+    RunProgress progress(err, progress_mode(quiet, progress_lines),
+                         backend == "sim" ? "lowering" : "running", &ops_done);
+    SimRun run = backend == "sim" ? simulate(scenario, control, &progress)
+                                  : run_real(scenario, real_opts, control);
+    progress.stop();
     if (!run.writer) {
       if (!quiet)
         out << "simrun: MPI rank " << run.mpi_rank

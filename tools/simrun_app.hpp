@@ -41,8 +41,12 @@ struct SimRun {
   int mpi_rank = -1;
 };
 
-// Lower, simulate, analyse memory and build the trace of a parsed scenario.
-SimRun simulate(const core::Scenario& scenario, const core::RunControl& control = {});
+class RunProgress;
+
+// Lower, simulate, analyse memory and build the trace of a parsed scenario. With a progress
+// line, each phase is announced on it (control.ops_done must then be its counter).
+SimRun simulate(const core::Scenario& scenario, const core::RunControl& control = {},
+                RunProgress* progress = nullptr);
 
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

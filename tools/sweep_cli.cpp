@@ -94,6 +94,11 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   app.add_option("--max-variants", max_variants, "refuse larger grids (default 1,000,000)");
   app.add_flag("--fresh", fresh, "ignore an existing -o file instead of resuming from it");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
+  double checkpoint_every_s = 2.0;
+  app.add_option("--checkpoint-every", checkpoint_every_s,
+                 "seconds between checkpoints of the -o file while the sweep runs (default 2; 0: "
+                 "at every progress check, about 20 a second)")
+      ->check(CLI::NonNegativeNumber);
   if (const int code = parse_command_line(app, args, "simrun sweep", out, err); code >= 0)
     return code;
   return run_command("simrun sweep", err, [&]() -> int {
@@ -140,6 +145,7 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     opt.threads = jobs;
     opt.cancel = cancel_flag();
     opt.on_progress = progress_printer(err, quiet);
+    opt.checkpoint_every_s = checkpoint_every_s;
     opt.on_checkpoint = [&](const std::vector<sweep::VariantResult>& rows) {
       write(merged(rows), false);
     };

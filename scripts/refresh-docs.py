@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Regenerates the figures quoted in README.md and docs/*.md from the built tools, so that no
+figure is typed by hand (docs/ci.md, "Docs").
+
+A generated figure sits between markers in the Markdown source:
+
+    22.9 GiB<!-- fig:dp_memory_output_device -->  ...  is written as
+    <!-- fig:NAME -->TEXT<!-- /fig -->
+
+and this script replaces TEXT with what FIGURES[NAME] computes now. `--check` changes nothing and
+exits 1, listing the stale figures, when any differs (a CTest runs it on Release builds:
+`docs:figures_fresh`); unknown names and figures without markers are errors too.
+
+Figures that measure speed (wall time, events per second) are `timed`: they are refreshed on
+request (`--timed`) and never checked, since they depend on the machine (DEVELOPERS.md: quote
+performance as measured, never assert it).
+
+usage: scripts/refresh-docs.py [--check] [--timed] [--build-dir build/release]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MARK = re.compile(r"<!-- fig:([a-z0-9_]+) -->(.*?)<!-- /fig -->", re.S)
+
+
+class Ctx:
+    def __init__(self, build, tmp):
+        self.build, self.tmp, self.cache = build, tmp, {}
+
+    def tool(self, name):
+        return os.path.join(self.build, "tools", name)
+
+    def run(self, args, ok=(0,)):
+        """Runs a tool (args[0] names it) in the repository root; cached by its arguments."""
+        key = tuple(args)
+        if key not in self.cache:
+            p = subprocess.run([self.tool(args[0])] + list(args[1:]), cwd=ROOT, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if p.returncode not in ok:
+                raise RuntimeError(f"{' '.join(args)} exited {p.returncode}:\n{p.stdout[-3000:]}")
+            self.cache[key] = p.stdout
+        return self.cache[key]
+
+    def summary(self, scenario, *sets):
+        """The summary JSON of `simrun SCENARIO --set ...`."""
+        out = os.path.join(self.tmp, f"s{len(self.cache)}.json")
+        args = ["simrun", scenario, "-q", "--no-advice", "--summary", out]
+        for s in sets:
+            args += ["--set", s]
+        self.run(args)
+        with open(out) as f:
+            return json.load(f)
+
+    def trace(self, name, scenario, *sets):
+        path = os.path.join(self.tmp, name)
+        args = ["simrun", scenario, "-q", "--no-advice", "-o", path]
+        for s in sets:
+            args += ["--set", s]
+        self.run(args)
+        return path
+
+
+GIB = 1024.0 ** 3
+
+
+def dp_memory(c):
+    # README: GPT-2 small under DataParallel on 8 A100s: output_device against the others.
+    s = c.summary("scenarios/gpt2_small_8xa100.json")
+    peaks = {g["gpu"]: g["peak_bytes"] / GIB for g in s["per_gpu"]}
+    others = [v for g, v in peaks.items() if g != 0]
+    return (f"{peaks[0]:.1f} GiB against {max(others):.1f} GiB on the others "
+            f"(imbalance {s['imbalance']:.2f}×)")
+
+
+def ddp_step(c):
+    s = c.summary("scenarios/dp_vs_ddp_4x1080ti.json", "strategy.kind=ddp")
+    return f"{s['step_time_s'] * 1e3:.2f} ms"
+
+
+def dp_step(c):
+    s = c.summary("scenarios/dp_vs_ddp_4x1080ti.json")
+    return f"{s['step_time_s'] * 1e3:.2f} ms"
+
+
+def ci_diff(c):
+    # README "Guard a training setup in CI": the tracediff verdict of a 200 MB bucket.
+    base = c.trace("base.json", "scenarios/dp_vs_ddp_4x1080ti.json", "strategy.kind=ddp")
+    new = c.trace("new.json", "scenarios/dp_vs_ddp_4x1080ti.json", "strategy.kind=ddp",
+                  "strategy.ddp.bucket_cap_mb=200")
+    out = os.path.join(c.tmp, "diff.json")
+    c.run(["tracediff", base, new, "--tolerance", "2%", "--json", out], ok=(1,))
+    with open(out) as f:
+        d = json.load(f)
+    m = {r["metric"]: r for r in d["rows"]}
+    step = m["step_time"]["change_rel"] * 100
+    comm = m["exposed_comm"]["new"]["median"] / m["exposed_comm"]["base"]["median"]
+    return f"step time {step:+.1f} %, exposed comm ×{comm:.2f}"
+
+
+def bench(c, name):
+    key = ("bench", name)
+    if key not in c.cache:
+        p = subprocess.run([os.path.join(c.build, "bench", name)], cwd=ROOT, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if p.returncode != 0:
+            raise RuntimeError(f"{name} exited {p.returncode}:\n{p.stdout[-3000:]}")
+        c.cache[key] = p.stdout
+    return c.cache[key]
+
+
+def accuracy_table(c):
+    # docs/accuracy.md: bench_accuracy's table and its totals, as printed.
+    out = bench(c, "bench_accuracy")
+    start = out.index("| case | what | published |")
+    end = out.index("\n", out.index("Outside 10 % or not predicted:"))
+    return "\n" + out[start:end].strip() + "\n"
+
+
+def accuracy_cases(c):
+    m = re.search(r"Cases: (\d+); predicted: \d+; within 10 % \(reproduced\): (\d+)\.",
+                  bench(c, "bench_accuracy"))
+    return f"all {m.group(1)} cases, {m.group(2)} within 10 %"
+
+
+def ci_table(c):
+    # docs/ci.md: the header and the four headline rows of the same tracediff as ci_diff.
+    ci_diff(c)
+    base, new = os.path.join(c.tmp, "base.json"), os.path.join(c.tmp, "new.json")
+    out = c.run(["tracediff", base, new, "--tolerance", "2%"], ok=(1,))
+    keep = [l for l in out.splitlines()
+            if l.strip().startswith("change") or
+            re.match(r"\s*[-+][\d.]+%\s+(exposed_comm|comm_overlap|step_time|throughput)\s", l)]
+    return "\n```\n" + "\n".join(keep) + "\n```\n"
+
+
+def steady_state_example(c):
+    # docs/memory.md, "First-step and steady-state peaks": the two lines simrun prints.
+    out = c.run(["simrun", "scenarios/gpt_20b_64xa100_3d.json", "--no-advice",
+                 "--set", "model.gpt.layers=48", "--set", "strategy.pp=1",
+                 "--set", "strategy.dp=8", "--set", "strategy.zero_stage=0",
+                 "--set", "strategy.recompute=none", "--set", "training.global_batch=32",
+                 "--set", "strategy.micro_batch_size=4", "--set", "training.steps=1"])
+    keep = [l for l in out.splitlines() if "steady-state peak" in l or l.startswith("OOM:")]
+    return "\n```\n" + "\n".join(keep) + "\n```\n"
+
+
+FIGURES = {
+    "steady_state_example": (steady_state_example, False),
+    "ci_table": (ci_table, False),
+    "accuracy_table": (accuracy_table, False),
+    "accuracy_cases": (accuracy_cases, False),
+    "dp_memory": (dp_memory, False),
+    "ddp_step": (ddp_step, False),
+    "dp_step": (dp_step, False),
+    "ci_diff": (ci_diff, False),
+}
+
+
+def docs_files():
+    yield os.path.join(ROOT, "README.md")
+    d = os.path.join(ROOT, "docs")
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".md"):
+            yield os.path.join(d, name)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
+    ap.add_argument("--timed", action="store_true", help="also refresh the timed figures")
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
+    a = ap.parse_args()
+    stale, used, errors = [], set(), []
+    with tempfile.TemporaryDirectory(prefix="csim_docs_") as tmp:
+        c = Ctx(os.path.abspath(a.build_dir), tmp)
+        values = {}
+
+        def value(name):
+            if name not in values:
+                values[name] = FIGURES[name][0](c)
+            return values[name]
+
+        for path in docs_files():
+            with open(path) as f:
+                text = f.read()
+            rel = os.path.relpath(path, ROOT)
+
+            def replace(m):
+                name, old = m.group(1), m.group(2)
+                used.add(name)
+                if name not in FIGURES:
+                    errors.append(f"{rel}: unknown figure '{name}'")
+                    return m.group(0)
+                fn, timed = FIGURES[name]
+                if timed and not a.timed:
+                    return m.group(0)
+                new = value(name)
+                if new != old:
+                    stale.append(f"{rel}: fig:{name}: '{old}' is now '{new}'")
+                return f"<!-- fig:{name} -->{new}<!-- /fig -->"
+
+            out = MARK.sub(replace, text)
+            if out != text and not a.check:
+                with open(path, "w") as f:
+                    f.write(out)
+    for name in FIGURES:
+        if name not in used:
+            errors.append(f"figure '{name}' is quoted nowhere (remove it or quote it)")
+    for line in errors + stale:
+        print(line)
+    if errors:
+        return 2
+    if a.check and stale:
+        print(f"{len(stale)} stale figures: run scripts/refresh-docs.sh and commit the result")
+        return 1
+    print(f"refresh-docs: {len(values)} figures computed, {len(stale)} "
+          f"{'stale' if a.check else 'updated'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+#include "tools/run_progress.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace csim::app {
+namespace {
+
+std::string with_commas(std::int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+}  // namespace
+
+ProgressMode progress_mode(bool quiet, bool forced) {
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  if (forced) return tty ? ProgressMode::kTerminal : ProgressMode::kLines;
+  if (quiet || !tty) return ProgressMode::kOff;
+  return ProgressMode::kTerminal;
+}
+
+std::string progress_text(const std::string& phase, std::int64_t done, std::int64_t total,
+                          double elapsed_s) {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f s", elapsed_s);
+  if (total <= 0) return phase + " (" + secs + ")";
+  const int percent = static_cast<int>(100 * done / total);
+  return phase + " " + std::to_string(percent) + " % (" + with_commas(done) + " of " +
+         with_commas(total) + " ops, " + secs + ")";
+}
+
+void RunProgress::set_phase(std::string phase, std::int64_t total) {
+  std::lock_guard<std::mutex> lk(mu_);
+  phase_ = std::move(phase);
+  total_ = total;
+}
+
+RunProgress::RunProgress(std::ostream& err, ProgressMode mode, std::string phase,
+                         std::atomic<std::int64_t>* counter)
+    : err_(err),
+      mode_(mode),
+      phase_(std::move(phase)),
+      counter_(counter),
+      start_(std::chrono::steady_clock::now()) {
+  if (mode_ != ProgressMode::kOff && counter_ != nullptr)
+    thread_ = std::thread([this] { report_loop(); });
+}
+
+RunProgress::~RunProgress() {
+  stop();
+}
+
+void RunProgress::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (drawn_) {
+    err_ << "\n" << std::flush;
+    drawn_ = false;
+  }
+}
+
+void RunProgress::report_loop() {
+  const auto period = mode_ == ProgressMode::kTerminal ? std::chrono::milliseconds(250)
+                                                       : std::chrono::milliseconds(1000);
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!cv_.wait_for(lk, period, [this] { return stopping_; })) {
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const std::string line =
+        "simrun: " + progress_text(phase_,
+                                   total_ > 0 ? counter_->load(std::memory_order_relaxed) : 0,
+                                   total_, elapsed_s);
+    if (mode_ == ProgressMode::kTerminal) {
+      err_ << "\r" << line << "\x1b[K" << std::flush;
+      drawn_ = true;
+    } else {
+      err_ << line << "\n" << std::flush;
+    }
+  }
+}
+
+}  // namespace csim::app

@@ -521,22 +521,31 @@ std::vector<std::size_t> file_of_events(
     return it != gpu_lane.end() && it->second;
   };
   std::unordered_map<std::int64_t, std::int32_t> device_pid_of_op, device_pid_of_corr;
+  std::set<std::pair<std::int64_t, std::int32_t>> device_op_on_pid;  // (op, pid) with a device event
   for (const TraceEvent& e : trace.events) {
     if (!on_gpu_lane(e)) continue;
-    if (e.op_id >= 0) device_pid_of_op.try_emplace(e.op_id, e.pid);
+    if (e.op_id >= 0) {
+      device_pid_of_op.try_emplace(e.op_id, e.pid);
+      device_op_on_pid.insert({e.op_id, e.pid});
+    }
     if (e.correlation >= 0) device_pid_of_corr.try_emplace(e.correlation, e.pid);
   }
+  // A launch goes with the device event of its correlation; another host event of an op stays in
+  // its own process when the op has a device event there (rank symmetry's expanded mirrors share
+  // op ids, each on its own GPU), else goes with the op's device event.
   std::vector<std::size_t> file(trace.events.size());
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     std::int32_t pid = e.pid;
     if (!on_gpu_lane(e)) {
-      if (const auto it = device_pid_of_op.find(e.op_id);
-          e.op_id >= 0 && it != device_pid_of_op.end())
-        pid = it->second;
-      else if (const auto c = device_pid_of_corr.find(e.correlation);
-               e.correlation >= 0 && c != device_pid_of_corr.end())
+      if (const auto c = device_pid_of_corr.find(e.correlation);
+          e.correlation >= 0 && c != device_pid_of_corr.end())
         pid = c->second;
+      else if (e.op_id >= 0 && device_op_on_pid.count({e.op_id, e.pid}))
+        pid = e.pid;
+      else if (const auto it = device_pid_of_op.find(e.op_id);
+               e.op_id >= 0 && it != device_pid_of_op.end())
+        pid = it->second;
     }
     // A process without ProcessInfo has no file: its events (file index = the file count) are
     // left out, as before.

@@ -244,11 +244,7 @@ void Emitter::emit_step(RankState& r, int step) {
     if (st.forward) {
       std::vector<Dep> first;
       if (seg > 0) {
-        std::vector<Dep> rd;
-        if (r.last_compute != kNoOp) rd.push_back({r.last_compute, DepKind::kStreamWaits});
-        first.push_back(
-            {p2p(r, rank_of_segment(r, seg - 1), false, true, p2p_bytes(seg - 1), std::move(rd)),
-             DepKind::kStreamWaits});
+        first.push_back(recv_from_previous_segment(r, seg));
       } else if (in.copy != kNoOp) {
         first.push_back({in.copy, DepKind::kStreamWaits});
       }

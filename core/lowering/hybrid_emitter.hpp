@@ -75,6 +75,14 @@ class Emitter {
     return grid_.rank({r.c.dp, r.c.tp, seg % ps_.pp});
   }
   Bytes p2p_bytes(int seg) const;
+  // The receive of segment seg's input activation from the previous segment's rank (issued after
+  // this rank's last compute), as the dependency its first op waits on.
+  Dep recv_from_previous_segment(RankState& r, int seg) {
+    std::vector<Dep> rd;
+    if (r.last_compute != kNoOp) rd.push_back({r.last_compute, DepKind::kStreamWaits});
+    return {p2p(r, rank_of_segment(r, seg - 1), false, true, p2p_bytes(seg - 1), std::move(rd)),
+            DepKind::kStreamWaits};
+  }
   OpId forward_layer(RankState& r, int i, std::vector<Dep> deps, const std::string& prefix,
                      bool recompute);
   void emit_step(RankState& r, int step);

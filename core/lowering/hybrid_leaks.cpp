@@ -86,13 +86,7 @@ void Emitter::eval_forward(RankState& r) {
       const std::string prefix =
           std::string("eval (grad on): ") + (m > 1 ? "mb" + std::to_string(j) + " " : "");
       std::vector<Dep> first;
-      if (seg > 0) {
-        std::vector<Dep> rd;
-        if (r.last_compute != kNoOp) rd.push_back({r.last_compute, DepKind::kStreamWaits});
-        first.push_back(
-            {p2p(r, rank_of_segment(r, seg - 1), false, true, p2p_bytes(seg - 1), std::move(rd)),
-             DepKind::kStreamWaits});
-      }
+      if (seg > 0) first.push_back(recv_from_previous_segment(r, seg));
       // What the segment saves for the backward that never comes (recompute included: a
       // checkpointed block saves its input only), kept.
       const Bytes act =

@@ -10,6 +10,12 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$jobs}
 export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-$jobs}
+# Compile through ccache when it is installed (scripts/install-deps.sh installs it): the cache is
+# keyed on paths relative to the checkout, so another clone on this machine reuses it.
+if command -v ccache >/dev/null 2>&1; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+fi
 for preset in release asan tsan; do
   echo "=== tests: preset $preset"
   cmake --workflow --preset "$preset"

@@ -150,7 +150,38 @@ def steady_state_example(c):
     return "\n```\n" + "\n".join(keep) + "\n```\n"
 
 
+def gil_variants(c):
+    # docs/simview.md, "Threads, the GIL and processes": the three launch modes' summaries.
+    runs = [([], "# threads + GIL"), (["host.gil=false"], "# GIL-free threads"),
+            (["strategy.kind=ddp", "strategy.ddp.launcher=process"], "")]
+    lines = []
+    for sets, comment in runs:
+        args = ["simrun", "scenarios/mlp_gil_4x1080ti.json"]
+        for x in sets:
+            args += ["--set", x]
+        out = c.run(args)
+        cmd = " ".join(["$"] + args[:1] + args[1:])
+        lines.append(f"{cmd:<74}{comment}".rstrip() if comment else cmd)
+        lines += [l for l in out.splitlines() if l.startswith(("step time:", "samples/s:"))]
+    return "\n```sh\n" + "\n".join(lines) + "\n```\n"
+
+
+def hpo_example(c):
+    # docs/hpo.md, "Example": the whole output of the ASHA search behind the picture.
+    out_file = os.path.join(c.tmp, "hpo_asha.json")
+    out = c.run(["simrun", "hpo", "scenarios/mlp_1xh200.json", "--set", "cluster.gpus_per_node=4",
+                 "--space", "training.global_batch=4096,8192", "--space", "param.lr=1e-4,3e-4,1e-3",
+                 "--trials", "27", "--seed", "1", "--max-t", "27", "--startup-s", "0.05",
+                 "-o", out_file])
+    cmd = ("$ simrun hpo scenarios/mlp_1xh200.json --set cluster.gpus_per_node=4 --space "
+           "training.global_batch=4096,8192 \\\n    --space param.lr=1e-4,3e-4,1e-3 --trials 27 "
+           "--seed 1 --max-t 27 --startup-s 0.05 -o hpo_asha.json")
+    return "\n```\n" + cmd + "\n" + out.replace(out_file, "hpo_asha.json").rstrip() + "\n```\n"
+
+
 FIGURES = {
+    "hpo_example": (hpo_example, False),
+    "gil_variants": (gil_variants, False),
     "steady_state_example": (steady_state_example, False),
     "ci_table": (ci_table, False),
     "accuracy_table": (accuracy_table, False),

@@ -4,10 +4,10 @@
 // never released before the stream reached it plus its duration), never how fast this machine is.
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backends/cuda/delay_timer.hpp"
@@ -106,18 +106,31 @@ TEST_CASE("DelayTimer: delays end in push order, each after its reach plus its d
 TEST_CASE("DelayTimer: a delay waits for the stream to reach it", "[cuda]") {
   Log log;
   std::atomic<TimeNs> reached_ns{-1};  // set by the test: "the stream got there"
+  // The timer's polls of `reached`, counted: the test waits for the third one (an event, not a
+  // sleep), by which the timer has twice seen the stream not there yet.
+  std::mutex poll_mu;
+  std::condition_variable polled;
+  int polls = 0;
   DelayTimer timer(nullptr, nullptr, /*poll_ns=*/10'000);
   timer.push(delay(
       log, 0,
       [&](TimeNs* at) {
+        {
+          std::lock_guard lock(poll_mu);
+          ++polls;
+        }
+        polled.notify_all();
         const TimeNs t = reached_ns.load();
         if (t < 0) return false;
         *at = t;
         return true;
       },
       1'000'000));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  CHECK(log.count() == 0);  // not reached: held however long that takes
+  {
+    std::unique_lock lock(poll_mu);
+    polled.wait(lock, [&] { return polls >= 3; });
+  }
+  CHECK(log.count() == 0);  // not reached: held however many polls that takes
   const TimeNs t = cuda::steady_clock_ns();
   reached_ns = t;
   timer.drain();

@@ -342,17 +342,31 @@ void add_mirror_rows(Summary& s, const std::vector<MirroredGpu>& mirrors,
 }
 
 // docs/memory.md, "First-step and steady-state peaks": the simulator's per-GPU peaks from the
-// metadata; the GPU's peak is the larger of the counters' and the steady state's.
-void apply_memory_peaks(const nlohmann::json& md, GpuSummary* g) {
-  if (!md.is_object() || !md.contains("memory_peaks") || !md["memory_peaks"].is_array()) return;
+// metadata, by GPU (read once); the GPU's peak is the larger of the counters' and the steady
+// state's.
+struct MemoryPeaks {
+  Bytes first_step = 0, steady = 0;
+  bool projected = false;
+};
+std::map<int, MemoryPeaks> memory_peaks_by_gpu(const nlohmann::json& md) {
+  std::map<int, MemoryPeaks> out;
+  if (!md.is_object() || !md.contains("memory_peaks") || !md["memory_peaks"].is_array()) return out;
   for (const nlohmann::json& e : md["memory_peaks"]) {
-    if (!e.is_object() || e.value("gpu", -1) != g->gpu) continue;
-    g->first_step_peak_bytes = e.value("first_step_peak_bytes", Bytes{0});
-    g->steady_peak_bytes = e.value("steady_state_peak_bytes", Bytes{0});
-    g->steady_projected = e.value("projected", false);
-    g->peak_bytes = std::max(g->peak_bytes, g->steady_peak_bytes);
-    return;
+    if (!e.is_object()) continue;
+    out[e.value("gpu", -1)] = {e.value("first_step_peak_bytes", Bytes{0}),
+                               e.value("steady_state_peak_bytes", Bytes{0}),
+                               e.value("projected", false)};
   }
+  return out;
+}
+
+void apply_memory_peaks(const std::map<int, MemoryPeaks>& peaks, GpuSummary* g) {
+  const auto it = peaks.find(g->gpu);
+  if (it == peaks.end()) return;
+  g->first_step_peak_bytes = it->second.first_step;
+  g->steady_peak_bytes = it->second.steady;
+  g->steady_projected = it->second.projected;
+  g->peak_bytes = std::max(g->peak_bytes, g->steady_peak_bytes);
 }
 
 }  // namespace
@@ -482,6 +496,7 @@ Summary summarize(const Trace& trace) {
     }
   }
   double peak_sum = 0, peak_max = 0;
+  const std::map<int, MemoryPeaks> peaks = memory_peaks_by_gpu(md);
   int with_memory = 0;
   for (const std::int32_t pid : with_work) {
     const ProcessInfo* info = trace.process(pid);
@@ -514,7 +529,7 @@ Summary summarize(const Trace& trace) {
     const MemoryPeak m = memory_peak(memory_of[pid], p.capacity_bytes);
     g.has_memory_data = m.any;
     g.peak_bytes = m.peak;
-    apply_memory_peaks(md, &g);
+    apply_memory_peaks(peaks, &g);
     g.by_step = utilisation_by_step(events_of[pid], memory_of[pid], step_numbers, every_step);
     g.has_reserved_data = !reserved_of[pid].empty();
     g.peak_reserved_bytes = reserved_peak(reserved_of[pid]);

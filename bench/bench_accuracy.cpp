@@ -6,9 +6,9 @@
 //
 // collective: Topology + plan_collective with CommParams{} (what the simulator uses), setups as in
 //   tests/test_collective_cost.cpp [calibration]; busbw = S / predicted time x busbw_factor.
-// layer_time: one GPT block simulated by app::simulate (tensor_parallel tp 8); the block's time is
+// layer_time: one GPT block simulated by run::simulate (tensor_parallel tp 8); the block's time is
 //   the span on GPU 0's compute stream from its first op to its last (TP collectives included).
-// training_throughput: app::simulate + prof::summarize -> tflops_per_gpu.
+// training_throughput: run::simulate + prof::summarize -> tflops_per_gpu.
 // host_overhead: HostSpec defaults, python_us_per_op + dispatch_us_per_op per framework op.
 #include <algorithm>
 #include <cmath>
@@ -29,7 +29,7 @@
 #include "core/scenario_parser.hpp"
 #include "core/topology.hpp"
 #include "profiler/summary.hpp"
-#include "tools/simrun_app.hpp"
+#include "run/run.hpp"
 
 namespace {
 
@@ -251,7 +251,7 @@ void collective(Row& r, const json& c) {
 // Forward and backward (+ recompute) time of block `prefix` on GPU 0: the span on its compute
 // stream from the first to the last op of that block in issue order (TP collectives in between
 // are on the same stream, so they count).
-std::pair<double, double> block_times_ms(const app::SimRun& run, const std::string& prefix) {
+std::pair<double, double> block_times_ms(const run::RunResult& run, const std::string& prefix) {
   const Program& p = run.program;
   auto span = [&](const std::function<bool(const std::string&)>& in_phase) {
     int first = -1, last = -1, stream = -1;
@@ -290,14 +290,14 @@ void layer_time(Row& r, const json& c) {
       "training": {"global_batch": 4, "precision": "fp16", "optimizer": "adam", "steps": 1},
       "strategy": )" +
       strategy + "}";
-  const app::SimRun run = app::simulate(parse_scenario_string(text, r.id));
+  const run::RunResult run = run::simulate(parse_scenario_string(text, r.id));
   const auto [fwd, bwd] = block_times_ms(run, "h.1.");
   const json& also = c["expected"]["also"];
   r.published += " (fwd " + fmt(also["forward_ms"].get<double>(), 1) + " / bwd " +
                  fmt(also["backward_ms"].get<double>(), 1) + ")";
   r.predicted = fmt(fwd + bwd, 2) + " ms (fwd " + fmt(fwd, 2) + " / bwd " + fmt(bwd, 2) + ")";
   r.how =
-      "app::simulate: gpt 3 layers h 6144, 64 heads, s 2048, V 51200, 8x A100-SXM4-80GB, "
+      "run::simulate: gpt 3 layers h 6144, 64 heads, s 2048, V 51200, 8x A100-SXM4-80GB, "
       "tensor_parallel tp 8" +
       std::string(sp ? " + SP" : "") + ", recompute " + rc +
       ", fp16, batch 4; span of block h.1 on GPU 0's compute stream, forward vs "
@@ -320,12 +320,12 @@ void training_throughput(Row& r, const json& c) {
       "training": {"global_batch": )" +
                            std::to_string(c["parallelism"]["batch"].get<int>()) +
                            R"(, "precision": "fp16", "optimizer": "adam", "steps": 3}})";
-  const app::SimRun run = app::simulate(parse_scenario_string(text, r.id));
+  const run::RunResult run = run::simulate(parse_scenario_string(text, r.id));
   const prof::Summary s = prof::summarize(run.trace);
   r.predicted = fmt(s.tflops_per_gpu, 1) + " TFLOP/s (" + fmt(100 * s.mfu, 1) + " % MFU)";
   r.published += " (" + fmt(c["expected"]["also"]["percent_of_peak"].get<double>(), 0) + " %)";
   r.how =
-      "app::simulate: gpt 40L h 1536, 16 heads, s 1024, V 51200, single V100-SXM2-32GB, "
+      "run::simulate: gpt 40L h 1536, 16 heads, s 1024, V 51200, single V100-SXM2-32GB, "
       "batch 8, fp16, adam, 3 steps; summary tflops_per_gpu (median step)" +
       (s.oom ? "; memory model: OOM by " +
                    fmt(static_cast<double>(s.oom->shortfall_bytes) / kGiB, 1) +

@@ -35,11 +35,12 @@
 #include "core/lowering/lowering.hpp"
 #include "core/memory_timeline.hpp"
 #include "core/scenario_parser.hpp"
-#include "tools/simrun_app.hpp"
+#include "run/run.hpp"
 
 namespace {
 
-constexpr const char* kUsage = R"(bench_sim: simulator benchmark (not a test; figures are quoted as measured)
+constexpr const char* kUsage =
+    R"(bench_sim: simulator benchmark (not a test; figures are quoted as measured)
   bench_sim [--repeat N] [--scenario FILE] [--sizes 8,64,512]
       DDP of the scenario (default scenarios/gpt2_small_8xa100.json) on each GPU count: ops,
       events, lowering, simulation and trace-building times (best of N), simulated ops/s
@@ -310,7 +311,6 @@ int gpt3_scale_main(int argc, char** argv) {
 
 }  // namespace
 
-
 int main(int argc, char** argv) {
   if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::fputs(kUsage, stdout);
@@ -364,7 +364,7 @@ int main(int argc, char** argv) {
         best_lower = std::min(best_lower, seconds_since(t0));
         ops = p.ops.size();
         t0 = Clock::now();
-        csim::app::SimRun run = csim::app::simulate(s);
+        csim::run::RunResult run = csim::run::simulate(s);
         const double total = seconds_since(t0);
         events = run.result.events_processed;
         // simulate() = lower + execute + memory + trace: each phase timed on its own (the old

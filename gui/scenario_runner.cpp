@@ -8,7 +8,8 @@
 #include <exception>
 
 #include "core/scenario_parser.hpp"
-#include "tools/simrun_app.hpp"
+#include "run/run.hpp"
+#include "run/scenario_loader.hpp"
 
 namespace csim::gui {
 
@@ -56,9 +57,9 @@ SimResult run_scenario(const std::string& path, const std::vector<std::string>& 
   SimResult r;
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    const core::Scenario s = core::parse_scenario_file(path, overrides);
+    const core::Scenario s = run::load_scenario(path, {}, overrides);
     core::check_trace_limit(s);  // simview always builds the trace
-    r.trace = app::simulate(s).trace;
+    r.trace = run::simulate(s).trace;
     r.ok = true;
   } catch (const std::exception& e) {
     r.error = e.what();

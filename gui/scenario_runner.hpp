@@ -1,5 +1,5 @@
 // The scenario panel's model: the main knobs of a scenario, turned into `--set` overrides
-// (docs/scenario.md, "Overrides") and simulated through csim::app::simulate. Also the three
+// (docs/scenario.md, "Overrides") and simulated through csim::run::simulate. Also the three
 // launch / GIL variants the compare view shows side by side. Plain C++, tested headless.
 #pragma once
 

@@ -8,7 +8,7 @@
 
 #include <imgui.h>
 
-#include "core/scenario_parser.hpp"
+#include "run/scenario_loader.hpp"
 
 namespace csim::gui {
 
@@ -85,7 +85,7 @@ std::vector<const Document*> Viewer::compare_documents() const {
 // --------------------------------------------------------------------------------
 
 void Viewer::set_scenario(const std::string& path) {
-  scenario_ = core::parse_scenario_file(path);
+  scenario_ = run::load_scenario(path);
   scenario_path_ = path;
   knobs_ = knobs_from(scenario_);
 }

@@ -3,12 +3,11 @@
 
 #include <algorithm>
 
-#include "backends/sim/sim_executor.hpp"
 #include "core/error.hpp"
-#include "core/lowering/lowering.hpp"
 #include "core/memory_timeline.hpp"
-#include "core/scenario_parser.hpp"
 #include "core/step_spans.hpp"
+#include "run/run.hpp"
+#include "run/scenario_loader.hpp"
 
 namespace csim::sweep {
 
@@ -41,7 +40,7 @@ VariantResult evaluate_variant(const nlohmann::json& doc, const std::string& nam
                                const core::RunControl& control) {
   core::Scenario sc;
   try {
-    sc = core::parse_scenario_document(doc, name, sets);
+    sc = run::load_scenario_document(doc, name, sets);
   } catch (const InputError& e) {
     VariantResult r;
     r.status = VariantStatus::kInvalid;
@@ -54,14 +53,18 @@ VariantResult evaluate_variant(const nlohmann::json& doc, const std::string& nam
 VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl& control) {
   VariantResult r;
   try {
-    const core::Program program = core::lower(sc);
-    sim::SimExecutor exec(sc);
-    const core::ExecutionResult res = exec.run(program, control);
+    run::RunRequest rq;
+    rq.scenario = &sc;
+    rq.trace = false;  // the figures come from the Program and its timings
+    rq.control = control;
+    const run::RunResult run = run::run(rq);
+    const core::Program& program = run.program;
+    const core::ExecutionResult& res = run.result;
     if (!res.complete) {
       r.error = "cancelled";
       return r;
     }
-    const core::MemoryReport mem = core::memory_timeline(program, res.timings, sc.cluster);
+    const core::MemoryReport& mem = run.memory;
     r.step_time_s = core::step_time_s(core::step_spans(program, res.timings));
     r.gpus = static_cast<int>(program.active_gpus.size());
     if (r.step_time_s > 0) {
@@ -74,8 +77,8 @@ VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl
     }
     for (const core::GpuMemory& g : mem.gpus) {
       // The larger of the simulated and steady-state peaks, as the summary (docs/memory.md).
-      const double gib =
-          static_cast<double>(std::max(g.peak_bytes, g.steady_peak_bytes)) / static_cast<double>(kGiB);
+      const double gib = static_cast<double>(std::max(g.peak_bytes, g.steady_peak_bytes)) /
+                         static_cast<double>(kGiB);
       r.per_gpu.push_back({g.gpu, gib});
       if (gib >= r.peak_gib) {
         r.peak_gib = gib;

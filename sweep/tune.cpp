@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "core/flops.hpp"
 #include "core/lowering/parallel_plan.hpp"
-#include "core/scenario_parser.hpp"
+#include "run/scenario_loader.hpp"
 
 namespace csim::sweep {
 namespace {
@@ -172,7 +172,7 @@ std::vector<std::size_t> TuneResult::rejected() const {
 TuneResult tune(const json& doc, const std::string& name, const std::vector<std::string>& base_sets,
                 const TuneOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
-  const core::Scenario base = core::parse_scenario_document(doc, name, base_sets);
+  const core::Scenario base = run::load_scenario_document(doc, name, base_sets);
   const int total = base.cluster.nodes * base.cluster.gpus_per_node;
   const int gpus = o.gpus > 0 ? o.gpus : total;
   TuneResult res;
@@ -188,7 +188,7 @@ TuneResult tune(const json& doc, const std::string& name, const std::vector<std:
     c.sets = prefix;
     c.sets.push_back("strategy=" + l.strategy.dump());
     try {
-      const core::Scenario v = core::parse_scenario_document(doc, name, c.sets);
+      const core::Scenario v = run::load_scenario_document(doc, name, c.sets);
       bound(c, v, gpus);
       if (c.model_states_gib > c.usable_gib) {
         c.verdict = TuneVerdict::kCannotFit;

@@ -17,9 +17,9 @@
 #include "core/calibration/fit.hpp"
 #include "core/error.hpp"
 #include "core/scenario_parser.hpp"
+#include "run/scenario_loader.hpp"
 #include "tests/simrun_cli_support.hpp"
 #include "tests/test_support.hpp"
-#include "tools/simrun_app.hpp"
 
 using namespace csim;
 namespace cal = csim::calibration;
@@ -30,15 +30,21 @@ namespace {
 
 using Result = test::CliResult;
 
-Result run(const std::vector<std::string>& args) { return test::run_simrun(args); }
+Result simrun(const std::vector<std::string>& args) {
+  return test::run_simrun(args);
+}
 
-fs::path fresh_dir(const std::string& name) { return test::fresh_dir("csim_cal_", name); }
+fs::path fresh_dir(const std::string& name) {
+  return test::fresh_dir("csim_cal_", name);
+}
 
 void write(const fs::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
 }
 
-double rel(double got, double want) { return std::fabs(got / want - 1); }
+double rel(double got, double want) {
+  return std::fabs(got / want - 1);
+}
 
 // The H200 catalog figures the tests derive from (core/gpu_catalog.cpp).
 constexpr double kH200Bf16Peak = 989.5e12;
@@ -234,7 +240,7 @@ TEST_CASE("a device profile's overrides reach the scenario through --device-prof
   write(prof, doc.dump(2));
 
   // Parsed with the profile: the GPU and host have the measured values.
-  const core::Scenario s = cal::parse_scenario_with_profile(scen, prof.string(), {});
+  const core::Scenario s = run::load_scenario(scen, prof.string(), {});
   const core::GpuSpec& g = s.cluster.gpu;
   CHECK(g.name == "H200-SXM-141GB");
   CHECK(g.efficiency[0].max_efficiency == 0.55);
@@ -248,23 +254,23 @@ TEST_CASE("a device profile's overrides reach the scenario through --device-prof
   CHECK(s.warnings.empty());
 
   // --set comes after the profile and wins.
-  const core::Scenario s2 = cal::parse_scenario_with_profile(
-      scen, prof.string(), {"cluster.gpu.kernel_overhead_us=3"});
+  const core::Scenario s2 =
+      run::load_scenario(scen, prof.string(), {"cluster.gpu.kernel_overhead_us=3"});
   CHECK(s2.cluster.gpu.kernel_overhead_ns == 3000);
   CHECK(s2.cluster.gpu.mem_bw_efficiency == 0.8);
 
   // A profile of another GPU replaces the scenario's, with a warning.
-  const core::Scenario a100 = cal::parse_scenario_with_profile(
+  const core::Scenario a100 = run::load_scenario(
       test::scenario_path("resnet50_model_parallel_2gpu.json"), prof.string(), {});
   CHECK(a100.cluster.gpu.name == "H200-SXM-141GB");
   REQUIRE(a100.warnings.size() == 1);
   CHECK(a100.warnings[0].find("replaces this scenario's GPU A100-SXM4-40GB") != std::string::npos);
 
   // simrun and simrun compare take it on the command line.
-  const Result r = run({scen, "--device-profile", prof.string(), "-q"});
+  const Result r = simrun({scen, "--device-profile", prof.string(), "-q"});
   INFO(r.err);
   CHECK(r.code == 0);
-  const Result h = run({"compare", "--help"});
+  const Result h = simrun({"compare", "--help"});
   CHECK(h.out.find("--device-profile") != std::string::npos);
 }
 
@@ -272,42 +278,40 @@ TEST_CASE("a bad device profile is bad input (exit 2) naming the file and JSON p
           "[calibration][cli]") {
   const fs::path d = fresh_dir("bad_profile");
   const std::string scen = test::scenario_path("mlp_1xh200.json");
-  auto one_line = [](const Result& r) {
-    return std::count(r.err.begin(), r.err.end(), '\n') == 1;
-  };
+  auto one_line = [](const Result& r) { return std::count(r.err.begin(), r.err.end(), '\n') == 1; };
 
-  const Result missing = run({scen, "--device-profile", (d / "none.json").string(), "-q"});
+  const Result missing = simrun({scen, "--device-profile", (d / "none.json").string(), "-q"});
   CHECK(missing.code == 2);
   CHECK(missing.err.find("none.json") != std::string::npos);
   CHECK(one_line(missing));
 
   write(d / "broken.json", "{\"format\": ");
-  const Result broken = run({scen, "--device-profile", (d / "broken.json").string(), "-q"});
+  const Result broken = simrun({scen, "--device-profile", (d / "broken.json").string(), "-q"});
   CHECK(broken.code == 2);
   CHECK(broken.err.find("broken.json") != std::string::npos);
 
   write(d / "format.json", R"({"format": "something else", "format_version": 1, "overrides": {}})");
-  const Result format = run({scen, "--device-profile", (d / "format.json").string(), "-q"});
+  const Result format = simrun({scen, "--device-profile", (d / "format.json").string(), "-q"});
   CHECK(format.code == 2);
   CHECK(format.err.find("format.json: format:") != std::string::npos);
   CHECK(format.err.find("simrun calibrate") != std::string::npos);  // the hint
   CHECK(one_line(format));
 
   write(d / "noov.json", R"({"format": "csim-device-profile", "format_version": 1})");
-  const Result noov = run({scen, "--device-profile", (d / "noov.json").string(), "-q"});
+  const Result noov = simrun({scen, "--device-profile", (d / "noov.json").string(), "-q"});
   CHECK(noov.code == 2);
   CHECK(noov.err.find("noov.json: overrides: missing") != std::string::npos);
 
   // A value the scenario rejects is named by the profile and its key, not by a --set.
   write(d / "range.json", R"({"format": "csim-device-profile", "format_version": 1,
       "overrides": {"cluster.gpu": {"base": "H200-SXM-141GB", "mem_bw_efficiency": 7}}})");
-  const Result range = run({scen, "--device-profile", (d / "range.json").string(), "-q"});
+  const Result range = simrun({scen, "--device-profile", (d / "range.json").string(), "-q"});
   CHECK(range.code == 2);
   CHECK(range.err.find("range.json: overrides[\"cluster.gpu\"].mem_bw_efficiency:") !=
         std::string::npos);
   CHECK(one_line(range));
   try {
-    cal::parse_scenario_with_profile(scen, (d / "range.json").string(), {});
+    run::load_scenario(scen, (d / "range.json").string(), {});
     FAIL("no error");
   } catch (const InputError& e) {
     CHECK(e.file() == (d / "range.json").string());
@@ -337,9 +341,9 @@ TEST_CASE("calibrating the stand-in recovers the scenario GPU's own constants",
   const fs::path d = fresh_dir("standin");
   const std::string scen = test::scenario_path("mlp_1xh200.json");
   const auto t0 = std::chrono::steady_clock::now();
-  const Result r = run({"calibrate", scen, "--backend", "standin", "-o", (d / "p.json").string()});
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const Result r =
+      simrun({"calibrate", scen, "--backend", "standin", "-o", (d / "p.json").string()});
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   WARN("stand-in calibration of mlp_1xh200 took " << secs << " s");
@@ -377,7 +381,7 @@ TEST_CASE("calibrating the stand-in recovers the scenario GPU's own constants",
   CHECK(ov["cluster.gpu"]["efficiency"]["gemm"]["source"].get<std::string>().find("cpu-standin") !=
         std::string::npos);
   // ... and the scenario read back with the profile has them, labelled as not measured.
-  const core::Scenario s = cal::parse_scenario_with_profile(scen, (d / "p.json").string(), {});
+  const core::Scenario s = run::load_scenario(scen, (d / "p.json").string(), {});
   CHECK(rel(s.cluster.gpu.efficiency[0].max_efficiency, kH200GemmMax) < 0.05);
   CHECK(rel(s.cluster.gpu.mem_bw_efficiency, 0.85) < 0.05);
   REQUIRE(s.warnings.size() == 1);
@@ -392,8 +396,8 @@ TEST_CASE("calibrating a two-GPU stand-in node measures peer copies and collecti
   // stand-in threads wakes, so e is larger than for one stream: 3 % on an idle 2-core machine,
   // 6 % under CI's `ctest -j2` (measured). 10 % still catches a wrong bus-bandwidth factor (2x).
   const fs::path d = fresh_dir("standin2");
-  const Result r = run({"calibrate", test::scenario_path("resnet50_model_parallel_2gpu.json"),
-                        "--backend", "standin", "--quick", "-o", (d / "p.json").string()});
+  const Result r = simrun({"calibrate", test::scenario_path("resnet50_model_parallel_2gpu.json"),
+                           "--backend", "standin", "--quick", "-o", (d / "p.json").string()});
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   const json p = json::parse(test::read_file((d / "p.json").string()));
@@ -414,7 +418,7 @@ TEST_CASE("calibrating a two-GPU stand-in node measures peer copies and collecti
 
 TEST_CASE("simrun calibrate --backend cuda without a GPU exits 3 with one line",
           "[calibration][cli]") {
-  const Result r = run({"calibrate", test::scenario_path("mlp_1xh200.json"), "--quick"});
+  const Result r = simrun({"calibrate", test::scenario_path("mlp_1xh200.json"), "--quick"});
   if (r.code == 0) {
     WARN("a GPU is present: simrun calibrate ran on it");
     return;
@@ -423,6 +427,7 @@ TEST_CASE("simrun calibrate --backend cuda without a GPU exits 3 with one line",
   CHECK(r.err.rfind("simrun calibrate: backend unavailable:", 0) == 0);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   // Bad input to calibrate is exit 2 like every command.
-  CHECK(run({"calibrate", test::scenario_path("mlp_1xh200.json"), "--backend", "gpu"}).code == 2);
-  CHECK(run({"calibrate", "/nonexistent.json", "--backend", "standin"}).code == 2);
+  CHECK(simrun({"calibrate", test::scenario_path("mlp_1xh200.json"), "--backend", "gpu"}).code ==
+        2);
+  CHECK(simrun({"calibrate", "/nonexistent.json", "--backend", "standin"}).code == 2);
 }

@@ -12,7 +12,7 @@
 #include "gui/scenario_runner.hpp"
 #include "gui/stats_model.hpp"
 #include "profiler/summary.hpp"
-#include "tools/simrun_app.hpp"
+#include "run/run.hpp"
 
 using namespace csim;
 using namespace csim::gui;
@@ -183,9 +183,9 @@ TEST_CASE("statistics of a symmetric run count each simulated GPU for its mirror
       "\"model\":{\"gpt\":{\"layers\":4,\"hidden\":1024,\"heads\":16,\"seq_len\":512,"
       "\"vocab\":32000}},\"training\":{\"global_batch\":16,\"precision\":\"bf16\",\"steps\":2},"
       "\"strategy\":{\"kind\":\"3d\",\"tp\":2,\"pp\":2}}";
-  const app::SimRun sym = app::simulate(core::parse_scenario_string(json, "t.json"));
-  const app::SimRun full =
-      app::simulate(core::parse_scenario_string(json, "t.json", {"simulation.symmetry=off"}));
+  const run::RunResult sym = run::simulate(core::parse_scenario_string(json, "t.json"));
+  const run::RunResult full =
+      run::simulate(core::parse_scenario_string(json, "t.json", {"simulation.symmetry=off"}));
   const StatsModel a = build_stats(sym.trace, prof::summarize(sym.trace));
   const StatsModel b = build_stats(full.trace, prof::summarize(full.trace));
   CHECK(a.gpus.size() == 8);

@@ -15,8 +15,8 @@
 #include "profiler/chrome_trace_reader.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/summary.hpp"
+#include "run/run.hpp"
 #include "test_support.hpp"
-#include "tools/simrun_app.hpp"
 
 using namespace csim;
 
@@ -34,11 +34,12 @@ std::string str_arg(const prof::TraceEvent& e, const std::string& key) {
 }
 std::int64_t int_arg(const prof::TraceEvent& e, const std::string& key) {
   const prof::Arg* a = arg(e, key);
-  return a && std::holds_alternative<std::int64_t>(a->value) ? std::get<std::int64_t>(a->value) : -999;
+  return a && std::holds_alternative<std::int64_t>(a->value) ? std::get<std::int64_t>(a->value)
+                                                             : -999;
 }
 
 prof::Trace simulate(const std::string& scenario, const std::vector<std::string>& overrides) {
-  return app::simulate(core::parse_scenario_file(test::scenario_path(scenario), overrides)).trace;
+  return run::simulate(core::parse_scenario_file(test::scenario_path(scenario), overrides)).trace;
 }
 
 // The trace as a tool reads it: written and read back (what HTA sees is the written file).
@@ -64,7 +65,8 @@ TEST_CASE("DataParallel copies carry Kineto's memcpy names, category and args", 
     const prof::Arg* bw = arg(e, "memory bandwidth (GB/s)");
     REQUIRE(bw != nullptr);
     // Kineto's bandwidth is bytes over the duration: bytes per ns is GB/s.
-    if (e.dur_ns > 0) CHECK(std::get<double>(bw->value) == Approx(double(bytes) / double(e.dur_ns)));
+    if (e.dur_ns > 0)
+      CHECK(std::get<double>(bw->value) == Approx(double(bytes) / double(e.dur_ns)));
   }
   CHECK(names.count("Memcpy PtoP (Device -> Device)") == 1);
   for (const std::string& n : names) {
@@ -75,11 +77,13 @@ TEST_CASE("DataParallel copies carry Kineto's memcpy names, category and args", 
   }
 }
 
-TEST_CASE("NCCL kernels: NCCL 2.2x names, modelled algorithm and protocol, real dtype", "[kineto]") {
+TEST_CASE("NCCL kernels: NCCL 2.2x names, modelled algorithm and protocol, real dtype",
+          "[kineto]") {
   // DDP on 4 GPUs, fp32: every bucket all-reduce runs in NCCL's one fp32 sum kernel,
   // ncclDevKernel_AllReduce_Sum_f32_RING_LL (generate.py's best_kernel), launched with the
   // driver's cuLaunchKernelEx as NCCL 2.28's ncclLaunchKernel does.
-  const prof::Trace t = round_trip(simulate("dp_vs_ddp_4x1080ti.json", {"strategy.kind=ddp", "training.steps=1"}));
+  const prof::Trace t =
+      round_trip(simulate("dp_vs_ddp_4x1080ti.json", {"strategy.kind=ddp", "training.steps=1"}));
   std::map<std::int64_t, const prof::TraceEvent*> launch_of;
   for (const prof::TraceEvent& e : t.events) {
     if (e.cls == prof::EventClass::kHost && e.correlation >= 0) launch_of[e.correlation] = &e;
@@ -94,7 +98,8 @@ TEST_CASE("NCCL kernels: NCCL 2.2x names, modelled algorithm and protocol, real 
     if (coll == "allreduce") {
       ++all_reduces;
       const std::string algo = str_arg(e, "algorithm");
-      CHECK(e.name == (algo == "TREE" ? "ncclDevKernel_AllReduce_Sum_f32_TREE_LL" : "ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
+      CHECK(e.name == (algo == "TREE" ? "ncclDevKernel_AllReduce_Sum_f32_TREE_LL"
+                                      : "ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
       CHECK((algo == "RING" || algo == "TREE" || algo == "HIERARCHICAL"));
       const std::string proto = str_arg(e, "protocol");
       CHECK((proto == "LL" || proto == "LL128" || proto == "SIMPLE"));
@@ -114,13 +119,15 @@ TEST_CASE("NCCL kernels: NCCL 2.2x names, modelled algorithm and protocol, real 
 TEST_CASE("bf16 collectives: dtype BFloat16 and elements of 2 bytes", "[kineto]") {
   // gpt_pipeline_8xa100 in bf16: the gradient all-reduces and pipeline sends carry bf16
   // tensors, so "In msg nelems" is bytes / 2 and the kernel type suffix bf16.
-  const prof::Trace t = simulate("gpt_pipeline_8xa100.json", {"training.steps=1", "training.precision=bf16"});
+  const prof::Trace t =
+      simulate("gpt_pipeline_8xa100.json", {"training.steps=1", "training.precision=bf16"});
   int bf16 = 0;
   for (const prof::TraceEvent& e : t.events) {
     if (e.cls != prof::EventClass::kCommunication || str_arg(e, "dtype") != "BFloat16") continue;
     ++bf16;
     const std::string coll = str_arg(e, "Collective name");
-    if (coll == "allreduce" || coll == "sendrecv") CHECK(int_arg(e, "In msg nelems") == int_arg(e, "bytes") / 2);
+    if (coll == "allreduce" || coll == "sendrecv")
+      CHECK(int_arg(e, "In msg nelems") == int_arg(e, "bytes") / 2);
     if (coll == "allreduce") CHECK(e.name.find("_Sum_bf16_") != std::string::npos);
   }
   CHECK(bf16 > 0);
@@ -130,7 +137,8 @@ TEST_CASE("stream dependencies: cuda_sync events point at real cudaEventRecord c
   // DDP: each bucket's all-reduce (NCCL stream) waits for the backward kernel that made its
   // gradients ready (compute stream), and the optimizer waits for the all-reduces: cross-stream
   // dependencies of one process, which PyTorch expresses with CUDA events.
-  const prof::Trace t = round_trip(simulate("dp_vs_ddp_4x1080ti.json", {"strategy.kind=ddp", "training.steps=2"}));
+  const prof::Trace t =
+      round_trip(simulate("dp_vs_ddp_4x1080ti.json", {"strategy.kind=ddp", "training.steps=2"}));
   std::map<std::pair<int, std::int64_t>, const prof::TraceEvent*> record, wait_call, sync_call;
   std::map<std::pair<int, std::int64_t>, const prof::TraceEvent*> device_by_corr;
   for (const prof::TraceEvent& e : t.events) {
@@ -143,7 +151,8 @@ TEST_CASE("stream dependencies: cuda_sync events point at real cudaEventRecord c
     if (e.cat != "cuda_sync") continue;
     const std::int64_t rec = int_arg(e, "wait_on_cuda_event_record_corr_id");
     INFO(e.name << " corr " << e.correlation << " record " << rec);
-    // The record is a real cudaEventRecord of this process (the GPU's file), issued before the wait.
+    // The record is a real cudaEventRecord of this process (the GPU's file), issued before the
+    // wait.
     REQUIRE(record.count({e.pid, rec}) == 1);
     const prof::TraceEvent& r = *record[{e.pid, rec}];
     CHECK(int_arg(e, "wait_on_cuda_event_id") > 0);
@@ -192,7 +201,8 @@ TEST_CASE("Kineto [memory] events give memory data; a damaged .json.gz is corrup
   const auto dir = test::fresh_dir("kineto_conv", "corrupt");
   const std::string bad = (dir / "bad.json.gz").string(), cut = (dir / "cut.json.gz").string();
   {
-    std::ofstream(bad, std::ios::binary) << std::string("\x1f\x8b\x08\x00garbage that is not deflate", 31);
+    std::ofstream(bad, std::ios::binary)
+        << std::string("\x1f\x8b\x08\x00garbage that is not deflate", 31);
     const std::string all = test::read_file(fx);
     std::ofstream(cut, std::ios::binary) << all.substr(0, all.size() / 2);
   }

@@ -11,7 +11,7 @@
 #include "core/lowering/program_builder.hpp"
 #include "core/scenario_parser.hpp"
 #include "profiler/summary.hpp"
-#include "tools/simrun_app.hpp"
+#include "run/run.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -38,14 +38,14 @@ std::string scenario(const std::string& training_extra, double act_mib = 1.0) {
          training_extra + "},\"strategy\":{\"kind\":\"single\"}}";
 }
 
-app::SimRun run(const std::string& json, std::vector<std::string> sets = {}) {
-  return app::simulate(parse_scenario_string(json, "leak.json", sets));
+run::RunResult run_json(const std::string& json, std::vector<std::string> sets = {}) {
+  return run::simulate(parse_scenario_string(json, "leak.json", sets));
 }
 
 }  // namespace
 
 TEST_CASE("no leak: memory at step ends is flat and no growth is reported", "[memory][leak]") {
-  const app::SimRun r = run(scenario(",\"steps\":5"));
+  const run::RunResult r = run_json(scenario(",\"steps\":5"));
   const prof::Summary s = prof::summarize(r.trace);
   CHECK(s.memory_growth.empty());
   REQUIRE(s.per_gpu.size() == 1);
@@ -55,7 +55,7 @@ TEST_CASE("no leak: memory at step ends is flat and no growth is reported", "[me
 
 TEST_CASE("the two leaks are told apart by growth per step and category", "[memory][leak]") {
   SECTION("loss_as_tensor: the autograd graph and a scalar per step") {
-    const app::SimRun r = run(scenario(",\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}"));
+    const run::RunResult r = run_json(scenario(",\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}"));
     const prof::Summary s = prof::summarize(r.trace);
     REQUIRE(s.memory_growth.size() == 1);
     const prof::MemoryGrowth& g = s.memory_growth[0];
@@ -75,7 +75,7 @@ TEST_CASE("the two leaks are told apart by growth per step and category", "[memo
     CHECK(end_allocated == 16384 + 5 * 3584);
   }
   SECTION("keep_outputs: an activation-sized growth per step") {
-    const app::SimRun r = run(scenario(",\"steps\":5,\"leaks\":{\"keep_outputs\":true}"));
+    const run::RunResult r = run_json(scenario(",\"steps\":5,\"leaks\":{\"keep_outputs\":true}"));
     const prof::Summary s = prof::summarize(r.trace);
     REQUIRE(s.memory_growth.size() == 1);
     const prof::MemoryGrowth& g = s.memory_growth[0];
@@ -103,7 +103,8 @@ std::string dp_scenario(const std::string& training_extra) {
 TEST_CASE("the leaks under DataParallel grow on the devices PyTorch keeps them on",
           "[memory][leak]") {
   SECTION("keep_outputs: every replica's activations, replica 1's parameter copy, the logits") {
-    const app::SimRun r = run(dp_scenario(",\"steps\":5,\"leaks\":{\"keep_outputs\":true}"));
+    const run::RunResult r =
+        run_json(dp_scenario(",\"steps\":5,\"leaks\":{\"keep_outputs\":true}"));
     CHECK(r.program.warnings.empty());
     const prof::Summary s = prof::summarize(r.trace);
     REQUIRE(s.memory_growth.size() == 2);
@@ -118,7 +119,8 @@ TEST_CASE("the leaks under DataParallel grow on the devices PyTorch keeps them o
     }
   }
   SECTION("loss_as_tensor: both replicas' graph nodes on output_device") {
-    const app::SimRun r = run(dp_scenario(",\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}"));
+    const run::RunResult r =
+        run_json(dp_scenario(",\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}"));
     const prof::Summary s = prof::summarize(r.trace);
     REQUIRE(s.memory_growth.size() == 1);
     // 2 replicas x 8 kernel nodes + 3 (loss) + 1 (+=) + 3 (Scatter, Broadcast, Gather) = 23
@@ -127,7 +129,7 @@ TEST_CASE("the leaks under DataParallel grow on the devices PyTorch keeps them o
     CHECK(s.memory_growth[0].bytes_per_step == Approx(5892));
   }
   SECTION("empty_cache releases the cached segments of both devices") {
-    const app::SimRun r = run(dp_scenario(",\"steps\":2,\"empty_cache_every\":1"));
+    const run::RunResult r = run_json(dp_scenario(",\"steps\":2,\"empty_cache_every\":1"));
     REQUIRE(r.memory.allocator.gpus.size() == 2);
     for (const GpuAllocatorTimeline& a : r.memory.allocator.gpus) CHECK(a.empty_cache.size() == 2);
   }
@@ -164,7 +166,7 @@ std::string gpt_scenario(int gpus, const std::string& strategy, const std::strin
 
 // The growth the summary reports per GPU, keyed by GPU; every free of the run matches a live
 // allocation (docs/memory.md, "Driving it with a Program").
-std::map<int, prof::MemoryGrowth> growth_by_gpu(const app::SimRun& r) {
+std::map<int, prof::MemoryGrowth> growth_by_gpu(const run::RunResult& r) {
   for (const GpuAllocatorTimeline& g : r.memory.allocator.gpus) CHECK(g.unmatched_frees == 0);
   std::map<int, prof::MemoryGrowth> out;
   for (const prof::MemoryGrowth& g : prof::summarize(r.trace).memory_growth) out[g.gpu] = g;
@@ -188,7 +190,7 @@ TEST_CASE("the leaks under model_parallel: one graph over both devices", "[memor
   // Layers balanced by FLOPs over 2 devices: l0, l1 on GPU 0, l2, l3 on GPU 1 (one split).
   const std::string mp = "{\"kind\":\"model_parallel\"}";
   SECTION("loss_as_tensor: the nodes and a ToCopyBackward per split, on the last device") {
-    const app::SimRun r = run(strategy_scenario(2, mp, kLoss));
+    const run::RunResult r = run_json(strategy_scenario(2, mp, kLoss));
     CHECK(r.program.warnings.empty());
     const auto g = growth_by_gpu(r);
     REQUIRE(g.size() == 1);
@@ -200,7 +202,7 @@ TEST_CASE("the leaks under model_parallel: one graph over both devices", "[memor
     CHECK(g.at(1).category == "autograd_graph");
   }
   SECTION("keep_outputs: each device its layers' activations; the copy and the logits on GPU 1") {
-    const auto g = growth_by_gpu(run(strategy_scenario(2, mp, kKeep)));
+    const auto g = growth_by_gpu(run_json(strategy_scenario(2, mp, kKeep)));
     REQUIRE(g.size() == 2);
     // GPU 0: 2 layers x 8 samples x 1 MiB = 16 MiB. GPU 1: the same + l1's output copied in
     // (8 x 1 KiB) + the logits (8 x 1 KiB).
@@ -209,14 +211,15 @@ TEST_CASE("the leaks under model_parallel: one graph over both devices", "[memor
     CHECK(g.at(1).category == "activations");
   }
   SECTION("empty_cache: one process, every device's cache") {
-    const app::SimRun r = run(strategy_scenario(2, mp, ",\"steps\":2,\"empty_cache_every\":1"));
+    const run::RunResult r =
+        run_json(strategy_scenario(2, mp, ",\"steps\":2,\"empty_cache_every\":1"));
     REQUIRE(r.memory.allocator.gpus.size() == 2);
     for (const GpuAllocatorTimeline& a : r.memory.allocator.gpus) CHECK(a.empty_cache.size() == 2);
   }
   SECTION("del_temporaries false: output and input live past the optimizer") {
-    const app::SimRun keep =
-        run(strategy_scenario(2, mp, ",\"steps\":2,\"del_temporaries\":false"));
-    const app::SimRun del = run(strategy_scenario(2, mp, ",\"steps\":2"));
+    const run::RunResult keep =
+        run_json(strategy_scenario(2, mp, ",\"steps\":2,\"del_temporaries\":false"));
+    const run::RunResult del = run_json(strategy_scenario(2, mp, ",\"steps\":2"));
     const auto opt = [](const Program& p) {
       return op_index(p, 1, OpKind::kCompute, "optimizer.step (sgd)");
     };
@@ -233,7 +236,7 @@ TEST_CASE("the leaks under pipeline parallelism stay on the stage that holds the
   // b = 4.
   const std::string pipe = "{\"kind\":\"pipeline\",\"pp\":2,\"micro_batch_size\":4}";
   SECTION("loss_as_tensor: the last stage keeps its own layers' graph for every micro-batch") {
-    const app::SimRun r = run(strategy_scenario(2, pipe, kLoss));
+    const run::RunResult r = run_json(strategy_scenario(2, pipe, kLoss));
     CHECK(r.program.warnings.empty());
     const auto g = growth_by_gpu(r);
     REQUIRE(g.size() == 1);
@@ -246,7 +249,7 @@ TEST_CASE("the leaks under pipeline parallelism stay on the stage that holds the
     CHECK(g.at(1).category == "autograd_graph");
   }
   SECTION("keep_outputs: every stage its own layers' activations, the last the logits") {
-    const auto g = growth_by_gpu(run(strategy_scenario(2, pipe, kKeep)));
+    const auto g = growth_by_gpu(run_json(strategy_scenario(2, pipe, kKeep)));
     REQUIRE(g.size() == 2);
     // Stage s: m x stored(s) x b = 2 x (2 layers x 1 MiB) x 4 = 16 MiB; stage 1 also the logits,
     // m x 1 KiB x b = 8 KiB.
@@ -258,25 +261,26 @@ TEST_CASE("the leaks under pipeline parallelism stay on the stage that holds the
     // pp 2 x v 2: segments l0 | l1 | l2 | l3; stage 0 holds l0 and l2, stage 1 l1 and l3.
     const std::string il =
         "{\"kind\":\"pipeline\",\"pp\":2,\"micro_batch_size\":4,\"schedule\":\"interleaved\"}";
-    const auto loss = growth_by_gpu(run(strategy_scenario(2, il, kLoss)));
+    const auto loss = growth_by_gpu(run_json(strategy_scenario(2, il, kLoss)));
     REQUIRE(loss.size() == 1);
     // Per micro-batch l3's 2 kernels + 3 + 1 = 6 nodes; m = 2: 12 x 256 B + 2 x 4 B = 3080 B.
     CHECK(loss.at(1).bytes_per_step == Approx(12 * 256 + 2 * 4));
-    const auto keep = growth_by_gpu(run(strategy_scenario(2, il, kKeep)));
+    const auto keep = growth_by_gpu(run_json(strategy_scenario(2, il, kKeep)));
     REQUIRE(keep.size() == 2);
     // Stage s: m x (two 1-layer chunks x 1 MiB) x b = 16 MiB; stage 1 + 8 KiB of logits.
     CHECK(keep.at(0).bytes_per_step == Approx(16 * kMiB));
     CHECK(keep.at(1).bytes_per_step == Approx(16 * kMiB + 8 * 1024));
   }
   SECTION("empty_cache: one call per rank, on its own device") {
-    const app::SimRun r = run(strategy_scenario(2, pipe, ",\"steps\":2,\"empty_cache_every\":1"));
+    const run::RunResult r =
+        run_json(strategy_scenario(2, pipe, ",\"steps\":2,\"empty_cache_every\":1"));
     REQUIRE(r.memory.allocator.gpus.size() == 2);
     for (const GpuAllocatorTimeline& a : r.memory.allocator.gpus) CHECK(a.empty_cache.size() == 2);
   }
   SECTION("del_temporaries false: the last stage keeps its logits until the step's end") {
-    const app::SimRun keep =
-        run(strategy_scenario(2, pipe, ",\"steps\":2,\"del_temporaries\":false"));
-    const app::SimRun del = run(strategy_scenario(2, pipe, ",\"steps\":2"));
+    const run::RunResult keep =
+        run_json(strategy_scenario(2, pipe, ",\"steps\":2,\"del_temporaries\":false"));
+    const run::RunResult del = run_json(strategy_scenario(2, pipe, ",\"steps\":2"));
     for (const GpuAllocatorTimeline& g : keep.memory.allocator.gpus) CHECK(g.unmatched_frees == 0);
     const auto end = [](const Program& p) {
       return op_index(p, 1, OpKind::kMarker, "step end", 1);
@@ -307,7 +311,7 @@ TEST_CASE("the leaks under tensor and 3D parallelism: each rank keeps its shard'
     const std::string json =
         gpt_scenario(2, tp, ",\"global_batch\":2,\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}");
     CHECK(hybrid_loss_graph_nodes(parse_scenario_string(json, "x.json", {})) == 52);
-    const app::SimRun r = run(json);
+    const run::RunResult r = run_json(json);
     CHECK(r.program.warnings.empty());
     const auto g = growth_by_gpu(r);
     REQUIRE_FALSE(g.empty());
@@ -329,7 +333,7 @@ TEST_CASE("the leaks under tensor and 3D parallelism: each rank keeps its shard'
         stored_activation_bytes_per_sample(sc.model, all, 2, false, RecomputeMode::kNone);
     const double logits = sc.model.layers.back().output_bytes_per_sample / 2;
     CHECK(logits == Approx(16.0 * sc.model.transformer.vocab * 4 / 2));
-    const auto g = growth_by_gpu(run(json));
+    const auto g = growth_by_gpu(run_json(json));
     REQUIRE_FALSE(g.empty());
     for (const auto& [gpu, gr] : g) {
       INFO("GPU " << gpu);
@@ -344,7 +348,7 @@ TEST_CASE("the leaks under tensor and 3D parallelism: each rank keeps its shard'
     const std::string json =
         gpt_scenario(8, d3, ",\"global_batch\":4,\"steps\":5,\"leaks\":{\"loss_as_tensor\":true}");
     CHECK(hybrid_loss_graph_nodes(parse_scenario_string(json, "x.json", {})) == 54);
-    const app::SimRun r = run(json);
+    const run::RunResult r = run_json(json);
     const auto g = growth_by_gpu(r);
     REQUIRE_FALSE(g.empty());
     const Scenario sc = parse_scenario_string(json, "x.json", {});
@@ -366,14 +370,14 @@ TEST_CASE("the leaks under ZeRO and FSDP keep no gathered parameters", "[memory]
     INFO(strategy);
     // loss_as_tensor: the single-GPU graph on every rank, 12 x 256 B + 4 B = 3076 B per step;
     // backward freed the gathered parameters it saved (FSDP frees their storage itself).
-    const app::SimRun loss = run(strategy_scenario(2, strategy, kLoss));
+    const run::RunResult loss = run_json(strategy_scenario(2, strategy, kLoss));
     CHECK(loss.program.warnings.empty());
     const auto gl = growth_by_gpu(loss);
     REQUIRE_FALSE(gl.empty());
     for (const auto& [gpu, gr] : gl) CHECK(gr.bytes_per_step == Approx(12 * 256 + 4));
     // keep_outputs: the eval forward gathers each unit and frees it again, so what stays is
     // 4 layers x 4 samples x 1 MiB = 16 MiB of activations + 4 x 1 KiB of logits per rank.
-    const app::SimRun keep = run(strategy_scenario(2, strategy, kKeep));
+    const run::RunResult keep = run_json(strategy_scenario(2, strategy, kKeep));
     const auto gk = growth_by_gpu(keep);
     REQUIRE_FALSE(gk.empty());
     for (const auto& [gpu, gr] : gk) {
@@ -391,7 +395,7 @@ TEST_CASE("the leaks under ZeRO and FSDP keep no gathered parameters", "[memory]
       }
       return std::pair<int, int>{n, static_cast<int>(gpus.size())};
     };
-    const app::SimRun plain = run(strategy_scenario(2, strategy, ",\"steps\":5"));
+    const run::RunResult plain = run_json(strategy_scenario(2, strategy, ",\"steps\":5"));
     const auto [with_eval, ranks] = gathers(keep.program);
     CHECK(with_eval - gathers(plain.program).first == 4 * ranks);
   }
@@ -399,8 +403,8 @@ TEST_CASE("the leaks under ZeRO and FSDP keep no gathered parameters", "[memory]
 
 TEST_CASE("del_temporaries under DataParallel keeps the gathered output and the input",
           "[memory][leak]") {
-  const app::SimRun keep = run(dp_scenario(",\"steps\":2,\"del_temporaries\":false"));
-  const app::SimRun del = run(dp_scenario(",\"steps\":2"));
+  const run::RunResult keep = run_json(dp_scenario(",\"steps\":2,\"del_temporaries\":false"));
+  const run::RunResult del = run_json(dp_scenario(",\"steps\":2"));
   CHECK(keep.program.warnings.empty());
   const auto opt = [](const Program& p) {
     return op_index(p, 1, OpKind::kCompute, "optimizer.step (sgd)");
@@ -414,7 +418,7 @@ TEST_CASE("del_temporaries under DataParallel keeps the gathered output and the 
 }
 
 TEST_CASE("empty_cache lowers reserved memory, not allocated memory", "[memory][allocator]") {
-  const app::SimRun r = run(scenario(",\"steps\":2,\"empty_cache_every\":1"));
+  const run::RunResult r = run_json(scenario(",\"steps\":2,\"empty_cache_every\":1"));
   const GpuAllocatorTimeline& a = r.memory.allocator.gpus.at(0);
   REQUIRE(a.empty_cache.size() == 2);  // after steps 1 and 2
   // Each layer saves 8 samples x 1 MiB = 8 MiB: a 1-10 MiB request, so two share a 20 MiB
@@ -443,7 +447,7 @@ TEST_CASE("empty_cache lowers reserved memory, not allocated memory", "[memory][
   const prof::Summary s = prof::summarize(r.trace);
   CHECK(s.per_gpu.at(0).peak_reserved_bytes == 42 * kMiB);
   // Without empty_cache the segments stay cached: reserved stays 42 MiB.
-  const app::SimRun keep = run(scenario(",\"steps\":2"));
+  const run::RunResult keep = run_json(scenario(",\"steps\":2"));
   CHECK(keep.memory.allocator.gpus.at(0).samples.back().reserved_bytes == 42 * kMiB);
   CHECK(keep.memory.allocator.gpus.at(0).empty_cache.empty());
 }
@@ -452,7 +456,7 @@ TEST_CASE("the OOM step predicted from 4 steps is the step a long run runs out i
           "[memory][leak]") {
   // keep_outputs with 64 MiB per sample and layer: 4 x 8 x 64 MiB = 2 GiB (+ 8 KiB) kept per step.
   const std::string json = scenario(",\"leaks\":{\"keep_outputs\":true}", 64.0);
-  const app::SimRun short_run = run(json, {"training.steps=4"});
+  const run::RunResult short_run = run_json(json, {"training.steps=4"});
   const prof::Summary s = prof::summarize(short_run.trace);
   REQUIRE(s.memory_growth.size() == 1);
   const prof::MemoryGrowth& g = s.memory_growth[0];
@@ -471,11 +475,11 @@ TEST_CASE("the OOM step predicted from 4 steps is the step a long run runs out i
   REQUIRE(g.oom_step > 4);
   REQUIRE(g.oom_step < 60);
   // Simulating that many steps: the first allocation above capacity is in step oom_step...
-  const app::SimRun long_run = run(json, {"training.steps=" + std::to_string(g.oom_step)});
+  const run::RunResult long_run = run_json(json, {"training.steps=" + std::to_string(g.oom_step)});
   REQUIRE(long_run.memory.oom);
   CHECK(long_run.program.ops[long_run.memory.oom->op].step == g.oom_step);
   // ...and one step fewer fits.
-  const app::SimRun fits = run(json, {"training.steps=" + std::to_string(g.oom_step - 1)});
+  const run::RunResult fits = run_json(json, {"training.steps=" + std::to_string(g.oom_step - 1)});
   CHECK_FALSE(fits.memory.oom);
 }
 
@@ -512,7 +516,7 @@ TEST_CASE("every free of the bundled scenarios matches a live allocation", "[mem
       {"gpt2_small_1xh200.json", {}},
   };
   for (const auto& [file, sets] : cases) {
-    const app::SimRun r = app::simulate(
+    const run::RunResult r = run::simulate(
         parse_scenario_file(std::string(CSIM_SOURCE_DIR) + "/scenarios/" + file, sets));
     for (const GpuAllocatorTimeline& g : r.memory.allocator.gpus) {
       INFO(file << " GPU " << g.gpu);

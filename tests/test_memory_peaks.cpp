@@ -7,7 +7,7 @@
 
 #include "core/scenario_parser.hpp"
 #include "profiler/summary.hpp"
-#include "tools/simrun_app.hpp"
+#include "run/run.hpp"
 
 using namespace csim;
 
@@ -37,8 +37,8 @@ TEST_CASE("memory: a one-step run's projected steady state equals what step 2 si
   // The projection lifts each point of step 1 by what it lacks of what step 1 leaves resident
   // (Adam's state, allocated at the first step()), which is exactly what is resident during step
   // 2 when step 2 repeats step 1's allocations: the two must agree to the byte.
-  const app::SimRun one = app::simulate(gpt(1, 2));
-  const app::SimRun two = app::simulate(gpt(2, 2));
+  const run::RunResult one = run::simulate(gpt(1, 2));
+  const run::RunResult two = run::simulate(gpt(2, 2));
   REQUIRE(one.memory.gpus.size() == two.memory.gpus.size());
   for (std::size_t i = 0; i < one.memory.gpus.size(); ++i) {
     const core::GpuMemory& a = one.memory.gpus[i];
@@ -65,8 +65,8 @@ TEST_CASE("memory: the OOM verdict is the steady state's, with the would-be peak
   // Adam state yet), the steady state near 16.7 GiB, above the 15.4 GiB usable. Without the
   // steady state the one-step run had no verdict; now the one-step and two-step runs give the
   // same GPU and would-be peak, and over_capacity = would_be_peak - capacity by definition.
-  const app::SimRun one = app::simulate(gpt(1, 12, "V100-SXM2-16GB", "fp16", 8, 4096, 32));
-  const app::SimRun two = app::simulate(gpt(2, 12, "V100-SXM2-16GB", "fp16", 8, 4096, 32));
+  const run::RunResult one = run::simulate(gpt(1, 12, "V100-SXM2-16GB", "fp16", 8, 4096, 32));
+  const run::RunResult two = run::simulate(gpt(2, 12, "V100-SXM2-16GB", "fp16", 8, 4096, 32));
   for (const core::GpuMemory& g : one.memory.gpus)
     CHECK(g.first_step_peak_bytes < g.capacity_bytes);
   CHECK(one.memory.oom->steady_state);

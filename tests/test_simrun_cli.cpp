@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "run/run.hpp"
 #include "tests/simrun_cli_support.hpp"
 #include "tests/test_support.hpp"
-#include "tools/real_run.hpp"
 #include "tools/simrun_app.hpp"
 
 using namespace csim;
@@ -18,14 +18,18 @@ namespace {
 
 using Result = test::CliResult;
 
-Result run(const std::vector<std::string>& args) { return test::run_simrun(args); }
+Result simrun(const std::vector<std::string>& args) {
+  return test::run_simrun(args);
+}
 
-fs::path fresh_dir(const std::string& name) { return test::fresh_dir("csim_cli_", name); }
+fs::path fresh_dir(const std::string& name) {
+  return test::fresh_dir("csim_cli_", name);
+}
 
 }  // namespace
 
 TEST_CASE("simrun --help documents options and exit codes", "[cli]") {
-  const Result r = run({"--help"});
+  const Result r = simrun({"--help"});
   CHECK(r.code == 0);
   CHECK(r.out.find("--per-rank") != std::string::npos);
   CHECK(r.out.find("130") != std::string::npos);
@@ -35,8 +39,8 @@ TEST_CASE("simrun --help documents options and exit codes", "[cli]") {
 TEST_CASE("simrun writes the trace, per-rank traces and the summary", "[cli]") {
   const fs::path d = fresh_dir("ok");
   const Result r =
-      run({test::scenario_path("linear_5x2_dp2.json"), "-o", (d / "t.json").string(), "--per-rank",
-           (d / "ranks").string(), "--summary", (d / "s.json").string()});
+      simrun({test::scenario_path("linear_5x2_dp2.json"), "-o", (d / "t.json").string(),
+              "--per-rank", (d / "ranks").string(), "--summary", (d / "s.json").string()});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("step") != std::string::npos);
@@ -59,19 +63,19 @@ TEST_CASE("simrun writes the trace, per-rank traces and the summary", "[cli]") {
 
 TEST_CASE("bad input: exit 2, one line naming the problem, nothing written", "[cli]") {
   const fs::path d = fresh_dir("bad");
-  const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddpp",
-                        "-o", (d / "t.json").string()});
+  const Result r = simrun({test::scenario_path("linear_5x2_dp2.json"), "--set",
+                           "strategy.kind=ddpp", "-o", (d / "t.json").string()});
   CHECK(r.code == 2);
   CHECK(r.err.find("strategy.kind") != std::string::npos);
   CHECK_FALSE(fs::exists(d / "t.json"));
-  const Result missing = run({(d / "nope.json").string()});
+  const Result missing = simrun({(d / "nope.json").string()});
   CHECK(missing.code == 2);
-  const Result unknown_opt = run({test::scenario_path("linear_5x2_dp2.json"), "--frobnicate"});
+  const Result unknown_opt = simrun({test::scenario_path("linear_5x2_dp2.json"), "--frobnicate"});
   CHECK(unknown_opt.code == 2);
 }
 
 TEST_CASE("the cuda backend is reported unavailable with exit 3", "[cli]") {
-  const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "cuda"});
+  const Result r = simrun({test::scenario_path("linear_5x2_dp2.json"), "--backend", "cuda"});
   CHECK(r.code == 3);
   CHECK(r.err.find("unavailable") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line, no stack of errors
@@ -82,15 +86,15 @@ TEST_CASE("a rank without a GPU in launch mode processes is exit 3, not a failed
   // backend being unavailable (exit 3, one line naming the rank, nothing written), not a run that
   // failed part way (exit 5 with a partial trace). On a machine with a GPU the run itself goes
   // ahead, which the GPU check covers.
-  if (app::cuda_status_line().find("CUDA device(s)") != std::string::npos) return;
+  if (run::cuda_status_line().find("CUDA device(s)") != std::string::npos) return;
   const fs::path d = fresh_dir("procs_cuda");
-  const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddp",
-                        "--set", "cluster.gpu=H200-SXM-141GB", "--backend", "cuda", "--launch",
-                        "processes", "-o", (d / "t.json").string()});
+  const Result r = simrun({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddp",
+                           "--set", "cluster.gpu=H200-SXM-141GB", "--backend", "cuda", "--launch",
+                           "processes", "-o", (d / "t.json").string()});
   INFO(r.err);
   CHECK(r.code == 3);
   // A build without the CUDA backend says so before forking; a CUDA build names the rank.
-  if (app::cuda_status_line().find("not part of this build") == std::string::npos)
+  if (run::cuda_status_line().find("not part of this build") == std::string::npos)
     CHECK(r.err.find("rank ") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_FALSE(fs::exists(d / "t.json"));
@@ -98,8 +102,8 @@ TEST_CASE("a rank without a GPU in launch mode processes is exit 3, not a failed
 
 TEST_CASE("simrun --backend standin runs the real executor and labels the trace", "[cli][real]") {
   const fs::path d = fresh_dir("standin");
-  const Result r = run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "-o",
-                        (d / "t.json").string()});
+  const Result r = simrun({test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "-o",
+                           (d / "t.json").string()});
   CHECK(r.code == 0);
   CHECK(r.out.find("not a measurement") != std::string::npos);
   const std::string trace = test::read_file((d / "t.json").string());
@@ -107,16 +111,16 @@ TEST_CASE("simrun --backend standin runs the real executor and labels the trace"
   CHECK(trace.find("\"measured\": false") != std::string::npos);
   // One process per DDP rank: the trace records the launch and each rank's clock offset.
   const Result procs =
-      run({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddp", "--backend",
-           "standin", "--launch", "processes", "-o", (d / "p.json").string()});
+      simrun({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddp", "--backend",
+              "standin", "--launch", "processes", "-o", (d / "p.json").string()});
   CHECK(procs.code == 0);
   const std::string ptrace = test::read_file((d / "p.json").string());
   CHECK(ptrace.find("\"launch\": \"processes\"") != std::string::npos);
   CHECK(ptrace.find("\"clock_sync\"") != std::string::npos);
   // Launch mode mpi outside mpirun is bad input (exit 2) with the mpirun line to use (or, in a
   // build without MPI, backend unavailable: exit 3), never a singleton MPI start.
-  const Result mpi =
-      run({test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "--launch", "mpi"});
+  const Result mpi = simrun(
+      {test::scenario_path("linear_5x2_dp2.json"), "--backend", "standin", "--launch", "mpi"});
   INFO(mpi.err);
   CHECK((mpi.code == 2 || mpi.code == 3));
   CHECK(mpi.err.find("mpi") != std::string::npos);
@@ -128,9 +132,8 @@ TEST_CASE("an OOM verdict comes with re-simulated advice whose first fix really 
   // about 80 MB per sample in fp32 put each GPU at about 10.5 GiB of its 10.6 usable, and GPU 0
   // (device_ids[0], which also holds the gathered outputs) goes over.
   const std::vector<std::string> base = {test::scenario_path("dp_vs_ddp_4x1080ti.json"), "--set",
-                                         "training.global_batch=512", "--set",
-                                         "training.steps=2"};
-  const Result r = run(base);
+                                         "training.global_batch=512", "--set", "training.steps=2"};
+  const Result r = simrun(base);
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   REQUIRE(r.out.find("OOM advice") != std::string::npos);
@@ -145,13 +148,13 @@ TEST_CASE("an OOM verdict comes with re-simulated advice whose first fix really 
   for (std::string word; line >> word;) args.push_back(word);
   args.push_back("--fail-on-oom");
   args.push_back("-q");
-  const Result fixed = run(args);
+  const Result fixed = simrun(args);
   INFO(fixed.err);
   CHECK(fixed.code == 0);  // 4 would mean the advised change still does not fit
   // --no-advice skips the re-simulations.
   std::vector<std::string> quiet = base;
   quiet.push_back("--no-advice");
-  CHECK(run(quiet).out.find("OOM advice") == std::string::npos);
+  CHECK(simrun(quiet).out.find("OOM advice") == std::string::npos);
 }
 
 TEST_CASE("simrun --fail-on-oom exits 4 and names the GPU, op and shortfall", "[cli][memory]") {
@@ -159,9 +162,9 @@ TEST_CASE("simrun --fail-on-oom exits 4 and names the GPU, op and shortfall", "[
   // sample in fp32, far beyond 11 GB, so the verdict must be an OOM.
   const fs::path d = fresh_dir("oom");
   const Result r =
-      run({test::scenario_path("dp_vs_ddp_4x1080ti.json"), "--set", "strategy.kind=single", "--set",
-           "strategy.device_ids=[0]", "--set", "training.global_batch=4096", "--set",
-           "training.steps=1", "--fail-on-oom", "--summary", (d / "s.json").string()});
+      simrun({test::scenario_path("dp_vs_ddp_4x1080ti.json"), "--set", "strategy.kind=single",
+              "--set", "strategy.device_ids=[0]", "--set", "training.global_batch=4096", "--set",
+              "training.steps=1", "--fail-on-oom", "--summary", (d / "s.json").string()});
   INFO(r.out << r.err);
   CHECK(r.code == 4);
   CHECK(r.out.find("OOM") != std::string::npos);
@@ -174,8 +177,8 @@ TEST_CASE("simrun compare: per GPU and op class, both traces written", "[cli][re
   // simulated time x 5 (plus sleep latency), so every stream-op class shows a ratio of at least 5.
   const fs::path d = fresh_dir("compare");
   const std::string prefix = (d / "run").string();
-  const Result r = run({"compare", test::scenario_path("single_gpu_linear.json"), "--backend",
-                        "standin", "--time-scale", "5", "-o", prefix});
+  const Result r = simrun({"compare", test::scenario_path("single_gpu_linear.json"), "--backend",
+                           "standin", "--time-scale", "5", "-o", prefix});
   REQUIRE(r.code == 0);
   CHECK(r.out.find("simulated vs cpu-standin") != std::string::npos);
   CHECK(r.out.find("0     gemm") != std::string::npos);
@@ -183,7 +186,7 @@ TEST_CASE("simrun compare: per GPU and op class, both traces written", "[cli][re
   CHECK(fs::exists(prefix + ".sim.json"));
   CHECK(fs::exists(prefix + ".cpu-standin.json"));
   const Result bad =
-      run({"compare", test::scenario_path("single_gpu_linear.json"), "--backend", "sim"});
+      simrun({"compare", test::scenario_path("single_gpu_linear.json"), "--backend", "sim"});
   CHECK(bad.code == 2);  // compare needs a real backend
 }
 
@@ -191,16 +194,16 @@ TEST_CASE("simrun --ranks runs one GPU's ops with the rest simulated", "[cli][re
   // GPU 3 of the 8-GPU pipeline: its own kernels run (here on the stand-in, 1/1000 of their
   // simulated time), its sends and receives become their simulated durations.
   const fs::path d = fresh_dir("ranks");
-  const Result r = run({test::scenario_path("gpt_pipeline_8xa100.json"), "--backend", "standin",
-                        "--ranks", "3", "--time-scale", "0.001", "-o", (d / "r.json").string()});
+  const Result r = simrun({test::scenario_path("gpt_pipeline_8xa100.json"), "--backend", "standin",
+                           "--ranks", "3", "--time-scale", "0.001", "-o", (d / "r.json").string()});
   REQUIRE(r.code == 0);
   CHECK(r.out.find("GPU 3 alone") != std::string::npos);
   const std::string trace = test::read_file((d / "r.json").string());
   CHECK(trace.find("\"rank_slice\"") != std::string::npos);
   CHECK(trace.find("simulated_elsewhere_ns") != std::string::npos);
-  const Result sim = run({test::scenario_path("gpt_pipeline_8xa100.json"), "--ranks", "3"});
+  const Result sim = simrun({test::scenario_path("gpt_pipeline_8xa100.json"), "--ranks", "3"});
   CHECK(sim.code == 2);  // --ranks needs a real backend
-  const Result far = run(
+  const Result far = simrun(
       {test::scenario_path("gpt_pipeline_8xa100.json"), "--backend", "standin", "--ranks", "99"});
   CHECK(far.code == 2);
   CHECK(far.err.find("--ranks") != std::string::npos);

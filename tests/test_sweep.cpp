@@ -78,7 +78,7 @@ TEST_CASE("a variant's figures are the summary's of the same run", "[sweep]") {
     INFO(name);
     const std::string path = test::scenario_path(name);
     const sweep::VariantResult v = sweep::evaluate_variant(scenario_doc(path), path, {});
-    const app::SimRun run = app::simulate(core::parse_scenario_file(path));
+    const run::RunResult run = run::simulate(core::parse_scenario_file(path));
     const prof::Summary s = prof::summarize(run.trace);
     REQUIRE(v.status == (run.memory.oom ? sweep::VariantStatus::kOom : sweep::VariantStatus::kOk));
     CHECK(rel(v.step_time_s, s.step_time_s) < 1e-12);

@@ -11,7 +11,7 @@
 #include "profiler/rank_symmetry.hpp"
 #include "profiler/summary.hpp"
 #include "profiler/trace_diff.hpp"
-#include "tools/simrun_app.hpp"
+#include "run/run.hpp"
 
 using namespace csim;
 
@@ -33,7 +33,7 @@ std::string cluster_gpt(int nodes, int per_node, int nics, const std::string& st
 }
 
 struct Both {
-  app::SimRun sym, full;
+  run::RunResult sym, full;
   prof::Summary sym_summary, full_summary;
 };
 
@@ -42,8 +42,8 @@ Both run_both(const std::string& json) {
   const core::Scenario sym = core::parse_scenario_string(json, "test.json", {});
   const core::Scenario full =
       core::parse_scenario_string(json, "test.json", {"simulation.symmetry=off"});
-  b.sym = app::simulate(sym);
-  b.full = app::simulate(full);
+  b.sym = run::simulate(sym);
+  b.full = run::simulate(full);
   b.sym_summary = prof::summarize(b.sym.trace);
   b.full_summary = prof::summarize(b.full.trace);
   return b;
@@ -169,8 +169,9 @@ TEST_CASE("stragglers: every rank simulated, the slow GPU bounds the step and is
   // by different amounts, as their collectives overlap them differently.
   const std::string base = cluster_gpt(1, 8, 1, "\"kind\":\"3d\",\"tp\":2,\"pp\":2");
   const std::string quiet = "cluster.gpu={\"base\":\"A100-SXM4-80GB\",\"nccl_sms\":0}";
-  const app::SimRun healthy = app::simulate(core::parse_scenario_string(base, "t.json", {quiet}));
-  const app::SimRun slow = app::simulate(core::parse_scenario_string(
+  const run::RunResult healthy =
+      run::simulate(core::parse_scenario_string(base, "t.json", {quiet}));
+  const run::RunResult slow = run::simulate(core::parse_scenario_string(
       base, "t.json", {quiet, "cluster.stragglers=[{\"gpu\":5,\"slowdown\":1.5}]"}));
   CHECK_FALSE(slow.program.symmetry.enabled());
   const prof::Summary h = prof::summarize(healthy.trace);

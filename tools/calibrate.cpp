@@ -11,9 +11,9 @@
 #include "backends/sim/sim_executor.hpp"
 #include "core/calibration/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
-#include "tools/real_run.hpp"
+#include "run/real_run.hpp"
+#include "run/scenario_loader.hpp"
 #include "tools/signals.hpp"
 #include "tools/simrun_app.hpp"
 
@@ -23,27 +23,26 @@ calibration::MicroRunner make_micro_runner(const core::Scenario& node, const std
                                            const core::RunControl& control) {
   return [node, backend, control](const calibration::MicroProgram& mp) {
     calibration::MicroRun r;
-    RealRunOptions o;
-    o.backend = backend;
-    o.emulate_gil = false;  // one thread, no Python time: nothing to serialise
+    const run::Backend b = backend_of(backend);
+    double time_scale = 1.0;
+    const bool emulate_gil = false;  // one thread, no Python time: nothing to serialise
     if (backend == "standin") {
       // The stand-in sleeps each op's simulated duration x time_scale: scale the timed op to
       // kStandinOpNs of real time; measure_point divides the scale back out.
       sim::SimExecutor sim(node);
       const std::vector<TimeNs> busy = real::standin_busy_ns(mp.program, sim.run(mp.program, {}));
       TimeNs op_ns = 0;
-      for (core::OpId id : mp.timed.front()) op_ns = std::max(op_ns, busy[static_cast<std::size_t>(id)]);
-      r.time_scale = static_cast<double>(kStandinOpNs) / static_cast<double>(std::max<TimeNs>(1, op_ns));
-      o.time_scale = r.time_scale;
+      for (core::OpId id : mp.timed.front())
+        op_ns = std::max(op_ns, busy[static_cast<std::size_t>(id)]);
+      r.time_scale =
+          static_cast<double>(kStandinOpNs) / static_cast<double>(std::max<TimeNs>(1, op_ns));
+      time_scale = r.time_scale;
       r.fastest = true;  // a stand-in op lasts its scaled duration plus a late wake-up, never less
     }
-    std::unique_ptr<real::DeviceRuntime> rt = make_device_runtime(node, mp.program, o);
-    real::RealExecutor exec(*rt, real::RealOptions{o.emulate_gil});
-    try {
-      r.result = exec.run(mp.program, control);
-    } catch (const real::DeviceUnavailable& e) {
-      throw BackendUnavailable(e.what());
-    }
+    std::unique_ptr<real::DeviceRuntime> rt =
+        run::make_device_runtime(node, mp.program, b, time_scale);
+    real::RealExecutor exec(*rt, real::RealOptions{emulate_gil});
+    r.result = exec.run(mp.program, control);
     r.runtime = rt->info().metadata;
     r.runtime.erase("time_scale");  // the stand-in's: one per micro-Program, divided out
     return r;
@@ -75,7 +74,7 @@ int calibrate_main(const std::vector<std::string>& args, std::ostream& out, std:
     return code;
   return run_command("simrun calibrate", err, [&]() -> int {
     const core::Scenario node =
-        calibration::calibration_node(core::parse_scenario_file(scenario_path, overrides));
+        calibration::calibration_node(run::load_scenario(scenario_path, {}, overrides));
     // CUDA 13 builds for compute capability 7.5 and newer (as simrun --backend cuda).
     const int cc = node.cluster.gpu.compute_capability;
     if (backend == "cuda" && cc > 0 && cc < 75)
@@ -85,7 +84,9 @@ int calibrate_main(const std::vector<std::string>& args, std::ostream& out, std:
     control.cancel = cancel_flag();
     calibration::Options opts;
     opts.quick = quick;
-    opts.progress = [&err](const std::string& line) { err << "simrun calibrate: " << line << "\n"; };
+    opts.progress = [&err](const std::string& line) {
+      err << "simrun calibrate: " << line << "\n";
+    };
     const calibration::Calibration c =
         calibration::run_calibration(node, make_micro_runner(node, backend, control), opts);
     if (!c.complete) {

@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "core/calibration/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/scenario_parser.hpp"
 #include "profiler/chrome_trace_writer.hpp"
-#include "tools/real_run.hpp"
+#include "run/run.hpp"
+#include "run/scenario_loader.hpp"
 #include "tools/signals.hpp"
 #include "tools/simrun_app.hpp"
 
@@ -149,15 +148,16 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
       "simrun compare"};
   std::string scenario_path, prefix, device_profile;
   std::vector<std::string> overrides;
-  RealRunOptions o;
+  std::string backend = "cuda", launch = "threads";
+  double time_scale = 1.0;
   int largest = 10;
   app.add_option("scenario", scenario_path, "scenario JSON file (docs/scenario.md)")->required();
-  app.add_option("--backend", o.backend, "real backend: cuda (default) or standin")
+  app.add_option("--backend", backend, "real backend: cuda (default) or standin")
       ->check(CLI::IsMember({"cuda", "standin"}))
       ->default_val("cuda");
-  app.add_option("--launch", o.launch, "launch mode of the real run")
+  app.add_option("--launch", launch, "launch mode of the real run")
       ->check(CLI::IsMember({"threads", "processes", "mpi"}));
-  app.add_option("--time-scale", o.time_scale, "standin: simulated durations x this")
+  app.add_option("--time-scale", time_scale, "standin: simulated durations x this")
       ->check(CLI::Range(1e-3, 1e3));
   app.add_option("--set", overrides, "override a scenario value: dotted.path=VALUE");
   app.add_option("--device-profile", device_profile,
@@ -169,25 +169,31 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
   if (const int code = parse_command_line(app, args, "simrun compare", out, err); code >= 0)
     return code;
   return run_command("simrun compare", err, [&]() -> int {
-    core::Scenario scenario =
-        calibration::parse_scenario_with_profile(scenario_path, device_profile, overrides);
+    core::Scenario scenario = run::load_scenario(scenario_path, device_profile, overrides);
     // One Program for both runs: real execution needs every rank, so the simulation does too.
     scenario.simulation.symmetry = false;
-    core::RunControl control;
-    control.cancel = cancel_flag();
-    SimRun real = run_real(scenario, o, control);
-    SimRun sim = simulate(scenario, control);
+    run::RunRequest rq;
+    rq.scenario = &scenario;
+    rq.backend = backend_of(backend);
+    rq.launch = launch_of(launch);
+    rq.time_scale = time_scale;
+    rq.mpi = mpi_support();
+    rq.control.cancel = cancel_flag();
+    rq.trace = !prefix.empty();
+    const run::RunResult real = run::run(rq);
+    rq.backend = run::Backend::kSim;
+    const run::RunResult sim = run::run(rq);
     if (!real.result.complete || !sim.result.complete) {
       err << "simrun compare: interrupted; nothing written\n";
       return kExitInterrupted;
     }
     Comparison c = compare_runs(sim.program, sim.result, real.result, largest);
-    if (o.backend == "standin") {
+    if (backend == "standin") {
       char note[200];
       std::snprintf(note, sizeof note,
                     "stand-in stream ops last their simulated time x %g plus the CPU's sleep and "
                     "wake-up latency (tens of us per op); host time is real",
-                    o.time_scale);
+                    time_scale);
       c.note = note;
     }
     print_comparison(sim.program, c, out);

@@ -9,7 +9,7 @@
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_reader.hpp"
 #include "profiler/summary.hpp"
-#include "tools/golden.hpp"
+#include "run/golden.hpp"
 
 namespace {
 
@@ -29,7 +29,8 @@ std::string headline(const std::string& text, bool full_trace) {
   try {
     double step_s = 0, peak = 0;
     if (full_trace) {
-      const csim::prof::Summary s = csim::prof::summarize(csim::prof::read_chrome_trace_string(text, "golden"));
+      const csim::prof::Summary s =
+          csim::prof::summarize(csim::prof::read_chrome_trace_string(text, "golden"));
       step_s = s.step_time_s;
       for (const auto& g : s.per_gpu) peak = std::max(peak, static_cast<double>(g.peak_bytes));
     } else {
@@ -38,7 +39,8 @@ std::string headline(const std::string& text, bool full_trace) {
       for (const auto& g : j["per_gpu"]) peak = std::max(peak, g.value("peak_bytes", 0.0));
     }
     char buf[128];
-    std::snprintf(buf, sizeof buf, "step %.3f ms, max peak %.1f MiB", step_s * 1e3, peak / (1024.0 * 1024.0));
+    std::snprintf(buf, sizeof buf, "step %.3f ms, max peak %.1f MiB", step_s * 1e3,
+                  peak / (1024.0 * 1024.0));
     return buf;
   } catch (const std::exception&) {
     return "(unreadable)";
@@ -64,11 +66,11 @@ int main(int argc, char** argv) {
   const std::string root = argc > 1 ? argv[1] : ".";
   try {
     int changed = 0;
-    const auto cases = csim::app::read_golden_list(root + "/traces/goldens.txt");
+    const auto cases = csim::run::read_golden_list(root + "/traces/goldens.txt");
     for (const auto& c : cases) {
       const std::string path = root + "/traces/" + c.golden;
       const std::string before = slurp(path);
-      const std::string after = csim::app::render_golden(c, root + "/scenarios");
+      const std::string after = csim::run::render_golden(c, root + "/scenarios");
       if (before == after) {
         std::cout << "unchanged  " << c.golden << "\n";
         continue;
@@ -76,8 +78,9 @@ int main(int argc, char** argv) {
       ++changed;
       csim::prof::write_file_atomically(path, [&](std::ostream& os) { os << after; });
       std::cout << (before.empty() ? "created    " : "changed    ") << c.golden << ": "
-                << count_lines_differing(before, after) << " lines differ; " << headline(before, c.full_trace) << " -> "
-                << headline(after, c.full_trace) << "\n";
+                << count_lines_differing(before, after) << " lines differ; "
+                << headline(before, c.full_trace) << " -> " << headline(after, c.full_trace)
+                << "\n";
     }
     std::cout << changed << " of " << cases.size() << " goldens rewritten\n";
     return 0;

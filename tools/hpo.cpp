@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <map>
 
-#include "core/calibration/device_profile.hpp"
 #include "core/error.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/summary.hpp"
+#include "run/scenario_loader.hpp"
 #include "sweep/evaluate.hpp"
 #include "tools/signals.hpp"
 #include "tools/simrun_app.hpp"
@@ -29,7 +29,7 @@ std::string fmt(const char* f, double v) {
 // One step time per distinct combination of scenario knobs (param.* knobs do not reach the
 // scenario, so trials differing only in them share a simulation). A variant that does not fit in
 // memory, or whose simulation is cancelled, is a failed trial.
-std::vector<hpo::TrialInput> step_times(const std::string& path, const std::string& profile,
+std::vector<hpo::TrialInput> step_times(const run::ScenarioLoader& loader,
                                         const std::vector<std::string>& base_sets,
                                         const std::vector<hpo::Assignment>& trials,
                                         std::ostream& err) {
@@ -42,8 +42,7 @@ std::vector<hpo::TrialInput> step_times(const std::string& path, const std::stri
   }
   // Parse every variant first: a bad --space key or value fails before any simulation.
   std::vector<core::Scenario> variants;
-  for (const auto& sets : order)
-    variants.push_back(calibration::parse_scenario_with_profile(path, profile, sets));
+  for (const auto& sets : order) variants.push_back(loader.load(sets));
   core::RunControl control;
   control.cancel = cancel_flag();
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -275,8 +274,8 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     for (const std::string& s : spaces) knobs.push_back(hpo::parse_knob(s));
     hpo::parse_scheduler(scheduler, &o.scheduler);
     o.startup_ns = round_to_ns(startup_s);
-    const core::Scenario base =
-        calibration::parse_scenario_with_profile(scenario_path, profile, overrides);
+    const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path, profile);
+    const core::Scenario base = loader.load(overrides);
     o.cluster = {base.cluster.nodes, base.cluster.gpus_per_node, base.host.cpu_cores};
     hpo::validate(o);
     const std::vector<hpo::Assignment> assignments = hpo::sample_trials(
@@ -286,8 +285,7 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const int g = o.per_trial.gpus, gpn = base.cluster.gpus_per_node;
     trial_sets.push_back("cluster.nodes=" + std::to_string(g > gpn ? g / gpn : 1));
     trial_sets.push_back("cluster.gpus_per_node=" + std::to_string(g > gpn ? gpn : g));
-    std::vector<hpo::TrialInput> inputs =
-        step_times(scenario_path, profile, trial_sets, assignments, err);
+    std::vector<hpo::TrialInput> inputs = step_times(loader, trial_sets, assignments, err);
     for (hpo::TrialInput& in : inputs) in.step_ns *= steps_per_iter;  // time of one iteration
     hpo::ScriptedCurves scripted;
     if (!curves_path.empty())

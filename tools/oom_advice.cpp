@@ -6,8 +6,8 @@
 
 #include "core/error.hpp"
 #include "core/gpu_catalog.hpp"
-#include "profiler/summary.hpp"
-#include "tools/simrun_app.hpp"
+#include "core/step_spans.hpp"
+#include "run/run.hpp"
 
 namespace csim::app {
 namespace {
@@ -93,7 +93,8 @@ std::vector<Candidate> candidates(const core::Scenario& s) {
 
 }  // namespace
 
-std::vector<AdviceItem> oom_advice(const ScenarioVariant& variant, const core::Scenario& scenario,
+std::vector<AdviceItem> oom_advice(const run::ScenarioLoader& loader,
+                                   const core::Scenario& scenario,
                                    const core::RunControl& control) {
   std::vector<AdviceItem> items;
   for (const Candidate& cand : candidates(scenario)) {
@@ -102,14 +103,21 @@ std::vector<AdviceItem> oom_advice(const ScenarioVariant& variant, const core::S
     it.change = cand.change;
     it.overrides = cand.sets;
     try {
-      const SimRun run = simulate(variant(cand.sets), control);
+      const core::Scenario variant = loader.load(cand.sets);
+      run::RunRequest rq;
+      rq.scenario = &variant;
+      rq.trace = false;
+      rq.control = control;
+      const run::RunResult run = run::run(rq);
       it.simulated = true;
       it.fits = !run.memory.oom.has_value();
       for (const core::GpuMemory& g : run.memory.gpus)
         if (g.capacity_bytes > 0)
-          it.worst_fill =
-              std::max(it.worst_fill, static_cast<double>(std::max(g.peak_bytes, g.steady_peak_bytes)) / g.capacity_bytes);
-      it.step_time_s = prof::summarize(run.trace).step_time_s;
+          it.worst_fill = std::max(
+              it.worst_fill,
+              static_cast<double>(std::max(g.peak_bytes, g.steady_peak_bytes)) / g.capacity_bytes);
+      // The summary's step time, from the same ProfilerStep spans (core/step_spans.hpp).
+      it.step_time_s = core::step_time_s(core::step_spans(run.program, run.result.timings));
     } catch (const InputError& e) {
       it.error = e.what();  // the change does not apply to this scenario (e.g. a divisibility rule)
     }

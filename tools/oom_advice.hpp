@@ -1,16 +1,16 @@
 // OOM advice (docs/memory.md, "OOM advice"): when a scenario does not fit, the changes that
 // usually make it fit, each re-simulated so the advice says whether it fits and what it costs in
 // step time, ranked: fitting changes first, fastest first; then the others by how close they
-// come. Kept in tools/ because it runs the whole simulator per candidate.
+// come.
 #pragma once
 
-#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/executor.hpp"
 #include "core/scenario.hpp"
+#include "run/scenario_loader.hpp"
 
 namespace csim::app {
 
@@ -24,13 +24,11 @@ struct AdviceItem {
   double step_time_s = 0;
 };
 
-// Parses the scenario as loaded, plus extra --set overrides (applied last).
-using ScenarioVariant = std::function<core::Scenario(const std::vector<std::string>& extra_sets)>;
-
-// The candidate changes for `scenario`, each parsed with `variant` and simulated. Only changes
-// that apply to the scenario's strategy and model are tried.
-std::vector<AdviceItem> oom_advice(const ScenarioVariant& variant, const core::Scenario& scenario,
-                                   const core::RunControl& control);
+// The candidate changes for `scenario`, each loaded by `loader` with the change's --set values
+// applied last and run through run/ without a trace. Only changes that apply to the scenario's
+// strategy and model are tried.
+std::vector<AdviceItem> oom_advice(const run::ScenarioLoader& loader,
+                                   const core::Scenario& scenario, const core::RunControl& control);
 
 // The ranked table; `current_step_s` is the step time of the scenario as it is.
 void print_oom_advice(const std::vector<AdviceItem>& items, double current_step_s,

@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+#include "run/run.hpp"
+
 namespace csim::app {
 
 enum class ProgressMode { kOff, kTerminal, kLines };
@@ -27,18 +29,18 @@ ProgressMode progress_mode(bool quiet, bool forced);
 std::string progress_text(const std::string& phase, std::int64_t done, std::int64_t total,
                           double elapsed_s);
 
-class RunProgress {
+class RunProgress final : public run::ProgressSink {
  public:
   // Reports `counter` until stop() or destruction; the phase starts as `phase` with no total
   // ("simrun: lowering (1.0 s)") until set_phase gives one.
   RunProgress(std::ostream& err, ProgressMode mode, std::string phase,
               std::atomic<std::int64_t>* counter);
-  ~RunProgress();
+  ~RunProgress() override;
   RunProgress(const RunProgress&) = delete;
   RunProgress& operator=(const RunProgress&) = delete;
   void stop();
   // A new phase, e.g. ("simulating", ops in the Program); total 0: no count shown.
-  void set_phase(std::string phase, std::int64_t total);
+  void set_phase(std::string phase, std::int64_t total) override;
 
  private:
   void report_loop();

@@ -6,20 +6,18 @@
 #include <fstream>
 
 #include "backends/common/trace_builder.hpp"
-#include "backends/sim/sim_executor.hpp"
-#include "core/calibration/device_profile.hpp"
 #include "core/error.hpp"
-#include "core/lowering/lowering.hpp"
 #include "core/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/rank_symmetry.hpp"
 #include "profiler/summary.hpp"
+#include "run/mpi_launch.hpp"
+#include "run/scenario_loader.hpp"
 #include "tools/calibrate.hpp"
 #include "tools/compare.hpp"
 #include "tools/hpo.hpp"
 #include "tools/oom_advice.hpp"
-#include "tools/real_run.hpp"
 #include "tools/run_progress.hpp"
 #include "tools/signals.hpp"
 #include "tools/sweep_cli.hpp"
@@ -41,19 +39,28 @@ Exit codes:
 
 }  // namespace
 
-SimRun simulate(const core::Scenario& scenario, const core::RunControl& control,
-                RunProgress* progress) {
-  SimRun run;
-  run.program = core::lower(scenario);
-  if (progress) progress->set_phase("simulating", static_cast<std::int64_t>(run.program.ops.size()));
-  sim::SimExecutor exec(scenario);
-  run.result = exec.run(run.program, control);
-  // Interrupted: the outputs keep the steps that completed, marked incomplete (docs/limits.md).
-  if (!run.result.complete) backend::keep_completed_steps(run.program, &run.result);
-  if (progress) progress->set_phase("analysing memory and building the trace", 0);
-  run.memory = core::memory_timeline(run.program, run.result.timings, scenario.cluster);
-  run.trace = backend::build_trace(scenario, run.program, run.result, run.memory);
-  return run;
+const run::MpiLauncher* mpi_support() {
+#ifdef CSIM_HAVE_MPI
+  return &run::mpi_launcher();
+#else
+  return nullptr;
+#endif
+}
+
+run::Backend backend_of(const std::string& name) {
+  run::Backend b = run::Backend::kSim;
+  if (!run::parse_backend(name, &b))
+    throw InputError("(command line)", "--backend", "unknown backend '" + name + "'",
+                     "sim, standin or cuda");
+  return b;
+}
+
+run::Launch launch_of(const std::string& name) {
+  run::Launch l = run::Launch::kThreads;
+  if (!run::parse_launch(name, &l))
+    throw InputError("(command line)", "--launch", "unknown launch mode '" + name + "'",
+                     "threads, processes or mpi");
+  return l;
 }
 
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -93,23 +100,24 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_option("--device-profile", device_profile,
                  "apply a device profile's overrides (simrun calibrate -o FILE) before the --set "
                  "ones");
-  RealRunOptions real_opts;
+  std::string launch = "threads";
+  run::RunRequest rq;
   app.add_option("--backend", backend,
                  "executor: sim (default); cuda (real GPUs); standin (the real executor on CPU "
                  "threads standing in for GPUs, durations from the simulator)")
       ->check(CLI::IsMember({"sim", "cuda", "standin"}));
-  app.add_option("--launch", real_opts.launch,
+  app.add_option("--launch", launch,
                  "real backends: threads (one process, one thread per GPU), processes (one "
                  "process per Program process, coordinated over loopback TCP) or mpi (under "
                  "mpirun -np <processes>: one MPI rank per Program process, any number of nodes)")
       ->check(CLI::IsMember({"threads", "processes", "mpi"}));
-  app.add_flag("--cupti", real_opts.cupti,
+  app.add_flag("--cupti", rq.cupti,
                "cuda: trace every kernel, memcpy and NCCL launch with CUPTI (lanes 'CUPTI stream "
                "S', each mapped to its op) and sample NVML utilisation counters");
-  app.add_option("--time-scale", real_opts.time_scale,
+  app.add_option("--time-scale", rq.time_scale,
                  "standin: run each op for its simulated duration x this")
       ->check(CLI::Range(1e-3, 1e3));
-  app.add_option("--ranks", real_opts.rank,
+  app.add_option("--ranks", rq.rank,
                  "real backends: run only this GPU's ops for real, the rest of the cluster "
                  "simulated (its collectives become their simulated durations)")
       ->check(CLI::NonNegativeNumber);
@@ -133,29 +141,31 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.footer(kExitCodes);
   if (const int code = parse_command_line(app, args, "simrun", out, err); code >= 0) return code;
   return run_command("simrun", err, [&]() -> int {
-    // The scenario as loaded (device profile, then --set), plus any further --set values.
-    auto load = [&](const std::vector<std::string>& extra) {
-      std::vector<std::string> sets = overrides;
-      sets.insert(sets.end(), extra.begin(), extra.end());
-      return calibration::parse_scenario_with_profile(scenario_path, device_profile, sets);
-    };
-    const core::Scenario scenario = load({});
-    if (!trace_path.empty() || !per_rank_dir.empty()) core::check_trace_limit(scenario);
-    core::RunControl control;
-    control.cancel = cancel_flag();
-    real_opts.backend = backend;
-    if (real_opts.cupti && backend != "cuda")
+    // The scenario as loaded (device profile, then --set); OOM advice adds further --set values.
+    const run::ScenarioLoader loader =
+        run::ScenarioLoader::from_file(scenario_path, device_profile, overrides);
+    const core::Scenario scenario = loader.load();
+    const bool writes_trace = !trace_path.empty() || !per_rank_dir.empty();
+    if (writes_trace) core::check_trace_limit(scenario);
+    rq.scenario = &scenario;
+    rq.backend = backend_of(backend);
+    rq.launch = launch_of(launch);
+    rq.mpi = mpi_support();
+    rq.control.cancel = cancel_flag();
+    if (rq.cupti && rq.backend != run::Backend::kCuda)
       err << "simrun: warning: --cupti traces --backend cuda only; ignored\n";
-    if (backend == "sim" && real_opts.rank >= 0)
+    if (rq.backend == run::Backend::kSim && rq.rank >= 0)
       throw InputError("(command line)", "--ranks", "runs one GPU for real",
                        "add --backend cuda or --backend standin");
-    real_opts.emulate_gil = !no_gil;
+    rq.emulate_gil = !no_gil;
+    // The summary is read from the trace: it is built when printed or written.
+    rq.trace = writes_trace || !summary_path.empty() || !quiet;
     std::atomic<std::int64_t> ops_done{0};
-    control.ops_done = &ops_done;
+    rq.control.ops_done = &ops_done;
     RunProgress progress(err, progress_mode(quiet, progress_lines),
-                         backend == "sim" ? "lowering" : "running", &ops_done);
-    SimRun run = backend == "sim" ? simulate(scenario, control, &progress)
-                                  : run_real(scenario, real_opts, control);
+                         rq.backend == run::Backend::kSim ? "lowering" : "running", &ops_done);
+    rq.progress = &progress;
+    run::RunResult run = run::run(rq);
     progress.stop();
     if (!run.writer) {
       if (!quiet)
@@ -165,17 +175,17 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     // Ctrl-C / SIGTERM: write what completed (whole steps, "complete": false), then exit 130.
     const bool interrupted = !run.result.complete && run.failure.empty();
-    const prof::Summary summary = prof::summarize(run.trace);
+    const prof::Summary summary = rq.trace ? prof::summarize(run.trace) : prof::Summary{};
     if (!quiet) prof::print_summary_table(summary, out);
     // An OOM verdict comes with ranked advice, each change re-simulated (docs/memory.md).
-    if (run.memory.oom && backend == "sim" && !no_advice && !quiet && !cancel_flag()->load())
-      print_oom_advice(oom_advice(load, scenario, control), summary.step_time_s, out);
-    if (expand_mirrors && (!trace_path.empty() || !per_rank_dir.empty())) {
+    if (run.memory.oom && rq.backend == run::Backend::kSim && !no_advice && !quiet &&
+        !cancel_flag()->load())
+      print_oom_advice(oom_advice(loader, scenario, rq.control), summary.step_time_s, out);
+    if (expand_mirrors && writes_trace) {
       const int added = prof::expand_mirrored_gpus(run.trace);
       if (!quiet) out << "trace: " << added << " mirrored GPUs expanded\n";
     }
-    for (const auto& w : run.trace.metadata["warnings"])
-      err << "simrun: warning: " << w.get<std::string>() << "\n";
+    for (const std::string& w : run.warnings) err << "simrun: warning: " << w << "\n";
     set_writing(true);
     if (!trace_path.empty()) prof::write_chrome_trace_file(run.trace, trace_path);
     if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);

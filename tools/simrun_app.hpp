@@ -1,5 +1,6 @@
-// simrun: run a scenario headless, print its summary, write trace/summary JSON.
-// The whole command line lives here so tests can run it in-process; tools/simrun.cpp is main().
+// simrun: run a scenario headless, print its summary, write trace/summary JSON: the command line
+// over run/ (RunRequest -> run -> print). It lives here so tests can run it in-process;
+// tools/simrun.cpp is main().
 #pragma once
 
 #include <functional>
@@ -7,11 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/program.hpp"
-#include "core/scenario.hpp"
-#include "profiler/trace.hpp"
+#include "run/run.hpp"
 
 namespace CLI {
 class App;
@@ -19,34 +16,22 @@ class App;
 
 namespace csim::app {
 
-// Exit codes (also printed by --help).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitInternal = 1;
-inline constexpr int kExitBadInput = 2;
-inline constexpr int kExitBackendUnavailable = 3;
-inline constexpr int kExitOom = 4;
-inline constexpr int kExitRunFailed = 5;  // a real run failed (a rank died); partial trace kept
+// Exit codes (also printed by --help): run/run.hpp's.
+using run::kExitBackendUnavailable;
+using run::kExitBadInput;
+using run::kExitInternal;
+using run::kExitOk;
+using run::kExitOom;
+using run::kExitRunFailed;
 
-// Everything one simulated run produces.
-struct SimRun {
-  core::Program program;
-  core::ExecutionResult result;
-  core::MemoryReport memory;
-  prof::Trace trace;
-  std::string failure;  // real runs: why a rank failed ("" when none did)
-  nlohmann::json extra_metadata = nlohmann::json::object();  // real runs: launch details
-  // Launch mode mpi: only rank 0 holds the merged result and writes outputs; the other ranks'
-  // runs end with writer false.
-  bool writer = true;
-  int mpi_rank = -1;
-};
+// RunRequest::mpi for this build: the MPI launcher when csim_run_mpi is linked, else null (launch
+// mode mpi is then BackendUnavailable).
+const run::MpiLauncher* mpi_support();
 
-class RunProgress;
-
-// Lower, simulate, analyse memory and build the trace of a parsed scenario. With a progress
-// line, each phase is announced on it (control.ops_done must then be its counter).
-SimRun simulate(const core::Scenario& scenario, const core::RunControl& control = {},
-                RunProgress* progress = nullptr);
+// "sim" / "standin" / "cuda" and "threads" / "processes" / "mpi", as the CLI's checks let them
+// through, into the request's enums.
+run::Backend backend_of(const std::string& name);
+run::Launch launch_of(const std::string& name);
 
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
@@ -54,8 +39,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
 // printed: 0; a bad option: 2, one line). run_command: runs the command's body and turns the
 // exceptions every command can end with into its exit code (2 bad input, 3 backend unavailable,
 // 1 internal error), printing one line prefixed by `tool`.
-int parse_command_line(CLI::App& app, const std::vector<std::string>& args,
-                       const std::string& tool, std::ostream& out, std::ostream& err);
+int parse_command_line(CLI::App& app, const std::vector<std::string>& args, const std::string& tool,
+                       std::ostream& out, std::ostream& err);
 int run_command(const std::string& tool, std::ostream& err, const std::function<int()>& body);
 
 }  // namespace csim::app

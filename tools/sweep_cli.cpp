@@ -10,7 +10,7 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
-#include "core/scenario_parser.hpp"
+#include "run/scenario_loader.hpp"
 #include "sweep/results_io.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "sweep/sweep_table.hpp"
@@ -33,7 +33,7 @@ void check_knobs(const nlohmann::json& doc, const std::string& path,
     std::vector<std::string> sets = base;
     sets.push_back(k.key + "=" + k.values.front());
     try {
-      (void)core::parse_scenario_document(doc, path, sets);
+      (void)run::load_scenario_document(doc, path, sets);
     } catch (const InputError& e) {
       if (e.message().rfind("unknown key", 0) == 0) throw;
     }
@@ -102,8 +102,9 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (const int code = parse_command_line(app, args, "simrun sweep", out, err); code >= 0)
     return code;
   return run_command("simrun sweep", err, [&]() -> int {
-    const nlohmann::json doc = core::read_scenario_document(scenario_path);
-    (void)core::parse_scenario_document(doc, scenario_path, base_sets);  // the base must be valid
+    const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path, {}, base_sets);
+    (void)loader.load();  // the base must be valid
+    const nlohmann::json& doc = loader.document();
     std::vector<sweep::Knob> knobs;
     for (const std::string& g : grid) knobs.push_back(sweep::parse_knob(g));
     check_knobs(doc, scenario_path, base_sets, knobs);
@@ -210,7 +211,8 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (const int code = parse_command_line(app, args, "simrun tune", out, err); code >= 0)
     return code;
   return run_command("simrun tune", err, [&]() -> int {
-    const nlohmann::json doc = core::read_scenario_document(scenario_path);
+    const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path);
+    const nlohmann::json& doc = loader.document();
     opt.cancel = cancel_flag();
     if (!quiet)
       opt.on_progress = [&err, last = std::chrono::steady_clock::time_point{}](

@@ -56,7 +56,7 @@ void throw_op_error(const char* call, const std::string& text, const core::Op& o
 }
 
 void throw_open_error(const char* call, const std::string& text, const std::string& where) {
-  throw real::DeviceUnavailable(std::string(call) + " failed: " + text + " (" + where + ")");
+  throw BackendUnavailable(std::string(call) + " failed: " + text + " (" + where + ")");
 }
 
 }  // namespace csim::cuda

@@ -1,5 +1,5 @@
 // Error text for CUDA runtime, cuBLAS and NCCL status codes, and the two ways the CUDA runtime
-// reports them (backends/real/device_runtime.hpp): real::DeviceUnavailable while it starts up,
+// reports them (backends/real/device_runtime.hpp): BackendUnavailable while it starts up,
 // real::DeviceError, naming the op, while the run goes on. Internal to backends/cuda.
 #pragma once
 
@@ -39,7 +39,7 @@ std::string op_label(const core::Op& op);
 // in the next unrelated check.
 [[noreturn]] void throw_op_error(const char* call, const std::string& text, const core::Op& op);
 
-// Throws real::DeviceUnavailable "<call> failed: <text> (<where>)".
+// Throws BackendUnavailable "<call> failed: <text> (<where>)".
 [[noreturn]] void throw_open_error(const char* call, const std::string& text,
                                    const std::string& where);
 

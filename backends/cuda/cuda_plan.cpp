@@ -14,7 +14,6 @@ using core::CopyKind;
 using core::Op;
 using core::OpId;
 using core::OpKind;
-using real::DeviceUnavailable;
 
 namespace {
 
@@ -69,9 +68,9 @@ int GroupPlan::local_index(int rank) const {
 std::vector<int> cuda_devices(const std::vector<int>& gpus, int cluster_gpus, int gpus_per_node,
                               int device_count) {
   if (static_cast<int>(gpus.size()) > device_count) {
-    throw DeviceUnavailable("the program needs " + std::to_string(gpus.size()) +
-                            " GPUs in this process (GPUs " + gpu_list(gpus) + ") but " +
-                            std::to_string(device_count) + " CUDA device(s) exist here");
+    throw BackendUnavailable("the program needs " + std::to_string(gpus.size()) +
+                             " GPUs in this process (GPUs " + gpu_list(gpus) + ") but " +
+                             std::to_string(device_count) + " CUDA device(s) exist here");
   }
   std::vector<int> devices;
   const int per_node = std::max(gpus_per_node, 1);
@@ -91,10 +90,10 @@ std::vector<int> cuda_devices(const std::vector<int>& gpus, int cluster_gpus, in
   }
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     if (devices[i] < device_count) continue;
-    throw DeviceUnavailable("GPU " + std::to_string(gpus[i]) + " runs on CUDA device " +
-                            std::to_string(devices[i]) + " (" + rule + ") but " +
-                            std::to_string(device_count) +
-                            " CUDA device(s) exist here (does CUDA_VISIBLE_DEVICES hide some?)");
+    throw BackendUnavailable("GPU " + std::to_string(gpus[i]) + " runs on CUDA device " +
+                             std::to_string(devices[i]) + " (" + rule + ") but " +
+                             std::to_string(device_count) +
+                             " CUDA device(s) exist here (does CUDA_VISIBLE_DEVICES hide some?)");
   }
   return devices;
 }
@@ -106,8 +105,8 @@ GroupPlan plan_group(const core::CommGroup& group, const std::vector<int>& slot_
   for (int r = 0; r < g.nranks; ++r) {
     const int gpu = group.gpus[static_cast<std::size_t>(r)];
     if (rank_in_group(group, gpu) != r) {
-      throw DeviceUnavailable("group '" + group.name + "' lists GPU " + std::to_string(gpu) +
-                              " twice");
+      throw BackendUnavailable("group '" + group.name + "' lists GPU " + std::to_string(gpu) +
+                               " twice");
     }
     const int slot = gpu >= 0 && static_cast<std::size_t>(gpu) < slot_of_gpu.size()
                          ? slot_of_gpu[static_cast<std::size_t>(gpu)]
@@ -120,8 +119,8 @@ GroupPlan plan_group(const core::CommGroup& group, const std::vector<int>& slot_
     g.slots.push_back(slot);
   }
   if (g.ranks.empty()) {
-    throw DeviceUnavailable("group '" + group.name + "' (GPUs " + gpu_list(group.gpus) +
-                            ") has no GPU in this process");
+    throw BackendUnavailable("group '" + group.name + "' (GPUs " + gpu_list(group.gpus) +
+                             ") has no GPU in this process");
   }
   return g;
 }
@@ -129,7 +128,7 @@ GroupPlan plan_group(const core::CommGroup& group, const std::vector<int>& slot_
 ProcessPlan plan_process(const core::Program& program, const std::vector<int>& gpus,
                          int device_count, bool shared_nccl_ids) {
   if (program.symmetry.enabled()) {
-    throw DeviceUnavailable(
+    throw BackendUnavailable(
         "the CUDA runtime needs a full-fidelity program: this one is rank-symmetric (mirror GPUs "
         "have no ops of their own)");
   }
@@ -140,9 +139,9 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
   for (const core::StreamDesc& s : program.streams) n_gpus = std::max(n_gpus, s.gpu + 1);
   plan.slot_of_gpu.assign(static_cast<std::size_t>(n_gpus), -1);
   for (std::size_t i = 0; i < gpus.size(); ++i) {
-    if (gpus[i] < 0) throw DeviceUnavailable("negative GPU index " + std::to_string(gpus[i]));
+    if (gpus[i] < 0) throw BackendUnavailable("negative GPU index " + std::to_string(gpus[i]));
     int& slot = plan.slot_of_gpu[static_cast<std::size_t>(gpus[i])];
-    if (slot >= 0) throw DeviceUnavailable("GPU " + std::to_string(gpus[i]) + " listed twice");
+    if (slot >= 0) throw BackendUnavailable("GPU " + std::to_string(gpus[i]) + " listed twice");
     slot = static_cast<int>(i);
   }
   plan.cuda_device = cuda_devices(gpus, n_gpus, program.gpus_per_node, device_count);
@@ -173,14 +172,14 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
     if (op.id != static_cast<OpId>(i)) {
-      throw DeviceUnavailable(op_label(op) + ": its id does not match its index " +
-                              std::to_string(i) + " (core::validate_program)");
+      throw BackendUnavailable(op_label(op) + ": its id does not match its index " +
+                               std::to_string(i) + " (core::validate_program)");
     }
     if (op.stream < 0 || !local(op.gpu)) continue;
     if (op.stream >= static_cast<int>(program.streams.size()) ||
         program.streams[static_cast<std::size_t>(op.stream)].gpu != op.gpu) {
-      throw DeviceUnavailable(op_label(op) + ": no stream " + std::to_string(op.stream) +
-                              " on its GPU (core::validate_program)");
+      throw BackendUnavailable(op_label(op) + ": no stream " + std::to_string(op.stream) +
+                               " on its GPU (core::validate_program)");
     }
     plan.local_op[static_cast<std::size_t>(op.id)] = 1;
     ++plan.local_ops;
@@ -223,10 +222,10 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
           dev.pageable_host_bytes = std::max(dev.pageable_host_bytes, capped);
         } else if (op.copy_kind == CopyKind::kPeer && op.peer_gpu >= 0 && op.peer_gpu != op.gpu) {
           if (!local(op.peer_gpu)) {
-            throw DeviceUnavailable(op_label(op) + " copies from GPU " +
-                                    std::to_string(op.peer_gpu) +
-                                    ", which another process drives: the CUDA runtime has no "
-                                    "peer copies between processes");
+            throw BackendUnavailable(op_label(op) + " copies from GPU " +
+                                     std::to_string(op.peer_gpu) +
+                                     ", which another process drives: the CUDA runtime has no "
+                                     "peer copies between processes");
           }
           DevicePlan& src = plan.devices[static_cast<std::size_t>(slot_of(op.peer_gpu))];
           src.scratch_region_bytes = std::max(src.scratch_region_bytes, capped);
@@ -235,16 +234,16 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
       case OpKind::kCollective: {
         const core::CommGroup& group = program.groups.at(static_cast<std::size_t>(op.group));
         if (rank_in_group(group, op.gpu) < 0) {
-          throw DeviceUnavailable(op_label(op) + ": GPU " + std::to_string(op.gpu) +
-                                  " is not a member of group '" + group.name + "'");
+          throw BackendUnavailable(op_label(op) + ": GPU " + std::to_string(op.gpu) +
+                                   " is not a member of group '" + group.name + "'");
         }
         if (op.collective == CollectiveKind::kSendRecv && group.gpus.size() != 2) {
-          throw DeviceUnavailable(op_label(op) + ": send/recv needs a 2-GPU group, '" + group.name +
-                                  "' has " + std::to_string(group.gpus.size()));
+          throw BackendUnavailable(op_label(op) + ": send/recv needs a 2-GPU group, '" +
+                                   group.name + "' has " + std::to_string(group.gpus.size()));
         }
         if (op.root >= 0 && rank_in_group(group, op.root) < 0) {
-          throw DeviceUnavailable(op_label(op) + ": root GPU " + std::to_string(op.root) +
-                                  " is not a member of group '" + group.name + "'");
+          throw BackendUnavailable(op_label(op) + ": root GPU " + std::to_string(op.root) +
+                                   " is not a member of group '" + group.name + "'");
         }
         plan.group_plan_of[static_cast<std::size_t>(op.group)] = 0;  // numbered below
         dev.scratch_region_bytes = std::max(dev.scratch_region_bytes, capped);
@@ -288,10 +287,10 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
       for (int r = 0; r < g.nranks && elsewhere < 0; ++r) {
         if (g.local_index(r) < 0) elsewhere = group.gpus[static_cast<std::size_t>(r)];
       }
-      throw DeviceUnavailable("group '" + group.name + "' has GPU " + std::to_string(elsewhere) +
-                              " in another process: its NCCL communicator needs an id shared "
-                              "between processes (CudaOptions::shared_nccl_id), which this "
-                              "launch does not provide");
+      throw BackendUnavailable("group '" + group.name + "' has GPU " + std::to_string(elsewhere) +
+                               " in another process: its NCCL communicator needs an id shared "
+                               "between processes (CudaOptions::shared_nccl_id), which this "
+                               "launch does not provide");
     }
     plan.groups.push_back(std::move(g));
   }

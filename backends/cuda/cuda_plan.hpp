@@ -132,20 +132,20 @@ struct ProcessPlan {
 //   - else, the GPUs are all on one node: device = GPU % gpus_per_node (one machine per node,
 //     as mpirun or torchrun start them);
 //   - else: device i for gpus[i] (one process drives GPUs of several nodes on one machine).
-// Throws real::DeviceUnavailable when this machine has too few devices, naming the device needed
+// Throws BackendUnavailable when this machine has too few devices, naming the device needed
 // and the count found.
 std::vector<int> cuda_devices(const std::vector<int>& gpus, int cluster_gpus, int gpus_per_node,
                               int device_count);
 
 // `group` as NCCL ranks of this process: slot_of_gpu maps a global GPU to its slot here (-1, or
-// past the end: driven elsewhere). Chunks are left empty. Throws real::DeviceUnavailable when the
+// past the end: driven elsewhere). Chunks are left empty. Throws BackendUnavailable when the
 // group lists a GPU twice or has no member here.
 GroupPlan plan_group(const core::CommGroup& group, const std::vector<int>& slot_of_gpu);
 
 // Plans a process that drives `gpus` (global indices, in slot order) on a machine with
 // `device_count` CUDA devices. Collective groups may span processes (GroupPlan::spans_processes)
 // when `shared_nccl_ids` (the launcher shares NCCL ids: CudaOptions::shared_nccl_id). Throws
-// real::DeviceUnavailable when it cannot run here: too few devices (cuda_devices), a GPU listed
+// BackendUnavailable when it cannot run here: too few devices (cuda_devices), a GPU listed
 // twice, a group reaching another process without shared ids, a peer copy from a GPU of another
 // process, or a rank-symmetric Program (its mirror GPUs have no ops to run).
 ProcessPlan plan_process(const core::Program& program, const std::vector<int>& gpus,

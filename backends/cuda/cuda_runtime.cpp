@@ -27,7 +27,6 @@
 namespace csim::cuda {
 
 using core::Op;
-using real::DeviceUnavailable;
 
 namespace {
 
@@ -119,7 +118,7 @@ CudaRuntime::CudaRuntime(int device_count, const CudaOptions& options)
 
 void CudaRuntime::open(const core::Program& program, const std::vector<int>& gpus,
                        std::int64_t clock_zero_ns) {
-  if (opened_) throw DeviceUnavailable("the CUDA runtime was opened twice");
+  if (opened_) throw BackendUnavailable("the CUDA runtime was opened twice");
   opened_ = true;
   plan_ = plan_process(program, gpus, device_count_,
                        /*shared_nccl_ids=*/static_cast<bool>(options_.shared_nccl_id));
@@ -298,7 +297,7 @@ std::vector<std::string> CudaRuntime::shared_ids() {
     if (!gp.spans_processes) continue;
     ids[g] = options_.shared_nccl_id(gp.group, make);
     if (ids[g].size() != NCCL_UNIQUE_ID_BYTES) {
-      throw DeviceUnavailable(
+      throw BackendUnavailable(
           "the NCCL id shared for group '" + groups_[static_cast<std::size_t>(gp.group)].name +
           "' has " + std::to_string(ids[g].size()) + " bytes, not " +
           std::to_string(NCCL_UNIQUE_ID_BYTES) + " (CudaOptions::shared_nccl_id)");
@@ -478,7 +477,7 @@ void CudaRuntime::start_tracing(const core::Program& program) {
     gpu_of_uuid_[text] = dp->gpu;
   }
   auto tracer = std::make_unique<cupti::CuptiTracer>();
-  tracer->start(clock_zero_ns_);  // DeviceUnavailable with CUPTI's reason
+  tracer->start(clock_zero_ns_);  // BackendUnavailable with CUPTI's reason
   tracer_ = std::move(tracer);
   std::lock_guard lock(info_mu_);
   info_.metadata["cupti_version"] = cupti::CuptiTracer::version_line();
@@ -595,7 +594,7 @@ void CudaRuntime::release() noexcept {
 
 std::unique_ptr<real::DeviceRuntime> make_cuda_runtime(const CudaOptions& options) {
   const Probe p = probe_devices();
-  if (!p.problem.empty()) throw DeviceUnavailable(p.problem);
+  if (!p.problem.empty()) throw BackendUnavailable(p.problem);
   return std::make_unique<detail::CudaRuntime>(p.count, options);
 }
 

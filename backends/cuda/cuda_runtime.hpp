@@ -15,7 +15,7 @@
 // communicators from ncclCommInitRank with an id the launcher shares, CudaOptions::shared_nccl_id).
 // Each op's completion is reported to the executor by a poller thread (set_completion_callback).
 // Only the runtime API, cuBLAS and NCCL are linked, never the driver library, so binaries start on
-// machines without a GPU and report it through DeviceUnavailable.
+// machines without a GPU and report it through BackendUnavailable.
 #pragma once
 
 #include <cstdint>
@@ -42,14 +42,14 @@ struct CudaOptions {
   // `make` creates an id (ncclGetUniqueId) and is run by whichever process the exchange picks (the
   // group's first member). Both strings hold the 128 raw bytes of an ncclUniqueId
   // (NCCL_UNIQUE_ID_BYTES). Unset: one process drives every GPU of each group (ncclCommInitAll),
-  // and open() throws real::DeviceUnavailable for a group with members elsewhere.
+  // and open() throws BackendUnavailable for a group with members elsewhere.
   std::function<std::string(int group, const std::function<std::string()>& make)> shared_nccl_id =
       nullptr;
 };
 
-// A runtime for this machine's CUDA devices. Throws real::DeviceUnavailable, with one line naming
+// A runtime for this machine's CUDA devices. Throws BackendUnavailable, with one line naming
 // what was looked for and the CUDA error, when there is no usable GPU (no driver, no device).
-// With options.cupti, open() throws DeviceUnavailable when CUPTI cannot trace.
+// With options.cupti, open() throws BackendUnavailable when CUPTI cannot trace.
 std::unique_ptr<real::DeviceRuntime> make_cuda_runtime(const CudaOptions& options = {});
 
 // What a traced run recorded (CudaOptions::cupti), for cupti::append_to_trace.
@@ -62,7 +62,7 @@ struct CuptiCapture {
 // Empty when `runtime` is not a CUDA runtime made with CudaOptions::cupti.
 CuptiCapture take_cupti_capture(real::DeviceRuntime& runtime);
 
-// One line on the CUDA devices here, for tools: the DeviceUnavailable message of
+// One line on the CUDA devices here, for tools: the BackendUnavailable message of
 // make_cuda_runtime() when there is none, else "N CUDA device(s): <name of device 0>, compute
 // capability X.Y, driver D, runtime R".
 std::string cuda_probe_line();

@@ -44,7 +44,7 @@ MpiWorld mpi_world() {
   if (!initialized) {
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-      throw real::DeviceUnavailable("MPI_Init_thread failed: launch mode mpi needs mpirun");
+      throw BackendUnavailable("MPI_Init_thread failed: launch mode mpi needs mpirun");
     g_started = true;
   }
   MpiWorld w;

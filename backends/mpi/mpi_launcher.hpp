@@ -24,7 +24,7 @@ struct MpiWorld {
 bool started_by_mpirun();
 
 // Initialises MPI on first use (MPI_Init_thread, funneled: only the calling thread uses MPI) and
-// says who this process is. Throws real::DeviceUnavailable when MPI cannot start.
+// says who this process is. Throws BackendUnavailable when MPI cannot start.
 MpiWorld mpi_world();
 
 // Runs this rank's share of `program` (MPI is finalized once the bootstrap is broadcast). On rank 0

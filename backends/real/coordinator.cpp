@@ -54,10 +54,10 @@ int run_rank(const std::string& host, int port, int rank, std::int64_t zero, con
     try {
       std::unique_ptr<DeviceRuntime> rt = factory(link);
       if (!rt->reports_completions())
-        throw DeviceUnavailable("this device runtime cannot run in launch mode processes yet");
+        throw BackendUnavailable("this device runtime cannot run in launch mode processes yet");
       RealExecutor exec(*rt, options, &link);
       r = exec.run(p, control);
-    } catch (const DeviceUnavailable& e) {
+    } catch (const BackendUnavailable& e) {
       // No device here (no GPU, no driver): the launch reports it as such, not as a failed run.
       link.send_error("rank " + std::to_string(rank) + ": " + e.what(), true);
       failed = true;
@@ -338,8 +338,8 @@ int listen_tcp(bool all_interfaces, int backlog, int* port) {
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     const std::string why = std::strerror(errno);
     if (fd >= 0) ::close(fd);
-    throw DeviceUnavailable(std::string("launcher: cannot listen on ") +
-                            (all_interfaces ? "0.0.0.0" : "127.0.0.1") + ": " + why);
+    throw BackendUnavailable(std::string("launcher: cannot listen on ") +
+                             (all_interfaces ? "0.0.0.0" : "127.0.0.1") + ": " + why);
   }
   *port = ntohs(addr.sin_port);
   return fd;

@@ -15,17 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/program.hpp"
 #include "core/units.hpp"
 
 namespace csim::real {
 
-// Thrown when the runtime cannot run here (no GPU, no driver, a CUDA or NCCL error at start-up):
-// simrun prints what() on one line and exits 3.
-class DeviceUnavailable : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// A runtime that cannot run here (no GPU, no driver, a CUDA or NCCL error at start-up) throws
+// csim::BackendUnavailable (core/error.hpp): simrun prints what() on one line and exits 3.
 
 // Thrown when an op fails while running (CUDA error, NCCL error, device out of memory); the
 // message names the op.

@@ -42,7 +42,7 @@ struct LaunchReport {
   std::vector<ClockSync> clocks;
   int failed_rank = -1;             // -1: none
   std::string failure;              // one line, names the rank ("" when all finished)
-  bool device_unavailable = false;  // a rank found no usable device (DeviceUnavailable)
+  bool device_unavailable = false;  // a rank found no usable device (BackendUnavailable)
 };
 
 // Each rank builds its runtime after fork (a CUDA context must not cross fork) from this.
@@ -50,7 +50,7 @@ using RuntimeFactory = std::function<std::unique_ptr<DeviceRuntime>(RankLink&)>;
 
 // Runs `program` with one process per Program process. The result's timings are on the
 // launcher's clock; complete is false when a rank failed or the run was cancelled, and
-// report->failure then says why. Throws DeviceUnavailable when the ranks cannot be started.
+// report->failure then says why. Throws BackendUnavailable when the ranks cannot be started.
 core::ExecutionResult launch_processes(const core::Program& program, const RuntimeFactory& factory,
                                        RealOptions options, const core::RunControl& control,
                                        const LaunchOptions& launch, LaunchReport* report);

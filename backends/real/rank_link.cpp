@@ -84,12 +84,12 @@ RankLink::RankLink(const std::string& host, int port, int rank, const core::Prog
   addrinfo* found = nullptr;
   if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
       rc != 0 || found == nullptr)
-    throw DeviceUnavailable("rank " + std::to_string(rank) + " cannot resolve the coordinator " +
-                            where + ": " + ::gai_strerror(rc));
+    throw BackendUnavailable("rank " + std::to_string(rank) + " cannot resolve the coordinator " +
+                             where + ": " + ::gai_strerror(rc));
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd_ < 0) {
     ::freeaddrinfo(found);
-    throw DeviceUnavailable(std::string("rank socket: ") + std::strerror(errno));
+    throw BackendUnavailable(std::string("rank socket: ") + std::strerror(errno));
   }
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -98,8 +98,8 @@ RankLink::RankLink(const std::string& host, int port, int rank, const core::Prog
   ::freeaddrinfo(found);
   if (connected != 0) {
     ::close(fd_);
-    throw DeviceUnavailable("rank " + std::to_string(rank) + " cannot reach the coordinator at " +
-                            where + ": " + std::strerror(connect_errno));
+    throw BackendUnavailable("rank " + std::to_string(rank) + " cannot reach the coordinator at " +
+                             where + ": " + std::strerror(connect_errno));
   }
   issued_.assign(program.ops.size(), 0);
   host_done_.assign(program.ops.size(), 0);
@@ -121,8 +121,8 @@ RankLink::RankLink(const std::string& host, int port, int rank, const core::Prog
     send(ping);
     Msg pong;
     if (!recv_msg(fd_, &pong) || pong.type != MsgType::kPong)
-      throw DeviceUnavailable("rank " + std::to_string(rank) +
-                              ": coordinator gone during clock sync");
+      throw BackendUnavailable("rank " + std::to_string(rank) +
+                               ": coordinator gone during clock sync");
     const TimeNs back = steady_ns() - clock_zero_ns;
     const TimeNs rtt = back - pong.a;
     if (best_rtt < 0 || rtt < best_rtt) {

@@ -27,7 +27,7 @@ class RealExecutor : public core::Executor {
       : rt_(runtime), options_(options), link_(link) {}
   std::string name() const override { return "real"; }
   // Runs every active GPU of `program` in this process (launch mode "threads"). Throws
-  // DeviceUnavailable / DeviceError from the runtime; a cancel (RunControl) stops issuing, keeps
+  // BackendUnavailable / DeviceError from the runtime; a cancel (RunControl) stops issuing, keeps
   // what finished and returns complete = false.
   core::ExecutionResult run(const core::Program& program, const core::RunControl& control) override;
 

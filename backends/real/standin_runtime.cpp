@@ -59,7 +59,7 @@ void StandinRuntime::open(const core::Program& program, const std::vector<int>& 
   program_ = &program;
   clock_zero_ns_ = clock_zero_ns;
   const std::size_t n = program.ops.size();
-  if (busy_ns_.size() != n) throw DeviceUnavailable("stand-in durations do not match the program");
+  if (busy_ns_.size() != n) throw BackendUnavailable("stand-in durations do not match the program");
   enqueued_.assign(n, 0);
   done_.assign(n, 0);
   start_ns_.assign(n, -1);

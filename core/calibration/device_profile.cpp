@@ -28,8 +28,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kKindKeys[core::kNumComputeKinds] = {"gemm", "elementwise", "conv",
-                                                        "attention"};
+const char* const kKindKeys[core::kNumComputeKinds] = {"gemm", "elementwise", "conv", "attention"};
 
 // `v` to `digits` significant digits: profiles hold what was measured, not float noise.
 // Through the decimal text, so the double is the one nearest that decimal (4.994e8, not
@@ -42,9 +41,13 @@ double sig(double v, int digits) {
 }
 
 // ns precision, in us (the unit the scenario keys take).
-double us3(double seconds) { return std::round(seconds * 1e9) / 1e3; }
+double us3(double seconds) {
+  return std::round(seconds * 1e9) / 1e3;
+}
 
-json num_or_null(double v, bool ok) { return ok && std::isfinite(v) ? json(v) : json(nullptr); }
+json num_or_null(double v, bool ok) {
+  return ok && std::isfinite(v) ? json(v) : json(nullptr);
+}
 
 std::string source_text(const Calibration& c, const std::string& when) {
   std::string s = "simrun calibrate, " + when.substr(0, 10) + ", " + c.backend;
@@ -79,8 +82,10 @@ json gpu_value(const core::GpuSpec& g) {
   const bool catalog = e != nullptr && e->gpu.name == g.name;
   const core::GpuSpec* b = catalog ? &e->gpu : nullptr;
   json j = json::object();
-  if (catalog) j["base"] = g.name;
-  else j["name"] = g.name;
+  if (catalog)
+    j["base"] = g.name;
+  else
+    j["name"] = g.name;
   auto put = [&](const char* key, double v, double base_v) {
     if (b == nullptr || v != base_v) j[key] = v;
   };
@@ -160,12 +165,14 @@ json profile_json(const core::Scenario& node, const Calibration& c, const Fits& 
   md["runtime"] = c.runtime;
   json notes = c.notes;
   if (!c.measured)
-    notes.push_back("the CPU stand-in's durations are the simulator's (x a time scale the "
-                    "calibration divides out): its fits recover the scenario's own constants");
+    notes.push_back(
+        "the CPU stand-in's durations are the simulator's (x a time scale the "
+        "calibration divides out): its fits recover the scenario's own constants");
   if (node.cluster.gpus_per_node < 2)
-    notes.push_back("one GPU in the node: peer copies and collectives were not measured; the "
-                    "simulator keeps their published sources (docs/cost-model.md, "
-                    "\"Calibration\")");
+    notes.push_back(
+        "one GPU in the node: peer copies and collectives were not measured; the "
+        "simulator keeps their published sources (docs/cost-model.md, "
+        "\"Calibration\")");
   md["notes"] = notes;
   doc["metadata"] = md;
 
@@ -228,19 +235,21 @@ json profile_json(const core::Scenario& node, const Calibration& c, const Fits& 
   fits["collectives"] = colls;
   doc["fits"] = fits;
 
-  doc["scenario_values"] = {
-      {"kernel_overhead_us", static_cast<double>(g.kernel_overhead_ns) / 1e3},
-      {"launch_latency_us", node.host.launch_latency_us},
-      {"mem_bw_efficiency", g.mem_bw_efficiency},
-      {"gemm", {{"max_efficiency", g.efficiency[0].max_efficiency},
-                {"half_flops", g.efficiency[0].half_flops},
-                {"source", g.efficiency[0].source}}}};
+  doc["scenario_values"] = {{"kernel_overhead_us", static_cast<double>(g.kernel_overhead_ns) / 1e3},
+                            {"launch_latency_us", node.host.launch_latency_us},
+                            {"mem_bw_efficiency", g.mem_bw_efficiency},
+                            {"gemm",
+                             {{"max_efficiency", g.efficiency[0].max_efficiency},
+                              {"half_flops", g.efficiency[0].half_flops},
+                              {"source", g.efficiency[0].source}}}};
   doc["overrides"] = profile_overrides(node, c, f, ctx.when);
   json left = json::array();
-  left.push_back("copy bandwidths: no scenario key (the simulator's routes: PCIe generation and "
-                 "lanes, docs/cost-model.md \"Copies\")");
-  left.push_back("collective bus bandwidths: no scenario key (link figures and NCCL constants, "
-                 "docs/cost-model.md \"Communication\")");
+  left.push_back(
+      "copy bandwidths: no scenario key (the simulator's routes: PCIe generation and "
+      "lanes, docs/cost-model.md \"Copies\")");
+  left.push_back(
+      "collective bus bandwidths: no scenario key (link figures and NCCL constants, "
+      "docs/cost-model.md \"Communication\")");
   if (!c.measured)
     left.push_back("launch latency: the stand-in does not model it (its worker threads' wake-up)");
   doc["not_in_overrides"] = left;
@@ -312,8 +321,8 @@ void print_table(const core::Scenario& node, const Calibration& c, const Fits& f
           ? fmt2("%.2f us (enqueue %.2f us)", f.launch_latency_s * 1e6, f.enqueue_s * 1e6) +
                 (c.measured ? "" : " *")
           : "-",
-      fmt("%.2f us", node.host.launch_latency_us), ratio(f.launch_latency_s * 1e6,
-                                                          node.host.launch_latency_us));
+      fmt("%.2f us", node.host.launch_latency_us),
+      ratio(f.launch_latency_s * 1e6, node.host.launch_latency_us));
   const core::EfficiencyCurve& cat = g.efficiency[static_cast<int>(core::ComputeKind::kGemm)];
   for (const GemmDtypeFit& gf : f.gemm) {
     const std::string name = std::string("gemm ") + core::to_string(gf.dtype);
@@ -333,12 +342,11 @@ void print_table(const core::Scenario& node, const Calibration& c, const Fits& f
       ratio(f.mem_bw_efficiency, g.mem_bw_efficiency));
   for (const CopyFit& cf : f.copies) {
     row(cf.name, points_of(SeriesKind::kCopy, cf.name),
-        cf.measured.ok ? fmt2("%.1f GB/s, %.2f us", cf.measured.bytes_per_s / kGB,
-                              cf.measured.latency_s * 1e6)
-                       : "no fit",
+        cf.measured.ok
+            ? fmt2("%.1f GB/s, %.2f us", cf.measured.bytes_per_s / kGB, cf.measured.latency_s * 1e6)
+            : "no fit",
         cf.model.ok ? fmt("%.1f GB/s (model)", cf.model.bytes_per_s / kGB) : "-",
-        cf.measured.ok && cf.model.ok ? ratio(cf.measured.bytes_per_s, cf.model.bytes_per_s)
-                                      : "-");
+        cf.measured.ok && cf.model.ok ? ratio(cf.measured.bytes_per_s, cf.model.bytes_per_s) : "-");
   }
   for (const CollectiveFit& cf : f.collectives) {
     row(cf.name + " (" + std::to_string(cf.ranks) + " GPUs)",
@@ -354,123 +362,6 @@ void print_table(const core::Scenario& node, const Calibration& c, const Fits& f
   if (!c.measured)
     out << "* the stand-in does not model launch latency: its value is not written to the "
            "profile's overrides\n";
-}
-
-// [SECTION] Reading ------------------------------------------------------------------------------
-
-namespace {
-
-constexpr const char* kProfileHint = "write a device profile with: simrun calibrate SCENARIO -o FILE";
-
-}  // namespace
-
-DeviceProfile read_device_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path, "", std::string("cannot read the device profile: ") + std::strerror(errno),
-                     "check the path; " + std::string(kProfileHint));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const json doc = core::parse_json_strict(ss.str(), path);
-  if (!doc.is_object())
-    throw InputError(path, "", "a device profile is a JSON object, got " + core::describe_value(doc),
-                     kProfileHint);
-  if (!doc.contains("format") || doc["format"] != kProfileFormat)
-    throw InputError(path, "format",
-                     std::string("expected \"") + kProfileFormat + "\", got " +
-                         (doc.contains("format") ? core::describe_value(doc["format"]) : "nothing"),
-                     kProfileHint);
-  if (!doc.contains("format_version") || !doc["format_version"].is_number_integer() ||
-      doc["format_version"].get<long long>() != kProfileFormatVersion)
-    throw InputError(path, "format_version",
-                     "expected " + std::to_string(kProfileFormatVersion) + ", got " +
-                         (doc.contains("format_version") ? core::describe_value(doc["format_version"])
-                                                         : "nothing"),
-                     "this simrun reads profile format version " +
-                         std::to_string(kProfileFormatVersion) + "; rerun simrun calibrate");
-  DeviceProfile p;
-  p.file = path;
-  if (doc.contains("metadata") && doc["metadata"].is_object()) {
-    const json& md = doc["metadata"];
-    if (md.contains("gpu") && md["gpu"].is_string()) p.gpu = md["gpu"].get<std::string>();
-    if (md.contains("backend") && md["backend"].is_string())
-      p.backend = md["backend"].get<std::string>();
-    if (md.contains("measured") && md["measured"].is_boolean()) p.measured = md["measured"].get<bool>();
-  }
-  if (!doc.contains("overrides"))
-    throw InputError(path, "overrides", "missing", kProfileHint);
-  const json& ov = doc["overrides"];
-  if (!ov.is_object())
-    throw InputError(path, "overrides",
-                     "must be an object of dotted scenario paths, got " + core::describe_value(ov),
-                     "e.g. \"overrides\": {\"cluster.gpu\": {\"base\": \"H200\", ...}}");
-  // json objects iterate in key order: a path comes before the paths under it.
-  for (auto it = ov.begin(); it != ov.end(); ++it) {
-    const std::string& key = it.key();
-    const bool bad = key.empty() || key.find('=') != std::string::npos ||
-                     key.front() == '.' || key.back() == '.';
-    if (bad)
-      throw InputError(path, "overrides[\"" + key + "\"]", "not a dotted scenario path",
-                       "keys are paths as --set takes them, e.g. cluster.gpu or "
-                       "host.launch_latency_us");
-    p.overrides.emplace_back(key, it.value());
-  }
-  return p;
-}
-
-std::vector<std::string> override_strings(const DeviceProfile& p) {
-  std::vector<std::string> out;
-  for (const auto& [path, value] : p.overrides) out.push_back(path + "=" + value.dump());
-  return out;
-}
-
-core::Scenario parse_scenario_with_profile(const std::string& scenario_path,
-                                           const std::string& profile_path,
-                                           const std::vector<std::string>& overrides) {
-  if (profile_path.empty()) return core::parse_scenario_file(scenario_path, overrides);
-  const DeviceProfile prof = read_device_profile(profile_path);
-  // The scenario's own GPU, to warn when the profile replaces it: the file alone (the command
-  // line's --set may only make sense on top of the profile).
-  std::string own_gpu;
-  try {
-    own_gpu = core::parse_scenario_file(scenario_path).cluster.gpu.name;
-  } catch (const InputError&) {
-    // Reported below, by the parse that counts.
-  }
-  std::vector<std::string> all = override_strings(prof);
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  core::Scenario s;
-  try {
-    s = core::parse_scenario_file(scenario_path, all);
-  } catch (const InputError& e) {
-    // The parser names an override's value by its --set origin; a profile value is named by the
-    // profile file and its key instead, unless the command line set the same path (it won).
-    for (const auto& [key, value] : prof.overrides) {
-      (void)value;
-      if (e.file() != scenario_path + " (--set " + key + ")" && e.file() != "--set " + key)
-        continue;
-      const bool user_set = std::any_of(overrides.begin(), overrides.end(), [&](const std::string& o) {
-        return o.substr(0, o.find('=')) == key;
-      });
-      if (user_set) break;
-      const std::string& jp = e.json_path();
-      const std::string rest = jp.compare(0, key.size(), key) == 0 ? jp.substr(key.size()) : "";
-      throw InputError(profile_path, "overrides[\"" + key + "\"]" + rest, e.message(),
-                       e.hint().empty() ? "the profile does not fit this scenario; rerun simrun "
-                                          "calibrate"
-                                        : e.hint());
-    }
-    throw;
-  }
-  if (!prof.measured)
-    s.warnings.push_back("device profile " + profile_path + " comes from the " +
-                         (prof.backend.empty() ? std::string("CPU stand-in") : prof.backend) +
-                         ": its constants are the simulator's own, not a measurement");
-  if (!prof.gpu.empty() && !own_gpu.empty() && prof.gpu != own_gpu)
-    s.warnings.push_back("device profile " + profile_path + " was measured on " + prof.gpu +
-                         ": it replaces this scenario's GPU " + own_gpu);
-  return s;
 }
 
 }  // namespace csim::calibration

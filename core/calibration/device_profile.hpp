@@ -1,6 +1,6 @@
 // Device profiles (docs/calibration.md, "Profile"): what simrun calibrate writes (metadata, the
-// raw series, the fits, and "overrides" in the form --set takes) and what simrun
-// --device-profile reads back into a scenario.
+// raw series, the fits, and "overrides" in the form --set takes). simrun --device-profile reads
+// it back through run/scenario_loader.hpp (core/device_profile.hpp).
 #pragma once
 
 #include <ostream>
@@ -11,12 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/calibration/calibration.hpp"
+#include "core/device_profile.hpp"
 #include "core/scenario.hpp"
 
 namespace csim::calibration {
 
-inline constexpr const char* kProfileFormat = "csim-device-profile";
-inline constexpr int kProfileFormatVersion = 1;
+// The format, and reading a profile back, are core/device_profile.hpp's.
+using core::kProfileFormat;
+using core::kProfileFormatVersion;
 
 struct ProfileContext {
   std::string scenario_file;  // the scenario the node came from
@@ -42,30 +44,5 @@ nlohmann::json profile_json(const core::Scenario& node, const Calibration& c, co
 // (catalog, or the simulator's model for copies and collectives), ratio.
 void print_table(const core::Scenario& node, const Calibration& c, const Fits& f,
                  std::ostream& out);
-
-// A profile read back (--device-profile).
-struct DeviceProfile {
-  std::string file;
-  std::string gpu;      // metadata.gpu, "" when absent
-  std::string backend;  // metadata.backend, "" when absent
-  bool measured = true;  // metadata.measured (absent: true)
-  std::vector<std::pair<std::string, nlohmann::json>> overrides;  // applied in this order
-};
-
-// Reads and checks `path`. Throws InputError (file, JSON path, hint) for an unreadable file,
-// broken JSON, a wrong "format"/"format_version", or a missing or malformed "overrides".
-DeviceProfile read_device_profile(const std::string& path);
-
-// "PATH=VALUE" strings, as --set takes them.
-std::vector<std::string> override_strings(const DeviceProfile& p);
-
-// parse_scenario_file(scenario_path, profile overrides + `overrides`): the profile's overrides go
-// first, so the command line's --set win. An error the scenario validation finds in a profile
-// value names the profile file and `overrides["PATH"]...`. Adds scenario warnings when the
-// profile is not a measurement (the stand-in) or replaces the scenario's GPU with another one.
-// An empty profile_path parses the scenario alone.
-core::Scenario parse_scenario_with_profile(const std::string& scenario_path,
-                                           const std::string& profile_path,
-                                           const std::vector<std::string>& overrides);
 
 }  // namespace csim::calibration

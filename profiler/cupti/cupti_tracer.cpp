@@ -18,7 +18,7 @@
 #include <new>
 #include <utility>
 
-#include "backends/real/device_runtime.hpp"
+#include "core/error.hpp"
 
 #if CSIM_HAVE_CUPTI
 #include <cupti.h>
@@ -347,7 +347,7 @@ CuptiTracer::~CuptiTracer() {
 
 void CuptiTracer::start(std::int64_t clock_zero_ns) {
   const auto unavailable = [](const std::string& why) {
-    return real::DeviceUnavailable("CUPTI tracing cannot start: " + why);
+    return BackendUnavailable("CUPTI tracing cannot start: " + why);
   };
   if (impl_->running) throw unavailable("this tracer is already running");
   Impl& im = *impl_;
@@ -491,7 +491,7 @@ struct CuptiTracer::Impl {};
 CuptiTracer::CuptiTracer() : impl_(std::make_unique<Impl>()) {}
 CuptiTracer::~CuptiTracer() = default;
 void CuptiTracer::start(std::int64_t /*clock_zero_ns*/) {
-  throw real::DeviceUnavailable(
+  throw BackendUnavailable(
       "CUPTI tracing cannot start: CUPTI (cupti.h, libcupti) was not found when this build was "
       "configured");
 }

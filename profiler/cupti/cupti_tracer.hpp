@@ -26,7 +26,7 @@ class CuptiTracer {
 
   // Registers the buffer callbacks, pairs CUPTI's clock with the host steady clock and enables
   // the activity kinds. `clock_zero_ns` is the run's origin on the host steady clock: record
-  // times are reported relative to it. Throws real::DeviceUnavailable with one line (the CUPTI
+  // times are reported relative to it. Throws BackendUnavailable with one line (the CUPTI
   // call and cuptiGetResultString's text) when CUPTI cannot trace here: no GPU or driver, another
   // CUPTI client holding the activity API, another CuptiTracer active in this process.
   void start(std::int64_t clock_zero_ns);

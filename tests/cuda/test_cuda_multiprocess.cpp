@@ -53,7 +53,7 @@ Program ddp_program(int nodes, int per_node) {
 std::string unavailable(const std::function<void()>& f) {
   try {
     f();
-  } catch (const real::DeviceUnavailable& e) {
+  } catch (const BackendUnavailable& e) {
     return e.what();
   }
   return {};
@@ -178,7 +178,7 @@ TEST_CASE("plan: one thread issuing two local members of a group spanning proces
   CHECK(plan.batches[0].ops == std::vector<core::OpId>{0, 1});
 }
 
-TEST_CASE("plan: a peer copy from another process's GPU is DeviceUnavailable", "[cuda][plan]") {
+TEST_CASE("plan: a peer copy from another process's GPU is BackendUnavailable", "[cuda][plan]") {
   Program p = ddp_program(1, 2);
   Op& copy = test::add_op(p, OpKind::kCopy, "from GPU 1", 0, 0, 0);
   copy.copy_kind = core::CopyKind::kPeer;

@@ -1,5 +1,5 @@
 // The CUDA DeviceRuntime (backends/cuda/). [cuda] tests need no GPU: the planning that open() does,
-// and make_cuda_runtime() reporting "no usable GPU" as DeviceUnavailable (or opening one where a
+// and make_cuda_runtime() reporting "no usable GPU" as BackendUnavailable (or opening one where a
 // GPU exists). [gpu] tests run small Programs on real GPUs, [2gpu] ones on two; without a GPU they
 // print "SKIPPED: <why>" and exit 77, which CTest reports as skipped (Catch2 2.13 has no SKIP),
 // and a [2gpu] test on one GPU skips only itself (op_fixture.hpp).
@@ -37,7 +37,7 @@ std::unique_ptr<real::DeviceRuntime> runtime_or_skip(int min_devices = 1) {
   std::unique_ptr<real::DeviceRuntime> rt;
   try {
     rt = cuda::make_cuda_runtime();
-  } catch (const real::DeviceUnavailable& e) {
+  } catch (const BackendUnavailable& e) {
     skip(e.what());
   }
   if (!test::have_gpus(min_devices)) return nullptr;
@@ -124,7 +124,7 @@ Program two_gpu_program() {
 
 }  // namespace
 
-TEST_CASE("make_cuda_runtime: DeviceUnavailable without a GPU, a runtime with one", "[cuda]") {
+TEST_CASE("make_cuda_runtime: BackendUnavailable without a GPU, a runtime with one", "[cuda]") {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   cudaGetLastError();
@@ -134,7 +134,7 @@ TEST_CASE("make_cuda_runtime: DeviceUnavailable without a GPU, a runtime with on
     std::string message;
     try {
       cuda::make_cuda_runtime();
-    } catch (const real::DeviceUnavailable& ex) {
+    } catch (const BackendUnavailable& ex) {
       message = ex.what();
     }
     CHECK(message.find("no usable CUDA GPU") == 0);
@@ -299,12 +299,12 @@ TEST_CASE("plan: buffers, communicators and one-thread collective batches", "[cu
   CHECK(one.gemm_stream[static_cast<std::size_t>(compute_stream(0))] == 1);
 }
 
-TEST_CASE("plan: what one process cannot run is DeviceUnavailable", "[cuda][plan]") {
+TEST_CASE("plan: what one process cannot run is BackendUnavailable", "[cuda][plan]") {
   const Program p = two_gpu_program();
   const auto message = [&](const std::vector<int>& gpus, int devices) {
     try {
       cuda::plan_process(p, gpus, devices);
-    } catch (const real::DeviceUnavailable& e) {
+    } catch (const BackendUnavailable& e) {
       return std::string(e.what());
     }
     return std::string();
@@ -319,7 +319,7 @@ TEST_CASE("plan: what one process cannot run is DeviceUnavailable", "[cuda][plan
   try {
     cuda::plan_process(sym, {0, 1}, 2);
     FAIL("a rank-symmetric program was accepted");
-  } catch (const real::DeviceUnavailable& e) {
+  } catch (const BackendUnavailable& e) {
     CHECK(std::string(e.what()).find("full-fidelity") != std::string::npos);
   }
 }

@@ -22,7 +22,7 @@ struct Result {
   std::string out, err;
 };
 
-Result run(const std::vector<std::string>& args) {
+Result simrun(const std::vector<std::string>& args) {
   std::ostringstream out, err;
   const int code = app::simrun_main(args, out, err);
   return {code, out.str(), err.str()};
@@ -46,17 +46,17 @@ bool have_gpu() {
 
 TEST_CASE("simrun --cupti: a warning off --backend cuda, exit 3 without a GPU", "[cuda][cli]") {
   const fs::path d = fresh_dir("standin");
-  const Result s = run({test::scenario_path("single_gpu_linear.json"), "--backend", "standin",
-                        "--cupti", "-q", "-o", (d / "t.json").string()});
+  const Result s = simrun({test::scenario_path("single_gpu_linear.json"), "--backend", "standin",
+                           "--cupti", "-q", "-o", (d / "t.json").string()});
   INFO(s.err);
   CHECK(s.code == 0);
   CHECK(s.err.find("simrun: warning: --cupti traces --backend cuda only; ignored") !=
         std::string::npos);
   CHECK(test::read_file((d / "t.json").string()).find("CUPTI stream") == std::string::npos);
-  CHECK(run({"--help"}).out.find("--cupti") != std::string::npos);
+  CHECK(simrun({"--help"}).out.find("--cupti") != std::string::npos);
   if (have_gpu()) return;
   // The H200 scenario: an older GPU's would stop at the compute-capability check first.
-  const Result c = run({test::scenario_path("mlp_1xh200.json"), "--backend", "cuda", "--cupti"});
+  const Result c = simrun({test::scenario_path("mlp_1xh200.json"), "--backend", "cuda", "--cupti"});
   INFO(c.err);
   CHECK(c.code == 3);
   CHECK(c.err.find("simrun: backend unavailable: no usable CUDA GPU") == 0);
@@ -68,8 +68,8 @@ TEST_CASE("simrun --backend cuda --cupti: CUPTI lanes, per-op kernel times, NVML
     std::exit(77);
   }
   const fs::path d = fresh_dir("cuda");
-  const Result r = run({test::scenario_path("mlp_1xh200.json"), "--set", "training.steps=1",
-                        "--backend", "cuda", "--cupti", "-q", "-o", (d / "t.json").string()});
+  const Result r = simrun({test::scenario_path("mlp_1xh200.json"), "--set", "training.steps=1",
+                           "--backend", "cuda", "--cupti", "-q", "-o", (d / "t.json").string()});
   INFO(r.err);
   REQUIRE(r.code == 0);
   const std::string trace = test::read_file((d / "t.json").string());

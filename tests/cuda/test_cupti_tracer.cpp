@@ -1,8 +1,8 @@
 // CUPTI tracing (profiler/cupti/cupti_tracer.hpp) and the CUDA runtime's --cupti path. [cuda]
 // tests run anywhere the backend builds: without a GPU, CUPTI's refusal must be one line of
-// DeviceUnavailable, never a crash. [gpu] tests trace small Programs on real GPUs ([2gpu]: on two);
-// without one they print "SKIPPED: <why>" and exit 77 (CTest: skipped), and a [2gpu] test on one
-// GPU skips only itself (op_fixture.hpp).
+// BackendUnavailable, never a crash. [gpu] tests trace small Programs on real GPUs ([2gpu]: on
+// two); without one they print "SKIPPED: <why>" and exit 77 (CTest: skipped), and a [2gpu] test on
+// one GPU skips only itself (op_fixture.hpp).
 #include <cuda_runtime_api.h>
 
 #include <catch2/catch.hpp>
@@ -69,7 +69,7 @@ class OtherRuntime final : public real::DeviceRuntime {
 
 }  // namespace
 
-TEST_CASE("CuptiTracer: one line of DeviceUnavailable without a GPU, records with one",
+TEST_CASE("CuptiTracer: one line of BackendUnavailable without a GPU, records with one",
           "[cuda][cupti]") {
   INFO(cupti::CuptiTracer::version_line());
   CHECK(cupti::CuptiTracer::version_line().find("CUPTI") != std::string::npos);
@@ -78,7 +78,7 @@ TEST_CASE("CuptiTracer: one line of DeviceUnavailable without a GPU, records wit
     std::string message;
     try {
       tracer.start(steady_now_ns());
-    } catch (const real::DeviceUnavailable& e) {
+    } catch (const BackendUnavailable& e) {
       message = e.what();
     }
     INFO(message);
@@ -92,7 +92,7 @@ TEST_CASE("CuptiTracer: one line of DeviceUnavailable without a GPU, records wit
     CHECK(tracer.take().empty());
     // The slot was given back: another tracer may try again.
     cupti::CuptiTracer again;
-    CHECK_THROWS_AS(again.start(steady_now_ns()), real::DeviceUnavailable);
+    CHECK_THROWS_AS(again.start(steady_now_ns()), BackendUnavailable);
     return;
   }
   const std::int64_t zero = steady_now_ns();
@@ -100,7 +100,7 @@ TEST_CASE("CuptiTracer: one line of DeviceUnavailable without a GPU, records wit
   REQUIRE(tracer.running());
   CHECK(tracer.clock_pair_gap_ns() >= 0);
   cupti::CuptiTracer second;
-  CHECK_THROWS_AS(second.start(zero), real::DeviceUnavailable);  // one active per process
+  CHECK_THROWS_AS(second.start(zero), BackendUnavailable);  // one active per process
   void* buf = nullptr;
   REQUIRE(cudaMalloc(&buf, 1 << 20) == cudaSuccess);
   {
@@ -133,7 +133,7 @@ TEST_CASE("take_cupti_capture: nothing from a runtime that is not a traced CUDA 
     try {
       cuda::make_cuda_runtime(cuda::CudaOptions{true});
       FAIL("a runtime was made without a GPU");
-    } catch (const real::DeviceUnavailable& e) {
+    } catch (const BackendUnavailable& e) {
       CHECK(std::string(e.what()).find("no usable CUDA GPU") == 0);
     }
   }

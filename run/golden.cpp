@@ -1,19 +1,20 @@
-#include "tools/golden.hpp"
+#include "run/golden.hpp"
 
 #include <fstream>
 #include <sstream>
 
 #include "core/error.hpp"
-#include "core/scenario_parser.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/summary.hpp"
-#include "tools/simrun_app.hpp"
+#include "run/run.hpp"
+#include "run/scenario_loader.hpp"
 
-namespace csim::app {
+namespace csim::run {
 
 std::vector<GoldenCase> read_golden_list(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open the golden list", "run from the repository root");
+  if (!in)
+    throw InputError(path, "", "cannot open the golden list", "run from the repository root");
   std::vector<GoldenCase> cases;
   std::string line;
   int line_no = 0;
@@ -24,7 +25,8 @@ std::vector<GoldenCase> read_golden_list(const std::string& path) {
     GoldenCase c;
     std::string sets;
     if (!(ss >> c.golden >> c.scenario >> sets)) {
-      throw InputError(path, "line " + std::to_string(line_no), "expected: golden scenario overrides", "use - for no overrides");
+      throw InputError(path, "line " + std::to_string(line_no),
+                       "expected: golden scenario overrides", "use - for no overrides");
     }
     if (sets != "-") {
       std::stringstream parts(sets);
@@ -44,9 +46,9 @@ std::vector<GoldenCase> read_golden_list(const std::string& path) {
 }
 
 std::string render_golden(const GoldenCase& c, const std::string& scenarios_dir) {
-  core::Scenario s = core::parse_scenario_file(scenarios_dir + "/" + c.scenario, c.overrides);
+  core::Scenario s = load_scenario(scenarios_dir + "/" + c.scenario, {}, c.overrides);
   s.file = "scenarios/" + c.scenario;  // independent of where the repository is checked out
-  const SimRun run = simulate(s);
+  const RunResult run = simulate(s);
   std::ostringstream out;
   if (c.full_trace) {
     prof::write_chrome_trace(run.trace, out);
@@ -56,4 +58,4 @@ std::string render_golden(const GoldenCase& c, const std::string& scenarios_dir)
   return out.str();
 }
 
-}  // namespace csim::app
+}  // namespace csim::run

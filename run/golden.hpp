@@ -1,11 +1,11 @@
 // Golden outputs of bundled scenarios (traces/goldens.txt): the list, and rendering one golden
-// exactly as it is stored. Used by tests/test_golden.cpp and `simrun --refresh-goldens`.
+// exactly as it is stored. Used by tests/test_golden.cpp and tools/golden_refresh.
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace csim::app {
+namespace csim::run {
 
 struct GoldenCase {
   std::string golden;                  // file name under traces/
@@ -19,4 +19,4 @@ std::vector<GoldenCase> read_golden_list(const std::string& path);
 // The golden's bytes as simrun would write them for this case.
 std::string render_golden(const GoldenCase& c, const std::string& scenarios_dir);
 
-}  // namespace csim::app
+}  // namespace csim::run

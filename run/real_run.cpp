@@ -1,4 +1,4 @@
-#include "tools/real_run.hpp"
+#include "run/real_run.hpp"
 
 #include <map>
 #include <memory>
@@ -18,11 +18,9 @@
 #ifdef CSIM_HAVE_CUDA
 #include "backends/cuda/cuda_runtime.hpp"
 #endif
-#ifdef CSIM_HAVE_MPI
-#include "backends/mpi/mpi_launcher.hpp"
-#endif
+#include "run/mpi_launch.hpp"
 
-namespace csim::app {
+namespace csim::run {
 
 std::string cuda_status_line() {
 #ifdef CSIM_HAVE_CUDA
@@ -40,22 +38,19 @@ constexpr std::int64_t kNvmlPeriodMs = 100;  // NVML's own utilisation period is
 }  // namespace
 
 std::unique_ptr<real::DeviceRuntime> make_device_runtime(const core::Scenario& s,
-                                                         const core::Program& p,
-                                                         const RealRunOptions& o) {
-  if (o.backend == "standin") {
+                                                         const core::Program& p, Backend backend,
+                                                         double time_scale, bool cupti) {
+  if (backend == Backend::kStandin) {
     // The stand-in's durations come from simulating the very Program it will run.
     sim::SimExecutor sim(s);
     const core::ExecutionResult simulated = sim.run(p, {});
     return std::make_unique<real::StandinRuntime>(real::standin_busy_ns(p, simulated),
-                                                  real::StandinOptions{o.time_scale});
+                                                  real::StandinOptions{time_scale});
   }
 #ifdef CSIM_HAVE_CUDA
-  try {
-    return cuda::make_cuda_runtime(cuda::CudaOptions{o.cupti});
-  } catch (const real::DeviceUnavailable& e) {
-    throw BackendUnavailable(e.what());
-  }
+  return cuda::make_cuda_runtime(cuda::CudaOptions{cupti});
 #else
+  (void)cupti;
   throw BackendUnavailable(cuda_status_line() + "; use --backend sim or --backend standin");
 #endif
 }
@@ -64,7 +59,7 @@ namespace {
 
 // --cupti: the run's CUPTI records and NVML samples, added to its trace (docs/real-execution.md,
 // "CUPTI and NVML").
-void add_gpu_telemetry(real::DeviceRuntime& rt, const prof::NvmlSampler& nvml, SimRun* run) {
+void add_gpu_telemetry(real::DeviceRuntime& rt, const prof::NvmlSampler& nvml, RunResult* run) {
 #ifdef CSIM_HAVE_CUDA
   const cuda::CuptiCapture c = cuda::take_cupti_capture(rt);
   cupti::append_to_trace(c.records, run->program, &run->trace);
@@ -96,21 +91,21 @@ namespace {
 // after fork (a CUDA context must not cross fork) whose cross-rank needs go through the
 // coordinator: the stand-in's collective rendezvous, CUDA's NCCL unique ids
 // (docs/real-execution.md, "Processes", "MPI").
-void run_multiprocess(const core::Scenario& s, const RealRunOptions& o,
-                      const core::RunControl& control, SimRun* run) {
+void run_multiprocess(const core::Scenario& s, const RunRequest& o, const core::RunControl& control,
+                      RunResult* run) {
   std::vector<TimeNs> busy;
   const real::StandinOptions so{o.time_scale};
-  if (o.backend == "standin") {
+  if (o.backend == Backend::kStandin) {
     sim::SimExecutor sim(s);
     busy = real::standin_busy_ns(run->program, sim.run(run->program, {}));
   }
 #ifndef CSIM_HAVE_CUDA
-  if (o.backend == "cuda")
+  if (o.backend == Backend::kCuda)
     throw BackendUnavailable(cuda_status_line() + "; use --backend sim or --backend standin");
 #endif
   real::RuntimeFactory factory = [&busy, so, &o](real::RankLink& link) {
     std::unique_ptr<real::DeviceRuntime> rt;
-    if (o.backend == "standin") {
+    if (o.backend == Backend::kStandin) {
       auto sr = std::make_unique<real::StandinRuntime>(busy, so);
       sr->set_rendezvous(
           [&link](int instance, TimeNs start) { return link.arrive(instance, start); });
@@ -128,31 +123,29 @@ void run_multiprocess(const core::Scenario& s, const RealRunOptions& o,
     return rt;
   };
   real::LaunchReport report;
-  if (o.launch == "mpi") {
-#ifdef CSIM_HAVE_MPI
-    if (!mpi::started_by_mpirun())
+  if (o.launch == Launch::kMpi) {
+    if (!o.mpi)
+      throw BackendUnavailable(
+          "launch mode mpi is not part of this build (no MPI found at configure time: install "
+          "libopenmpi-dev and reconfigure)");
+    if (!o.mpi->started_by_mpirun())
       throw InputError("(command line)", "--launch",
                        "mpi: this simrun was not started by mpirun (one MPI rank per process of "
                        "the scenario's " +
                            run->program.strategy_label + ")",
                        "mpirun -np " + std::to_string(run->program.processes.size()) +
                            " simrun SCENARIO --launch mpi ...");
-    const mpi::MpiWorld w = mpi::mpi_world();
-    if (w.size != static_cast<int>(run->program.processes.size()))
+    const int world_size = o.mpi->world_size();
+    if (world_size != static_cast<int>(run->program.processes.size()))
       throw InputError(
           "(command line)", "--launch",
-          "mpi: this run has " + std::to_string(w.size) + " MPI ranks; the scenario's " +
+          "mpi: this run has " + std::to_string(world_size) + " MPI ranks; the scenario's " +
               run->program.strategy_label + " has " +
               std::to_string(run->program.processes.size()) + " processes",
           "mpirun -np " + std::to_string(run->program.processes.size()) + " simrun ...");
-    run->mpi_rank = w.rank;
-    run->result = mpi::launch_mpi(run->program, factory, real::RealOptions{o.emulate_gil}, control,
-                                  real::LaunchOptions{}, &report, &run->writer);
-#else
-    throw BackendUnavailable(
-        "launch mode mpi is not part of this build (no MPI found at configure time: install "
-        "libopenmpi-dev and reconfigure)");
-#endif
+    run->mpi_rank = o.mpi->world_rank();
+    run->result = o.mpi->launch(run->program, factory, real::RealOptions{o.emulate_gil}, control,
+                                real::LaunchOptions{}, &report, &run->writer);
   } else {
     run->result = real::launch_processes(run->program, factory, real::RealOptions{o.emulate_gil},
                                          control, real::LaunchOptions{}, &report);
@@ -161,7 +154,7 @@ void run_multiprocess(const core::Scenario& s, const RealRunOptions& o,
   // A rank without a device is the backend being unavailable (exit 3), not a failed run.
   if (report.device_unavailable) throw BackendUnavailable(report.failure);
   real::RuntimeInfo info;
-  if (o.backend == "standin") {
+  if (o.backend == Backend::kStandin) {
     info = real::StandinRuntime(busy, so).info();
   } else {
     info.backend = "cuda";
@@ -175,9 +168,9 @@ void run_multiprocess(const core::Scenario& s, const RealRunOptions& o,
   for (const real::ClockSync& c : report.clocks)
     clocks.push_back(
         {{"rank", c.rank}, {"offset_ns", c.offset_ns}, {"uncertainty_ns", c.uncertainty_ns}});
-  run->extra_metadata["clock_sync"] = clocks;
-  run->extra_metadata["ranks"] = report.ranks;
-  if (!info.metadata.empty()) run->extra_metadata["runtime"] = info.metadata;
+  run->metadata["clock_sync"] = clocks;
+  run->metadata["ranks"] = report.ranks;
+  if (!info.metadata.empty()) run->metadata["runtime"] = info.metadata;
 }
 
 // --ranks R: simulates the whole scenario (rank symmetry allowed: GPU R's ops are those of its
@@ -216,11 +209,12 @@ core::Program one_rank(const core::Scenario& s, int rank, const core::RunControl
 
 }  // namespace
 
-SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
-                const core::RunControl& control) {
+RunResult run_real(const RunRequest& o) {
+  const core::Scenario& scenario = *o.scenario;
+  const core::RunControl& control = o.control;
   // CUDA 13 builds for compute capability 7.5 and newer: older GPUs' scenarios stay simulated.
   const int cc = scenario.cluster.gpu.compute_capability;
-  if (o.backend == "cuda" && cc > 0 && cc < 75)
+  if (o.backend == Backend::kCuda && cc > 0 && cc < 75)
     throw BackendUnavailable("the scenario's GPU " + scenario.cluster.gpu.name +
                              " (compute capability " + std::to_string(cc / 10) + "." +
                              std::to_string(cc % 10) +
@@ -230,50 +224,46 @@ SimRun run_real(const core::Scenario& scenario, const RealRunOptions& o,
   // one GPU's ops run on a one-GPU cluster and the rest of the cluster is simulated.
   core::Scenario full = scenario;
   full.simulation.symmetry = false;
-  SimRun run;
+  RunResult run;
   std::unique_ptr<real::DeviceRuntime> rt;
   std::optional<prof::NvmlSampler> nvml;  // --cupti: sampled around the run
   if (o.rank >= 0) {
-    if (o.launch != "threads")
+    if (o.launch != Launch::kThreads)
       throw InputError("(command line)", "--ranks", "one GPU runs in one process",
                        "use --launch threads with --ranks");
-    run.program = one_rank(scenario, o.rank, control, &full, &run.extra_metadata);
+    run.program = one_rank(scenario, o.rank, control, &full, &run.metadata);
   } else {
     run.program = core::lower(full);
   }
-  if (o.launch == "processes" || o.launch == "mpi") {
-    try {
-      run_multiprocess(full, o, control, &run);
-    } catch (const real::DeviceUnavailable& e) {
-      throw BackendUnavailable(e.what());
-    }
+  if (o.launch == Launch::kProcesses || o.launch == Launch::kMpi) {
+    run_multiprocess(full, o, control, &run);
     if (!run.writer) return run;
   } else {
-    rt = make_device_runtime(full, run.program, o);
+    rt = make_device_runtime(full, run.program, o.backend, o.time_scale, o.cupti);
     real::RealExecutor exec(*rt, real::RealOptions{o.emulate_gil});
-    if (o.cupti && o.backend == "cuda") nvml.emplace().start(kNvmlPeriodMs);
-    try {
-      run.result = exec.run(run.program, control);
-    } catch (const real::DeviceUnavailable& e) {
-      throw BackendUnavailable(e.what());
-    }
+    if (o.cupti && o.backend == Backend::kCuda) nvml.emplace().start(kNvmlPeriodMs);
+    run.result = exec.run(run.program, control);
     if (nvml) nvml->stop();
-    run.extra_metadata["runtime"] = rt->info().metadata;
+    run.metadata["runtime"] = rt->info().metadata;
   }
   // Interrupted (not failed): keep the steps that completed, marked incomplete (docs/limits.md).
   if (!run.result.complete && run.failure.empty())
     backend::keep_completed_steps(run.program, &run.result);
   run.memory = core::memory_timeline(run.program, run.result.timings, full.cluster);
+  run.warnings = full.warnings;
+  run.warnings.insert(run.warnings.end(), run.program.warnings.begin(), run.program.warnings.end());
+  run.notes = run.result.notes;
+  if (!o.trace) return run;
   run.trace = backend::build_trace(full, run.program, run.result, run.memory);
   if (nvml) add_gpu_telemetry(*rt, *nvml, &run);
   // A device event never starts before its launch (docs/real-execution.md, "Timestamps and
   // causality"): the events that do are clamped to it, and the largest correction is recorded.
   run.trace.metadata["clock_alignment_residual_ns_max"] =
       backend::clamp_device_events_to_launches(&run.trace);
-  run.trace.metadata["launch"] = o.launch;
-  for (auto it = run.extra_metadata.begin(); it != run.extra_metadata.end(); ++it)
+  run.trace.metadata["launch"] = to_string(o.launch);
+  for (auto it = run.metadata.begin(); it != run.metadata.end(); ++it)
     run.trace.metadata[it.key()] = it.value();
   return run;
 }
 
-}  // namespace csim::app
+}  // namespace csim::run

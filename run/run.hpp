@@ -1,0 +1,101 @@
+// The run pipeline (docs/architecture.md, "run/"): one scenario lowered to its Program, executed by
+// the simulator or for real, its memory analysed and, when asked for, its trace built. Every front
+// end goes through run(): simrun and its commands, sweeps and tune, hpo, OOM advice, compare,
+// simview's scenario runner, the benchmarks and the tests.
+//
+//   RunRequest ──▶ run() ──▶ lower ──▶ executor (sim | stand-in | cuda; threads | processes | mpi)
+//                                       ──▶ memory timeline ──▶ trace (only when trace = true)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/executor.hpp"
+#include "core/memory_timeline.hpp"
+#include "core/program.hpp"
+#include "core/scenario.hpp"
+#include "profiler/trace.hpp"
+
+namespace csim::run {
+
+// Exit codes every front end maps its outcome to (printed by simrun --help).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitBackendUnavailable = 3;
+inline constexpr int kExitOom = 4;
+inline constexpr int kExitRunFailed = 5;  // a real run failed (a rank died); partial trace kept
+
+enum class Backend {
+  kSim,      // cost model + discrete-event engine (backends/sim)
+  kStandin,  // the real executor on CPU threads standing in for GPUs (backends/real)
+  kCuda,     // the real executor on CUDA GPUs (backends/cuda)
+};
+enum class Launch {
+  kThreads,    // one process, one thread per GPU
+  kProcesses,  // one process per Program process, coordinated over loopback TCP
+  kMpi,        // under mpirun: one MPI rank per Program process (RunRequest::mpi)
+};
+const char* to_string(Backend b);  // "sim", "standin", "cuda" (the --backend values)
+const char* to_string(Launch l);   // "threads", "processes", "mpi" (the --launch values)
+// False for a name that is not one of the above.
+bool parse_backend(const std::string& name, Backend* out);
+bool parse_launch(const std::string& name, Launch* out);
+
+// Told of each phase of a run: a front end's progress line (tools/run_progress.hpp).
+class ProgressSink {
+ public:
+  virtual ~ProgressSink() = default;
+  // A new phase ("simulating", with the ops of the Program as total; 0: no count shown).
+  virtual void set_phase(std::string phase, std::int64_t total) = 0;
+};
+
+class MpiLauncher;  // run/mpi_launch.hpp: only front ends that link MPI supply one
+
+struct RunRequest {
+  const core::Scenario* scenario = nullptr;  // must outlive the call
+  Backend backend = Backend::kSim;
+  Launch launch = Launch::kThreads;  // real backends only
+  bool trace = true;                 // build RunResult::trace (false: sweeps, tune, OOM advice)
+  core::RunControl control;          // cancel flag, ops-done counter
+  ProgressSink* progress = nullptr;  // optional; control.ops_done is its counter
+  // Real backends (docs/real-execution.md):
+  double time_scale = 1.0;           // stand-in: simulated durations x this
+  bool emulate_gil = true;           // a real mutex for each Python process's GIL
+  int rank = -1;                     // >= 0: run only this GPU's ops, the rest simulated
+  bool cupti = false;                // cuda, threads: CUPTI per-kernel lanes and NVML counters
+  const MpiLauncher* mpi = nullptr;  // launch mode mpi; null: BackendUnavailable
+};
+
+// Everything one run produces.
+struct RunResult {
+  core::Program program;
+  core::ExecutionResult result;
+  core::MemoryReport memory;
+  prof::Trace trace;                  // empty unless RunRequest::trace
+  std::vector<std::string> warnings;  // the scenario's and the lowering's (also in the trace)
+  std::vector<std::string> notes;     // the executor's (result.notes; also in the trace)
+  std::string failure;                // real runs: why a rank failed ("" when none did)
+  nlohmann::json metadata = nlohmann::json::object();  // real runs: launch details (in the trace)
+  // Launch mode mpi: only rank 0 holds the merged result and writes outputs; the other ranks'
+  // runs end with writer false.
+  bool writer = true;
+  int mpi_rank = -1;
+};
+
+// Runs `request`. Throws InputError (bad input the parser cannot see: a lowering rule, --ranks out
+// of range, a launch mode without its prerequisites) and BackendUnavailable (the backend cannot run
+// here: exit 3). An interrupted run (control.cancel) keeps the steps that completed, marked
+// incomplete (docs/limits.md); a real run whose rank failed says so in RunResult::failure.
+RunResult run(const RunRequest& request);
+
+// The simulator with its trace: run() of {&scenario, Backend::kSim, trace = true, control}.
+RunResult simulate(const core::Scenario& scenario, const core::RunControl& control = {});
+
+// One line: what the CUDA backend found on this machine (or why it is not in this build).
+std::string cuda_status_line();
+
+}  // namespace csim::run

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/calibration/calibration.hpp"
-#include "core/calibration/device_profile.hpp"
-#include "core/calibration/fit.hpp"
+#include "calibration/calibration.hpp"
+#include "calibration/device_profile.hpp"
+#include "calibration/fit.hpp"
 #include "core/error.hpp"
 #include "core/scenario_parser.hpp"
 #include "run/scenario_loader.hpp"

@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "core/hpo/curves.hpp"
-#include "core/hpo/schedule.hpp"
-#include "core/hpo/search_space.hpp"
+#include "hpo/curves.hpp"
+#include "hpo/schedule.hpp"
+#include "hpo/search_space.hpp"
 #include "profiler/chrome_trace_reader.hpp"
 #include "tests/simrun_cli_support.hpp"
 #include "tests/test_support.hpp"

@@ -1,5 +1,5 @@
 // simrun calibrate (docs/calibration.md): wiring only; the series, fits and profile live in
-// core/calibration.
+// calibration/.
 #include "tools/calibrate.hpp"
 
 #include <CLI/CLI.hpp>
@@ -9,7 +9,7 @@
 #include "backends/real/real_executor.hpp"
 #include "backends/real/standin_runtime.hpp"
 #include "backends/sim/sim_executor.hpp"
-#include "core/calibration/device_profile.hpp"
+#include "calibration/device_profile.hpp"
 #include "core/error.hpp"
 #include "profiler/atomic_file.hpp"
 #include "run/real_run.hpp"

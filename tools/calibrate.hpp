@@ -1,5 +1,5 @@
 // simrun calibrate (docs/calibration.md): measure the scenario's GPU and node through the
-// DeviceRuntime + RealExecutor a real run uses, fit the cost model's constants (core/calibration)
+// DeviceRuntime + RealExecutor a real run uses, fit the cost model's constants (calibration/)
 // and write a device profile that simrun --device-profile reads.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/calibration/calibration.hpp"
+#include "calibration/calibration.hpp"
 #include "core/executor.hpp"
 
 namespace csim::app {

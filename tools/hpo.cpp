@@ -1,5 +1,5 @@
 // simrun hpo (docs/hpo.md): wiring only; the search space, curves and schedulers live in
-// core/hpo. Index: [SECTION] Step times, [SECTION] Trace, [SECTION] Report, [SECTION] Command
+// hpo/. Index: [SECTION] Step times, [SECTION] Trace, [SECTION] Report, [SECTION] Command
 #include "tools/hpo.hpp"
 
 #include <CLI/CLI.hpp>

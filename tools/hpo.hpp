@@ -1,5 +1,5 @@
 // simrun hpo (docs/hpo.md): cost a hyper-parameter search. Every distinct knob combination is
-// simulated once for its step time; core/hpo places the trials on the scenario's cluster under
+// simulated once for its step time; hpo/ places the trials on the scenario's cluster under
 // FIFO or ASHA and reports wall time, GPU idle time and which trials stop early.
 #pragma once
 
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/hpo/schedule.hpp"
-#include "core/hpo/search_space.hpp"
+#include "hpo/schedule.hpp"
+#include "hpo/search_space.hpp"
 #include "profiler/trace.hpp"
 
 namespace csim::app {

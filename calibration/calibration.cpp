@@ -1,7 +1,7 @@
 // simrun calibrate's model side (docs/calibration.md).
 //
 // Index: [SECTION] Series, [SECTION] Model predictions, [SECTION] Running, [SECTION] Fits
-#include "core/calibration/calibration.hpp"
+#include "calibration/calibration.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -146,10 +146,10 @@ std::vector<PlannedSeries> plan_series(const core::Scenario& node, bool quick) {
   const int warmup = quick ? 1 : 2, repeats = quick ? 3 : 5;
   const std::vector<double> gemm_n =
       quick ? std::vector<double>{512, 2048, 8192} : geometric(256, 8192, 2);
-  const std::vector<double> sizes = quick ? geometric(1.0 * kMiB, 1.0 * kGiB, 16)
-                                          : geometric(64.0 * kKiB, 1.0 * kGiB, 4);
-  const std::vector<double> coll_sizes = quick ? geometric(1.0 * kMiB, 256.0 * kMiB, 16)
-                                               : geometric(64.0 * kKiB, 1.0 * kGiB, 4);
+  const std::vector<double> sizes =
+      quick ? geometric(1.0 * kMiB, 1.0 * kGiB, 16) : geometric(64.0 * kKiB, 1.0 * kGiB, 4);
+  const std::vector<double> coll_sizes =
+      quick ? geometric(1.0 * kMiB, 256.0 * kMiB, 16) : geometric(64.0 * kKiB, 1.0 * kGiB, 4);
   const core::GpuSpec& g = node.cluster.gpu;
   const double stream_bw = g.mem_bw_bytes_per_s * g.mem_bw_efficiency;
 
@@ -217,8 +217,8 @@ std::vector<PlannedSeries> plan_series(const core::Scenario& node, bool quick) {
     s.kind = SeriesKind::kElementwise;
     add(s, sizes);
   }
-  for (CopyKind k : {CopyKind::kH2DPinned, CopyKind::kH2DPageable, CopyKind::kD2H,
-                     CopyKind::kD2D}) {
+  for (CopyKind k :
+       {CopyKind::kH2DPinned, CopyKind::kH2DPageable, CopyKind::kD2H, CopyKind::kD2D}) {
     Series s;
     s.name = copy_name(k);
     s.kind = SeriesKind::kCopy;

@@ -2,7 +2,7 @@
 //
 // Index: [SECTION] Helpers, [SECTION] Overrides, [SECTION] Document, [SECTION] Table,
 //        [SECTION] Reading
-#include "core/calibration/device_profile.hpp"
+#include "calibration/device_profile.hpp"
 
 #include <algorithm>
 #include <cerrno>

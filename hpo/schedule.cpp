@@ -2,7 +2,7 @@
 //
 // Index: [SECTION] Names and checks, [SECTION] Placement, [SECTION] Schedulers,
 //        [SECTION] Event loop, [SECTION] Totals
-#include "core/hpo/schedule.hpp"
+#include "hpo/schedule.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Search space parsing and sampling (search_space.hpp; docs/hpo.md, "Search space").
-#include "core/hpo/search_space.hpp"
+#include "hpo/search_space.hpp"
 
 #include <random>
 

@@ -1,5 +1,5 @@
 // Calibration fits (docs/calibration.md, "Fits").
-#include "core/calibration/fit.hpp"
+#include "calibration/fit.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/calibration/calibration.hpp"
+#include "calibration/calibration.hpp"
 #include "core/device_profile.hpp"
 #include "core/scenario.hpp"
 

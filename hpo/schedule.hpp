@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/hpo/curves.hpp"
 #include "core/units.hpp"
+#include "hpo/curves.hpp"
 
 namespace csim::hpo {
 

@@ -1,5 +1,5 @@
 // Micro-Programs of the calibration (docs/calibration.md, "Micro-Programs").
-#include "core/calibration/micro_program.hpp"
+#include "calibration/micro_program.hpp"
 
 #include <algorithm>
 

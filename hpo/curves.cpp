@@ -1,5 +1,5 @@
 // Scripted and synthetic trial curves (curves.hpp; docs/hpo.md, "Curves").
-#include "core/hpo/curves.hpp"
+#include "hpo/curves.hpp"
 
 #include <cmath>
 #include <fstream>

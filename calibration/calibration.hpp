@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/calibration/fit.hpp"
-#include "core/calibration/micro_program.hpp"
+#include "calibration/fit.hpp"
+#include "calibration/micro_program.hpp"
 #include "core/executor.hpp"
 #include "core/scenario.hpp"
 
@@ -31,28 +31,28 @@ enum class SeriesKind {
 const char* to_string(SeriesKind k);
 
 struct Point {
-  double size = 0;      // GEMM: edge n; others: bytes (collectives: nccl-tests' "size")
-  double flops = 0;     // compute ops: FLOPs of one op
-  double bytes = 0;     // bytes of one op (compute: memory traffic; copy, collective: payload)
-  double seconds = 0;   // over the timed repetitions: the median (or the fastest, MicroRun::
-                        // fastest), device time (real / time_scale); launch latency series:
-                        // start - ready on an idle stream
-  double rate = 0;      // achieved: FLOP/s (gemm), bytes/s (elementwise, copies),
-                        // busbw bytes/s (collectives); 0 where it has no meaning
-  double algbw = 0;     // collectives: bytes / seconds
-  double enqueue_s = 0; // launch latency series: issue_end - ready (the enqueue call itself)
+  double size = 0;       // GEMM: edge n; others: bytes (collectives: nccl-tests' "size")
+  double flops = 0;      // compute ops: FLOPs of one op
+  double bytes = 0;      // bytes of one op (compute: memory traffic; copy, collective: payload)
+  double seconds = 0;    // over the timed repetitions: the median (or the fastest, MicroRun::
+                         // fastest), device time (real / time_scale); launch latency series:
+                         // start - ready on an idle stream
+  double rate = 0;       // achieved: FLOP/s (gemm), bytes/s (elementwise, copies),
+                         // busbw bytes/s (collectives); 0 where it has no meaning
+  double algbw = 0;      // collectives: bytes / seconds
+  double enqueue_s = 0;  // launch latency series: issue_end - ready (the enqueue call itself)
   std::vector<double> samples_s;  // each timed repetition, device time
 };
 
 struct Series {
   std::string name;  // "gemm bf16", "h2d pinned", "all_reduce"
   SeriesKind kind = SeriesKind::kGemm;
-  core::Dtype dtype = core::Dtype::kFp32;                        // gemm
-  core::CopyKind copy_kind = core::CopyKind::kD2D;               // copies
+  core::Dtype dtype = core::Dtype::kFp32;                              // gemm
+  core::CopyKind copy_kind = core::CopyKind::kD2D;                     // copies
   core::CollectiveKind collective = core::CollectiveKind::kAllReduce;  // collectives
-  int gpus = 1;            // GPUs the series' ops use
+  int gpus = 1;                                                        // GPUs the series' ops use
   std::vector<Point> points;
-  std::string skipped;     // non-empty: why the series has no points
+  std::string skipped;  // non-empty: why the series has no points
 };
 
 // What one series point runs.
@@ -117,7 +117,7 @@ Point measure_point(const Series& series, const PlannedPoint& planned, const Mic
 
 struct GemmDtypeFit {
   core::Dtype dtype = core::Dtype::kFp32;
-  GemmFit fit;                    // half_flops at this dtype's peak
+  GemmFit fit;                        // half_flops at this dtype's peak
   double half_flops_at_peak_max = 0;  // as the cost model states it (docs/cost-model.md)
 };
 
@@ -138,13 +138,13 @@ struct CollectiveFit {
 };
 
 struct Fits {
-  double kernel_overhead_s = -1;          // < 0: not measured
+  double kernel_overhead_s = -1;  // < 0: not measured
   std::vector<GemmDtypeFit> gemm;
-  int gemm_for_overrides = -1;            // index into gemm: the scenario's compute dtype
-  double mem_bw_bytes_per_s = 0;          // best streaming bandwidth (model form), 0: none
-  double mem_bw_efficiency = 0;           // mem_bw_bytes_per_s / catalog mem_bw
-  double launch_latency_s = -1;           // < 0: not measured
-  double enqueue_s = -1;                  // the enqueue call (issue_end - ready)
+  int gemm_for_overrides = -1;    // index into gemm: the scenario's compute dtype
+  double mem_bw_bytes_per_s = 0;  // best streaming bandwidth (model form), 0: none
+  double mem_bw_efficiency = 0;   // mem_bw_bytes_per_s / catalog mem_bw
+  double launch_latency_s = -1;   // < 0: not measured
+  double enqueue_s = -1;          // the enqueue call (issue_end - ready)
   std::vector<CopyFit> copies;
   std::vector<CollectiveFit> collectives;
 };
@@ -156,7 +156,8 @@ Fits fit_series(const core::Scenario& node, const std::vector<Series>& series);
 // L2 (H100 50 MB, B200 126 MB), so they measure HBM, not the cache.
 inline constexpr double kStreamingMinBytes = 256.0 * 1024 * 1024;
 
-// [SECTION] Model predictions ----------------------------------------------------------------------
+// [SECTION] Model predictions
+// ----------------------------------------------------------------------
 
 // The simulator's duration of one op of `spec` alone on `node` (docs/cost-model.md): compute ops
 // and D2D copies by compute_duration_ns, other copies and collectives by their uncontended plan

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Layering check (docs/architecture.md, "Layering check"; FOLDERS.md).
+
+Parses the #include lines of every C++ source file of the tree and fails (exit 1, one line per
+violation) when a folder includes a project header it may not:
+
+    core  <-  profiler (units/error only)  <-  backends  <-  run  <-  sweep  <-  tools
+    core  <-  calibration, hpo  <-  tools                  run  <-  gui
+
+A folder may include its own headers and those of the folders below it (FOLDERS.md lists them);
+tests/, bench/ and fuzz/ may include any library but not tools/, except the two in-process entry
+points of the command lines they test (tools/simrun_app.hpp, tools/tracediff_app.hpp). Third-party
+headers that pull in a heavy dependency are confined too: ImGui/GLFW/OpenGL to gui/, CLI11 to the
+command lines (tools/, gui/), MPI to backends/mpi/ and sweep/mpi_sweep.cpp, the CUDA toolkit to
+backends/cuda/, profiler/cupti/ and tests/cuda/.
+
+Usage: check-layering.py [ROOT]      check the tree at ROOT (default: the repository)
+       check-layering.py --self-test  check a synthetic tree with known violations
+"""
+import os
+import re
+import sys
+import tempfile
+
+SOURCE_EXT = (".cpp", ".hpp", ".h", ".cc")
+SKIP_DIRS = {"build", ".git", "shared", "third_party", "node_modules"}
+
+# Folder -> the project folders it may include besides its own (None: any but tools/).
+ALLOWED = {
+    "core": set(),
+    "profiler": {"core"},  # narrowed to PROFILER_CORE_HEADERS below
+    "calibration": {"core"},
+    "hpo": {"core"},
+    "backends": {"core", "profiler"},
+    "run": {"core", "profiler", "backends"},
+    "sweep": {"core", "profiler", "backends", "run"},
+    "gui": {"core", "profiler", "run"},
+    "tools": {"core", "profiler", "backends", "run", "sweep", "calibration", "hpo"},
+    "tests": None,
+    "bench": None,
+    "fuzz": None,
+}
+# profiler/ is below backends/ and uses core/ for units and errors only; its CUPTI part maps
+# records to Program ops.
+PROFILER_CORE_HEADERS = {"core/units.hpp", "core/error.hpp"}
+PROFILER_CUPTI_CORE_HEADERS = PROFILER_CORE_HEADERS | {"core/program.hpp"}
+# The command lines' in-process entry points, for tests and benches whose subject is the tool.
+TOOL_ENTRY_POINTS = {"tools/simrun_app.hpp", "tools/tracediff_app.hpp"}
+
+# Third-party headers (<...>) by the places allowed to include them.
+THIRD_PARTY = [
+    ("ImGui / GLFW / OpenGL", re.compile(r"^(imgui|GLFW/|GL/)"),
+     ("gui/", "tests/test_gui", "bench/bench_gui")),
+    ("CLI11", re.compile(r"^CLI/"), ("tools/", "gui/")),
+    ("MPI", re.compile(r"^mpi\.h$"), ("backends/mpi/", "sweep/mpi_sweep.")),
+    ("the CUDA toolkit", re.compile(r"^(cuda|cublas|nccl|cupti|nvml)"),
+     ("backends/cuda/", "profiler/cupti/", "tests/cuda/")),
+]
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def layer_rule(rel):
+    """The folder whose rule applies to the file at `rel` (posix path), or None."""
+    top = rel.split("/", 1)[0]
+    return top if top in ALLOWED else None
+
+
+def check_include(rel, target, root):
+    """A violation message for `rel` including the project header `target`, or None."""
+    folder = layer_rule(rel)
+    if folder is None:
+        return None
+    # "x.hpp" next to the including file (tests' own helpers) is the folder's own.
+    if os.path.exists(os.path.join(root, os.path.dirname(rel), target)):
+        return None
+    dep = target.split("/", 1)[0]
+    if dep not in ALLOWED or dep == folder:
+        return None  # not a project folder (a system or third-party header in quotes)
+    allowed = ALLOWED[folder]
+    if allowed is None:
+        if dep == "tools" and target not in TOOL_ENTRY_POINTS:
+            return (f"{folder}/ may include only tools/'s command-line entry points "
+                    f"({', '.join(sorted(TOOL_ENTRY_POINTS))}), not {target}")
+        return None
+    if dep not in allowed:
+        may = ", ".join(sorted(allowed)) if allowed else "nothing outside core/"
+        return f"{folder}/ may include {may}; not {dep}/ ({target})"
+    if folder == "profiler":
+        headers = PROFILER_CUPTI_CORE_HEADERS if rel.startswith("profiler/cupti/") else \
+            PROFILER_CORE_HEADERS
+        if target not in headers:
+            return f"profiler/ uses core/ for {', '.join(sorted(headers))} only; not {target}"
+    return None
+
+
+def check_third_party(rel, target):
+    for what, pattern, places in THIRD_PARTY:
+        if pattern.search(target) and not rel.startswith(places):
+            return f"{what} (<{target}>) is included only in {', '.join(places)}"
+    return None
+
+
+def source_files(root):
+    for top in sorted(os.listdir(root)):
+        if top in SKIP_DIRS or not os.path.isdir(os.path.join(root, top)):
+            continue
+        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+            for name in sorted(filenames):
+                if name.endswith(SOURCE_EXT):
+                    path = os.path.join(dirpath, name)
+                    yield os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def check_tree(root):
+    """Every violation as 'FILE:LINE: message', and the number of files read."""
+    problems, files = [], 0
+    for rel in source_files(root):
+        files += 1
+        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+            for no, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                kind, target = m.groups()
+                msg = check_include(rel, target, root) if kind == '"' else \
+                    check_third_party(rel, target)
+                if msg:
+                    problems.append(f"{rel}:{no}: {msg}")
+    return problems, files
+
+
+def self_test():
+    """The checker on a synthetic tree: every known violation found, nothing else."""
+    tree = {
+        "core/ok.cpp": '#include "core/units.hpp"\n#include <vector>\n',
+        "core/up.cpp": '#include "run/run.hpp"\n',                         # bad: core -> run
+        "core/cuda.cpp": "#include <cuda_runtime_api.h>\n",                # bad: CUDA in core
+        "profiler/ok.cpp": '#include "core/error.hpp"\n',
+        "profiler/prog.cpp": '#include "core/program.hpp"\n',              # bad: beyond units/error
+        "profiler/cupti/ok.cpp": '#include "core/program.hpp"\n#include <cupti.h>\n',
+        "backends/ok.cpp": '#include "profiler/trace.hpp"\n',
+        "backends/up.cpp": '#include "run/run.hpp"\n',                     # bad: backends -> run
+        "run/ok.cpp": '#include "backends/sim/sim_executor.hpp"\n',
+        "run/cli.cpp": "#include <CLI/CLI.hpp>\n",                         # bad: CLI11 in run
+        "gui/tool.cpp": '#include "tools/simrun_app.hpp"\n',               # bad: gui -> tools
+        "gui/backend.cpp": '#include "backends/sim/sim_executor.hpp"\n',   # bad: gui -> backends
+        "sweep/gui.cpp": '#include "gui/viewer.hpp"\n',                    # bad: sideways
+        "tools/ok.cpp": '#include "sweep/tune.hpp"\n#include "hpo/curves.hpp"\n',
+        "tests/cli.cpp": '#include "tools/simrun_app.hpp"\n#include "helper.hpp"\n',
+        "tests/helper.hpp": '#include "gui/viewer.hpp"\n',
+        "tests/tool.cpp": '#include "tools/oom_advice.hpp"\n',             # bad: not an entry point
+    }
+    expected = {"core/up.cpp", "core/cuda.cpp", "profiler/prog.cpp", "backends/up.cpp",
+                "run/cli.cpp", "gui/tool.cpp", "gui/backend.cpp", "sweep/gui.cpp",
+                "tests/tool.cpp"}
+    with tempfile.TemporaryDirectory() as root:
+        for rel, text in tree.items():
+            os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)
+            with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+                f.write(text)
+        problems, files = check_tree(root)
+    found = {p.split(":", 1)[0] for p in problems}
+    for p in problems:
+        print(p)
+    if found != expected or len(problems) != len(expected) or files != len(tree):
+        print(f"self-test FAILED: missed {sorted(expected - found)}, "
+              f"flagged wrongly {sorted(found - expected)}")
+        return 1
+    print(f"self-test ok: {len(expected)} planted violations found, {files} files read")
+    return 0
+
+
+def main(argv):
+    if len(argv) > 1 and argv[1] == "--self-test":
+        return self_test()
+    root = argv[1] if len(argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    problems, files = check_tree(root)
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"layering: {len(problems)} violation(s) in {files} files "
+              "(rules: docs/architecture.md, FOLDERS.md)")
+        return 1
+    print(f"layering: ok ({files} files)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -15,16 +15,19 @@
 #include "core/lowering/lowering.hpp"
 #include "core/program_slice.hpp"
 #include "profiler/nvml_sampler.hpp"
-#ifdef CSIM_HAVE_CUDA
-#include "backends/cuda/cuda_runtime.hpp"
+#ifdef CSIM_CUDA_MODULE
+#include "profiler/cupti/cupti_records.hpp"
+#include "run/cuda_loader.hpp"
 #endif
 #include "run/mpi_launch.hpp"
 
 namespace csim::run {
 
 std::string cuda_status_line() {
-#ifdef CSIM_HAVE_CUDA
-  return cuda::cuda_probe_line();
+#ifdef CSIM_CUDA_MODULE
+  std::string why;
+  const cuda::CudaModule* m = cuda_module(&why);
+  return m ? m->probe_line() : why;
 #else
   return "the cuda backend is not part of this build (CUDA toolkit or NCCL not found at configure "
          "time)";
@@ -47,8 +50,8 @@ std::unique_ptr<real::DeviceRuntime> make_device_runtime(const core::Scenario& s
     return std::make_unique<real::StandinRuntime>(real::standin_busy_ns(p, simulated),
                                                   real::StandinOptions{time_scale});
   }
-#ifdef CSIM_HAVE_CUDA
-  return cuda::make_cuda_runtime(cuda::CudaOptions{cupti});
+#ifdef CSIM_CUDA_MODULE
+  return require_cuda_module().make_runtime(cuda::CudaOptions{cupti});
 #else
   (void)cupti;
   throw BackendUnavailable(cuda_status_line() + "; use --backend sim or --backend standin");
@@ -60,8 +63,8 @@ namespace {
 // --cupti: the run's CUPTI records and NVML samples, added to its trace (docs/real-execution.md,
 // "CUPTI and NVML").
 void add_gpu_telemetry(real::DeviceRuntime& rt, const prof::NvmlSampler& nvml, RunResult* run) {
-#ifdef CSIM_HAVE_CUDA
-  const cuda::CuptiCapture c = cuda::take_cupti_capture(rt);
+#ifdef CSIM_CUDA_MODULE
+  const cuda::CuptiCapture c = require_cuda_module().take_capture(rt);
   cupti::append_to_trace(c.records, run->program, &run->trace);
   nlohmann::json& notes = run->trace.metadata["notes"];
   if (!nvml.available()) {
@@ -99,11 +102,14 @@ void run_multiprocess(const core::Scenario& s, const RunRequest& o, const core::
     sim::SimExecutor sim(s);
     busy = real::standin_busy_ns(run->program, sim.run(run->program, {}));
   }
-#ifndef CSIM_HAVE_CUDA
+#ifdef CSIM_CUDA_MODULE
+  // Loaded before the ranks fork, so that a missing module is one line here, not one per rank.
+  const cuda::CudaModule* cuda_mod = o.backend == Backend::kCuda ? &require_cuda_module() : nullptr;
+#else
   if (o.backend == Backend::kCuda)
     throw BackendUnavailable(cuda_status_line() + "; use --backend sim or --backend standin");
 #endif
-  real::RuntimeFactory factory = [&busy, so, &o](real::RankLink& link) {
+  real::RuntimeFactory factory = [&](real::RankLink& link) {
     std::unique_ptr<real::DeviceRuntime> rt;
     if (o.backend == Backend::kStandin) {
       auto sr = std::make_unique<real::StandinRuntime>(busy, so);
@@ -111,13 +117,13 @@ void run_multiprocess(const core::Scenario& s, const RunRequest& o, const core::
           [&link](int instance, TimeNs start) { return link.arrive(instance, start); });
       rt = std::move(sr);
     } else {
-#ifdef CSIM_HAVE_CUDA
+#ifdef CSIM_CUDA_MODULE
       cuda::CudaOptions co;
       co.cupti = false;  // CUPTI per rank is not merged yet: --cupti runs in launch mode threads
       co.shared_nccl_id = [&link](int group, const std::function<std::string()>& make) {
         return link.shared_blob(group, make);
       };
-      rt = cuda::make_cuda_runtime(co);
+      rt = cuda_mod->make_runtime(co);
 #endif
     }
     return rt;

@@ -4,7 +4,9 @@
 # git: hand it over as a carried path). docs/gpu-check.md describes both scripts.
 #
 #   gpu-bundle/bin/   simrun, tracediff, tests_cuda, tests_real (stripped; RUNPATH $ORIGIN/../lib)
-#   gpu-bundle/lib/   the Debian libraries they link that the GPU machine lacks (BUNDLED_LIBS)
+#   gpu-bundle/lib/   libcsim_cuda_backend.so (the CUDA backend module simrun loads from
+#                     $ORIGIN/../lib for --backend cuda) and the Debian libraries the binaries
+#                     and the module link that the GPU machine lacks (BUNDLED_LIBS)
 #   gpu-bundle/MANIFEST.txt  commit, date, CUDA architecture, each binary's ldd, newest glibc
 #
 # Every library a bundled binary or library needs must be in gpu-bundle/lib, or be one the GPU
@@ -20,7 +22,7 @@ cd "$(dirname "$0")/.."
 arch=${1:-${CUDA_ARCH:-90}}
 build=${BUILD_DIR:-build/gpu}
 bundle=gpu-bundle
-targets=(simrun tracediff tests_cuda tests_real)
+targets=(simrun tracediff tests_cuda tests_real csim_cuda_backend)
 
 # Sonames (without version) the GPU machine provides. glibc and the GCC runtime: its base system;
 # the CUDA ones: $CUDA_HOME or site-packages/nvidia/*/lib (gpu-check.sh puts both on
@@ -41,14 +43,16 @@ rpath='$ORIGIN/../lib'
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCSIM_BUILD_GUI=OFF \
   -DCSIM_BUILD_BENCH=OFF -DCSIM_WITH_CUDA=ON -DCSIM_WITH_MPI=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCMAKE_BUILD_RPATH="$rpath" \
-  -DCMAKE_EXE_LINKER_FLAGS=-Wl,--enable-new-dtags "${launcher[@]}" >/dev/null
+  -DCMAKE_EXE_LINKER_FLAGS=-Wl,--enable-new-dtags -DCMAKE_MODULE_LINKER_FLAGS=-Wl,--enable-new-dtags \
+  "${launcher[@]}" >/dev/null
 cmake --build "$build" --target "${targets[@]}"
 
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"
 cp "$build/tools/simrun" "$build/tools/tracediff" "$build/tests/cuda/tests_cuda" \
   "$build/tests/tests_real" "$bundle/bin/"
-strip "$bundle"/bin/*
+cp "$build/lib/libcsim_cuda_backend.so" "$bundle/lib/"
+strip "$bundle"/bin/* "$bundle/lib/libcsim_cuda_backend.so"
 
 # soname -> path of every library `ldd` resolves for the given files ("not found" kept as is).
 deps() { ldd "$@" | awk '/=>/ {print $1, $3} /^[[:space:]]*\/.*ld-linux/ {print $1, $1}' | sort -u; }
@@ -60,7 +64,7 @@ while read -r soname path; do
     [ "$path" != "not" ] || { echo "gpu-bundle: $soname is not found here" >&2; exit 1; }
     cp -L "$path" "$bundle/lib/$soname"
   fi
-done < <(deps "$bundle"/bin/*)
+done < <(deps "$bundle"/bin/* "$bundle/lib/libcsim_cuda_backend.so")
 
 # The check: every dependency of every bundled file resolves into the bundle, or is allowed.
 bad=0

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -79,6 +80,20 @@ TEST_CASE("the cuda backend is reported unavailable with exit 3", "[cli]") {
   CHECK(r.code == 3);
   CHECK(r.err.find("unavailable") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line, no stack of errors
+}
+
+TEST_CASE("simrun --backend cuda without the CUDA module is exit 3, one line naming it", "[cli]") {
+  // The module is looked for once per process, at $CSIM_CUDA_MODULE first (run/cuda_loader.hpp):
+  // pointed at nothing, the run cannot start. (A build without the CUDA backend says so instead.)
+  setenv("CSIM_CUDA_MODULE", "/nonexistent/libcsim_cuda_backend.so", 1);
+  const Result r = simrun({test::scenario_path("single_gpu_linear.json"), "--set",
+                           "cluster.gpu=H200-SXM-141GB", "--backend", "cuda", "-q"});
+  unsetenv("CSIM_CUDA_MODULE");
+  INFO(r.err);
+  CHECK(r.code == 3);
+  const bool built = r.err.find("not part of this build") == std::string::npos;
+  if (built) CHECK(r.err.find("/nonexistent/libcsim_cuda_backend.so") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
 TEST_CASE("a rank without a GPU in launch mode processes is exit 3, not a failed run", "[cli]") {

@@ -20,9 +20,7 @@ class DataParallelPiece final : public ParallelPiece {
     for (int t = 0; t < ps.tp; ++t) {
       for (int st = 0; st < ps.pp; ++st) {
         const auto rks = e_.grid().dp_ranks(t, st);
-        const int g = ps.dp > 1 ? e_.add_group(rks, "dp (tp " + std::to_string(t) + ", pp " +
-                                                        std::to_string(st) + ")")
-                                : -1;
+        const int g = ps.dp > 1 ? e_.add_group(rks, op_names::dim_group("dp", "tp", t, st)) : -1;
         for (int x : rks) e_.ranks()[static_cast<std::size_t>(x)].dp_group = g;
       }
     }

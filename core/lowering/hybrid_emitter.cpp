@@ -90,11 +90,8 @@ void Emitter::lay_out_ranks() {
         r.params += plan_.sharded[static_cast<std::size_t>(i)].params;
     }
     if (!r.emitted) continue;
-    const int proc = b_.add_process(r.node,
-                                    "python rank " + std::to_string(rk) + " (dp " +
-                                        std::to_string(r.c.dp) + ", tp " + std::to_string(r.c.tp) +
-                                        ", pp " + std::to_string(r.c.pp) + ")",
-                                    true);
+    const int proc =
+        b_.add_process(r.node, op_names::rank_process(rk, r.c.dp, r.c.tp, r.c.pp), true);
     r.thread = b_.add_thread(proc, r.gpu, "main");
     r.compute = b_.add_stream(r.gpu, StreamRole::kCompute, "compute");
     r.dp = b_.add_stream(r.gpu, StreamRole::kComm, "dp");

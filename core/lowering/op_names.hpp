@@ -1,6 +1,7 @@
-// The names and phases of the ops the parallel lowerings emit (pipeline, tensor_parallel, 3d,
-// zero, fsdp; docs/program.md), made in one place: Op::name and Op::phase are strings today, and
-// this is the one file to change when they become enums or interned names.
+// The names and phases of the ops (and the groups and processes) the parallel lowerings emit
+// (pipeline, tensor_parallel, 3d, zero, fsdp; docs/program.md), made in one place: Op::name and
+// Op::phase are strings today, and this is the one file to change when they become enums or
+// interned names.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,10 @@ std::string collective(const char* dim, CollectiveKind k, const char* what);
 std::string p2p(bool send, bool forward);
 // Its 2-GPU group: "pp activations 3->4".
 std::string p2p_group(bool forward, int src_rank, int dst_rank);
+// A dimension's group at one position of the others: "tp (dp 1, pp 0)", "dp (tp 3, pp 1)".
+std::string dim_group(const char* dim, const char* other, int other_index, int stage);
+// The process of a rank of the grid: "python rank 5 (dp 0, tp 1, pp 1)".
+std::string rank_process(int rank, int dp, int tp, int pp);
 // optimizer.step() on every strategy: "optimizer.step (adam)".
 std::string optimizer_step(OptimizerKind k);
 

@@ -84,9 +84,7 @@ class TensorParallelPiece final : public ParallelPiece {
     for (int d = 0; d < ps.dp; ++d) {
       for (int st = 0; st < ps.pp; ++st) {
         const auto rks = e_.grid().tp_ranks(d, st);
-        const int g = ps.tp > 1 ? e_.add_group(rks, "tp (dp " + std::to_string(d) + ", pp " +
-                                                        std::to_string(st) + ")")
-                                : -1;
+        const int g = ps.tp > 1 ? e_.add_group(rks, op_names::dim_group("tp", "dp", d, st)) : -1;
         for (int x : rks) e_.ranks()[static_cast<std::size_t>(x)].tp_group = g;
       }
     }

@@ -7,8 +7,10 @@
 // the optimizer — and at every point calls the ParallelPieces it is composed of, one per parallel
 // dimension, each in its own file:
 //   PipelinePiece       pipeline.cpp            receives, sends, activations, the loss
-//   DataParallelPiece   dp_grad_reduction.cpp   gradient all-reduce (ZeRO-1: reduce-scatter)
-//   ShardingPiece       zero_fsdp.cpp           ZeRO-2/3, FSDP gathers and reduce-scatters
+//   DataParallelPiece   dp_grad_reduction.cpp   DP groups, gradient all-reduce (ZeRO-1:
+//                                               reduce-scatter)
+//   ShardingPiece       zero_fsdp.cpp           ZeRO-2/3, FSDP gathers and reduce-scatters (on
+//                                               the data-parallel piece's groups)
 //   RecomputePiece      recompute.cpp           forward re-runs before the backward
 //   TensorParallelPiece tensor_parallel.cpp     the collectives around each layer
 // The pieces nest around the layer kernel like wrappers, outermost first: begin_* hooks run in

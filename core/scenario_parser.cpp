@@ -25,6 +25,8 @@
 #include "core/gpu_catalog.hpp"
 #include "core/json_diagnostics.hpp"
 #include "core/model_builders.hpp"
+#include "core/parse_context.hpp"
+#include "core/parse_parallel.hpp"
 
 namespace csim::core {
 
@@ -33,233 +35,8 @@ namespace {
 using json = nlohmann::json;
 using i64 = std::int64_t;
 
-// [SECTION] Context and readers ------------------------------------------------------------------
-
-struct Override {
-  std::string path;    // "strategy.kind"
-  std::string origin;  // "--set strategy.kind"
-};
-
-bool path_under(const std::string& path, const std::string& prefix) {
-  if (path.size() < prefix.size() || path.compare(0, prefix.size(), prefix) != 0) return false;
-  return path.size() == prefix.size() || path[prefix.size()] == '.' || path[prefix.size()] == '[';
-}
-
-struct Ctx {
-  std::string file;
-  std::vector<Override> overrides;
-  std::vector<std::string> warnings;
-  ScenarioLimits limits;  // the top-level "limits" object, read first (docs/limits.md)
-
-  // The origin of the value at `path`: the last --set that wrote it, inside it or above it,
-  // otherwise the file.
-  std::string origin(const std::string& path) const {
-    if (!path.empty()) {
-      for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
-        if (path_under(path, it->path) || path_under(it->path, path)) {
-          return file + " (" + it->origin + ")";
-        }
-      }
-    }
-    return file;
-  }
-  [[noreturn]] void fail(const std::string& path, const std::string& message,
-                         const std::string& hint = {}) const {
-    throw InputError(origin(path), path, message, hint);
-  }
-  // Values at several paths that cannot hold together: the error names every key, each with
-  // where its value came from ("model.gpt.layers (--set), strategy.pp (file)"), not just the
-  // last one read or set.
-  [[noreturn]] void fail_conflict(const std::vector<std::string>& paths, const std::string& message,
-                                  const std::string& hint = {}) const {
-    std::string keys;
-    for (const std::string& p : paths) {
-      std::string from = "file";
-      for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
-        if (path_under(p, it->path) || path_under(it->path, p)) {
-          from = it->origin;
-          break;
-        }
-      }
-      keys += (keys.empty() ? "" : ", ") + p + " (" + from + ")";
-    }
-    throw InputError(file, "conflicting keys " + keys, message, hint);
-  }
-  void warn(const std::string& path, const std::string& message) {
-    warnings.push_back(path.empty() ? message : path + ": " + message);
-  }
-  // A size past a resource limit (docs/limits.md): names the limit and how to raise it.
-  [[noreturn]] void over_limit(const std::string& path, const std::string& what, i64 limit,
-                               const std::string& limit_key, i64 ceiling,
-                               const std::string& why = {}) const {
-    const std::string raise = limit < ceiling
-                                  ? "raise it with \"limits\": {\"" + limit_key +
-                                        "\": N} in the scenario or --set limits." + limit_key +
-                                        "=N (at most " + std::to_string(ceiling) + ")"
-                                  : "that is the hard ceiling of limits." + limit_key;
-    fail(path,
-         what + " exceeds the limit of " + std::to_string(limit) + " (limits." + limit_key +
-             ", docs/limits.md)" + (why.empty() ? "" : ": " + why),
-         raise);
-  }
-};
-
-std::string range_text(double lo, double hi) {
-  std::ostringstream os;
-  os << lo << ".." << hi;
-  return os.str();
-}
-
-std::string num_text(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-// A JSON object checked against its list of valid keys on construction; typed getters check the
-// type and range of each value and name its path in every error.
-class Obj {
- public:
-  Obj(Ctx& ctx, const json& j, std::string path, std::vector<std::string> keys)
-      : ctx_(ctx), j_(j), path_(std::move(path)), keys_(std::move(keys)) {
-    if (!j_.is_object()) {
-      ctx_.fail(path_.empty() ? std::string() : path_,
-                "expected an object, got " + describe_value(j_));
-    }
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      bool known = false;
-      for (const std::string& k : keys_) known = known || k == it.key();
-      if (!known) {
-        ctx_.fail(at(it.key()), "unknown key '" + it.key() + "'",
-                  unknown_key_hint(it.key(), keys_));
-      }
-    }
-  }
-
-  const std::string& path() const { return path_; }
-  std::string at(const std::string& key) const { return child_path(path_, key); }
-  bool has(const std::string& key) const { return j_.contains(key); }
-  const json& raw(const std::string& key) const { return j_.at(key); }
-
-  const json& require(const std::string& key) const {
-    if (!j_.contains(key)) {
-      ctx_.fail(at(key), "missing required key '" + key + "'",
-                "add \"" + key + "\" (docs/scenario.md lists every key)");
-    }
-    return j_.at(key);
-  }
-
-  i64 integer(const std::string& key, i64 def, i64 lo, i64 hi) const {
-    if (!has(key)) return def;
-    return to_int(j_.at(key), at(key), lo, hi);
-  }
-  i64 req_integer(const std::string& key, i64 lo, i64 hi) const {
-    return to_int(require(key), at(key), lo, hi);
-  }
-  double number(const std::string& key, double def, double lo, double hi) const {
-    if (!has(key)) return def;
-    return to_num(j_.at(key), at(key), lo, hi);
-  }
-  double req_number(const std::string& key, double lo, double hi) const {
-    return to_num(require(key), at(key), lo, hi);
-  }
-  bool boolean(const std::string& key, bool def) const {
-    if (!has(key)) return def;
-    const json& v = j_.at(key);
-    if (!v.is_boolean()) ctx_.fail(at(key), "expected true or false, got " + describe_value(v));
-    return v.get<bool>();
-  }
-  std::string string(const std::string& key, const std::string& def) const {
-    if (!has(key)) return def;
-    const json& v = j_.at(key);
-    if (!v.is_string()) ctx_.fail(at(key), "expected a string, got " + describe_value(v));
-    return v.get<std::string>();
-  }
-  // One of `choices`; returns its index (def when absent).
-  int choice(const std::string& key, const std::vector<std::string>& choices, int def) const {
-    if (!has(key)) return def;
-    return to_choice(j_.at(key), at(key), choices);
-  }
-
-  int to_choice(const json& v, const std::string& path,
-                const std::vector<std::string>& choices) const {
-    std::string list;
-    for (std::size_t i = 0; i < choices.size(); ++i) list += (i ? ", " : "") + choices[i];
-    if (!v.is_string()) ctx_.fail(path, "expected one of " + list + ", got " + describe_value(v));
-    const std::string s = v.get<std::string>();
-    for (std::size_t i = 0; i < choices.size(); ++i) {
-      if (choices[i] == s) return static_cast<int>(i);
-    }
-    const std::string near = nearest_candidate(s, choices);
-    ctx_.fail(path, "'" + s + "' is not one of " + list,
-              near.empty() ? "valid values: " + list : "did you mean " + near + "?");
-  }
-
-  i64 to_int(const json& v, const std::string& path, i64 lo, i64 hi) const {
-    i64 x = 0;
-    if (v.is_number_integer() && !v.is_number_unsigned()) {
-      x = v.get<i64>();
-    } else if (v.is_number_unsigned()) {
-      const std::uint64_t u = v.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(hi)) out_of_range(path, v.dump(), lo, hi);
-      x = static_cast<i64>(u);
-    } else if (v.is_number_float()) {
-      const double d = v.get<double>();
-      if (std::floor(d) != d) ctx_.fail(path, "expected an integer, got " + describe_value(v));
-      if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
-        out_of_range(path, v.dump(), lo, hi);
-      }
-      x = static_cast<i64>(d);
-    } else {
-      ctx_.fail(path, "expected an integer, got " + describe_value(v));
-    }
-    if (x < lo || x > hi) out_of_range(path, v.dump(), lo, hi);
-    return x;
-  }
-
-  double to_num(const json& v, const std::string& path, double lo, double hi) const {
-    if (!v.is_number()) ctx_.fail(path, "expected a number, got " + describe_value(v));
-    const double x = v.get<double>();
-    if (!(x >= lo && x <= hi)) out_of_range(path, v.dump(), lo, hi);
-    return x;
-  }
-
- private:
-  [[noreturn]] void out_of_range(const std::string& path, const std::string& got, double lo,
-                                 double hi) const {
-    ctx_.fail(path, got + " is out of range: must be " + range_text(lo, hi));
-  }
-  Ctx& ctx_;
-  const json& j_;
-  std::string path_;
-  std::vector<std::string> keys_;
-};
-
-// An integer key whose upper bound is a resource limit (docs/limits.md): a value past `limit`,
-// however huge (1e300 included), is refused with the limit and how to raise it.
-i64 limited_int(Ctx& ctx, const Obj& o, const std::string& key, i64 def, i64 lo, i64 limit,
-                const std::string& limit_key, i64 ceiling, const std::string& unit) {
-  if (!o.has(key)) return def;
-  const json& v = o.raw(key);
-  if (v.is_number() && v.get<double>() > static_cast<double>(limit)) {
-    ctx.over_limit(o.at(key), v.dump() + " " + unit, limit, limit_key, ceiling);
-  }
-  return o.to_int(v, o.at(key), lo, limit);
-}
-
-const json& require_array(Ctx& ctx, const json& v, const std::string& path, bool non_empty) {
-  if (!v.is_array()) ctx.fail(path, "expected an array, got " + describe_value(v));
-  if (non_empty && v.empty()) ctx.fail(path, "must not be empty");
-  return v;
-}
-
-constexpr double kHuge = 1e18;
-
-// An empty object to build a key-less Obj on, for its typed converters (to_int, to_choice).
-const json& empty_object() {
-  static const json kEmpty = json::object();
-  return kEmpty;
-}
+// [SECTION] Context and readers: core/parse_context.hpp -----------------------------------------
+using namespace csim::core::parse;  // Ctx, Obj and the readers (core/parse_context.hpp)
 
 // [SECTION] Overrides ----------------------------------------------------------------------------
 
@@ -963,276 +740,7 @@ ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t) {
   return m;
 }
 
-// [SECTION] Strategy -----------------------------------------------------------------------------
-
-const std::vector<std::string> kParallelKeys = {"dp",
-                                                "tp",
-                                                "pp",
-                                                "rank_order",
-                                                "sequence_parallel",
-                                                "micro_batch_size",
-                                                "schedule",
-                                                "virtual_stages",
-                                                "zero_stage",
-                                                "fsdp_sharding",
-                                                "prefetch",
-                                                "overlap_grad_reduce",
-                                                "recompute",
-                                                "split_at"};
-
-// strategy.dp/tp/pp/... for the kinds model_parallel, pipeline, tensor_parallel, 3d, zero, fsdp
-// (docs/scenario.md, "strategy: model, pipeline, tensor, 3D, ZeRO, FSDP"). Every inconsistency
-// names the keys involved.
-ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int n, const TrainingSpec& t,
-                            const ModelSpec& m, bool ga_given) {
-  ParallelSpec ps;
-  const bool gpt = m.transformer.layers > 0;
-  const std::string kname = to_string(kind);
-  // Dimensions: what the kind allows, then the defaults that fill the device count.
-  auto dim = [&](const char* key, bool allowed) -> int {
-    if (!o.has(key)) return 0;
-    const int d = static_cast<int>(o.integer(key, 1, 1, 1 << 16));
-    if (!allowed && d != 1) {
-      ctx.fail(o.at(key), std::string("strategy.kind ") + kname + " has no " + key + " dimension",
-               "use kind 3d to combine data, tensor and pipeline parallelism");
-    }
-    return d;
-  };
-  const bool mp = kind == StrategyKind::kModelParallel;
-  int dp = dim("dp", !mp);
-  int tp = dim("tp", kind == StrategyKind::k3d || kind == StrategyKind::kTensorParallel);
-  int pp = dim("pp", kind == StrategyKind::k3d || kind == StrategyKind::kPipeline || mp);
-  auto fill = [&](int& free_dim, int a, int b, const char* key) {
-    const int known = std::max(a, 1) * std::max(b, 1);
-    if (free_dim == 0) {
-      if (n % known != 0) {
-        ctx.fail(o.at(key),
-                 std::to_string(n) + " GPUs do not split into " + std::to_string(known) +
-                     " groups of the other dimensions",
-                 "give strategy.dp, strategy.tp and strategy.pp with dp * tp * pp = GPUs");
-      }
-      free_dim = n / known;
-    }
-  };
-  switch (kind) {
-    case StrategyKind::kModelParallel:
-      fill(pp, dp, tp, "pp");
-      break;
-    case StrategyKind::kPipeline:
-      fill(pp, dp, tp, "pp");
-      break;
-    case StrategyKind::kTensorParallel:
-      fill(tp, dp, pp, "tp");
-      break;
-    default:
-      fill(dp, tp, pp, "dp");
-      break;
-  }
-  ps.dp = std::max(dp, 1);
-  ps.tp = std::max(tp, 1);
-  ps.pp = std::max(pp, 1);
-  if (ps.dp * ps.tp * ps.pp != n) {
-    ctx.fail(o.at("dp"),
-             "dp * tp * pp = " + std::to_string(ps.dp) + " * " + std::to_string(ps.tp) + " * " +
-                 std::to_string(ps.pp) + " = " + std::to_string(ps.dp * ps.tp * ps.pp) +
-                 " but strategy.device_ids has " + std::to_string(n) + " GPUs",
-             "make strategy.dp * strategy.tp * strategy.pp equal the GPUs used");
-  }
-  // Rank order: fastest-varying first, Megatron's default tp-dp-pp.
-  if (o.has("rank_order")) {
-    const std::string text = o.string("rank_order", "tp-dp-pp");
-    std::vector<ParallelDim> order;
-    std::size_t pos = 0;
-    while (pos <= text.size()) {
-      const std::size_t dash = text.find('-', pos);
-      const std::string part =
-          text.substr(pos, dash == std::string::npos ? std::string::npos : dash - pos);
-      if (part == "tp")
-        order.push_back(ParallelDim::kTp);
-      else if (part == "dp")
-        order.push_back(ParallelDim::kDp);
-      else if (part == "pp")
-        order.push_back(ParallelDim::kPp);
-      else
-        ctx.fail(o.at("rank_order"), "'" + part + "' is not tp, dp or pp",
-                 "e.g. \"tp-dp-pp\" (fastest-varying first)");
-      if (dash == std::string::npos) break;
-      pos = dash + 1;
-    }
-    std::set<ParallelDim> seen(order.begin(), order.end());
-    if (order.size() != 3 || seen.size() != 3) {
-      ctx.fail(o.at("rank_order"), "'" + text + "' must name tp, dp and pp once each",
-               "e.g. \"tp-dp-pp\" (Megatron's default: tensor fastest, pipeline outermost)");
-    }
-    ps.rank_order = order;
-  }
-  // Tensor parallelism needs the transformer's column/row split.
-  if (ps.tp > 1 && !gpt) {
-    ctx.fail(o.at("tp"), "tensor parallelism splits transformer GEMMs: it needs model.gpt",
-             "use tp 1 for this model");
-  }
-  if (ps.tp > 1 && m.transformer.heads % ps.tp != 0) {
-    ctx.fail_conflict({o.at("tp"), "model.gpt.heads"},
-             "tp " + std::to_string(ps.tp) + " does not divide model.gpt.heads " +
-                 std::to_string(m.transformer.heads),
-             "each tensor-parallel rank takes heads / tp attention heads: pick a divisor of heads");
-  }
-  ps.sequence_parallel = o.boolean("sequence_parallel", false);
-  if (ps.sequence_parallel && ps.tp == 1) {
-    ctx.fail(o.at("sequence_parallel"),
-             "sequence parallelism splits the sequence over the tensor-parallel ranks: it needs "
-             "strategy.tp > 1",
-             "set strategy.tp > 1 or remove sequence_parallel");
-  }
-  // Pipeline schedule.
-  ps.schedule = static_cast<PipelineSchedule>(
-      o.choice("schedule", {"gpipe", "1f1b", "interleaved"}, mp ? 0 : 1));
-  ps.virtual_stages = static_cast<int>(
-      o.integer("virtual_stages", ps.schedule == PipelineSchedule::kInterleaved ? 2 : 1, 1, 1024));
-  if (ps.schedule == PipelineSchedule::kInterleaved && ps.virtual_stages < 2) {
-    ctx.fail(o.at("virtual_stages"),
-             "the interleaved schedule needs virtual_stages >= 2 model chunks per stage",
-             "use schedule 1f1b for one chunk per stage");
-  }
-  if (ps.schedule != PipelineSchedule::kInterleaved && ps.virtual_stages != 1) {
-    ctx.fail(o.at("virtual_stages"),
-             std::string("virtual_stages > 1 needs schedule interleaved, schedule is ") +
-                 to_string(ps.schedule),
-             "set strategy.schedule to interleaved");
-  }
-  if (ps.schedule == PipelineSchedule::kInterleaved && ps.pp < 2) {
-    ctx.fail(o.at("schedule"), "the interleaved schedule needs strategy.pp >= 2",
-             "use schedule 1f1b");
-  }
-  const int segments = ps.pp * ps.virtual_stages;
-  if (gpt && m.transformer.layers % segments != 0) {
-    std::vector<std::string> keys = {"model.gpt.layers", o.at("pp")};
-    if (o.has("virtual_stages")) keys.push_back(o.at("virtual_stages"));
-    ctx.fail_conflict(keys,
-             "model.gpt.layers " + std::to_string(m.transformer.layers) +
-                 " is not divisible by pp * virtual_stages = " + std::to_string(segments),
-             "every pipeline chunk holds the same number of transformer blocks");
-  }
-  if (!gpt && static_cast<int>(m.layers.size()) < segments) {
-    ctx.fail(o.at("pp"),
-             "the model has " + std::to_string(m.layers.size()) + " layers, fewer than the " +
-                 std::to_string(segments) + " pipeline chunks",
-             "use fewer stages");
-  }
-  // Micro-batches: m = global_batch / (dp * micro_batch_size).
-  const std::int64_t gb = t.global_batch;
-  std::int64_t mbs = 0;
-  if (o.has("micro_batch_size")) {
-    mbs = o.integer("micro_batch_size", 1, 1, 1 << 24);
-  } else if (ps.pp > 1 && !ga_given && !mp) {
-    mbs = 1;
-  } else {
-    mbs = gb / (static_cast<std::int64_t>(ps.dp) * t.gradient_accumulation);
-  }
-  if (mbs < 1 || gb % (static_cast<std::int64_t>(ps.dp) * mbs) != 0) {
-    std::vector<std::string> keys = {"training.global_batch", o.at("dp")};
-    if (o.has("micro_batch_size")) keys.push_back(o.at("micro_batch_size"));
-    ctx.fail_conflict(keys,
-             std::to_string(gb) + " samples do not split into dp " + std::to_string(ps.dp) +
-                 " x micro_batch_size " + std::to_string(std::max<std::int64_t>(mbs, 1)) +
-                 " x micro-batches",
-             "make training.global_batch a multiple of strategy.dp * strategy.micro_batch_size");
-  }
-  ps.micro_batch_size = mbs;
-  ps.micro_batches = gb / (ps.dp * mbs);
-  if (ga_given && o.has("micro_batch_size") && ps.micro_batches != t.gradient_accumulation) {
-    ctx.fail_conflict({"training.gradient_accumulation", o.at("micro_batch_size"),
-                       "training.global_batch", o.at("dp")},
-             "training.gradient_accumulation " + std::to_string(t.gradient_accumulation) +
-                 " disagrees with " + std::to_string(ps.micro_batches) +
-                 " micro-batches = global_batch / (dp * micro_batch_size)",
-             "give one of training.gradient_accumulation and strategy.micro_batch_size");
-  }
-  if (ps.schedule == PipelineSchedule::kInterleaved &&
-      (ps.micro_batches < ps.pp || ps.micro_batches % ps.pp != 0)) {
-    ctx.fail(
-        o.has("micro_batch_size") ? o.at("micro_batch_size") : std::string("training.global_batch"),
-        std::to_string(ps.micro_batches) +
-            " micro-batches: the interleaved schedule needs a multiple of strategy.pp (" +
-            std::to_string(ps.pp) + ")",
-        "Megatron's interleaved 1F1B runs micro-batches in groups of pp");
-  }
-  if (ps.pp > 1 && ps.micro_batches < ps.pp && !mp) {
-    ctx.warn(o.at("pp"), std::to_string(ps.micro_batches) + " micro-batches over " +
-                             std::to_string(ps.pp) + " stages: stages idle most of the step");
-  }
-  // ZeRO / FSDP.
-  ps.zero_stage =
-      static_cast<int>(o.integer("zero_stage", kind == StrategyKind::kZero ? 1 : 0, 0, 3));
-  ps.fsdp =
-      static_cast<FsdpSharding>(o.choice("fsdp_sharding", {"full_shard", "shard_grad_op"}, 0));
-  if (o.has("fsdp_sharding") && kind != StrategyKind::kFsdp) {
-    ctx.fail(o.at("fsdp_sharding"), "fsdp_sharding applies to strategy.kind fsdp",
-             "use kind fsdp, or zero_stage with kind zero");
-  }
-  if (kind == StrategyKind::kFsdp) {
-    if (o.has("zero_stage"))
-      ctx.fail(o.at("zero_stage"), "kind fsdp takes fsdp_sharding, not zero_stage",
-               "full_shard = ZeRO-3, shard_grad_op = ZeRO-2");
-    ps.zero_stage = ps.fsdp == FsdpSharding::kFullShard ? 3 : 2;
-  }
-  if (ps.zero_stage >= 2 && ps.pp > 1) {
-    ctx.fail(o.at("zero_stage"),
-             "ZeRO stage " + std::to_string(ps.zero_stage) +
-                 " shards gradients per micro-batch, which pipeline parallelism (pp " +
-                 std::to_string(ps.pp) + ") does not support",
-             "use zero_stage 1 (Megatron's distributed optimizer) with pp > 1");
-  }
-  if (mp && ps.zero_stage > 0)
-    ctx.fail(o.at("zero_stage"), "model_parallel has no data parallelism to shard over",
-             "use kind zero or 3d");
-  ps.prefetch = o.boolean("prefetch", true);
-  ps.overlap_grad_reduce = o.boolean("overlap_grad_reduce", true);
-  // Activation recompute.
-  ps.recompute =
-      static_cast<RecomputeMode>(o.choice("recompute", {"none", "selective", "full"}, 0));
-  if (ps.recompute != RecomputeMode::kNone && !gpt) {
-    ctx.fail(o.at("recompute"),
-             "activation recompute works on transformer blocks: it needs model.gpt",
-             "use recompute none");
-  }
-  // Model parallel: where each device's part starts.
-  if (o.has("split_at")) {
-    if (!mp)
-      ctx.fail(o.at("split_at"), "split_at applies to strategy.kind model_parallel",
-               "remove it, or use kind model_parallel");
-    const json& arr = require_array(ctx, o.raw("split_at"), o.at("split_at"), false);
-    if (static_cast<int>(arr.size()) != ps.pp - 1) {
-      ctx.fail(
-          o.at("split_at"),
-          std::to_string(arr.size()) + " split points for " + std::to_string(ps.pp) + " devices",
-          "give one layer name per device after the first (" + std::to_string(ps.pp - 1) + ")");
-    }
-    ps.stage_first_layer.push_back(0);
-    for (std::size_t i = 0; i < arr.size(); ++i) {
-      const std::string p = index_path(o.at("split_at"), i);
-      if (!arr[i].is_string()) ctx.fail(p, "expected a layer name, got " + describe_value(arr[i]));
-      const std::string name = arr[i].get<std::string>();
-      int idx = -1;
-      std::vector<std::string> names;
-      for (std::size_t k = 0; k < m.layers.size(); ++k) {
-        names.push_back(m.layers[k].name);
-        if (m.layers[k].name == name) idx = static_cast<int>(k);
-      }
-      if (idx < 0) {
-        const std::string near = nearest_candidate(name, names);
-        ctx.fail(p, "no layer named '" + name + "'",
-                 near.empty() ? "use a layer name of the model" : "did you mean " + near + "?");
-      }
-      if (idx <= ps.stage_first_layer.back()) {
-        ctx.fail(p, "'" + name + "' does not come after the previous split point",
-                 "list split points in forward order");
-      }
-      ps.stage_first_layer.push_back(idx);
-    }
-  }
-  return ps;
-}
+// [SECTION] Strategy (the parallel dimensions: core/parse_parallel.hpp) ---------------------------
 
 StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const TrainingSpec& t,
                             const ModelSpec& m, bool ga_given) {
@@ -1473,7 +981,8 @@ std::string run_size_lever(const Scenario& sc) {
 
 std::string run_size_hint(const Scenario& sc, bool traced) {
   std::vector<std::string> levers;
-  if (sc.training.steps > 1) levers.push_back("simulate fewer training.steps (the summary needs 2)");
+  if (sc.training.steps > 1)
+    levers.push_back("simulate fewer training.steps (the summary needs 2)");
   if (!sc.simulation.symmetry) levers.push_back("set simulation.symmetry auto");
   const bool parallel = sc.strategy.kind != StrategyKind::kSingle &&
                         sc.strategy.kind != StrategyKind::kDataParallel &&
@@ -1552,14 +1061,15 @@ void check_sizes(Ctx& ctx, Scenario& sc) {
   // estimated event (docs/limits.md, "Trace size").
   const double events = estimate_trace_events(sc, &replicas, &micro);
   sc.estimated_trace_events = static_cast<i64>(std::min(events, 9e18));
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
-                        static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (memory > 0 && events * kBytesPerEventSimulated > memory) {
     ctx.fail(run_size_lever(sc),
-             "the run would need about " + num_text(events * kBytesPerEventSimulated / 1073741824.0) +
+             "the run would need about " +
+                 num_text(events * kBytesPerEventSimulated / 1073741824.0) +
                  " GiB of memory to simulate (" + describe_trace_events(sc) +
-                 "), more than this machine's " + std::to_string(std::llround(memory / 1073741824.0)) +
-                 " GiB",
+                 "), more than this machine's " +
+                 std::to_string(std::llround(memory / 1073741824.0)) + " GiB",
              run_size_hint(sc, false));
   }
 }
@@ -1657,13 +1167,14 @@ void check_trace_limit(const Scenario& sc) {
   std::string hint = run_size_hint(sc, true);
   hint += sc.limits.max_trace_events < ScenarioLimits::kCeilingTraceEvents
               ? "; or raise the limit with --set limits.max_trace_events=N (at most " +
-                    std::to_string(ScenarioLimits::kCeilingTraceEvents) + "; writing it takes about " +
+                    std::to_string(ScenarioLimits::kCeilingTraceEvents) +
+                    "; writing it takes about " +
                     num_text(events * kBytesPerEventTraced / 1073741824.0) + " GiB of memory)"
               : "";
   throw InputError(sc.file, lever,
                    "the trace would hold " + describe_trace_events(sc) +
-                       ", which exceeds the limit of " + std::to_string(sc.limits.max_trace_events) +
-                       " (limits.max_trace_events)",
+                       ", which exceeds the limit of " +
+                       std::to_string(sc.limits.max_trace_events) + " (limits.max_trace_events)",
                    hint);
 }
 

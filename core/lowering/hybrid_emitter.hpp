@@ -1,6 +1,20 @@
-// The emitter behind the pipeline, tensor_parallel, 3d, zero and fsdp lowerings (hybrid_3d.cpp),
-// shared with the files that add to its step: hybrid_leaks.cpp (docs/memory.md, "Scenario
-// switches"). Internal to core/lowering.
+// The composable lowering of the parallel strategies (pipeline, tensor_parallel, 3d, zero, fsdp;
+// docs/program.md, "Pipeline, tensor, 3D, ZeRO/FSDP" and "Adding a parallel dimension").
+// Internal to core/lowering.
+//
+// The Emitter (hybrid_emitter.cpp) lays out the ranks (one process, thread and set of streams per
+// GPU), walks each rank's step — the pipeline schedule's segment passes, the layers of each pass,
+// the optimizer — and at every point calls the ParallelPieces it is composed of, one per parallel
+// dimension, each in its own file:
+//   PipelinePiece       pipeline.cpp            receives, sends, activations, the loss
+//   DataParallelPiece   dp_grad_reduction.cpp   DP groups, gradient all-reduce (ZeRO-1:
+//                                               reduce-scatter)
+//   ShardingPiece       zero_fsdp.cpp           ZeRO-2/3, FSDP gathers and reduce-scatters (on
+//                                               the data-parallel piece's groups)
+//   RecomputePiece      recompute.cpp           forward re-runs before the backward
+//   TensorParallelPiece tensor_parallel.cpp     the collectives around each layer
+// The pieces nest around the layer kernel like wrappers, outermost first: begin_* hooks run in
+// piece order, end_* hooks (and the structure hooks) in reverse. hybrid_3d.cpp composes them.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/lowering/op_names.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
 
@@ -29,17 +44,111 @@ struct RankState {
 
 // A unit: the layers whose gradients are reduced (and, with sharded parameters, gathered)
 // together: a transformer block, the embedding, the head; other models one layer with
-// parameters plus the parameter-free layers after it.
+// parameters plus the parameter-free layers after it. A unit never crosses a segment boundary.
 struct Unit {
   int first = 0, end = 0;
   std::int64_t params = 0;  // after the TP split
 };
 
+// What the pieces share, computed once from the scenario (Emitter::build).
+struct Plan {
+  int segments = 1;                       // pp * virtual_stages
+  std::vector<Segment> segs;              // partition_layers (pipeline.cpp)
+  std::vector<ShardedLayer> sharded;      // per layer, shard_layer (tensor_parallel.cpp)
+  std::vector<double> stored_per_sample;  // per segment (recompute.cpp)
+  std::vector<Unit> units;                // in layer order
+  std::vector<int> unit_of_layer;         // per layer
+  ShardingPlan sharding;                  // sharding_plan (zero_fsdp.cpp)
+};
+
+// One rank's step while it is emitted.
+struct StepState {
+  RankState& r;
+  int step = 0;
+  FedBatch in;                       // the step's batch (first stage)
+  bool grads_allocated = false;      // .grad exists (from the step's first backward)
+  std::vector<Dep> optimizer_waits;  // gradient collectives the optimizer waits for
+};
+
+// One micro-batch's pass through one segment: a forward, a backward, or an evaluation forward
+// (training.leaks.keep_outputs, hybrid_leaks.cpp).
+struct SegmentPass {
+  StepState& st;
+  int seg = 0;  // chunk * pp + stage
+  Segment sg;
+  int micro = 0;
+  bool forward = true;
+  bool eval = false;
+  bool last_micro = false;
+  std::string prefix;      // op_names::micro_prefix, "eval (grad on): " first for eval
+  std::vector<Dep> first;  // what the pass's first kernel waits for
+};
+
+// One layer kernel of a pass. Unit hooks run where the pass enters and leaves a unit (in pass
+// order: the unit's first layer forward, its last backward).
+struct LayerPass {
+  SegmentPass& sp;
+  int layer = 0;
+  int unit = 0;
+  StepPhase phase = StepPhase::kForward;  // kRecompute: a forward re-run before its backward
+  bool unit_begins = false, unit_ends = false;
+  std::vector<Dep> deps;  // what the kernel waits for
+  RankState& r() const { return sp.st.r; }
+  bool forward() const { return phase != StepPhase::kBackward; }
+};
+
+// One parallel dimension's part of the lowering. Every hook defaults to nothing.
+class ParallelPiece {
+ public:
+  virtual ~ParallelPiece() = default;
+  // Structure (reverse piece order, innermost dimension first, as ranks vary fastest).
+  virtual void add_streams(RankState& /*r*/) {}  // after compute, dp, copy
+  virtual void add_groups() {}
+  // A step of one rank.
+  virtual void begin_step(StepState& /*st*/) {}
+  virtual void begin_segment(SegmentPass& /*sp*/) {}
+  virtual void begin_unit(LayerPass& /*lp*/) {}
+  virtual void begin_layer(LayerPass& /*lp*/) {}
+  virtual void end_layer(LayerPass& /*lp*/) {}
+  virtual void end_unit(LayerPass& /*lp*/) {}
+  virtual void end_segment(SegmentPass& /*sp*/) {}
+  virtual void end_backward(StepState& /*st*/) {}                   // the schedule is done
+  virtual void end_optimizer(StepState& /*st*/, OpId& /*last*/) {}  // last: the step's last op
+  virtual void add_step_end_waits(StepState& /*st*/, std::vector<Dep>& /*waits*/) {}
+  virtual void after_step_end(StepState& /*st*/) {}
+};
+
 class Emitter {
  public:
-  Emitter(const Scenario& s, ProgramBuilder& b)
-      : s_(s), ps_(s.strategy.parallel), b_(b), grid_(ps_), pb_(b.precision()) {}
+  Emitter(const Scenario& s, ProgramBuilder& b);
+  // The pieces, outermost first (hybrid_3d.cpp).
+  void add_piece(std::unique_ptr<ParallelPiece> piece) { pieces_.push_back(std::move(piece)); }
   void build(const std::string& label);
+
+  // [SECTION] Services for the pieces
+  const Scenario& scenario() const { return s_; }
+  const ParallelSpec& spec() const { return ps_; }
+  ProgramBuilder& builder() { return b_; }
+  const PrecisionBytes& precision() const { return pb_; }
+  const Plan& plan() const { return plan_; }
+  const RankGrid& grid() const { return grid_; }
+  std::vector<RankState>& ranks() { return ranks_; }
+  int rank_of_segment(const RankState& r, int seg) const {
+    return grid_.rank({r.c.dp, r.c.tp, seg % ps_.pp});
+  }
+  // A collective of `group` on `stream`; instances are matched by order (the k-th op of every
+  // member on a group is the k-th instance). Forward collectives cost one framework op of Python.
+  OpId coll(RankState& r, int stream, const std::string& name, CollectiveKind k, int group,
+            Bytes bytes, std::vector<Dep> deps, StepPhase phase);
+  // Group `rks` (ranks) as GPUs.
+  int add_group(const std::vector<int>& rks, const std::string& name);
+  // One layer's kernel with the pieces' layer hooks around it (recompute re-runs call it too).
+  OpId emit_layer(LayerPass& lp);
+  // A forward pass through a segment with every piece's hooks (training or evaluation).
+  void emit_forward(SegmentPass& sp);
+  Bytes per_micro_batch(double per_sample) const;  // llround(per_sample * micro_batch_size)
+  // The rank's model-state bytes (parameters, gradients, optimizer state) under its sharding.
+  ModelStateBytes model_states(const RankState& r) const;
 
  private:
   const Scenario& s_;
@@ -47,49 +156,42 @@ class Emitter {
   ProgramBuilder& b_;
   RankGrid grid_;
   PrecisionBytes pb_;
-  int segments_ = 1;
-  std::vector<Segment> segs_;
-  std::vector<ShardedLayer> sharded_;
-  std::vector<int> unit_of_layer_;
-  std::vector<Unit> units_;
-  std::vector<double> stored_per_sample_;  // per segment
+  Plan plan_;
+  std::vector<std::unique_ptr<ParallelPiece>> pieces_;
   std::vector<RankState> ranks_;
-  bool params_sharded_ = false, reshard_after_forward_ = false;
   std::unordered_map<std::int64_t, int> seq_;  // (group, rank) -> next index
   std::unordered_map<std::int64_t, std::pair<int, int>>
-      open_;                                          // (group, index) -> instance, ops left
-  std::unordered_map<std::int64_t, int> p2p_groups_;  // (src, dst, dir) -> group
-  bool symmetric_ = false;                            // rank symmetry (docs/program.md)
-  std::vector<char> emitted_gpu_;                     // per world GPU
+      open_;                       // (group, index) -> instance, ops left
+  bool symmetric_ = false;         // rank symmetry (docs/program.md)
+  std::vector<char> emitted_gpu_;  // per world GPU
 
+  void make_plan();
+  void lay_out_ranks();
   void set_up_symmetry();
-
   int instance_for(int rank, int group);
-  OpId coll(RankState& r, int stream, const std::string& name, CollectiveKind k, int group,
-            Bytes bytes, std::vector<Dep> deps, const char* phase);
-  OpId tp_coll(RankState& r, TpComm c, Bytes bytes, const char* phase);
-  OpId reduce_grads(RankState& r, Bytes grads, std::vector<Dep> deps);
-  OpId p2p(RankState& r, int peer_rank, bool send, bool forward, Bytes bytes,
-           std::vector<Dep> deps);
-  int rank_of_segment(const RankState& r, int seg) const {
-    return grid_.rank({r.c.dp, r.c.tp, seg % ps_.pp});
-  }
-  Bytes p2p_bytes(int seg) const;
-  // The receive of segment seg's input activation from the previous segment's rank (issued after
-  // this rank's last compute), as the dependency its first op waits on.
-  Dep recv_from_previous_segment(RankState& r, int seg) {
-    std::vector<Dep> rd;
-    if (r.last_compute != kNoOp) rd.push_back({r.last_compute, DepKind::kStreamWaits});
-    return {p2p(r, rank_of_segment(r, seg - 1), false, true, p2p_bytes(seg - 1), std::move(rd)),
-            DepKind::kStreamWaits};
-  }
-  OpId forward_layer(RankState& r, int i, std::vector<Dep> deps, const std::string& prefix,
-                     bool recompute);
+  void emit_backward(SegmentPass& sp);
   void emit_step(RankState& r, int step);
+  void emit_optimizer(StepState& st);
   // hybrid_leaks.cpp: what the training script does after the step ends (docs/memory.md,
   // "Scenario switches", "Under pipeline, tensor, 3D, ZeRO and FSDP").
-  void emit_step_end(RankState& r, int step);
-  void eval_forward(RankState& r);  // keep_outputs: a forward without no_grad, kept
+  void emit_step_end(StepState& st);
+  void eval_forward(StepState& st);  // keep_outputs: a forward without no_grad, kept
+
+  template <typename F>
+  void each_piece(F f) {
+    for (auto& p : pieces_) f(*p);
+  }
+  template <typename F>
+  void each_piece_reversed(F f) {
+    for (auto it = pieces_.rbegin(); it != pieces_.rend(); ++it) f(**it);
+  }
 };
+
+// The pieces (each in its dimension's file).
+std::unique_ptr<ParallelPiece> make_pipeline_piece(Emitter& e);         // pipeline.cpp
+std::unique_ptr<ParallelPiece> make_data_parallel_piece(Emitter& e);    // dp_grad_reduction.cpp
+std::unique_ptr<ParallelPiece> make_sharding_piece(Emitter& e);         // zero_fsdp.cpp
+std::unique_ptr<ParallelPiece> make_recompute_piece(Emitter& e);        // recompute.cpp
+std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e);  // tensor_parallel.cpp
 
 }  // namespace csim::core::hybrid

@@ -9,7 +9,7 @@
 //                   sharded parameters are gathered per unit and freed again (FSDP frees the
 //                   storage itself, whoever references it);
 //   empty_cache     one torch.cuda.empty_cache() per rank, after its step end.
-// del_temporaries is handled in Emitter::emit_step (the last stage keeps its logits).
+// del_temporaries is handled by the pipeline piece (the last stage keeps its logits).
 #include <algorithm>
 #include <cmath>
 
@@ -51,7 +51,8 @@ std::int64_t hybrid_loss_graph_nodes(const Scenario& s) {
 
 namespace hybrid {
 
-void Emitter::emit_step_end(RankState& r, int step) {
+void Emitter::emit_step_end(StepState& st) {
+  RankState& r = st.r;
   const TrainingSpec& t = s_.training;
   // The loss is computed by the last segment, pp * v - 1, which is on the last stage.
   if (t.leak_loss_as_tensor && r.c.pp == ps_.pp - 1) {
@@ -65,65 +66,29 @@ void Emitter::emit_step_end(RankState& r, int step) {
                "loss scalar kept by total_loss");
     }
   }
-  if (t.leak_keep_outputs) eval_forward(r);
-  if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
+  if (t.leak_keep_outputs) eval_forward(st);
+  if (t.empty_cache_every > 0 && st.step % t.empty_cache_every == 0) {
     // After the step end the host has waited for its GPU work; each process empties the cache
     // of its own device.
-    b_.marker(r.thread, r.gpu, kEmptyCacheOpName, {}, "memory");
+    b_.marker(r.thread, r.gpu, kEmptyCacheOpName, {}, phase_name(StepPhase::kMemory));
   }
 }
 
-void Emitter::eval_forward(RankState& r) {
+void Emitter::eval_forward(StepState& st) {
   // The step's micro-batches, forward only, each through every chunk of this stage: the same
   // point-to-point sends and receives and TP collectives as training, in an order every stage
-  // shares (micro-batch, then chunk), so sender and receiver pair up.
+  // shares (micro-batch, then chunk), so sender and receiver pair up. Every piece sees an
+  // evaluation pass: the pipeline keeps what the segment saves for the backward that never comes
+  // (recompute included: a checkpointed block saves its input only) and the logits; sharded
+  // parameters are gathered per unit and freed again (FSDP frees the storage itself, whoever
+  // references it).
   const int p = ps_.pp, v = ps_.virtual_stages, m = static_cast<int>(ps_.micro_batches);
-  const double bsz = static_cast<double>(ps_.micro_batch_size);
   for (int j = 0; j < m; ++j) {
     for (int chunk = 0; chunk < v; ++chunk) {
-      const int seg = chunk * p + r.c.pp;
-      const Segment sg = segs_[static_cast<std::size_t>(seg)];
-      const std::string prefix =
-          std::string("eval (grad on): ") + (m > 1 ? "mb" + std::to_string(j) + " " : "");
-      std::vector<Dep> first;
-      if (seg > 0) first.push_back(recv_from_previous_segment(r, seg));
-      // What the segment saves for the backward that never comes (recompute included: a
-      // checkpointed block saves its input only), kept.
-      const Bytes act =
-          static_cast<Bytes>(std::llround(stored_per_sample_[static_cast<std::size_t>(seg)] * bsz));
-      if (act > 0)
-        b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, act,
-                 prefix + "activations");
-      for (int i = sg.first; i < sg.end; ++i) {
-        const Unit& un =
-            units_[static_cast<std::size_t>(unit_of_layer_[static_cast<std::size_t>(i)])];
-        std::vector<Dep> deps = i == sg.first ? first : std::vector<Dep>{};
-        const Bytes gathered = params_sharded_ ? un.params * pb_.weights : 0;
-        if (gathered > 0 && i == std::max(un.first, sg.first)) {
-          b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, gathered, "gathered params");
-          std::vector<Dep> gd;
-          if (!ps_.prefetch && r.last_compute != kNoOp)
-            gd.push_back({r.last_compute, DepKind::kStreamWaits});
-          const OpId g = coll(r, r.dp, "zero all_gather params", CollectiveKind::kAllGather,
-                              r.dp_group, gathered, std::move(gd), "forward");
-          b_.set_dtype(g, b_.weights_dtype());  // as the training forward's gathers
-          deps.push_back({g, DepKind::kStreamWaits});
-        }
-        forward_layer(r, i, std::move(deps), prefix, false);
-        if (gathered > 0 && i + 1 == std::min(un.end, sg.end))
-          b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, gathered,
-                     "gathered params");
-      }
-      if (seg + 1 < segments_) {
-        p2p(r, rank_of_segment(r, seg + 1), true, true, p2p_bytes(seg),
-            {{r.last_compute, DepKind::kStreamWaits}});
-      } else {
-        const Bytes logits =
-            static_cast<Bytes>(std::llround(sharded_.back().output_bytes_per_sample * bsz));
-        if (logits > 0)
-          b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, logits,
-                   "eval output (kept in a list)");
-      }
+      const int seg = chunk * p + st.r.c.pp;
+      SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], j, true, true};
+      sp.prefix = "eval (grad on): " + op_names::micro_prefix(j, m);
+      emit_forward(sp);
     }
   }
 }

@@ -1,8 +1,9 @@
-// Lowering: Scenario -> Program, one file per strategy (single.cpp, data_parallel.cpp, ddp.cpp,
-// model_parallel.cpp, pipeline.cpp, tensor_parallel.cpp, hybrid_3d.cpp, zero_fsdp.cpp; the shared
-// parallel pieces in parallel_plan.hpp; the memory switches of the hybrid emitter in
-// hybrid_leaks.cpp).
-// What each strategy emits is written in docs/program.md.
+// Lowering: Scenario -> Program (docs/program.md). One file per strategy for single.cpp,
+// data_parallel.cpp, ddp.cpp and model_parallel.cpp; the pipeline, tensor_parallel, 3d, zero and
+// fsdp kinds are one composition (hybrid_3d.cpp) of one piece per parallel dimension: pipeline.cpp,
+// dp_grad_reduction.cpp, zero_fsdp.cpp, recompute.cpp, tensor_parallel.cpp (hybrid_emitter.hpp;
+// docs/program.md, "Adding a parallel dimension"). The shared pure pieces are in parallel_plan.hpp,
+// the shared op factories in program_builder.hpp, the op names in op_names.hpp.
 #pragma once
 
 #include "core/program.hpp"

@@ -10,6 +10,7 @@
 #include "core/caching_allocator.hpp"
 
 #include "core/lowering/lowering.hpp"
+#include "core/lowering/op_names.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
 
@@ -193,10 +194,6 @@ Program lower_model_parallel(const Scenario& s) {
   DataFeed feed(b, node, main, ids.front(), copy, "");
   const DeviceLayout layout{main, &ids, dev, compute};
   const int k_opt = optimizer_bytes_per_param(s.training);
-  std::int64_t state_per_param = 0;
-  if (s.training.optimizer == OptimizerKind::kAdam) state_per_param = 8;
-  if (s.training.optimizer == OptimizerKind::kSgd && s.training.sgd_momentum > 0)
-    state_per_param = 4;
 
   for (int step = 1; step <= s.training.steps; ++step) {
     b.set_step(step);
@@ -289,12 +286,10 @@ Program lower_model_parallel(const Scenario& s) {
       if (step == 1 && np * k_opt > 0)
         b.alloc(main, lane.stream, g, MemCategory::kOptimizer, np * k_opt, "optimizer state");
       // docs/program.md, "A training step": optimizer traffic and FLOPs per parameter.
-      const Bytes traffic = np * (2 * pb.weights + pb.grads + 2 * state_per_param + 2 * pb.master);
-      const double flops =
-          static_cast<double>(np) * (s.training.optimizer == OptimizerKind::kAdam ? 10.0 : 3.0);
+      const OptimizerCost cost = optimizer_cost(s.training, pb, np);
       const OpId o =
-          b.compute(lane, std::string("optimizer.step (") + to_string(s.training.optimizer) + ")",
-                    ComputeKind::kElementwise, flops, traffic, 5, true, {}, "optimizer");
+          b.compute(lane, op_names::optimizer_step(s.training.optimizer), ComputeKind::kElementwise,
+                    cost.flops, cost.traffic, 5, true, {}, "optimizer");
       if (np > 0)
         b.release(main, lane.stream, g, MemCategory::kGrads, np * pb.grads, ".grad (zero_grad)");
       ends.push_back({o, DepKind::kHostWaits});

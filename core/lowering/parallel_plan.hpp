@@ -5,7 +5,8 @@
 // Index: [SECTION] Rank grid (hybrid_3d.cpp), [SECTION] Pipeline (pipeline.cpp),
 //        [SECTION] Tensor parallel (tensor_parallel.cpp), [SECTION] Recompute (recompute.cpp),
 //        [SECTION] ZeRO / FSDP (zero_fsdp.cpp), [SECTION] Memory switches (hybrid_leaks.cpp,
-//        model_parallel.cpp), [SECTION] Emitter (hybrid_3d.cpp, hybrid_emitter.hpp)
+//        model_parallel.cpp), [SECTION] Emitter (hybrid_3d.cpp; the pieces that emit the ops
+//        are declared in hybrid_emitter.hpp)
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@
 
 namespace csim::core {
 
-// [SECTION] Rank grid ----------------------------------------------------------------------------
+// [SECTION] Rank grid (rank_grid.cpp) ------------------------------------------------------------
 
 struct RankCoord {
   int dp = 0;  // data-parallel replica
@@ -120,6 +121,21 @@ int optimizer_bytes_per_param(const TrainingSpec& t);  // K
 ModelStateBytes model_state_bytes(std::int64_t params, const TrainingSpec& t, int zero_stage,
                                   int dp);
 
+// What is sharded over the data-parallel ranks (docs/program.md, "ZeRO and FSDP"):
+//   zero 1           optimizer state                      (state stage 1)
+//   zero 2           + gradients, reduce-scattered        (2)
+//   zero 3           + parameters, gathered per unit      (3), resharded after each forward
+//   fsdp full_shard  as zero 3
+//   fsdp shard_grad_op  parameters sharded at rest (3), gathered ones kept from forward to backward
+struct ShardingPlan {
+  int state_stage = 0;                  // the stage model_state_bytes is evaluated at
+  bool optimizer_sharded = false;       // the optimizer updates a 1/dp shard
+  bool grads_reduce_scattered = false;  // a reduce-scatter per unit every micro-batch (stage >= 2)
+  bool params_sharded = false;          // parameters gathered before use
+  bool reshard_after_forward = false;   // ... and freed after each forward (stage 3)
+};
+ShardingPlan sharding_plan(const ParallelSpec& ps, StrategyKind kind);
+
 // [SECTION] Memory switches (hybrid_leaks.cpp, model_parallel.cpp) -------------------------------
 
 // docs/memory.md, "Scenario switches": the autograd nodes training.leaks.loss_as_tensor keeps per
@@ -136,9 +152,8 @@ std::int64_t model_parallel_graph_nodes(const Scenario& s);
 
 // [SECTION] Emitter ------------------------------------------------------------------------------
 
-// Lowers pipeline, tensor_parallel, 3d, zero and fsdp scenarios: one process per GPU, the
-// stage's schedule on its compute stream, TP collectives in line, p2p sends on their own
-// streams, gradient reduction and ZeRO gathers on a data-parallel stream.
+// Lowers pipeline, tensor_parallel, 3d, zero and fsdp scenarios (hybrid_3d.cpp): the emitter of
+// hybrid_emitter.hpp composed of one piece per parallel dimension.
 Program lower_hybrid(const Scenario& s, const std::string& label);
 
 }  // namespace csim::core

@@ -1,9 +1,17 @@
 // Pipeline parallel (docs/program.md, "Pipeline parallel"): GPipe, 1F1B and interleaved 1F1B
 // schedules over m micro-batches, the model split into pp * v contiguous segments, point-to-point
-// sends between consecutive segments. The ops are emitted by lower_hybrid (hybrid_3d.cpp).
+// sends between consecutive segments.
+//
+// pipeline_schedule orders each stage's segment passes (the Emitter walks it); the PipelinePiece
+// (hybrid_emitter.hpp) adds the stage's side of each pass: the receive of its input (activations
+// forward, their gradient backward), the segment's saved activations, the send of its output, and
+// on the last segment the loss on the (vocabulary-split) logits.
 #include <algorithm>
+#include <cmath>
+#include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
 
@@ -103,6 +111,166 @@ std::vector<Segment> partition_layers(const ModelSpec& m, int segments) {
   }
   return out;
 }
+
+namespace hybrid {
+namespace {
+
+class PipelinePiece final : public ParallelPiece {
+ public:
+  explicit PipelinePiece(Emitter& e) : e_(e), b_(e.builder()) {}
+
+  void add_streams(RankState& r) override {
+    if (e_.spec().pp <= 1) return;
+    r.send_next = b_.add_stream(r.gpu, StreamRole::kComm, "pp send next");
+    r.recv_prev = b_.add_stream(r.gpu, StreamRole::kComm, "pp recv prev");
+    r.send_prev = b_.add_stream(r.gpu, StreamRole::kComm, "pp send prev");
+    r.recv_next = b_.add_stream(r.gpu, StreamRole::kComm, "pp recv next");
+  }
+
+  void begin_step(StepState& /*st*/) override {
+    act_.assign(static_cast<std::size_t>(e_.plan().segments) *
+                    static_cast<std::size_t>(e_.spec().micro_batches),
+                0);
+    last_send_ = kNoOp;
+    kept_logits_.clear();
+  }
+
+  void begin_segment(SegmentPass& sp) override {
+    RankState& r = sp.st.r;
+    if (!sp.forward) {
+      // The output gradient from the next segment's rank, posted after this rank's last kernel.
+      if (sp.seg + 1 < e_.plan().segments)
+        sp.first.push_back(
+            {receive(r, sp.seg + 1, false, p2p_bytes(sp.seg)), DepKind::kStreamWaits});
+      return;
+    }
+    if (sp.seg > 0)
+      sp.first.push_back(
+          {receive(r, sp.seg - 1, true, p2p_bytes(sp.seg - 1)), DepKind::kStreamWaits});
+    // The segment's saved activations, one block until its backward (an evaluation forward
+    // keeps them).
+    const Bytes act =
+        e_.per_micro_batch(e_.plan().stored_per_sample[static_cast<std::size_t>(sp.seg)]);
+    if (!sp.eval) act_[act_index(sp)] = act;
+    if (act > 0)
+      b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, act,
+               sp.prefix + "activations");
+  }
+
+  void end_segment(SegmentPass& sp) override {
+    RankState& r = sp.st.r;
+    const bool last_segment = sp.seg + 1 == e_.plan().segments;
+    const Bytes logits = e_.per_micro_batch(e_.plan().sharded.back().output_bytes_per_sample);
+    if (sp.forward) {
+      if (!last_segment) {
+        const OpId send = p2p(r, e_.rank_of_segment(r, sp.seg + 1), true, true, p2p_bytes(sp.seg),
+                              {{r.last_compute, DepKind::kStreamWaits}});
+        if (!sp.eval) last_send_ = send;
+      } else if (sp.eval) {
+        if (logits > 0)
+          b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, logits,
+                   "eval output (kept in a list)");
+      } else {
+        // Loss on the (vocabulary-split) logits: 5 FLOPs per element, 3 framework ops.
+        if (logits > 0)
+          b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, logits,
+                   sp.prefix + "logits");
+        r.last_compute = b_.compute(
+            Lane{r.thread, r.gpu, r.compute}, sp.prefix + "loss", ComputeKind::kElementwise,
+            5.0 * static_cast<double>(logits) / dtype_bytes(e_.precision().compute), logits, 3,
+            true, {}, phase_name(StepPhase::kLoss), e_.spec().micro_batch_size);
+      }
+      return;
+    }
+    if (sp.seg > 0) {
+      last_send_ = p2p(r, e_.rank_of_segment(r, sp.seg - 1), true, false, p2p_bytes(sp.seg - 1),
+                       {{r.last_compute, DepKind::kStreamWaits}});
+    }
+    const Bytes act = act_[act_index(sp)];
+    if (act > 0)
+      b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, act,
+                 sp.prefix + "activations");
+    if (last_segment && logits > 0) {
+      // del_temporaries false: the script holds the step's outputs (docs/memory.md).
+      if (e_.scenario().training.del_temporaries) {
+        b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, logits,
+                   sp.prefix + "logits");
+      } else {
+        kept_logits_.emplace_back(sp.prefix + "logits", logits);
+      }
+    }
+  }
+
+  void add_step_end_waits(StepState& /*st*/, std::vector<Dep>& waits) override {
+    if (last_send_ != kNoOp) waits.push_back({last_send_, DepKind::kHostWaits});
+  }
+
+  void after_step_end(StepState& st) override {
+    RankState& r = st.r;
+    for (const auto& [name, bytes] : kept_logits_)
+      b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, bytes, name);
+  }
+
+ private:
+  Emitter& e_;
+  ProgramBuilder& b_;
+  std::unordered_map<std::int64_t, int> groups_;  // (src, dst, direction) -> 2-GPU group
+  std::vector<Bytes> act_;  // per (segment, micro-batch): saved activations of the step
+  OpId last_send_ = kNoOp;  // the host waits for it at the step's end
+  std::vector<std::pair<std::string, Bytes>> kept_logits_;  // del_temporaries false
+
+  std::size_t act_index(const SegmentPass& sp) const {
+    return static_cast<std::size_t>(sp.seg) * static_cast<std::size_t>(e_.spec().micro_batches) +
+           static_cast<std::size_t>(sp.micro);
+  }
+
+  Bytes p2p_bytes(int seg) const {
+    // The activation leaving a segment, b * s * h * e; with tp > 1 each TP rank sends its 1/t
+    // share (Narayanan et al. 2021, section 4.1, scatter/gather optimisation; with sequence
+    // parallelism the tensor is already split).
+    const int last = e_.plan().segs[static_cast<std::size_t>(seg)].end - 1;
+    double per_sample =
+        e_.scenario().model.layers[static_cast<std::size_t>(last)].output_bytes_per_sample;
+    if (e_.spec().tp > 1) per_sample /= e_.spec().tp;
+    return e_.per_micro_batch(per_sample);
+  }
+
+  // The receive from segment `from`'s rank, posted after this rank's last kernel (Megatron's
+  // blocking receive).
+  OpId receive(RankState& r, int from, bool forward, Bytes bytes) {
+    std::vector<Dep> deps;
+    if (r.last_compute != kNoOp) deps.push_back({r.last_compute, DepKind::kStreamWaits});
+    return p2p(r, e_.rank_of_segment(r, from), false, forward, bytes, std::move(deps));
+  }
+
+  OpId p2p(RankState& r, int peer_rank, bool send, bool forward, Bytes bytes,
+           std::vector<Dep> deps) {
+    const int src = send ? r.rank : peer_rank;
+    const int dst = send ? peer_rank : r.rank;
+    const std::int64_t world = static_cast<std::int64_t>(e_.ranks().size());
+    const std::int64_t key = (static_cast<std::int64_t>(src) * world + dst) * 2 + (forward ? 0 : 1);
+    auto it = groups_.find(key);
+    int group = 0;
+    if (it == groups_.end()) {
+      group = e_.add_group({src, dst}, op_names::p2p_group(forward, src, dst));
+      groups_[key] = group;
+    } else {
+      group = it->second;
+    }
+    const int stream =
+        send ? (forward ? r.send_next : r.send_prev) : (forward ? r.recv_prev : r.recv_next);
+    return e_.coll(r, stream, op_names::p2p(send, forward), CollectiveKind::kSendRecv, group, bytes,
+                   std::move(deps), forward ? StepPhase::kForward : StepPhase::kBackward);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ParallelPiece> make_pipeline_piece(Emitter& e) {
+  return std::make_unique<PipelinePiece>(e);
+}
+
+}  // namespace hybrid
 
 Program lower_pipeline(const Scenario& s) {
   const ParallelSpec& ps = s.strategy.parallel;

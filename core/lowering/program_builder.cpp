@@ -6,6 +6,8 @@
 
 #include "core/caching_allocator.hpp"
 #include "core/error.hpp"
+#include "core/lowering/op_names.hpp"
+#include "core/lowering/parallel_plan.hpp"
 
 namespace csim::core {
 
@@ -102,8 +104,8 @@ OpId ProgramBuilder::compute(const Lane& l, std::string name, ComputeKind kind, 
                              Bytes bytes, double framework_ops, bool python, std::vector<Dep> deps,
                              std::string phase, std::int64_t batch) {
   Op op = base_op(OpKind::kCompute, std::move(name), l.thread, l.stream, l.gpu,
-                  python ? python_ns(framework_ops) : 0, dispatch_ns(framework_ops), std::move(deps),
-                  std::move(phase));
+                  python ? python_ns(framework_ops) : 0, dispatch_ns(framework_ops),
+                  std::move(deps), std::move(phase));
   op.compute_kind = kind;
   op.dtype = precision().compute;
   op.flops = flops;
@@ -181,26 +183,34 @@ Dtype dtype_of_bytes(int bytes, Dtype compute) {
 }
 }  // namespace
 
-Dtype ProgramBuilder::grads_dtype() const { return dtype_of_bytes(precision().grads, precision().compute); }
-Dtype ProgramBuilder::weights_dtype() const { return dtype_of_bytes(precision().weights, precision().compute); }
+Dtype ProgramBuilder::grads_dtype() const {
+  return dtype_of_bytes(precision().grads, precision().compute);
+}
+Dtype ProgramBuilder::weights_dtype() const {
+  return dtype_of_bytes(precision().weights, precision().compute);
+}
 
-Bytes ProgramBuilder::weight_bytes() const { return s_.model.total_params() * precision().weights; }
-Bytes ProgramBuilder::grad_bytes() const { return s_.model.total_params() * precision().grads; }
-Bytes ProgramBuilder::buffer_bytes() const { return s_.model.total_buffer_elems() * 4; }
+Bytes ProgramBuilder::weight_bytes() const {
+  return s_.model.total_params() * precision().weights;
+}
+Bytes ProgramBuilder::grad_bytes() const {
+  return s_.model.total_params() * precision().grads;
+}
+Bytes ProgramBuilder::buffer_bytes() const {
+  return s_.model.total_buffer_elems() * 4;
+}
 
 Bytes ProgramBuilder::optimizer_bytes() const {
   // docs/scenario.md, "training.precision": Adam keeps two fp32 moments (8 B/param), SGD with
   // momentum one (4 B/param), plus the fp32 master copy of mixed-precision recipes.
-  const std::int64_t n = s_.model.total_params();
-  std::int64_t per_param = precision().master;
-  if (s_.training.optimizer == OptimizerKind::kAdam) per_param += 8;
-  if (s_.training.optimizer == OptimizerKind::kSgd && s_.training.sgd_momentum > 0) per_param += 4;
-  return n * per_param;
+  return s_.model.total_params() * optimizer_bytes_per_param(s_.training);
 }
 
 // The model builders already size activations in the precision's element bytes (docs/scenario.md,
 // "Model"), so the lowering uses them as they are.
-double ProgramBuilder::act_scale() const { return 1.0; }
+double ProgramBuilder::act_scale() const {
+  return 1.0;
+}
 
 ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
                                    const std::string& prefix) {
@@ -211,10 +221,12 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const LayerSpec& layer = layers[i];
     // Saved activations (and the last layer's output) are allocated before the kernel writes them.
-    const Bytes act = static_cast<Bytes>(std::llround(layer.activation_bytes_per_sample * b * scale));
+    const Bytes act =
+        static_cast<Bytes>(std::llround(layer.activation_bytes_per_sample * b * scale));
     OpId a = kNoOp;
     if (act > 0) {
-      a = alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, act, prefix + layer.name + ".act");
+      a = alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, act,
+                prefix + layer.name + ".act");
       f.activation_bytes += act;
     }
     f.activation_allocs.push_back(a);
@@ -224,12 +236,14 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
     std::vector<Dep> deps = i == 0 ? first_deps : std::vector<Dep>{};
     OpId c = compute(l, prefix + layer.name + ".fwd", layer.kind, layer.fwd_flops_per_sample * b,
                      traffic, layer.kernels, true, std::move(deps), "forward", batch);
-    if (layer.extra_python_us > 0 && s_.host.python) p_.ops[c].python_ns += us_to_ns(layer.extra_python_us);
+    if (layer.extra_python_us > 0 && s_.host.python)
+      p_.ops[c].python_ns += us_to_ns(layer.extra_python_us);
     f.layer_ops.push_back(c);
     f.last = c;
   }
   if (!layers.empty()) {
-    f.output_bytes = static_cast<Bytes>(std::llround(layers.back().output_bytes_per_sample * b * scale));
+    f.output_bytes =
+        static_cast<Bytes>(std::llround(layers.back().output_bytes_per_sample * b * scale));
   }
   return f;
 }
@@ -244,19 +258,23 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
   const bool hooks = s_.model.python_hooks;  // Python hooks make autograd threads take the GIL
   for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
     const LayerSpec& layer = layers[i];
-    // docs/program.md, "A training step": grad-input and grad-weight GEMMs, 2x the forward FLOPs and
-    // traffic, launched as 2x the forward kernels by autograd's C++ device thread.
+    // docs/program.md, "A training step": grad-input and grad-weight GEMMs, 2x the forward FLOPs
+    // and traffic, launched as 2x the forward kernels by autograd's C++ device thread.
     const Bytes traffic =
         backward_traffic_bytes(layer.fwd_bytes_per_sample, layer.bwd_bytes_per_sample, b * scale) +
         layer.params * (precision().weights + precision().grads);
-    std::vector<Dep> deps = i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
-    OpId c = compute(l, prefix + layer.name + ".bwd", layer.kind, 2.0 * layer.fwd_flops_per_sample * b,
-                     traffic, 2.0 * layer.kernels, hooks, std::move(deps), "backward", batch);
+    std::vector<Dep> deps =
+        i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
+    OpId c =
+        compute(l, prefix + layer.name + ".bwd", layer.kind, 2.0 * layer.fwd_flops_per_sample * b,
+                traffic, 2.0 * layer.kernels, hooks, std::move(deps), "backward", batch);
     bw.layer_ops.push_back(c);
     bw.last = c;
     if (on_layer_done) on_layer_done(i, c);
     const OpId a = fwd.activation_allocs[i];
-    if (a != kNoOp) release(l.thread, l.stream, l.gpu, MemCategory::kActivations, p_.ops[a].bytes, prefix + layer.name + ".act");
+    if (a != kNoOp)
+      release(l.thread, l.stream, l.gpu, MemCategory::kActivations, p_.ops[a].bytes,
+              prefix + layer.name + ".act");
   }
   return bw;
 }
@@ -265,53 +283,67 @@ OpId ProgramBuilder::optimizer_step(const Lane& l, std::vector<Dep> deps, bool f
   const std::int64_t n = s_.model.total_params();
   if (first_step) {
     const Bytes state = optimizer_bytes();
-    if (state > 0) alloc(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, state, "optimizer state");
+    if (state > 0)
+      alloc(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, state, "optimizer state");
   }
-  // docs/program.md, "A training step": a foreach implementation streams every parameter, its grad and
-  // its state once: bytes = params x (2 x weights + grads + 2 x state + 2 x master); FLOPs ~ 10/param
-  // (Adam) or 3/param (SGD); 5 multi-tensor kernels per step.
-  const PrecisionBytes pb = precision();
-  std::int64_t state_per_param = 0;
-  if (s_.training.optimizer == OptimizerKind::kAdam) state_per_param = 8;
-  if (s_.training.optimizer == OptimizerKind::kSgd && s_.training.sgd_momentum > 0) state_per_param = 4;
-  const Bytes traffic = n * (2 * pb.weights + pb.grads + 2 * state_per_param + 2 * pb.master);
-  const double flops = static_cast<double>(n) * (s_.training.optimizer == OptimizerKind::kAdam ? 10.0 : 3.0);
+  // docs/program.md, "A training step": optimizer_cost; 5 multi-tensor kernels per step.
+  const OptimizerCost cost = optimizer_cost(s_.training, precision(), n);
   const double kernels = 5;
   // Python side of optimizer.step(): the per-parameter-group loop, about one framework op per
   // parameter tensor on top of the kernels (one tensor per layer here).
   const double py_ops = kernels + static_cast<double>(s_.model.layers.size());
-  OpId id = compute(l, std::string("optimizer.step (") + to_string(s_.training.optimizer) + ")",
-                    ComputeKind::kElementwise, flops, traffic, kernels, true, std::move(deps), "optimizer");
+  OpId id = compute(l, op_names::optimizer_step(s_.training.optimizer), ComputeKind::kElementwise,
+                    cost.flops, cost.traffic, kernels, true, std::move(deps), "optimizer");
   p_.ops[id].python_ns = python_ns(py_ops);
   return id;
+}
+
+int optimizer_moment_bytes_per_param(const TrainingSpec& t) {
+  if (t.optimizer == OptimizerKind::kAdam) return 8;
+  if (t.optimizer == OptimizerKind::kSgd && t.sgd_momentum > 0) return 4;
+  return 0;
+}
+
+OptimizerCost optimizer_cost(const TrainingSpec& t, const PrecisionBytes& pb, std::int64_t params) {
+  const std::int64_t state = optimizer_moment_bytes_per_param(t);
+  OptimizerCost c;
+  c.traffic = params * (2 * pb.weights + pb.grads + 2 * state + 2 * pb.master);
+  c.flops = static_cast<double>(params) * (t.optimizer == OptimizerKind::kAdam ? 10.0 : 3.0);
+  return c;
 }
 
 // [SECTION] Step pieces ---------------------------------------------------------------------------
 
 void emit_model_setup(ProgramBuilder& b, const Lane& l) {
   b.alloc(l.thread, l.stream, l.gpu, MemCategory::kParams, b.weight_bytes(), "model parameters");
-  if (b.buffer_bytes() > 0) b.alloc(l.thread, l.stream, l.gpu, MemCategory::kBuffers, b.buffer_bytes(), "module buffers");
+  if (b.buffer_bytes() > 0)
+    b.alloc(l.thread, l.stream, l.gpu, MemCategory::kBuffers, b.buffer_bytes(), "module buffers");
 }
 
-OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_bytes, std::vector<Dep> deps) {
-  if (out_bytes > 0) b.alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, out_bytes, "model output");
-  // docs/program.md, "A training step": cross-entropy style loss, ~5 FLOPs and one read per output element
-  // (4-byte elements), 3 framework ops of Python.
+OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_bytes,
+               std::vector<Dep> deps) {
+  if (out_bytes > 0)
+    b.alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, out_bytes, "model output");
+  // docs/program.md, "A training step": cross-entropy style loss, ~5 FLOPs and one read per output
+  // element (4-byte elements), 3 framework ops of Python.
   const double elems = static_cast<double>(out_bytes) / 4.0;
-  return b.compute(l, "loss", ComputeKind::kElementwise, 5.0 * elems, out_bytes, 3, true, std::move(deps),
-                   "loss", batch);
+  return b.compute(l, "loss", ComputeKind::kElementwise, 5.0 * elems, out_bytes, 3, true,
+                   std::move(deps), "loss", batch);
 }
 
 void release_after_backward(ProgramBuilder& b, const Lane& l, Bytes out_bytes, Bytes input_bytes) {
-  if (out_bytes > 0) b.release(l.thread, l.stream, l.gpu, MemCategory::kActivations, out_bytes, "model output");
-  if (input_bytes > 0) b.release(l.thread, l.stream, l.gpu, MemCategory::kActivations, input_bytes, "input batch");
+  if (out_bytes > 0)
+    b.release(l.thread, l.stream, l.gpu, MemCategory::kActivations, out_bytes, "model output");
+  if (input_bytes > 0)
+    b.release(l.thread, l.stream, l.gpu, MemCategory::kActivations, input_bytes, "input batch");
 }
 
-OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps, bool first_step,
-                             Bytes grads_to_free) {
+OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps,
+                             bool first_step, Bytes grads_to_free) {
   const OpId opt = b.optimizer_step(l, std::move(deps), first_step);
   // zero_grad(set_to_none=True), the default since PyTorch 2.0, drops the .grad tensors.
-  if (grads_to_free > 0) b.release(l.thread, l.stream, l.gpu, MemCategory::kGrads, grads_to_free, ".grad (zero_grad)");
+  if (grads_to_free > 0)
+    b.release(l.thread, l.stream, l.gpu, MemCategory::kGrads, grads_to_free, ".grad (zero_grad)");
   // loss.item() for logging synchronises the host with the GPU: the step ends here.
   return b.marker(l.thread, l.gpu, "loss.item()", {{opt, DepKind::kHostWaits}}, "sync");
 }
@@ -330,15 +362,18 @@ void emit_step_end(ProgramBuilder& b, const Lane& l, int step, std::int64_t batc
     // total_loss += loss: backward already freed the saved activations; the graph's nodes and the
     // step's loss scalar stay reachable from total_loss.
     b.alloc(l.thread, l.stream, l.gpu, MemCategory::kAutogradGraph,
-            autograd_graph_nodes(b.scenario()) * kAutogradNodeBytes, "autograd graph kept by total_loss");
-    b.alloc(l.thread, l.stream, l.gpu, MemCategory::kAutogradGraph, kLossScalarBytes, "loss scalar kept by total_loss");
+            autograd_graph_nodes(b.scenario()) * kAutogradNodeBytes,
+            "autograd graph kept by total_loss");
+    b.alloc(l.thread, l.stream, l.gpu, MemCategory::kAutogradGraph, kLossScalarBytes,
+            "loss scalar kept by total_loss");
   }
   if (t.leak_keep_outputs) {
     // An evaluation forward without torch.no_grad whose logits are appended to a list: autograd
     // saves every activation for a backward that never runs, so nothing is freed.
     const ForwardOps eval = b.forward(l, batch, {}, "eval (grad on): ");
     if (eval.output_bytes > 0) {
-      b.alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, eval.output_bytes, "eval output (kept in a list)");
+      b.alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, eval.output_bytes,
+              "eval output (kept in a list)");
     }
   }
   if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
@@ -373,13 +408,15 @@ FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
   const Scenario& s = b_.scenario();
   const DataLoaderSpec& ld = s.training.loader;
   const int k = next_index_++;
-  // docs/program.md, "A training step": loading a batch costs samples x per_sample_load_us of Python.
+  // docs/program.md, "A training step": loading a batch costs samples x per_sample_load_us of
+  // Python.
   const TimeNs load_ns = us_to_ns(static_cast<double>(samples) * ld.per_sample_load_us);
-  const Bytes bytes = static_cast<Bytes>(std::llround(static_cast<double>(samples) * s.model.input_bytes_per_sample));
+  const Bytes bytes = static_cast<Bytes>(
+      std::llround(static_cast<double>(samples) * s.model.input_bytes_per_sample));
   OpId got;
   if (worker_threads_.empty()) {
-    got = b_.host_work(main.thread, main.gpu, "load batch " + std::to_string(k), s.host.python ? load_ns : 0,
-                       s.host.python ? 0 : load_ns, {}, "data");
+    got = b_.host_work(main.thread, main.gpu, "load batch " + std::to_string(k),
+                       s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns, {}, "data");
   } else {
     const int n = static_cast<int>(worker_threads_.size());
     const int w = k % n;
@@ -388,21 +425,25 @@ FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
     const int ahead = std::max(1, ld.prefetch_factor) * n;
     if (k - ahead >= 0) deps.push_back({consumed_[k - ahead], DepKind::kHostWaits});
     const OpId load = b_.host_work(worker_threads_[w], main.gpu, "load batch " + std::to_string(k),
-                                   s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns, std::move(deps), "data");
-    got = b_.marker(main.thread, main.gpu, "next(loader) batch " + std::to_string(k), {{load, DepKind::kHostWaits}}, "data");
+                                   s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns,
+                                   std::move(deps), "data");
+    got = b_.marker(main.thread, main.gpu, "next(loader) batch " + std::to_string(k),
+                    {{load, DepKind::kHostWaits}}, "data");
   }
   if (ld.pin_memory) {
     // The batch is copied into page-locked memory (GIL released) before the async H2D copy.
     const TimeNs pin_ns = round_to_ns(static_cast<double>(bytes) / s.host.host_memcpy_bytes_per_s);
-    got = b_.host_work(main.thread, main.gpu, "pin_memory batch " + std::to_string(k), 0, pin_ns, {}, "data");
+    got = b_.host_work(main.thread, main.gpu, "pin_memory batch " + std::to_string(k), 0, pin_ns,
+                       {}, "data");
   }
   consumed_.push_back(got);
   const bool pinned = ld.pin_memory;
   const CopyKind kind = pinned ? CopyKind::kH2DPinned : CopyKind::kH2DPageable;
   const int stream = pinned ? copy_stream_ : main.stream;
   b_.alloc(main.thread, stream, gpu_, MemCategory::kActivations, bytes, "input batch");
-  const OpId cp = b_.copy(main.thread, stream, gpu_, "input H2D (" + std::string(to_string(kind)) + ")", kind,
-                          bytes, -1, {}, "data", b_.python_ns(1), b_.dispatch_ns(1));
+  const OpId cp =
+      b_.copy(main.thread, stream, gpu_, "input H2D (" + std::string(to_string(kind)) + ")", kind,
+              bytes, -1, {}, "data", b_.python_ns(1), b_.dispatch_ns(1));
   if (!pinned) {
     // A pageable copy returns to the host only when done (cudaMemcpy semantics).
     b_.marker(main.thread, main.gpu, "wait pageable copy", {{cp, DepKind::kHostWaits}}, "data");

@@ -28,7 +28,7 @@ struct ForwardOps {
 };
 
 struct BackwardOps {
-  std::vector<OpId> layer_ops;          // one compute op per layer, in the order they run (reverse)
+  std::vector<OpId> layer_ops;  // one compute op per layer, in the order they run (reverse)
   OpId last = kNoOp;
 };
 
@@ -59,7 +59,8 @@ class ProgramBuilder {
                double framework_ops, bool python, std::vector<Dep> deps, std::string phase,
                std::int64_t batch = -1);
   OpId copy(int thread, int stream, int gpu, std::string name, CopyKind kind, Bytes bytes,
-            int src_gpu, std::vector<Dep> deps, std::string phase, TimeNs python_ns, TimeNs dispatch_ns);
+            int src_gpu, std::vector<Dep> deps, std::string phase, TimeNs python_ns,
+            TimeNs dispatch_ns);
   OpId collective(int thread, int stream, int gpu, std::string name, CollectiveKind kind, int group,
                   int root, int instance, Bytes bytes, std::vector<Dep> deps, std::string phase,
                   TimeNs python_ns, TimeNs dispatch_ns);
@@ -124,19 +125,32 @@ class DataFeed {
   int next_index_ = 0;
 };
 
+// optimizer.step() over `params` parameters (docs/program.md, "A training step"): a foreach
+// implementation streams every parameter, its grad and its state once: bytes = params x (2 x
+// weights + grads + 2 x state + 2 x master); FLOPs 10/param (Adam) or 3/param (SGD).
+struct OptimizerCost {
+  Bytes traffic = 0;
+  double flops = 0;
+};
+OptimizerCost optimizer_cost(const TrainingSpec& t, const PrecisionBytes& pb, std::int64_t params);
+// Optimizer state per parameter without the master copy: Adam's two fp32 moments 8, SGD momentum
+// 4, plain SGD 0.
+int optimizer_moment_bytes_per_param(const TrainingSpec& t);
+
 // [SECTION] Step pieces shared by the strategies (docs/program.md, "A training step")
 
 // Parameters and module buffers allocated once, before step 1 (step 0).
 void emit_model_setup(ProgramBuilder& b, const Lane& l);
 // The loss on the model's output (a small elementwise kernel + Python); allocates the output.
 // Returns the loss op; the output (out_bytes) is freed by release_after_backward.
-OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_bytes, std::vector<Dep> deps);
+OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_bytes,
+               std::vector<Dep> deps);
 // Frees the model output and the input batch once backward is issued.
 void release_after_backward(ProgramBuilder& b, const Lane& l, Bytes out_bytes, Bytes input_bytes);
 // optimizer.step(), zero_grad(set_to_none=True) freeing the grads, and loss.item(): the host
 // waits for the step's GPU work, which ends the step.
-OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps, bool first_step,
-                             Bytes grads_to_free);
+OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps,
+                             bool first_step, Bytes grads_to_free);
 
 // What the training script does after loss.item() (docs/memory.md, "Scenario switches"):
 // training.leaks.loss_as_tensor keeps the step's autograd graph and a loss scalar alive;

@@ -8,9 +8,14 @@
 //   selective recompute            drops the 5as/h term (scores, softmax, dropout recomputed)
 //   full recompute                 2sh (the block input; /t with sequence parallelism)
 // The per-layer split of the 34 (see core/model_builders.cpp) and shard_layer give all of them.
-// The lowering re-runs the recomputed forward work right before the backward that needs it:
-// selective recompute the attention core's forward, full recompute the whole block's forward
-// (with its tensor-parallel collectives), holding that block's full activations meanwhile.
+// The RecomputePiece (hybrid_emitter.hpp) re-runs the recomputed forward work right before the
+// backward that needs it: selective recompute the attention core's forward, full recompute the
+// whole block's forward (with its tensor-parallel collectives: the re-run goes through every
+// piece's layer hooks), holding what it recreates until the backward of the recomputed layers is
+// done.
+#include <cmath>
+
+#include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/parallel_plan.hpp"
 
 namespace csim::core {
@@ -35,4 +40,112 @@ double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int t
   return bytes;
 }
 
+namespace hybrid {
+namespace {
+
+class RecomputePiece final : public ParallelPiece {
+ public:
+  explicit RecomputePiece(Emitter& e) : e_(e) {}
+
+  void begin_segment(SegmentPass& /*sp*/) override {
+    block_first_ = -1;
+    core_first_ = -1;
+  }
+
+  void begin_layer(LayerPass& lp) override {
+    if (lp.phase != StepPhase::kBackward) return;
+    const RecomputeMode mode = e_.spec().recompute;
+    const auto& layers = e_.scenario().model.layers;
+    const auto& sharded = e_.plan().sharded;
+    const int i = lp.layer;
+    const Segment sg = lp.sp.sg;
+    const LayerSpec& l = layers[static_cast<std::size_t>(i)];
+    RankState& r = lp.r();
+    ProgramBuilder& b = e_.builder();
+    const double bsz = static_cast<double>(e_.spec().micro_batch_size);
+    // Full recompute: at a block's last layer, re-run the block's forward (with its TP
+    // collectives) holding the block's full activations until its backward is done.
+    if (mode == RecomputeMode::kFull && l.block >= 0 &&
+        (i + 1 == sg.end || layers[static_cast<std::size_t>(i + 1)].block != l.block)) {
+      block_first_ = i;
+      while (block_first_ > sg.first &&
+             layers[static_cast<std::size_t>(block_first_ - 1)].block == l.block)
+        --block_first_;
+      block_bytes_ = 0;
+      for (int k = block_first_; k <= i; ++k) {
+        block_bytes_ += static_cast<Bytes>(
+            std::llround(sharded[static_cast<std::size_t>(k)].act_bytes_per_sample * bsz));
+      }
+      if (block_bytes_ > 0)
+        b.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, block_bytes_,
+                lp.sp.prefix + "recomputed block");
+      rerun(lp, block_first_, i);
+    }
+    // Selective recompute: at the last layer of a run the model marks (the attention core),
+    // re-run the run's forward in order, holding what it recreates (the activations beyond
+    // those kept) until the run's backward is done.
+    if (mode == RecomputeMode::kSelective && l.selective_recompute &&
+        (i + 1 == sg.end || !layers[static_cast<std::size_t>(i + 1)].selective_recompute)) {
+      core_first_ = i;
+      while (core_first_ > sg.first &&
+             layers[static_cast<std::size_t>(core_first_ - 1)].selective_recompute)
+        --core_first_;
+      core_bytes_ = 0;
+      for (int k = core_first_; k <= i; ++k) {
+        const ShardedLayer& sk = sharded[static_cast<std::size_t>(k)];
+        core_bytes_ += static_cast<Bytes>(
+            std::llround((sk.act_bytes_per_sample - sk.selective_act_bytes_per_sample) * bsz));
+      }
+      if (core_bytes_ > 0)
+        b.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, core_bytes_,
+                lp.sp.prefix + "recomputed attention");
+      rerun(lp, core_first_, i);
+    }
+  }
+
+  void end_layer(LayerPass& lp) override {
+    if (lp.phase != StepPhase::kBackward) return;
+    RankState& r = lp.r();
+    ProgramBuilder& b = e_.builder();
+    if (lp.layer == block_first_) {
+      if (block_bytes_ > 0)
+        b.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, block_bytes_,
+                  lp.sp.prefix + "recomputed block");
+      block_first_ = -1;
+    }
+    if (lp.layer == core_first_) {
+      if (core_bytes_ > 0)
+        b.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, core_bytes_,
+                  lp.sp.prefix + "recomputed attention");
+      core_first_ = -1;
+    }
+  }
+
+ private:
+  Emitter& e_;
+  int block_first_ = -1;  // full: first layer of the block being recomputed
+  Bytes block_bytes_ = 0;
+  int core_first_ = -1;  // selective: first layer of the attention core being recomputed
+  Bytes core_bytes_ = 0;
+
+  // Layers [first, last] forward again (phase recompute); the first re-run waits for what the
+  // backward kernel would have waited for, the backward kernel then for the re-run.
+  void rerun(LayerPass& lp, int first, int last) {
+    for (int k = first; k <= last; ++k) {
+      LayerPass rp{lp.sp, k, e_.plan().unit_of_layer[static_cast<std::size_t>(k)],
+                   StepPhase::kRecompute};
+      if (k == first) rp.deps = lp.deps;
+      e_.emit_layer(rp);
+    }
+    lp.deps.clear();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ParallelPiece> make_recompute_piece(Emitter& e) {
+  return std::make_unique<RecomputePiece>(e);
+}
+
+}  // namespace hybrid
 }  // namespace csim::core

@@ -6,7 +6,13 @@
 // (Korthikanti et al. 2022, section 4.2.2) each all-reduce becomes a reduce-scatter after the row
 // GEMM and an all-gather before the column GEMM, forward and backward, and the replicated layers
 // (layer norms, residual adds, dropout) run on s/t positions per rank.
+//
+// shard_layer says what each layer does on one rank; the TensorParallelPiece (hybrid_emitter.hpp)
+// makes one TP group per (dp, pp) position and issues the layer's collectives around its kernel,
+// in line on the compute stream (the next kernel needs their result; Megatron runs them on the
+// default stream).
 #include "core/error.hpp"
+#include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
 
@@ -65,6 +71,60 @@ ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sp) {
   }
   return out;
 }
+
+namespace hybrid {
+namespace {
+
+class TensorParallelPiece final : public ParallelPiece {
+ public:
+  explicit TensorParallelPiece(Emitter& e) : e_(e) {}
+
+  void add_groups() override {
+    const ParallelSpec& ps = e_.spec();
+    for (int d = 0; d < ps.dp; ++d) {
+      for (int st = 0; st < ps.pp; ++st) {
+        const auto rks = e_.grid().tp_ranks(d, st);
+        const int g = ps.tp > 1 ? e_.add_group(rks, op_names::dim_group("tp", "dp", d, st)) : -1;
+        for (int x : rks) e_.ranks()[static_cast<std::size_t>(x)].tp_group = g;
+      }
+    }
+  }
+
+  void begin_layer(LayerPass& lp) override {
+    const ShardedLayer& sl = layer(lp);
+    issue(lp, lp.forward() ? sl.fwd_before : sl.bwd_before);
+  }
+  void end_layer(LayerPass& lp) override {
+    const ShardedLayer& sl = layer(lp);
+    issue(lp, lp.forward() ? sl.fwd_after : sl.bwd_after);
+  }
+
+ private:
+  Emitter& e_;
+
+  const ShardedLayer& layer(const LayerPass& lp) const {
+    return e_.plan().sharded[static_cast<std::size_t>(lp.layer)];
+  }
+
+  void issue(LayerPass& lp, TpComm c) {
+    if (c == TpComm::kNone) return;
+    CollectiveKind k = CollectiveKind::kAllReduce;
+    if (c == TpComm::kReduceScatter) k = CollectiveKind::kReduceScatter;
+    if (c == TpComm::kAllGather) k = CollectiveKind::kAllGather;
+    RankState& r = lp.r();
+    const Bytes bytes = e_.per_micro_batch(layer(lp).comm_bytes_per_sample);
+    r.last_compute = e_.coll(r, r.compute, op_names::collective("tp", k, ""), k, r.tp_group, bytes,
+                             {}, lp.phase);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e) {
+  return std::make_unique<TensorParallelPiece>(e);
+}
+
+}  // namespace hybrid
 
 Program lower_tensor_parallel(const Scenario& s) {
   const ParallelSpec& ps = s.strategy.parallel;

@@ -3,8 +3,15 @@
 // FSDP"). Stage 1 shards the optimizer state over the data-parallel ranks, stage 2 also the
 // gradients (a reduce-scatter per unit replaces the all-reduce), stage 3 also the parameters (an
 // all-gather per unit before its forward and again before its backward). FSDP full_shard is stage
-// 3, shard_grad_op keeps the gathered parameters from forward to backward (stage 2 at rest). The
-// ops are emitted by lower_hybrid (hybrid_3d.cpp).
+// 3, shard_grad_op keeps the gathered parameters from forward to backward (stage 2 at rest).
+//
+// The pure pieces (model_state_bytes, sharding_plan) and the ShardingPiece, the lowering's
+// sharding dimension (hybrid_emitter.hpp): per unit, the parameter all-gathers (one unit ahead
+// with prefetch) into "gathered params" buffers, the gradient bucket and its reduce-scatter
+// (stage >= 2), and after the optimizer the all-gather of the updated shard (stages 1, 2). Stage
+// 0/1's all-reduce or reduce-scatter of whole gradients is the data-parallel piece's
+// (dp_grad_reduction.cpp).
+#include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
 
@@ -13,10 +20,7 @@ namespace csim::core {
 int optimizer_bytes_per_param(const TrainingSpec& t) {
   // docs/scenario.md, "training.precision": fp32 master copy + Adam's two fp32 moments (8) or
   // SGD momentum (4).
-  int k = precision_bytes(t.precision, t.amp_dtype).master;
-  if (t.optimizer == OptimizerKind::kAdam) k += 8;
-  if (t.optimizer == OptimizerKind::kSgd && t.sgd_momentum > 0) k += 4;
-  return k;
+  return precision_bytes(t.precision, t.amp_dtype).master + optimizer_moment_bytes_per_param(t);
 }
 
 ModelStateBytes model_state_bytes(std::int64_t params, const TrainingSpec& t, int zero_stage,
@@ -30,6 +34,148 @@ ModelStateBytes model_state_bytes(std::int64_t params, const TrainingSpec& t, in
   out.optimizer = (zero_stage >= 1 ? shard : params) * k;
   return out;
 }
+
+ShardingPlan sharding_plan(const ParallelSpec& ps, StrategyKind kind) {
+  ShardingPlan p;
+  p.params_sharded = ps.zero_stage == 3 || kind == StrategyKind::kFsdp;
+  p.reshard_after_forward = ps.zero_stage == 3;
+  p.state_stage = p.params_sharded ? 3 : ps.zero_stage;
+  p.optimizer_sharded = ps.zero_stage >= 1;
+  p.grads_reduce_scattered = ps.zero_stage >= 2;
+  return p;
+}
+
+namespace hybrid {
+namespace {
+
+class ShardingPiece final : public ParallelPiece {
+ public:
+  explicit ShardingPiece(Emitter& e) : e_(e), b_(e.builder()), sh_(e.plan().sharding) {}
+
+  void begin_step(StepState& /*st*/) override {
+    const std::size_t n = e_.plan().units.size();
+    gathered_.assign(n, 0);
+    gather_op_.assign(n, kNoOp);
+    bucket_ = 0;
+  }
+
+  void begin_unit(LayerPass& lp) override {
+    const ParallelSpec& ps = e_.spec();
+    const auto& units = e_.plan().units;
+    const Segment sg = lp.sp.sg;
+    const int u = lp.unit;
+    if (lp.forward()) {
+      if (!sh_.params_sharded) return;
+      gather(lp.r(), u, StepPhase::kForward);
+      // Prefetch: the next unit's gather goes out before this unit computes (FSDP's
+      // limit_all_gathers keeps one ahead); not in an evaluation forward.
+      if (!lp.sp.eval && ps.prefetch && u + 1 < static_cast<int>(units.size()) &&
+          units[static_cast<std::size_t>(u + 1)].first < sg.end)
+        gather(lp.r(), u + 1, StepPhase::kForward);
+      wait_for_gather(u, lp.deps);
+      return;
+    }
+    if (sh_.params_sharded) {
+      gather(lp.r(), u, StepPhase::kBackward);
+      if (ps.prefetch && u > 0 && units[static_cast<std::size_t>(u - 1)].end > sg.first)
+        gather(lp.r(), u - 1, StepPhase::kBackward);
+      wait_for_gather(u, lp.deps);
+    }
+    if (sh_.grads_reduce_scattered && ps.dp > 1) {
+      // The unit's full gradients before the reduce-scatter into the shard.
+      RankState& r = lp.r();
+      bucket_ = units[static_cast<std::size_t>(u)].params * e_.precision().grads;
+      if (bucket_ > 0)
+        b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, bucket_, "grad bucket");
+    }
+  }
+
+  void end_unit(LayerPass& lp) override {
+    if (lp.forward()) {
+      // ZeRO-3 / full_shard free the gathered parameters after the forward (shard_grad_op keeps
+      // them for the backward); an evaluation forward frees them in any case.
+      if (sh_.reshard_after_forward || lp.sp.eval) release_gathered(lp.r(), lp.unit);
+      return;
+    }
+    RankState& r = lp.r();
+    if (sh_.params_sharded) release_gathered(r, lp.unit);
+    const Bytes grads =
+        e_.plan().units[static_cast<std::size_t>(lp.unit)].params * e_.precision().grads;
+    if (e_.spec().dp <= 1 || grads == 0 || !sh_.grads_reduce_scattered) return;
+    // ZeRO-2/3, FSDP: reduce-scatter this unit's gradients every micro-batch into the shard.
+    const OpId rs =
+        e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
+                CollectiveKind::kReduceScatter, r.dp_group, grads,
+                {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
+    b_.set_dtype(rs, b_.grads_dtype());
+    if (bucket_ > 0)
+      b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bucket_, "grad bucket");
+    lp.sp.st.optimizer_waits.push_back({rs, DepKind::kStreamWaits});
+  }
+
+  void end_optimizer(StepState& st, OpId& last) override {
+    // ZeRO-1/2: every rank updated its shard; all-gather the parameters.
+    RankState& r = st.r;
+    const int stage = e_.spec().zero_stage;
+    if (e_.spec().dp <= 1 || sh_.params_sharded || (stage != 1 && stage != 2) || r.params <= 0)
+      return;
+    last = e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kAllGather, "params"),
+                   CollectiveKind::kAllGather, r.dp_group, r.params * e_.precision().weights,
+                   {{last, DepKind::kStreamWaits}}, StepPhase::kOptimizer);
+    b_.set_dtype(last, b_.weights_dtype());
+  }
+
+ private:
+  Emitter& e_;
+  ProgramBuilder& b_;
+  const ShardingPlan& sh_;
+  std::vector<char> gathered_;   // per unit: its parameters are gathered
+  std::vector<OpId> gather_op_;  // per unit: the gather its kernels wait for
+  Bytes bucket_ = 0;             // the open gradient bucket (stage >= 2)
+
+  Bytes unit_bytes(int u) const {
+    return e_.plan().units[static_cast<std::size_t>(u)].params * e_.precision().weights;
+  }
+
+  void gather(RankState& r, int u, StepPhase phase) {
+    if (gathered_[static_cast<std::size_t>(u)]) return;
+    const Bytes bytes = unit_bytes(u);
+    gathered_[static_cast<std::size_t>(u)] = 1;
+    if (bytes == 0) return;
+    b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bytes, "gathered params");
+    std::vector<Dep> deps;
+    // Without prefetch the gather starts only once the previous kernel is done (no overlap).
+    if (!e_.spec().prefetch && r.last_compute != kNoOp)
+      deps.push_back({r.last_compute, DepKind::kStreamWaits});
+    const OpId g =
+        e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kAllGather, "params"),
+                CollectiveKind::kAllGather, r.dp_group, bytes, std::move(deps), phase);
+    b_.set_dtype(g, b_.weights_dtype());
+    gather_op_[static_cast<std::size_t>(u)] = g;
+  }
+
+  void release_gathered(RankState& r, int u) {
+    if (!sh_.params_sharded || !gathered_[static_cast<std::size_t>(u)]) return;
+    gathered_[static_cast<std::size_t>(u)] = 0;
+    const Bytes bytes = unit_bytes(u);
+    if (bytes > 0)
+      b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, bytes, "gathered params");
+    gather_op_[static_cast<std::size_t>(u)] = kNoOp;
+  }
+
+  void wait_for_gather(int u, std::vector<Dep>& deps) const {
+    const OpId g = gather_op_[static_cast<std::size_t>(u)];
+    if (g != kNoOp) deps.push_back({g, DepKind::kStreamWaits});
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ParallelPiece> make_sharding_piece(Emitter& e) {
+  return std::make_unique<ShardingPiece>(e);
+}
+
+}  // namespace hybrid
 
 Program lower_zero(const Scenario& s) {
   const ParallelSpec& ps = s.strategy.parallel;

@@ -1,0 +1,74 @@
+// Data parallelism's part of the composable lowering (hybrid_emitter.hpp; docs/program.md, "ZeRO
+// and FSDP", stage 0 and 1): one data-parallel group per (tp, pp) position, and the reduction of
+// each unit's gradients over it at the last micro-batch (gradient accumulation: the others only
+// accumulate) — while the rest of backward runs (overlap_grad_reduce, Megatron's default, as
+// DDP's buckets), or all after the backward, in the same unit order. Stage 0 all-reduces; stage 1
+// (Megatron's distributed optimizer) reduce-scatters, the sharding piece gathering the updated
+// parameters after the optimizer. From stage 2 on the sharding piece reduces every micro-batch
+// instead (zero_fsdp.cpp).
+#include "core/lowering/hybrid_emitter.hpp"
+
+namespace csim::core::hybrid {
+namespace {
+
+class DataParallelPiece final : public ParallelPiece {
+ public:
+  explicit DataParallelPiece(Emitter& e) : e_(e) {}
+
+  void add_groups() override {
+    const ParallelSpec& ps = e_.spec();
+    for (int t = 0; t < ps.tp; ++t) {
+      for (int st = 0; st < ps.pp; ++st) {
+        const auto rks = e_.grid().dp_ranks(t, st);
+        const int g = ps.dp > 1 ? e_.add_group(rks, op_names::dim_group("dp", "tp", t, st)) : -1;
+        for (int x : rks) e_.ranks()[static_cast<std::size_t>(x)].dp_group = g;
+      }
+    }
+  }
+
+  void begin_step(StepState& /*st*/) override { deferred_.clear(); }
+
+  void end_unit(LayerPass& lp) override {
+    if (lp.forward() || !lp.sp.last_micro || e_.plan().sharding.grads_reduce_scattered) return;
+    const Bytes grads =
+        e_.plan().units[static_cast<std::size_t>(lp.unit)].params * e_.precision().grads;
+    if (e_.spec().dp <= 1 || grads == 0) return;
+    RankState& r = lp.r();
+    if (e_.spec().overlap_grad_reduce) {
+      lp.sp.st.optimizer_waits.push_back(
+          {reduce(r, grads, {{r.last_compute, DepKind::kStreamWaits}}), DepKind::kStreamWaits});
+    } else {
+      deferred_.push_back(grads);
+    }
+  }
+
+  void end_backward(StepState& st) override {
+    // Without overlap the reductions start after the whole backward, in the same unit order.
+    RankState& r = st.r;
+    for (const Bytes grads : deferred_) {
+      st.optimizer_waits.push_back(
+          {reduce(r, grads, {{r.last_compute, DepKind::kStreamWaits}}), DepKind::kStreamWaits});
+    }
+  }
+
+ private:
+  Emitter& e_;
+  std::vector<Bytes> deferred_;  // overlap_grad_reduce false: unit gradients reduced after backward
+
+  OpId reduce(RankState& r, Bytes grads, std::vector<Dep> deps) {
+    const CollectiveKind k = e_.plan().sharding.optimizer_sharded ? CollectiveKind::kReduceScatter
+                                                                  : CollectiveKind::kAllReduce;
+    const OpId id = e_.coll(r, r.dp, op_names::collective("dp", k, "grads"), k, r.dp_group, grads,
+                            std::move(deps), StepPhase::kBackward);
+    e_.builder().set_dtype(id, e_.builder().grads_dtype());
+    return id;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ParallelPiece> make_data_parallel_piece(Emitter& e) {
+  return std::make_unique<DataParallelPiece>(e);
+}
+
+}  // namespace csim::core::hybrid

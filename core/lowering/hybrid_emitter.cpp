@@ -1,0 +1,334 @@
+// The Emitter (hybrid_emitter.hpp): the rank layout and the walk of each rank's step that the
+// parallel pieces hook into (docs/program.md, "Pipeline, tensor, 3D, ZeRO/FSDP").
+//
+// Per GPU: one Python process with one thread issuing the stage's schedule in order (Megatron
+// calls backward from the schedule loop; autograd's device thread issues the kernels while the
+// caller waits, so one issuing thread is equivalent); streams: compute (kernels and the
+// tensor-parallel collectives, which Megatron runs in line), dp (gradient reduction, ZeRO
+// gathers), copy, then the pieces' own (the pipeline's four point-to-point streams).
+//
+// [SECTION] index: plan, ranks, collectives, passes, step
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/lowering/hybrid_emitter.hpp"
+
+namespace csim::core::hybrid {
+
+Emitter::Emitter(const Scenario& s, ProgramBuilder& b)
+    : s_(s), ps_(s.strategy.parallel), b_(b), grid_(ps_), pb_(b.precision()) {}
+
+Bytes Emitter::per_micro_batch(double per_sample) const {
+  return static_cast<Bytes>(std::llround(per_sample * static_cast<double>(ps_.micro_batch_size)));
+}
+
+// [SECTION] Plan ----------------------------------------------------------------------------------
+
+void Emitter::make_plan() {
+  const auto& layers = s_.model.layers;
+  plan_.segments = ps_.pp * ps_.virtual_stages;
+  plan_.segs = partition_layers(s_.model, plan_.segments);
+  for (int i = 0; i < static_cast<int>(layers.size()); ++i)
+    plan_.sharded.push_back(shard_layer(s_.model, i, ps_.tp, ps_.sequence_parallel));
+  for (const Segment& sg : plan_.segs) {
+    plan_.stored_per_sample.push_back(stored_activation_bytes_per_sample(
+        s_.model, sg, ps_.tp, ps_.sequence_parallel, ps_.recompute));
+  }
+  plan_.sharding = sharding_plan(ps_, s_.strategy.kind);
+  // Units: blocks (GPT) or a layer with parameters and the parameter-free layers after it; a
+  // unit never crosses a segment boundary.
+  std::vector<char> seg_start(layers.size() + 1, 0);
+  for (const Segment& sg : plan_.segs) seg_start[static_cast<std::size_t>(sg.first)] = 1;
+  auto& units = plan_.units;
+  for (int i = 0; i < static_cast<int>(layers.size()); ++i) {
+    const LayerSpec& l = layers[static_cast<std::size_t>(i)];
+    bool fresh = units.empty() || seg_start[static_cast<std::size_t>(i)];
+    if (!fresh) {
+      const LayerSpec& prev = layers[static_cast<std::size_t>(i - 1)];
+      if (s_.model.transformer.layers > 0) {
+        fresh = l.block != prev.block;
+      } else {
+        fresh = l.params > 0 && units.back().params > 0;
+      }
+    }
+    if (fresh) units.push_back(Unit{i, i, 0});
+    units.back().end = i + 1;
+    units.back().params += plan_.sharded[static_cast<std::size_t>(i)].params;
+    plan_.unit_of_layer.push_back(static_cast<int>(units.size()) - 1);
+  }
+}
+
+// [SECTION] Ranks ---------------------------------------------------------------------------------
+
+void Emitter::lay_out_ranks() {
+  Program& prog = b_.program();
+  const auto& ids = s_.strategy.device_ids;
+  const int world = grid_.size();
+  CSIM_ASSERT(world == static_cast<int>(ids.size()));
+  ranks_.resize(static_cast<std::size_t>(world));
+  // Stragglers and degraded links make ranks differ: then every rank is simulated.
+  symmetric_ = s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1) && s_.cluster.homogeneous();
+  if (s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1) && !s_.cluster.homogeneous()) {
+    prog.warnings.push_back(
+        "rank symmetry off: stragglers or degraded links make ranks differ (every rank simulated)");
+  }
+  emitted_gpu_.assign(static_cast<std::size_t>(prog.world_gpus), 0);
+  for (int rk = 0; rk < world; ++rk) {
+    RankState& r = ranks_[static_cast<std::size_t>(rk)];
+    r.rank = rk;
+    r.gpu = ids[static_cast<std::size_t>(rk)];
+    r.node = r.gpu / s_.cluster.gpus_per_node;
+    r.c = grid_.coord(rk);
+    // Rank symmetry: replicas (dp) and tensor-parallel ranks (tp) run the same ops at the same
+    // times; rank (dp 0, tp 0) of each stage stands for the others.
+    r.emitted = !symmetric_ || (r.c.dp == 0 && r.c.tp == 0);
+    emitted_gpu_[static_cast<std::size_t>(r.gpu)] = r.emitted ? 1 : 0;
+    for (int c = 0; c < ps_.virtual_stages; ++c) {
+      const Segment& sg = plan_.segs[static_cast<std::size_t>(c * ps_.pp + r.c.pp)];
+      for (int i = sg.first; i < sg.end; ++i)
+        r.params += plan_.sharded[static_cast<std::size_t>(i)].params;
+    }
+    if (!r.emitted) continue;
+    const int proc =
+        b_.add_process(r.node, op_names::rank_process(rk, r.c.dp, r.c.tp, r.c.pp), true);
+    r.thread = b_.add_thread(proc, r.gpu, "main");
+    r.compute = b_.add_stream(r.gpu, StreamRole::kCompute, "compute");
+    r.dp = b_.add_stream(r.gpu, StreamRole::kComm, "dp");
+    r.copy = b_.add_stream(r.gpu, StreamRole::kCopy, "copy");
+    each_piece_reversed([&](ParallelPiece& p) { p.add_streams(r); });
+  }
+  if (symmetric_) set_up_symmetry();
+}
+
+void Emitter::set_up_symmetry() {
+  // Mirror (kd, kt) shifts every rank's data-parallel index by kd and its tensor-parallel index by
+  // kt (mod dp, tp), keeping its stage: the group Z_dp x Z_tp, identity first.
+  RankSymmetry& sym = b_.program().symmetry;
+  const std::size_t world = static_cast<std::size_t>(b_.program().world_gpus);
+  sym.weight_of_gpu.assign(world, 0);
+  for (int kd = 0; kd < ps_.dp; ++kd) {
+    for (int kt = 0; kt < ps_.tp; ++kt) {
+      std::vector<int> img(world, -1);
+      for (const RankState& r : ranks_) {
+        const RankCoord c{(r.c.dp + kd) % ps_.dp, (r.c.tp + kt) % ps_.tp, r.c.pp};
+        img[static_cast<std::size_t>(r.gpu)] = ranks_[static_cast<std::size_t>(grid_.rank(c))].gpu;
+      }
+      sym.images.push_back(std::move(img));
+    }
+  }
+  for (const RankState& r : ranks_) {
+    if (r.emitted) sym.weight_of_gpu[static_cast<std::size_t>(r.gpu)] = ps_.dp * ps_.tp;
+  }
+}
+
+int Emitter::add_group(const std::vector<int>& rks, const std::string& name) {
+  std::vector<int> gpus;
+  for (int x : rks) gpus.push_back(ranks_[static_cast<std::size_t>(x)].gpu);
+  return b_.add_group(std::move(gpus), name);
+}
+
+// [SECTION] Collectives ---------------------------------------------------------------------------
+
+int Emitter::instance_for(int rank, int group) {
+  // Every member issues the same sequence of collectives on a group, so the k-th op of each
+  // member on the group belongs to the k-th instance.
+  const std::int64_t world = static_cast<std::int64_t>(ranks_.size());
+  const int k = seq_[static_cast<std::int64_t>(group) * world + rank]++;
+  const std::int64_t key = (static_cast<std::int64_t>(group) << 32) | static_cast<std::uint32_t>(k);
+  auto it = open_.find(key);
+  if (it == open_.end()) {
+    const int inst = b_.new_instance();
+    // Members that issue ops: all of them, or under rank symmetry the representatives only.
+    int members = 0;
+    for (int gpu : b_.program().groups[static_cast<std::size_t>(group)].gpus)
+      members += emitted_gpu_[static_cast<std::size_t>(gpu)] ? 1 : 0;
+    if (members > 1) open_[key] = {inst, members - 1};
+    return inst;
+  }
+  const int inst = it->second.first;
+  if (--it->second.second == 0) open_.erase(it);
+  return inst;
+}
+
+OpId Emitter::coll(RankState& r, int stream, const std::string& name, CollectiveKind k, int group,
+                   Bytes bytes, std::vector<Dep> deps, StepPhase phase) {
+  const int inst = instance_for(r.rank, group);
+  const bool fwd = phase == StepPhase::kForward;
+  return b_.collective(r.thread, stream, r.gpu, name, k, group, -1, inst, bytes, std::move(deps),
+                       phase_name(phase), fwd ? b_.python_ns(1) : 0, b_.dispatch_ns(1));
+}
+
+// [SECTION] Passes --------------------------------------------------------------------------------
+
+OpId Emitter::emit_layer(LayerPass& lp) {
+  each_piece([&](ParallelPiece& p) { p.begin_layer(lp); });
+  RankState& r = lp.r();
+  const LayerSpec& l = s_.model.layers[static_cast<std::size_t>(lp.layer)];
+  const ShardedLayer& sl = plan_.sharded[static_cast<std::size_t>(lp.layer)];
+  const double bsz = static_cast<double>(ps_.micro_batch_size);
+  const Lane lane{r.thread, r.gpu, r.compute};
+  const std::string name = op_names::layer_kernel(lp.sp.prefix, l.name, lp.phase);
+  OpId c = kNoOp;
+  if (lp.forward()) {
+    const Bytes traffic = per_micro_batch(sl.traffic_per_sample) + sl.params * pb_.weights;
+    c = b_.compute(lane, name, l.kind, sl.flops_per_sample * bsz, traffic, l.kernels,
+                   lp.phase == StepPhase::kForward, std::move(lp.deps), phase_name(lp.phase),
+                   ps_.micro_batch_size);
+  } else {
+    // Backward: 2x the forward FLOPs; the layer's backward traffic, 2x the forward's unless it
+    // says otherwise (docs/program.md, "A training step").
+    const Bytes traffic =
+        backward_traffic_bytes(sl.traffic_per_sample, sl.bwd_traffic_per_sample, bsz) +
+        sl.params * (pb_.weights + pb_.grads);
+    c = b_.compute(lane, name, l.kind, 2.0 * sl.flops_per_sample * bsz, traffic, 2.0 * l.kernels,
+                   s_.model.python_hooks, std::move(lp.deps), phase_name(lp.phase),
+                   ps_.micro_batch_size);
+  }
+  r.last_compute = c;
+  each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });
+  return c;
+}
+
+void Emitter::emit_forward(SegmentPass& sp) {
+  if (!sp.eval && sp.seg == 0 && sp.st.in.copy != kNoOp)
+    sp.first.push_back({sp.st.in.copy, DepKind::kStreamWaits});
+  each_piece([&](ParallelPiece& p) { p.begin_segment(sp); });
+  for (int i = sp.sg.first; i < sp.sg.end; ++i) {
+    const int u = plan_.unit_of_layer[static_cast<std::size_t>(i)];
+    const Unit& un = plan_.units[static_cast<std::size_t>(u)];
+    LayerPass lp{sp, i, u, StepPhase::kForward};
+    lp.unit_begins = i == std::max(un.first, sp.sg.first);
+    lp.unit_ends = i + 1 == std::min(un.end, sp.sg.end);
+    if (i == sp.sg.first) lp.deps = sp.first;
+    if (lp.unit_begins) each_piece([&](ParallelPiece& p) { p.begin_unit(lp); });
+    emit_layer(lp);
+    if (lp.unit_ends) each_piece_reversed([&](ParallelPiece& p) { p.end_unit(lp); });
+  }
+  each_piece_reversed([&](ParallelPiece& p) { p.end_segment(sp); });
+}
+
+void Emitter::emit_backward(SegmentPass& sp) {
+  RankState& r = sp.st.r;
+  each_piece([&](ParallelPiece& p) { p.begin_segment(sp); });
+  if (!sp.st.grads_allocated) {
+    sp.st.grads_allocated = true;
+    const Bytes grads = model_states(r).grads;
+    if (grads > 0) b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kGrads, grads, ".grad");
+  }
+  for (int i = sp.sg.end - 1; i >= sp.sg.first; --i) {
+    const int u = plan_.unit_of_layer[static_cast<std::size_t>(i)];
+    const Unit& un = plan_.units[static_cast<std::size_t>(u)];
+    LayerPass lp{sp, i, u, StepPhase::kBackward};
+    lp.unit_begins = i == std::min(un.end, sp.sg.end) - 1;
+    lp.unit_ends = i == std::max(un.first, sp.sg.first);
+    if (i == sp.sg.end - 1) lp.deps = sp.first;
+    if (lp.unit_begins) each_piece([&](ParallelPiece& p) { p.begin_unit(lp); });
+    emit_layer(lp);
+    if (lp.unit_ends) each_piece_reversed([&](ParallelPiece& p) { p.end_unit(lp); });
+  }
+  each_piece_reversed([&](ParallelPiece& p) { p.end_segment(sp); });
+}
+
+// [SECTION] Step ----------------------------------------------------------------------------------
+
+ModelStateBytes Emitter::model_states(const RankState& r) const {
+  return model_state_bytes(r.params, s_.training, plan_.sharding.state_stage, ps_.dp);
+}
+
+void Emitter::emit_step(RankState& r, int step) {
+  b_.set_step(step);
+  const int p = ps_.pp, v = ps_.virtual_stages, m = static_cast<int>(ps_.micro_batches);
+  StepState st{r, step};
+  if (r.feed)
+    st.in = r.feed->next_batch(ps_.micro_batch_size * m, Lane{r.thread, r.gpu, r.compute});
+  each_piece([&](ParallelPiece& pc) { pc.begin_step(st); });
+  // The pipeline schedule (pipeline.cpp) orders the step's segment passes.
+  for (const PipeStep& ps : pipeline_schedule(ps_.schedule, p, v, m, r.c.pp)) {
+    const int seg = ps.chunk * p + r.c.pp;
+    SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], ps.micro, ps.forward};
+    sp.last_micro = ps.micro == m - 1;
+    sp.prefix = op_names::micro_prefix(ps.micro, m);
+    if (ps.forward) {
+      emit_forward(sp);
+    } else {
+      emit_backward(sp);
+    }
+  }
+  each_piece_reversed([&](ParallelPiece& pc) { pc.end_backward(st); });
+  emit_optimizer(st);
+  emit_step_end(st);
+}
+
+void Emitter::emit_optimizer(StepState& st) {
+  // Optimizer on this rank's parameters (its shard with ZeRO >= 1), then the pieces' work after it
+  // (ZeRO-1/2's all-gather of the updated parameters); zero_grad frees the gradients; the step
+  // ends when the host has waited for all of it.
+  RankState& r = st.r;
+  const Lane lane{r.thread, r.gpu, r.compute};
+  const ModelStateBytes states = model_states(r);
+  if (st.step == 1 && states.optimizer > 0) {
+    b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, states.optimizer,
+             "optimizer state");
+  }
+  const std::int64_t n =
+      plan_.sharding.optimizer_sharded ? (r.params + ps_.dp - 1) / ps_.dp : r.params;
+  const OptimizerCost cost = optimizer_cost(s_.training, pb_, n);
+  OpId end = b_.compute(lane, op_names::optimizer_step(s_.training.optimizer),
+                        ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
+                        st.optimizer_waits, phase_name(StepPhase::kOptimizer));
+  r.last_compute = end;
+  each_piece_reversed([&](ParallelPiece& p) { p.end_optimizer(st, end); });
+  if (states.grads > 0)
+    b_.release(r.thread, r.compute, r.gpu, MemCategory::kGrads, states.grads, ".grad (zero_grad)");
+  if (st.in.bytes > 0)
+    b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, st.in.bytes, "input batch");
+  std::vector<Dep> wait{{end, DepKind::kHostWaits}};
+  each_piece([&](ParallelPiece& p) { p.add_step_end_waits(st, wait); });
+  b_.marker(r.thread, r.gpu, "step end", std::move(wait), phase_name(StepPhase::kSync));
+  each_piece_reversed([&](ParallelPiece& p) { p.after_step_end(st); });
+}
+
+void Emitter::build(const std::string& label) {
+  Program& prog = b_.program();
+  prog.strategy_label = label;
+  prog.active_gpus = s_.strategy.device_ids;
+  prog.samples_per_step = s_.training.global_batch;
+  make_plan();
+  lay_out_ranks();
+  each_piece_reversed([&](ParallelPiece& p) { p.add_groups(); });
+
+  // Setup (step 0): parameters (sharded with ZeRO-3 / FSDP) on every rank; data feeds on the
+  // first stage.
+  b_.set_step(0);
+  for (RankState& r : ranks_) {
+    if (!r.emitted) continue;
+    const ModelStateBytes st = model_states(r);
+    if (st.params > 0)
+      b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kParams, st.params, "model parameters");
+    if (r.c.pp == 0) {
+      r.feed = std::make_unique<DataFeed>(b_, r.node, r.thread, r.gpu, r.copy,
+                                          " (rank " + std::to_string(r.rank) + ")");
+    }
+  }
+  // The op list is reserved from the first rank's step (stages differ little: embedding and
+  // logits), so millions of ops are not moved again and again as the vector doubles.
+  std::vector<Op>& ops = b_.program().ops;
+  const auto emitted = static_cast<std::size_t>(
+      std::count_if(ranks_.begin(), ranks_.end(), [](const RankState& r) { return r.emitted; }));
+  bool reserved = false;
+  for (int step = 1; step <= s_.training.steps; ++step) {
+    for (RankState& r : ranks_) {
+      if (!r.emitted) continue;
+      const std::size_t before = ops.size();
+      emit_step(r, step);
+      if (reserved) continue;
+      reserved = true;
+      const std::size_t per_rank_step = ops.size() - before;
+      ops.reserve(before +
+                  per_rank_step * emitted * static_cast<std::size_t>(s_.training.steps) * 11 / 10);
+    }
+  }
+}
+
+}  // namespace csim::core::hybrid

@@ -1,0 +1,38 @@
+// The parallel-strategy driver (core/parse_parallel.hpp): the keys, and the per-dimension
+// validators in the order they run.
+#include "core/parse_parallel.hpp"
+
+namespace csim::core::parse {
+
+const std::vector<std::string> kParallelKeys = {"dp",
+                                                "tp",
+                                                "pp",
+                                                "rank_order",
+                                                "sequence_parallel",
+                                                "micro_batch_size",
+                                                "schedule",
+                                                "virtual_stages",
+                                                "zero_stage",
+                                                "fsdp_sharding",
+                                                "prefetch",
+                                                "overlap_grad_reduce",
+                                                "recompute",
+                                                "split_at"};
+
+// The grid first (every later check reads dp, tp, pp); micro-batches after the schedule (the
+// interleaved schedule constrains their count); model_parallel's split points last.
+const std::vector<ParallelValidator> kParallelValidators = {
+    validate_rank_grid,     validate_tensor_parallel, validate_pipeline_schedule,
+    validate_micro_batches, validate_sharding,        validate_recompute,
+    validate_model_split,
+};
+
+ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,
+                            const TrainingSpec& t, const ModelSpec& m, bool ga_given) {
+  const ParallelInput in{ctx, o, kind, gpus, t, m, ga_given};
+  ParallelSpec ps;
+  for (ParallelValidator validate : kParallelValidators) validate(in, ps);
+  return ps;
+}
+
+}  // namespace csim::core::parse

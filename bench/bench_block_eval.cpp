@@ -1,24 +1,113 @@
-// temporary probe
-#include <chrono>
+// Block-level (summary-only) evaluation benchmark (not a test; docs/block-eval.md, "Speed"): CPU
+// time per evaluation of the block path and of the op-level simulator on the 3D workloads (issue
+// 17's target: under 5 ms for GPT-3 175B on 1,024 GPUs at batch 1,536), lowering timed apart,
+// with the three figures of both paths and their differences. Prints a table; figures are quoted
+// as measured, never asserted.
 #include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
 #include "backends/block/block_eval.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/scenario_parser.hpp"
+
+namespace {
+
 using namespace csim;
-int main(int argc, char** argv) {
+
+const char* kHelp =
+    "bench_block_eval: CPU ms per evaluation, block path vs op-level simulator\n"
+    "\n"
+    "usage: bench_block_eval [--reps N] [--no-op-level] [SCENARIO.json [key=value ...]]\n"
+    "\n"
+    "  --reps N        evaluations of the block path per scenario (default 20); the op-level\n"
+    "                  simulator and the lowering run once each\n"
+    "  --no-op-level   skip the op-level simulation (no accuracy columns)\n"
+    "  --help          this text\n"
+    "\n"
+    "Without a scenario: the bundled 3D scenarios and GPT-3 175B at global batch 1,536.\n"
+    "Columns: lower_ms (core::lower), block_ms (block::evaluate, mean of N), op_ms\n"
+    "(block::evaluate_op_level), and the block path's step time, peak and exposed\n"
+    "communication with their difference from the op-level simulator's in %.\n";
+
+double cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+double pct(double a, double b) { return b != 0 ? 100.0 * (a - b) / b : 0.0; }
+
+struct Case {
+  std::string scenario;
   std::vector<std::string> sets;
-  for (int i = 2; i < argc; ++i) sets.push_back(argv[i]);
-  core::Scenario sc = core::parse_scenario_file(argv[1], sets);
-  auto t0 = std::chrono::steady_clock::now();
-  core::Program p = core::lower(sc);
-  auto t1 = std::chrono::steady_clock::now();
-  block::EvalResult a = block::evaluate(sc, p);
-  auto t2 = std::chrono::steady_clock::now();
-  block::EvalResult b = block::evaluate_op_level(sc, p);
-  auto t3 = std::chrono::steady_clock::now();
-  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  std::printf("path %s (%s) lower %.1f ms fast %.2f ms op %.1f ms units %lld chains %lld\n", block::to_string(a.path), a.fallback_reason.c_str(), ms(t1 - t0), ms(t2 - t1), ms(t3 - t2), (long long)a.units, (long long)a.chains);
-  std::printf("step %lld vs %lld (%.3f%%)\n", (long long)a.step_time_ns, (long long)b.step_time_ns, 100.0 * (a.step_time_ns - b.step_time_ns) / b.step_time_ns);
-  std::printf("peak %lld vs %lld (%.3f%%)\n", (long long)a.max_peak_bytes(), (long long)b.max_peak_bytes(), 100.0 * (a.max_peak_bytes() - b.max_peak_bytes()) / (double)b.max_peak_bytes());
-  std::printf("exposed %lld vs %lld (%.3f%%)\n", (long long)a.exposed_comm_ns, (long long)b.exposed_comm_ns, b.exposed_comm_ns ? 100.0 * (a.exposed_comm_ns - b.exposed_comm_ns) / b.exposed_comm_ns : 0.0);
+};
+
+void run(const Case& c, int reps, bool op_level) {
+  const std::string path = c.scenario.find('/') == std::string::npos
+                               ? std::string(CSIM_SOURCE_DIR) + "/scenarios/" + c.scenario
+                               : c.scenario;
+  const core::Scenario sc = core::parse_scenario_file(path, c.sets);
+  double t = cpu_ms();
+  const core::Program p = core::lower(sc);
+  const double lower_ms = cpu_ms() - t;
+  block::EvalResult fast;
+  t = cpu_ms();
+  for (int i = 0; i < reps; ++i) fast = block::evaluate(sc, p);
+  const double block_ms = (cpu_ms() - t) / reps;
+  std::string name = c.scenario;
+  for (const std::string& s : c.sets) name += " " + s;
+  std::printf("%-58s %9zu %9.1f %9.2f", name.c_str(), p.ops.size(), lower_ms, block_ms);
+  if (!op_level) {
+    std::printf("  %s step %.4f s\n", block::to_string(fast.path), fast.step_time_ns * 1e-9);
+    return;
+  }
+  t = cpu_ms();
+  const block::EvalResult ref = block::evaluate_op_level(sc, p);
+  const double op_ms = cpu_ms() - t;
+  std::printf(" %9.1f  %-8s step %.4f s (%+.3f%%)  peak %.3f GiB (%+.3f%%)  exposed %.4f s (%+.3f%%)\n",
+              op_ms, block::to_string(fast.path), fast.step_time_ns * 1e-9,
+              pct(static_cast<double>(fast.step_time_ns), static_cast<double>(ref.step_time_ns)),
+              static_cast<double>(fast.max_peak_bytes()) / static_cast<double>(kGiB),
+              pct(static_cast<double>(fast.max_peak_bytes()), static_cast<double>(ref.max_peak_bytes())),
+              fast.exposed_comm_ns * 1e-9,
+              pct(static_cast<double>(fast.exposed_comm_ns), static_cast<double>(ref.exposed_comm_ns)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 20;
+  bool op_level = true;
+  std::vector<Case> cases;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--no-op-level") == 0) {
+      op_level = false;
+    } else if (argv[i][0] == '-') {
+      std::fprintf(stderr, "bench_block_eval: unknown option '%s' (see --help)\n", argv[i]);
+      return 2;
+    } else if (std::strchr(argv[i], '=') != nullptr && !cases.empty()) {
+      cases.back().sets.push_back(argv[i]);
+    } else {
+      cases.push_back({argv[i], {}});
+    }
+  }
+  if (cases.empty()) {
+    cases = {{"gpt_20b_64xa100_3d.json", {}},
+             {"llama3_70b_512xh100_3d.json", {}},
+             {"gpt3_175b_1024xa100_3d.json", {}},
+             {"gpt_1t_3072xa100_3d.json", {}},
+             {"gpt3_175b_1024xa100_3d.json", {"training.global_batch=1536"}}};
+  }
+  std::printf("%-58s %9s %9s %9s %9s  figures (block path, vs op-level)\n", "scenario", "ops",
+              "lower_ms", "block_ms", "op_ms");
+  for (const Case& c : cases) run(c, reps, op_level);
+  return 0;
 }

@@ -1,20 +1,21 @@
 // docs/block-eval.md, "Schedule".
 //
 // [SECTION] index
-//   Units        the Program cut into chains and single comm/copy ops (one pass over the ops)
+//   Units        one pass over the ops: per stream its slots (prefix sums of the ops' durations)
+//                cut into chains and single comm/copy ops; per thread its host segments
 //   Transfers    each distinct transfer timed once, alone, on the flow network (mirrors included)
-//   Host         the issuing threads: python + dispatch per op, host waits
+//   Host         a thread's segment (ops between host waits) released when its waits are met
 //   Streams      FIFO of units; a chain's kernels re-rated when NCCL kernels start or end
 //   Figures      step time, memory peaks, exposed communication
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
 
-#include "backends/block/block_schedule.hpp"
+#include "backends/block/block_eval.hpp"
 #include "core/cost/collective_cost.hpp"
 #include "core/cost/compute_cost.hpp"
 #include "core/engine/event_queue.hpp"
@@ -30,20 +31,54 @@ using core::OpId;
 using core::OpKind;
 
 enum class UnitKind : std::uint8_t { kChain, kComm, kCopy };
-enum class Piece : std::uint8_t { kCompute, kComm, kMem };
+
+// One stream's ops in issue order ("slots") with prefix sums of their base durations: kernels
+// (before the rate factor) and in-line collectives apart, so that any run of a chain costs O(1).
+struct StreamSlots {
+  int thread = -1, gpu = 0;
+  std::vector<OpId> op;
+  std::vector<TimeNs> pc{0}, pm{0};  // prefix sums, size slots + 1
+  std::vector<TimeNs> er;            // earliest start after the segment's ready time
+  std::vector<int> mem;              // slots of allocations and frees
+  std::vector<int> units;            // in order
+  std::size_t next = 0;              // run state: the next unit to start
+  bool busy = false;
+};
 
 struct Unit {
   UnitKind kind = UnitKind::kChain;
-  int stream = 0, gpu = 0, step = 0;
-  int first = 0, end = 0;  // slots [first, end) in Schedule::slot_op_
-  bool has_compute = false;
-  TimeNs comm_ns = 0;      // chain: its in-line collectives (fixed durations)
-  TimeNs transfer_ns = 0;  // kComm / kCopy: the transfer alone (docs/block-eval.md, "Transfers")
+  int stream = 0, gpu = 0, step = 0, seg = 0;  // seg: the issuing thread's host segment
+  int first = 0, end = 0;                      // slots
+  TimeNs transfer_ns = 0;                      // kComm / kCopy: the transfer alone
+  TimeNs host_slack = 0;  // max over slots of (er - base offset in the chain): docs "Host"
   // Run state.
-  TimeNs start_ns = -1, end_ns = -1;
-  int seg_pos = 0;  // chain: first slot of the current rate segment
+  TimeNs start_ns = -1, t0 = 0;
+  int seg_pos = 0, mem_next = 0;
   double factor = 1;
   std::uint32_t gen = 0;
+  bool stepwise = false;  // launches gate the chain: its op times were walked one by one
+};
+
+struct HostSeg {
+  OpId head = core::kNoOp;
+  TimeNs cum_end = 0;  // python + dispatch of the segment's ops
+  TimeNs ready = -1;
+};
+
+struct HostOp {
+  int seg;
+  TimeNs cum_after;
+  OpId op;
+};
+
+struct ThreadState {
+  int gpu = 0;
+  std::vector<HostSeg> segs;
+  std::vector<HostOp> host_ops;
+  std::size_t host_next = 0;
+  int released = -1;
+  int first_step_seg = -1;
+  TimeNs first_step_cum = 0, cum = 0;
 };
 
 enum class Ev : std::uint8_t { kStreamCheck, kChainDone, kTransferDone, kThreadResume, kHostDone };
@@ -58,13 +93,37 @@ struct MemEvent {
   OpId op;
 };
 
-// What a transfer's plan depends on (as the op-level simulator's plan cache).
 using PlanKey = std::tuple<int, int, int, int, int, Bytes>;
+
+// Direct-mapped memo of compute_duration_ns: a layer's kernel recurs every micro-batch.
+struct ComputeMemo {
+  struct Entry {
+    double flops = -1;
+    Bytes bytes = -1;
+    int kind = -1;
+    TimeNs d = 0;
+  };
+  std::array<Entry, 4096> e{};
+  TimeNs get(const core::GpuSpec& g, const Op& op) {
+    std::uint64_t fb = 0;
+    std::memcpy(&fb, &op.flops, sizeof fb);
+    const int kind = static_cast<int>(op.compute_kind) * 16 + static_cast<int>(op.dtype);
+    std::uint64_t h = fb * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(op.bytes) * 0xC2B2AE3D27D4EB4Full ^
+                      static_cast<std::uint64_t>(kind);
+    Entry& x = e[(h ^ (h >> 29)) & (e.size() - 1)];
+    if (x.flops != op.flops || x.bytes != op.bytes || x.kind != kind) {
+      x = {op.flops, op.bytes, kind,
+           core::compute_duration_ns(g, op.compute_kind, op.dtype, op.flops, op.bytes)};
+    }
+    return x.d;
+  }
+};
 
 class Schedule {
  public:
   Schedule(const core::Scenario& s, const core::Program& p)
       : s_(s), p_(p), comm_(core::comm_params_for(s)), topo_(s.cluster), flows_(topo_.links()) {}
+  std::string build();  // empty when the block path applies, else why not
   EvalResult run();
 
  private:
@@ -75,43 +134,34 @@ class Schedule {
   engine::FlowNetwork flows_;
   TimeNs flow_clock_ = 0;
   std::map<PlanKey, TimeNs> transfer_ns_;
+  std::array<std::pair<PlanKey, TimeNs>, 1024> transfer_memo_{};
   std::map<std::vector<int>, std::vector<int>> mirrors_;
+  ComputeMemo compute_;
   engine::EventQueue<Event> q_;
   TimeNs now_ = 0;
 
-  // [SECTION] Units
   std::vector<Unit> units_;
-  std::vector<OpId> slot_op_;
-  std::vector<TimeNs> slot_dur_;    // base duration (compute: before the rate factor)
-  std::vector<Piece> slot_piece_;
-  std::vector<TimeNs> slot_earliest_;  // issue end + launch latency
-  std::vector<TimeNs> slot_start_;
-  std::vector<int> slot_of_op_, unit_of_op_;
-  std::vector<int> target_of_op_;       // dense index of ops others wait for, else -1
-  std::vector<TimeNs> target_end_;      // by target: end, -1 until known
-  std::vector<std::vector<int>> target_streams_, target_threads_;
-  std::vector<std::vector<int>> stream_units_;  // per stream, in order
-  std::vector<std::size_t> stream_next_;        // next unit to start
-  std::vector<char> stream_busy_;
-  std::vector<int> stream_enqueued_;  // units whose ops are all issued
+  std::vector<StreamSlots> streams_;
+  std::vector<ThreadState> threads_;
+  std::vector<std::vector<int>> streams_of_gpu_;
   std::vector<int> compute_stream_of_gpu_;
-  std::vector<int> running_chain_;  // per GPU: the chain with compute kernels now running, -1
+  std::vector<int> group_members_;  // ops per instance of the group's collectives
+  std::vector<int> target_of_op_;   // dense index of the ops others wait for, else -1
+  std::vector<TimeNs> target_end_;  // by target: end, -1 until known
+  std::vector<std::vector<int>> target_streams_, target_threads_;
+  std::vector<int> running_chain_;  // per GPU: its running chain with kernels, -1
   std::vector<int> comm_sms_;
-  std::vector<int> inst_expected_, inst_arrived_;
-  std::vector<TimeNs> inst_last_;
+  std::vector<int> inst_arrived_;
   std::vector<std::vector<int>> inst_units_;
-  // Host threads.
-  std::vector<std::vector<OpId>> thread_ops_;
-  std::vector<std::size_t> thread_pos_;
-  std::vector<TimeNs> thread_t_;
   // Figures.
   std::vector<MemEvent> mem_;
   std::vector<TimeNs> step_begin_, step_end_;  // per GPU, step >= 1
-  std::vector<TimeNs> inline_comm_;            // per GPU: chains' collectives
+  std::vector<TimeNs> inline_comm_;            // per GPU: the chains' in-line collectives
   std::vector<std::vector<std::pair<TimeNs, TimeNs>>> busy_, comm_iv_;  // per GPU
   std::int64_t chained_ops_ = 0, chains_ = 0;
 
-  void build();
+  int target(OpId op);
+  void end_unit_at(OpId op, std::vector<int>& open);
   TimeNs transfer_of(const Op& op);
   TimeNs time_plan(core::TransferPlan plan, const std::vector<int>& mirror_gpus);
   void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
@@ -124,10 +174,17 @@ class Schedule {
   void push(TimeNs t, Ev type, std::int64_t a, std::uint32_t gen = 0) {
     q_.push(t, Event{type, gen, a});
   }
-  void advance_thread(int t);
+  TimeNs time_of(const Unit& u, int j) const {
+    const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
+    const TimeNs c = st.pc[static_cast<std::size_t>(j)] - st.pc[static_cast<std::size_t>(u.seg_pos)];
+    const TimeNs m = st.pm[static_cast<std::size_t>(j)] - st.pm[static_cast<std::size_t>(u.seg_pos)];
+    return u.t0 + (u.factor == 1.0 ? c : static_cast<TimeNs>(std::llround(static_cast<double>(c) * u.factor))) + m;
+  }
+  void emit_mem(Unit& u, int upto);
+  void release_segments(int t);
   void check_stream(int s);
   void start_unit(int u);
-  TimeNs walk(Unit& u, int from, TimeNs t0);
+  TimeNs walk_stepwise(Unit& u);
   void rerate(int gpu);
   void sms_change(int gpu, int delta);
   void finish_unit(int u, TimeNs end);
@@ -137,126 +194,203 @@ class Schedule {
 
 // [SECTION] Units --------------------------------------------------------------------------------
 
-void Schedule::build() {
-  const std::size_t n = p_.ops.size();
-  slot_of_op_.assign(n, -1);
-  unit_of_op_.assign(n, -1);
-  target_of_op_.assign(n, -1);
-  int targets = 0;
-  for (const Op& op : p_.ops)
-    for (const core::Dep& d : op.deps)
-      if (target_of_op_[static_cast<std::size_t>(d.op)] < 0)
-        target_of_op_[static_cast<std::size_t>(d.op)] = targets++;
-  target_end_.assign(static_cast<std::size_t>(targets), -1);
-  target_streams_.assign(static_cast<std::size_t>(targets), {});
-  target_threads_.assign(static_cast<std::size_t>(targets), {});
-  inst_expected_.assign(static_cast<std::size_t>(p_.collective_instances), 0);
-  for (const Op& op : p_.ops)
-    if (op.kind == OpKind::kCollective && op.instance >= 0) ++inst_expected_[static_cast<std::size_t>(op.instance)];
-  inst_arrived_.assign(inst_expected_.size(), 0);
-  inst_last_.assign(inst_expected_.size(), 0);
-  inst_units_.assign(inst_expected_.size(), {});
-  compute_stream_of_gpu_.assign(static_cast<std::size_t>(p_.world_gpus), -1);
-  for (const Op& op : p_.ops)
-    if (op.kind == OpKind::kCompute && compute_stream_of_gpu_[static_cast<std::size_t>(op.gpu)] < 0)
-      compute_stream_of_gpu_[static_cast<std::size_t>(op.gpu)] = op.stream;
-  stream_units_.assign(p_.streams.size(), {});
-  thread_ops_.assign(p_.threads.size(), {});
-  for (const Op& op : p_.ops) thread_ops_[static_cast<std::size_t>(op.thread)].push_back(op.id);
-  std::vector<TimeNs> op_dur(n, 0);
-  std::vector<Piece> op_piece(n, Piece::kMem);
+int Schedule::target(OpId op) {
+  int& k = target_of_op_[static_cast<std::size_t>(op)];
+  if (k < 0) {
+    k = static_cast<int>(target_end_.size());
+    target_end_.push_back(-1);
+    target_streams_.emplace_back();
+    target_threads_.emplace_back();
+  }
+  return k;
+}
+
+// Others wait for `op`: it must end its unit, so that its end is an event. Splits the chain that
+// holds it when it is not the chain's last op (docs/block-eval.md, "Chains").
+void Schedule::end_unit_at(OpId op, std::vector<int>& open) {
+  const Op& o = p_.ops[static_cast<std::size_t>(op)];
+  if (o.stream < 0) return;
+  StreamSlots& st = streams_[static_cast<std::size_t>(o.stream)];
+  const int slot = static_cast<int>(std::lower_bound(st.op.begin(), st.op.end(), op) - st.op.begin());
+  auto ui = std::upper_bound(st.units.begin(), st.units.end(), slot,
+                             [&](int sl, int u) { return sl < units_[static_cast<std::size_t>(u)].first; });
+  CSIM_ASSERT(ui != st.units.begin());
+  --ui;
+  const int u = *ui;
+  int& cur = open[static_cast<std::size_t>(o.stream)];
+  if (units_[static_cast<std::size_t>(u)].end == slot + 1) {
+    if (cur == u) cur = -1;  // nothing may follow it in its unit
+    return;
+  }
+  Unit rest = units_[static_cast<std::size_t>(u)];
+  rest.first = slot + 1;
+  units_[static_cast<std::size_t>(u)].end = slot + 1;
+  // The host slack of each part, from its own slots.
+  for (Unit* part : {&units_[static_cast<std::size_t>(u)], &rest}) {
+    part->host_slack = 0;
+    for (int j = part->first; j < part->end; ++j) {
+      const std::size_t k = static_cast<std::size_t>(j), f = static_cast<std::size_t>(part->first);
+      part->host_slack = std::max(part->host_slack, st.er[k] - (st.pc[k] + st.pm[k] - st.pc[f] - st.pm[f]));
+    }
+  }
+  const int id = static_cast<int>(units_.size());
+  const std::size_t pos = static_cast<std::size_t>(ui - st.units.begin());
+  units_.push_back(rest);
+  ++chains_;
+  st.units.insert(st.units.begin() + static_cast<std::ptrdiff_t>(pos + 1), id);
+  if (cur == u) cur = id;
+}
+
+std::string Schedule::build() {
+  if (s_.training.steps != 1) return "more than one training step";
+  if (p_.threads.empty()) return "no host threads";
+  const std::size_t gpus = static_cast<std::size_t>(p_.world_gpus);
+  // One thread per process (no GIL waits) and per GPU.
+  std::vector<int> per_process(p_.processes.size(), 0), per_gpu(gpus, 0);
+  std::vector<int> per_node(static_cast<std::size_t>(s_.cluster.nodes), 0);
+  threads_.resize(p_.threads.size());
+  for (const core::ThreadDesc& t : p_.threads) {
+    if (t.gpu < 0 || t.gpu >= p_.world_gpus) return "a host thread without a GPU";
+    if (++per_process[static_cast<std::size_t>(t.process)] > 1)
+      return "a process with several threads (GIL, data-loader workers)";
+    if (++per_gpu[static_cast<std::size_t>(t.gpu)] > 1) return "a GPU driven by several threads";
+    ++per_node[static_cast<std::size_t>(p_.processes[static_cast<std::size_t>(t.process)].node)];
+    threads_[static_cast<std::size_t>(t.id)].gpu = t.gpu;
+  }
+  // Enough CPU cores that no thread waits for one (the op-level share under rank symmetry:
+  // cores x simulated / active GPUs of the node, backends/sim/sim_executor.cpp).
+  std::vector<int> active(per_node.size(), 0), simulated(per_node.size(), 0);
+  for (int g : p_.active_gpus) {
+    ++active[static_cast<std::size_t>(g / s_.cluster.gpus_per_node)];
+    if (!p_.symmetry.enabled() || p_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] > 0)
+      ++simulated[static_cast<std::size_t>(g / s_.cluster.gpus_per_node)];
+  }
+  for (std::size_t nd = 0; nd < per_node.size(); ++nd) {
+    int cores = std::max(1, s_.host.cpu_cores);
+    if (p_.symmetry.enabled() && active[nd] > 0 && simulated[nd] > 0)
+      cores = std::max(1, static_cast<int>(static_cast<std::int64_t>(s_.host.cpu_cores) * simulated[nd] / active[nd]));
+    if (per_node[nd] > cores) return "more threads than CPU cores on a node";
+  }
+  streams_.resize(p_.streams.size());
+  streams_of_gpu_.assign(gpus, {});
+  compute_stream_of_gpu_.assign(gpus, -1);
+  for (const core::StreamDesc& sd : p_.streams) {
+    streams_[static_cast<std::size_t>(sd.id)].gpu = sd.gpu;
+    streams_of_gpu_[static_cast<std::size_t>(sd.gpu)].push_back(sd.id);
+    if (sd.role != core::StreamRole::kCompute) continue;
+    if (compute_stream_of_gpu_[static_cast<std::size_t>(sd.gpu)] >= 0) return "several compute streams on a GPU";
+    compute_stream_of_gpu_[static_cast<std::size_t>(sd.gpu)] = sd.id;
+  }
+  // A collective instance holds one op per member that issues ops (docs/program.md, "Rank
+  // symmetry": the representatives).
+  group_members_.assign(p_.groups.size(), 0);
+  for (const core::CommGroup& g : p_.groups)
+    for (int gpu : g.gpus)
+      group_members_[static_cast<std::size_t>(g.id)] +=
+          !p_.symmetry.enabled() || p_.symmetry.weight_of_gpu[static_cast<std::size_t>(gpu)] > 0;
+  target_of_op_.assign(p_.ops.size(), -1);
   const core::GpuSpec& gpu = s_.cluster.gpu;
+  const TimeNs latency = us_to_ns(s_.host.launch_latency_us);
   std::vector<int> open(p_.streams.size(), -1);  // open chain per stream
-  for (const std::vector<OpId>& ops : thread_ops_) {
-    for (const OpId id : ops) {
-      const Op& op = p_.ops[static_cast<std::size_t>(id)];
-      bool host_wait = false;
-      for (const core::Dep& d : op.deps) {
-        const int k = target_of_op_[static_cast<std::size_t>(d.op)];
-        if (d.kind == core::DepKind::kHostWaits) {
-          host_wait = true;
-          target_threads_[static_cast<std::size_t>(k)].push_back(op.thread);
-        } else if (op.stream >= 0) {
-          target_streams_[static_cast<std::size_t>(k)].push_back(op.stream);
-        }
+  bool any_compute = false;
+  for (const Op& op : p_.ops) {
+    ThreadState& th = threads_[static_cast<std::size_t>(op.thread)];
+    if (op.gpu != th.gpu) return "a thread issuing for another GPU";
+    bool host_wait = th.segs.empty();
+    for (const core::Dep& d : op.deps) host_wait = host_wait || d.kind == core::DepKind::kHostWaits;
+    if (host_wait) {  // a new host segment; no chain crosses it (docs/block-eval.md, "Host")
+      th.segs.push_back({op.id, 0, -1});
+      th.cum = 0;
+      for (int s : streams_of_gpu_[static_cast<std::size_t>(th.gpu)]) open[static_cast<std::size_t>(s)] = -1;
+    }
+    for (const core::Dep& d : op.deps) {
+      const int k = target(d.op);
+      if (d.kind == core::DepKind::kHostWaits) {
+        target_threads_[static_cast<std::size_t>(k)].push_back(op.thread);
+      } else if (op.stream >= 0) {
+        target_streams_[static_cast<std::size_t>(k)].push_back(op.stream);
       }
-      // A host wait closes every chain of the thread: a chain's ops are issued together.
-      if (host_wait) std::fill(open.begin(), open.end(), -1);
-      if (op.stream < 0) continue;
-      const bool compute_stream = op.stream == compute_stream_of_gpu_[static_cast<std::size_t>(op.gpu)];
-      Piece piece = Piece::kMem;
-      TimeNs dur = 0;
-      UnitKind kind = UnitKind::kChain;
-      if (op.kind == OpKind::kCompute) {
-        piece = Piece::kCompute;
-        dur = core::compute_duration_ns(gpu, op.compute_kind, op.dtype, op.flops, op.bytes);
-      } else if (op.kind == OpKind::kCollective) {
-        piece = Piece::kComm;
-        const bool alone = op.fixed_ns >= 0 || inst_expected_[static_cast<std::size_t>(op.instance)] == 1;
-        dur = op.fixed_ns >= 0 ? op.fixed_ns : transfer_of(op);
+      end_unit_at(d.op, open);
+    }
+    const int seg = static_cast<int>(th.segs.size()) - 1;
+    if (op.step >= 1 && th.first_step_seg < 0) {
+      th.first_step_seg = seg;
+      th.first_step_cum = th.cum;
+    }
+    th.cum += op.python_ns + op.dispatch_ns;
+    th.segs.back().cum_end = th.cum;
+    if (op.stream < 0) {
+      th.host_ops.push_back({seg, th.cum, op.id});
+      continue;
+    }
+    StreamSlots& st = streams_[static_cast<std::size_t>(op.stream)];
+    if (st.gpu != op.gpu) return "an op on another GPU's stream";
+    if (st.thread < 0) st.thread = op.thread;
+    if (st.thread != op.thread) return "a stream fed by several threads";
+    const bool compute_stream = op.stream == compute_stream_of_gpu_[static_cast<std::size_t>(op.gpu)];
+    TimeNs dc = 0, dm = 0;
+    UnitKind kind = UnitKind::kChain;
+    bool mem = false;
+    switch (op.kind) {
+      case OpKind::kCompute:
+        if (!compute_stream) return "kernels on a stream other than the GPU's compute stream";
+        any_compute = true;
+        dc = compute_.get(gpu, op);
+        break;
+      case OpKind::kCollective: {
+        const bool alone = op.fixed_ns >= 0 || group_members_[static_cast<std::size_t>(op.group)] == 1;
+        dm = op.fixed_ns >= 0 ? op.fixed_ns : transfer_of(op);
         if (!(compute_stream && alone)) kind = UnitKind::kComm;
-      } else if (op.kind == OpKind::kCopy) {
-        piece = Piece::kComm;
-        dur = op.fixed_ns >= 0 ? op.fixed_ns : transfer_of(op);
+        break;
+      }
+      case OpKind::kCopy:
+        if (op.copy_kind == core::CopyKind::kD2D) return "on-device copies";
+        dm = op.fixed_ns >= 0 ? op.fixed_ns : transfer_of(op);
         kind = UnitKind::kCopy;
-      }
-      int& cur = open[static_cast<std::size_t>(op.stream)];
-      const bool has_dep = !op.deps.empty();
-      if (kind != UnitKind::kChain || has_dep || cur < 0 ||
-          units_[static_cast<std::size_t>(cur)].step != op.step)
-        cur = -1;
-      if (cur < 0) {
-        Unit u;
-        u.kind = kind;
-        u.stream = op.stream;
-        u.gpu = op.gpu;
-        u.step = op.step;
-        u.first = u.end = 0;
-        cur = static_cast<int>(units_.size());
-        units_.push_back(u);
-        stream_units_[static_cast<std::size_t>(op.stream)].push_back(cur);
-        if (kind == UnitKind::kChain) ++chains_;
-      }
-      Unit& u = units_[static_cast<std::size_t>(cur)];
-      unit_of_op_[static_cast<std::size_t>(id)] = cur;
-      op_dur[static_cast<std::size_t>(id)] = dur;
-      op_piece[static_cast<std::size_t>(id)] = piece;
-      ++u.end;  // a count until the slots are laid out below
-      if (piece == Piece::kCompute) u.has_compute = true;
-      if (kind == UnitKind::kChain) {
-        ++chained_ops_;
-        if (piece == Piece::kComm) u.comm_ns += dur;
-      } else {
-        u.transfer_ns = dur;
-      }
-      // Others wait for this op: it ends its unit, so its end is an event.
-      if (kind != UnitKind::kChain || target_of_op_[static_cast<std::size_t>(id)] >= 0) cur = -1;
+        break;
+      default:
+        mem = true;
+        break;
+    }
+    int& cur = open[static_cast<std::size_t>(op.stream)];
+    if (kind != UnitKind::kChain || !op.deps.empty() || cur < 0 ||
+        units_[static_cast<std::size_t>(cur)].step != op.step)
+      cur = -1;
+    const int slot = static_cast<int>(st.op.size());
+    if (cur < 0) {
+      Unit u;
+      u.kind = kind;
+      u.stream = op.stream;
+      u.gpu = op.gpu;
+      u.step = op.step;
+      u.seg = seg;
+      u.first = u.end = slot;
+      cur = static_cast<int>(units_.size());
+      units_.push_back(u);
+      st.units.push_back(cur);
+      if (kind == UnitKind::kChain) ++chains_;
+    }
+    Unit& u = units_[static_cast<std::size_t>(cur)];
+    const TimeNs er = th.cum + (mem ? 0 : latency);
+    st.op.push_back(op.id);
+    st.er.push_back(er);
+    if (mem) st.mem.push_back(slot);
+    const std::size_t f = static_cast<std::size_t>(u.first), k = static_cast<std::size_t>(slot);
+    u.host_slack = std::max(u.host_slack, er - (st.pc[k] + st.pm[k] - st.pc[f] - st.pm[f]));
+    st.pc.push_back(st.pc.back() + dc);
+    st.pm.push_back(st.pm.back() + dm);
+    ++u.end;
+    if (kind == UnitKind::kChain) {
+      ++chained_ops_;
+    } else {
+      u.transfer_ns = dm;
+      cur = -1;
     }
   }
-  // Each unit's ops in consecutive slots, in issue order.
-  int offset = 0;
-  for (Unit& u : units_) {
-    const int count = u.end;
-    u.first = u.end = offset;
-    offset += count;
-  }
-  slot_op_.resize(static_cast<std::size_t>(offset));
-  slot_dur_.resize(slot_op_.size());
-  slot_piece_.resize(slot_op_.size());
-  for (const std::vector<OpId>& ops : thread_ops_) {
-    for (const OpId id : ops) {
-      const int ui = unit_of_op_[static_cast<std::size_t>(id)];
-      if (ui < 0) continue;
-      Unit& u = units_[static_cast<std::size_t>(ui)];
-      const std::size_t slot = static_cast<std::size_t>(u.end++);
-      slot_of_op_[static_cast<std::size_t>(id)] = static_cast<int>(slot);
-      slot_op_[slot] = id;
-      slot_dur_[slot] = op_dur[static_cast<std::size_t>(id)];
-      slot_piece_[slot] = op_piece[static_cast<std::size_t>(id)];
-    }
-  }
-  slot_earliest_.assign(slot_op_.size(), 0);
-  slot_start_.assign(slot_op_.size(), -1);
+  if (!any_compute) return "no kernels";
+  inst_arrived_.assign(static_cast<std::size_t>(p_.collective_instances), 0);
+  inst_units_.assign(static_cast<std::size_t>(p_.collective_instances), {});
+  return {};
 }
 
 // [SECTION] Transfers ----------------------------------------------------------------------------
@@ -270,8 +404,16 @@ TimeNs Schedule::transfer_of(const Op& op) {
   } else {
     key = {1, static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root, op.bytes};
   }
+  // A memo in front of the map: the same few transfers recur every layer and micro-batch.
+  const std::size_t h = (static_cast<std::size_t>(std::get<1>(key)) * 31u + static_cast<std::size_t>(std::get<3>(key)) * 131u +
+                         static_cast<std::size_t>(std::get<2>(key)) * 7u + static_cast<std::size_t>(std::get<5>(key)) * 2654435761u +
+                         static_cast<std::size_t>(std::get<0>(key))) & (transfer_memo_.size() - 1);
+  if (std::get<5>(transfer_memo_[h].first) == op.bytes && transfer_memo_[h].first == key) return transfer_memo_[h].second;
   const auto it = transfer_ns_.find(key);
-  if (it != transfer_ns_.end()) return it->second;
+  if (it != transfer_ns_.end()) {
+    transfer_memo_[h] = {key, it->second};
+    return it->second;
+  }
   core::TransferPlan plan;
   std::vector<int> ends;
   if (op.kind == OpKind::kCopy) {
@@ -289,6 +431,7 @@ TimeNs Schedule::transfer_of(const Op& op) {
   }
   const TimeNs d = time_plan(std::move(plan), ends);
   transfer_ns_.emplace(key, d);
+  transfer_memo_[h] = {key, d};
   return d;
 }
 
@@ -352,50 +495,44 @@ TimeNs Schedule::time_plan(core::TransferPlan plan, const std::vector<int>& mirr
   return flow_clock_ - begin;
 }
 
+
 // [SECTION] Host ---------------------------------------------------------------------------------
 
-// docs/program.md, "Execution semantics" 1-3: a thread issues its ops in order, python then
-// dispatch per op, after its host waits; a GPU op may start a launch latency after its issue
-// (allocations and frees: at issue). The block path runs only where no thread waits for the GIL
-// or a core (block_path_unsupported), so a thread's clock is its own.
-void Schedule::advance_thread(int t) {
-  std::vector<OpId>& ops = thread_ops_[static_cast<std::size_t>(t)];
-  std::size_t& pos = thread_pos_[static_cast<std::size_t>(t)];
-  TimeNs& clock = thread_t_[static_cast<std::size_t>(t)];
-  clock = std::max(clock, now_);
-  const TimeNs latency = us_to_ns(s_.host.launch_latency_us);
-  while (pos < ops.size()) {
-    const Op& op = p_.ops[static_cast<std::size_t>(ops[pos])];
-    TimeNs ready = clock;
-    for (const core::Dep& d : op.deps) {
+// docs/program.md, "Execution semantics" 1-3, and docs/block-eval.md, "Host": a thread issues its
+// ops in order, python then dispatch each; a segment (the ops from one host wait to the next)
+// is issued from its ready time = max(the previous segment's issue end, its waits' ends); an op of
+// it ends issuing at ready + the segment's python + dispatch up to it, and may start on its
+// stream a launch latency later (allocations and frees: at once). No thread waits for the GIL or
+// a core (build() checks), so a thread's clock is its own.
+void Schedule::release_segments(int t) {
+  ThreadState& th = threads_[static_cast<std::size_t>(t)];
+  while (th.released + 1 < static_cast<int>(th.segs.size())) {
+    const int k = th.released + 1;
+    HostSeg& sg = th.segs[static_cast<std::size_t>(k)];
+    TimeNs ready = k == 0 ? 0 : th.segs[static_cast<std::size_t>(k - 1)].ready + th.segs[static_cast<std::size_t>(k - 1)].cum_end;
+    for (const core::Dep& d : p_.ops[static_cast<std::size_t>(sg.head)].deps) {
       if (d.kind != core::DepKind::kHostWaits) continue;
       const TimeNs e = target_end_[static_cast<std::size_t>(target_of_op_[static_cast<std::size_t>(d.op)])];
-      if (e < 0 || e > now_) return;  // woken by kThreadResume when it ends
+      if (e < 0 || e > now_) return;  // kThreadResume when it ends
       ready = std::max(ready, e);
     }
-    const int gpu = p_.threads[static_cast<std::size_t>(t)].gpu;
-    if (op.step >= 1 && gpu >= 0 && step_begin_[static_cast<std::size_t>(gpu)] < 0)
-      step_begin_[static_cast<std::size_t>(gpu)] = ready;  // docs/summary.md, "Steps"
-    const TimeNs issue_end = ready + op.python_ns + op.dispatch_ns;
-    clock = issue_end;
-    ++pos;
-    if (op.stream < 0) {  // host work and markers end when issued
-      if (op.step >= 1 && gpu >= 0)
-        step_end_[static_cast<std::size_t>(gpu)] = std::max(step_end_[static_cast<std::size_t>(gpu)], issue_end);
-      if (target_of_op_[static_cast<std::size_t>(op.id)] >= 0) {
-        target_end_[static_cast<std::size_t>(target_of_op_[static_cast<std::size_t>(op.id)])] = issue_end;
-        push(issue_end, Ev::kHostDone, op.id);
+    ready = std::max(ready, now_);
+    sg.ready = ready;
+    th.released = k;
+    if (th.first_step_seg == k) step_begin_[static_cast<std::size_t>(th.gpu)] = ready + th.first_step_cum;
+    // Host work and markers end when issued.
+    for (; th.host_next < th.host_ops.size() && th.host_ops[th.host_next].seg == k; ++th.host_next) {
+      const HostOp& h = th.host_ops[th.host_next];
+      const TimeNs end = ready + h.cum_after;
+      if (p_.ops[static_cast<std::size_t>(h.op)].step >= 1)
+        step_end_[static_cast<std::size_t>(th.gpu)] = std::max(step_end_[static_cast<std::size_t>(th.gpu)], end);
+      const int tk = target_of_op_[static_cast<std::size_t>(h.op)];
+      if (tk >= 0) {
+        target_end_[static_cast<std::size_t>(tk)] = end;
+        push(end, Ev::kHostDone, h.op);
       }
-      continue;
     }
-    const bool launched = op.kind != OpKind::kAlloc && op.kind != OpKind::kFree;
-    const int slot = slot_of_op_[static_cast<std::size_t>(op.id)];
-    slot_earliest_[static_cast<std::size_t>(slot)] = issue_end + (launched ? latency : 0);
-    const int u = unit_of_op_[static_cast<std::size_t>(op.id)];
-    if (slot + 1 == units_[static_cast<std::size_t>(u)].end) {
-      ++stream_enqueued_[static_cast<std::size_t>(op.stream)];
-      push(now_, Ev::kStreamCheck, op.stream);
-    }
+    for (int s : streams_of_gpu_[static_cast<std::size_t>(th.gpu)]) push(now_, Ev::kStreamCheck, s);
   }
 }
 
@@ -412,60 +549,81 @@ double Schedule::factor(int gpu) const {
 }
 
 void Schedule::check_stream(int s) {
-  if (stream_busy_[static_cast<std::size_t>(s)]) return;
-  const std::vector<int>& list = stream_units_[static_cast<std::size_t>(s)];
-  std::size_t& next = stream_next_[static_cast<std::size_t>(s)];
-  if (next >= list.size() || static_cast<int>(next) >= stream_enqueued_[static_cast<std::size_t>(s)]) return;
-  const int u = list[next];
+  StreamSlots& st = streams_[static_cast<std::size_t>(s)];
+  if (st.busy || st.next >= st.units.size()) return;
+  const int u = st.units[st.next];
   const Unit& un = units_[static_cast<std::size_t>(u)];
-  const TimeNs earliest = slot_earliest_[static_cast<std::size_t>(un.first)];
+  const ThreadState& th = threads_[static_cast<std::size_t>(st.thread)];
+  if (th.released < un.seg) return;  // not issued yet
+  const TimeNs earliest = th.segs[static_cast<std::size_t>(un.seg)].ready + st.er[static_cast<std::size_t>(un.first)];
   if (now_ < earliest) {
     push(earliest, Ev::kStreamCheck, s);
     return;
   }
-  const Op& head = p_.ops[static_cast<std::size_t>(slot_op_[static_cast<std::size_t>(un.first)])];
-  for (const core::Dep& d : head.deps) {
+  for (const core::Dep& d : p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(un.first)])].deps) {
     if (d.kind != core::DepKind::kStreamWaits) continue;
     const TimeNs e = target_end_[static_cast<std::size_t>(target_of_op_[static_cast<std::size_t>(d.op)])];
-    if (e < 0 || e > now_) return;  // woken when it ends
+    if (e < 0 || e > now_) return;  // kStreamCheck when it ends
   }
-  ++next;
-  stream_busy_[static_cast<std::size_t>(s)] = 1;
+  ++st.next;
+  st.busy = true;
   start_unit(u);
 }
 
-// A chain's op times from slot `from` on, starting at t0 at the chain's current factor; each op
-// starts when the one before it ended and not before its launch (docs/program.md 3). Returns the
-// chain's end.
-TimeNs Schedule::walk(Unit& u, int from, TimeNs t0) {
-  TimeNs t = t0;
-  const double f = u.factor;
-  for (int j = from; j < u.end; ++j) {
-    t = std::max(t, slot_earliest_[static_cast<std::size_t>(j)]);
-    slot_start_[static_cast<std::size_t>(j)] = t;
-    const TimeNs d = slot_dur_[static_cast<std::size_t>(j)];
-    if (slot_piece_[static_cast<std::size_t>(j)] == Piece::kCompute) {
-      t += f == 1.0 ? d : static_cast<TimeNs>(std::llround(static_cast<double>(d) * f));
-    } else {
-      t += d;
-    }
+// Allocations and frees of a chain's current segment before slot `upto` at their times.
+void Schedule::emit_mem(Unit& u, int upto) {
+  const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
+  for (; u.mem_next < static_cast<int>(st.mem.size()) && st.mem[static_cast<std::size_t>(u.mem_next)] < upto; ++u.mem_next) {
+    const int j = st.mem[static_cast<std::size_t>(u.mem_next)];
+    mem_.push_back({time_of(u, j), st.op[static_cast<std::size_t>(j)]});
   }
+}
+
+// A chain whose launches gate it (the host behind the GPU): each op at max(the previous op's end,
+// its earliest start), kernels rounded one by one, as the op-level simulator; returns the end.
+TimeNs Schedule::walk_stepwise(Unit& u) {
+  const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
+  const TimeNs ready = threads_[static_cast<std::size_t>(st.thread)].segs[static_cast<std::size_t>(u.seg)].ready;
+  TimeNs t = u.t0;
+  std::size_t m = static_cast<std::size_t>(u.mem_next);
+  for (int j = u.first; j < u.end; ++j) {
+    const std::size_t k = static_cast<std::size_t>(j);
+    t = std::max(t, ready + st.er[k]);
+    if (m < st.mem.size() && st.mem[m] == j) {
+      mem_.push_back({t, st.op[k]});
+      ++m;
+    }
+    const TimeNs c = st.pc[k + 1] - st.pc[k];
+    t += (u.factor == 1.0 ? c : static_cast<TimeNs>(std::llround(static_cast<double>(c) * u.factor))) +
+         st.pm[k + 1] - st.pm[k];
+  }
+  u.mem_next = static_cast<int>(m);
   return t;
 }
 
 void Schedule::start_unit(int ui) {
   Unit& u = units_[static_cast<std::size_t>(ui)];
+  const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
   u.start_ns = now_;
   if (u.kind == UnitKind::kChain) {
     u.seg_pos = u.first;
+    u.t0 = now_;
     u.factor = factor(u.gpu);
-    const TimeNs end = walk(u, u.first, now_);
-    if (u.has_compute) running_chain_[static_cast<std::size_t>(u.gpu)] = ui;
+    u.mem_next = static_cast<int>(std::lower_bound(st.mem.begin(), st.mem.end(), u.first) - st.mem.begin());
+    const TimeNs ready = threads_[static_cast<std::size_t>(st.thread)].segs[static_cast<std::size_t>(u.seg)].ready;
+    TimeNs end = 0;
+    if (now_ >= ready + u.host_slack) {  // no launch gates an op of the chain
+      end = time_of(u, u.end);
+    } else {
+      u.stepwise = true;
+      end = walk_stepwise(u);
+    }
+    if (u.stepwise || st.pc[static_cast<std::size_t>(u.end)] > st.pc[static_cast<std::size_t>(u.first)])
+      running_chain_[static_cast<std::size_t>(u.gpu)] = ui;
     push(end, Ev::kChainDone, ui, ++u.gen);
     return;
   }
-  slot_start_[static_cast<std::size_t>(u.first)] = now_;
-  const Op& op = p_.ops[static_cast<std::size_t>(slot_op_[static_cast<std::size_t>(u.first)])];
+  const Op& op = p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])];
   if (u.kind == UnitKind::kCopy) {
     push(now_ + u.transfer_ns, Ev::kTransferDone, ui);
     return;
@@ -479,38 +637,35 @@ void Schedule::start_unit(int ui) {
   }
   const std::size_t in = static_cast<std::size_t>(op.instance);
   inst_units_[in].push_back(ui);
-  inst_last_[in] = now_;
-  if (++inst_arrived_[in] == inst_expected_[in]) push(now_ + u.transfer_ns, Ev::kTransferDone, -1 - static_cast<std::int64_t>(in));
+  if (++inst_arrived_[in] == group_members_[static_cast<std::size_t>(op.group)])
+    push(now_ + u.transfer_ns, Ev::kTransferDone, -1 - static_cast<std::int64_t>(in));
 }
 
 // docs/block-eval.md, "Re-rating": when the NCCL SMs of a GPU change, the kernels of its running
-// chain that have not started yet take the new factor; the one running keeps its duration.
+// chain that start after now take the new factor; the one running keeps its duration.
 void Schedule::rerate(int gpu) {
   const int ui = running_chain_[static_cast<std::size_t>(gpu)];
   if (ui < 0) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
   const double f = factor(gpu);
-  if (f == u.factor) return;
-  // First slot of the segment starting after now.
-  int j = u.seg_pos;
-  while (j < u.end && slot_start_[static_cast<std::size_t>(j)] <= now_) ++j;
-  if (j == u.end) {
-    u.factor = f;
-    return;
+  if (f == u.factor || u.stepwise) return;
+  // The first slot of the current segment starting after now (times grow with the slot).
+  int lo = u.seg_pos, hi = u.end;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (time_of(u, mid) > now_) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
   }
-  TimeNs t0 = slot_start_[static_cast<std::size_t>(j)];
-  if (j > u.seg_pos) {
-    const int k = j - 1;
-    const TimeNs d = slot_dur_[static_cast<std::size_t>(k)];
-    t0 = slot_start_[static_cast<std::size_t>(k)] +
-         (slot_piece_[static_cast<std::size_t>(k)] == Piece::kCompute && u.factor != 1.0
-              ? static_cast<TimeNs>(std::llround(static_cast<double>(d) * u.factor))
-              : d);
-  }
-  u.seg_pos = j;
+  if (lo == u.end) return;
+  const TimeNs t0 = time_of(u, lo);
+  emit_mem(u, lo);
+  u.seg_pos = lo;
+  u.t0 = t0;
   u.factor = f;
-  const TimeNs end = walk(u, j, t0);
-  push(end, Ev::kChainDone, ui, ++u.gen);
+  push(time_of(u, u.end), Ev::kChainDone, ui, ++u.gen);
 }
 
 void Schedule::sms_change(int gpu, int delta) {
@@ -528,37 +683,32 @@ void Schedule::target_done(OpId op, TimeNs t) {
 
 void Schedule::finish_unit(int ui, TimeNs end) {
   Unit& u = units_[static_cast<std::size_t>(ui)];
-  u.end_ns = end;
+  StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
   const std::size_t g = static_cast<std::size_t>(u.gpu);
+  bool with_kernels = false;
   if (u.kind == UnitKind::kChain) {
     if (running_chain_[g] == ui) running_chain_[g] = -1;
-    for (int j = u.first; j < u.end; ++j)
-      if (slot_piece_[static_cast<std::size_t>(j)] == Piece::kMem)
-        mem_.push_back({slot_start_[static_cast<std::size_t>(j)], slot_op_[static_cast<std::size_t>(j)]});
+    if (!u.stepwise) emit_mem(u, u.end);
+    with_kernels = st.pc[static_cast<std::size_t>(u.end)] > st.pc[static_cast<std::size_t>(u.first)];
   } else if (u.kind == UnitKind::kComm) {
-    const Op& op = p_.ops[static_cast<std::size_t>(slot_op_[static_cast<std::size_t>(u.first)])];
-    sms_change(u.gpu, -sms_of(op));
+    sms_change(u.gpu, -sms_of(p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])]));
   }
   if (u.step >= 1) {
     step_end_[g] = std::max(step_end_[g], end);
-    if (u.kind == UnitKind::kChain && u.has_compute) {
-      inline_comm_[g] += u.comm_ns;
+    if (with_kernels) {
+      inline_comm_[g] += st.pm[static_cast<std::size_t>(u.end)] - st.pm[static_cast<std::size_t>(u.first)];
       busy_[g].push_back({u.start_ns, end});
     } else if (u.kind != UnitKind::kCopy) {
       comm_iv_[g].push_back({u.start_ns, end});
     }
   }
-  stream_busy_[static_cast<std::size_t>(u.stream)] = 0;
+  st.busy = false;
   push(end, Ev::kStreamCheck, u.stream);
-  target_done(slot_op_[static_cast<std::size_t>(u.end - 1)], end);
+  target_done(st.op[static_cast<std::size_t>(u.end - 1)], end);
 }
 
 EvalResult Schedule::run() {
-  build();
   const std::size_t gpus = static_cast<std::size_t>(p_.world_gpus);
-  stream_next_.assign(p_.streams.size(), 0);
-  stream_busy_.assign(p_.streams.size(), 0);
-  stream_enqueued_.assign(p_.streams.size(), 0);
   running_chain_.assign(gpus, -1);
   comm_sms_.assign(gpus, 0);
   step_begin_.assign(gpus, -1);
@@ -566,9 +716,7 @@ EvalResult Schedule::run() {
   inline_comm_.assign(gpus, 0);
   busy_.assign(gpus, {});
   comm_iv_.assign(gpus, {});
-  thread_pos_.assign(p_.threads.size(), 0);
-  thread_t_.assign(p_.threads.size(), 0);
-  for (std::size_t t = 0; t < p_.threads.size(); ++t) push(0, Ev::kThreadResume, static_cast<std::int64_t>(t));
+  for (std::size_t t = 0; t < threads_.size(); ++t) push(0, Ev::kThreadResume, static_cast<std::int64_t>(t));
   while (!q_.empty()) {
     const Event ev = q_.pop(&now_);
     switch (ev.type) {
@@ -576,7 +724,7 @@ EvalResult Schedule::run() {
         check_stream(static_cast<int>(ev.a));
         break;
       case Ev::kThreadResume:
-        advance_thread(static_cast<int>(ev.a));
+        release_segments(static_cast<int>(ev.a));
         break;
       case Ev::kHostDone:
         target_done(static_cast<OpId>(ev.a), now_);
@@ -588,27 +736,13 @@ EvalResult Schedule::run() {
         if (ev.a >= 0) {
           finish_unit(static_cast<int>(ev.a), now_);
         } else {
-          const std::size_t in = static_cast<std::size_t>(-1 - ev.a);
-          for (int u : inst_units_[in]) finish_unit(u, now_);
+          for (int u : inst_units_[static_cast<std::size_t>(-1 - ev.a)]) finish_unit(u, now_);
         }
         break;
     }
   }
-  for (std::size_t t = 0; t < thread_ops_.size(); ++t)
-    if (thread_pos_[t] < thread_ops_[t].size()) std::fprintf(stderr, "thread %zu at %zu/%zu op %d\n", t, thread_pos_[t], thread_ops_[t].size(), thread_ops_[t][thread_pos_[t]]);
-  for (std::size_t s = 0; s < stream_units_.size(); ++s) {
-    if (stream_next_[s] < stream_units_[s].size()) {
-      const Unit& u = units_[stream_units_[s][stream_next_[s]]];
-      const Op& h = p_.ops[static_cast<std::size_t>(slot_op_[static_cast<std::size_t>(u.first)])];
-      std::fprintf(stderr, "stuck stream %zu unit kind %d head op %d '%s' enq %d next %zu busy %d deps:", s, (int)u.kind, h.id, h.name.c_str(), stream_enqueued_[s], stream_next_[s], stream_busy_[s]);
-      for (auto& d : h.deps) std::fprintf(stderr, " %d(%d,end %lld)", d.op, (int)d.kind, (long long)target_end_[target_of_op_[d.op]]);
-      std::fprintf(stderr, "\n");
-      std::fprintf(stderr, "  units %zu; unit slots %d..%d ops %d..%d earliest %lld\n", stream_units_[s].size(), u.first, u.end, slot_op_[u.first], slot_op_[u.end-1], (long long)slot_earliest_[u.first]);
-    }
-  }
-  for (std::size_t s = 0; s < stream_units_.size(); ++s)
-    CSIM_ASSERT_MSG(stream_next_[s] == stream_units_[s].size() && !stream_busy_[s],
-                    "block schedule deadlock");
+  for (const StreamSlots& st : streams_)
+    CSIM_ASSERT_MSG(st.next == st.units.size() && !st.busy, "block schedule: a unit never started");
   return figures();
 }
 
@@ -708,9 +842,18 @@ EvalResult Schedule::figures() const {
 
 }  // namespace
 
-EvalResult run_block_schedule(const core::Scenario& scenario, const core::Program& program) {
+std::string block_path_unsupported(const core::Scenario& scenario, const core::Program& program) {
   Schedule s(scenario, program);
-  return s.run();
+  return s.build();
+}
+
+EvalResult evaluate(const core::Scenario& scenario, const core::Program& program) {
+  Schedule s(scenario, program);
+  const std::string why = s.build();
+  if (why.empty()) return s.run();
+  EvalResult r = evaluate_op_level(scenario, program);
+  r.fallback_reason = why;
+  return r;
 }
 
 }  // namespace csim::block

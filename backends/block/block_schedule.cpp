@@ -11,6 +11,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -32,6 +34,15 @@ using core::OpKind;
 
 enum class UnitKind : std::uint8_t { kChain, kComm, kCopy };
 
+// An allocation or free as the figures need it, copied from its op while the ops are read in
+// order (the figures then never go back to the ops).
+struct MemInfo {
+  Bytes delta = 0;  // + allocated, - freed
+  int gpu = 0;
+  std::uint8_t category = 0;
+  bool early = true;  // step <= 1
+};
+
 // One stream's ops in issue order ("slots") with prefix sums of their base durations: kernels
 // (before the rate factor) and in-line collectives apart, so that any run of a chain costs O(1).
 struct StreamSlots {
@@ -40,6 +51,7 @@ struct StreamSlots {
   std::vector<TimeNs> pc{0}, pm{0};  // prefix sums, size slots + 1
   std::vector<TimeNs> er;            // earliest start after the segment's ready time
   std::vector<int> mem;              // slots of allocations and frees
+  std::vector<MemInfo> mem_info;     // by position in `mem`
   std::vector<int> units;            // in order
   std::size_t next = 0;              // run state: the next unit to start
   bool busy = false;
@@ -91,6 +103,7 @@ struct Event {
 struct MemEvent {
   TimeNs t;
   OpId op;
+  const MemInfo* info;
 };
 
 using PlanKey = std::tuple<int, int, int, int, int, Bytes>;
@@ -122,7 +135,7 @@ struct ComputeMemo {
 class Schedule {
  public:
   Schedule(const core::Scenario& s, const core::Program& p)
-      : s_(s), p_(p), comm_(core::comm_params_for(s)), topo_(s.cluster), flows_(topo_.links()) {}
+      : s_(s), p_(p), comm_(core::comm_params_for(s)), topo_(s.cluster) {}
   std::string build();  // empty when the block path applies, else why not
   EvalResult run();
 
@@ -131,8 +144,8 @@ class Schedule {
   const core::Program& p_;
   core::CommParams comm_;
   core::Topology topo_;
-  engine::FlowNetwork flows_;
-  TimeNs flow_clock_ = 0;
+  std::vector<int> local_link_;  // time_plan's scratch: topology link -> compact index, -1
+  std::vector<int> stamp_;       // images_disjoint's scratch: GPU -> image, -1
   std::map<PlanKey, TimeNs> transfer_ns_;
   std::array<std::pair<PlanKey, TimeNs>, 1024> transfer_memo_{};
   std::map<std::vector<int>, std::vector<int>> mirrors_;
@@ -164,6 +177,7 @@ class Schedule {
   void end_unit_at(OpId op, std::vector<int>& open);
   TimeNs transfer_of(const Op& op);
   TimeNs time_plan(core::TransferPlan plan, const std::vector<int>& mirror_gpus);
+  bool images_disjoint(const core::TransferPlan& plan, const std::vector<int>& gpus);
   void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
   const std::vector<int>& mirrors_of(const std::vector<int>& gpus);
   double factor(int gpu) const;
@@ -325,9 +339,18 @@ std::string Schedule::build() {
     }
     StreamSlots& st = streams_[static_cast<std::size_t>(op.stream)];
     if (st.gpu != op.gpu) return "an op on another GPU's stream";
-    if (st.thread < 0) st.thread = op.thread;
-    if (st.thread != op.thread) return "a stream fed by several threads";
     const bool compute_stream = op.stream == compute_stream_of_gpu_[static_cast<std::size_t>(op.gpu)];
+    if (st.thread < 0) {
+      st.thread = op.thread;
+      if (compute_stream) {  // most of a thread's ops: reserve once rather than grow
+        const std::size_t guess = p_.ops.size() / p_.threads.size() + 16;
+        st.op.reserve(guess);
+        st.er.reserve(guess);
+        st.pc.reserve(guess + 1);
+        st.pm.reserve(guess + 1);
+      }
+    }
+    if (st.thread != op.thread) return "a stream fed by several threads";
     TimeNs dc = 0, dm = 0;
     UnitKind kind = UnitKind::kChain;
     bool mem = false;
@@ -374,7 +397,11 @@ std::string Schedule::build() {
     const TimeNs er = th.cum + (mem ? 0 : latency);
     st.op.push_back(op.id);
     st.er.push_back(er);
-    if (mem) st.mem.push_back(slot);
+    if (mem) {
+      st.mem.push_back(slot);
+      st.mem_info.push_back({op.kind == OpKind::kAlloc ? op.bytes : -op.bytes, op.gpu,
+                             static_cast<std::uint8_t>(op.mem_category), op.step <= 1});
+    }
     const std::size_t f = static_cast<std::size_t>(u.first), k = static_cast<std::size_t>(slot);
     u.host_slack = std::max(u.host_slack, er - (st.pc[k] + st.pm[k] - st.pc[f] - st.pm[f]));
     st.pc.push_back(st.pc.back() + dc);
@@ -429,7 +456,9 @@ TimeNs Schedule::transfer_of(const Op& op) {
     plan = core::plan_collective(topo_, comm_, op.collective, op.algo, ends, op.root,
                                  static_cast<double>(op.bytes));
   }
+  const TimeNs pred = plan.predicted_ns;
   const TimeNs d = time_plan(std::move(plan), ends);
+  if (std::getenv("CSIM_BLOCK_DEBUG")) std::fprintf(stderr, "transfer kind %d coll %d bytes %lld flow %lld predicted %lld\n", (int)op.kind, (int)op.collective, (long long)op.bytes, (long long)d, (long long)pred);
   transfer_ns_.emplace(key, d);
   transfer_memo_[h] = {key, d};
   return d;
@@ -471,30 +500,91 @@ void Schedule::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>
   }
 }
 
-TimeNs Schedule::time_plan(core::TransferPlan plan, const std::vector<int>& mirror_gpus) {
-  if (p_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of(mirror_gpus));
-  std::vector<core::TransferPlan> stages{plan};
-  for (core::TransferPlan& st : plan.then) stages.push_back(st);
-  const TimeNs begin = flow_clock_;
-  std::vector<engine::FlowStart> batch;
-  for (const core::TransferPlan& st : stages) {
-    flow_clock_ += st.latency_ns;
-    batch.clear();
-    for (const core::FlowSpec& f : st.flows) {
-      if (f.bytes <= 0) continue;
-      const std::vector<core::LinkId>& route = topo_.route(f.src, f.dst);
-      batch.push_back({{route.begin(), route.end()}, f.bytes, f.rate_cap_bytes_per_s, 0});
+// docs/block-eval.md, "Transfers": the mirror images of a transfer cross links of their own when
+// every link belongs to one GPU (NVSwitch ports, PCIe, a NIC per GPU, one non-blocking switch
+// between nodes), the plan moves data between GPUs only, and the images' GPU sets are pairwise
+// equal or disjoint; then the transfer alone takes as long as with its images.
+bool Schedule::images_disjoint(const core::TransferPlan& plan, const std::vector<int>& gpus) {
+  const core::ClusterSpec& c = s_.cluster;
+  const bool per_gpu_links =
+      (c.gpus_per_node == 1 || c.intra.kind == core::IntraNodeKind::kNvswitch) &&
+      (c.nodes == 1 || (c.nics_per_node >= c.gpus_per_node && c.fabric.nodes_per_leaf <= 0));
+  if (!per_gpu_links) return false;
+  std::vector<const core::TransferPlan*> stages{&plan};
+  for (const core::TransferPlan& st : plan.then) stages.push_back(&st);
+  for (const core::TransferPlan* st : stages)
+    for (const core::FlowSpec& f : st->flows)
+      if (f.src.kind != core::Endpoint::Kind::kGpu || f.dst.kind != core::Endpoint::Kind::kGpu) return false;
+  if (stamp_.empty()) stamp_.assign(static_cast<std::size_t>(p_.world_gpus), -1);
+  bool ok = true;
+  for (std::size_t m = 0; m < p_.symmetry.images.size() && ok; ++m) {
+    const std::vector<int>& img = p_.symmetry.images[m];
+    const int first = stamp_[static_cast<std::size_t>(img[static_cast<std::size_t>(gpus[0])])];
+    if (first >= 0) {  // the same set as an earlier image's, or overlapping it
+      for (int g : gpus) ok = ok && stamp_[static_cast<std::size_t>(img[static_cast<std::size_t>(g)])] == first;
+      continue;
     }
-    if (batch.empty()) continue;
-    flows_.start_batch(flow_clock_, batch);
-    while (flows_.active() > 0) {
-      flow_clock_ = std::max(flow_clock_, flows_.next_completion_ns());
-      flows_.advance(flow_clock_);
+    for (int g : gpus) {
+      int& st = stamp_[static_cast<std::size_t>(img[static_cast<std::size_t>(g)])];
+      ok = ok && st < 0;
+      st = static_cast<int>(m);
     }
   }
-  return flow_clock_ - begin;
+  for (const std::vector<int>& img : p_.symmetry.images)
+    for (int g : gpus) stamp_[static_cast<std::size_t>(img[static_cast<std::size_t>(g)])] = -1;
+  return ok;
 }
 
+// Each stage after its latency: its flows (mirror images included) alone on a flow network of
+// just the links they cross, so that the cost grows with the transfer, not with the cluster.
+TimeNs Schedule::time_plan(core::TransferPlan plan, const std::vector<int>& mirror_gpus) {
+  if (p_.symmetry.enabled() && !images_disjoint(plan, mirror_gpus))
+    add_mirror_flows(plan, mirrors_of(mirror_gpus));
+  std::vector<core::TransferPlan> stages{plan};
+  for (core::TransferPlan& st : plan.then) stages.push_back(st);
+  const std::vector<core::Link>& all = topo_.links();
+  if (local_link_.empty()) local_link_.assign(all.size(), -1);
+  TimeNs total = 0;
+  std::vector<engine::FlowStart> batch;
+  std::vector<core::Link> links;
+  std::vector<core::LinkId> used;
+  for (const core::TransferPlan& st : stages) {
+    total += st.latency_ns;
+    batch.clear();
+    links.clear();
+    for (const core::FlowSpec& f : st.flows) {
+      if (f.bytes <= 0) continue;
+      engine::FlowStart fs;
+      for (const core::LinkId l : topo_.route(f.src, f.dst)) {
+        int& k = local_link_[static_cast<std::size_t>(l)];
+        if (k < 0) {
+          k = static_cast<int>(links.size());
+          core::Link c;
+          c.id = k;
+          c.capacity_bytes_per_s = all[static_cast<std::size_t>(l)].capacity_bytes_per_s;
+          links.push_back(c);
+          used.push_back(l);
+        }
+        fs.route.push_back(k);
+      }
+      fs.bytes = f.bytes;
+      fs.rate_cap = f.rate_cap_bytes_per_s;
+      batch.push_back(std::move(fs));
+    }
+    for (const core::LinkId l : used) local_link_[static_cast<std::size_t>(l)] = -1;
+    used.clear();
+    if (batch.empty()) continue;
+    engine::FlowNetwork net(links);
+    net.start_batch(0, batch);
+    TimeNs t = 0;
+    while (net.active() > 0) {
+      t = std::max(t, net.next_completion_ns());
+      net.advance(t);
+    }
+    total += t;
+  }
+  return total;
+}
 
 // [SECTION] Host ---------------------------------------------------------------------------------
 
@@ -575,7 +665,7 @@ void Schedule::emit_mem(Unit& u, int upto) {
   const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
   for (; u.mem_next < static_cast<int>(st.mem.size()) && st.mem[static_cast<std::size_t>(u.mem_next)] < upto; ++u.mem_next) {
     const int j = st.mem[static_cast<std::size_t>(u.mem_next)];
-    mem_.push_back({time_of(u, j), st.op[static_cast<std::size_t>(j)]});
+    mem_.push_back({time_of(u, j), st.op[static_cast<std::size_t>(j)], &st.mem_info[static_cast<std::size_t>(u.mem_next)]});
   }
 }
 
@@ -590,7 +680,7 @@ TimeNs Schedule::walk_stepwise(Unit& u) {
     const std::size_t k = static_cast<std::size_t>(j);
     t = std::max(t, ready + st.er[k]);
     if (m < st.mem.size() && st.mem[m] == j) {
-      mem_.push_back({t, st.op[k]});
+      mem_.push_back({t, st.op[k], &st.mem_info[m]});
       ++m;
     }
     const TimeNs c = st.pc[k + 1] - st.pc[k];
@@ -809,16 +899,15 @@ EvalResult Schedule::figures() const {
     std::fill(cur.begin(), cur.end(), ByCategory{});
     std::fill(total.begin(), total.end(), 0);
     for (const MemEvent& e : mem) {
-      const Op& op = p_.ops[static_cast<std::size_t>(e.op)];
-      const int k = index[static_cast<std::size_t>(op.gpu)];
+      const MemInfo& mi = *e.info;
+      const int k = index[static_cast<std::size_t>(mi.gpu)];
       if (k < 0) continue;
       const std::size_t kk = static_cast<std::size_t>(k);
-      const Bytes delta = op.kind == OpKind::kAlloc ? op.bytes : -op.bytes;
-      cur[kk][static_cast<int>(op.mem_category)] += delta;
-      total[kk] += delta;
+      cur[kk][mi.category] += mi.delta;
+      total[kk] += mi.delta;
       if (pass == 0) {
         r.peaks[kk].peak_bytes = std::max(r.peaks[kk].peak_bytes, total[kk]);
-        if (op.step <= 1) resident[kk] = cur[kk];
+        if (mi.early) resident[kk] = cur[kk];
       } else {
         Bytes lifted = total[kk];
         for (int c = 0; c < core::kNumMemCategories; ++c)

@@ -31,8 +31,9 @@ const char* kHelp =
     "Columns: lower_ms (core::lower), scan_ms (one pass over the ops reading the fields the\n"
     "block path needs: the floor of any evaluator of the Program), block_ms (block::evaluate,\n"
     "mean of N), op_ms\n"
-    "(block::evaluate_op_level), and the block path's step time, peak and exposed\n"
-    "communication with their difference from the op-level simulator's in %.\n";
+    "(block::evaluate_op_level), and the step time, largest peak and exposed communication\n"
+    "(the summary's sum over GPUs per step), op-level -> block path, with the difference in %.\n"
+    "The largest peak is compared here; tests/test_block_eval.cpp compares every GPU's.\n";
 
 double cpu_ms() {
   timespec ts{};
@@ -47,8 +48,8 @@ double scan_ms(const core::Program& p, int reps) {
   std::int64_t sink = 0;
   for (int r = 0; r < reps; ++r) {
     for (const core::Op& op : p.ops) {
-      sink += op.stream + static_cast<std::int64_t>(op.deps.size()) + op.python_ns + op.dispatch_ns +
-              op.bytes + static_cast<std::int64_t>(op.flops) + op.step;
+      sink += op.stream + static_cast<std::int64_t>(op.deps.size()) + op.python_ns +
+              op.dispatch_ns + op.bytes + static_cast<std::int64_t>(op.flops) + op.step;
     }
   }
   const double ms = (cpu_ms() - t) / reps;
@@ -56,7 +57,9 @@ double scan_ms(const core::Program& p, int reps) {
   return ms;
 }
 
-double pct(double a, double b) { return b != 0 ? 100.0 * (a - b) / b : 0.0; }
+double pct(double a, double b) {
+  return b != 0 ? 100.0 * (a - b) / b : 0.0;
+}
 
 struct Case {
   std::string scenario;
@@ -77,8 +80,8 @@ void run(const Case& c, int reps, bool op_level) {
   const double block_ms = (cpu_ms() - t) / reps;
   std::string name = c.scenario;
   for (const std::string& s : c.sets) name += " " + s;
-  std::printf("%-58s %9zu %9.1f %9.2f %9.2f", name.c_str(), p.ops.size(), lower_ms, scan_ms(p, reps),
-              block_ms);
+  std::printf("%-58s %9zu %9.1f %9.2f %9.2f", name.c_str(), p.ops.size(), lower_ms,
+              scan_ms(p, reps), block_ms);
   if (!op_level) {
     std::printf("  %s step %.4f s %s\n", block::to_string(fast.path), fast.step_time_ns * 1e-9,
                 fast.fallback_reason.c_str());
@@ -87,14 +90,18 @@ void run(const Case& c, int reps, bool op_level) {
   t = cpu_ms();
   const block::EvalResult ref = block::evaluate_op_level(sc, p);
   const double op_ms = cpu_ms() - t;
-  std::printf(" %9.1f  %-8s step %.4f s (%+.3f%%)  peak %.3f GiB (%+.3f%%)  exposed %.4f s (%+.3f%%) %s\n",
-              op_ms, block::to_string(fast.path), fast.step_time_ns * 1e-9,
-              pct(static_cast<double>(fast.step_time_ns), static_cast<double>(ref.step_time_ns)),
-              static_cast<double>(fast.max_peak_bytes()) / static_cast<double>(kGiB),
-              pct(static_cast<double>(fast.max_peak_bytes()), static_cast<double>(ref.max_peak_bytes())),
-              fast.exposed_comm_ns * 1e-9,
-              pct(static_cast<double>(fast.exposed_comm_ns), static_cast<double>(ref.exposed_comm_ns)),
-              fast.fallback_reason.c_str());
+  const double gib = static_cast<double>(kGiB);
+  std::printf(
+      " %9.1f  %-8s step %.4f -> %.4f s (%+.3f%%)  peak %.3f -> %.3f GiB (%+.3f%%)  "
+      "exposed %.4f -> %.4f s (%+.3f%%) %s\n",
+      op_ms, block::to_string(fast.path), ref.step_time_ns * 1e-9, fast.step_time_ns * 1e-9,
+      pct(static_cast<double>(fast.step_time_ns), static_cast<double>(ref.step_time_ns)),
+      static_cast<double>(ref.max_peak_bytes()) / gib,
+      static_cast<double>(fast.max_peak_bytes()) / gib,
+      pct(static_cast<double>(fast.max_peak_bytes()), static_cast<double>(ref.max_peak_bytes())),
+      ref.exposed_comm_ns * 1e-9, fast.exposed_comm_ns * 1e-9,
+      pct(static_cast<double>(fast.exposed_comm_ns), static_cast<double>(ref.exposed_comm_ns)),
+      fast.fallback_reason.c_str());
 }
 
 }  // namespace

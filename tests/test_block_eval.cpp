@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "backends/block/block_eval.hpp"
@@ -19,7 +20,9 @@ namespace {
 
 using namespace csim;
 
-double rel(double a, double b) { return b == 0 ? std::fabs(a) : std::fabs(a - b) / std::fabs(b); }
+double rel(double a, double b) {
+  return b == 0 ? std::fabs(a) : std::fabs(a - b) / std::fabs(b);
+}
 
 // Both paths on one scenario; the block path must be taken where `must_be_block`.
 void compare(const std::string& file, const std::vector<std::string>& sets, bool must_be_block) {
@@ -45,9 +48,9 @@ void compare(const std::string& file, const std::vector<std::string>& sets, bool
 
 }  // namespace
 
-#define CSIM_BLOCK_CASE(file, block)                                      \
+#define CSIM_BLOCK_CASE(file, block)                                 \
   TEST_CASE("block eval within 1 % of op level: " file, "[block]") { \
-    compare(file, {}, block);                                             \
+    compare(file, {}, block);                                        \
   }
 
 // The 3D Megatron scenarios must take the block path.
@@ -74,6 +77,36 @@ CSIM_BLOCK_CASE("single_gpu_linear.json", false)
 
 TEST_CASE("block eval within 1 % of op level: GPT-3 175B at batch 1536", "[block]") {
   compare("gpt3_175b_1024xa100_3d.json", {"training.global_batch=1536"}, true);
+}
+
+// At one step the pipeline, ZeRO-3 and FSDP lowerings fit the block path too.
+TEST_CASE("block eval within 1 % of op level: one-step pipeline, ZeRO-3, FSDP", "[block]") {
+  for (const char* file :
+       {"gpt_pipeline_8xa100.json", "gpt_20b_64xa100_zero3.json", "llama3_8b_64xh100_fsdp.json"})
+    compare(file, {"training.steps=1"}, true);
+}
+
+TEST_CASE("block eval: the schedule is deterministic", "[block]") {
+  // Two evaluations of one Program give the same figures to the ns and byte.
+  const core::Scenario sc =
+      core::parse_scenario_file(test::scenario_path("gpt_20b_64xa100_3d.json"));
+  const core::Program p = core::lower(sc);
+  const block::EvalResult a = block::evaluate(sc, p), b = block::evaluate(sc, p);
+  CHECK(a.step_time_ns == b.step_time_ns);
+  CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
+  REQUIRE(a.peaks.size() == b.peaks.size());
+  for (std::size_t k = 0; k < a.peaks.size(); ++k)
+    CHECK(a.peaks[k].peak_bytes == b.peaks[k].peak_bytes);
+}
+
+TEST_CASE("block eval: unsupported structures fall back with a reason", "[block]") {
+  // DataParallel runs one Python thread per replica (the GIL): the op-level path, and why.
+  const core::Scenario sc = core::parse_scenario_file(test::scenario_path("mlp_gil_4x1080ti.json"));
+  const core::Program p = core::lower(sc);
+  CHECK_FALSE(block::block_path_unsupported(sc, p).empty());
+  const block::EvalResult r = block::evaluate(sc, p);
+  CHECK(r.path == block::EvalPath::kOpLevel);
+  CHECK_FALSE(r.fallback_reason.empty());
 }
 
 TEST_CASE("block eval: every bundled scenario has a case above", "[block]") {

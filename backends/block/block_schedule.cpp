@@ -11,8 +11,6 @@
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -121,7 +119,8 @@ struct ComputeMemo {
     std::uint64_t fb = 0;
     std::memcpy(&fb, &op.flops, sizeof fb);
     const int kind = static_cast<int>(op.compute_kind) * 16 + static_cast<int>(op.dtype);
-    std::uint64_t h = fb * 0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(op.bytes) * 0xC2B2AE3D27D4EB4Full ^
+    std::uint64_t h = fb * 0x9E3779B97F4A7C15ull ^
+                      static_cast<std::uint64_t>(op.bytes) * 0xC2B2AE3D27D4EB4Full ^
                       static_cast<std::uint64_t>(kind);
     Entry& x = e[(h ^ (h >> 29)) & (e.size() - 1)];
     if (x.flops != op.flops || x.bytes != op.bytes || x.kind != kind) {
@@ -190,9 +189,15 @@ class Schedule {
   }
   TimeNs time_of(const Unit& u, int j) const {
     const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
-    const TimeNs c = st.pc[static_cast<std::size_t>(j)] - st.pc[static_cast<std::size_t>(u.seg_pos)];
-    const TimeNs m = st.pm[static_cast<std::size_t>(j)] - st.pm[static_cast<std::size_t>(u.seg_pos)];
-    return u.t0 + (u.factor == 1.0 ? c : static_cast<TimeNs>(std::llround(static_cast<double>(c) * u.factor))) + m;
+    const TimeNs c =
+        st.pc[static_cast<std::size_t>(j)] - st.pc[static_cast<std::size_t>(u.seg_pos)];
+    const TimeNs m =
+        st.pm[static_cast<std::size_t>(j)] - st.pm[static_cast<std::size_t>(u.seg_pos)];
+    return u.t0 +
+           (u.factor == 1.0
+                ? c
+                : static_cast<TimeNs>(std::llround(static_cast<double>(c) * u.factor))) +
+           m;
   }
   void emit_mem(Unit& u, int upto);
   void release_segments(int t);
@@ -225,9 +230,11 @@ void Schedule::end_unit_at(OpId op, std::vector<int>& open) {
   const Op& o = p_.ops[static_cast<std::size_t>(op)];
   if (o.stream < 0) return;
   StreamSlots& st = streams_[static_cast<std::size_t>(o.stream)];
-  const int slot = static_cast<int>(std::lower_bound(st.op.begin(), st.op.end(), op) - st.op.begin());
-  auto ui = std::upper_bound(st.units.begin(), st.units.end(), slot,
-                             [&](int sl, int u) { return sl < units_[static_cast<std::size_t>(u)].first; });
+  const int slot =
+      static_cast<int>(std::lower_bound(st.op.begin(), st.op.end(), op) - st.op.begin());
+  auto ui = std::upper_bound(st.units.begin(), st.units.end(), slot, [&](int sl, int u) {
+    return sl < units_[static_cast<std::size_t>(u)].first;
+  });
   CSIM_ASSERT(ui != st.units.begin());
   --ui;
   const int u = *ui;
@@ -244,7 +251,8 @@ void Schedule::end_unit_at(OpId op, std::vector<int>& open) {
     part->host_slack = 0;
     for (int j = part->first; j < part->end; ++j) {
       const std::size_t k = static_cast<std::size_t>(j), f = static_cast<std::size_t>(part->first);
-      part->host_slack = std::max(part->host_slack, st.er[k] - (st.pc[k] + st.pm[k] - st.pc[f] - st.pm[f]));
+      part->host_slack =
+          std::max(part->host_slack, st.er[k] - (st.pc[k] + st.pm[k] - st.pc[f] - st.pm[f]));
     }
   }
   const int id = static_cast<int>(units_.size());
@@ -282,7 +290,8 @@ std::string Schedule::build() {
   for (std::size_t nd = 0; nd < per_node.size(); ++nd) {
     int cores = std::max(1, s_.host.cpu_cores);
     if (p_.symmetry.enabled() && active[nd] > 0 && simulated[nd] > 0)
-      cores = std::max(1, static_cast<int>(static_cast<std::int64_t>(s_.host.cpu_cores) * simulated[nd] / active[nd]));
+      cores = std::max(1, static_cast<int>(static_cast<std::int64_t>(s_.host.cpu_cores) *
+                                           simulated[nd] / active[nd]));
     if (per_node[nd] > cores) return "more threads than CPU cores on a node";
   }
   streams_.resize(p_.streams.size());
@@ -292,7 +301,8 @@ std::string Schedule::build() {
     streams_[static_cast<std::size_t>(sd.id)].gpu = sd.gpu;
     streams_of_gpu_[static_cast<std::size_t>(sd.gpu)].push_back(sd.id);
     if (sd.role != core::StreamRole::kCompute) continue;
-    if (compute_stream_of_gpu_[static_cast<std::size_t>(sd.gpu)] >= 0) return "several compute streams on a GPU";
+    if (compute_stream_of_gpu_[static_cast<std::size_t>(sd.gpu)] >= 0)
+      return "several compute streams on a GPU";
     compute_stream_of_gpu_[static_cast<std::size_t>(sd.gpu)] = sd.id;
   }
   // A collective instance holds one op per member that issues ops (docs/program.md, "Rank
@@ -315,7 +325,8 @@ std::string Schedule::build() {
     if (host_wait) {  // a new host segment; no chain crosses it (docs/block-eval.md, "Host")
       th.segs.push_back({op.id, 0, -1});
       th.cum = 0;
-      for (int s : streams_of_gpu_[static_cast<std::size_t>(th.gpu)]) open[static_cast<std::size_t>(s)] = -1;
+      for (int s : streams_of_gpu_[static_cast<std::size_t>(th.gpu)])
+        open[static_cast<std::size_t>(s)] = -1;
     }
     for (const core::Dep& d : op.deps) {
       const int k = target(d.op);
@@ -339,7 +350,8 @@ std::string Schedule::build() {
     }
     StreamSlots& st = streams_[static_cast<std::size_t>(op.stream)];
     if (st.gpu != op.gpu) return "an op on another GPU's stream";
-    const bool compute_stream = op.stream == compute_stream_of_gpu_[static_cast<std::size_t>(op.gpu)];
+    const bool compute_stream =
+        op.stream == compute_stream_of_gpu_[static_cast<std::size_t>(op.gpu)];
     if (st.thread < 0) {
       st.thread = op.thread;
       if (compute_stream) {  // most of a thread's ops: reserve once rather than grow
@@ -361,7 +373,8 @@ std::string Schedule::build() {
         dc = compute_.get(gpu, op);
         break;
       case OpKind::kCollective: {
-        const bool alone = op.fixed_ns >= 0 || group_members_[static_cast<std::size_t>(op.group)] == 1;
+        const bool alone =
+            op.fixed_ns >= 0 || group_members_[static_cast<std::size_t>(op.group)] == 1;
         dm = op.fixed_ns >= 0 ? op.fixed_ns : transfer_of(op);
         if (!(compute_stream && alone)) kind = UnitKind::kComm;
         break;
@@ -429,13 +442,18 @@ TimeNs Schedule::transfer_of(const Op& op) {
   if (op.kind == OpKind::kCopy) {
     key = {0, static_cast<int>(op.copy_kind), op.gpu, op.peer_gpu, 0, op.bytes};
   } else {
-    key = {1, static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root, op.bytes};
+    key = {1,       static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root,
+           op.bytes};
   }
   // A memo in front of the map: the same few transfers recur every layer and micro-batch.
-  const std::size_t h = (static_cast<std::size_t>(std::get<1>(key)) * 31u + static_cast<std::size_t>(std::get<3>(key)) * 131u +
-                         static_cast<std::size_t>(std::get<2>(key)) * 7u + static_cast<std::size_t>(std::get<5>(key)) * 2654435761u +
-                         static_cast<std::size_t>(std::get<0>(key))) & (transfer_memo_.size() - 1);
-  if (std::get<5>(transfer_memo_[h].first) == op.bytes && transfer_memo_[h].first == key) return transfer_memo_[h].second;
+  const std::size_t h = (static_cast<std::size_t>(std::get<1>(key)) * 31u +
+                         static_cast<std::size_t>(std::get<3>(key)) * 131u +
+                         static_cast<std::size_t>(std::get<2>(key)) * 7u +
+                         static_cast<std::size_t>(std::get<5>(key)) * 2654435761u +
+                         static_cast<std::size_t>(std::get<0>(key))) &
+                        (transfer_memo_.size() - 1);
+  if (std::get<5>(transfer_memo_[h].first) == op.bytes && transfer_memo_[h].first == key)
+    return transfer_memo_[h].second;
   const auto it = transfer_ns_.find(key);
   if (it != transfer_ns_.end()) {
     transfer_memo_[h] = {key, it->second};
@@ -456,9 +474,7 @@ TimeNs Schedule::transfer_of(const Op& op) {
     plan = core::plan_collective(topo_, comm_, op.collective, op.algo, ends, op.root,
                                  static_cast<double>(op.bytes));
   }
-  const TimeNs pred = plan.predicted_ns;
   const TimeNs d = time_plan(std::move(plan), ends);
-  if (std::getenv("CSIM_BLOCK_DEBUG")) std::fprintf(stderr, "transfer kind %d coll %d bytes %lld flow %lld predicted %lld\n", (int)op.kind, (int)op.collective, (long long)op.bytes, (long long)d, (long long)pred);
   transfer_ns_.emplace(key, d);
   transfer_memo_[h] = {key, d};
   return d;
@@ -514,14 +530,16 @@ bool Schedule::images_disjoint(const core::TransferPlan& plan, const std::vector
   for (const core::TransferPlan& st : plan.then) stages.push_back(&st);
   for (const core::TransferPlan* st : stages)
     for (const core::FlowSpec& f : st->flows)
-      if (f.src.kind != core::Endpoint::Kind::kGpu || f.dst.kind != core::Endpoint::Kind::kGpu) return false;
+      if (f.src.kind != core::Endpoint::Kind::kGpu || f.dst.kind != core::Endpoint::Kind::kGpu)
+        return false;
   if (stamp_.empty()) stamp_.assign(static_cast<std::size_t>(p_.world_gpus), -1);
   bool ok = true;
   for (std::size_t m = 0; m < p_.symmetry.images.size() && ok; ++m) {
     const std::vector<int>& img = p_.symmetry.images[m];
     const int first = stamp_[static_cast<std::size_t>(img[static_cast<std::size_t>(gpus[0])])];
     if (first >= 0) {  // the same set as an earlier image's, or overlapping it
-      for (int g : gpus) ok = ok && stamp_[static_cast<std::size_t>(img[static_cast<std::size_t>(g)])] == first;
+      for (int g : gpus)
+        ok = ok && stamp_[static_cast<std::size_t>(img[static_cast<std::size_t>(g)])] == first;
       continue;
     }
     for (int g : gpus) {
@@ -599,23 +617,29 @@ void Schedule::release_segments(int t) {
   while (th.released + 1 < static_cast<int>(th.segs.size())) {
     const int k = th.released + 1;
     HostSeg& sg = th.segs[static_cast<std::size_t>(k)];
-    TimeNs ready = k == 0 ? 0 : th.segs[static_cast<std::size_t>(k - 1)].ready + th.segs[static_cast<std::size_t>(k - 1)].cum_end;
+    TimeNs ready = k == 0 ? 0
+                          : th.segs[static_cast<std::size_t>(k - 1)].ready +
+                                th.segs[static_cast<std::size_t>(k - 1)].cum_end;
     for (const core::Dep& d : p_.ops[static_cast<std::size_t>(sg.head)].deps) {
       if (d.kind != core::DepKind::kHostWaits) continue;
-      const TimeNs e = target_end_[static_cast<std::size_t>(target_of_op_[static_cast<std::size_t>(d.op)])];
+      const TimeNs e =
+          target_end_[static_cast<std::size_t>(target_of_op_[static_cast<std::size_t>(d.op)])];
       if (e < 0 || e > now_) return;  // kThreadResume when it ends
       ready = std::max(ready, e);
     }
     ready = std::max(ready, now_);
     sg.ready = ready;
     th.released = k;
-    if (th.first_step_seg == k) step_begin_[static_cast<std::size_t>(th.gpu)] = ready + th.first_step_cum;
+    if (th.first_step_seg == k)
+      step_begin_[static_cast<std::size_t>(th.gpu)] = ready + th.first_step_cum;
     // Host work and markers end when issued.
-    for (; th.host_next < th.host_ops.size() && th.host_ops[th.host_next].seg == k; ++th.host_next) {
+    for (; th.host_next < th.host_ops.size() && th.host_ops[th.host_next].seg == k;
+         ++th.host_next) {
       const HostOp& h = th.host_ops[th.host_next];
       const TimeNs end = ready + h.cum_after;
       if (p_.ops[static_cast<std::size_t>(h.op)].step >= 1)
-        step_end_[static_cast<std::size_t>(th.gpu)] = std::max(step_end_[static_cast<std::size_t>(th.gpu)], end);
+        step_end_[static_cast<std::size_t>(th.gpu)] =
+            std::max(step_end_[static_cast<std::size_t>(th.gpu)], end);
       const int tk = target_of_op_[static_cast<std::size_t>(h.op)];
       if (tk >= 0) {
         target_end_[static_cast<std::size_t>(tk)] = end;
@@ -645,14 +669,17 @@ void Schedule::check_stream(int s) {
   const Unit& un = units_[static_cast<std::size_t>(u)];
   const ThreadState& th = threads_[static_cast<std::size_t>(st.thread)];
   if (th.released < un.seg) return;  // not issued yet
-  const TimeNs earliest = th.segs[static_cast<std::size_t>(un.seg)].ready + st.er[static_cast<std::size_t>(un.first)];
+  const TimeNs earliest =
+      th.segs[static_cast<std::size_t>(un.seg)].ready + st.er[static_cast<std::size_t>(un.first)];
   if (now_ < earliest) {
     push(earliest, Ev::kStreamCheck, s);
     return;
   }
-  for (const core::Dep& d : p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(un.first)])].deps) {
+  for (const core::Dep& d :
+       p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(un.first)])].deps) {
     if (d.kind != core::DepKind::kStreamWaits) continue;
-    const TimeNs e = target_end_[static_cast<std::size_t>(target_of_op_[static_cast<std::size_t>(d.op)])];
+    const TimeNs e =
+        target_end_[static_cast<std::size_t>(target_of_op_[static_cast<std::size_t>(d.op)])];
     if (e < 0 || e > now_) return;  // kStreamCheck when it ends
   }
   ++st.next;
@@ -663,9 +690,12 @@ void Schedule::check_stream(int s) {
 // Allocations and frees of a chain's current segment before slot `upto` at their times.
 void Schedule::emit_mem(Unit& u, int upto) {
   const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
-  for (; u.mem_next < static_cast<int>(st.mem.size()) && st.mem[static_cast<std::size_t>(u.mem_next)] < upto; ++u.mem_next) {
+  for (; u.mem_next < static_cast<int>(st.mem.size()) &&
+         st.mem[static_cast<std::size_t>(u.mem_next)] < upto;
+       ++u.mem_next) {
     const int j = st.mem[static_cast<std::size_t>(u.mem_next)];
-    mem_.push_back({time_of(u, j), st.op[static_cast<std::size_t>(j)], &st.mem_info[static_cast<std::size_t>(u.mem_next)]});
+    mem_.push_back({time_of(u, j), st.op[static_cast<std::size_t>(j)],
+                    &st.mem_info[static_cast<std::size_t>(u.mem_next)]});
   }
 }
 
@@ -673,7 +703,8 @@ void Schedule::emit_mem(Unit& u, int upto) {
 // its earliest start), kernels rounded one by one, as the op-level simulator; returns the end.
 TimeNs Schedule::walk_stepwise(Unit& u) {
   const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
-  const TimeNs ready = threads_[static_cast<std::size_t>(st.thread)].segs[static_cast<std::size_t>(u.seg)].ready;
+  const TimeNs ready =
+      threads_[static_cast<std::size_t>(st.thread)].segs[static_cast<std::size_t>(u.seg)].ready;
   TimeNs t = u.t0;
   std::size_t m = static_cast<std::size_t>(u.mem_next);
   for (int j = u.first; j < u.end; ++j) {
@@ -684,7 +715,8 @@ TimeNs Schedule::walk_stepwise(Unit& u) {
       ++m;
     }
     const TimeNs c = st.pc[k + 1] - st.pc[k];
-    t += (u.factor == 1.0 ? c : static_cast<TimeNs>(std::llround(static_cast<double>(c) * u.factor))) +
+    t += (u.factor == 1.0 ? c
+                          : static_cast<TimeNs>(std::llround(static_cast<double>(c) * u.factor))) +
          st.pm[k + 1] - st.pm[k];
   }
   u.mem_next = static_cast<int>(m);
@@ -699,8 +731,10 @@ void Schedule::start_unit(int ui) {
     u.seg_pos = u.first;
     u.t0 = now_;
     u.factor = factor(u.gpu);
-    u.mem_next = static_cast<int>(std::lower_bound(st.mem.begin(), st.mem.end(), u.first) - st.mem.begin());
-    const TimeNs ready = threads_[static_cast<std::size_t>(st.thread)].segs[static_cast<std::size_t>(u.seg)].ready;
+    u.mem_next =
+        static_cast<int>(std::lower_bound(st.mem.begin(), st.mem.end(), u.first) - st.mem.begin());
+    const TimeNs ready =
+        threads_[static_cast<std::size_t>(st.thread)].segs[static_cast<std::size_t>(u.seg)].ready;
     TimeNs end = 0;
     if (now_ >= ready + u.host_slack) {  // no launch gates an op of the chain
       end = time_of(u, u.end);
@@ -708,7 +742,8 @@ void Schedule::start_unit(int ui) {
       u.stepwise = true;
       end = walk_stepwise(u);
     }
-    if (u.stepwise || st.pc[static_cast<std::size_t>(u.end)] > st.pc[static_cast<std::size_t>(u.first)])
+    if (u.stepwise ||
+        st.pc[static_cast<std::size_t>(u.end)] > st.pc[static_cast<std::size_t>(u.first)])
       running_chain_[static_cast<std::size_t>(u.gpu)] = ui;
     push(end, Ev::kChainDone, ui, ++u.gen);
     return;
@@ -779,14 +814,17 @@ void Schedule::finish_unit(int ui, TimeNs end) {
   if (u.kind == UnitKind::kChain) {
     if (running_chain_[g] == ui) running_chain_[g] = -1;
     if (!u.stepwise) emit_mem(u, u.end);
-    with_kernels = st.pc[static_cast<std::size_t>(u.end)] > st.pc[static_cast<std::size_t>(u.first)];
+    with_kernels =
+        st.pc[static_cast<std::size_t>(u.end)] > st.pc[static_cast<std::size_t>(u.first)];
   } else if (u.kind == UnitKind::kComm) {
-    sms_change(u.gpu, -sms_of(p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])]));
+    sms_change(u.gpu,
+               -sms_of(p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])]));
   }
   if (u.step >= 1) {
     step_end_[g] = std::max(step_end_[g], end);
     if (with_kernels) {
-      inline_comm_[g] += st.pm[static_cast<std::size_t>(u.end)] - st.pm[static_cast<std::size_t>(u.first)];
+      inline_comm_[g] +=
+          st.pm[static_cast<std::size_t>(u.end)] - st.pm[static_cast<std::size_t>(u.first)];
       busy_[g].push_back({u.start_ns, end});
     } else if (u.kind != UnitKind::kCopy) {
       comm_iv_[g].push_back({u.start_ns, end});
@@ -806,7 +844,8 @@ EvalResult Schedule::run() {
   inline_comm_.assign(gpus, 0);
   busy_.assign(gpus, {});
   comm_iv_.assign(gpus, {});
-  for (std::size_t t = 0; t < threads_.size(); ++t) push(0, Ev::kThreadResume, static_cast<std::int64_t>(t));
+  for (std::size_t t = 0; t < threads_.size(); ++t)
+    push(0, Ev::kThreadResume, static_cast<std::int64_t>(t));
   while (!q_.empty()) {
     const Event ev = q_.pop(&now_);
     switch (ev.type) {
@@ -820,7 +859,8 @@ EvalResult Schedule::run() {
         target_done(static_cast<OpId>(ev.a), now_);
         break;
       case Ev::kChainDone:
-        if (units_[static_cast<std::size_t>(ev.a)].gen == ev.gen) finish_unit(static_cast<int>(ev.a), now_);
+        if (units_[static_cast<std::size_t>(ev.a)].gen == ev.gen)
+          finish_unit(static_cast<int>(ev.a), now_);
         break;
       case Ev::kTransferDone:
         if (ev.a >= 0) {
@@ -839,8 +879,8 @@ EvalResult Schedule::run() {
 // [SECTION] Figures ------------------------------------------------------------------------------
 
 // |a \ b| for interval lists (docs/block-eval.md, "Exposed communication"), within [lo, hi].
-TimeNs minus_measure(std::vector<std::pair<TimeNs, TimeNs>> a, std::vector<std::pair<TimeNs, TimeNs>> b,
-                     TimeNs lo, TimeNs hi) {
+TimeNs minus_measure(std::vector<std::pair<TimeNs, TimeNs>> a,
+                     std::vector<std::pair<TimeNs, TimeNs>> b, TimeNs lo, TimeNs hi) {
   struct E {
     TimeNs t;
     int kind, delta;
@@ -888,7 +928,8 @@ EvalResult Schedule::figures() const {
   using ByCategory = std::array<Bytes, core::kNumMemCategories>;
   std::vector<int> index(static_cast<std::size_t>(p_.world_gpus), -1);
   for (int g : p_.active_gpus) {
-    if (p_.symmetry.enabled() && p_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] == 0) continue;
+    if (p_.symmetry.enabled() && p_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] == 0)
+      continue;
     index[static_cast<std::size_t>(g)] = static_cast<int>(r.peaks.size());
     r.peaks.push_back({g, 0});
   }
@@ -911,12 +952,14 @@ EvalResult Schedule::figures() const {
       } else {
         Bytes lifted = total[kk];
         for (int c = 0; c < core::kNumMemCategories; ++c)
-          lifted += std::max<Bytes>(0, resident[kk][static_cast<std::size_t>(c)] - cur[kk][static_cast<std::size_t>(c)]);
+          lifted += std::max<Bytes>(
+              0, resident[kk][static_cast<std::size_t>(c)] - cur[kk][static_cast<std::size_t>(c)]);
         steady[kk] = std::max(steady[kk], lifted);
       }
     }
   }
-  for (std::size_t k = 0; k < n; ++k) r.peaks[k].peak_bytes = std::max(r.peaks[k].peak_bytes, steady[k]);
+  for (std::size_t k = 0; k < n; ++k)
+    r.peaks[k].peak_bytes = std::max(r.peaks[k].peak_bytes, steady[k]);
   // docs/block-eval.md, "Exposed communication": a chain with kernels keeps its stream busy from
   // start to end, its collectives exposed; other communication counts where no chain runs.
   TimeNs exposed = 0;

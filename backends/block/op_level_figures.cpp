@@ -41,7 +41,9 @@ TimeNs exposed_in(std::vector<Edge>& edges, const std::vector<std::pair<TimeNs, 
 
 }  // namespace
 
-const char* to_string(EvalPath p) { return p == EvalPath::kBlock ? "block" : "op-level"; }
+const char* to_string(EvalPath p) {
+  return p == EvalPath::kBlock ? "block" : "op-level";
+}
 
 Bytes EvalResult::max_peak_bytes() const {
   Bytes m = 0;
@@ -63,7 +65,8 @@ EvalResult evaluate_op_level(const core::Scenario& scenario, const core::Program
   // or [start_1, end_1] with one step.
   std::vector<std::pair<int, std::pair<TimeNs, TimeNs>>> steps;
   for (const core::StepSpan& s : spans) {
-    auto it = std::find_if(steps.begin(), steps.end(), [&](const auto& e) { return e.first == s.step; });
+    auto it =
+        std::find_if(steps.begin(), steps.end(), [&](const auto& e) { return e.first == s.step; });
     if (it == steps.end()) {
       steps.push_back({s.step, {s.start_ns, s.end_ns}});
     } else {
@@ -86,14 +89,16 @@ EvalResult evaluate_op_level(const core::Scenario& scenario, const core::Program
     if (!compute && op.kind != core::OpKind::kCollective) continue;
     const core::OpTiming& t = res.timings[static_cast<std::size_t>(op.id)];
     if (t.end_ns - t.start_ns <= 0) continue;
-    auto& e = edges[static_cast<std::size_t>(program.streams[static_cast<std::size_t>(op.stream)].gpu)];
+    auto& e =
+        edges[static_cast<std::size_t>(program.streams[static_cast<std::size_t>(op.stream)].gpu)];
     e.push_back({t.start_ns, compute ? 0 : 1, +1});
     e.push_back({t.end_ns, compute ? 0 : 1, -1});
   }
   TimeNs total = 0;
   for (const int g : program.active_gpus) {
-    const int weight =
-        program.symmetry.enabled() ? program.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] : 1;
+    const int weight = program.symmetry.enabled()
+                           ? program.symmetry.weight_of_gpu[static_cast<std::size_t>(g)]
+                           : 1;
     if (weight == 0) continue;
     total += weight * exposed_in(edges[static_cast<std::size_t>(g)], window);
   }

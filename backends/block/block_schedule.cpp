@@ -24,10 +24,8 @@ void Schedule::release_segments(int t) {
     TimeNs ready = k == 0 ? 0
                           : th.segs[static_cast<std::size_t>(k - 1)].ready +
                                 th.segs[static_cast<std::size_t>(k - 1)].cum_end;
-    for (const core::Dep& d : p_.ops[static_cast<std::size_t>(sg.head)].deps) {
-      if (d.kind != core::DepKind::kHostWaits) continue;
-      const TimeNs e =
-          target_end_[static_cast<std::size_t>(target_of_op_[static_cast<std::size_t>(d.op)])];
+    for (int w = sg.wait_first; w < sg.wait_end; ++w) {
+      const TimeNs e = target_end_[static_cast<std::size_t>(waits_[static_cast<std::size_t>(w)])];
       if (e < 0 || e > now_) return;  // kThreadResume when it ends
       ready = std::max(ready, e);
     }
@@ -41,7 +39,7 @@ void Schedule::release_segments(int t) {
          ++th.host_next) {
       const HostOp& h = th.host_ops[th.host_next];
       const TimeNs end = ready + h.cum_after;
-      if (p_.ops[static_cast<std::size_t>(h.op)].step >= 1)
+      if (h.in_step)
         step_end_[static_cast<std::size_t>(th.gpu)] =
             std::max(step_end_[static_cast<std::size_t>(th.gpu)], end);
       const int tk = target_of_op_[static_cast<std::size_t>(h.op)];
@@ -79,11 +77,8 @@ void Schedule::check_stream(int s) {
     push(earliest, Ev::kStreamCheck, s);
     return;
   }
-  for (const core::Dep& d :
-       p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(un.first)])].deps) {
-    if (d.kind != core::DepKind::kStreamWaits) continue;
-    const TimeNs e =
-        target_end_[static_cast<std::size_t>(target_of_op_[static_cast<std::size_t>(d.op)])];
+  for (int w = un.wait_first; w < un.wait_end; ++w) {
+    const TimeNs e = target_end_[static_cast<std::size_t>(waits_[static_cast<std::size_t>(w)])];
     if (e < 0 || e > now_) return;  // kStreamCheck when it ends
   }
   ++st.next;
@@ -152,21 +147,20 @@ void Schedule::start_unit(int ui) {
     push(end, Ev::kChainDone, ui, ++u.gen);
     return;
   }
-  const Op& op = p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])];
   if (u.kind == UnitKind::kCopy) {
     push(now_ + u.transfer_ns, Ev::kTransferDone, ui);
     return;
   }
   // docs/program.md 4: a collective moves data once every member has started; each member's
   // kernel holds its SMs from its own start.
-  sms_change(u.gpu, sms_of(op));
-  if (op.fixed_ns >= 0) {
+  sms_change(u.gpu, u.sms);
+  if (u.fixed) {
     push(now_ + u.transfer_ns, Ev::kTransferDone, ui);
     return;
   }
-  const std::size_t in = static_cast<std::size_t>(op.instance);
+  const std::size_t in = static_cast<std::size_t>(u.instance);
   inst_units_[in].push_back(ui);
-  if (++inst_arrived_[in] == group_members_[static_cast<std::size_t>(op.group)])
+  if (++inst_arrived_[in] == u.members)
     push(now_ + u.transfer_ns, Ev::kTransferDone, -1 - static_cast<std::int64_t>(in));
 }
 
@@ -221,8 +215,7 @@ void Schedule::finish_unit(int ui, TimeNs end) {
     with_kernels =
         st.pc[static_cast<std::size_t>(u.end)] > st.pc[static_cast<std::size_t>(u.first)];
   } else if (u.kind == UnitKind::kComm) {
-    sms_change(u.gpu,
-               -sms_of(p_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])]));
+    sms_change(u.gpu, -u.sms);
   }
   if (u.step >= 1) {
     step_end_[g] = std::max(step_end_[g], end);

@@ -41,6 +41,7 @@ void Schedule::end_unit_at(OpId op, std::vector<int>& open) {
   }
   Unit rest = units_[static_cast<std::size_t>(u)];
   rest.first = slot + 1;
+  rest.wait_first = rest.wait_end;  // only a unit's first op waits
   units_[static_cast<std::size_t>(u)].end = slot + 1;
   // The host slack of each part, from its own slots.
   for (Unit* part : {&units_[static_cast<std::size_t>(u)], &rest}) {
@@ -119,18 +120,27 @@ std::string Schedule::build() {
     bool host_wait = th.segs.empty();
     for (const core::Dep& d : op.deps) host_wait = host_wait || d.kind == core::DepKind::kHostWaits;
     if (host_wait) {  // a new host segment; no chain crosses it (docs/block-eval.md, "Host")
-      th.segs.push_back({op.id, 0, -1});
+      th.segs.push_back(
+          {op.id, static_cast<int>(waits_.size()), static_cast<int>(waits_.size()), 0, -1});
       th.cum = 0;
       for (int s : streams_of_gpu_[static_cast<std::size_t>(th.gpu)])
         open[static_cast<std::size_t>(s)] = -1;
     }
+    // The head's host waits, then (below, for a stream op) its stream waits, kept per unit.
     for (const core::Dep& d : op.deps) {
+      if (d.kind != core::DepKind::kHostWaits) continue;
       const int k = target(d.op);
-      if (d.kind == core::DepKind::kHostWaits) {
-        target_threads_[static_cast<std::size_t>(k)].push_back(op.thread);
-      } else if (op.stream >= 0) {
-        target_streams_[static_cast<std::size_t>(k)].push_back(op.stream);
-      }
+      target_threads_[static_cast<std::size_t>(k)].push_back(op.thread);
+      waits_.push_back(k);
+      end_unit_at(d.op, open);
+    }
+    if (host_wait) th.segs.back().wait_end = static_cast<int>(waits_.size());
+    const int stream_waits = static_cast<int>(waits_.size());
+    for (const core::Dep& d : op.deps) {
+      if (d.kind != core::DepKind::kStreamWaits || op.stream < 0) continue;
+      const int k = target(d.op);
+      target_streams_[static_cast<std::size_t>(k)].push_back(op.stream);
+      waits_.push_back(k);
       end_unit_at(d.op, open);
     }
     const int seg = static_cast<int>(th.segs.size()) - 1;
@@ -141,7 +151,7 @@ std::string Schedule::build() {
     th.cum += op.python_ns + op.dispatch_ns;
     th.segs.back().cum_end = th.cum;
     if (op.stream < 0) {
-      th.host_ops.push_back({seg, th.cum, op.id});
+      th.host_ops.push_back({seg, th.cum, op.id, op.step >= 1});
       continue;
     }
     StreamSlots& st = streams_[static_cast<std::size_t>(op.stream)];
@@ -197,6 +207,14 @@ std::string Schedule::build() {
       u.step = op.step;
       u.seg = seg;
       u.first = u.end = slot;
+      u.wait_first = stream_waits;
+      u.wait_end = static_cast<int>(waits_.size());
+      if (kind == UnitKind::kComm) {
+        u.fixed = op.fixed_ns >= 0;
+        u.sms = sms_of(op);
+        u.instance = op.instance;
+        u.members = op.group >= 0 ? group_members_[static_cast<std::size_t>(op.group)] : 1;
+      }
       cur = static_cast<int>(units_.size());
       units_.push_back(u);
       st.units.push_back(cur);

@@ -55,6 +55,9 @@ struct Unit {
   int first = 0, end = 0;                      // slots
   TimeNs transfer_ns = 0;                      // kComm / kCopy: the transfer alone
   TimeNs host_slack = 0;  // max over slots of (er - base offset in the chain): docs "Host"
+  int wait_first = 0, wait_end = 0;  // its first op's stream waits: targets in Schedule::waits_
+  int instance = -1, members = 0, sms = 0;  // kComm: the collective instance, its NCCL SMs
+  bool fixed = false;                       // kComm: a stand-in of fixed duration
   // Run state.
   TimeNs start_ns = -1, t0 = 0;
   int seg_pos = 0, mem_next = 0;
@@ -65,7 +68,8 @@ struct Unit {
 
 struct HostSeg {
   OpId head = core::kNoOp;
-  TimeNs cum_end = 0;  // python + dispatch of the segment's ops
+  int wait_first = 0, wait_end = 0;  // the head's host waits: targets in Schedule::waits_
+  TimeNs cum_end = 0;                // python + dispatch of the segment's ops
   TimeNs ready = -1;
 };
 
@@ -73,6 +77,7 @@ struct HostOp {
   int seg;
   TimeNs cum_after;
   OpId op;
+  bool in_step;  // step >= 1
 };
 
 struct ThreadState {
@@ -152,6 +157,7 @@ class Schedule {
   std::vector<std::vector<int>> streams_of_gpu_;
   std::vector<int> compute_stream_of_gpu_;
   std::vector<int> group_members_;  // ops per instance of the group's collectives
+  std::vector<int> waits_;          // targets waited for, by unit and host segment ranges
   std::vector<int> target_of_op_;   // dense index of the ops others wait for, else -1
   std::vector<TimeNs> target_end_;  // by target: end, -1 until known
   std::vector<std::vector<int>> target_streams_, target_threads_;

@@ -2,6 +2,9 @@
 #include "backends/block/schedule.hpp"
 
 #include <algorithm>
+#include <map>
+
+#include "core/step_spans.hpp"
 
 namespace csim::block::detail {
 
@@ -39,15 +42,51 @@ EvalResult Schedule::figures() const {
   r.chains = chains_;
   r.chained_ops = chained_ops_;
   r.transfers_timed = static_cast<std::int64_t>(transfer_ns_.size());
-  // docs/summary.md, "Steps" (one step): the latest end over GPUs minus the earliest start.
-  TimeNs lo = -1, hi = -1;
-  for (int g : p_.active_gpus) {
-    const std::size_t k = static_cast<std::size_t>(g);
-    if (step_begin_[k] < 0) continue;
-    lo = lo < 0 ? step_begin_[k] : std::min(lo, step_begin_[k]);
-    hi = std::max(hi, step_end_[k]);
+  // docs/summary.md, "Steps", as core/step_spans.cpp: per GPU and step the span from its
+  // thread reaching the step's first op to the step's last end, tiled (a step starts no earlier
+  // than the previous one ended, which ends where the thread's next step is first drawn).
+  std::vector<core::StepSpan> spans;
+  for (const ThreadState& th : threads_) {
+    for (int n = 1; n <= steps_; ++n) {
+      const std::size_t k = at(th.gpu, n);
+      if (step_end_[k] < 0 && step_begin_[k] < 0) continue;
+      core::StepSpan ss{th.gpu, n, step_begin_[k] >= 0 ? step_begin_[k] : step_end_[k],
+                        step_end_[k]};
+      if (!spans.empty() && spans.back().gpu == ss.gpu) {
+        core::StepSpan& prev = spans.back();
+        const TimeNs d = step_drawn_[k];
+        if (d >= 0 && d < prev.end_ns && prev.step + 1 == ss.step)
+          prev.end_ns = std::max(prev.start_ns, d);
+        ss.start_ns = std::max(ss.start_ns, prev.end_ns);
+        ss.end_ns = std::max(ss.end_ns, ss.start_ns);
+      }
+      spans.push_back(ss);
+    }
   }
-  r.step_time_ns = lo >= 0 ? hi - lo : 0;
+  std::sort(spans.begin(), spans.end(), [](const core::StepSpan& x, const core::StepSpan& y) {
+    return x.gpu != y.gpu ? x.gpu < y.gpu : x.step < y.step;
+  });
+  r.step_time_ns = static_cast<TimeNs>(std::llround(core::step_time_s(spans) * 1e9));
+  // docs/summary.md, "Window": steps merged over GPUs; [end_{N-1}, end_N] for N >= 2, or
+  // [start_1, end_1] with one step.
+  std::map<int, std::pair<TimeNs, TimeNs>> merged;
+  for (const core::StepSpan& s : spans) {
+    auto [it, fresh] = merged.try_emplace(s.step, s.start_ns, s.end_ns);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, s.start_ns);
+      it->second.second = std::max(it->second.second, s.end_ns);
+    }
+  }
+  std::vector<std::pair<TimeNs, TimeNs>> window;
+  int prev_n = 0;
+  TimeNs prev_end = 0;
+  for (const auto& [n, se] : merged) {
+    const bool chained = n != merged.begin()->first && n == prev_n + 1;
+    if (merged.size() == 1 || n != merged.begin()->first)
+      window.push_back({chained ? prev_end : se.first, se.second});
+    prev_n = n;
+    prev_end = se.second;
+  }
   // docs/memory.md, "First-step and steady-state peaks" (one step), as core/memory_timeline.cpp:
   // memory ops by time then op id; the peak, and the steady state projected from step 1.
   std::vector<MemEvent> mem = mem_;
@@ -65,7 +104,10 @@ EvalResult Schedule::figures() const {
   const std::size_t n = r.peaks.size();
   std::vector<ByCategory> cur(n, ByCategory{}), resident(n, ByCategory{});
   std::vector<Bytes> total(n, 0), steady(n, 0);
-  for (int pass = 0; pass < 2; ++pass) {
+  // Steps >= 2 simulated: their peak is the steady state; one step: projected from it.
+  bool later = false;
+  for (const MemEvent& e : mem) later = later || !e.info->early;
+  for (int pass = 0; pass < (later ? 1 : 2); ++pass) {
     std::fill(cur.begin(), cur.end(), ByCategory{});
     std::fill(total.begin(), total.end(), 0);
     for (const MemEvent& e : mem) {
@@ -78,6 +120,7 @@ EvalResult Schedule::figures() const {
       if (pass == 0) {
         r.peaks[kk].peak_bytes = std::max(r.peaks[kk].peak_bytes, total[kk]);
         if (mi.early) resident[kk] = cur[kk];
+        if (!mi.early) steady[kk] = std::max(steady[kk], total[kk]);
       } else {
         Bytes lifted = total[kk];
         for (int c = 0; c < core::kNumMemCategories; ++c)
@@ -91,12 +134,28 @@ EvalResult Schedule::figures() const {
     r.peaks[k].peak_bytes = std::max(r.peaks[k].peak_bytes, steady[k]);
   // docs/block-eval.md, "Exposed communication": a chain with kernels keeps its stream busy from
   // start to end, its collectives exposed; other communication counts where no chain runs.
+  // A chain straddling the window's edge counts the share of its in-line collectives that its
+  // time inside has (docs/block-eval.md, "Figures").
   TimeNs exposed = 0;
   for (const GpuPeak& pk : r.peaks) {
     const std::size_t g = static_cast<std::size_t>(pk.gpu);
     const int w = p_.symmetry.enabled() ? p_.symmetry.weight_of_gpu[g] : 1;
-    exposed += w * (inline_comm_[g] + minus_measure(comm_iv_[g], busy_[g], lo, hi));
+    TimeNs e = 0;
+    for (const auto& [lo, hi] : window) {
+      e += minus_measure(comm_iv_[g], busy_[g], lo, hi);
+      for (std::size_t c = 0; c < inline_iv_[g].size(); ++c) {
+        const auto [a, b] = inline_iv_[g][c];
+        const TimeNs in = std::min(b, hi) - std::max(a, lo);
+        if (in <= 0 || b <= a) continue;
+        e += in == b - a ? inline_ns_[g][c]
+                         : static_cast<TimeNs>(std::llround(static_cast<double>(inline_ns_[g][c]) *
+                                                            static_cast<double>(in) /
+                                                            static_cast<double>(b - a)));
+      }
+    }
+    exposed += w * e;
   }
+  if (!window.empty()) exposed /= static_cast<TimeNs>(window.size());
   r.exposed_comm_ns = exposed;
   return r;
 }

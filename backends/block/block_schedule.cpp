@@ -32,16 +32,19 @@ void Schedule::release_segments(int t) {
     ready = std::max(ready, now_);
     sg.ready = ready;
     th.released = k;
-    if (th.first_step_seg == k)
-      step_begin_[static_cast<std::size_t>(th.gpu)] = ready + th.first_step_cum;
+    for (; th.mark_next < th.marks.size() && th.marks[th.mark_next].seg == k; ++th.mark_next) {
+      const StepMark& m = th.marks[th.mark_next];
+      (m.drawn ? step_drawn_ : step_begin_)[at(th.gpu, m.step)] = ready + m.cum;
+    }
     // Host work and markers end when issued.
     for (; th.host_next < th.host_ops.size() && th.host_ops[th.host_next].seg == k;
          ++th.host_next) {
       const HostOp& h = th.host_ops[th.host_next];
       const TimeNs end = ready + h.cum_after;
-      if (h.in_step)
-        step_end_[static_cast<std::size_t>(th.gpu)] =
-            std::max(step_end_[static_cast<std::size_t>(th.gpu)], end);
+      if (h.step >= 1) {
+        TimeNs& e = step_end_[at(th.gpu, h.step)];
+        e = std::max(e, end);
+      }
       const int tk = target_of_op_[static_cast<std::size_t>(h.op)];
       if (tk >= 0) {
         target_end_[static_cast<std::size_t>(tk)] = end;
@@ -218,10 +221,12 @@ void Schedule::finish_unit(int ui, TimeNs end) {
     sms_change(u.gpu, -u.sms);
   }
   if (u.step >= 1) {
-    step_end_[g] = std::max(step_end_[g], end);
+    TimeNs& e = step_end_[at(u.gpu, u.step)];
+    e = std::max(e, end);
     if (with_kernels) {
-      inline_comm_[g] +=
-          st.pm[static_cast<std::size_t>(u.end)] - st.pm[static_cast<std::size_t>(u.first)];
+      inline_iv_[g].push_back({u.start_ns, end});
+      inline_ns_[g].push_back(st.pm[static_cast<std::size_t>(u.end)] -
+                              st.pm[static_cast<std::size_t>(u.first)]);
       busy_[g].push_back({u.start_ns, end});
     } else if (u.kind != UnitKind::kCopy) {
       comm_iv_[g].push_back({u.start_ns, end});
@@ -236,9 +241,11 @@ EvalResult Schedule::run() {
   const std::size_t gpus = static_cast<std::size_t>(p_.world_gpus);
   running_chain_.assign(gpus, -1);
   comm_sms_.assign(gpus, 0);
-  step_begin_.assign(gpus, -1);
-  step_end_.assign(gpus, -1);
-  inline_comm_.assign(gpus, 0);
+  step_begin_.assign(gpus * static_cast<std::size_t>(steps_ + 1), -1);
+  step_end_.assign(step_begin_.size(), -1);
+  step_drawn_.assign(step_begin_.size(), -1);
+  inline_iv_.assign(gpus, {});
+  inline_ns_.assign(gpus, {});
   busy_.assign(gpus, {});
   comm_iv_.assign(gpus, {});
   for (std::size_t t = 0; t < threads_.size(); ++t)

@@ -61,7 +61,7 @@ void Schedule::end_unit_at(OpId op, std::vector<int>& open) {
 }
 
 std::string Schedule::build() {
-  if (s_.training.steps != 1) return "more than one training step";
+  steps_ = std::max(1, p_.steps);
   if (p_.threads.empty()) return "no host threads";
   const std::size_t gpus = static_cast<std::size_t>(p_.world_gpus);
   // One thread per process (no GIL waits) and per GPU.
@@ -144,14 +144,21 @@ std::string Schedule::build() {
       end_unit_at(d.op, open);
     }
     const int seg = static_cast<int>(th.segs.size()) - 1;
-    if (op.step >= 1 && th.first_step_seg < 0) {
-      th.first_step_seg = seg;
-      th.first_step_cum = th.cum;
+    if (op.step >= 1 && op.step != th.last_step) {
+      if (op.step < th.last_step || op.step > steps_) return "steps out of order";
+      th.last_step = op.step;
+      th.drawn = false;
+      th.marks.push_back({op.step, seg, th.cum, false});
+    }
+    if (op.step >= 1 && !th.drawn && op.kind != OpKind::kAlloc && op.kind != OpKind::kFree &&
+        op.kind != OpKind::kMarker) {
+      th.drawn = true;
+      th.marks.push_back({op.step, seg, th.cum, true});
     }
     th.cum += op.python_ns + op.dispatch_ns;
     th.segs.back().cum_end = th.cum;
     if (op.stream < 0) {
-      th.host_ops.push_back({seg, th.cum, op.id, op.step >= 1});
+      th.host_ops.push_back({seg, th.cum, op.id, op.step});
       continue;
     }
     StreamSlots& st = streams_[static_cast<std::size_t>(op.stream)];

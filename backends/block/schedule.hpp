@@ -77,7 +77,15 @@ struct HostOp {
   int seg;
   TimeNs cum_after;
   OpId op;
-  bool in_step;  // step >= 1
+  int step;
+};
+
+// docs/summary.md, "Steps": a step's span on a GPU begins where its thread reaches the step's
+// first op; the first op the trace draws (not an allocation, free or marker) tiles the steps.
+struct StepMark {
+  int step, seg;
+  TimeNs cum;  // python + dispatch of the segment's ops before it
+  bool drawn;
 };
 
 struct ThreadState {
@@ -86,8 +94,11 @@ struct ThreadState {
   std::vector<HostOp> host_ops;
   std::size_t host_next = 0;
   int released = -1;
-  int first_step_seg = -1;
-  TimeNs first_step_cum = 0, cum = 0;
+  std::vector<StepMark> marks;  // where each step's first op and first drawn op are issued
+  std::size_t mark_next = 0;
+  int last_step = 0;
+  bool drawn = false;  // the current step's first drawn op was seen
+  TimeNs cum = 0;
 };
 
 enum class Ev : std::uint8_t { kStreamCheck, kChainDone, kTransferDone, kThreadResume, kHostDone };
@@ -167,8 +178,16 @@ class Schedule {
   std::vector<std::vector<int>> inst_units_;
   // Figures.
   std::vector<MemEvent> mem_;
-  std::vector<TimeNs> step_begin_, step_end_;  // per GPU, step >= 1
-  std::vector<TimeNs> inline_comm_;            // per GPU: the chains' in-line collectives
+  // Per GPU and step (index gpu * (steps + 1) + step), step >= 1: the span's begin, its end, the
+  // first drawn op's ready time; -1 while unknown.
+  std::vector<TimeNs> step_begin_, step_end_, step_drawn_;
+  int steps_ = 1;
+  std::size_t at(int gpu, int step) const {
+    return static_cast<std::size_t>(gpu) * static_cast<std::size_t>(steps_ + 1) +
+           static_cast<std::size_t>(std::min(std::max(step, 0), steps_));
+  }
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> inline_iv_;       // per GPU: chains' in-line
+  std::vector<std::vector<TimeNs>> inline_ns_;                          // collectives, by chain
   std::vector<std::vector<std::pair<TimeNs, TimeNs>>> busy_, comm_iv_;  // per GPU
   std::int64_t chained_ops_ = 0, chains_ = 0;
 

@@ -203,8 +203,15 @@ void Schedule::target_done(OpId op, TimeNs t) {
   const int k = target_of_op_[static_cast<std::size_t>(op)];
   if (k < 0) return;
   target_end_[static_cast<std::size_t>(k)] = t;
-  for (int s : target_streams_[static_cast<std::size_t>(k)]) push(t, Ev::kStreamCheck, s);
-  for (int th : target_threads_[static_cast<std::size_t>(k)]) push(t, Ev::kThreadResume, th);
+  for (int i = woken_first_[static_cast<std::size_t>(k)];
+       i < woken_first_[static_cast<std::size_t>(k) + 1]; ++i) {
+    const int w = woken_[static_cast<std::size_t>(i)];
+    if (w >= 0) {
+      push(t, Ev::kStreamCheck, w);
+    } else {
+      push(t, Ev::kThreadResume, -1 - w);
+    }
+  }
 }
 
 void Schedule::finish_unit(int ui, TimeNs end) {

@@ -14,8 +14,6 @@ int Schedule::target(OpId op) {
   if (k < 0) {
     k = static_cast<int>(target_end_.size());
     target_end_.push_back(-1);
-    target_streams_.emplace_back();
-    target_threads_.emplace_back();
   }
   return k;
 }
@@ -26,6 +24,11 @@ void Schedule::end_unit_at(OpId op, std::vector<int>& open) {
   const Op& o = p_.ops[static_cast<std::size_t>(op)];
   if (o.stream < 0) return;
   StreamSlots& st = streams_[static_cast<std::size_t>(o.stream)];
+  if (!st.op.empty() && st.op.back() == op) {  // the common case: the stream's latest op
+    int& cur = open[static_cast<std::size_t>(o.stream)];
+    if (cur == st.units.back()) cur = -1;
+    return;
+  }
   const int slot =
       static_cast<int>(std::lower_bound(st.op.begin(), st.op.end(), op) - st.op.begin());
   auto ui = std::upper_bound(st.units.begin(), st.units.end(), slot, [&](int sl, int u) {
@@ -139,7 +142,7 @@ std::string Schedule::build() {
     for (const core::Dep& d : op.deps) {
       if (d.kind != core::DepKind::kHostWaits) continue;
       const int k = target(d.op);
-      target_threads_[static_cast<std::size_t>(k)].push_back(op.thread);
+      waiters_.push_back({k, -1 - op.thread});
       waits_.push_back(k);
       end_unit_at(d.op, open);
     }
@@ -148,7 +151,7 @@ std::string Schedule::build() {
     for (const core::Dep& d : op.deps) {
       if (d.kind != core::DepKind::kStreamWaits || op.stream < 0) continue;
       const int k = target(d.op);
-      target_streams_[static_cast<std::size_t>(k)].push_back(op.stream);
+      waiters_.push_back({k, op.stream});
       waits_.push_back(k);
       end_unit_at(d.op, open);
     }
@@ -258,6 +261,14 @@ std::string Schedule::build() {
     }
   }
   if (!any_compute) return "no kernels";
+  // Waiters by target, in the order they were read (counting sort).
+  woken_first_.assign(target_end_.size() + 1, 0);
+  for (const auto& [k, w] : waiters_) ++woken_first_[static_cast<std::size_t>(k) + 1];
+  for (std::size_t k = 1; k < woken_first_.size(); ++k) woken_first_[k] += woken_first_[k - 1];
+  woken_.assign(waiters_.size(), 0);
+  std::vector<int> fill(woken_first_.begin(), woken_first_.end() - 1);
+  for (const auto& [k, w] : waiters_)
+    woken_[static_cast<std::size_t>(fill[static_cast<std::size_t>(k)]++)] = w;
   inst_arrived_.assign(static_cast<std::size_t>(p_.collective_instances), 0);
   inst_units_.assign(static_cast<std::size_t>(p_.collective_instances), {});
   return {};

@@ -171,7 +171,10 @@ class Schedule {
   std::vector<int> waits_;          // targets waited for, by unit and host segment ranges
   std::vector<int> target_of_op_;   // dense index of the ops others wait for, else -1
   std::vector<TimeNs> target_end_;  // by target: end, -1 until known
-  std::vector<std::vector<int>> target_streams_, target_threads_;
+  // Who waits for each target: (target, stream or -1 - thread) while reading the ops, then by
+  // target (woken_first_[k] .. woken_first_[k + 1] in woken_).
+  std::vector<std::pair<int, int>> waiters_;
+  std::vector<int> woken_first_, woken_;
   std::vector<int> running_chain_;  // per GPU: its running chain with kernels, -1
   std::vector<int> comm_sms_;
   std::vector<int> inst_arrived_;

@@ -37,10 +37,18 @@ void compare(const std::string& file, const std::vector<std::string>& sets, bool
   CHECK(rel(static_cast<double>(fast.step_time_ns), static_cast<double>(ref.step_time_ns)) < 0.01);
   CHECK(rel(static_cast<double>(fast.exposed_comm_ns), static_cast<double>(ref.exposed_comm_ns)) <
         0.01);
+  // The OOM verdict: the same GPU and allocation (a sweep's status), or none on both.
+  REQUIRE(fast.oom.has_value() == ref.oom.has_value());
+  if (ref.oom) {
+    CHECK(fast.oom->gpu == ref.oom->gpu);
+    CHECK(fast.oom->op == ref.oom->op);
+    CHECK(fast.oom->steady_state == ref.oom->steady_state);
+  }
   REQUIRE(fast.peaks.size() == ref.peaks.size());
   for (std::size_t k = 0; k < ref.peaks.size(); ++k) {
     INFO("GPU " << ref.peaks[k].gpu);
     CHECK(fast.peaks[k].gpu == ref.peaks[k].gpu);
+    CHECK(fast.peaks[k].capacity_bytes == ref.peaks[k].capacity_bytes);
     CHECK(rel(static_cast<double>(fast.peaks[k].peak_bytes),
               static_cast<double>(ref.peaks[k].peak_bytes)) < 0.01);
   }
@@ -83,6 +91,17 @@ TEST_CASE("block eval within 1 % of op level: GPT-3 175B at batch 1536", "[block
 TEST_CASE("block eval within 1 % of op level: 3D and pipeline over three steps", "[block]") {
   for (const char* file : {"gpt_20b_64xa100_3d.json", "gpt_pipeline_8xa100.json"})
     compare(file, {"training.steps=3"}, true);
+}
+
+TEST_CASE("block eval: an out-of-memory configuration gets the op-level verdict", "[block]") {
+  // GPipe holds all 32 micro-batches' activations: about 120 GiB per GPU of an 80 GB A100.
+  compare("gpt_20b_64xa100_3d.json", {"strategy.schedule=gpipe"}, true);
+  const core::Scenario sc = core::parse_scenario_file(
+      test::scenario_path("gpt_20b_64xa100_3d.json"), {"strategy.schedule=gpipe"});
+  const core::Program p = core::lower(sc);
+  const block::EvalResult r = block::evaluate(sc, p);
+  REQUIRE(r.oom.has_value());
+  CHECK(r.max_peak_bytes() > r.peaks.front().capacity_bytes);
 }
 
 TEST_CASE("block eval: the schedule is deterministic", "[block]") {

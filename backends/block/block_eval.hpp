@@ -8,6 +8,7 @@
 // instead and the result says so.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ const char* to_string(EvalPath p);
 struct GpuPeak {
   int gpu = 0;
   Bytes peak_bytes = 0;  // max(simulated peak, steady-state peak), as the summary (docs/memory.md)
+  Bytes capacity_bytes = 0;  // usable memory (docs/scenario.md, "Usable memory")
+};
+
+// core::memory_timeline's verdict (docs/memory.md, "OOM verdict"): the first allocation, in time,
+// that exceeds its GPU's capacity, else (one step) the first that would in the steady state.
+struct Oom {
+  int gpu = 0;
+  core::OpId op = core::kNoOp;
+  bool steady_state = false;
 };
 
 struct EvalResult {
@@ -32,6 +42,7 @@ struct EvalResult {
   // The summary's exposed_comm_s in ns: per step, sum over GPUs (stands_for times) of
   // |communication kernels \ compute kernels| within the window (docs/summary.md).
   TimeNs exposed_comm_ns = 0;
+  std::optional<Oom> oom;
   // Block path: units moved through the schedule, of which chains, ops they hold, distinct
   // transfers timed on the flow network.
   std::int64_t units = 0, chains = 0, chained_ops = 0, transfers_timed = 0;

@@ -99,7 +99,9 @@ EvalResult Schedule::figures() const {
     if (p_.symmetry.enabled() && p_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] == 0)
       continue;
     index[static_cast<std::size_t>(g)] = static_cast<int>(r.peaks.size());
-    r.peaks.push_back({g, 0});
+    r.peaks.push_back(
+        {g, 0,
+         core::usable_memory_bytes(s_.cluster, communicates_[static_cast<std::size_t>(g)] != 0)});
   }
   const std::size_t n = r.peaks.size();
   std::vector<ByCategory> cur(n, ByCategory{}), resident(n, ByCategory{});
@@ -117,7 +119,10 @@ EvalResult Schedule::figures() const {
       const std::size_t kk = static_cast<std::size_t>(k);
       cur[kk][mi.category] += mi.delta;
       total[kk] += mi.delta;
+      const Bytes cap = r.peaks[kk].capacity_bytes;
       if (pass == 0) {
+        // The first allocation in time over capacity (docs/memory.md, "OOM verdict").
+        if (mi.delta > 0 && cap > 0 && total[kk] > cap && !r.oom) r.oom = Oom{mi.gpu, e.op, false};
         r.peaks[kk].peak_bytes = std::max(r.peaks[kk].peak_bytes, total[kk]);
         if (mi.early) resident[kk] = cur[kk];
         if (!mi.early) steady[kk] = std::max(steady[kk], total[kk]);
@@ -127,6 +132,7 @@ EvalResult Schedule::figures() const {
           lifted += std::max<Bytes>(
               0, resident[kk][static_cast<std::size_t>(c)] - cur[kk][static_cast<std::size_t>(c)]);
         steady[kk] = std::max(steady[kk], lifted);
+        if (mi.delta > 0 && cap > 0 && lifted > cap && !r.oom) r.oom = Oom{mi.gpu, e.op, true};
       }
     }
   }

@@ -113,6 +113,7 @@ std::string Schedule::build() {
       group_members_[static_cast<std::size_t>(g.id)] +=
           !p_.symmetry.enabled() || p_.symmetry.weight_of_gpu[static_cast<std::size_t>(gpu)] > 0;
   target_of_op_.assign(p_.ops.size(), -1);
+  communicates_.assign(gpus, 0);
   const core::GpuSpec& gpu = s_.cluster.gpu;
   const TimeNs latency = us_to_ns(s_.host.launch_latency_us);
   std::vector<int> open(p_.streams.size(), -1);  // open chain per stream
@@ -198,6 +199,7 @@ std::string Schedule::build() {
         dc = compute_.get(gpu, op);
         break;
       case OpKind::kCollective: {
+        communicates_[static_cast<std::size_t>(op.gpu)] = 1;
         const bool alone =
             op.fixed_ns >= 0 || group_members_[static_cast<std::size_t>(op.group)] == 1;
         dm = op.fixed_ns >= 0 ? op.fixed_ns : transfer_of(op);

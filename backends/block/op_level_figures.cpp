@@ -60,7 +60,8 @@ EvalResult evaluate_op_level(const core::Scenario& scenario, const core::Program
   r.step_time_ns = static_cast<TimeNs>(std::llround(core::step_time_s(spans) * 1e9));
   const core::MemoryReport mem = core::memory_timeline(program, res.timings, scenario.cluster);
   for (const core::GpuMemory& g : mem.gpus)
-    r.peaks.push_back({g.gpu, std::max(g.peak_bytes, g.steady_peak_bytes)});
+    r.peaks.push_back({g.gpu, std::max(g.peak_bytes, g.steady_peak_bytes), g.capacity_bytes});
+  if (mem.oom) r.oom = Oom{mem.oom->gpu, mem.oom->op, mem.oom->steady_state};
   // The window (docs/summary.md, "Window"): steps merged over GPUs; [end_{N-1}, end_N] for N >= 2,
   // or [start_1, end_1] with one step.
   std::vector<std::pair<int, std::pair<TimeNs, TimeNs>>> steps;

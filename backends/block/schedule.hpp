@@ -181,6 +181,7 @@ class Schedule {
   std::vector<std::vector<int>> inst_units_;
   // Figures.
   std::vector<MemEvent> mem_;
+  std::vector<char> communicates_;  // per GPU: it runs a collective (its NCCL buffers count)
   // Per GPU and step (index gpu * (steps + 1) + step), step >= 1: the span's begin, its end, the
   // first drawn op's ready time; -1 while unknown.
   std::vector<TimeNs> step_begin_, step_end_, step_drawn_;

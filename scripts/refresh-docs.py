@@ -179,7 +179,30 @@ def hpo_example(c):
     return "\n```\n" + cmd + "\n" + out.replace(out_file, "hpo_asha.json").rstrip() + "\n```\n"
 
 
+def block_eval(c, flag):
+    key = ("bench_block_eval", flag)
+    if key not in c.cache:
+        p = subprocess.run([os.path.join(c.build, "bench", "bench_block_eval"), flag], cwd=ROOT,
+                           text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if p.returncode != 0:
+            raise RuntimeError(f"bench_block_eval {flag} exited {p.returncode}:\n{p.stdout[-3000:]}")
+        c.cache[key] = p.stdout
+    return "\n" + c.cache[key].strip() + "\n"
+
+
+def block_eval_accuracy(c):
+    # docs/block-eval.md, "Accuracy": block path against the op-level simulator.
+    return block_eval(c, "--markdown-accuracy")
+
+
+def block_eval_speed(c):
+    # docs/block-eval.md, "Speed": CPU ms per evaluation (timed).
+    return block_eval(c, "--markdown-speed")
+
+
 FIGURES = {
+    "block_eval_accuracy": (block_eval_accuracy, False),
+    "block_eval_speed": (block_eval_speed, True),
     "hpo_example": (hpo_example, False),
     "gil_variants": (gil_variants, False),
     "steady_state_example": (steady_state_example, False),

@@ -1,0 +1,62 @@
+// Summary-only evaluation (docs/block-eval.md): the op-level simulator's step time, memory peaks
+// and exposed communication without a timeline. The Program is cut into chains (runs of ops on one
+// stream that wait for nothing but the op before them: a layer sequence's forward or backward for
+// one micro-batch with its in-line tensor-parallel collectives); each chain is timed at kernel
+// level from the cost model once and moved as one unit through a discrete-event schedule of the
+// streams, the pipeline's send/recv rendezvous and the data-parallel collectives. Where the
+// Program's structure is outside what that schedule reproduces, the op-level simulator runs
+// instead and the result says so.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/program.hpp"
+#include "core/scenario.hpp"
+
+namespace csim::block {
+
+enum class EvalPath { kBlock, kOpLevel };
+const char* to_string(EvalPath p);
+
+struct GpuPeak {
+  int gpu = 0;
+  Bytes peak_bytes = 0;  // max(simulated peak, steady-state peak), as the summary (docs/memory.md)
+  Bytes capacity_bytes = 0;  // usable memory (docs/scenario.md, "Usable memory")
+};
+
+// core::memory_timeline's verdict (docs/memory.md, "OOM verdict"): the first allocation, in time,
+// that exceeds its GPU's capacity, else (one step) the first that would in the steady state.
+struct Oom {
+  int gpu = 0;
+  core::OpId op = core::kNoOp;
+  bool steady_state = false;
+};
+
+struct EvalResult {
+  EvalPath path = EvalPath::kOpLevel;
+  std::string fallback_reason;  // why the op-level path ran (empty on the block path)
+  TimeNs step_time_ns = 0;      // the summary's step time (docs/summary.md, "Steps")
+  std::vector<GpuPeak> peaks;   // simulated GPUs (representatives under rank symmetry), in order
+  // The summary's exposed_comm_s in ns: per step, sum over GPUs (stands_for times) of
+  // |communication kernels \ compute kernels| within the window (docs/summary.md).
+  TimeNs exposed_comm_ns = 0;
+  std::optional<Oom> oom;
+  // Block path: units moved through the schedule, of which chains, ops they hold, distinct
+  // transfers timed on the flow network.
+  std::int64_t units = 0, chains = 0, chained_ops = 0, transfers_timed = 0;
+  Bytes max_peak_bytes() const;
+};
+
+// Why the block path does not apply to this Program (empty when it does): docs/block-eval.md,
+// "Scope".
+std::string block_path_unsupported(const core::Scenario& scenario, const core::Program& program);
+
+// The block path where it applies, else the op-level simulation (path and reason say which).
+EvalResult evaluate(const core::Scenario& scenario, const core::Program& program);
+
+// Always the op-level simulator (backends/sim), figures computed from its op timings.
+EvalResult evaluate_op_level(const core::Scenario& scenario, const core::Program& program);
+
+}  // namespace csim::block

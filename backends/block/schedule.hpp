@@ -1,0 +1,237 @@
+// The block path's schedule (docs/block-eval.md): the state shared by its parts. Private to
+// backends/block: block_units.cpp (reading the ops into chains), block_transfers.cpp (timing each
+// distinct transfer), block_schedule.cpp (host segments, streams, the event loop) and
+// block_figures.cpp (step time, peaks, exposed communication).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/block/block_eval.hpp"
+#include "core/cost/collective_cost.hpp"
+#include "core/cost/compute_cost.hpp"
+#include "core/engine/event_queue.hpp"
+#include "core/topology.hpp"
+
+namespace csim::block::detail {
+
+using core::Op;
+using core::OpId;
+using core::OpKind;
+
+enum class UnitKind : std::uint8_t { kChain, kComm, kCopy };
+
+// An allocation or free as the figures need it, copied from its op while the ops are read in
+// order (the figures then never go back to the ops).
+struct MemInfo {
+  Bytes delta = 0;  // + allocated, - freed
+  int gpu = 0;
+  std::uint8_t category = 0;
+  bool early = true;  // step <= 1
+};
+
+// One stream's ops in issue order ("slots") with prefix sums of their base durations: kernels
+// (before the rate factor) and in-line collectives apart, so that any run of a chain costs O(1).
+struct StreamSlots {
+  int thread = -1, gpu = 0;
+  std::vector<OpId> op;
+  std::vector<TimeNs> pc{0}, pm{0};  // prefix sums, size slots + 1
+  std::vector<TimeNs> er;            // earliest start after the segment's ready time
+  std::vector<int> mem;              // slots of allocations and frees
+  std::vector<MemInfo> mem_info;     // by position in `mem`
+  std::vector<int> units;            // in order
+  std::size_t next = 0;              // run state: the next unit to start
+  bool busy = false;
+};
+
+struct Unit {
+  UnitKind kind = UnitKind::kChain;
+  int stream = 0, gpu = 0, step = 0, seg = 0;  // seg: the issuing thread's host segment
+  int first = 0, end = 0;                      // slots
+  TimeNs transfer_ns = 0;                      // kComm / kCopy: the transfer alone
+  TimeNs host_slack = 0;  // max over slots of (er - base offset in the chain): docs "Host"
+  int wait_first = 0, wait_end = 0;  // its first op's stream waits: targets in Schedule::waits_
+  int instance = -1, members = 0, sms = 0;  // kComm: the collective instance, its NCCL SMs
+  bool fixed = false;                       // kComm: a stand-in of fixed duration
+  // Run state.
+  TimeNs start_ns = -1, t0 = 0;
+  int seg_pos = 0, mem_next = 0;
+  double factor = 1;
+  std::uint32_t gen = 0;
+  bool stepwise = false;  // launches gate the chain: its op times were walked one by one
+};
+
+struct HostSeg {
+  OpId head = core::kNoOp;
+  int wait_first = 0, wait_end = 0;  // the head's host waits: targets in Schedule::waits_
+  TimeNs cum_end = 0;                // python + dispatch of the segment's ops
+  TimeNs ready = -1;
+};
+
+struct HostOp {
+  int seg;
+  TimeNs cum_after;
+  OpId op;
+  int step;
+};
+
+// docs/summary.md, "Steps": a step's span on a GPU begins where its thread reaches the step's
+// first op; the first op the trace draws (not an allocation, free or marker) tiles the steps.
+struct StepMark {
+  int step, seg;
+  TimeNs cum;  // python + dispatch of the segment's ops before it
+  bool drawn;
+};
+
+struct ThreadState {
+  int gpu = 0;
+  std::vector<HostSeg> segs;
+  std::vector<HostOp> host_ops;
+  std::size_t host_next = 0;
+  int released = -1;
+  std::vector<StepMark> marks;  // where each step's first op and first drawn op are issued
+  std::size_t mark_next = 0;
+  int last_step = 0;
+  bool drawn = false;  // the current step's first drawn op was seen
+  TimeNs cum = 0;
+};
+
+enum class Ev : std::uint8_t { kStreamCheck, kChainDone, kTransferDone, kThreadResume, kHostDone };
+struct Event {
+  Ev type;
+  std::uint32_t gen;
+  std::int64_t a;
+};
+
+struct MemEvent {
+  TimeNs t;
+  OpId op;
+  const MemInfo* info;
+};
+
+using PlanKey = std::tuple<int, int, int, int, int, Bytes>;
+
+// Direct-mapped memo of compute_duration_ns: a layer's kernel recurs every micro-batch.
+struct ComputeMemo {
+  struct Entry {
+    double flops = -1;
+    Bytes bytes = -1;
+    int kind = -1;
+    TimeNs d = 0;
+  };
+  std::array<Entry, 4096> e{};
+  TimeNs get(const core::GpuSpec& g, const Op& op) {
+    std::uint64_t fb = 0;
+    std::memcpy(&fb, &op.flops, sizeof fb);
+    const int kind = static_cast<int>(op.compute_kind) * 16 + static_cast<int>(op.dtype);
+    std::uint64_t h = fb * 0x9E3779B97F4A7C15ull ^
+                      static_cast<std::uint64_t>(op.bytes) * 0xC2B2AE3D27D4EB4Full ^
+                      static_cast<std::uint64_t>(kind);
+    Entry& x = e[(h ^ (h >> 29)) & (e.size() - 1)];
+    if (x.flops != op.flops || x.bytes != op.bytes || x.kind != kind) {
+      x = {op.flops, op.bytes, kind,
+           core::compute_duration_ns(g, op.compute_kind, op.dtype, op.flops, op.bytes)};
+    }
+    return x.d;
+  }
+};
+
+class Schedule {
+ public:
+  Schedule(const core::Scenario& s, const core::Program& p)
+      : s_(s), p_(p), comm_(core::comm_params_for(s)), topo_(s.cluster) {}
+  std::string build();  // empty when the block path applies, else why not
+  EvalResult run();
+
+ private:
+  const core::Scenario& s_;
+  const core::Program& p_;
+  core::CommParams comm_;
+  core::Topology topo_;
+  std::vector<int> local_link_;  // time_plan's scratch: topology link -> compact index, -1
+  std::vector<int> stamp_;       // images_disjoint's scratch: GPU -> image, -1
+  std::map<PlanKey, TimeNs> transfer_ns_;
+  std::array<std::pair<PlanKey, TimeNs>, 1024> transfer_memo_{};
+  std::map<std::vector<int>, std::vector<int>> mirrors_;
+  ComputeMemo compute_;
+  engine::EventQueue<Event> q_;
+  TimeNs now_ = 0;
+
+  std::vector<Unit> units_;
+  std::vector<StreamSlots> streams_;
+  std::vector<ThreadState> threads_;
+  std::vector<std::vector<int>> streams_of_gpu_;
+  std::vector<int> compute_stream_of_gpu_;
+  std::vector<int> group_members_;  // ops per instance of the group's collectives
+  std::vector<int> waits_;          // targets waited for, by unit and host segment ranges
+  std::vector<int> target_of_op_;   // dense index of the ops others wait for, else -1
+  std::vector<TimeNs> target_end_;  // by target: end, -1 until known
+  // Who waits for each target: (target, stream or -1 - thread) while reading the ops, then by
+  // target (woken_first_[k] .. woken_first_[k + 1] in woken_).
+  std::vector<std::pair<int, int>> waiters_;
+  std::vector<int> woken_first_, woken_;
+  std::vector<int> running_chain_;  // per GPU: its running chain with kernels, -1
+  std::vector<int> comm_sms_;
+  std::vector<int> inst_arrived_;
+  std::vector<std::vector<int>> inst_units_;
+  // Figures.
+  std::vector<MemEvent> mem_;
+  std::vector<char> communicates_;  // per GPU: it runs a collective (its NCCL buffers count)
+  // Per GPU and step (index gpu * (steps + 1) + step), step >= 1: the span's begin, its end, the
+  // first drawn op's ready time; -1 while unknown.
+  std::vector<TimeNs> step_begin_, step_end_, step_drawn_;
+  int steps_ = 1;
+  std::size_t at(int gpu, int step) const {
+    return static_cast<std::size_t>(gpu) * static_cast<std::size_t>(steps_ + 1) +
+           static_cast<std::size_t>(std::min(std::max(step, 0), steps_));
+  }
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> inline_iv_;       // per GPU: chains' in-line
+  std::vector<std::vector<TimeNs>> inline_ns_;                          // collectives, by chain
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> busy_, comm_iv_;  // per GPU
+  std::int64_t chained_ops_ = 0, chains_ = 0;
+
+  int target(OpId op);
+  void end_unit_at(OpId op, std::vector<int>& open);
+  TimeNs transfer_of(const Op& op);
+  TimeNs time_plan(core::TransferPlan plan, const std::vector<int>& mirror_gpus);
+  bool images_disjoint(const core::TransferPlan& plan, const std::vector<int>& gpus);
+  void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
+  const std::vector<int>& mirrors_of(const std::vector<int>& gpus);
+  double factor(int gpu) const;
+  int sms_of(const Op& op) const {
+    const int n = s_.cluster.gpu.nccl_sms;
+    return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
+  }
+  void push(TimeNs t, Ev type, std::int64_t a, std::uint32_t gen = 0) {
+    q_.push(t, Event{type, gen, a});
+  }
+  TimeNs time_of(const Unit& u, int j) const {
+    const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
+    const TimeNs c =
+        st.pc[static_cast<std::size_t>(j)] - st.pc[static_cast<std::size_t>(u.seg_pos)];
+    const TimeNs m =
+        st.pm[static_cast<std::size_t>(j)] - st.pm[static_cast<std::size_t>(u.seg_pos)];
+    return u.t0 +
+           (u.factor == 1.0
+                ? c
+                : static_cast<TimeNs>(std::llround(static_cast<double>(c) * u.factor))) +
+           m;
+  }
+  void emit_mem(Unit& u, int upto);
+  void release_segments(int t);
+  void check_stream(int s);
+  void start_unit(int u);
+  TimeNs walk_stepwise(Unit& u);
+  void rerate(int gpu);
+  void sms_change(int gpu, int delta);
+  void finish_unit(int u, TimeNs end);
+  void target_done(OpId op, TimeNs t);
+  EvalResult figures() const;
+};
+
+}  // namespace csim::block::detail

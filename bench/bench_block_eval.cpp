@@ -1,0 +1,209 @@
+// Block-level (summary-only) evaluation benchmark (not a test; docs/block-eval.md, "Speed"): CPU
+// time per evaluation of the block path and of the op-level simulator on the 3D workloads (issue
+// 17's target: under 5 ms for GPT-3 175B on 1,024 GPUs at batch 1,536), lowering timed apart,
+// with the three figures of both paths and their differences. Prints a table; figures are quoted
+// as measured, never asserted.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "backends/block/block_eval.hpp"
+#include "core/lowering/lowering.hpp"
+#include "core/scenario_parser.hpp"
+
+namespace {
+
+using namespace csim;
+
+const char* kHelp =
+    "bench_block_eval: CPU ms per evaluation, block path vs op-level simulator\n"
+    "\n"
+    "usage: bench_block_eval [--reps N] [--no-op-level] [--markdown-accuracy | --markdown-speed]\n"
+    "                        [SCENARIO.json [key=value ...]] ...\n"
+    "\n"
+    "  --reps N        evaluations of the block path per scenario (default 20); the op-level\n"
+    "                  simulator and the lowering run once each\n"
+    "  --no-op-level   skip the op-level simulation (no accuracy columns)\n"
+    "  --markdown-accuracy  docs/block-eval.md's accuracy table (no timings; deterministic;\n"
+    "                  adds the pipeline, ZeRO-3 and FSDP scenarios to the default list)\n"
+    "  --markdown-speed     docs/block-eval.md's speed table (CPU ms, as measured)\n"
+    "  --help          this text\n"
+    "\n"
+    "Without a scenario: the bundled 3D scenarios and GPT-3 175B at global batch 1,536.\n"
+    "Columns: lower_ms (core::lower), scan_ms (one pass over the ops reading the fields the\n"
+    "block path needs: the floor of any evaluator of the Program), block_ms (block::evaluate,\n"
+    "mean of N), op_ms\n"
+    "(block::evaluate_op_level), and the step time, largest peak and exposed communication\n"
+    "(the summary's sum over GPUs per step), op-level -> block path, with the difference in %.\n"
+    "The largest peak is compared here; tests/test_block_eval.cpp compares every GPU's.\n";
+
+double cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+// The floor of any evaluator that reads the Program: one pass over the ops touching the fields the
+// block path needs (docs/block-eval.md, "Speed").
+double scan_ms(const core::Program& p, int reps) {
+  const double t = cpu_ms();
+  std::int64_t sink = 0;
+  for (int r = 0; r < reps; ++r) {
+    for (const core::Op& op : p.ops) {
+      sink += op.stream + static_cast<std::int64_t>(op.deps.size()) + op.python_ns +
+              op.dispatch_ns + op.bytes + static_cast<std::int64_t>(op.flops) + op.step;
+    }
+  }
+  const double ms = (cpu_ms() - t) / reps;
+  if (sink == 42) std::printf(" ");
+  return ms;
+}
+
+double pct(double a, double b) {
+  return b != 0 ? 100.0 * (a - b) / b : 0.0;
+}
+
+struct Case {
+  std::string scenario;
+  std::vector<std::string> sets;
+};
+
+enum class Format { kText, kAccuracy, kSpeed };
+
+std::string name_of(const Case& c) {
+  std::string name = c.scenario;
+  for (const std::string& s : c.sets) name += " " + s;
+  return name;
+}
+
+std::string fmt(const char* f, double a, double b, double c) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+void run(const Case& c, int reps, bool op_level, Format format) {
+  const std::string path = c.scenario.find('/') == std::string::npos
+                               ? std::string(CSIM_SOURCE_DIR) + "/scenarios/" + c.scenario
+                               : c.scenario;
+  const core::Scenario sc = core::parse_scenario_file(path, c.sets);
+  double t = cpu_ms();
+  const core::Program p = core::lower(sc);
+  const double lower_ms = cpu_ms() - t;
+  block::EvalResult fast;
+  t = cpu_ms();
+  for (int i = 0; i < reps; ++i) fast = block::evaluate(sc, p);
+  const double block_ms = (cpu_ms() - t) / reps;
+  const double read_ms = format == Format::kAccuracy ? 0.0 : scan_ms(p, reps);
+  const std::string name = name_of(c);
+  block::EvalResult ref;
+  double op_ms = 0;
+  if (op_level) {
+    t = cpu_ms();
+    ref = block::evaluate_op_level(sc, p);
+    op_ms = cpu_ms() - t;
+  }
+  const double gib = static_cast<double>(kGiB);
+  const double step_err =
+      pct(static_cast<double>(fast.step_time_ns), static_cast<double>(ref.step_time_ns));
+  const double exposed_err =
+      pct(static_cast<double>(fast.exposed_comm_ns), static_cast<double>(ref.exposed_comm_ns));
+  double peak_err = 0;  // the largest over GPUs
+  for (std::size_t k = 0; k < fast.peaks.size() && k < ref.peaks.size(); ++k) {
+    const double e = pct(static_cast<double>(fast.peaks[k].peak_bytes),
+                         static_cast<double>(ref.peaks[k].peak_bytes));
+    if (std::fabs(e) > std::fabs(peak_err)) peak_err = e;
+  }
+  if (format == Format::kAccuracy) {
+    std::printf(
+        "| %s | %s | %s | %s | %s |\n", name.c_str(), block::to_string(fast.path),
+        fmt("%.4f → %.4f s (%+.3f %%)", ref.step_time_ns * 1e-9, fast.step_time_ns * 1e-9, step_err)
+            .c_str(),
+        fmt("%.3f → %.3f (%+.3f %%)", static_cast<double>(ref.max_peak_bytes()) / gib,
+            static_cast<double>(fast.max_peak_bytes()) / gib, peak_err)
+            .c_str(),
+        fmt("%.4f → %.4f s (%+.3f %%)", ref.exposed_comm_ns * 1e-9, fast.exposed_comm_ns * 1e-9,
+            exposed_err)
+            .c_str());
+    return;
+  }
+  if (format == Format::kSpeed) {
+    std::printf("| %s | %zu | %.1f | %.2f | %.2f | %.0f | %.0f× |\n", name.c_str(), p.ops.size(),
+                lower_ms, read_ms, block_ms, op_ms, block_ms > 0 ? op_ms / block_ms : 0.0);
+    return;
+  }
+  std::printf("%-58s %9zu %9.1f %9.2f %9.2f", name.c_str(), p.ops.size(), lower_ms, read_ms,
+              block_ms);
+  if (!op_level) {
+    std::printf("  %s step %.4f s %s\n", block::to_string(fast.path), fast.step_time_ns * 1e-9,
+                fast.fallback_reason.c_str());
+    return;
+  }
+  std::printf(
+      " %9.1f  %-8s step %.4f -> %.4f s (%+.3f%%)  peak %.3f -> %.3f GiB (%+.3f%%)  "
+      "exposed %.4f -> %.4f s (%+.3f%%) %s\n",
+      op_ms, block::to_string(fast.path), ref.step_time_ns * 1e-9, fast.step_time_ns * 1e-9,
+      step_err, static_cast<double>(ref.max_peak_bytes()) / gib,
+      static_cast<double>(fast.max_peak_bytes()) / gib, peak_err, ref.exposed_comm_ns * 1e-9,
+      fast.exposed_comm_ns * 1e-9, exposed_err, fast.fallback_reason.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 20;
+  bool op_level = true;
+  Format format = Format::kText;
+  std::vector<Case> cases;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--no-op-level") == 0) {
+      op_level = false;
+    } else if (std::strcmp(argv[i], "--markdown-accuracy") == 0) {
+      format = Format::kAccuracy;
+      reps = 1;
+    } else if (std::strcmp(argv[i], "--markdown-speed") == 0) {
+      format = Format::kSpeed;
+    } else if (argv[i][0] == '-') {
+      std::fprintf(stderr, "bench_block_eval: unknown option '%s' (see --help)\n", argv[i]);
+      return 2;
+    } else if (std::strchr(argv[i], '=') != nullptr && !cases.empty()) {
+      cases.back().sets.push_back(argv[i]);
+    } else {
+      cases.push_back({argv[i], {}});
+    }
+  }
+  if (cases.empty()) {
+    cases = {{"gpt_20b_64xa100_3d.json", {}},
+             {"llama3_70b_512xh100_3d.json", {}},
+             {"gpt3_175b_1024xa100_3d.json", {}},
+             {"gpt_1t_3072xa100_3d.json", {}},
+             {"gpt3_175b_1024xa100_3d.json", {"training.global_batch=1536"}}};
+    if (format == Format::kAccuracy) {
+      cases.push_back({"gpt_pipeline_8xa100.json", {}});
+      cases.push_back({"gpt_20b_64xa100_zero3.json", {}});
+      cases.push_back({"llama3_8b_64xh100_fsdp.json", {}});
+    }
+  }
+  if (format == Format::kAccuracy) {
+    std::printf(
+        "| scenario | path | step time, op-level → block | largest peak GiB (worst GPU) | "
+        "exposed comm, op-level → block |\n| --- | --- | --- | --- | --- |\n");
+  } else if (format == Format::kSpeed) {
+    std::printf(
+        "| scenario | ops | lowering ms | read the ops ms | block path ms | op-level ms | "
+        "speed-up |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+  } else {
+    std::printf("%-58s %9s %9s %9s %9s %9s  figures (block path, vs op-level)\n", "scenario", "ops",
+                "lower_ms", "scan_ms", "block_ms", "op_ms");
+  }
+  for (const Case& c : cases) run(c, reps, op_level, format);
+  return 0;
+}

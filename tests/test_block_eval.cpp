@@ -1,0 +1,158 @@
+// The block path (docs/block-eval.md) against the op-level simulator: step time, memory peaks and
+// exposed communication within 1 % on every bundled scenario, and the op-level figures against
+// the summary of the trace they come from.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "backends/block/block_eval.hpp"
+#include "backends/common/trace_builder.hpp"
+#include "backends/sim/sim_executor.hpp"
+#include "core/lowering/lowering.hpp"
+#include "core/memory_timeline.hpp"
+#include "core/scenario_parser.hpp"
+#include "profiler/summary.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace csim;
+
+double rel(double a, double b) {
+  return b == 0 ? std::fabs(a) : std::fabs(a - b) / std::fabs(b);
+}
+
+// Both paths on one scenario; the block path must be taken where `must_be_block`.
+void compare(const std::string& file, const std::vector<std::string>& sets, bool must_be_block) {
+  const core::Scenario sc = core::parse_scenario_file(test::scenario_path(file), sets);
+  const core::Program p = core::lower(sc);
+  const block::EvalResult fast = block::evaluate(sc, p);
+  const block::EvalResult ref = block::evaluate_op_level(sc, p);
+  INFO(file << ": path " << block::to_string(fast.path) << " " << fast.fallback_reason);
+  if (must_be_block) REQUIRE(fast.path == block::EvalPath::kBlock);
+  if (fast.path == block::EvalPath::kOpLevel) REQUIRE_FALSE(fast.fallback_reason.empty());
+  // Expected: the op-level simulator's figures within 1 % (issue 17).
+  CHECK(rel(static_cast<double>(fast.step_time_ns), static_cast<double>(ref.step_time_ns)) < 0.01);
+  CHECK(rel(static_cast<double>(fast.exposed_comm_ns), static_cast<double>(ref.exposed_comm_ns)) <
+        0.01);
+  // The OOM verdict: the same GPU and allocation (a sweep's status), or none on both.
+  REQUIRE(fast.oom.has_value() == ref.oom.has_value());
+  if (ref.oom) {
+    CHECK(fast.oom->gpu == ref.oom->gpu);
+    CHECK(fast.oom->op == ref.oom->op);
+    CHECK(fast.oom->steady_state == ref.oom->steady_state);
+  }
+  REQUIRE(fast.peaks.size() == ref.peaks.size());
+  for (std::size_t k = 0; k < ref.peaks.size(); ++k) {
+    INFO("GPU " << ref.peaks[k].gpu);
+    CHECK(fast.peaks[k].gpu == ref.peaks[k].gpu);
+    CHECK(fast.peaks[k].capacity_bytes == ref.peaks[k].capacity_bytes);
+    CHECK(rel(static_cast<double>(fast.peaks[k].peak_bytes),
+              static_cast<double>(ref.peaks[k].peak_bytes)) < 0.01);
+  }
+}
+
+}  // namespace
+
+#define CSIM_BLOCK_CASE(file, block)                                 \
+  TEST_CASE("block eval within 1 % of op level: " file, "[block]") { \
+    compare(file, {}, block);                                        \
+  }
+
+// The 3D Megatron scenarios must take the block path; so do the pipeline, ZeRO-3 and FSDP ones.
+CSIM_BLOCK_CASE("gpt3_175b_1024xa100_3d.json", true)
+CSIM_BLOCK_CASE("gpt_1t_3072xa100_3d.json", true)
+CSIM_BLOCK_CASE("gpt_20b_64xa100_3d.json", true)
+CSIM_BLOCK_CASE("llama3_70b_512xh100_3d.json", true)
+// Every other bundled scenario: either path, within 1 % either way.
+CSIM_BLOCK_CASE("ddp_batch512_workers.json", false)
+CSIM_BLOCK_CASE("dp_vs_ddp_4x1080ti.json", false)
+CSIM_BLOCK_CASE("gpt2_small_1xh200.json", false)
+CSIM_BLOCK_CASE("gpt2_small_8xa100.json", false)
+CSIM_BLOCK_CASE("gpt_20b_64xa100_zero3.json", true)
+CSIM_BLOCK_CASE("gpt_pipeline_8xa100.json", true)
+CSIM_BLOCK_CASE("linear_5x2_dp2.json", false)
+CSIM_BLOCK_CASE("linear_5x2_dp3.json", false)
+CSIM_BLOCK_CASE("linear_5x2_dp4.json", false)
+CSIM_BLOCK_CASE("llama3_8b_64xh100_fsdp.json", true)
+CSIM_BLOCK_CASE("mlp_1xh200.json", false)
+CSIM_BLOCK_CASE("mlp_gil_4x1080ti.json", false)
+CSIM_BLOCK_CASE("resnet50_8xv100_dgx1.json", false)
+CSIM_BLOCK_CASE("resnet50_model_parallel_2gpu.json", false)
+CSIM_BLOCK_CASE("single_gpu_linear.json", false)
+
+TEST_CASE("block eval within 1 % of op level: GPT-3 175B at batch 1536", "[block]") {
+  compare("gpt3_175b_1024xa100_3d.json", {"training.global_batch=1536"}, true);
+}
+
+// Several steps: the step time is the median of steps 2..N, the window [end_1, end_N].
+TEST_CASE("block eval within 1 % of op level: 3D and pipeline over three steps", "[block]") {
+  for (const char* file : {"gpt_20b_64xa100_3d.json", "gpt_pipeline_8xa100.json"})
+    compare(file, {"training.steps=3"}, true);
+}
+
+TEST_CASE("block eval: an out-of-memory configuration gets the op-level verdict", "[block]") {
+  // GPipe holds all 32 micro-batches' activations: about 120 GiB per GPU of an 80 GB A100.
+  compare("gpt_20b_64xa100_3d.json", {"strategy.schedule=gpipe"}, true);
+  const core::Scenario sc = core::parse_scenario_file(
+      test::scenario_path("gpt_20b_64xa100_3d.json"), {"strategy.schedule=gpipe"});
+  const core::Program p = core::lower(sc);
+  const block::EvalResult r = block::evaluate(sc, p);
+  REQUIRE(r.oom.has_value());
+  CHECK(r.max_peak_bytes() > r.peaks.front().capacity_bytes);
+}
+
+TEST_CASE("block eval: the schedule is deterministic", "[block]") {
+  // Two evaluations of one Program give the same figures to the ns and byte.
+  const core::Scenario sc =
+      core::parse_scenario_file(test::scenario_path("gpt_20b_64xa100_3d.json"));
+  const core::Program p = core::lower(sc);
+  const block::EvalResult a = block::evaluate(sc, p), b = block::evaluate(sc, p);
+  CHECK(a.step_time_ns == b.step_time_ns);
+  CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
+  REQUIRE(a.peaks.size() == b.peaks.size());
+  for (std::size_t k = 0; k < a.peaks.size(); ++k)
+    CHECK(a.peaks[k].peak_bytes == b.peaks[k].peak_bytes);
+}
+
+TEST_CASE("block eval: unsupported structures fall back with a reason", "[block]") {
+  // DataParallel runs one Python thread per replica (the GIL): the op-level path, and why.
+  const core::Scenario sc = core::parse_scenario_file(test::scenario_path("mlp_gil_4x1080ti.json"));
+  const core::Program p = core::lower(sc);
+  CHECK_FALSE(block::block_path_unsupported(sc, p).empty());
+  const block::EvalResult r = block::evaluate(sc, p);
+  CHECK(r.path == block::EvalPath::kOpLevel);
+  CHECK_FALSE(r.fallback_reason.empty());
+}
+
+TEST_CASE("block eval: every bundled scenario has a case above", "[block]") {
+  // 19 files in scenarios/ when this test was written; a new one needs its CSIM_BLOCK_CASE.
+  std::size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(test::repo_path("scenarios")))
+    n += e.path().extension() == ".json";
+  CHECK(n == 19);
+}
+
+TEST_CASE("op-level figures are the summary's", "[block]") {
+  // evaluate_op_level computes the step time, peaks and exposed communication from op timings;
+  // the summary of the trace built from the same timings must give the same numbers.
+  for (const char* file : {"gpt_pipeline_8xa100.json", "gpt_20b_64xa100_3d.json",
+                           "ddp_batch512_workers.json", "mlp_gil_4x1080ti.json"}) {
+    INFO(file);
+    const core::Scenario sc = core::parse_scenario_file(test::scenario_path(file));
+    const core::Program p = core::lower(sc);
+    sim::SimExecutor exec(sc);
+    const core::ExecutionResult res = exec.run(p, {});
+    const core::MemoryReport mem = core::memory_timeline(p, res.timings, sc.cluster);
+    const prof::Summary s = prof::summarize(backend::build_trace(sc, p, res, mem));
+    const block::EvalResult r = block::evaluate_op_level(sc, p);
+    CHECK(r.step_time_ns * 1e-9 == Approx(s.step_time_s).epsilon(1e-9));
+    CHECK(r.exposed_comm_ns * 1e-9 == Approx(s.exposed_comm_s).epsilon(1e-6));
+    for (const block::GpuPeak& pk : r.peaks) {
+      for (const prof::GpuSummary& g : s.per_gpu)
+        if (g.gpu == pk.gpu && g.mirror_of < 0) CHECK(g.peak_bytes == pk.peak_bytes);
+    }
+  }
+}

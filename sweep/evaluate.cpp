@@ -4,9 +4,6 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/step_spans.hpp"
-#include "run/run.hpp"
 #include "run/scenario_loader.hpp"
 
 namespace csim::sweep {
@@ -37,7 +34,7 @@ bool parse_variant_status(const std::string& text, VariantStatus* out) {
 
 VariantResult evaluate_variant(const nlohmann::json& doc, const std::string& name,
                                const std::vector<std::string>& sets,
-                               const core::RunControl& control) {
+                               const core::RunControl& control, run::Evaluation evaluation) {
   core::Scenario sc;
   try {
     sc = run::load_scenario_document(doc, name, sets);
@@ -47,25 +44,22 @@ VariantResult evaluate_variant(const nlohmann::json& doc, const std::string& nam
     r.error = e.what();
     return r;
   }
-  return evaluate_scenario(sc, control);
+  return evaluate_scenario(sc, control, evaluation);
 }
 
-VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl& control) {
+VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl& control,
+                                run::Evaluation evaluation) {
   VariantResult r;
   try {
-    run::RunRequest rq;
-    rq.scenario = &sc;
-    rq.trace = false;  // the figures come from the Program and its timings
-    rq.control = control;
-    const run::RunResult run = run::run(rq);
-    const core::Program& program = run.program;
-    const core::ExecutionResult& res = run.result;
-    if (!res.complete) {
+    const run::SummaryEval ev = run::evaluate_summary(sc, evaluation, control);
+    if (!ev.complete) {
       r.error = "cancelled";
       return r;
     }
-    const core::MemoryReport& mem = run.memory;
-    r.step_time_s = core::step_time_s(core::step_spans(program, res.timings));
+    const core::Program& program = ev.program;
+    const block::EvalResult& f = ev.figures;
+    r.evaluation = f.path;
+    r.step_time_s = ev.step_time_s;
     r.gpus = static_cast<int>(program.active_gpus.size());
     if (r.step_time_s > 0) {
       r.samples_per_s = static_cast<double>(program.samples_per_step) / r.step_time_s;
@@ -75,20 +69,19 @@ VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl
       if (peak > 0 && r.gpus > 0)
         r.mfu = program.model_flops_per_step / (r.step_time_s * r.gpus * peak);
     }
-    for (const core::GpuMemory& g : mem.gpus) {
+    for (const block::GpuPeak& g : f.peaks) {
       // The larger of the simulated and steady-state peaks, as the summary (docs/memory.md).
-      const double gib = static_cast<double>(std::max(g.peak_bytes, g.steady_peak_bytes)) /
-                         static_cast<double>(kGiB);
+      const double gib = static_cast<double>(g.peak_bytes) / static_cast<double>(kGiB);
       r.per_gpu.push_back({g.gpu, gib});
       if (gib >= r.peak_gib) {
         r.peak_gib = gib;
         r.usable_gib = static_cast<double>(g.capacity_bytes) / static_cast<double>(kGiB);
       }
     }
-    if (mem.oom) {
+    if (f.oom) {
       r.status = VariantStatus::kOom;
-      r.error = "GPU " + std::to_string(mem.oom->gpu) + " runs out of memory at '" +
-                mem.oom->op_name + "'";
+      r.error = "GPU " + std::to_string(f.oom->gpu) + " runs out of memory at '" +
+                program.ops[static_cast<std::size_t>(f.oom->op)].name + "'";
     } else {
       r.status = VariantStatus::kOk;
     }

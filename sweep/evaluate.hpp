@@ -1,7 +1,9 @@
-// One sweep variant, simulated (docs/sweep.md, "Figures"): the scenario document with the
-// variant's overrides, validated by the scenario parser, lowered, simulated and its memory
-// analysed, without building a trace. The figures are the summary's (docs/summary.md): the step
-// time from the same ProfilerStep spans (core/step_spans.hpp), MFU with the same formula.
+// One sweep variant, evaluated (docs/sweep.md, "Figures"): the scenario document with the
+// variant's overrides, validated by the scenario parser, lowered and evaluated without a timeline
+// (run/summary_eval.hpp): by default on the block path (docs/block-eval.md), which reproduces the
+// op-level simulator's figures within 1 % and falls back to it outside its scope; with
+// run::Evaluation::kOpLevel by the op-level simulator itself. The figures are the summary's
+// (docs/summary.md): the step time from the same ProfilerStep spans, MFU with the same formula.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 
 #include "core/executor.hpp"
 #include "core/scenario.hpp"
+#include "run/summary_eval.hpp"
 
 namespace csim::sweep {
 
@@ -36,15 +39,18 @@ struct VariantResult {
   double peak_gib = 0;           // the largest peak allocated over GPUs
   double usable_gib = 0;         // that GPU's usable memory
   std::vector<GpuPeak> per_gpu;  // simulated GPUs (representatives under rank symmetry)
+  block::EvalPath evaluation = block::EvalPath::kOpLevel;  // which path gave the figures
 };
 
 // A parsed scenario, lowered and simulated (index and values left empty).
 VariantResult evaluate_scenario(const core::Scenario& scenario,
-                                const core::RunControl& control = {});
+                                const core::RunControl& control = {},
+                                run::Evaluation evaluation = run::Evaluation::kBlock);
 
 // `doc` is the scenario file's JSON; `name` stands for the file in messages.
 VariantResult evaluate_variant(const nlohmann::json& doc, const std::string& name,
                                const std::vector<std::string>& sets,
-                               const core::RunControl& control = {});
+                               const core::RunControl& control = {},
+                               run::Evaluation evaluation = run::Evaluation::kBlock);
 
 }  // namespace csim::sweep

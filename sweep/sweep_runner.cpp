@@ -53,7 +53,7 @@ SweepRunOutcome run_variants(const nlohmann::json& doc, const std::string& scena
       if (i >= variants.size()) break;
       std::vector<std::string> sets = base_sets;
       for (std::string& v : variant_sets(knobs, variants[i])) sets.push_back(std::move(v));
-      VariantResult r = evaluate_variant(doc, scenario_name, sets, control);
+      VariantResult r = evaluate_variant(doc, scenario_name, sets, control, options.evaluation);
       if (r.status == VariantStatus::kFailed && r.error == "cancelled") break;  // not a result
       r.index = variants[i].index;
       r.values = variants[i].values;

@@ -24,6 +24,7 @@ struct SweepProgress {
 
 struct SweepRunOptions {
   int threads = 1;
+  run::Evaluation evaluation = run::Evaluation::kBlock;  // kOpLevel: simrun sweep --op-level
   const std::atomic<bool>* cancel = nullptr;
   double report_every_s = 0.25;
   // Called on the calling thread every report_every_s and once at the end.

@@ -49,6 +49,7 @@ struct TuneCandidate {
 struct TuneOptions {
   int gpus = 0;  // 0: every GPU of the cluster
   int threads = 1;
+  run::Evaluation evaluation = run::Evaluation::kBlock;  // kOpLevel: simrun tune --op-level
   double prune_margin = 0.9;  // prune when margin x LB >= best step time
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8, 16};
   const std::atomic<bool>* cancel = nullptr;

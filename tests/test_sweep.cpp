@@ -70,14 +70,25 @@ TEST_CASE("the grid varies the first knob slowest; a random sample is distinct a
 
 // [SECTION] Figures ------------------------------------------------------------------------------
 
-// The sweep skips the trace, so its figures must be the summary's, computed from the trace
-// simrun writes: same step spans, same MFU formula, same memory peaks.
+// The sweep skips the trace, so its op-level figures must be the summary's, computed from the
+// trace simrun writes: same step spans, same MFU formula, same memory peaks. The default (block)
+// path gives the same figures within 1 % (docs/block-eval.md; every bundled scenario is compared
+// in tests/test_block_eval.cpp), and exactly where it falls back to the op-level simulator.
 TEST_CASE("a variant's figures are the summary's of the same run", "[sweep]") {
   for (const char* name : {"dp_vs_ddp_4x1080ti.json", "gpt2_small_8xa100.json",
                            "gpt_pipeline_8xa100.json", "mlp_1xh200.json"}) {
     INFO(name);
     const std::string path = test::scenario_path(name);
-    const sweep::VariantResult v = sweep::evaluate_variant(scenario_doc(path), path, {});
+    const sweep::VariantResult v =
+        sweep::evaluate_variant(scenario_doc(path), path, {}, {}, run::Evaluation::kOpLevel);
+    const sweep::VariantResult fast = sweep::evaluate_variant(scenario_doc(path), path, {});
+    REQUIRE(fast.status == v.status);
+    CHECK(rel(fast.step_time_s, v.step_time_s) < 0.01);
+    CHECK(rel(fast.peak_gib, v.peak_gib) < 0.01);
+    // gpt_pipeline_8xa100 is a pipeline the block path covers; the other three fall back
+    // (one process with several threads, or a single GPU: docs/block-eval.md, "Scope").
+    CHECK((fast.evaluation == block::EvalPath::kBlock) ==
+          (std::string(name) == "gpt_pipeline_8xa100.json"));
     const run::RunResult run = run::simulate(core::parse_scenario_file(path));
     const prof::Summary s = prof::summarize(run.trace);
     REQUIRE(v.status == (run.memory.oom ? sweep::VariantStatus::kOom : sweep::VariantStatus::kOk));

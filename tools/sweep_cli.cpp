@@ -94,6 +94,10 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   app.add_option("--max-variants", max_variants, "refuse larger grids (default 1,000,000)");
   app.add_flag("--fresh", fresh, "ignore an existing -o file instead of resuming from it");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
+  bool op_level = false;
+  app.add_flag("--op-level", op_level,
+               "evaluate every variant with the op-level simulator instead of the block path "
+               "(docs/block-eval.md; slower, the figures a timeline shows to the nanosecond)");
   double checkpoint_every_s = 2.0;
   app.add_option("--checkpoint-every", checkpoint_every_s,
                  "seconds between checkpoints of the -o file while the sweep runs (default 2; 0: "
@@ -144,6 +148,7 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     };
     sweep::SweepRunOptions opt;
     opt.threads = jobs;
+    if (op_level) opt.evaluation = run::Evaluation::kOpLevel;
     opt.cancel = cancel_flag();
     opt.on_progress = progress_printer(err, quiet);
     opt.checkpoint_every_s = checkpoint_every_s;
@@ -208,8 +213,13 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_option("-j,--jobs", opt.threads, "simulations at once (default: all cores)")
       ->check(CLI::Range(1, 1024));
   app.add_flag("-q,--quiet", quiet, "no progress line");
+  bool op_level = false;
+  app.add_flag("--op-level", op_level,
+               "evaluate layouts with the op-level simulator instead of the block path "
+               "(docs/block-eval.md)");
   if (const int code = parse_command_line(app, args, "simrun tune", out, err); code >= 0)
     return code;
+  if (op_level) opt.evaluation = run::Evaluation::kOpLevel;
   return run_command("simrun tune", err, [&]() -> int {
     const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path);
     const nlohmann::json& doc = loader.document();

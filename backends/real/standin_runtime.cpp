@@ -131,7 +131,11 @@ void StandinRuntime::work(int worker) {
     std::this_thread::sleep_until(
         std::chrono::steady_clock::time_point(std::chrono::nanoseconds(until + clock_zero_ns_)));
     lk.lock();
-    end_ns_[op.id] = std::max(now_ns(), until);
+    // The stand-in device's clock (docs/real-execution.md, "The CPU stand-in"): the op ends when
+    // it was due, start + its duration. A worker the OS wakes late does not stretch the op (a GPU's
+    // timestamps do not depend on its host's scheduler); the next op of this stream starts when the
+    // worker is back, so dependents still start after this end.
+    end_ns_[op.id] = until;
     done_[op.id] = 1;
     cv_.notify_all();
     if (on_done_) {

@@ -1,0 +1,260 @@
+// The reader's fast path for one traceEvents element (docs/trace-format.md, "Reading"): the
+// records our writer and Kineto write are flat objects of strings and numbers, which are read
+// here straight from the input bytes into a Record, without building simdjson's DOM. Anything
+// outside that subset returns nullptr and is read through simdjson instead, so that what is
+// accepted, the values read and the errors stay those of the DOM path:
+//  - strings: no backslash, no control character; non-ASCII bytes are checked as UTF-8 by
+//    simdjson's validator (as its parser does);
+//  - numbers: JSON's grammar without exponents, at most 18 digits; "-0" goes to simdjson (which
+//    reads it as a double); integers are int64, others doubles through std::from_chars (correctly
+//    rounded, like simdjson's parser); µs with three decimals ("1234.567", our writer's form) are
+//    read as exact ns, which equals llround(double * 1000) below 2^50 ns;
+//  - top-level values of other types (arrays, objects, escapes) go to simdjson, except that the
+//    keys the reader ignores may hold true, false or null.
+#include <simdjson.h>
+#include <charconv>
+
+#include "profiler/chrome_trace_record.hpp"
+
+namespace csim::prof::detail {
+namespace {
+
+inline const char* skip_ws(const char* p, const char* end) {
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+  return p;
+}
+
+// P is just after an opening quote. Returns the byte after the closing quote, nullptr when the
+// string is not in the fast subset.
+inline const char* read_string(const char* p, const char* end, std::string_view* out) {
+  const char* const s = p;
+  bool high = false;
+  for (; p < end; ++p) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c == '"') {
+      if (high && !simdjson::validate_utf8(s, static_cast<std::size_t>(p - s))) return nullptr;
+      *out = std::string_view(s, static_cast<std::size_t>(p - s));
+      return p + 1;
+    }
+    if (c < 0x20 || c == '\\') return nullptr;
+    high |= c >= 0x80;
+  }
+  return nullptr;
+}
+
+struct Number {
+  bool integer = true;  // no fraction
+  std::int64_t i = 0;   // integer: the value
+  bool ns_exact = false;
+  TimeNs ns = 0;                              // µs with 0 or 3 decimals: the value in ns
+  const char *from = nullptr, *to = nullptr;  // the literal
+};
+
+inline bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// A number literal at P, ending at a delimiter (whitespace, ',' or '}'). nullptr when it is not
+// in the fast subset.
+inline const char* read_number(const char* p, const char* end, Number* n) {
+  n->from = p;
+  const bool neg = p < end && *p == '-';
+  if (neg) ++p;
+  if (p >= end || !is_digit(*p)) return nullptr;
+  std::uint64_t mant = 0;
+  int digits = 0, frac = 0;
+  if (*p == '0') {
+    ++p;
+    ++digits;
+  } else {
+    for (; p < end && is_digit(*p); ++p, ++digits)
+      mant = mant * 10 + static_cast<unsigned>(*p - '0');
+  }
+  if (p < end && *p == '.') {
+    ++p;
+    for (; p < end && is_digit(*p); ++p, ++digits, ++frac) {
+      mant = mant * 10 + static_cast<unsigned>(*p - '0');
+    }
+    if (frac == 0) return nullptr;
+  }
+  if (p >= end || digits > 18) return nullptr;
+  const char c = *p;
+  if (c != ',' && c != '}' && c != ' ' && c != '\n' && c != '\r' && c != '\t') return nullptr;
+  if (neg && mant == 0) return nullptr;  // "-0", "-0.000": simdjson's doubles
+  n->to = p;
+  const auto v = static_cast<std::int64_t>(mant);
+  n->integer = frac == 0;
+  n->i = neg ? -v : v;
+  constexpr std::int64_t kExactNs = std::int64_t{1} << 50;
+  if (frac == 3 && v < kExactNs) {
+    n->ns_exact = true;
+    n->ns = n->i;
+  } else if (frac == 0 && v < kExactNs / 1000) {
+    n->ns_exact = true;
+    n->ns = n->i * 1000;
+  } else {
+    n->ns_exact = false;
+  }
+  return p;
+}
+
+inline bool to_double(const Number& n, double* d) {
+  return std::from_chars(n.from, n.to, *d).ec == std::errc();
+}
+
+// The "ts" / "dur" field, as read_time_field in the reader.
+inline void time_field(const Number& n, bool* has, bool* bad, TimeNs* out) {
+  *has = true;
+  if (n.ns_exact) {
+    *out = n.ns;
+    return;
+  }
+  double d = 0;
+  if (!to_double(n, &d) || !us_to_ns_checked(d, out)) *bad = true;
+}
+
+// true, false, null at P: 1, 0, -1 in *V; nullptr otherwise.
+inline const char* read_literal(const char* p, const char* end, int* v) {
+  const auto is = [&](const char* lit, std::size_t n) {
+    return static_cast<std::size_t>(end - p) > n && std::memcmp(p, lit, n) == 0;
+  };
+  const char* q = nullptr;
+  if (is("true", 4)) {
+    *v = 1;
+    q = p + 4;
+  } else if (is("false", 5)) {
+    *v = 0;
+    q = p + 5;
+  } else if (is("null", 4)) {
+    *v = -1;
+    q = p + 4;
+  } else {
+    return nullptr;
+  }
+  const char c = *q;  // in range: is() checked one byte more than the literal
+  if (c != ',' && c != '}' && c != ' ' && c != '\n' && c != '\r' && c != '\t') return nullptr;
+  return q;
+}
+
+// "args": {…} at P ('{'), as read_args in the reader.
+const char* read_args(const char* p, const char* end, Record& rec) {
+  p = skip_ws(p + 1, end);
+  if (p < end && *p == '}') return p + 1;
+  for (;;) {
+    if (p >= end || *p != '"') return nullptr;
+    RawArg a;
+    p = read_string(p + 1, end, &a.key);
+    if (p == nullptr) return nullptr;
+    p = skip_ws(p, end);
+    if (p >= end || *p != ':') return nullptr;
+    p = skip_ws(p + 1, end);
+    if (p >= end) return nullptr;
+    bool keep = true;
+    if (*p == '"') {
+      a.kind = RawArg::Kind::kString;
+      p = read_string(p + 1, end, &a.s);
+    } else if (*p == '-' || is_digit(*p)) {
+      Number n;
+      p = read_number(p, end, &n);
+      if (p == nullptr) return nullptr;
+      if (n.integer) {
+        a.kind = RawArg::Kind::kInt;
+        a.i = n.i;
+      } else {
+        a.kind = RawArg::Kind::kDouble;
+        if (!to_double(n, &a.d)) return nullptr;
+      }
+    } else {
+      int v = 0;
+      p = read_literal(p, end, &v);
+      keep = v >= 0;  // null args carry nothing
+      a.kind = RawArg::Kind::kInt;
+      a.i = v;
+    }
+    if (p == nullptr) return nullptr;
+    if (keep) rec.args.push_back(std::move(a));
+    p = skip_ws(p, end);
+    if (p >= end) return nullptr;
+    if (*p == '}') return p + 1;
+    if (*p != ',') return nullptr;
+    p = skip_ws(p + 1, end);
+  }
+}
+
+}  // namespace
+
+const char* parse_record_fast(const char* p, const char* end, Record& rec) {
+  if (p >= end || *p != '{') return nullptr;
+  rec.clear();
+  p = skip_ws(p + 1, end);
+  if (p < end && *p == '}') return p + 1;
+  for (;;) {
+    if (p >= end || *p != '"') return nullptr;
+    std::string_view key;
+    p = read_string(p + 1, end, &key);
+    if (p == nullptr) return nullptr;
+    p = skip_ws(p, end);
+    if (p >= end || *p != ':') return nullptr;
+    p = skip_ws(p + 1, end);
+    if (p >= end) return nullptr;
+    const char c = *p;
+    if (c == '"') {
+      std::string_view s;
+      p = read_string(p + 1, end, &s);
+      if (p == nullptr) return nullptr;
+      if (key_is(key, "ph")) {
+        rec.ph = s;
+      } else if (key_is(key, "cat")) {
+        rec.cat = s;
+      } else if (key_is(key, "name")) {
+        rec.name = s;
+      } else if (key_is(key, "bp")) {
+        rec.bp = s;
+      } else if (key_is(key, "pid") || key_is(key, "tid") || key_is(key, "ts") ||
+                 key_is(key, "dur") || key_is(key, "id") || key_is(key, "args")) {
+        return nullptr;  // a string pid ("Spans"), a string time: the DOM path's business
+      }
+    } else if (c == '-' || is_digit(c)) {
+      Number n;
+      p = read_number(p, end, &n);
+      if (p == nullptr) return nullptr;
+      if (key_is(key, "ts")) {
+        time_field(n, &rec.has_ts, &rec.bad_time, &rec.ts_rel_ns);
+      } else if (key_is(key, "dur")) {
+        time_field(n, &rec.has_dur, &rec.bad_time, &rec.dur_ns);
+      } else if (key_is(key, "pid") || key_is(key, "tid") || key_is(key, "id")) {
+        if (!n.integer) return nullptr;  // a fractional pid: the DOM path's business
+        if (key_is(key, "pid")) {
+          rec.has_pid = true;
+          rec.pid = n.i;
+        } else if (key_is(key, "tid")) {
+          rec.has_tid = true;
+          rec.tid = n.i;
+        } else {
+          rec.has_id = true;
+          rec.id = n.i;
+        }
+      } else if (key_is(key, "ph") || key_is(key, "cat") || key_is(key, "name") ||
+                 key_is(key, "bp") || key_is(key, "args")) {
+        return nullptr;
+      }
+    } else if (c == '{' && key_is(key, "args")) {
+      p = read_args(p, end, rec);
+      if (p == nullptr) return nullptr;
+    } else if (c == 't' || c == 'f' || c == 'n') {
+      int v = 0;
+      p = read_literal(p, end, &v);
+      if (p == nullptr) return nullptr;
+      if (key.size() <= 4) return nullptr;  // a known key with a literal: the DOM path's business
+    } else {
+      return nullptr;
+    }
+    p = skip_ws(p, end);
+    if (p >= end) return nullptr;
+    if (*p == '}') return p + 1;
+    if (*p != ',') return nullptr;
+    p = skip_ws(p + 1, end);
+  }
+}
+
+}  // namespace csim::prof::detail

@@ -143,11 +143,12 @@ struct Timing {
   double wall = 0, cpu = 0;
 };
 
-// Runs F REPEAT times and keeps the run with the least CPU time.
-template <typename F>
-Timing best_of(int repeat, F&& f) {
+// Runs F REPEAT times and keeps the run with the least CPU time; SETUP runs untimed before each.
+template <typename Setup, typename F>
+Timing best_of(int repeat, Setup&& setup, F&& f) {
   Timing best{0, 1e300};
   for (int r = 0; r < repeat; ++r) {
+    setup();
     const auto t0 = Clock::now();
     const double c0 = cpu_seconds();
     f();
@@ -155,6 +156,12 @@ Timing best_of(int repeat, F&& f) {
     if (t.cpu < best.cpu) best = t;
   }
   return best;
+}
+
+template <typename F>
+Timing best_of(int repeat, F&& f) {
+  return best_of(
+      repeat, [] {}, f);
 }
 
 }  // namespace
@@ -198,10 +205,9 @@ int main(int argc, char** argv) {
   const Timing write = best_of(repeat, [&] { prof::write_chrome_trace_file(base, a); });
   prof::ReadStats stats;
   prof::Trace back;
-  const Timing read = best_of(repeat, [&] {
-    back = prof::Trace{};  // the previous run's trace is freed outside the timed part below
-    back = prof::read_chrome_trace_file(a, &stats);
-  });
+  const Timing read = best_of(
+      repeat, [&] { back = prof::Trace{}; },  // the previous run's trace is freed untimed
+      [&] { back = prof::read_chrome_trace_file(a, &stats); });
   prof::write_chrome_trace_file(synthetic(n, 1.2), b);
 
   std::ostringstream out, err;

@@ -92,47 +92,37 @@ inline bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
-// A number literal at P, ending at a delimiter (whitespace, ',' or '}'). nullptr when it is not
-// in the fast subset.
+inline bool is_delimiter(char c) {
+  return c == ',' || c == '}' || c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+// A number literal at P ('-' or a digit), ending at a delimiter (whitespace, ',' or '}'). nullptr
+// when it is not in the fast subset.
 inline const char* read_number(const char* p, const char* end, Number* n) {
   n->from = p;
-  const bool neg = p < end && *p == '-';
-  if (neg) ++p;
-  if (p >= end || !is_digit(*p)) return nullptr;
+  const bool neg = *p == '-';
+  p += neg ? 1 : 0;
+  const char* const int_from = p;
   std::uint64_t mant = 0;
-  int digits = 0, frac = 0;
-  if (*p == '0') {
-    ++p;
-    ++digits;
-  } else {
-    for (; p < end && is_digit(*p); ++p, ++digits)
-      mant = mant * 10 + static_cast<unsigned>(*p - '0');
-  }
+  while (p < end && is_digit(*p)) mant = mant * 10 + static_cast<unsigned>(*p++ - '0');
+  const auto int_digits = p - int_from;
+  if (int_digits == 0 || (int_digits > 1 && *int_from == '0')) return nullptr;  // JSON: no "01"
+  std::ptrdiff_t frac = 0;
   if (p < end && *p == '.') {
-    ++p;
-    for (; p < end && is_digit(*p); ++p, ++digits, ++frac) {
-      mant = mant * 10 + static_cast<unsigned>(*p - '0');
-    }
+    const char* const frac_from = ++p;
+    while (p < end && is_digit(*p)) mant = mant * 10 + static_cast<unsigned>(*p++ - '0');
+    frac = p - frac_from;
     if (frac == 0) return nullptr;
   }
-  if (p >= end || digits > 18) return nullptr;
-  const char c = *p;
-  if (c != ',' && c != '}' && c != ' ' && c != '\n' && c != '\r' && c != '\t') return nullptr;
+  if (p >= end || int_digits + frac > 18 || !is_delimiter(*p)) return nullptr;
   if (neg && mant == 0) return nullptr;  // "-0", "-0.000": simdjson's doubles
   n->to = p;
   const auto v = static_cast<std::int64_t>(mant);
   n->integer = frac == 0;
   n->i = neg ? -v : v;
   constexpr std::int64_t kExactNs = std::int64_t{1} << 50;
-  if (frac == 3 && v < kExactNs) {
-    n->ns_exact = true;
-    n->ns = n->i;
-  } else if (frac == 0 && v < kExactNs / 1000) {
-    n->ns_exact = true;
-    n->ns = n->i * 1000;
-  } else {
-    n->ns_exact = false;
-  }
+  n->ns_exact = (frac == 3 && v < kExactNs) || (frac == 0 && v < kExactNs / 1000);
+  n->ns = frac == 3 ? n->i : n->i * 1000;
   return p;
 }
 
@@ -221,71 +211,170 @@ const char* read_args(const char* p, const char* end, Record& rec) {
 
 }  // namespace
 
+namespace {
+
+enum class Field : std::uint8_t {
+  kPh,
+  kCat,
+  kName,
+  kPid,
+  kTid,
+  kTs,
+  kDur,
+  kArgs,
+  kId,
+  kBp,
+  kOther
+};
+
+Field field_of(std::string_view key) {
+  switch (key.size()) {
+    case 2:
+      if (key_is(key, "ph")) return Field::kPh;
+      if (key_is(key, "ts")) return Field::kTs;
+      if (key_is(key, "id")) return Field::kId;
+      if (key_is(key, "bp")) return Field::kBp;
+      break;
+    case 3:
+      if (key_is(key, "pid")) return Field::kPid;
+      if (key_is(key, "tid")) return Field::kTid;
+      if (key_is(key, "cat")) return Field::kCat;
+      if (key_is(key, "dur")) return Field::kDur;
+      break;
+    case 4:
+      if (key_is(key, "name")) return Field::kName;
+      if (key_is(key, "args")) return Field::kArgs;
+      break;
+    default:
+      break;
+  }
+  return Field::kOther;
+}
+
+// The known keys as our writer and Kineto write them, quote to the space after the colon
+// ("\"ph\": "), as the first bytes of an eight-byte load: a key is then one compare, tried in the
+// order the writer uses, starting after the previous key.
+struct KeyLiteral {
+  std::uint64_t bytes, mask;
+  int length;
+  Field field;
+};
+constexpr KeyLiteral key_literal(const char* text, Field f) {
+  std::uint64_t v = 0;
+  int n = 0;
+  for (; text[n] != 0; ++n)
+    v |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[n])) << (8 * n);
+  return {v, n == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * n)) - 1, n, f};
+}
+constexpr KeyLiteral kKeyLiterals[] = {
+    key_literal("\"ph\": ", Field::kPh),     key_literal("\"cat\": ", Field::kCat),
+    key_literal("\"name\": ", Field::kName), key_literal("\"pid\": ", Field::kPid),
+    key_literal("\"tid\": ", Field::kTid),   key_literal("\"ts\": ", Field::kTs),
+    key_literal("\"dur\": ", Field::kDur),   key_literal("\"args\": ", Field::kArgs),
+    key_literal("\"id\": ", Field::kId),     key_literal("\"bp\": ", Field::kBp),
+};
+constexpr int kKeyLiteralCount = sizeof kKeyLiterals / sizeof kKeyLiterals[0];
+
+// P at a key's opening quote: the key's field, and P moved to its value. nullptr when the key is
+// not a plain string followed by ':'.
+inline const char* read_key(const char* p, const char* end, int* hint, Field* field) {
+  if (kLittleEndian && end - p >= 8) {
+    std::uint64_t x;
+    std::memcpy(&x, p, 8);
+    for (int k = 0, i = *hint; k < kKeyLiteralCount;
+         ++k, i = i + 1 == kKeyLiteralCount ? 0 : i + 1) {
+      const KeyLiteral& lit = kKeyLiterals[i];
+      if ((x & lit.mask) == lit.bytes) {
+        *hint = i + 1 == kKeyLiteralCount ? 0 : i + 1;
+        *field = lit.field;
+        return skip_ws(p + lit.length, end);
+      }
+    }
+  }
+  std::string_view key;
+  p = read_string(p + 1, end, &key);
+  if (p == nullptr) return nullptr;
+  p = skip_ws(p, end);
+  if (p >= end || *p != ':') return nullptr;
+  *field = field_of(key);
+  return skip_ws(p + 1, end);
+}
+
+}  // namespace
+
 const char* parse_record_fast(const char* p, const char* end, Record& rec) {
   if (p >= end || *p != '{') return nullptr;
   rec.clear();
   p = skip_ws(p + 1, end);
   if (p < end && *p == '}') return p + 1;
+  int hint = 0;
   for (;;) {
     if (p >= end || *p != '"') return nullptr;
-    std::string_view key;
-    p = read_string(p + 1, end, &key);
-    if (p == nullptr) return nullptr;
-    p = skip_ws(p, end);
-    if (p >= end || *p != ':') return nullptr;
-    p = skip_ws(p + 1, end);
-    if (p >= end) return nullptr;
+    Field field = Field::kOther;
+    p = read_key(p, end, &hint, &field);
+    if (p == nullptr || p >= end) return nullptr;
     const char c = *p;
-    if (c == '"') {
-      std::string_view s;
-      p = read_string(p + 1, end, &s);
-      if (p == nullptr) return nullptr;
-      if (key_is(key, "ph")) {
-        rec.ph = s;
-      } else if (key_is(key, "cat")) {
-        rec.cat = s;
-      } else if (key_is(key, "name")) {
-        rec.name = s;
-      } else if (key_is(key, "bp")) {
-        rec.bp = s;
-      } else if (key_is(key, "pid") || key_is(key, "tid") || key_is(key, "ts") ||
-                 key_is(key, "dur") || key_is(key, "id") || key_is(key, "args")) {
-        return nullptr;  // a string pid ("Spans"), a string time: the DOM path's business
+    switch (field) {
+      case Field::kPh:
+      case Field::kCat:
+      case Field::kName:
+      case Field::kBp: {
+        if (c != '"') return nullptr;  // a string field of another type: the DOM path's business
+        std::string_view v;
+        p = read_string(p + 1, end, &v);
+        if (p == nullptr) return nullptr;
+        (field == Field::kPh     ? rec.ph
+         : field == Field::kCat  ? rec.cat
+         : field == Field::kName ? rec.name
+                                 : rec.bp) = v;
+        break;
       }
-    } else if (c == '-' || is_digit(c)) {
-      Number n;
-      p = read_number(p, end, &n);
-      if (p == nullptr) return nullptr;
-      if (key_is(key, "ts")) {
-        time_field(n, &rec.has_ts, &rec.bad_time, &rec.ts_rel_ns);
-      } else if (key_is(key, "dur")) {
-        time_field(n, &rec.has_dur, &rec.bad_time, &rec.dur_ns);
-      } else if (key_is(key, "pid") || key_is(key, "tid") || key_is(key, "id")) {
-        if (!n.integer) return nullptr;  // a fractional pid: the DOM path's business
-        if (key_is(key, "pid")) {
+      case Field::kPid:
+      case Field::kTid:
+      case Field::kId:
+      case Field::kTs:
+      case Field::kDur: {
+        if (c != '-' && !is_digit(c)) return nullptr;  // a string pid ("Spans"), a string time
+        Number n;
+        p = read_number(p, end, &n);
+        if (p == nullptr) return nullptr;
+        if (field == Field::kTs) {
+          time_field(n, &rec.has_ts, &rec.bad_time, &rec.ts_rel_ns);
+        } else if (field == Field::kDur) {
+          time_field(n, &rec.has_dur, &rec.bad_time, &rec.dur_ns);
+        } else if (!n.integer) {
+          return nullptr;  // a fractional pid or id: the DOM path's business
+        } else if (field == Field::kPid) {
           rec.has_pid = true;
           rec.pid = n.i;
-        } else if (key_is(key, "tid")) {
+        } else if (field == Field::kTid) {
           rec.has_tid = true;
           rec.tid = n.i;
         } else {
           rec.has_id = true;
           rec.id = n.i;
         }
-      } else if (key_is(key, "ph") || key_is(key, "cat") || key_is(key, "name") ||
-                 key_is(key, "bp") || key_is(key, "args")) {
-        return nullptr;
+        break;
       }
-    } else if (c == '{' && key_is(key, "args")) {
-      p = read_args(p, end, rec);
-      if (p == nullptr) return nullptr;
-    } else if (c == 't' || c == 'f' || c == 'n') {
-      int v = 0;
-      p = read_literal(p, end, &v);
-      if (p == nullptr) return nullptr;
-      if (key.size() <= 4) return nullptr;  // a known key with a literal: the DOM path's business
-    } else {
-      return nullptr;
+      case Field::kArgs:
+        if (c != '{') return nullptr;
+        p = read_args(p, end, rec);
+        if (p == nullptr) return nullptr;
+        break;
+      case Field::kOther: {  // a key the reader does not use: its value is checked and dropped
+        if (c == '"') {
+          std::string_view v;
+          p = read_string(p + 1, end, &v);
+        } else if (c == '-' || is_digit(c)) {
+          Number n;
+          p = read_number(p, end, &n);
+        } else {
+          int v = 0;
+          p = read_literal(p, end, &v);
+        }
+        if (p == nullptr) return nullptr;
+        break;
+      }
     }
     p = skip_ws(p, end);
     if (p >= end) return nullptr;

@@ -307,7 +307,7 @@ class Scanner {
     return src_.read(buf_, kChunk) > 0;
   }
 
-  static constexpr std::size_t kChunk = 4 << 20;
+  static constexpr std::size_t kChunk = 256 << 10;
   Source& src_;
   std::string file_;
   ByteBuffer buf_;
@@ -595,7 +595,10 @@ class Reader {
     constexpr std::size_t kLookahead = 1 << 16;  // refill when fewer bytes than this are left
     bool at_end = false;                         // the window holds the rest of the input
     for (;;) {
-      if (!at_end && sc_.buf().size() - sc_.pos() < kLookahead) at_end = !sc_.ensure(kLookahead);
+      // Refilled below 2 x kLookahead, left at kLookahead: each round moves on at least that much.
+      if (!at_end && sc_.buf().size() - sc_.pos() < 2 * kLookahead) {
+        at_end = !sc_.ensure(2 * kLookahead);
+      }
       const char* const base = sc_.buf().data();
       const char* const end = base + sc_.buf().size();
       const char* p = base + sc_.pos();

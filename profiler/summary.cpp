@@ -101,35 +101,55 @@ struct Point {
 };
 using Boundaries = std::vector<Point>;  // sorted by t
 
+int boundary_kind(EventClass c) {
+  switch (c) {
+    case EventClass::kCompute:
+      return kCompute;
+    case EventClass::kCommunication:
+      return kComm;
+    case EventClass::kCopy:
+      return kCopy;
+    case EventClass::kGilWait:
+      return kHostWait;
+    default:
+      return -1;
+  }
+}
+
+// All starts, then all ends: each lane's events come in time order, so both halves are a few
+// sorted runs (one per lane), which are merged instead of sorted; many runs are sorted.
 Boundaries boundaries(const std::vector<const TraceEvent*>& events) {
   Boundaries pts;
-  for (const TraceEvent* ep : events) {
-    const TraceEvent& e = *ep;
-    if (e.dur_ns <= 0) continue;
-    int kind = -1;
-    switch (e.cls) {
-      case EventClass::kCompute:
-        kind = kCompute;
-        break;
-      case EventClass::kCommunication:
-        kind = kComm;
-        break;
-      case EventClass::kCopy:
-        kind = kCopy;
-        break;
-      case EventClass::kGilWait:
-        kind = kHostWait;
-        break;
-      default:
-        break;
+  for (const bool start : {true, false}) {
+    for (const TraceEvent* ep : events) {
+      const TraceEvent& e = *ep;
+      const int kind = boundary_kind(e.cls);
+      if (e.dur_ns <= 0 || kind < 0) continue;
+      pts.push_back(start ? Point{e.ts_ns, kind, +1} : Point{e.ts_ns + e.dur_ns, kind, -1});
     }
-    if (kind < 0) continue;
-    pts.push_back({e.ts_ns, kind, +1});
-    pts.push_back({e.ts_ns + e.dur_ns, kind, -1});
   }
   // The order among equal times does not matter: a sweep applies them all before measuring.
   const auto by_t = [](const Point& a, const Point& b) { return a.t < b.t; };
-  if (!std::is_sorted(pts.begin(), pts.end(), by_t)) std::sort(pts.begin(), pts.end(), by_t);
+  std::vector<std::size_t> runs{0};
+  constexpr std::size_t kMaxRuns = 64;
+  for (std::size_t i = 1; i < pts.size() && runs.size() <= kMaxRuns; ++i) {
+    if (pts[i].t < pts[i - 1].t) runs.push_back(i);
+  }
+  if (runs.size() > kMaxRuns) {
+    std::sort(pts.begin(), pts.end(), by_t);
+    return pts;
+  }
+  runs.push_back(pts.size());
+  while (runs.size() > 2) {  // merge neighbouring runs pairwise
+    std::vector<std::size_t> next{0};
+    for (std::size_t k = 0; k + 2 < runs.size(); k += 2) {
+      const auto at = [&](std::size_t r) { return pts.begin() + static_cast<std::ptrdiff_t>(r); };
+      std::inplace_merge(at(runs[k]), at(runs[k + 1]), at(runs[k + 2]), by_t);
+      next.push_back(runs[k + 2]);
+    }
+    if (runs.size() % 2 == 0) next.push_back(runs.back());  // an odd run left over
+    runs = std::move(next);
+  }
   return pts;
 }
 

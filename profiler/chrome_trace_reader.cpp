@@ -857,7 +857,16 @@ class Reader {
     const bool ours = class_at < r.args.size();
     bool classified = false;
     if (ours) {
-      classified = parse_event_class(std::string(r.args[class_at].s), &e.cls);
+      // Runs of events share their class: the previous answer is checked first.
+      const std::string_view text = r.args[class_at].s;
+      if (last_class_known_ && text == last_class_text_) {
+        e.cls = last_class_;
+        classified = true;
+      } else {
+        last_class_text_.assign(text);
+        last_class_known_ = classified = parse_event_class(last_class_text_, &e.cls);
+        last_class_ = e.cls;
+      }
     }
     if (!classified) e.cls = classify(r.cat, r.name);
     e.args.reserve(ours ? r.args.size() - class_at - 1 : r.args.size());
@@ -1263,6 +1272,9 @@ class Reader {
   std::vector<std::size_t> batch_offsets_;  // offset of each element in batch_
   Trace trace_;
   Record rec_;
+  std::string last_class_text_;  // the previous "class" arg, when it parsed, and its class
+  EventClass last_class_ = EventClass::kOther;
+  bool last_class_known_ = false;
   std::size_t index_ = 0;  // traceEvents elements dispatched
   bool saw_events_ = false;
   std::vector<ProcSlot> procs_;

@@ -1,13 +1,15 @@
 // Chrome Trace Event JSON writer (docs/trace-format.md).
 //
 // Index:
-//  [SECTION] Formatting primitives: JSON strings, integers, exact µs from ns, doubles
+//  [SECTION] Formatting primitives: the output chunk; JSON strings and integers for the header
+//            (the per-line primitives are in json_raw_format.hpp)
 //  [SECTION] Top-level object and metadata
 //  [SECTION] Events, counters, flows
 //  [SECTION] Files and per-rank files
 //
-// The output is built in a std::string chunk that is flushed to the stream every MiB: one event
-// costs a few hundred bytes and no allocation, which keeps writing well above 1 M events/s.
+// The output is built in a 1 MiB chunk flushed to the stream when full. An event, counter or flow
+// line reserves a bound on its length and is formatted in place (no allocation, no capacity
+// check per field); events are ordered by lane buckets, each sorted only when out of order.
 #include "profiler/chrome_trace_writer.hpp"
 
 #include <algorithm>

@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "profiler/chrome_trace_record.hpp"
 #include "profiler/trace_classify.hpp"
 
 namespace csim::prof {
@@ -119,7 +120,8 @@ class GzipSource final : public Source {
     int err = Z_OK;
     const char* zmsg = gzerror(gz_, &err);
     if (got < 0 || (err != Z_OK && err != Z_STREAM_END)) {
-      fail_input(path_, std::string("corrupt gzip file: ") + (zmsg != nullptr ? zmsg : "read error"),
+      fail_input(path_,
+                 std::string("corrupt gzip file: ") + (zmsg != nullptr ? zmsg : "read error"),
                  "the .gz file is damaged or truncated; copy or compress it again");
     }
     out.commit(static_cast<std::size_t>(got));
@@ -305,7 +307,7 @@ class Scanner {
     return src_.read(buf_, kChunk) > 0;
   }
 
-  static constexpr std::size_t kChunk = 4 << 20;
+  static constexpr std::size_t kChunk = 256 << 10;
   Source& src_;
   std::string file_;
   ByteBuffer buf_;
@@ -316,57 +318,10 @@ class Scanner {
 
 // [SECTION] Record -------------------------------------------------------------------------------
 
-// KEY == LIT, comparing a constant number of bytes (inlined, unlike string_view's operator==).
-template <std::size_t N>
-inline bool key_is(std::string_view key, const char (&lit)[N]) {
-  return key.size() == N - 1 && std::memcmp(key.data(), lit, N - 1) == 0;
-}
-
-// A JSON number of µs → integer ns. Our writer prints k/1000 exactly ("1234.567"); the nearest
-// double times 1000, rounded, gives k back exactly while |k| < 2^51 ns (26 days from the base).
-// Kineto's absolute 16-digit timestamps may come out 1 ns off, below their own resolution.
-bool us_to_ns_checked(double us, TimeNs* out) {
-  if (!std::isfinite(us) || std::fabs(us) > 9.0e15) return false;
-  *out = static_cast<TimeNs>(std::llround(us * 1000.0));
-  return true;
-}
-
-struct RawArg {
-  enum class Kind : std::uint8_t { kInt, kDouble, kString, kRaw };
-  std::string_view key;
-  Kind kind = Kind::kInt;
-  std::int64_t i = 0;
-  double d = 0;
-  std::string_view s;  // kString: unescaped (in the DOM parser's buffer)
-  std::string raw;     // kRaw: minified JSON of an array / object
-};
-
-// One traceEvents element. string_views point into the DOM parser's buffers, valid until the
-// next batch is parsed; everything kept is copied out before that.
-struct Record {
-  std::string_view ph, cat, name, bp;
-  bool has_pid = false, has_tid = false, has_ts = false, has_dur = false, has_id = false;
-  bool pid_not_int = false, tid_not_int = false, bad_time = false, bad_id = false;
-  std::int64_t pid = 0, tid = 0, id = 0;
-  TimeNs ts_rel_ns = 0, dur_ns = 0;
-  std::vector<RawArg> args;
-
-  void clear() {
-    ph = cat = name = bp = {};
-    has_pid = has_tid = has_ts = has_dur = has_id = false;
-    pid_not_int = tid_not_int = bad_time = bad_id = false;
-    pid = tid = id = 0;
-    ts_rel_ns = dur_ns = 0;
-    args.clear();
-  }
-
-  const RawArg* arg(std::string_view k) const {
-    for (const RawArg& a : args) {
-      if (a.key == k) return &a;
-    }
-    return nullptr;
-  }
-};
+using detail::key_is;
+using detail::RawArg;
+using detail::Record;
+using detail::us_to_ns_checked;
 
 void read_int_field(dom::element v, bool* has, bool* not_int, std::int64_t* out) {
   *has = true;
@@ -626,8 +581,43 @@ class Reader {
     }
     for (;;) {
       sc_.skip_ws_peek();
+      if (direct_elements()) break;
       if (try_fast_batch()) continue;
       if (exact_batch()) break;
+    }
+  }
+
+  // Reads elements straight from the window (detail::parse_record_fast) while they are in its
+  // subset, each followed by ',' or ']'. Stops at the first other element, leaving the scanner
+  // at its start for the simdjson paths; true at the end of the array. Views into the window
+  // stay valid while an element is dispatched: the window is refilled only between elements.
+  bool direct_elements() {
+    constexpr std::size_t kLookahead = 1 << 16;  // refill when fewer bytes than this are left
+    bool at_end = false;                         // the window holds the rest of the input
+    for (;;) {
+      // Refilled below 2 x kLookahead, left at kLookahead: each round moves on at least that much.
+      if (!at_end && sc_.buf().size() - sc_.pos() < 2 * kLookahead) {
+        at_end = !sc_.ensure(2 * kLookahead);
+      }
+      const char* const base = sc_.buf().data();
+      const char* const end = base + sc_.buf().size();
+      const char* p = base + sc_.pos();
+      const char* const stop = at_end ? end : end - kLookahead;
+      for (;;) {
+        while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+        sc_.set_pos(static_cast<std::size_t>(p - base));
+        if (p >= end || (!at_end && p >= stop)) break;
+        const char* q = detail::parse_record_fast(p, end, rec_);
+        if (q == nullptr) return false;
+        while (q < end && (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t')) ++q;
+        if (q == end || (*q != ',' && *q != ']')) return false;
+        ++index_;
+        dispatch();
+        sc_.set_pos(static_cast<std::size_t>(q + 1 - base));
+        if (*q == ']') return true;
+        p = q + 1;
+      }
+      if (at_end) return false;
     }
   }
 
@@ -867,7 +857,16 @@ class Reader {
     const bool ours = class_at < r.args.size();
     bool classified = false;
     if (ours) {
-      classified = parse_event_class(std::string(r.args[class_at].s), &e.cls);
+      // Runs of events share their class: the previous answer is checked first.
+      const std::string_view text = r.args[class_at].s;
+      if (last_class_known_ && text == last_class_text_) {
+        e.cls = last_class_;
+        classified = true;
+      } else {
+        last_class_text_.assign(text);
+        last_class_known_ = classified = parse_event_class(last_class_text_, &e.cls);
+        last_class_ = e.cls;
+      }
     }
     if (!classified) e.cls = classify(r.cat, r.name);
     e.args.reserve(ours ? r.args.size() - class_at - 1 : r.args.size());
@@ -1273,6 +1272,9 @@ class Reader {
   std::vector<std::size_t> batch_offsets_;  // offset of each element in batch_
   Trace trace_;
   Record rec_;
+  std::string last_class_text_;  // the previous "class" arg, when it parsed, and its class
+  EventClass last_class_ = EventClass::kOther;
+  bool last_class_known_ = false;
   std::size_t index_ = 0;  // traceEvents elements dispatched
   bool saw_events_ = false;
   std::vector<ProcSlot> procs_;

@@ -1,21 +1,25 @@
 // Chrome Trace Event JSON writer (docs/trace-format.md).
 //
 // Index:
-//  [SECTION] Formatting primitives: JSON strings, integers, exact µs from ns, doubles
+//  [SECTION] Formatting primitives: the output chunk; JSON strings and integers for the header
+//            (the per-line primitives are in json_raw_format.hpp)
 //  [SECTION] Top-level object and metadata
 //  [SECTION] Events, counters, flows
 //  [SECTION] Files and per-rank files
 //
-// The output is built in a std::string chunk that is flushed to the stream every MiB: one event
-// costs a few hundred bytes and no allocation, which keeps writing well above 1 M events/s.
+// The output is built in a 1 MiB chunk flushed to the stream when full. An event, counter or flow
+// line reserves a bound on its length and is formatted in place (no allocation, no capacity
+// check per field); events are ordered by lane buckets, each sorted only when out of order.
 #include "profiler/chrome_trace_writer.hpp"
 
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -23,29 +27,68 @@
 #include <unordered_map>
 
 #include "profiler/atomic_file.hpp"
+#include "profiler/json_raw_format.hpp"
 
 namespace csim::prof {
 namespace {
 
+using detail::kRawNumberBound;
+using detail::raw_counter_value;
+using detail::raw_double_arg;
+using detail::raw_int;
+using detail::raw_lit;
+using detail::raw_string;
+using detail::raw_string_bound;
+using detail::raw_us;
+
 // [SECTION] Formatting primitives ------------------------------------------------------------
 
+// Output in 1 MiB chunks written to the stream. Event, counter and flow lines are formatted in
+// place (detail::raw_*, after reserve() of a bound on the line's length); the few other lines
+// are built in a staging string (buf()) that the next reserve() or flush() moves in.
 class Sink {
  public:
-  explicit Sink(std::ostream& out) : out_(out) { buf_.reserve(kChunk + 4096); }
-  ~Sink() = default;
-  std::string& buf() { return buf_; }
+  explicit Sink(std::ostream& out) : out_(out), data_(new char[kChunk]), cap_(kChunk) {}
+  std::string& buf() { return text_; }
   void maybe_flush() {
-    if (buf_.size() >= kChunk) flush();
+    if (text_.size() >= kChunk) move_text();
   }
+  char* reserve(std::size_t n) {
+    if (!text_.empty()) move_text();
+    return room(n);
+  }
+  void commit(char* end) { size_ = static_cast<std::size_t>(end - data_.get()); }
   void flush() {
-    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    buf_.clear();
+    move_text();
+    write_out();
   }
 
  private:
   static constexpr std::size_t kChunk = 1 << 20;
+  char* room(std::size_t n) {
+    if (size_ + n > cap_) {
+      write_out();
+      if (n > cap_) {
+        data_.reset(new char[n]);
+        cap_ = n;
+      }
+    }
+    return data_.get() + size_;
+  }
+  void move_text() {
+    char* p = room(text_.size());
+    std::memcpy(p, text_.data(), text_.size());
+    size_ += text_.size();
+    text_.clear();
+  }
+  void write_out() {
+    out_.write(data_.get(), static_cast<std::streamsize>(size_));
+    size_ = 0;
+  }
   std::ostream& out_;
-  std::string buf_;
+  std::unique_ptr<char[]> data_;
+  std::size_t size_ = 0, cap_ = 0;
+  std::string text_;
 };
 
 // Appends a string literal with its length known at compile time (no strlen per call).
@@ -110,52 +153,6 @@ void put_int(std::string& b, std::int64_t v) {
   b.append(tmp, r.ptr);
 }
 
-// Integer ns → µs with exactly three decimals, no floating point: 1234567 → "1234.567",
-// -1500 → "-1.500" (docs/trace-format.md, "Timestamps").
-void put_us(std::string& b, TimeNs ns) {
-  std::uint64_t mag = ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
-  if (ns < 0) b += '-';
-  char tmp[24];
-  const auto r = std::to_chars(tmp, tmp + sizeof tmp, mag / 1000);
-  b.append(tmp, r.ptr);
-  const auto frac = static_cast<unsigned>(mag % 1000);
-  b += '.';
-  b += static_cast<char>('0' + frac / 100);
-  b += static_cast<char>('0' + frac / 10 % 10);
-  b += static_cast<char>('0' + frac % 10);
-}
-
-// A double arg: shortest round-trip repr (std::to_chars), always recognisable as a double when
-// read back ("2.0", not "2"); non-finite values are not JSON and are written as null.
-void put_double_arg(std::string& b, double v) {
-  if (!std::isfinite(v)) {
-    put_lit(b, "null");
-    return;
-  }
-  char tmp[40];
-  const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-  b.append(tmp, r.ptr);
-  if (std::find_if(tmp, r.ptr, [](char c) { return c == '.' || c == 'e' || c == 'n'; }) == r.ptr) {
-    put_lit(b, ".0");
-  }
-}
-
-// A counter value: integral values (bytes) below 2^53 print as integers, others as the shortest
-// round-trip repr; readers take every counter value as a double.
-void put_counter_value(std::string& b, double v) {
-  if (!std::isfinite(v)) {
-    put_lit(b, "null");
-    return;
-  }
-  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
-    put_int(b, static_cast<std::int64_t>(v));
-    return;
-  }
-  char tmp[40];
-  const auto r = std::to_chars(tmp, tmp + sizeof tmp, v);
-  b.append(tmp, r.ptr);
-}
-
 // nlohmann JSON on one line with ": " and ", " separators (nlohmann's compact dump has no spaces).
 void put_json_inline(std::string& b, const nlohmann::json& j) {
   switch (j.type()) {
@@ -197,6 +194,61 @@ struct LaneInfo {
   int gpu = -1;           // the pid's GPU index, -1 when the process has none
   bool gpu_lane = false;  // the (pid, tid) lane is a CUDA stream
 };
+
+// The order events are written in: by (pid, tid, ts), then by position in the trace. Events are
+// first grouped by lane (pid, tid), keeping their positions in order, and a lane is sorted by ts
+// only when it is not in order already (executors and our reader emit each lane in time order):
+// the same order as one sort of all events by that key, in about linear time.
+std::vector<std::uint32_t> event_order(const std::vector<TraceEvent>& ev) {
+  const auto lane_of = [](const TraceEvent& e) {
+    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(e.pid)) << 32) |
+           static_cast<std::uint32_t>(e.tid);
+  };
+  // Lane ids in first-seen order; the previous event's lane is the usual answer.
+  std::unordered_map<std::uint64_t, std::uint32_t> lane_index;
+  std::vector<std::pair<std::int32_t, std::int32_t>> lanes;
+  std::vector<std::uint32_t> lane_of_event(ev.size()), count;
+  std::uint64_t last_key = 0;
+  std::uint32_t last = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const std::uint64_t k = lane_of(ev[i]);
+    if (lanes.empty() || k != last_key) {
+      const auto [it, fresh] = lane_index.try_emplace(k, static_cast<std::uint32_t>(lanes.size()));
+      if (fresh) {
+        lanes.emplace_back(ev[i].pid, ev[i].tid);
+        count.push_back(0);
+      }
+      last_key = k;
+      last = it->second;
+    }
+    lane_of_event[i] = last;
+    ++count[last];
+  }
+  // Lanes by (pid, tid) (signed, as the key compares them); each lane's slice of ORDER.
+  std::vector<std::uint32_t> by_key(lanes.size());
+  std::iota(by_key.begin(), by_key.end(), 0u);
+  std::sort(by_key.begin(), by_key.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return lanes[a] < lanes[b]; });
+  std::vector<std::size_t> offset(lanes.size());
+  std::size_t at = 0;
+  for (const std::uint32_t l : by_key) {
+    offset[l] = at;
+    at += count[l];
+  }
+  std::vector<std::uint32_t> order(ev.size());
+  std::vector<std::size_t> fill = offset;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    order[fill[lane_of_event[i]]++] = static_cast<std::uint32_t>(i);
+  }
+  const auto by_ts = [&](std::uint32_t a, std::uint32_t b) { return ev[a].ts_ns < ev[b].ts_ns; };
+  for (std::size_t l = 0; l < lanes.size(); ++l) {
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(offset[l]);
+    const auto last_it = first + static_cast<std::ptrdiff_t>(count[l]);
+    // Stable: equal timestamps keep their positions (the key's last field).
+    if (!std::is_sorted(first, last_it, by_ts)) std::stable_sort(first, last_it, by_ts);
+  }
+  return order;
+}
 
 class Writer {
  public:
@@ -272,6 +324,14 @@ class Writer {
     return b;
   }
 
+  // Opens the next line of traceEvents in place, with room for BOUND more bytes.
+  char* open_line(std::size_t bound) {
+    char* p = sink_.reserve(bound + 8);
+    p = first_line_ ? raw_lit(p, "\n    {") : raw_lit(p, ",\n    {");
+    first_line_ = false;
+    return p;
+  }
+
   void write_metadata_events() {
     std::vector<const ProcessInfo*> procs;
     for (const ProcessInfo& p : t_.processes) procs.push_back(&p);
@@ -330,27 +390,7 @@ class Writer {
 
   void write_events() {
     const auto& ev = t_.events;
-    // Sort keys gathered into one array (no random access into events while sorting); traces that
-    // are already in order (those read back from our files) skip the sort.
-    struct Key {
-      std::int32_t pid, tid;
-      TimeNs ts;
-      std::uint32_t index;
-    };
-    std::vector<Key> keys(ev.size());
-    for (std::size_t i = 0; i < ev.size(); ++i) {
-      keys[i] = Key{ev[i].pid, ev[i].tid, ev[i].ts_ns, static_cast<std::uint32_t>(i)};
-    }
-    const auto less = [](const Key& x, const Key& y) {
-      if (x.pid != y.pid) return x.pid < y.pid;
-      if (x.tid != y.tid) return x.tid < y.tid;
-      if (x.ts != y.ts) return x.ts < y.ts;
-      return x.index < y.index;
-    };
-    if (!std::is_sorted(keys.begin(), keys.end(), less)) std::sort(keys.begin(), keys.end(), less);
-    std::vector<std::uint32_t> order(ev.size());
-    for (std::size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
-    keys = {};
+    const std::vector<std::uint32_t> order = event_order(ev);
     std::int32_t cached_pid = 0, cached_tid = 0;
     LaneInfo lane;
     bool cached = false;
@@ -362,55 +402,63 @@ class Writer {
         cached_tid = e.tid;
         cached = true;
       }
-      std::string& b = line();
-      put_lit(b, "\"ph\": \"X\", \"cat\": ");
-      put_string(b, e.cat);
-      put_lit(b, ", \"name\": ");
-      put_string(b, e.name);
-      put_lit(b, ", \"pid\": ");
-      put_int(b, e.pid);
-      put_lit(b, ", \"tid\": ");
-      put_int(b, e.tid);
-      put_lit(b, ", \"ts\": ");
-      put_us(b, e.ts_ns - t_.base_ns);
-      put_lit(b, ", \"dur\": ");
-      put_us(b, e.dur_ns);
-      put_lit(b, ", \"args\": {");
+      const char* const cls = to_string(e.cls);
+      std::size_t bound =
+          400 + raw_string_bound(e.cat) + raw_string_bound(e.name) + raw_string_bound(cls);
+      for (const Arg& a : e.args) {
+        const auto* sv = std::get_if<std::string>(&a.value);
+        bound += 4 + raw_string_bound(a.key) + (sv ? raw_string_bound(*sv) : kRawNumberBound);
+      }
+      char* p = open_line(bound);
+      p = raw_lit(p, "\"ph\": \"X\", \"cat\": ");
+      p = raw_string(p, e.cat);
+      p = raw_lit(p, ", \"name\": ");
+      p = raw_string(p, e.name);
+      p = raw_lit(p, ", \"pid\": ");
+      p = raw_int(p, e.pid);
+      p = raw_lit(p, ", \"tid\": ");
+      p = raw_int(p, e.tid);
+      p = raw_lit(p, ", \"ts\": ");
+      p = raw_us(p, e.ts_ns - t_.base_ns);
+      p = raw_lit(p, ", \"dur\": ");
+      p = raw_us(p, e.dur_ns);
+      p = raw_lit(p, ", \"args\": {");
       if (lane.gpu >= 0) {
-        put_lit(b, "\"device\": ");
-        put_int(b, lane.gpu);
-        put_lit(b, ", ");
+        p = raw_lit(p, "\"device\": ");
+        p = raw_int(p, lane.gpu);
+        p = raw_lit(p, ", ");
       }
       if (lane.gpu_lane) {
-        put_lit(b, "\"stream\": ");
-        put_int(b, e.tid);
-        put_lit(b, ", ");
+        p = raw_lit(p, "\"stream\": ");
+        p = raw_int(p, e.tid);
+        p = raw_lit(p, ", ");
       }
       if (e.correlation >= 0) {
-        put_lit(b, "\"correlation\": ");
-        put_int(b, e.correlation);
-        put_lit(b, ", ");
+        p = raw_lit(p, "\"correlation\": ");
+        p = raw_int(p, e.correlation);
+        p = raw_lit(p, ", ");
       }
       if (e.op_id >= 0) {
-        put_lit(b, "\"op_id\": ");
-        put_int(b, e.op_id);
-        put_lit(b, ", ");
+        p = raw_lit(p, "\"op_id\": ");
+        p = raw_int(p, e.op_id);
+        p = raw_lit(p, ", ");
       }
-      put_lit(b, "\"class\": ");
-      put_string(b, to_string(e.cls));
+      p = raw_lit(p, "\"class\": ");
+      p = raw_string(p, cls);
       for (const Arg& a : e.args) {
-        put_lit(b, ", ");
-        put_string(b, a.key);
-        put_lit(b, ": ");
+        p = raw_lit(p, ", ");
+        p = raw_string(p, a.key);
+        p = raw_lit(p, ": ");
         if (const auto* iv = std::get_if<std::int64_t>(&a.value)) {
-          put_int(b, *iv);
+          p = raw_int(p, *iv);
         } else if (const auto* dv = std::get_if<double>(&a.value)) {
-          put_double_arg(b, *dv);
+          p = raw_double_arg(p, *dv);
         } else {
-          put_string(b, std::get<std::string>(a.value));
+          p = raw_string(p, std::get<std::string>(a.value));
         }
       }
-      put_lit(b, "}}");
+      p = raw_lit(p, "}}");
+      sink_.commit(p);
     }
   }
 
@@ -418,30 +466,37 @@ class Writer {
     const auto& cs = t_.counters;
     std::vector<std::uint32_t> order(cs.size());
     std::iota(order.begin(), order.end(), 0u);
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const auto less = [&](std::uint32_t a, std::uint32_t b) {
       if (cs[a].pid != cs[b].pid) return cs[a].pid < cs[b].pid;
       if (cs[a].ts_ns != cs[b].ts_ns) return cs[a].ts_ns < cs[b].ts_ns;
       return a < b;
-    });
+    };
+    if (!std::is_sorted(order.begin(), order.end(), less))
+      std::sort(order.begin(), order.end(), less);
     for (const std::uint32_t i : order) {
       const CounterSample& c = cs[i];
-      std::string& b = line();
-      put_lit(b, "\"ph\": \"C\", \"name\": ");
-      put_string(b, c.name);
-      put_lit(b, ", \"pid\": ");
-      put_int(b, c.pid);
-      put_lit(b, ", \"ts\": ");
-      put_us(b, c.ts_ns - t_.base_ns);
-      put_lit(b, ", \"args\": {");
+      std::size_t bound = 200 + raw_string_bound(c.name);
+      for (const auto& [series, value] : c.values) {
+        bound += 4 + raw_string_bound(series) + kRawNumberBound;
+      }
+      char* p = open_line(bound);
+      p = raw_lit(p, "\"ph\": \"C\", \"name\": ");
+      p = raw_string(p, c.name);
+      p = raw_lit(p, ", \"pid\": ");
+      p = raw_int(p, c.pid);
+      p = raw_lit(p, ", \"ts\": ");
+      p = raw_us(p, c.ts_ns - t_.base_ns);
+      p = raw_lit(p, ", \"args\": {");
       bool first = true;
       for (const auto& [series, value] : c.values) {
-        if (!first) put_lit(b, ", ");
+        if (!first) p = raw_lit(p, ", ");
         first = false;
-        put_string(b, series);
-        put_lit(b, ": ");
-        put_counter_value(b, value);
+        p = raw_string(p, series);
+        p = raw_lit(p, ": ");
+        p = raw_counter_value(p, value);
       }
-      put_lit(b, "}}");
+      p = raw_lit(p, "}}");
+      sink_.commit(p);
     }
   }
 
@@ -449,27 +504,31 @@ class Writer {
     const auto& fs = t_.flows;
     std::vector<std::uint32_t> order(fs.size());
     std::iota(order.begin(), order.end(), 0u);
-    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const auto less = [&](std::uint32_t a, std::uint32_t b) {
       return fs[a].id != fs[b].id ? fs[a].id < fs[b].id : a < b;
-    });
+    };
+    if (!std::is_sorted(order.begin(), order.end(), less))
+      std::sort(order.begin(), order.end(), less);
     for (const std::uint32_t i : order) {
       const FlowEvent& f = fs[i];
       for (int end = 0; end < 2; ++end) {
-        std::string& b = line();
-        b += end == 0 ? "\"ph\": \"s\", \"id\": " : "\"ph\": \"f\", \"id\": ";
-        put_int(b, f.id);
-        put_lit(b, ", \"pid\": ");
-        put_int(b, end == 0 ? f.from_pid : f.to_pid);
-        put_lit(b, ", \"tid\": ");
-        put_int(b, end == 0 ? f.from_tid : f.to_tid);
-        put_lit(b, ", \"ts\": ");
-        put_us(b, (end == 0 ? f.from_ts_ns : f.to_ts_ns) - t_.base_ns);
-        put_lit(b, ", \"cat\": ");
-        put_string(b, f.cat);
-        put_lit(b, ", \"name\": ");
-        put_string(b, f.name);
+        char* p = open_line(200 + raw_string_bound(f.cat) + raw_string_bound(f.name));
+        p = end == 0 ? raw_lit(p, "\"ph\": \"s\", \"id\": ")
+                     : raw_lit(p, "\"ph\": \"f\", \"id\": ");
+        p = raw_int(p, f.id);
+        p = raw_lit(p, ", \"pid\": ");
+        p = raw_int(p, end == 0 ? f.from_pid : f.to_pid);
+        p = raw_lit(p, ", \"tid\": ");
+        p = raw_int(p, end == 0 ? f.from_tid : f.to_tid);
+        p = raw_lit(p, ", \"ts\": ");
+        p = raw_us(p, (end == 0 ? f.from_ts_ns : f.to_ts_ns) - t_.base_ns);
+        p = raw_lit(p, ", \"cat\": ");
+        p = raw_string(p, f.cat);
+        p = raw_lit(p, ", \"name\": ");
+        p = raw_string(p, f.name);
         // "bp": "e" binds the flow's end to the enclosing slice (the kernel), as Kineto does.
-        b += end == 0 ? "}" : ", \"bp\": \"e\"}";
+        p = end == 0 ? raw_lit(p, "}") : raw_lit(p, ", \"bp\": \"e\"}");
+        sink_.commit(p);
       }
     }
   }
@@ -521,7 +580,8 @@ std::vector<std::size_t> file_of_events(
     return it != gpu_lane.end() && it->second;
   };
   std::unordered_map<std::int64_t, std::int32_t> device_pid_of_op, device_pid_of_corr;
-  std::set<std::pair<std::int64_t, std::int32_t>> device_op_on_pid;  // (op, pid) with a device event
+  std::set<std::pair<std::int64_t, std::int32_t>>
+      device_op_on_pid;  // (op, pid) with a device event
   for (const TraceEvent& e : trace.events) {
     if (!on_gpu_lane(e)) continue;
     if (e.op_id >= 0) {

@@ -86,60 +86,100 @@ struct Split {
 };
 
 // docs/summary.md "Time split", "Communication overlap". Sweep over the boundaries of this pid's
-// intervals: each elementary segment inside the window
-// goes to the first active class of compute > comm > copy > host-wait, else idle; so the five sum
-// to the window's length exactly. Overlapped communication = segments where comm and compute are
-// both active.
-Split split_time(const std::vector<const TraceEvent*>& events,
-                 const std::vector<Interval>& window) {
-  enum : int { kCompute = 0, kComm = 1, kCopy = 2, kHostWait = 3, kWindow = 4, kKinds = 5 };
-  struct Point {
-    TimeNs t;
-    int kind;
-    int delta;
-  };
-  std::vector<Point> pts;
-  for (const TraceEvent* ep : events) {
-    const TraceEvent& e = *ep;
-    if (e.dur_ns <= 0) continue;
-    int kind = -1;
-    switch (e.cls) {
-      case EventClass::kCompute:
-        kind = kCompute;
-        break;
-      case EventClass::kCommunication:
-        kind = kComm;
-        break;
-      case EventClass::kCopy:
-        kind = kCopy;
-        break;
-      case EventClass::kGilWait:
-        kind = kHostWait;
-        break;
-      default:
-        break;
-    }
-    if (kind < 0) continue;
-    pts.push_back({e.ts_ns, kind, +1});
-    pts.push_back({e.ts_ns + e.dur_ns, kind, -1});
+// intervals: each elementary segment inside the window goes to the first active class of
+// compute > comm > copy > host-wait, else idle; so the five sum to the window's length exactly.
+// Overlapped communication = segments where comm and compute are both active.
+//
+// The boundaries of a pid's events are sorted once (Boundaries) and swept for each window (the
+// whole window, then every step for the utilisation over time): the sweep merges the window's
+// own boundaries in, so the segments are those of one sort of all points together.
+enum : int { kCompute = 0, kComm = 1, kCopy = 2, kHostWait = 3, kWindow = 4, kKinds = 5 };
+struct Point {
+  TimeNs t;
+  int kind;
+  int delta;
+};
+using Boundaries = std::vector<Point>;  // sorted by t
+
+int boundary_kind(EventClass c) {
+  switch (c) {
+    case EventClass::kCompute:
+      return kCompute;
+    case EventClass::kCommunication:
+      return kComm;
+    case EventClass::kCopy:
+      return kCopy;
+    case EventClass::kGilWait:
+      return kHostWait;
+    default:
+      return -1;
   }
+}
+
+// All starts, then all ends: each lane's events come in time order, so both halves are a few
+// sorted runs (one per lane), which are merged instead of sorted; many runs are sorted.
+Boundaries boundaries(const std::vector<const TraceEvent*>& events) {
+  Boundaries pts;
+  for (const bool start : {true, false}) {
+    for (const TraceEvent* ep : events) {
+      const TraceEvent& e = *ep;
+      const int kind = boundary_kind(e.cls);
+      if (e.dur_ns <= 0 || kind < 0) continue;
+      pts.push_back(start ? Point{e.ts_ns, kind, +1} : Point{e.ts_ns + e.dur_ns, kind, -1});
+    }
+  }
+  // The order among equal times does not matter: a sweep applies them all before measuring.
+  const auto by_t = [](const Point& a, const Point& b) { return a.t < b.t; };
+  std::vector<std::size_t> runs{0};
+  constexpr std::size_t kMaxRuns = 64;
+  for (std::size_t i = 1; i < pts.size() && runs.size() <= kMaxRuns; ++i) {
+    if (pts[i].t < pts[i - 1].t) runs.push_back(i);
+  }
+  if (runs.size() > kMaxRuns) {
+    std::sort(pts.begin(), pts.end(), by_t);
+    return pts;
+  }
+  runs.push_back(pts.size());
+  while (runs.size() > 2) {  // merge neighbouring runs pairwise
+    std::vector<std::size_t> next{0};
+    for (std::size_t k = 0; k + 2 < runs.size(); k += 2) {
+      const auto at = [&](std::size_t r) { return pts.begin() + static_cast<std::ptrdiff_t>(r); };
+      std::inplace_merge(at(runs[k]), at(runs[k + 1]), at(runs[k + 2]), by_t);
+      next.push_back(runs[k + 2]);
+    }
+    if (runs.size() % 2 == 0) next.push_back(runs.back());  // an odd run left over
+    runs = std::move(next);
+  }
+  return pts;
+}
+
+Split split_time(const Boundaries& pts, const std::vector<Interval>& window) {
+  Boundaries win;
   for (const Interval& w : window) {
     if (w.end <= w.start) continue;
-    pts.push_back({w.start, kWindow, +1});
-    pts.push_back({w.end, kWindow, -1});
+    win.push_back({w.start, kWindow, +1});
+    win.push_back({w.end, kWindow, -1});
   }
-  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
+  std::sort(win.begin(), win.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
   std::array<int, kKinds> active{};
   Split s;
-  for (std::size_t i = 0; i < pts.size();) {
-    const TimeNs now = pts[i].t;
-    while (i < pts.size() && pts[i].t == now) {
-      active[pts[i].kind] += pts[i].delta;
-      ++i;
+  std::size_t i = 0, j = 0;  // next point of pts, of win
+  const auto next_t = [&] {
+    if (i == pts.size()) return win[j].t;
+    if (j == win.size()) return pts[i].t;
+    return std::min(pts[i].t, win[j].t);
+  };
+  while (i < pts.size() || j < win.size()) {
+    const TimeNs now = next_t();
+    for (; i < pts.size() && pts[i].t == now; ++i) active[pts[i].kind] += pts[i].delta;
+    for (; j < win.size() && win[j].t == now; ++j) active[kWindow] += win[j].delta;
+    if (i == pts.size() && j == win.size()) break;
+    if (active[kWindow] <= 0) {
+      if (j == win.size()) break;  // no window left: the remaining segments count for nothing
+      continue;
     }
-    if (i == pts.size()) break;
-    const TimeNs len = pts[i].t - now;
-    if (len <= 0 || active[kWindow] <= 0) continue;
+    const TimeNs len = next_t() - now;
+    if (len <= 0) continue;
     if (active[kCompute] > 0) {
       s.compute += len;
       if (active[kComm] > 0) s.overlapped += len;
@@ -196,7 +236,7 @@ MemoryPeak memory_peak(std::vector<const CounterSample*> samples, Bytes capacity
 // Per step (docs/summary.md, "Utilisation over time"): busy = (compute + comm + copy) / |step|,
 // with the time split of "Time split" on the step alone; peak = the largest allocated total of the
 // samples inside the step, starting from the level the last earlier sample left.
-std::vector<StepUtilisation> utilisation_by_step(const std::vector<const TraceEvent*>& events,
+std::vector<StepUtilisation> utilisation_by_step(const Boundaries& events,
                                                  std::vector<const CounterSample*> memory,
                                                  const std::vector<std::int64_t>& step_ns,
                                                  const std::vector<Interval>& intervals) {
@@ -514,7 +554,8 @@ Summary summarize(const Trace& trace) {
     g.gpu = p.gpu;
     g.capacity_bytes = p.capacity_bytes;
     g.stands_for = stands_for(p.gpu);
-    const Split sp = split_time(events_of[pid], window);
+    const Boundaries bounds = boundaries(events_of[pid]);
+    const Split sp = split_time(bounds, window);
     g.compute_s = ns_to_s(sp.compute) * per_step;
     g.comm_s = ns_to_s(sp.comm) * per_step;
     g.copy_s = ns_to_s(sp.copy) * per_step;
@@ -530,7 +571,7 @@ Summary summarize(const Trace& trace) {
     g.has_memory_data = m.any;
     g.peak_bytes = m.peak;
     apply_memory_peaks(peaks, &g);
-    g.by_step = utilisation_by_step(events_of[pid], memory_of[pid], step_numbers, every_step);
+    g.by_step = utilisation_by_step(bounds, memory_of[pid], step_numbers, every_step);
     g.has_reserved_data = !reserved_of[pid].empty();
     g.peak_reserved_bytes = reserved_peak(reserved_of[pid]);
     if (m.any) {

@@ -251,12 +251,27 @@ CriticalPath critical_path(const Trace& t, const std::vector<Lane>& lanes,
   for (std::uint32_t li = 0; li < lanes.size(); ++li) {
     for (std::uint32_t p = 0; p < lanes[li].top.size(); ++p) node_of[lanes[li].top[p]] = {li, p};
   }
-  // Last top-level event on LANE starting at or before TS (-1: none).
-  auto at_or_before = [&](const Lane& l, TimeNs ts) -> std::int64_t {
-    const auto it =
-        std::upper_bound(l.top.begin(), l.top.end(), ts,
-                         [&](TimeNs v, std::uint32_t i) { return v < t.events[i].ts_ns; });
-    return it == l.top.begin() ? -1 : static_cast<std::int64_t>(it - l.top.begin()) - 1;
+  // Last top-level event on lane LI starting at or before TS (-1: none). The lanes' start times
+  // are searched in contiguous copies, from where the previous search on the lane ended (flows
+  // come in time order on a lane), with a binary search when that guess is wrong.
+  std::vector<std::vector<TimeNs>> starts(lanes.size());
+  for (std::size_t li = 0; li < lanes.size(); ++li) {
+    starts[li].reserve(lanes[li].top.size());
+    for (const std::uint32_t i : lanes[li].top) starts[li].push_back(t.events[i].ts_ns);
+  }
+  std::vector<std::size_t> guess(lanes.size(), 0);
+  auto at_or_before = [&](std::size_t li, TimeNs ts) -> std::int64_t {
+    const std::vector<TimeNs>& v = starts[li];
+    const auto is_answer = [&](std::size_t k) {
+      return k < v.size() && v[k] <= ts && (k + 1 == v.size() || v[k + 1] > ts);
+    };
+    std::size_t& g = guess[li];
+    if (is_answer(g)) return static_cast<std::int64_t>(g);
+    if (is_answer(g + 1)) return static_cast<std::int64_t>(++g);
+    const auto it = std::upper_bound(v.begin(), v.end(), ts);
+    if (it == v.begin()) return -1;
+    g = static_cast<std::size_t>(it - v.begin()) - 1;
+    return static_cast<std::int64_t>(g);
   };
   struct Incoming {
     std::uint32_t src_event;
@@ -272,8 +287,8 @@ CriticalPath critical_path(const Trace& t, const std::vector<Lane>& lanes,
     }
     const Lane& lf = lanes[from->second];
     const Lane& lt = lanes[to->second];
-    const std::int64_t s = at_or_before(lf, f.from_ts_ns);
-    const std::int64_t d = at_or_before(lt, f.to_ts_ns);
+    const std::int64_t s = at_or_before(from->second, f.from_ts_ns);
+    const std::int64_t d = at_or_before(to->second, f.to_ts_ns);
     if (s < 0 || d < 0) {
       ++cp.unbound_flows;
       continue;
@@ -408,8 +423,15 @@ RunMetrics extract_metrics(const Trace& trace, const std::string& source) {
   // op_class() lower-cases names for its rules; a trace repeats a few hundred names a million
   // times, so events without class args are classified once per (class, name).
   std::array<std::unordered_map<std::string_view, std::string_view>, kEventClassCount> by_name;
+  std::unordered_map<std::string_view, std::string_view> host_by_cat;  // host: by category alone
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
+    if (e.cls == EventClass::kHost) {
+      const auto it = host_by_cat.find(e.cat);
+      cls[i] = it != host_by_cat.end() ? it->second
+                                       : host_by_cat.emplace(e.cat, op_class(e)).first->second;
+      continue;
+    }
     const bool class_arg = std::any_of(e.args.begin(), e.args.end(), [](const Arg& a) {
       return a.key == "kind" || a.key == "copy_kind" || a.key == "Collective name";
     });

@@ -1,0 +1,138 @@
+// Formatting primitives of the Chrome-trace writer (internal to chrome_trace_writer.cpp): each
+// writes at P, which has room for what it writes (the caller reserves a bound per line), and
+// returns the end. No capacity checks and no std::string on the per-event path.
+#pragma once
+
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "core/units.hpp"
+
+namespace csim::prof::detail {
+
+template <std::size_t N>
+inline char* raw_lit(char* p, const char (&s)[N]) {
+  std::memcpy(p, s, N - 1);
+  return p + N - 1;
+}
+
+inline char* raw_int(char* p, std::int64_t v) {
+  return std::to_chars(p, p + 20, v).ptr;
+}
+
+// Integer ns → µs with exactly three decimals, no floating point: 1234567 → "1234.567",
+// -1500 → "-1.500" (docs/trace-format.md, "Timestamps").
+inline char* raw_us(char* p, TimeNs ns) {
+  const std::uint64_t mag =
+      ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+  if (ns < 0) *p++ = '-';
+  p = std::to_chars(p, p + 20, mag / 1000).ptr;
+  const auto frac = static_cast<unsigned>(mag % 1000);
+  p[0] = '.';
+  p[1] = static_cast<char>('0' + frac / 100);
+  p[2] = static_cast<char>('0' + frac / 10 % 10);
+  p[3] = static_cast<char>('0' + frac % 10);
+  return p + 4;
+}
+
+// Room raw_string needs for S: quotes, six bytes per byte at worst ("\u001f"), and eight bytes of
+// slack for its eight-byte copies.
+inline std::size_t raw_string_bound(std::string_view s) {
+  return 6 * s.size() + 2 + 8;
+}
+
+// S as a JSON string: '"', '\\' and control characters escaped (\", \\, \n, \r, \t, \b, \f, else
+// \u00XX); other bytes, UTF-8 included, as they are. Plain runs are copied eight bytes at a time.
+inline char* raw_string(char* p, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+  constexpr bool kLittleEndian = std::endian::native == std::endian::little;
+  *p++ = '"';
+  const char* in = s.data();
+  const char* const end = in + s.size();
+  while (in < end) {
+    if (kLittleEndian && end - in >= 8) {
+      std::uint64_t x;
+      std::memcpy(&x, in, 8);
+      std::memcpy(p, in, 8);  // copied ahead; only the plain prefix is kept
+      const std::uint64_t q = x ^ (kOnes * '"'), b = x ^ (kOnes * '\\');
+      // '"', '\\', bytes < 0x20 (bytes >= 0x80 are excluded: they are written as they are). The
+      // lowest flag is exact (borrows only flag bytes above a flagged one).
+      const std::uint64_t m =
+          (((q - kOnes) & ~q) | ((b - kOnes) & ~b) | ((x - kOnes * 0x20) & ~x)) & kHighs;
+      if (m == 0) {
+        in += 8;
+        p += 8;
+        continue;
+      }
+      const int n = std::countr_zero(m) / 8;
+      in += n;
+      p += n;
+    }
+    const auto c = static_cast<unsigned char>(*in++);
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      *p++ = static_cast<char>(c);
+      continue;
+    }
+    *p++ = '\\';
+    switch (c) {
+      case '"':
+        *p++ = '"';
+        break;
+      case '\\':
+        *p++ = '\\';
+        break;
+      case '\n':
+        *p++ = 'n';
+        break;
+      case '\r':
+        *p++ = 'r';
+        break;
+      case '\t':
+        *p++ = 't';
+        break;
+      case '\b':
+        *p++ = 'b';
+        break;
+      case '\f':
+        *p++ = 'f';
+        break;
+      default:
+        p = raw_lit(p, "u00");
+        *p++ = kHex[c >> 4];
+        *p++ = kHex[c & 15];
+    }
+  }
+  *p++ = '"';
+  return p;
+}
+
+inline constexpr std::size_t kRawNumberBound = 40;  // room for raw_double_arg, raw_counter_value
+
+// A double arg: shortest round-trip repr (std::to_chars), always recognisable as a double when
+// read back ("2.0", not "2"); non-finite values are not JSON and are written as null.
+inline char* raw_double_arg(char* p, double v) {
+  if (!std::isfinite(v)) return raw_lit(p, "null");
+  char* const from = p;
+  p = std::to_chars(p, p + 32, v).ptr;
+  for (const char* c = from; c < p; ++c) {
+    if (*c == '.' || *c == 'e' || *c == 'n') return p;
+  }
+  return raw_lit(p, ".0");
+}
+
+// A counter value: integral values (bytes) below 2^53 print as integers, others as the shortest
+// round-trip repr; readers take every counter value as a double.
+inline char* raw_counter_value(char* p, double v) {
+  if (!std::isfinite(v)) return raw_lit(p, "null");
+  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
+    return raw_int(p, static_cast<std::int64_t>(v));
+  }
+  return std::to_chars(p, p + 32, v).ptr;
+}
+
+}  // namespace csim::prof::detail

@@ -1,0 +1,113 @@
+// The writer's in-place formatting (profiler/json_raw_format.hpp) against the rules of
+// docs/trace-format.md, byte by byte: strings escape '"', '\\' and control characters and keep
+// every other byte (UTF-8 included); µs are ns / 1000 with exactly three decimals.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+
+#include "profiler/json_raw_format.hpp"
+
+using namespace csim::prof::detail;
+
+namespace {
+
+// The rule, one byte at a time.
+std::string reference_string(const std::string& s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string formatted(const std::string& s) {
+  std::string buf(raw_string_bound(s), '\0');
+  char* end = raw_string(buf.data(), s);
+  buf.resize(static_cast<std::size_t>(end - buf.data()));
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE("in-place string escaping matches the byte-by-byte rule", "[trace]") {
+  for (const std::string& s :
+       {std::string(), std::string("kernel"),
+        std::string("ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+        std::string("a\"b\\c\nd\re\tf\bg\fh"), std::string("\x01\x1f\x7f µs naïve ∑ \xff"),
+        std::string("12345678\"12345678\\"), std::string(17, '\x1f')}) {
+    INFO(s);
+    CHECK(formatted(s) == reference_string(s));
+  }
+  // Random strings of every length up to 40 over bytes that need escaping and bytes that do not,
+  // so that special bytes fall at every position of the eight-byte copies.
+  std::mt19937 rng(17);
+  const std::string alphabet = std::string("ab\"\\\n\x01\x1f \x7f\x80\xc3\xa9", 13);
+  for (int k = 0; k < 20000; ++k) {
+    std::string s(rng() % 41, ' ');
+    for (char& c : s) c = alphabet[rng() % alphabet.size()];
+    INFO(k);
+    REQUIRE(formatted(s) == reference_string(s));
+  }
+}
+
+TEST_CASE("in-place µs and numbers", "[trace]") {
+  const auto us = [](csim::TimeNs ns) {
+    char buf[32];
+    return std::string(buf, raw_us(buf, ns));
+  };
+  // 1234567 ns = 1234.567 µs; −1500 ns = −1.500 µs; 0 = 0.000
+  CHECK(us(1234567) == "1234.567");
+  CHECK(us(-1500) == "-1.500");
+  CHECK(us(0) == "0.000");
+  CHECK(us(5) == "0.005");
+  const auto dbl = [](double v) {
+    char buf[kRawNumberBound];
+    return std::string(buf, raw_double_arg(buf, v));
+  };
+  // Shortest round trip, always with a '.' or an exponent; non-finite values are null.
+  CHECK(dbl(2.0) == "2.0");
+  CHECK(dbl(0.1) == "0.1");
+  CHECK(dbl(1e300) == "1e+300");
+  CHECK(dbl(1.0 / 0.0) == "null");
+  const auto counter = [](double v) {
+    char buf[kRawNumberBound];
+    return std::string(buf, raw_counter_value(buf, v));
+  };
+  // Integral values below 2^53 print as integers, others as the shortest repr.
+  CHECK(counter(1e9) == "1000000000");
+  CHECK(counter(2.5) == "2.5");
+  CHECK(counter(1e300) == "1e+300");
+}

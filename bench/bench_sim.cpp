@@ -11,6 +11,12 @@
 //
 //   bench_sim --gpt3-scale [--sizes 8,64,512,1024,4096,16384] [--full-up-to 1024]
 //             [--scenario FILE] [--mem-limit-gib G]
+//
+// Published-batch rows (issue 17): the scenario as bundled (1,024 A100s, TP 8, PP 8, DP 16,
+// interleaved) at each global batch, symmetry on and, for the batches in --full, off.
+//
+//   bench_sim --gpt3-published [--batches 128,1536] [--full 128] [--scenario FILE]
+//             [--mem-limit-gib G]
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -39,7 +45,8 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(bench_sim: simulator benchmark (not a test; figures are quoted as measured)
+constexpr const char* kUsage =
+    R"(bench_sim: simulator benchmark (not a test; figures are quoted as measured)
   bench_sim [--repeat N] [--scenario FILE] [--sizes 8,64,512]
       DDP of the scenario (default scenarios/gpt2_small_8xa100.json) on each GPU count: ops,
       events, lowering, simulation and trace-building times (best of N), simulated ops/s
@@ -47,6 +54,9 @@ constexpr const char* kUsage = R"(bench_sim: simulator benchmark (not a test; fi
             [--scenario FILE] [--mem-limit-gib G]
       one step of scenarios/gpt3_175b_1024xa100_3d.json scaled by its data-parallel degree,
       rank symmetry on and (up to --full-up-to GPUs) off, each in a fresh process for its RSS
+  bench_sim --gpt3-published [--batches 128,1536] [--full 128] [--scenario FILE] [--mem-limit-gib G]
+      the bundled GPT-3 175B / 1,024-GPU scenario as is, at each global batch (1,536 is the
+      published one), symmetry on and (for the batches in --full) off; same columns
   bench_sim --help
 )";
 
@@ -106,11 +116,16 @@ long peak_rss_kib() {
 }
 
 // Child: one configuration, phases timed separately; prints one "key=value ..." line on stdout.
-int gpt3_one(const std::string& scenario_path, int gpus, bool symmetry) {
+// gpus 0: the scenario as bundled, at global batch `batch`.
+int gpt3_one(const std::string& scenario_path, int gpus, bool symmetry, int batch) {
   const Gpt3Shape sh = gpt3_shape(gpus);
+  std::vector<std::string> sets = gpt3_overrides(sh, symmetry);
+  if (gpus == 0) {
+    sets = {"training.global_batch=" + std::to_string(batch),
+            std::string("simulation.symmetry=") + (symmetry ? "auto" : "off")};
+  }
   try {
-    const csim::core::Scenario s =
-        csim::core::parse_scenario_file(scenario_path, gpt3_overrides(sh, symmetry));
+    const csim::core::Scenario s = csim::core::parse_scenario_file(scenario_path, sets);
     auto t0 = Clock::now();
     csim::core::Program p = csim::core::lower(s);
     const double lower_s = seconds_since(t0);
@@ -172,7 +187,8 @@ struct ChildResult {
 
 // Runs this binary again with --gpt3-one in a fresh process; its address space is capped at
 // mem_limit_gib (0: no cap) so a too-large full-fidelity run fails instead of swapping the machine.
-ChildResult run_child(const std::string& scenario, int gpus, bool symmetry, double mem_limit_gib) {
+ChildResult run_child(const std::string& scenario, int gpus, bool symmetry, double mem_limit_gib,
+                      int batch = 0) {
   ChildResult r;
   int fds[2];
   if (pipe(fds) != 0) {
@@ -198,7 +214,8 @@ ChildResult run_child(const std::string& scenario, int gpus, bool symmetry, doub
     }
     const std::string g = std::to_string(gpus);
     const char* mode = symmetry ? "auto" : "off";
-    execl("/proc/self/exe", "bench_sim", "--gpt3-one", scenario.c_str(), g.c_str(), mode,
+    const std::string b = std::to_string(batch);
+    execl("/proc/self/exe", "bench_sim", "--gpt3-one", scenario.c_str(), g.c_str(), mode, b.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -308,8 +325,60 @@ int gpt3_scale_main(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace
+// [SECTION] GPT-3 175B at the published batch
+// ------------------------------------------------------
 
+int gpt3_published_main(int argc, char** argv) {
+  std::string scenario = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt3_175b_1024xa100_3d.json";
+  std::vector<int> batches{128, 1536}, full{128};
+  double mem_limit_gib = 16;
+  if (argc % 2 != 0) {
+    std::fprintf(stderr, "bench_sim: option %s needs a value\n%s", argv[argc - 1], kUsage);
+    return 2;
+  }
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--batches")
+      batches = parse_sizes(v);
+    else if (k == "--full")
+      full = parse_sizes(v);
+    else if (k == "--scenario")
+      scenario = v;
+    else if (k == "--mem-limit-gib")
+      mem_limit_gib = std::atof(v.c_str());
+    else {
+      std::fprintf(stderr, "bench_sim: unknown option %s\n%s", k.c_str(), kUsage);
+      return 2;
+    }
+  }
+  std::printf("GPT-3 175B on 1,024 A100s as bundled, one step; scenario %s\n", scenario.c_str());
+  std::printf("%-6s %-4s %6s %10s %10s %9s %9s %8s %9s %8s %11s %12s %9s\n", "batch", "sym",
+              "ranks", "ops", "events", "lower_ms", "sim_ms", "mem_ms", "trace_ms", "total_s",
+              "sim_ops/s", "step_ms", "RSS_MiB");
+  for (int batch : batches) {
+    for (bool sym : {true, false}) {
+      if (!sym && std::find(full.begin(), full.end(), batch) == full.end()) continue;
+      ChildResult r = run_child(scenario, 0, sym, mem_limit_gib, batch);
+      if (!r.ok) {
+        std::printf("%-6d %-4s  failed: %s (after %.1f s, maxrss %.0f MiB)\n", batch,
+                    sym ? "auto" : "off", r.why.c_str(), r.wall_s, r.maxrss_kib / 1024.0);
+        std::fflush(stdout);
+        continue;
+      }
+      const double rss_kib = r.num("rss_kib") > 0 ? r.num("rss_kib") : r.maxrss_kib;
+      std::printf(
+          "%-6d %-4s %6.0f %10.0f %10.0f %9.1f %9.1f %8.1f %9.1f %8.2f %11.3g %12.3f %9.0f\n",
+          batch, sym ? "auto" : "off", r.num("sim_ranks"), r.num("ops"), r.num("events"),
+          r.num("lower_s") * 1e3, r.num("sim_s") * 1e3, r.num("mem_s") * 1e3,
+          r.num("trace_s") * 1e3, r.wall_s, r.num("ops") / std::max(1e-9, r.num("sim_s")),
+          r.num("step_ns") / 1e6, rss_kib / 1024.0);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
@@ -317,8 +386,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 2 && std::string(argv[1]) == "--gpt3-scale") return gpt3_scale_main(argc, argv);
-  if (argc == 5 && std::string(argv[1]) == "--gpt3-one") {
-    return gpt3_one(argv[2], std::atoi(argv[3]), std::string(argv[4]) != "off");
+  if (argc >= 2 && std::string(argv[1]) == "--gpt3-published")
+    return gpt3_published_main(argc, argv);
+  if (argc == 6 && std::string(argv[1]) == "--gpt3-one") {
+    return gpt3_one(argv[2], std::atoi(argv[3]), std::string(argv[4]) != "off", std::atoi(argv[5]));
   }
   std::string scenario = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt2_small_8xa100.json";
   std::vector<int> sizes{8, 64, 512};

@@ -72,8 +72,14 @@ struct StreamState {
   bool check_scheduled_at_latency = false;
 };
 
+// One stage of a plan, ready for the flow network: its latency, then its flows (those with bytes),
+// routes resolved once per plan (borrowed from the Topology, whose routes never move).
+struct Stage {
+  TimeNs latency_ns = 0;
+  std::vector<engine::FlowStartRef> flows;
+};
 // A plan's stages flattened (TransferPlan::then), mirror images included: run one after the other.
-using Stages = std::vector<core::TransferPlan>;
+using Stages = std::vector<Stage>;
 
 struct Transfer {
   std::vector<OpId> ops;           // ops that end when the transfer ends
@@ -161,7 +167,6 @@ class Engine {
     const int n = s_.cluster.gpu.nccl_sms;
     return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
   }
-  std::vector<engine::FlowStart> batch_;  // reused by transfer_go
   std::vector<int> comm_sms_;  // per GPU: SMs held by NCCL kernels started and not finished
   std::string describe_stuck() const;
 };
@@ -338,13 +343,19 @@ void Engine::start_on_stream(int s, OpId id) {
 
 // [SECTION] Transfers ----------------------------------------------------------------------------
 
-// The plan and its `then` stages as one list.
-Stages flatten(core::TransferPlan plan) {
+// The plan and its `then` stages as one list, each flow's route looked up once.
+Stages flatten(const core::Topology& topo, const core::TransferPlan& plan) {
   Stages out;
-  std::vector<core::TransferPlan> later = std::move(plan.then);
-  plan.then.clear();
-  out.push_back(std::move(plan));
-  for (core::TransferPlan& st : later) out.push_back(std::move(st));
+  auto add = [&](const core::TransferPlan& st) {
+    Stage& stage = out.emplace_back();
+    stage.latency_ns = st.latency_ns;
+    for (const core::FlowSpec& f : st.flows) {
+      if (f.bytes <= 0) continue;
+      stage.flows.push_back({topo.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s});
+    }
+  };
+  add(plan);
+  for (const core::TransferPlan& st : plan.then) add(st);
   return out;
 }
 
@@ -363,7 +374,7 @@ const Stages& Engine::copy_plan(const Op& op) {
     if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
     add_mirror_flows(plan, mirrors_of_gpus(ends));
   }
-  return plans_.emplace(key, flatten(std::move(plan))).first->second;
+  return plans_.emplace(key, flatten(topo_, plan)).first->second;
 }
 
 const Stages& Engine::collective_plan(const Op& op) {
@@ -375,7 +386,7 @@ const Stages& Engine::collective_plan(const Op& op) {
   core::TransferPlan plan = core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus,
                                                   op.root, static_cast<double>(op.bytes));
   if (p_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
-  return plans_.emplace(key, flatten(std::move(plan))).first->second;
+  return plans_.emplace(key, flatten(topo_, plan)).first->second;
 }
 
 void Engine::start_transfer(std::vector<OpId> ops, const Stages& stages) {
@@ -440,25 +451,15 @@ void Engine::transfer_go(int tr) {
   Transfer& x = transfers_[tr];
   // Bring the flows in flight up to now at their old rates before the set changes.
   advance_flows();
-  // One batch: the flow network recomputes rates once for all of them.
-  // batch_ keeps its entries (and their route buffers) between transfers: no allocation per flow.
-  std::size_t n = 0;
-  for (const core::FlowSpec& f : (*x.stages)[x.stage].flows) {
-    if (f.bytes <= 0) continue;
-    if (n == batch_.size()) batch_.emplace_back();
-    engine::FlowStart& b = batch_[n++];
-    const std::vector<core::LinkId>& route = topo_.route(f.src, f.dst);
-    b.route.assign(route.begin(), route.end());
-    b.bytes = f.bytes;
-    b.rate_cap = f.rate_cap_bytes_per_s;
-    b.tag = tr;
-    ++x.flows_left;
-  }
-  if (n > 0) flows_.start_batch(now_, batch_.data(), n);
+  // One batch: the flow network recomputes rates once for all of them; the routes come from the
+  // plan cache, so nothing is copied here.
+  const Stage& stage = (*x.stages)[x.stage];
+  x.flows_left = static_cast<int>(stage.flows.size());
   if (x.flows_left == 0) {
     stage_done(tr);
     return;
   }
+  flows_.start_batch(now_, stage.flows, tr);
   schedule_flow_check();
 }
 
@@ -486,6 +487,7 @@ void Engine::on_flow_check(std::int64_t gen) {
 }
 
 void Engine::advance_flows() {
+  // stage_done only queues events, so the flow network's list stays valid while it is read.
   for (std::int64_t tag : flows_.advance(now_)) {
     Transfer& x = transfers_[tag];
     if (--x.flows_left == 0) stage_done(static_cast<int>(tag));

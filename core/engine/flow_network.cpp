@@ -177,7 +177,10 @@ TimeNs FlowNetwork::next_completion_ns() const {
 
 FlowId FlowNetwork::start(TimeNs now_ns, const std::vector<core::LinkId>& route, double bytes,
                           double rate_cap, std::int64_t tag) {
-  return start_batch(now_ns, {FlowStart{route, bytes, rate_cap, tag}}).front();
+  const auto id = static_cast<FlowId>(slot_of_seq_.size());
+  const FlowStartRef one{route, bytes, rate_cap};
+  start_batch(now_ns, std::span<const FlowStartRef>(&one, 1), tag);
+  return id;
 }
 
 std::vector<FlowId> FlowNetwork::start_batch(TimeNs now_ns, const std::vector<FlowStart>& starts) {
@@ -193,22 +196,36 @@ void FlowNetwork::start_batch(TimeNs now_ns, const FlowStart* starts, std::size_
   if (now_ns != pending_ns_) flush_pending();
   last_ns_ = now_ns;
   for (std::size_t i = 0; i < n; ++i) {
-    const Slot id = start_one(now_ns, starts[i]);
+    const FlowStart& st = starts[i];
+    const Slot id = start_one(now_ns, st.route, st.bytes, st.rate_cap, st.tag);
     if (id >= 0) pending_seeds_.push_back(id);
   }
   // Deferred: consecutive starts at the same time are recomputed together (see flush_pending).
   pending_ns_ = now_ns;
 }
 
+void FlowNetwork::start_batch(TimeNs now_ns, std::span<const FlowStartRef> starts,
+                              std::int64_t tag) {
+  CSIM_ASSERT_MSG(now_ns >= last_ns_, "flows must start in time order");
+  if (now_ns != pending_ns_) flush_pending();
+  last_ns_ = now_ns;
+  for (const FlowStartRef& st : starts) {
+    const Slot id = start_one(now_ns, st.route, st.bytes, st.rate_cap, tag);
+    if (id >= 0) pending_seeds_.push_back(id);
+  }
+  pending_ns_ = now_ns;
+}
+
 // Places one flow in a slot; returns the slot when its rate must be computed, -1 when it completes
 // at once.
-FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, const FlowStart& s) {
-  CSIM_ASSERT(s.rate_cap >= 0);
-  for (std::size_t i = 0; i < s.route.size(); ++i) {
-    CSIM_ASSERT_MSG(s.route[i] >= 0 && s.route[i] < static_cast<core::LinkId>(capacity_.size()),
+FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, std::span<const core::LinkId> route,
+                                         double bytes, double rate_cap, std::int64_t tag) {
+  CSIM_ASSERT(rate_cap >= 0);
+  for (std::size_t i = 0; i < route.size(); ++i) {
+    CSIM_ASSERT_MSG(route[i] >= 0 && route[i] < static_cast<core::LinkId>(capacity_.size()),
                     "route names an unknown link");
     for (std::size_t j = 0; j < i; ++j)
-      CSIM_ASSERT_MSG(s.route[i] != s.route[j], "a route crosses the same link twice");
+      CSIM_ASSERT_MSG(route[i] != route[j], "a route crosses the same link twice");
   }
   Slot id;
   if (!free_slots_.empty()) {
@@ -221,11 +238,11 @@ FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, const FlowStart& s) {
     new_rate_.push_back(0);
   }
   Flow& f = flows_[id];
-  f.route.assign(s.route.begin(), s.route.end());
-  f.remaining = f.original = std::max(s.bytes, 0.0);
+  f.route.assign(route.begin(), route.end());
+  f.remaining = f.original = std::max(bytes, 0.0);
   f.rate = 0;
-  f.cap = s.rate_cap;
-  f.tag = s.tag;
+  f.cap = rate_cap;
+  f.tag = tag;
   f.seq = static_cast<FlowId>(slot_of_seq_.size());
   slot_of_seq_.push_back(id);
   f.active = true;
@@ -250,14 +267,13 @@ FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, const FlowStart& s) {
 // constraint with the smallest fair share (a link's remaining capacity divided by its unfixed
 // flows, or a flow's private rate cap), fix its unfixed flows at that share, and subtract them
 // from every link they cross. Shares only grow as flows are fixed, so a lazy min-heap with
-// per-link version numbers finds the next bottleneck in O(log L). Only the connected component of
-// the changed flows is recomputed.
+// per-link version numbers finds the next bottleneck in O(log L). Only the connected components of
+// the changed flows are recomputed, each on its own: fixing flows in one component never changes a
+// share in another, so solving them apart gives the same rates, bit for bit, as solving them
+// together.
 void FlowNetwork::recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_flows,
                                  const std::vector<core::LinkId>& seed_links) {
   ++epoch_;
-  comp_.clear();
-  comp_links_.clear();
-  stack_.clear();
   auto visit_link = [&](core::LinkId l) {
     if (link_mark_[l] == epoch_) return;
     link_mark_[l] = epoch_;
@@ -270,34 +286,72 @@ void FlowNetwork::recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_fl
     comp_.push_back(id);
     for (core::LinkId l : flows_[id].route) visit_link(l);
   };
-  for (Slot id : seed_flows) visit_flow(id);
-  for (core::LinkId l : seed_links) visit_link(l);
-  while (!stack_.empty()) {
-    const core::LinkId l = stack_.back();
-    stack_.pop_back();
-    for (Slot id : link_flows_[l]) visit_flow(id);
-  }
-  // Deterministic processing order: start order.
-  std::sort(comp_.begin(), comp_.end(),
-            [this](Slot a, Slot b) { return flows_[a].seq < flows_[b].seq; });
+  auto solve_from = [&](auto seed) {
+    comp_.clear();
+    comp_links_.clear();
+    stack_.clear();
+    seed();
+    while (!stack_.empty()) {
+      const core::LinkId l = stack_.back();
+      stack_.pop_back();
+      for (Slot id : link_flows_[l]) visit_flow(id);
+    }
+    solve_component(now_ns);
+  };
+  for (Slot id : seed_flows)
+    if (flow_mark_[id] != epoch_) solve_from([&] { visit_flow(id); });
+  for (core::LinkId l : seed_links)
+    if (link_mark_[l] != epoch_) solve_from([&] { visit_link(l); });
+}
 
-  // Remaining bytes as of now at the old rates (not yet committed: a flow whose rate does not
-  // change keeps its checkpoint and its place in the completion heap); flows within the residue
-  // are finished.
+// Remaining bytes as of now at the old rate (not yet committed: a flow whose rate does not change
+// keeps its checkpoint and its place in the completion heap); a flow within the residue is
+// finished.
+bool FlowNetwork::finish_if_residue(TimeNs now_ns, Slot id) {
+  Flow& f = flows_[id];
+  const double rem_now = f.remaining - f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
+  if (rem_now > kResidueFraction * f.original) return false;
+  f.remaining = 0;
+  f.update_ns = now_ns;
+  f.rate = 0;
+  f.done = true;
+  heap_set(id, now_ns);
+  detach(id);
+  return true;
+}
+
+void FlowNetwork::commit_rate(TimeNs now_ns, Slot id, double rate) {
+  Flow& f = flows_[id];
+  CSIM_ASSERT_MSG(rate > 0, "max-min fairness left a flow without bandwidth");
+  if (rate == f.rate) return;  // unchanged: its checkpoint and completion time stay valid
+  f.remaining -= f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
+  f.update_ns = now_ns;
+  f.rate = rate;
+  heap_set(id, now_ns + ceil_to_ns(f.remaining / f.rate * 1e9));
+}
+
+// A flow alone on its links: progressive filling pops its tightest constraint first, a link at
+// capacity / 1 or its cap (a link first on a tie), and fixes it there, i.e. at
+// min(cap, capacities on the route): the same value, computed in O(R).
+void FlowNetwork::solve_single(TimeNs now_ns, Slot id) {
+  if (finish_if_residue(now_ns, id)) return;
+  const Flow& f = flows_[id];
+  double rate = f.cap > 0 ? f.cap : std::numeric_limits<double>::infinity();
+  for (core::LinkId l : f.route) rate = std::min(rate, capacity_[l]);
+  commit_rate(now_ns, id, rate);
+}
+
+void FlowNetwork::solve_component(TimeNs now_ns) {
+  if (comp_.empty()) return;
+  if (comp_.size() == 1) {
+    solve_single(now_ns, comp_.front());
+    return;
+  }
+  // The order of comp_ does not matter: every pass fixes its flows at one value, and the heap's
+  // keys are distinct.
   live_.clear();
   for (Slot id : comp_) {
-    Flow& f = flows_[id];
-    const double rem_now =
-        f.remaining - f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
-    if (rem_now <= kResidueFraction * f.original) {
-      f.remaining = 0;
-      f.update_ns = now_ns;
-      f.rate = 0;
-      f.done = true;
-      heap_set(id, now_ns);
-      detach(id);
-      continue;
-    }
+    if (finish_if_residue(now_ns, id)) continue;
     new_rate_[id] = 0;
     live_.push_back(id);
   }
@@ -347,16 +401,7 @@ void FlowNetwork::recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_fl
       if (new_rate_[id] == 0) fix(id, current);
   }
 
-  for (Slot id : live_) {
-    Flow& f = flows_[id];
-    const double rate = new_rate_[id];
-    CSIM_ASSERT_MSG(rate > 0, "max-min fairness left a flow without bandwidth");
-    if (rate == f.rate) continue;  // unchanged: its checkpoint and completion time stay valid
-    f.remaining -= f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
-    f.update_ns = now_ns;
-    f.rate = rate;
-    heap_set(id, now_ns + ceil_to_ns(f.remaining / f.rate * 1e9));
-  }
+  for (Slot id : live_) commit_rate(now_ns, id, new_rate_[id]);
 }
 
 void FlowNetwork::flush_pending() {
@@ -370,22 +415,21 @@ void FlowNetwork::flush_pending() {
 
 // [SECTION] Advance ------------------------------------------------------------------------------
 
-std::vector<std::int64_t> FlowNetwork::advance(TimeNs now_ns) {
+const std::vector<std::int64_t>& FlowNetwork::advance(TimeNs now_ns) {
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "time must not go backwards");
   flush_pending();
   last_ns_ = now_ns;
   finished_.clear();
+  finished_tags_.clear();
   while (!heap_.empty() && flows_[heap_.front()].finish_ns <= now_ns) {
     const Slot id = heap_.front();
     finished_.push_back(id);
     heap_erase(id);
   }
-  if (finished_.empty()) return {};
+  if (finished_.empty()) return finished_tags_;
   std::sort(finished_.begin(), finished_.end(),
             [this](Slot a, Slot b) { return flows_[a].seq < flows_[b].seq; });
   freed_.clear();
-  std::vector<std::int64_t> tags;
-  tags.reserve(finished_.size());
   for (Slot id : finished_) {
     Flow& f = flows_[id];
     if (!f.done) {
@@ -393,13 +437,13 @@ std::vector<std::int64_t> FlowNetwork::advance(TimeNs now_ns) {
       detach(id);
     }
     --active_count_;
-    tags.push_back(f.tag);
+    finished_tags_.push_back(f.tag);
   }
   // Slots are released only after every finished flow has been detached, so none is reused while
   // a link list still names it.
   for (Slot id : finished_) release(id);
   if (!freed_.empty()) recompute_from(now_ns, {}, freed_);
-  return tags;
+  return finished_tags_;
 }
 
 }  // namespace csim::engine

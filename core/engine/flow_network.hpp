@@ -2,9 +2,12 @@
 // Rates are recomputed (progressive filling) whenever a flow starts or ends; the caller advances
 // time, asks for the next completion and is told which flows finished.
 //
-// Cost: a start or finish recomputes only the connected component of flows that share links
-// (transitively) with the changed flows, in O(F_c * R * log(L_c)) for F_c flows of route length R
-// over L_c links; other flows keep their rates, which max-min fairness guarantees are unchanged.
+// Cost: a start or finish recomputes only the connected components of flows that share links
+// (transitively) with the changed flows, each on its own, in O(F_c * R * log(L_c)) for F_c flows
+// of route length R over L_c links; other flows keep their rates, which max-min fairness
+// guarantees are unchanged. A component of one flow (the common case: a ring's flows each alone
+// on their links) takes the closed form min(cap, capacities on its route), O(R), which is what
+// progressive filling yields for it exactly.
 // Remaining bytes are updated lazily (only when a flow's rate changes), and completions sit in an
 // indexed min-heap, so next_completion_ns() is O(1) and advance() is O(finished * log F) plus the
 // recomputation. Storage is O(active flows): a finished flow's slot (and its route's buffer) is
@@ -13,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -32,6 +36,13 @@ struct FlowStart {
   std::int64_t tag = 0;             // returned by advance() when the flow finishes
 };
 
+// The same without owning the route: for callers that keep routes (and bytes) in a plan cache.
+struct FlowStartRef {
+  std::span<const core::LinkId> route;
+  double bytes = 0;
+  double rate_cap = 0;
+};
+
 class FlowNetwork {
  public:
   explicit FlowNetwork(const std::vector<core::Link>& links);
@@ -48,14 +59,18 @@ class FlowNetwork {
   std::vector<FlowId> start_batch(TimeNs now_ns, const std::vector<FlowStart>& flows);
   // The same for flows[0, n), returning nothing: for callers that reuse one FlowStart buffer.
   void start_batch(TimeNs now_ns, const FlowStart* flows, std::size_t n);
+  // The same for borrowed routes, every flow tagged `tag` (one transfer's stage); no copy of the
+  // starts is made beyond each flow's own route.
+  void start_batch(TimeNs now_ns, std::span<const FlowStartRef> flows, std::int64_t tag);
 
   // Earliest time a flow finishes at current rates; -1 when no flow is active. Rounded up to whole
   // ns (ceil_to_ns), so a flow is never reported finished before its last byte has been sent.
   TimeNs next_completion_ns() const;
 
   // Advances to `now_ns` (>= last time) and returns the tags of flows finished by then,
-  // in start order. Rates are recomputed if any finished.
-  std::vector<std::int64_t> advance(TimeNs now_ns);
+  // in start order. Rates are recomputed if any finished. The list is valid until the next call
+  // that changes the network.
+  const std::vector<std::int64_t>& advance(TimeNs now_ns);
 
   std::size_t active() const;
   double rate_of(FlowId id) const;       // bytes/s, for tests (0 once finished)
@@ -99,6 +114,7 @@ class FlowNetwork {
   std::vector<int> unfixed_;
   std::vector<double> new_rate_;  // by slot: rate being computed (0 = not fixed yet)
   std::vector<Slot> comp_, live_, finished_;
+  std::vector<std::int64_t> finished_tags_;
   std::vector<core::LinkId> comp_links_, stack_, freed_;
   // Progressive-filling heap entries: (share, kind 0 = link / 1 = private cap, order, index):
   // order is the link id or the flow's seq, index the link id or the flow's slot.
@@ -111,7 +127,8 @@ class FlowNetwork {
   void flush_pending();
   void flush_pending() const;
 
-  Slot start_one(TimeNs now_ns, const FlowStart& s);
+  Slot start_one(TimeNs now_ns, std::span<const core::LinkId> route, double bytes, double rate_cap,
+                 std::int64_t tag);
   void attach(Slot id);
   void detach(Slot id);
   void release(Slot id);
@@ -122,6 +139,12 @@ class FlowNetwork {
   void sift_down(int i);
   void recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_flows,
                       const std::vector<core::LinkId>& seed_links);
+  // One connected component (comp_, comp_links_): the flows' new rates and completion times.
+  void solve_component(TimeNs now_ns);
+  void solve_single(TimeNs now_ns, Slot id);
+  // Remaining bytes at now at the old rate; true (and the flow marked done) within the residue.
+  bool finish_if_residue(TimeNs now_ns, Slot id);
+  void commit_rate(TimeNs now_ns, Slot id, double rate);
 };
 
 }  // namespace csim::engine

@@ -31,6 +31,7 @@ FlowNetwork::FlowNetwork(const std::vector<core::Link>& links) {
   }
   link_flows_.resize(links.size());
   link_mark_.assign(links.size(), 0);
+  link_group_.assign(links.size(), -1);
   cap_rem_.assign(links.size(), 0);
   unfixed_.assign(links.size(), 0);
 }
@@ -157,6 +158,7 @@ void FlowNetwork::flush_pending() const {
 double FlowNetwork::rate_of(FlowId id) const {
   flush_pending();
   CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(slot_of_seq_.size()));
+  if (const Member* m = member_of(id)) return m->rate;
   const Slot s = slot_of_seq_[static_cast<std::size_t>(id)];
   return s >= 0 && flows_[s].active ? flows_[s].rate : 0.0;
 }
@@ -164,6 +166,7 @@ double FlowNetwork::rate_of(FlowId id) const {
 double FlowNetwork::remaining_of(FlowId id) const {
   flush_pending();
   CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(slot_of_seq_.size()));
+  if (const Member* m = member_of(id)) return m->bytes;  // as of its start, its only rate change
   const Slot s = slot_of_seq_[static_cast<std::size_t>(id)];
   return s >= 0 && flows_[s].active ? std::max(flows_[s].remaining, 0.0) : 0.0;
 }
@@ -177,9 +180,14 @@ TimeNs FlowNetwork::next_completion_ns() const {
 
 FlowId FlowNetwork::start(TimeNs now_ns, const std::vector<core::LinkId>& route, double bytes,
                           double rate_cap, std::int64_t tag) {
+  // The route is the caller's and may not outlive the call: copied (an ordinary flow, no group).
+  CSIM_ASSERT_MSG(now_ns >= last_ns_, "flows must start in time order");
+  if (now_ns != pending_ns_) flush_pending();
+  last_ns_ = now_ns;
   const auto id = static_cast<FlowId>(slot_of_seq_.size());
-  const FlowStartRef one{route, bytes, rate_cap};
-  start_batch(now_ns, std::span<const FlowStartRef>(&one, 1), tag);
+  const Slot slot = start_one(now_ns, route, bytes, rate_cap, tag);
+  if (slot >= 0) pending_seeds_.push_back(slot);
+  pending_ns_ = now_ns;
   return id;
 }
 
@@ -209,11 +217,25 @@ void FlowNetwork::start_batch(TimeNs now_ns, std::span<const FlowStartRef> start
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "flows must start in time order");
   if (now_ns != pending_ns_) flush_pending();
   last_ns_ = now_ns;
-  for (const FlowStartRef& st : starts) {
-    const Slot id = start_one(now_ns, st.route, st.bytes, st.rate_cap, tag);
-    if (id >= 0) pending_seeds_.push_back(id);
+  if (!try_start_group(now_ns, starts, tag)) {
+    for (const FlowStartRef& st : starts) {
+      const Slot id = start_one(now_ns, st.route, st.bytes, st.rate_cap, tag);
+      if (id >= 0) pending_seeds_.push_back(id);
+    }
   }
   pending_ns_ = now_ns;
+}
+
+FlowNetwork::Slot FlowNetwork::alloc_slot() {
+  if (!free_slots_.empty()) {
+    const Slot id = free_slots_.back();
+    free_slots_.pop_back();
+    return id;
+  }
+  flows_.emplace_back();
+  flow_mark_.push_back(0);
+  new_rate_.push_back(0);
+  return static_cast<Slot>(flows_.size()) - 1;
 }
 
 // Places one flow in a slot; returns the slot when its rate must be computed, -1 when it completes
@@ -226,23 +248,17 @@ FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, std::span<const core::Li
                     "route names an unknown link");
     for (std::size_t j = 0; j < i; ++j)
       CSIM_ASSERT_MSG(route[i] != route[j], "a route crosses the same link twice");
+    // A group on this link is no longer isolated: its members become ordinary flows first.
+    if (link_group_[route[i]] >= 0) materialize(link_group_[route[i]]);
   }
-  Slot id;
-  if (!free_slots_.empty()) {
-    id = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    id = static_cast<Slot>(flows_.size());
-    flows_.emplace_back();
-    flow_mark_.push_back(0);
-    new_rate_.push_back(0);
-  }
+  const Slot id = alloc_slot();
   Flow& f = flows_[id];
   f.route.assign(route.begin(), route.end());
   f.remaining = f.original = std::max(bytes, 0.0);
   f.rate = 0;
   f.cap = rate_cap;
   f.tag = tag;
+  f.group = -1;
   f.seq = static_cast<FlowId>(slot_of_seq_.size());
   slot_of_seq_.push_back(id);
   f.active = true;
@@ -419,29 +435,37 @@ const std::vector<std::int64_t>& FlowNetwork::advance(TimeNs now_ns) {
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "time must not go backwards");
   flush_pending();
   last_ns_ = now_ns;
-  finished_.clear();
+  finished_list_.clear();
   finished_tags_.clear();
+  emptied_groups_.clear();
   while (!heap_.empty() && flows_[heap_.front()].finish_ns <= now_ns) {
     const Slot id = heap_.front();
-    finished_.push_back(id);
+    if (flows_[id].group >= 0) {
+      report_group(now_ns, id);  // re-keys the group at its next completion, or removes it
+      continue;
+    }
+    finished_list_.push_back({flows_[id].seq, id, flows_[id].tag});
     heap_erase(id);
   }
-  if (finished_.empty()) return finished_tags_;
-  std::sort(finished_.begin(), finished_.end(),
-            [this](Slot a, Slot b) { return flows_[a].seq < flows_[b].seq; });
+  if (finished_list_.empty()) return finished_tags_;
+  auto by_seq = [](const Finished& a, const Finished& b) { return a.seq < b.seq; };
+  if (!std::is_sorted(finished_list_.begin(), finished_list_.end(), by_seq))
+    std::sort(finished_list_.begin(), finished_list_.end(), by_seq);
   freed_.clear();
-  for (Slot id : finished_) {
-    Flow& f = flows_[id];
-    if (!f.done) {
+  for (const Finished& fin : finished_list_) {
+    if (fin.slot >= 0 && !flows_[fin.slot].done) {
+      const Flow& f = flows_[fin.slot];
       freed_.insert(freed_.end(), f.route.begin(), f.route.end());
-      detach(id);
+      detach(fin.slot);
     }
     --active_count_;
-    finished_tags_.push_back(f.tag);
+    finished_tags_.push_back(fin.tag);
   }
   // Slots are released only after every finished flow has been detached, so none is reused while
   // a link list still names it.
-  for (Slot id : finished_) release(id);
+  for (const Finished& fin : finished_list_)
+    if (fin.slot >= 0) release(fin.slot);
+  for (int g : emptied_groups_) release_group(g);
   if (!freed_.empty()) recompute_from(now_ns, {}, freed_);
   return finished_tags_;
 }

@@ -8,6 +8,13 @@
 // guarantees are unchanged. A component of one flow (the common case: a ring's flows each alone
 // on their links) takes the closed form min(cap, capacities on its route), O(R), which is what
 // progressive filling yields for it exactly.
+//
+// Isolated batches: a batch of borrowed-route flows (start_batch with FlowStartRef) whose links
+// no other flow uses and no two of which share a link is kept as one group: its flows' rates are
+// the closed form above and cannot change until another flow joins one of its links, so they are
+// stored compactly (no per-link lists, one completion-heap entry for the group). A flow that starts
+// on a group's link first turns the group into ordinary flows with exactly the state they would
+// have had (materialize), so results are the same, bit for bit, as without groups.
 // Remaining bytes are updated lazily (only when a flow's rate changes), and completions sit in an
 // indexed min-heap, so next_completion_ns() is O(1) and advance() is O(finished * log F) plus the
 // recomputation. Storage is O(active flows): a finished flow's slot (and its route's buffer) is
@@ -37,6 +44,7 @@ struct FlowStart {
 };
 
 // The same without owning the route: for callers that keep routes (and bytes) in a plan cache.
+// The route must stay valid (unchanged, at the same address) until the flow has been reported.
 struct FlowStartRef {
   std::span<const core::LinkId> route;
   double bytes = 0;
@@ -96,7 +104,36 @@ class FlowNetwork {
     int heap_pos = -1;     // index in heap_, -1 when not queued
     bool done = false;     // completed, waiting for advance() to report it
     std::vector<int> pos;  // pos[i]: index of this flow in link_flows_[route[i]]
+    int group = -1;  // >= 0: this slot stands for groups_[group], keyed by its next completion
   };
+  // An isolated batch (see the file comment). Members are in start order: members[i] has public id
+  // first_seq + i.
+  struct Member {
+    std::span<const core::LinkId> route;  // borrowed (FlowStartRef)
+    double bytes = 0, rate = 0, cap = 0;
+    TimeNs finish_ns = 0;
+    bool reported = false;
+  };
+  struct Group {
+    std::vector<Member> members;
+    std::vector<int> order;  // member indices by (finish_ns, start order): completion order
+    std::size_t next = 0;    // order[next..] are not reported yet
+    FlowId first_seq = 0;
+    std::int64_t tag = 0;
+    TimeNs start_ns = 0;
+    int slot = -1;
+  };
+  std::vector<Group> groups_;
+  std::vector<int> free_groups_;
+  std::vector<int> link_group_;  // per link: the group one of whose unreported members crosses it
+  // A finished flow waiting to be reported: slot -1 for a group's member.
+  struct Finished {
+    FlowId seq;
+    int slot;
+    std::int64_t tag;
+  };
+  std::vector<Finished> finished_list_;
+  std::vector<int> emptied_groups_;
   using Slot = int;
   std::vector<double> capacity_;
   std::vector<Flow> flows_;        // by slot
@@ -113,7 +150,7 @@ class FlowNetwork {
   std::vector<double> cap_rem_;
   std::vector<int> unfixed_;
   std::vector<double> new_rate_;  // by slot: rate being computed (0 = not fixed yet)
-  std::vector<Slot> comp_, live_, finished_;
+  std::vector<Slot> comp_, live_;
   std::vector<std::int64_t> finished_tags_;
   std::vector<core::LinkId> comp_links_, stack_, freed_;
   // Progressive-filling heap entries: (share, kind 0 = link / 1 = private cap, order, index):
@@ -127,6 +164,12 @@ class FlowNetwork {
   void flush_pending();
   void flush_pending() const;
 
+  Slot alloc_slot();
+  bool try_start_group(TimeNs now_ns, std::span<const FlowStartRef> flows, std::int64_t tag);
+  void materialize(int group);
+  void report_group(TimeNs now_ns, Slot id);  // advance(): the group's members finished by now
+  void release_group(int group);
+  const Member* member_of(FlowId id) const;  // nullptr unless an unreported group member
   Slot start_one(TimeNs now_ns, std::span<const core::LinkId> route, double bytes, double rate_cap,
                  std::int64_t tag);
   void attach(Slot id);

@@ -181,7 +181,7 @@ TEST_CASE("many flows: start_batch and staggered finishes stay consistent", "[fl
   CHECK(net.active() == 0);
 }
 
-// [SECTION] Isolated batches (borrowed routes, core/engine/flow_network_groups.cpp)
+// [SECTION] Isolated batches (registered batches, core/engine/flow_network_groups.cpp)
 
 namespace {
 using csim::engine::FlowStartRef;
@@ -199,7 +199,7 @@ TEST_CASE("an isolated batch: each flow at min(cap, route capacity), reported in
           "[flow][group]") {
   FlowNetwork net(make_links({1e9, 2e9, 4e9, 1e9}));
   const Routes routes{{0, 1}, {2}, {3}};  // no link shared: a group
-  net.start_batch(0, refs(routes, {1e6, 4e6, 1e6}, {0, 0, 5e8}), 9);
+  net.start_batch(0, net.register_batch(refs(routes, {1e6, 4e6, 1e6}, {0, 0, 5e8})), 9);
   // flow 0: min(1e9, 2e9) = 1e9 -> 1 ms; flow 1: 4e9 -> 1 ms; flow 2: cap 5e8 < 1e9 -> 2 ms
   CHECK(net.rate_of(0) == 1e9);
   CHECK(net.rate_of(1) == 4e9);
@@ -218,7 +218,7 @@ TEST_CASE("an isolated batch: each flow at min(cap, route capacity), reported in
 TEST_CASE("a flow joining a group's link shares it as if there were no group", "[flow][group]") {
   FlowNetwork net(make_links({1e9, 1e9}));
   const Routes routes{{0}, {1}};
-  net.start_batch(0, refs(routes, {1e6, 1e6}, {0, 0}), 1);
+  net.start_batch(0, net.register_batch(refs(routes, {1e6, 1e6}, {0, 0})), 1);
   // At 0.5 ms flow 0 has 5e5 B left; a new flow on link 0 halves it to 5e8:
   // 5e5 / 5e8 = 1 ms more -> 1.5 ms. Flow 1 keeps 1e9 and ends at 1 ms.
   const auto c = net.start(500000, {0}, 1e6, 0, 2);
@@ -233,10 +233,10 @@ TEST_CASE("a flow joining a group's link shares it as if there were no group", "
 }
 
 TEST_CASE("groups give the same completions as copied flows, step by step", "[flow][group]") {
-  // A deterministic pseudo-random schedule of batches on 12 links, run twice: borrowed routes
+  // A deterministic pseudo-random schedule of batches on 16 links, run twice: registered batches
   // (groups where a batch is isolated) and copied routes (never groups). Every completion time,
   // every reported tag list and every rate must be equal, bit for bit.
-  const int kLinks = 12;
+  const int kLinks = 16;
   std::vector<double> caps;
   for (int i = 0; i < kLinks; ++i) caps.push_back(1e9 * (1 + i % 3));
   FlowNetwork grouped(make_links(caps)), copied(make_links(caps));
@@ -245,12 +245,13 @@ TEST_CASE("groups give the same completions as copied flows, step by step", "[fl
     x = x * 6364136223846793005ULL + 1442695040888963407ULL;
     return static_cast<int>((x >> 33) % static_cast<std::uint64_t>(n));
   };
-  std::vector<Routes> kept;  // borrowed routes must outlive their flows
+  std::vector<Routes> kept;  // borrowed routes must outlive the network's use of them
   kept.reserve(400);
+  std::vector<std::pair<csim::engine::FlowNetwork::BatchId, std::vector<FlowStart>>> registered;
   csim::TimeNs now = 0;
   std::int64_t checked = 0;
   for (int batch = 0; batch < 400; ++batch) {
-    now += next(3) * 200000;
+    now += next(4) * 400000;
     // Advance both to now, comparing every completion on the way.
     for (;;) {
       const auto a = grouped.next_completion_ns(), b = copied.next_completion_ns();
@@ -259,6 +260,20 @@ TEST_CASE("groups give the same completions as copied flows, step by step", "[fl
       REQUIRE(grouped.advance(a) == copied.advance(a));
     }
     REQUIRE(grouped.advance(now) == copied.advance(now));
+    // Half the time, start a batch registered before again (a cached plan stage's next use).
+    if (!registered.empty() && next(2) == 0) {
+      const auto& [id, owned] =
+          registered[static_cast<std::size_t>(next(static_cast<int>(registered.size())))];
+      std::vector<FlowStart> tagged = owned;
+      for (FlowStart& f : tagged) f.tag = batch;
+      grouped.start_batch(now, id, batch);
+      copied.start_batch(now, tagged);
+      const auto first = static_cast<csim::engine::FlowId>(checked);
+      for (std::size_t f = 0; f < tagged.size(); ++f)
+        REQUIRE(grouped.rate_of(first + f) == copied.rate_of(first + f));
+      checked += static_cast<std::int64_t>(tagged.size());
+      continue;
+    }
     Routes routes;
     std::vector<double> bytes, rate_caps;
     const int n = 1 + next(3);
@@ -275,7 +290,9 @@ TEST_CASE("groups give the same completions as copied flows, step by step", "[fl
     for (int f = 0; f < n; ++f)
       owned.push_back(FlowStart{routes[f], bytes[f], rate_caps[f], batch});
     const auto first = static_cast<csim::engine::FlowId>(checked);
-    grouped.start_batch(now, refs(kept.back(), bytes, rate_caps), batch);
+    const auto id = grouped.register_batch(refs(kept.back(), bytes, rate_caps));
+    registered.emplace_back(id, owned);
+    grouped.start_batch(now, id, batch);
     copied.start_batch(now, owned);
     for (int f = 0; f < n; ++f) REQUIRE(grouped.rate_of(first + f) == copied.rate_of(first + f));
     checked += n;

@@ -72,11 +72,12 @@ struct StreamState {
   bool check_scheduled_at_latency = false;
 };
 
-// One stage of a plan, ready for the flow network: its latency, then its flows (those with bytes),
-// routes resolved once per plan (borrowed from the Topology, whose routes never move).
+// One stage of a plan, ready for the flow network: its latency, then its flows (those with bytes)
+// as a batch registered once per plan, routes borrowed from the Topology (whose routes never move).
 struct Stage {
   TimeNs latency_ns = 0;
-  std::vector<engine::FlowStartRef> flows;
+  engine::FlowNetwork::BatchId batch = -1;
+  int flow_count = 0;
 };
 // A plan's stages flattened (TransferPlan::then), mirror images included: run one after the other.
 using Stages = std::vector<Stage>;
@@ -343,16 +344,22 @@ void Engine::start_on_stream(int s, OpId id) {
 
 // [SECTION] Transfers ----------------------------------------------------------------------------
 
-// The plan and its `then` stages as one list, each flow's route looked up once.
-Stages flatten(const core::Topology& topo, const core::TransferPlan& plan) {
+// The plan and its `then` stages as one list, each stage's flows registered with the flow network
+// once (routes looked up once, isolated-start rates precomputed).
+Stages flatten(const core::Topology& topo, engine::FlowNetwork& net,
+               const core::TransferPlan& plan) {
   Stages out;
+  std::vector<engine::FlowStartRef> flows;
   auto add = [&](const core::TransferPlan& st) {
     Stage& stage = out.emplace_back();
     stage.latency_ns = st.latency_ns;
+    flows.clear();
     for (const core::FlowSpec& f : st.flows) {
       if (f.bytes <= 0) continue;
-      stage.flows.push_back({topo.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s});
+      flows.push_back({topo.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s});
     }
+    stage.batch = net.register_batch(flows);
+    stage.flow_count = static_cast<int>(flows.size());
   };
   add(plan);
   for (const core::TransferPlan& st : plan.then) add(st);
@@ -374,7 +381,7 @@ const Stages& Engine::copy_plan(const Op& op) {
     if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
     add_mirror_flows(plan, mirrors_of_gpus(ends));
   }
-  return plans_.emplace(key, flatten(topo_, plan)).first->second;
+  return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
 }
 
 const Stages& Engine::collective_plan(const Op& op) {
@@ -386,7 +393,7 @@ const Stages& Engine::collective_plan(const Op& op) {
   core::TransferPlan plan = core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus,
                                                   op.root, static_cast<double>(op.bytes));
   if (p_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
-  return plans_.emplace(key, flatten(topo_, plan)).first->second;
+  return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
 }
 
 void Engine::start_transfer(std::vector<OpId> ops, const Stages& stages) {
@@ -454,12 +461,12 @@ void Engine::transfer_go(int tr) {
   // One batch: the flow network recomputes rates once for all of them; the routes come from the
   // plan cache, so nothing is copied here.
   const Stage& stage = (*x.stages)[x.stage];
-  x.flows_left = static_cast<int>(stage.flows.size());
+  x.flows_left = stage.flow_count;
   if (x.flows_left == 0) {
     stage_done(tr);
     return;
   }
-  flows_.start_batch(now_, stage.flows, tr);
+  flows_.start_batch(now_, stage.batch, tr);
   schedule_flow_check();
 }
 
@@ -488,9 +495,12 @@ void Engine::on_flow_check(std::int64_t gen) {
 
 void Engine::advance_flows() {
   // stage_done only queues events, so the flow network's list stays valid while it is read.
-  for (std::int64_t tag : flows_.advance(now_)) {
-    Transfer& x = transfers_[tag];
-    if (--x.flows_left == 0) stage_done(static_cast<int>(tag));
+  // Runs of one transfer's flows: the count reaches 0 on a run's last flow, where the per-flow
+  // countdown did.
+  for (const engine::FlowNetwork::TagCount& run : flows_.advance_counts(now_)) {
+    Transfer& x = transfers_[run.tag];
+    x.flows_left -= run.count;
+    if (x.flows_left == 0) stage_done(static_cast<int>(run.tag));
   }
 }
 

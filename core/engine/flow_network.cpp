@@ -75,7 +75,6 @@ void FlowNetwork::detach(Slot id) {
 // A reported flow's slot becomes free; its vectors keep their buffers for the next flow.
 void FlowNetwork::release(Slot id) {
   Flow& f = flows_[id];
-  slot_of_seq_[static_cast<std::size_t>(f.seq)] = -1;
   f.route.clear();
   f.pos.clear();
   f.active = false;
@@ -157,18 +156,41 @@ void FlowNetwork::flush_pending() const {
 
 double FlowNetwork::rate_of(FlowId id) const {
   flush_pending();
-  CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(slot_of_seq_.size()));
-  if (const Member* m = member_of(id)) return m->rate;
-  const Slot s = slot_of_seq_[static_cast<std::size_t>(id)];
-  return s >= 0 && flows_[s].active ? flows_[s].rate : 0.0;
+  const Where w = locate(id);
+  if (w.group >= 0) return batches_[groups_[w.group].batch].rate[w.index];
+  return w.slot >= 0 ? flows_[w.slot].rate : 0.0;
 }
 
 double FlowNetwork::remaining_of(FlowId id) const {
   flush_pending();
-  CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(slot_of_seq_.size()));
-  if (const Member* m = member_of(id)) return m->bytes;  // as of its start, its only rate change
-  const Slot s = slot_of_seq_[static_cast<std::size_t>(id)];
-  return s >= 0 && flows_[s].active ? std::max(flows_[s].remaining, 0.0) : 0.0;
+  const Where w = locate(id);
+  // A member's remaining bytes as of its start, its only rate change.
+  if (w.group >= 0) return batches_[groups_[w.group].batch].flows[w.index].bytes;
+  return w.slot >= 0 ? std::max(flows_[w.slot].remaining, 0.0) : 0.0;
+}
+
+// Not a hot path: tests ask for single flows. An ordinary flow is found by its seq, a group's
+// member by its group's id range (reported members, order[0, next), are not found).
+FlowNetwork::Where FlowNetwork::locate(FlowId id) const {
+  CSIM_ASSERT(id >= 0 && id < next_seq_);
+  Where w;
+  for (std::size_t s = 0; s < flows_.size(); ++s) {
+    const Flow& f = flows_[s];
+    if (!f.active) continue;
+    if (f.group < 0) {
+      if (f.seq == id) w.slot = static_cast<Slot>(s);
+      continue;
+    }
+    const Group& grp = groups_[f.group];
+    const Batch& b = batches_[grp.batch];
+    const FlowId i = id - grp.first_seq;
+    if (i < 0 || i >= static_cast<FlowId>(b.flows.size())) continue;
+    if (static_cast<std::size_t>(b.rank[i]) >= grp.next) {
+      w.group = f.group;
+      w.index = static_cast<int>(i);
+    }
+  }
+  return w;
 }
 
 TimeNs FlowNetwork::next_completion_ns() const {
@@ -184,7 +206,7 @@ FlowId FlowNetwork::start(TimeNs now_ns, const std::vector<core::LinkId>& route,
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "flows must start in time order");
   if (now_ns != pending_ns_) flush_pending();
   last_ns_ = now_ns;
-  const auto id = static_cast<FlowId>(slot_of_seq_.size());
+  const FlowId id = next_seq_;
   const Slot slot = start_one(now_ns, route, bytes, rate_cap, tag);
   if (slot >= 0) pending_seeds_.push_back(slot);
   pending_ns_ = now_ns;
@@ -192,7 +214,7 @@ FlowId FlowNetwork::start(TimeNs now_ns, const std::vector<core::LinkId>& route,
 }
 
 std::vector<FlowId> FlowNetwork::start_batch(TimeNs now_ns, const std::vector<FlowStart>& starts) {
-  const auto first = static_cast<FlowId>(slot_of_seq_.size());
+  const FlowId first = next_seq_;
   start_batch(now_ns, starts.data(), starts.size());
   std::vector<FlowId> ids(starts.size());
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = first + static_cast<FlowId>(i);
@@ -212,13 +234,13 @@ void FlowNetwork::start_batch(TimeNs now_ns, const FlowStart* starts, std::size_
   pending_ns_ = now_ns;
 }
 
-void FlowNetwork::start_batch(TimeNs now_ns, std::span<const FlowStartRef> starts,
-                              std::int64_t tag) {
+void FlowNetwork::start_batch(TimeNs now_ns, BatchId batch, std::int64_t tag) {
+  CSIM_ASSERT(batch >= 0 && batch < static_cast<BatchId>(batches_.size()));
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "flows must start in time order");
   if (now_ns != pending_ns_) flush_pending();
   last_ns_ = now_ns;
-  if (!try_start_group(now_ns, starts, tag)) {
-    for (const FlowStartRef& st : starts) {
+  if (!try_start_group(now_ns, batch, tag)) {
+    for (const FlowStartRef& st : batches_[batch].flows) {
       const Slot id = start_one(now_ns, st.route, st.bytes, st.rate_cap, tag);
       if (id >= 0) pending_seeds_.push_back(id);
     }
@@ -259,8 +281,7 @@ FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, std::span<const core::Li
   f.cap = rate_cap;
   f.tag = tag;
   f.group = -1;
-  f.seq = static_cast<FlowId>(slot_of_seq_.size());
-  slot_of_seq_.push_back(id);
+  f.seq = next_seq_++;
   f.active = true;
   f.done = false;
   f.update_ns = now_ns;
@@ -432,11 +453,18 @@ void FlowNetwork::flush_pending() {
 // [SECTION] Advance ------------------------------------------------------------------------------
 
 const std::vector<std::int64_t>& FlowNetwork::advance(TimeNs now_ns) {
+  finished_tags_.clear();
+  for (const TagCount& run : advance_counts(now_ns))
+    finished_tags_.insert(finished_tags_.end(), static_cast<std::size_t>(run.count), run.tag);
+  return finished_tags_;
+}
+
+const std::vector<FlowNetwork::TagCount>& FlowNetwork::advance_counts(TimeNs now_ns) {
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "time must not go backwards");
   flush_pending();
   last_ns_ = now_ns;
   finished_list_.clear();
-  finished_tags_.clear();
+  finished_runs_.clear();
   emptied_groups_.clear();
   while (!heap_.empty() && flows_[heap_.front()].finish_ns <= now_ns) {
     const Slot id = heap_.front();
@@ -444,10 +472,11 @@ const std::vector<std::int64_t>& FlowNetwork::advance(TimeNs now_ns) {
       report_group(now_ns, id);  // re-keys the group at its next completion, or removes it
       continue;
     }
-    finished_list_.push_back({flows_[id].seq, id, flows_[id].tag});
+    finished_list_.push_back({flows_[id].seq, 1, id, flows_[id].tag});
     heap_erase(id);
   }
-  if (finished_list_.empty()) return finished_tags_;
+  if (finished_list_.empty()) return finished_runs_;
+  // Runs never overlap (a group's ids are its own), so ordering them by first id orders the flows.
   auto by_seq = [](const Finished& a, const Finished& b) { return a.seq < b.seq; };
   if (!std::is_sorted(finished_list_.begin(), finished_list_.end(), by_seq))
     std::sort(finished_list_.begin(), finished_list_.end(), by_seq);
@@ -458,8 +487,11 @@ const std::vector<std::int64_t>& FlowNetwork::advance(TimeNs now_ns) {
       freed_.insert(freed_.end(), f.route.begin(), f.route.end());
       detach(fin.slot);
     }
-    --active_count_;
-    finished_tags_.push_back(fin.tag);
+    active_count_ -= static_cast<std::size_t>(fin.count);
+    if (!finished_runs_.empty() && finished_runs_.back().tag == fin.tag)
+      finished_runs_.back().count += fin.count;
+    else
+      finished_runs_.push_back({fin.tag, fin.count});
   }
   // Slots are released only after every finished flow has been detached, so none is reused while
   // a link list still names it.
@@ -467,7 +499,7 @@ const std::vector<std::int64_t>& FlowNetwork::advance(TimeNs now_ns) {
     if (fin.slot >= 0) release(fin.slot);
   for (int g : emptied_groups_) release_group(g);
   if (!freed_.empty()) recompute_from(now_ns, {}, freed_);
-  return finished_tags_;
+  return finished_runs_;
 }
 
 }  // namespace csim::engine

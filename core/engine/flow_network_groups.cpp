@@ -4,13 +4,15 @@
 // A batch whose flows each run alone on their links gets, from progressive filling, the rate
 // min(cap, capacities on the route) per flow (FlowNetwork::solve_single), and keeps it until some
 // other flow starts on one of those links: a flow's own completion frees only links nobody else
-// uses. So such a batch is stored as one group with one completion-heap entry and no per-link
-// lists; the state of each member is what an ordinary flow would hold after its start (remaining
-// = bytes as of the start, that rate, that completion time). When a flow starts on a group's link
-// the group is materialized into ordinary flows with exactly that state, before the new flow is
-// attached, so the recomputation that follows sees what it would have seen without groups.
+// uses. Those rates, and the durations ceil_to_ns(bytes / rate), depend on the batch alone, so they
+// are computed once, when it is registered; a start of an isolated batch is then one group with
+// one completion-heap entry. Each member's state is what an ordinary flow would hold after its
+// start (remaining = bytes as of the start, that rate, that completion time). When a flow starts
+// on a group's link the group is materialized into ordinary flows with exactly that state, before
+// the new flow is attached, so the recomputation that follows sees what it would have seen without
+// groups.
 //
-// Index: [SECTION] Start, [SECTION] Materialize, [SECTION] Report
+// Index: [SECTION] Register, [SECTION] Start, [SECTION] Materialize, [SECTION] Report
 #include <algorithm>
 #include <limits>
 
@@ -19,23 +21,56 @@
 
 namespace csim::engine {
 
-// [SECTION] Start --------------------------------------------------------------------------------
+// [SECTION] Register -----------------------------------------------------------------------------
 
-// Starts `starts` as one group when it is isolated: every flow has bytes and a route or a cap (so
-// it does not complete at once), and its links are crossed by no other flow, group or member of
-// the batch. Returns false, having changed nothing, otherwise.
-bool FlowNetwork::try_start_group(TimeNs now_ns, std::span<const FlowStartRef> starts,
-                                  std::int64_t tag) {
-  if (starts.empty()) return false;
+FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> flows) {
+  Batch b;
+  b.flows.assign(flows.begin(), flows.end());
+  b.groupable = !flows.empty();
   ++epoch_;
-  for (const FlowStartRef& st : starts) {
-    if (!(st.bytes > 0) || st.rate_cap < 0 || (st.route.empty() && st.rate_cap == 0)) return false;
+  for (const FlowStartRef& st : flows) {
+    CSIM_ASSERT(st.rate_cap >= 0);
+    if (!(st.bytes > 0) || (st.route.empty() && st.rate_cap == 0)) b.groupable = false;
     for (core::LinkId l : st.route) {
-      if (l < 0 || l >= static_cast<core::LinkId>(capacity_.size())) return false;  // asserts later
-      if (link_mark_[l] == epoch_ || !link_flows_[l].empty() || link_group_[l] >= 0) return false;
+      CSIM_ASSERT_MSG(l >= 0 && l < static_cast<core::LinkId>(capacity_.size()),
+                      "route names an unknown link");
+      if (link_mark_[l] == epoch_) b.groupable = false;  // shared in the batch (or crossed twice)
       link_mark_[l] = epoch_;
+      b.links.push_back(l);
     }
   }
+  if (b.groupable) {
+    const std::size_t n = flows.size();
+    b.rate.resize(n);
+    b.duration_ns.resize(n);
+    b.order.resize(n);
+    b.rank.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const FlowStartRef& st = flows[i];
+      // solve_single's closed form; commit_rate's completion time from remaining = bytes.
+      double rate = st.rate_cap > 0 ? st.rate_cap : std::numeric_limits<double>::infinity();
+      for (core::LinkId l : st.route) rate = std::min(rate, capacity_[l]);
+      b.rate[i] = rate;
+      b.duration_ns[i] = ceil_to_ns(st.bytes / rate * 1e9);
+      b.order[i] = static_cast<int>(i);
+    }
+    std::stable_sort(b.order.begin(), b.order.end(),
+                     [&b](int x, int y) { return b.duration_ns[x] < b.duration_ns[y]; });
+    for (std::size_t k = 0; k < n; ++k) b.rank[b.order[k]] = static_cast<int>(k);
+  }
+  batches_.push_back(std::move(b));
+  return static_cast<BatchId>(batches_.size()) - 1;
+}
+
+// [SECTION] Start --------------------------------------------------------------------------------
+
+// Starts the batch as one group when it can form one and none of its links is crossed by another
+// flow or group. Returns false, having changed nothing, otherwise.
+bool FlowNetwork::try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag) {
+  const Batch& b = batches_[batch];
+  if (!b.groupable) return false;
+  for (core::LinkId l : b.links)
+    if (!link_flows_[l].empty() || link_group_[l] >= 0) return false;
   int g;
   if (!free_groups_.empty()) {
     g = free_groups_.back();
@@ -46,36 +81,14 @@ bool FlowNetwork::try_start_group(TimeNs now_ns, std::span<const FlowStartRef> s
   }
   const Slot slot = alloc_slot();
   Group& grp = groups_[g];
-  grp.members.resize(starts.size());
-  grp.order.resize(starts.size());
+  grp.batch = batch;
   grp.next = 0;
-  grp.first_seq = static_cast<FlowId>(slot_of_seq_.size());
+  grp.first_seq = next_seq_;
+  next_seq_ += static_cast<FlowId>(b.flows.size());
   grp.tag = tag;
   grp.start_ns = now_ns;
   grp.slot = slot;
-  bool in_order = true;  // completion order == start order (the common case: equal flows)
-  for (std::size_t i = 0; i < starts.size(); ++i) {
-    const FlowStartRef& st = starts[i];
-    Member& m = grp.members[i];
-    m.route = st.route;
-    m.bytes = st.bytes;
-    m.cap = st.rate_cap;
-    // solve_single's closed form; commit_rate's completion time from remaining = bytes.
-    double rate = st.rate_cap > 0 ? st.rate_cap : std::numeric_limits<double>::infinity();
-    for (core::LinkId l : st.route) rate = std::min(rate, capacity_[l]);
-    m.rate = rate;
-    m.finish_ns = now_ns + ceil_to_ns(m.bytes / m.rate * 1e9);
-    m.reported = false;
-    grp.order[i] = static_cast<int>(i);
-    if (i > 0 && m.finish_ns < grp.members[i - 1].finish_ns) in_order = false;
-    for (core::LinkId l : st.route) link_group_[l] = g;
-    slot_of_seq_.push_back(slot);
-  }
-  if (!in_order) {
-    std::stable_sort(grp.order.begin(), grp.order.end(), [&grp](int a, int b) {
-      return grp.members[a].finish_ns < grp.members[b].finish_ns;
-    });
-  }
+  for (core::LinkId l : b.links) link_group_[l] = g;
   Flow& f = flows_[slot];
   f.route.clear();
   f.pos.clear();
@@ -87,8 +100,8 @@ bool FlowNetwork::try_start_group(TimeNs now_ns, std::span<const FlowStartRef> s
   f.rate = 0;
   f.remaining = 0;
   f.heap_pos = -1;
-  active_count_ += starts.size();
-  heap_set(slot, grp.members[grp.order.front()].finish_ns);
+  active_count_ += b.flows.size();
+  heap_set(slot, now_ns + b.duration_ns[b.order.front()]);
   return true;
 }
 
@@ -97,17 +110,17 @@ bool FlowNetwork::try_start_group(TimeNs now_ns, std::span<const FlowStartRef> s
 // The group's unreported members become ordinary flows with the state they would have had: their
 // start's remaining bytes, rate and completion time, checkpointed at the start.
 void FlowNetwork::materialize(int g) {
-  const Slot group_slot = groups_[g].slot;
-  for (std::size_t i = 0; i < groups_[g].members.size(); ++i) {
-    if (groups_[g].members[i].reported) continue;
-    const Slot id = alloc_slot();  // may grow flows_, never groups_
-    const Group& grp = groups_[g];
-    const Member& m = grp.members[i];
+  const Group grp = groups_[g];  // a copy: alloc_slot may grow flows_ (never groups_)
+  const Batch& b = batches_[grp.batch];
+  for (std::size_t i = 0; i < b.flows.size(); ++i) {
+    if (static_cast<std::size_t>(b.rank[i]) < grp.next) continue;  // reported
+    const Slot id = alloc_slot();
+    const FlowStartRef& st = b.flows[i];
     Flow& f = flows_[id];
-    f.route.assign(m.route.begin(), m.route.end());
-    f.remaining = f.original = m.bytes;
-    f.rate = m.rate;
-    f.cap = m.cap;
+    f.route.assign(st.route.begin(), st.route.end());
+    f.remaining = f.original = st.bytes;
+    f.rate = b.rate[i];
+    f.cap = st.rate_cap;
     f.tag = grp.tag;
     f.seq = grp.first_seq + static_cast<FlowId>(i);
     f.active = true;
@@ -115,12 +128,11 @@ void FlowNetwork::materialize(int g) {
     f.update_ns = grp.start_ns;
     f.heap_pos = -1;
     f.group = -1;
-    slot_of_seq_[static_cast<std::size_t>(f.seq)] = id;
-    for (core::LinkId l : m.route) link_group_[l] = -1;
+    for (core::LinkId l : st.route) link_group_[l] = -1;
     attach(id);
-    heap_set(id, m.finish_ns);
+    heap_set(id, grp.start_ns + b.duration_ns[i]);
   }
-  heap_erase(group_slot);
+  heap_erase(grp.slot);
   release_group(g);
 }
 
@@ -132,8 +144,7 @@ void FlowNetwork::release_group(int g) {
   f.done = true;
   free_slots_.push_back(grp.slot);
   grp.slot = -1;
-  grp.members.clear();
-  grp.order.clear();
+  grp.batch = -1;
   free_groups_.push_back(g);
 }
 
@@ -145,31 +156,28 @@ void FlowNetwork::release_group(int g) {
 void FlowNetwork::report_group(TimeNs now_ns, Slot id) {
   const int g = flows_[id].group;
   Group& grp = groups_[g];
-  while (grp.next < grp.order.size()) {
-    const int i = grp.order[grp.next];
-    Member& m = grp.members[static_cast<std::size_t>(i)];
-    if (m.finish_ns > now_ns) break;
-    m.reported = true;
+  const Batch& b = batches_[grp.batch];
+  const std::size_t n = b.flows.size();
+  // Members finished by now, a prefix of the completion order, as runs of consecutive ids.
+  while (grp.next < n) {
+    const int i = b.order[grp.next];
+    if (grp.start_ns + b.duration_ns[i] > now_ns) break;
     const FlowId seq = grp.first_seq + i;
-    finished_list_.push_back({seq, -1, grp.tag});
-    slot_of_seq_[static_cast<std::size_t>(seq)] = -1;
-    for (core::LinkId l : m.route) link_group_[l] = -1;
+    if (!finished_list_.empty() && finished_list_.back().slot < 0 &&
+        finished_list_.back().tag == grp.tag &&
+        finished_list_.back().seq + finished_list_.back().count == seq)
+      ++finished_list_.back().count;
+    else
+      finished_list_.push_back({seq, 1, -1, grp.tag});
+    for (core::LinkId l : b.flows[i].route) link_group_[l] = -1;
     ++grp.next;
   }
-  if (grp.next < grp.order.size()) {
-    heap_set(id, grp.members[static_cast<std::size_t>(grp.order[grp.next])].finish_ns);
+  if (grp.next < n) {
+    heap_set(id, grp.start_ns + b.duration_ns[b.order[grp.next]]);
     return;
   }
   heap_erase(id);
   emptied_groups_.push_back(g);
-}
-
-const FlowNetwork::Member* FlowNetwork::member_of(FlowId id) const {
-  const Slot s = slot_of_seq_[static_cast<std::size_t>(id)];
-  if (s < 0 || flows_[s].group < 0) return nullptr;
-  const Group& grp = groups_[flows_[s].group];
-  const Member& m = grp.members[static_cast<std::size_t>(id - grp.first_seq)];
-  return m.reported ? nullptr : &m;
 }
 
 }  // namespace csim::engine

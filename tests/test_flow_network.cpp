@@ -305,3 +305,36 @@ TEST_CASE("groups give the same completions as copied flows, step by step", "[fl
   CHECK(grouped.next_completion_ns() == -1);
   CHECK(grouped.active() == 0);
 }
+
+// [SECTION] Event queue (core/engine/event_queue.hpp)
+
+#include "core/engine/event_queue.hpp"
+
+TEST_CASE("event queue: (time, insertion) order with current-time events in a FIFO",
+          "[engine][queue]") {
+  csim::engine::EventQueue<int> q;
+  q.push(10, 1);
+  q.push(5, 2);
+  q.push(10, 3);
+  csim::TimeNs t = -1;
+  // 5 first; then, at 10, the two scheduled earlier (1, 3) before one scheduled at 10 (4)
+  CHECK(q.pop(&t) == 2);
+  CHECK(t == 5);
+  q.push(5, 5);  // at the current time: after nothing else at 5, so next
+  q.push(10, 6);
+  CHECK(q.pop(&t) == 5);
+  CHECK(t == 5);
+  CHECK(q.pop(&t) == 1);
+  CHECK(t == 10);
+  q.push(10, 4);  // current time 10: after 3 and 6, scheduled before it
+  q.push(12, 7);
+  CHECK(q.size() == 4);
+  CHECK(q.pop(&t) == 3);
+  CHECK(q.pop(&t) == 6);
+  CHECK(q.pop(&t) == 4);
+  CHECK(t == 10);
+  CHECK(q.top_time() == 12);
+  CHECK(q.pop(&t) == 7);
+  CHECK(t == 12);
+  CHECK(q.empty());
+}

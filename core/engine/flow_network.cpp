@@ -31,7 +31,7 @@ FlowNetwork::FlowNetwork(const std::vector<core::Link>& links) {
   }
   link_flows_.resize(links.size());
   link_mark_.assign(links.size(), 0);
-  link_group_.assign(links.size(), -1);
+  link_state_.assign(links.size(), 0);
   cap_rem_.assign(links.size(), 0);
   unfixed_.assign(links.size(), 0);
 }
@@ -50,6 +50,7 @@ void FlowNetwork::attach(Slot id) {
   f.pos.resize(f.route.size());
   for (std::size_t i = 0; i < f.route.size(); ++i) {
     std::vector<Slot>& lf = link_flows_[f.route[i]];
+    ++link_state_[f.route[i]];
     f.pos[i] = static_cast<int>(lf.size());
     lf.push_back(id);
   }
@@ -59,6 +60,7 @@ void FlowNetwork::detach(Slot id) {
   Flow& f = flows_[id];
   for (std::size_t i = 0; i < f.route.size(); ++i) {
     std::vector<Slot>& lf = link_flows_[f.route[i]];
+    --link_state_[f.route[i]];
     const int at = f.pos[i];
     const Slot moved = lf.back();
     lf[at] = moved;
@@ -271,7 +273,7 @@ FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, std::span<const core::Li
     for (std::size_t j = 0; j < i; ++j)
       CSIM_ASSERT_MSG(route[i] != route[j], "a route crosses the same link twice");
     // A group on this link is no longer isolated: its members become ordinary flows first.
-    if (link_group_[route[i]] >= 0) materialize(link_group_[route[i]]);
+    if (link_state_[route[i]] < 0) materialize(-1 - link_state_[route[i]]);
   }
   const Slot id = alloc_slot();
   Flow& f = flows_[id];

@@ -122,7 +122,9 @@ class FlowNetwork {
   struct Batch {
     std::vector<FlowStartRef> flows;
     bool groupable = false;
-    std::vector<core::LinkId> links;  // every flow's links (distinct when groupable)
+    std::vector<core::LinkId> links;  // every flow's links, flow after flow (distinct if groupable)
+    std::vector<int> link_begin;      // flow i's links: links[link_begin[i], link_begin[i + 1])
+    bool uniform = false;             // every flow has the same duration (they end together)
     std::vector<double> rate;
     std::vector<TimeNs> duration_ns;
     std::vector<int> order;  // flow indices by (duration, index): completion order
@@ -141,7 +143,9 @@ class FlowNetwork {
   };
   std::vector<Group> groups_;
   std::vector<int> free_groups_;
-  std::vector<int> link_group_;  // per link: the group one of whose unreported members crosses it
+  // Per link: 0 free, n > 0 ordinary flows attached, -1 - g crossed by an unreported member of
+  // group g (never both: a group is materialized before an ordinary flow attaches).
+  std::vector<int> link_state_;
   // Finished flows waiting to be reported: one ordinary flow (count 1), or `count` members of a
   // group with consecutive ids from `seq` (slot -1).
   struct Finished {

@@ -30,6 +30,7 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
   ++epoch_;
   for (const FlowStartRef& st : flows) {
     CSIM_ASSERT(st.rate_cap >= 0);
+    b.link_begin.push_back(static_cast<int>(b.links.size()));
     if (!(st.bytes > 0) || (st.route.empty() && st.rate_cap == 0)) b.groupable = false;
     for (core::LinkId l : st.route) {
       CSIM_ASSERT_MSG(l >= 0 && l < static_cast<core::LinkId>(capacity_.size()),
@@ -39,6 +40,7 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
       b.links.push_back(l);
     }
   }
+  b.link_begin.push_back(static_cast<int>(b.links.size()));
   if (b.groupable) {
     const std::size_t n = flows.size();
     b.rate.resize(n);
@@ -57,6 +59,8 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
     std::stable_sort(b.order.begin(), b.order.end(),
                      [&b](int x, int y) { return b.duration_ns[x] < b.duration_ns[y]; });
     for (std::size_t k = 0; k < n; ++k) b.rank[b.order[k]] = static_cast<int>(k);
+    b.uniform = std::all_of(b.duration_ns.begin(), b.duration_ns.end(),
+                            [&b](TimeNs d) { return d == b.duration_ns.front(); });
   }
   batches_.push_back(std::move(b));
   return static_cast<BatchId>(batches_.size()) - 1;
@@ -70,7 +74,7 @@ bool FlowNetwork::try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag
   const Batch& b = batches_[batch];
   if (!b.groupable) return false;
   for (core::LinkId l : b.links)
-    if (!link_flows_[l].empty() || link_group_[l] >= 0) return false;
+    if (link_state_[l] != 0) return false;
   int g;
   if (!free_groups_.empty()) {
     g = free_groups_.back();
@@ -88,7 +92,7 @@ bool FlowNetwork::try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag
   grp.tag = tag;
   grp.start_ns = now_ns;
   grp.slot = slot;
-  for (core::LinkId l : b.links) link_group_[l] = g;
+  for (core::LinkId l : b.links) link_state_[l] = -1 - g;
   Flow& f = flows_[slot];
   f.route.clear();
   f.pos.clear();
@@ -128,7 +132,7 @@ void FlowNetwork::materialize(int g) {
     f.update_ns = grp.start_ns;
     f.heap_pos = -1;
     f.group = -1;
-    for (core::LinkId l : st.route) link_group_[l] = -1;
+    for (core::LinkId l : st.route) link_state_[l] = 0;  // attach() counts the flow
     attach(id);
     heap_set(id, grp.start_ns + b.duration_ns[i]);
   }
@@ -158,19 +162,30 @@ void FlowNetwork::report_group(TimeNs now_ns, Slot id) {
   Group& grp = groups_[g];
   const Batch& b = batches_[grp.batch];
   const std::size_t n = b.flows.size();
-  // Members finished by now, a prefix of the completion order, as runs of consecutive ids.
-  while (grp.next < n) {
-    const int i = b.order[grp.next];
-    if (grp.start_ns + b.duration_ns[i] > now_ns) break;
-    const FlowId seq = grp.first_seq + i;
-    if (!finished_list_.empty() && finished_list_.back().slot < 0 &&
-        finished_list_.back().tag == grp.tag &&
-        finished_list_.back().seq + finished_list_.back().count == seq)
-      ++finished_list_.back().count;
-    else
-      finished_list_.push_back({seq, 1, -1, grp.tag});
-    for (core::LinkId l : b.flows[i].route) link_group_[l] = -1;
-    ++grp.next;
+  auto add_run = [&](FlowId seq, int count) {
+    if (!finished_list_.empty()) {
+      Finished& last = finished_list_.back();
+      if (last.slot < 0 && last.tag == grp.tag && last.seq + last.count == seq) {
+        last.count += count;
+        return;
+      }
+    }
+    finished_list_.push_back({seq, count, -1, grp.tag});
+  };
+  if (b.uniform) {  // popped at its completion, so all have finished
+    // All end together (the common case: a ring's equal flows): one run, every link freed.
+    add_run(grp.first_seq, static_cast<int>(n));
+    for (core::LinkId l : b.links) link_state_[l] = 0;
+    grp.next = n;
+  } else {
+    // Members finished by now, a prefix of the completion order, as runs of consecutive ids.
+    while (grp.next < n) {
+      const int i = b.order[grp.next];
+      if (grp.start_ns + b.duration_ns[i] > now_ns) break;
+      add_run(grp.first_seq + i, 1);
+      for (int k = b.link_begin[i]; k < b.link_begin[i + 1]; ++k) link_state_[b.links[k]] = 0;
+      ++grp.next;
+    }
   }
   if (grp.next < n) {
     heap_set(id, grp.start_ns + b.duration_ns[b.order[grp.next]]);

@@ -73,16 +73,21 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
 bool FlowNetwork::try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag) {
   const Batch& b = batches_[batch];
   if (!b.groupable) return false;
-  for (core::LinkId l : b.links)
-    if (link_state_[l] != 0) return false;
-  int g;
-  if (!free_groups_.empty()) {
-    g = free_groups_.back();
-    free_groups_.pop_back();
-  } else {
-    g = static_cast<int>(groups_.size());
-    groups_.emplace_back();
+  // The group's id if it forms: the last freed one, else a new one.
+  const int g = free_groups_.empty() ? static_cast<int>(groups_.size()) : free_groups_.back();
+  // Claim the links in one pass; on the first one in use, give back those claimed.
+  for (std::size_t k = 0; k < b.links.size(); ++k) {
+    const core::LinkId l = b.links[k];
+    if (link_state_[l] != 0) {
+      for (std::size_t j = 0; j < k; ++j) link_state_[b.links[j]] = 0;
+      return false;
+    }
+    link_state_[l] = -1 - g;
   }
+  if (!free_groups_.empty())
+    free_groups_.pop_back();
+  else
+    groups_.emplace_back();
   const Slot slot = alloc_slot();
   Group& grp = groups_[g];
   grp.batch = batch;
@@ -92,7 +97,6 @@ bool FlowNetwork::try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag
   grp.tag = tag;
   grp.start_ns = now_ns;
   grp.slot = slot;
-  for (core::LinkId l : b.links) link_state_[l] = -1 - g;
   Flow& f = flows_[slot];
   f.route.clear();
   f.pos.clear();

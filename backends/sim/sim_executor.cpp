@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/sim/host_model.hpp"
+#include "backends/sim/kernel_rates.hpp"
 #include "backends/sim/wait_lists.hpp"
 #include "core/cost/compute_cost.hpp"
 #include "core/engine/event_queue.hpp"
@@ -176,15 +177,27 @@ class Engine {
   void complete(OpId id);
   bool process_has_gil(int process) const { return program_.processes[process].has_gil; }
   // A straggler's kernels take `slowdown` times as long (docs/cost-model.md, "Stragglers"); a
-  // kernel that starts while an NCCL kernel runs on its GPU gets the SMs NCCL leaves
-  // (docs/cost-model.md, "Compute-communication interference").
-  TimeNs kernel_ns(int gpu, TimeNs d) const {
+  // kernel runs on the SMs the NCCL kernels on its GPU leave, re-rated whenever one starts or ends
+  // (docs/cost-model.md, "Compute-communication interference"): the factor on its model duration.
+  double kernel_factor(int gpu) const {
     double f = scenario_.cluster.slowdown_of(gpu);
     const core::GpuSpec& g = scenario_.cluster.gpu;
     const int taken = std::min(comm_sms_[gpu], g.sm_count - 1);
     if (taken > 0) f *= static_cast<double>(g.sm_count) / static_cast<double>(g.sm_count - taken);
-    return f == 1.0 ? d : static_cast<TimeNs>(std::llround(static_cast<double>(d) * f));
+    return f;
   }
+  // Starts kernel `id` of model duration `d` on its GPU; its completion event carries the op and
+  // the generation of its end time (a re-rated kernel's older events are ignored).
+  void start_kernel(OpId id, int gpu, TimeNs d) {
+    push(kernels_.start(id, gpu, now_, d, kernel_factor(gpu)), EvType::kComputeDone, id);
+  }
+  // NCCL's SMs on `gpu` changed: re-rate the kernels running there.
+  void rerate_kernels(int gpu) {
+    kernels_.rerate(gpu, now_, kernel_factor(gpu), [this](OpId id, std::uint32_t gen, TimeNs end) {
+      push(end, EvType::kComputeDone, static_cast<std::int64_t>(id) | std::int64_t{gen} << 32);
+    });
+  }
+  KernelRates kernels_;
   // SMs an NCCL kernel holds: a collective nccl_sms, a send/recv NCCL's 2 channels per peer.
   int sms_of(const Op& op) const {
     const int n = scenario_.cluster.gpu.nccl_sms;
@@ -318,10 +331,9 @@ void Engine::start_on_stream(int s, OpId id) {
       return;
     case OpKind::kCompute: {
       st.running = id;
-      const TimeNs d =
-          kernel_ns(op.gpu, core::compute_duration_ns(scenario_.cluster.gpu, op.compute_kind,
-                                                      op.dtype, op.flops, op.bytes));
-      push(now_ + d, EvType::kComputeDone, id);
+      start_kernel(id, op.gpu,
+                   core::compute_duration_ns(scenario_.cluster.gpu, op.compute_kind, op.dtype,
+                                             op.flops, op.bytes));
       return;
     }
     case OpKind::kCopy: {
@@ -333,11 +345,10 @@ void Engine::start_on_stream(int s, OpId id) {
       if (op.copy_kind == core::CopyKind::kD2D) {
         // On-device copy: a memory-bound kernel reading and writing the bytes (docs/cost-model.md,
         // "Copies").
-        const TimeNs d =
-            kernel_ns(op.gpu, core::compute_duration_ns(scenario_.cluster.gpu,
-                                                        core::ComputeKind::kElementwise,
-                                                        core::Dtype::kFp32, 0, 2 * op.bytes));
-        push(now_ + d, EvType::kComputeDone, id);
+        start_kernel(
+            id, op.gpu,
+            core::compute_duration_ns(scenario_.cluster.gpu, core::ComputeKind::kElementwise,
+                                      core::Dtype::kFp32, 0, 2 * op.bytes));
         return;
       }
       start_transfer(id, -1, copy_plan(op));
@@ -346,6 +357,7 @@ void Engine::start_on_stream(int s, OpId id) {
     case OpKind::kCollective: {
       st.running = id;
       comm_sms_[op.gpu] += sms_of(op);
+      rerate_kernels(op.gpu);
       if (op.fixed_ns >= 0) {  // simulated elsewhere (core/program_slice.hpp): a fixed delay
         push(now_ + op.fixed_ns, EvType::kComputeDone, id);
         return;
@@ -538,7 +550,10 @@ void Engine::complete(OpId id) {
   if (timings_[id].start_ns < 0) timings_[id].start_ns = now_;
   done_[id] = 1;
   ++done_count_;
-  if (op.kind == OpKind::kCollective) comm_sms_[op.gpu] -= sms_of(op);
+  if (op.kind == OpKind::kCollective) {
+    comm_sms_[op.gpu] -= sms_of(op);
+    rerate_kernels(op.gpu);
+  }
   if (op.stream >= 0 && streams_[op.stream].running == id) {
     streams_[op.stream].running = core::kNoOp;
     push(now_, EvType::kStreamCheck, op.stream);
@@ -620,6 +635,7 @@ core::ExecutionResult Engine::run() {
     }
   }
   comm_sms_.assign(static_cast<std::size_t>(program_.world_gpus), 0);
+  kernels_.reset(program_.world_gpus, n);
   group_mirrors_.assign(program_.groups.size(), {});
   group_mirrors_known_.assign(program_.groups.size(), 0);
   instances_.resize(static_cast<std::size_t>(program_.collective_instances));
@@ -654,9 +670,16 @@ core::ExecutionResult Engine::run() {
       case EvType::kStreamCheck:
         check_stream(static_cast<int>(ev.subject));
         break;
-      case EvType::kComputeDone:
-        complete(static_cast<OpId>(ev.subject));
+      case EvType::kComputeDone: {
+        // subject: op | generation << 32; an older generation's end was moved by a re-rating.
+        const auto id = static_cast<OpId>(ev.subject & 0xFFFFFFFF);
+        const auto gen = static_cast<std::uint32_t>(ev.subject >> 32);
+        if (done_[id] || gen != kernels_.generation(id)) break;
+        if (program_.ops[id].kind != OpKind::kCollective && program_.ops[id].fixed_ns < 0)
+          kernels_.finish(id, program_.ops[id].gpu);
+        complete(id);
         break;
+      }
       case EvType::kTransferGo:
         transfer_go(static_cast<int>(ev.subject));
         break;

@@ -11,6 +11,12 @@
 //
 //   bench_sim --gpt3-scale [--sizes 8,64,512,1024,4096,16384] [--full-up-to 1024]
 //             [--scenario FILE] [--mem-limit-gib G]
+//
+// Published-batch rows (issue 17): the scenario as bundled (1,024 A100s, TP 8, PP 8, DP 16,
+// interleaved) at each global batch, symmetry on and, for the batches in --full, off.
+//
+//   bench_sim --gpt3-published [--batches 128,1536] [--full 128] [--scenario FILE]
+//             [--mem-limit-gib G]
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -22,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <new>
@@ -48,6 +55,9 @@ constexpr const char* kUsage =
             [--scenario FILE] [--mem-limit-gib G]
       one step of scenarios/gpt3_175b_1024xa100_3d.json scaled by its data-parallel degree,
       rank symmetry on and (up to --full-up-to GPUs) off, each in a fresh process for its RSS
+  bench_sim --gpt3-published [--batches 128,1536] [--full 128] [--scenario FILE] [--mem-limit-gib G]
+      the bundled GPT-3 175B / 1,024-GPU scenario as is, at each global batch (1,536 is the
+      published one), symmetry on and (for the batches in --full) off; same columns
   bench_sim --help
 )";
 
@@ -55,6 +65,14 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// CPU seconds of this thread: the per-phase columns of the GPT-3 tables (wall time on a shared
+// 2-core machine measures the neighbours as much as the simulator).
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 std::vector<int> parse_sizes(const std::string& v) {
@@ -107,24 +125,29 @@ long peak_rss_kib() {
 }
 
 // Child: one configuration, phases timed separately; prints one "key=value ..." line on stdout.
-int gpt3_one(const std::string& scenario_path, int gpus, bool symmetry) {
+// gpus 0: the scenario as bundled, at global batch `batch`.
+int gpt3_one(const std::string& scenario_path, int gpus, bool symmetry, int batch) {
   const Gpt3Shape sh = gpt3_shape(gpus);
+  std::vector<std::string> sets = gpt3_overrides(sh, symmetry);
+  if (gpus == 0) {
+    sets = {"training.global_batch=" + std::to_string(batch),
+            std::string("simulation.symmetry=") + (symmetry ? "auto" : "off")};
+  }
   try {
-    const csim::core::Scenario s =
-        csim::core::parse_scenario_file(scenario_path, gpt3_overrides(sh, symmetry));
-    auto t0 = Clock::now();
+    const csim::core::Scenario s = csim::core::parse_scenario_file(scenario_path, sets);
+    double t0 = thread_cpu_s();
     csim::core::Program p = csim::core::lower(s);
-    const double lower_s = seconds_since(t0);
-    t0 = Clock::now();
+    const double lower_s = thread_cpu_s() - t0;
+    t0 = thread_cpu_s();
     csim::sim::SimExecutor exec(s);
     csim::core::ExecutionResult res = exec.run(p, {});
-    const double sim_s = seconds_since(t0);
-    t0 = Clock::now();
+    const double sim_s = thread_cpu_s() - t0;
+    t0 = thread_cpu_s();
     csim::core::MemoryReport mem = csim::core::memory_timeline(p, res.timings, s.cluster);
-    const double mem_s = seconds_since(t0);
-    t0 = Clock::now();
+    const double mem_s = thread_cpu_s() - t0;
+    t0 = thread_cpu_s();
     csim::prof::Trace trace = csim::backend::build_trace(s, p, res, mem);
-    const double trace_s = seconds_since(t0);
+    const double trace_s = thread_cpu_s() - t0;
 
     long long sim_ranks = 0;
     if (p.symmetry.enabled()) {
@@ -173,7 +196,8 @@ struct ChildResult {
 
 // Runs this binary again with --gpt3-one in a fresh process; its address space is capped at
 // mem_limit_gib (0: no cap) so a too-large full-fidelity run fails instead of swapping the machine.
-ChildResult run_child(const std::string& scenario, int gpus, bool symmetry, double mem_limit_gib) {
+ChildResult run_child(const std::string& scenario, int gpus, bool symmetry, double mem_limit_gib,
+                      int batch = 0) {
   ChildResult r;
   int fds[2];
   if (pipe(fds) != 0) {
@@ -199,7 +223,8 @@ ChildResult run_child(const std::string& scenario, int gpus, bool symmetry, doub
     }
     const std::string g = std::to_string(gpus);
     const char* mode = symmetry ? "auto" : "off";
-    execl("/proc/self/exe", "bench_sim", "--gpt3-one", scenario.c_str(), g.c_str(), mode,
+    const std::string b = std::to_string(batch);
+    execl("/proc/self/exe", "bench_sim", "--gpt3-one", scenario.c_str(), g.c_str(), mode, b.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -261,7 +286,8 @@ int gpt3_scale_main(int argc, char** argv) {
   std::printf(
       "ops: ops in the Program, which the simulator executes; ops/s = ops / sim_ms (simulator "
       "only).\ncluster_ops: ops counted once per GPU each simulated GPU stands for. total_s: "
-      "child wall (parse + lower + sim + memory + trace + exit). RSS: child VmHWM.\n\n");
+      "child wall (parse + lower + sim + memory + trace + exit). RSS: child VmHWM.\n"
+      "lower_ms, sim_ms, mem_ms, trace_ms: CPU time of each phase (the child's thread).\n\n");
   std::printf("%-6s %-14s %-4s %6s %10s %11s %10s %9s %9s %8s %9s %8s %11s %12s %9s\n", "GPUs",
               "tp/pp/dp/nodes", "sym", "ranks", "ops", "cluster_ops", "events", "lower_ms",
               "sim_ms", "mem_ms", "trace_ms", "total_s", "sim_ops/s", "step_ms", "RSS_MiB");
@@ -309,6 +335,62 @@ int gpt3_scale_main(int argc, char** argv) {
   return 0;
 }
 
+// [SECTION] GPT-3 175B at the published batch
+// ------------------------------------------------------
+
+int gpt3_published_main(int argc, char** argv) {
+  std::string scenario = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt3_175b_1024xa100_3d.json";
+  std::vector<int> batches{128, 1536}, full{128};
+  double mem_limit_gib = 16;
+  if (argc % 2 != 0) {
+    std::fprintf(stderr, "bench_sim: option %s needs a value\n%s", argv[argc - 1], kUsage);
+    return 2;
+  }
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--batches")
+      batches = parse_sizes(v);
+    else if (k == "--full")
+      full = parse_sizes(v);
+    else if (k == "--scenario")
+      scenario = v;
+    else if (k == "--mem-limit-gib")
+      mem_limit_gib = std::atof(v.c_str());
+    else {
+      std::fprintf(stderr, "bench_sim: unknown option %s\n%s", k.c_str(), kUsage);
+      return 2;
+    }
+  }
+  std::printf("GPT-3 175B on 1,024 A100s as bundled, one step; scenario %s\n", scenario.c_str());
+  std::printf(
+      "lower_ms, sim_ms, mem_ms, trace_ms: CPU time of each phase; total_s: child wall; RSS: "
+      "child VmHWM\n");
+  std::printf("%-6s %-4s %6s %10s %10s %9s %9s %8s %9s %8s %11s %12s %9s\n", "batch", "sym",
+              "ranks", "ops", "events", "lower_ms", "sim_ms", "mem_ms", "trace_ms", "total_s",
+              "sim_ops/s", "step_ms", "RSS_MiB");
+  for (int batch : batches) {
+    for (bool sym : {true, false}) {
+      if (!sym && std::find(full.begin(), full.end(), batch) == full.end()) continue;
+      ChildResult r = run_child(scenario, 0, sym, mem_limit_gib, batch);
+      if (!r.ok) {
+        std::printf("%-6d %-4s  failed: %s (after %.1f s, maxrss %.0f MiB)\n", batch,
+                    sym ? "auto" : "off", r.why.c_str(), r.wall_s, r.maxrss_kib / 1024.0);
+        std::fflush(stdout);
+        continue;
+      }
+      const double rss_kib = r.num("rss_kib") > 0 ? r.num("rss_kib") : r.maxrss_kib;
+      std::printf(
+          "%-6d %-4s %6.0f %10.0f %10.0f %9.1f %9.1f %8.1f %9.1f %8.2f %11.3g %12.3f %9.0f\n",
+          batch, sym ? "auto" : "off", r.num("sim_ranks"), r.num("ops"), r.num("events"),
+          r.num("lower_s") * 1e3, r.num("sim_s") * 1e3, r.num("mem_s") * 1e3,
+          r.num("trace_s") * 1e3, r.wall_s, r.num("ops") / std::max(1e-9, r.num("sim_s")),
+          r.num("step_ns") / 1e6, rss_kib / 1024.0);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -317,8 +399,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc >= 2 && std::string(argv[1]) == "--gpt3-scale") return gpt3_scale_main(argc, argv);
-  if (argc == 5 && std::string(argv[1]) == "--gpt3-one") {
-    return gpt3_one(argv[2], std::atoi(argv[3]), std::string(argv[4]) != "off");
+  if (argc >= 2 && std::string(argv[1]) == "--gpt3-published")
+    return gpt3_published_main(argc, argv);
+  if (argc == 6 && std::string(argv[1]) == "--gpt3-one") {
+    return gpt3_one(argv[2], std::atoi(argv[3]), std::string(argv[4]) != "off", std::atoi(argv[5]));
   }
   std::string scenario = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt2_small_8xa100.json";
   std::vector<int> sizes{8, 64, 512};

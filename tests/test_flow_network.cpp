@@ -180,3 +180,161 @@ TEST_CASE("many flows: start_batch and staggered finishes stay consistent", "[fl
   CHECK(done.size() == static_cast<std::size_t>(kFlows));
   CHECK(net.active() == 0);
 }
+
+// [SECTION] Isolated batches (registered batches, core/engine/flow_network_groups.cpp)
+
+namespace {
+using csim::engine::FlowStartRef;
+using Routes = std::vector<std::vector<csim::core::LinkId>>;
+
+std::vector<FlowStartRef> refs(const Routes& routes, const std::vector<double>& bytes,
+                               const std::vector<double>& caps) {
+  std::vector<FlowStartRef> out;
+  for (std::size_t i = 0; i < routes.size(); ++i) out.push_back({routes[i], bytes[i], caps[i]});
+  return out;
+}
+}  // namespace
+
+TEST_CASE("an isolated batch: each flow at min(cap, route capacity), reported in start order",
+          "[flow][group]") {
+  FlowNetwork net(make_links({1e9, 2e9, 4e9, 1e9}));
+  const Routes routes{{0, 1}, {2}, {3}};  // no link shared: a group
+  net.start_batch(0, net.register_batch(refs(routes, {1e6, 4e6, 1e6}, {0, 0, 5e8})), 9);
+  // flow 0: min(1e9, 2e9) = 1e9 -> 1 ms; flow 1: 4e9 -> 1 ms; flow 2: cap 5e8 < 1e9 -> 2 ms
+  CHECK(net.rate_of(0) == 1e9);
+  CHECK(net.rate_of(1) == 4e9);
+  CHECK(net.rate_of(2) == 5e8);
+  CHECK(net.remaining_of(1) == 4e6);
+  CHECK(net.active() == 3);
+  CHECK(net.next_completion_ns() == 1000000);
+  CHECK(net.advance(1000000) == std::vector<std::int64_t>{9, 9});
+  CHECK(net.rate_of(0) == 0);  // reported
+  CHECK(net.next_completion_ns() == 2000000);
+  CHECK(net.advance(2000000) == std::vector<std::int64_t>{9});
+  CHECK(net.active() == 0);
+  CHECK(net.next_completion_ns() == -1);
+}
+
+TEST_CASE("a flow joining a group's link shares it as if there were no group", "[flow][group]") {
+  FlowNetwork net(make_links({1e9, 1e9}));
+  const Routes routes{{0}, {1}};
+  net.start_batch(0, net.register_batch(refs(routes, {1e6, 1e6}, {0, 0})), 1);
+  // At 0.5 ms flow 0 has 5e5 B left; a new flow on link 0 halves it to 5e8:
+  // 5e5 / 5e8 = 1 ms more -> 1.5 ms. Flow 1 keeps 1e9 and ends at 1 ms.
+  const auto c = net.start(500000, {0}, 1e6, 0, 2);
+  CHECK(net.rate_of(0) == Approx(5e8));
+  CHECK(net.rate_of(1) == 1e9);
+  CHECK(net.rate_of(c) == Approx(5e8));
+  CHECK(net.advance(1000000) == std::vector<std::int64_t>{1});
+  CHECK(net.next_completion_ns() == 1500000);
+  // at 1.5 ms flow 0 ends; c sent 5e5 and has 5e5 left alone at 1e9: 0.5 ms -> 2 ms
+  CHECK(net.advance(1500000) == std::vector<std::int64_t>{1});
+  CHECK(net.next_completion_ns() == 2000000);
+}
+
+TEST_CASE("groups give the same completions as copied flows, step by step", "[flow][group]") {
+  // A deterministic pseudo-random schedule of batches on 16 links, run twice: registered batches
+  // (groups where a batch is isolated) and copied routes (never groups). Every completion time,
+  // every reported tag list and every rate must be equal, bit for bit.
+  const int kLinks = 16;
+  std::vector<double> caps;
+  for (int i = 0; i < kLinks; ++i) caps.push_back(1e9 * (1 + i % 3));
+  FlowNetwork grouped(make_links(caps)), copied(make_links(caps));
+  std::uint64_t x = 12345;
+  auto next = [&x](int n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((x >> 33) % static_cast<std::uint64_t>(n));
+  };
+  std::vector<Routes> kept;  // borrowed routes must outlive the network's use of them
+  kept.reserve(400);
+  std::vector<std::pair<csim::engine::FlowNetwork::BatchId, std::vector<FlowStart>>> registered;
+  csim::TimeNs now = 0;
+  std::int64_t checked = 0;
+  for (int batch = 0; batch < 400; ++batch) {
+    now += next(4) * 400000;
+    // Advance both to now, comparing every completion on the way.
+    for (;;) {
+      const auto a = grouped.next_completion_ns(), b = copied.next_completion_ns();
+      REQUIRE(a == b);
+      if (a < 0 || a > now) break;
+      REQUIRE(grouped.advance(a) == copied.advance(a));
+    }
+    REQUIRE(grouped.advance(now) == copied.advance(now));
+    // Half the time, start a batch registered before again (a cached plan stage's next use).
+    if (!registered.empty() && next(2) == 0) {
+      const auto& [id, owned] =
+          registered[static_cast<std::size_t>(next(static_cast<int>(registered.size())))];
+      std::vector<FlowStart> tagged = owned;
+      for (FlowStart& f : tagged) f.tag = batch;
+      grouped.start_batch(now, id, batch);
+      copied.start_batch(now, tagged);
+      const auto first = static_cast<csim::engine::FlowId>(checked);
+      for (std::size_t f = 0; f < tagged.size(); ++f)
+        REQUIRE(grouped.rate_of(first + f) == copied.rate_of(first + f));
+      checked += static_cast<std::int64_t>(tagged.size());
+      continue;
+    }
+    Routes routes;
+    std::vector<double> bytes, rate_caps;
+    const int n = 1 + next(3);
+    for (int f = 0; f < n; ++f) {
+      const int a = next(kLinks), len = 1 + next(2);
+      std::vector<csim::core::LinkId> r{a};
+      if (len == 2) r.push_back((a + 1 + next(kLinks - 1)) % kLinks);
+      routes.push_back(r);
+      bytes.push_back(1e5 * (1 + next(20)));
+      rate_caps.push_back(next(4) == 0 ? 7e8 : 0.0);
+    }
+    kept.push_back(routes);
+    std::vector<FlowStart> owned;
+    for (int f = 0; f < n; ++f)
+      owned.push_back(FlowStart{routes[f], bytes[f], rate_caps[f], batch});
+    const auto first = static_cast<csim::engine::FlowId>(checked);
+    const auto id = grouped.register_batch(refs(kept.back(), bytes, rate_caps));
+    registered.emplace_back(id, owned);
+    grouped.start_batch(now, id, batch);
+    copied.start_batch(now, owned);
+    for (int f = 0; f < n; ++f) REQUIRE(grouped.rate_of(first + f) == copied.rate_of(first + f));
+    checked += n;
+  }
+  while (copied.next_completion_ns() >= 0) {
+    const auto t = copied.next_completion_ns();
+    REQUIRE(grouped.next_completion_ns() == t);
+    REQUIRE(grouped.advance(t) == copied.advance(t));
+  }
+  CHECK(grouped.next_completion_ns() == -1);
+  CHECK(grouped.active() == 0);
+}
+
+// [SECTION] Event queue (core/engine/event_queue.hpp)
+
+#include "core/engine/event_queue.hpp"
+
+TEST_CASE("event queue: (time, insertion) order with current-time events in a FIFO",
+          "[engine][queue]") {
+  csim::engine::EventQueue<int> q;
+  q.push(10, 1);
+  q.push(5, 2);
+  q.push(10, 3);
+  csim::TimeNs t = -1;
+  // 5 first; then, at 10, the two scheduled earlier (1, 3) before one scheduled at 10 (4)
+  CHECK(q.pop(&t) == 2);
+  CHECK(t == 5);
+  q.push(5, 5);  // at the current time: after nothing else at 5, so next
+  q.push(10, 6);
+  CHECK(q.pop(&t) == 5);
+  CHECK(t == 5);
+  CHECK(q.pop(&t) == 1);
+  CHECK(t == 10);
+  q.push(10, 4);  // current time 10: after 3 and 6, scheduled before it
+  q.push(12, 7);
+  CHECK(q.size() == 4);
+  CHECK(q.pop(&t) == 3);
+  CHECK(q.pop(&t) == 6);
+  CHECK(q.pop(&t) == 4);
+  CHECK(t == 10);
+  CHECK(q.top_time() == 12);
+  CHECK(q.pop(&t) == 7);
+  CHECK(t == 12);
+  CHECK(q.empty());
+}

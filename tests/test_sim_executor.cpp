@@ -185,12 +185,16 @@ TEST_CASE("host waits block the thread until the dependency finished", "[sim]") 
   CHECK(r.timings[1].end_ns == r.timings[0].end_ns);
 }
 
-TEST_CASE("a kernel that starts while an NCCL kernel spins on its GPU gets the SMs left over",
+TEST_CASE("kernels run on the SMs NCCL leaves, re-rated when an NCCL kernel starts or ends",
           "[sim][interference]") {
   // docs/cost-model.md, "Compute-communication interference": an A100 has 108 SMs and NCCL's
-  // collective holds nccl_sms = 16 of them, so a kernel starting meanwhile takes 108 / 92 times
-  // its duration alone. GPU 0's all-reduce starts at 4 us and spins until GPU 1 arrives (after a
-  // long kernel); GPU 0's own kernel starts at 5 us (1 us of dispatch first) and is slowed.
+  // collective holds nccl_sms = 16 of them, so while it runs a kernel progresses at 92 / 108 of
+  // its speed alone (factor f = 108 / 92 on its duration), and at full speed again once it ends.
+  // GPU 0's all-reduce starts at 4 us (launch latency) and spins until the transfer ends; GPU 0's
+  // kernel starts at 5 us (1 us of dispatch first). GPU 1's kernel and all-reduce both start at
+  // 4 us. The all-reduce (1 MiB) ends at T, long before the 1e12-FLOP kernels (d0 ~ 0.1 s), so
+  // each kernel started at t0 ends at T + llround(d0 - (T - t0) / f): its model time left after
+  // running (T - t0) at factor f, then at factor 1.
   const Scenario s = two_gpu_scenario();
   REQUIRE(s.cluster.gpu.sm_count == 108);
   REQUIRE(s.cluster.gpu.nccl_sms == 16);
@@ -211,18 +215,31 @@ TEST_CASE("a kernel that starts while an NCCL kernel spins on its GPU gets the S
     op.instance = 0;
     op.bytes = 1 << 20;
     p.ops.push_back(op);
+    return op.id;
   };
-  add_allreduce(0);
-  const OpId slowed = add_kernel(p, 0, 0, 1e12, 0, 1000);
-  const OpId alone = add_kernel(p, 1, 1, 1e12, 0, 0);  // GPU 1: starts before its all-reduce
-  add_allreduce(1);
+  const OpId ar0 = add_allreduce(0);
+  const OpId k0 = add_kernel(p, 0, 0, 1e12, 0, 1000);
+  const OpId k1 = add_kernel(p, 1, 1, 1e12, 0, 0);
+  const OpId ar1 = add_allreduce(1);
   p.collective_instances = 1;
   REQUIRE(validate_program(p).empty());
   sim::SimExecutor ex(s);
   const ExecutionResult r = ex.run(p, {});
   const TimeNs d0 = compute_duration_ns(s.cluster.gpu, ComputeKind::kGemm, Dtype::kFp32, 1e12, 0);
-  CHECK(r.timings[alone].end_ns - r.timings[alone].start_ns == d0);
-  CHECK(r.timings[slowed].start_ns == 5000);
-  CHECK(r.timings[slowed].end_ns - r.timings[slowed].start_ns ==
-        static_cast<TimeNs>(std::llround(static_cast<double>(d0) * 108.0 / 92.0)));
+  const double f = 108.0 / 92.0;
+  const TimeNs t_end = r.timings[ar0].end_ns;
+  CHECK(r.timings[ar1].end_ns == t_end);
+  CHECK(r.timings[ar0].start_ns == 4000);
+  CHECK(r.timings[k0].start_ns == 5000);
+  CHECK(r.timings[k1].start_ns == 4000);
+  REQUIRE(t_end < 5000 + static_cast<TimeNs>(static_cast<double>(d0) / 2));
+  for (const OpId k : {k0, k1}) {
+    const TimeNs t0 = r.timings[k].start_ns;
+    const double left = static_cast<double>(d0) - static_cast<double>(t_end - t0) / f;
+    CHECK(r.timings[k].end_ns == t_end + static_cast<TimeNs>(std::llround(left)));
+  }
+  // Slower than alone (d0), faster than slowed throughout (d0 x f).
+  CHECK(r.timings[k0].end_ns - r.timings[k0].start_ns > d0);
+  CHECK(r.timings[k0].end_ns - r.timings[k0].start_ns <
+        static_cast<TimeNs>(std::llround(static_cast<double>(d0) * f)));
 }

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -18,6 +17,8 @@
 #include <vector>
 
 #include "backends/sim/host_model.hpp"
+#include "backends/sim/kernel_rates.hpp"
+#include "backends/sim/wait_lists.hpp"
 #include "core/cost/compute_cost.hpp"
 #include "core/engine/event_queue.hpp"
 #include "core/engine/flow_network.hpp"
@@ -45,7 +46,7 @@ enum class EvType : std::uint8_t {
 
 struct Event {
   EvType type;
-  std::int64_t a;  // thread, stream, op, transfer or flow generation
+  std::int64_t subject;  // thread, stream, op, transfer or flow generation, by type
 };
 
 enum class ThreadPhase : std::uint8_t {
@@ -66,17 +67,41 @@ struct ThreadState {
   bool holds_gil = false, holds_core = false;
 };
 
-struct StreamState {
-  std::deque<OpId> queue;  // enqueued, not started (FIFO by enqueue)
-  OpId running = core::kNoOp;
-  bool check_scheduled_at_latency = false;
+// Ops enqueued on a stream and not started, FIFO by enqueue: a vector read from `head`, emptied
+// whenever it drains (streams drain often), so a push allocates nothing once it has grown.
+struct StreamQueue {
+  std::vector<OpId> ops;
+  std::size_t head = 0;
+  bool empty() const { return head == ops.size(); }
+  OpId front() const { return ops[head]; }
+  void push_back(OpId id) { ops.push_back(id); }
+  void pop_front() {
+    if (++head == ops.size()) {
+      ops.clear();
+      head = 0;
+    }
+  }
 };
 
+struct StreamState {
+  StreamQueue queue;
+  OpId running = core::kNoOp;
+};
+
+// One stage of a plan, ready for the flow network: its latency, then its flows (those with bytes)
+// as a batch registered once per plan, routes borrowed from the Topology (whose routes never move).
+struct Stage {
+  TimeNs latency_ns = 0;
+  engine::FlowNetwork::BatchId batch = -1;
+  int flow_count = 0;
+};
 // A plan's stages flattened (TransferPlan::then), mirror images included: run one after the other.
-using Stages = std::vector<core::TransferPlan>;
+using Stages = std::vector<Stage>;
 
 struct Transfer {
-  std::vector<OpId> ops;           // ops that end when the transfer ends
+  // Ops that end when the transfer ends: a copy's one op, or a collective instance's members.
+  OpId op = core::kNoOp;
+  int instance = -1;
   const Stages* stages = nullptr;  // in Engine::plans_ (its nodes never move)
   std::size_t stage = 0;
   int flows_left = 0;
@@ -95,24 +120,29 @@ class Engine {
  public:
   Engine(const core::Scenario& s, const core::CommParams& comm, const core::Program& p,
          const core::RunControl& ctl)
-      : s_(s), comm_(comm), p_(p), ctl_(ctl), topo_(s.cluster), flows_(topo_.links()) {}
+      : scenario_(s),
+        comm_(comm),
+        program_(p),
+        ctl_(ctl),
+        topo_(s.cluster),
+        flows_(topo_.links()) {}
 
   core::ExecutionResult run();
 
  private:
   // [SECTION] Engine state
-  const core::Scenario& s_;
+  const core::Scenario& scenario_;
   const core::CommParams& comm_;
-  const core::Program& p_;
+  const core::Program& program_;
   const core::RunControl& ctl_;
   core::Topology topo_;
   engine::FlowNetwork flows_;
-  engine::EventQueue<Event> q_;
+  engine::EventQueue<Event> queue_;
   TimeNs now_ = 0;
-  std::vector<core::OpTiming> t_;
+  std::vector<core::OpTiming> timings_;
   std::vector<char> done_;
-  std::vector<TimeNs> earliest_;  // earliest device start (issue end + launch latency)
-  std::vector<std::vector<int>> host_waiters_, stream_waiters_;
+  std::vector<TimeNs> earliest_;             // earliest device start (issue end + launch latency)
+  WaitLists host_waiters_, stream_waiters_;  // by op: threads / streams waiting for it
   std::vector<ThreadState> threads_;
   std::vector<StreamState> streams_;
   std::vector<FifoResource> gil_, cores_;
@@ -126,14 +156,14 @@ class Engine {
   std::int64_t events_ = 0;
   std::int64_t done_count_ = 0;
 
-  void push(TimeNs t, EvType type, std::int64_t a) { q_.push(t, Event{type, a}); }
+  void push(TimeNs t, EvType type, std::int64_t subject) { queue_.push(t, Event{type, subject}); }
   void step_thread(int t);
   void finish_issue(int t);
   void check_stream(int s);
   void start_on_stream(int s, OpId id);
   const Stages& copy_plan(const Op& op);
   const Stages& collective_plan(const Op& op);
-  void start_transfer(std::vector<OpId> ops, const Stages& stages);
+  void start_transfer(OpId op, int instance, const Stages& stages);
   std::vector<int> distinct_mirrors(const std::vector<int>& gpus) const;
   const std::vector<int>& mirrors_of_group(int group);
   const std::vector<int>& mirrors_of_gpus(const std::vector<int>& gpus);  // copies, cached
@@ -145,23 +175,34 @@ class Engine {
   void advance_flows();
   bool wants_step(int t) const;
   void complete(OpId id);
-  bool process_has_gil(int process) const { return p_.processes[process].has_gil; }
+  bool process_has_gil(int process) const { return program_.processes[process].has_gil; }
   // A straggler's kernels take `slowdown` times as long (docs/cost-model.md, "Stragglers"); a
-  // kernel that starts while an NCCL kernel runs on its GPU gets the SMs NCCL leaves
-  // (docs/cost-model.md, "Compute-communication interference").
-  TimeNs kernel_ns(int gpu, TimeNs d) const {
-    double f = s_.cluster.slowdown_of(gpu);
-    const core::GpuSpec& g = s_.cluster.gpu;
+  // kernel runs on the SMs the NCCL kernels on its GPU leave, re-rated whenever one starts or ends
+  // (docs/cost-model.md, "Compute-communication interference"): the factor on its model duration.
+  double kernel_factor(int gpu) const {
+    double f = scenario_.cluster.slowdown_of(gpu);
+    const core::GpuSpec& g = scenario_.cluster.gpu;
     const int taken = std::min(comm_sms_[gpu], g.sm_count - 1);
     if (taken > 0) f *= static_cast<double>(g.sm_count) / static_cast<double>(g.sm_count - taken);
-    return f == 1.0 ? d : static_cast<TimeNs>(std::llround(static_cast<double>(d) * f));
+    return f;
   }
+  // Starts kernel `id` of model duration `d` on its GPU; its completion event carries the op and
+  // the generation of its end time (a re-rated kernel's older events are ignored).
+  void start_kernel(OpId id, int gpu, TimeNs d) {
+    push(kernels_.start(id, gpu, now_, d, kernel_factor(gpu)), EvType::kComputeDone, id);
+  }
+  // NCCL's SMs on `gpu` changed: re-rate the kernels running there.
+  void rerate_kernels(int gpu) {
+    kernels_.rerate(gpu, now_, kernel_factor(gpu), [this](OpId id, std::uint32_t gen, TimeNs end) {
+      push(end, EvType::kComputeDone, static_cast<std::int64_t>(id) | std::int64_t{gen} << 32);
+    });
+  }
+  KernelRates kernels_;
   // SMs an NCCL kernel holds: a collective nccl_sms, a send/recv NCCL's 2 channels per peer.
   int sms_of(const Op& op) const {
-    const int n = s_.cluster.gpu.nccl_sms;
+    const int n = scenario_.cluster.gpu.nccl_sms;
     return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
   }
-  std::vector<engine::FlowStart> batch_;  // reused by transfer_go
   std::vector<int> comm_sms_;  // per GPU: SMs held by NCCL kernels started and not finished
   std::string describe_stuck() const;
 };
@@ -172,13 +213,13 @@ void Engine::step_thread(int t) {
   ThreadState& th = threads_[t];
   while (th.pos < th.ops.size()) {
     const OpId id = th.ops[th.pos];
-    const Op& op = p_.ops[id];
-    core::OpTiming& tm = t_[id];
+    const Op& op = program_.ops[id];
+    core::OpTiming& tm = timings_[id];
     if (th.phase == ThreadPhase::kIdle || th.phase == ThreadPhase::kBlocked) {
       // Host waits: the thread cannot issue this op before its dependencies finished.
       for (const Dep& d : op.deps) {
         if (d.kind == DepKind::kHostWaits && !done_[d.op]) {
-          host_waiters_[d.op].push_back(t);
+          host_waiters_.add(d.op, t);
           th.phase = ThreadPhase::kBlocked;
           return;
         }
@@ -234,7 +275,7 @@ void Engine::step_thread(int t) {
 void Engine::finish_issue(int t) {
   ThreadState& th = threads_[t];
   const OpId id = th.ops[th.pos];
-  const Op& op = p_.ops[id];
+  const Op& op = program_.ops[id];
   if (th.holds_core) {
     th.holds_core = false;
     const int next = cores_[th.node].release();
@@ -243,17 +284,17 @@ void Engine::finish_issue(int t) {
       push(now_, EvType::kThreadStep, next);
     }
   }
-  t_[id].issue_end_ns = now_;
+  timings_[id].issue_end_ns = now_;
   if (op.stream < 0) {
     // Host work and markers execute on the thread itself.
-    if (op.kind == OpKind::kMarker) t_[id].start_ns = now_;
+    if (op.kind == OpKind::kMarker) timings_[id].start_ns = now_;
     complete(id);
     return;
   }
   // docs/cost-model.md, "Kernel start": a kernel starts at max(stream free, enqueue + launch
   // latency). Memory operations are stream-ordered bookkeeping with no launch.
   const bool launched = op.kind != OpKind::kAlloc && op.kind != OpKind::kFree;
-  earliest_[id] = now_ + (launched ? us_to_ns(s_.host.launch_latency_us) : 0);
+  earliest_[id] = now_ + (launched ? us_to_ns(scenario_.host.launch_latency_us) : 0);
   streams_[op.stream].queue.push_back(id);
   check_stream(op.stream);
 }
@@ -268,9 +309,9 @@ void Engine::check_stream(int s) {
       push(earliest_[id], EvType::kStreamCheck, s);
       return;
     }
-    for (const Dep& d : p_.ops[id].deps) {
+    for (const Dep& d : program_.ops[id].deps) {
       if (d.kind == DepKind::kStreamWaits && !done_[d.op]) {
-        stream_waiters_[d.op].push_back(s);
+        stream_waiters_.add(d.op, s);
         return;
       }
     }
@@ -280,9 +321,9 @@ void Engine::check_stream(int s) {
 }
 
 void Engine::start_on_stream(int s, OpId id) {
-  const Op& op = p_.ops[id];
+  const Op& op = program_.ops[id];
   StreamState& st = streams_[s];
-  t_[id].start_ns = now_;
+  timings_[id].start_ns = now_;
   switch (op.kind) {
     case OpKind::kAlloc:
     case OpKind::kFree:
@@ -290,9 +331,9 @@ void Engine::start_on_stream(int s, OpId id) {
       return;
     case OpKind::kCompute: {
       st.running = id;
-      const TimeNs d = kernel_ns(op.gpu, core::compute_duration_ns(s_.cluster.gpu, op.compute_kind,
-                                                                   op.dtype, op.flops, op.bytes));
-      push(now_ + d, EvType::kComputeDone, id);
+      start_kernel(id, op.gpu,
+                   core::compute_duration_ns(scenario_.cluster.gpu, op.compute_kind, op.dtype,
+                                             op.flops, op.bytes));
       return;
     }
     case OpKind::kCopy: {
@@ -304,18 +345,19 @@ void Engine::start_on_stream(int s, OpId id) {
       if (op.copy_kind == core::CopyKind::kD2D) {
         // On-device copy: a memory-bound kernel reading and writing the bytes (docs/cost-model.md,
         // "Copies").
-        const TimeNs d = kernel_ns(
-            op.gpu, core::compute_duration_ns(s_.cluster.gpu, core::ComputeKind::kElementwise,
-                                              core::Dtype::kFp32, 0, 2 * op.bytes));
-        push(now_ + d, EvType::kComputeDone, id);
+        start_kernel(
+            id, op.gpu,
+            core::compute_duration_ns(scenario_.cluster.gpu, core::ComputeKind::kElementwise,
+                                      core::Dtype::kFp32, 0, 2 * op.bytes));
         return;
       }
-      start_transfer({id}, copy_plan(op));
+      start_transfer(id, -1, copy_plan(op));
       return;
     }
     case OpKind::kCollective: {
       st.running = id;
       comm_sms_[op.gpu] += sms_of(op);
+      rerate_kernels(op.gpu);
       if (op.fixed_ns >= 0) {  // simulated elsewhere (core/program_slice.hpp): a fixed delay
         push(now_ + op.fixed_ns, EvType::kComputeDone, id);
         return;
@@ -325,7 +367,7 @@ void Engine::start_on_stream(int s, OpId id) {
       // NCCL: each GPU's kernel starts (and spins) when its stream reaches it; data moves only
       // once every member has arrived.
       if (static_cast<int>(in.arrived.size()) == in.expected) {
-        start_transfer(in.arrived, collective_plan(op));
+        start_transfer(core::kNoOp, op.instance, collective_plan(op));
       }
       return;
     }
@@ -338,13 +380,25 @@ void Engine::start_on_stream(int s, OpId id) {
 
 // [SECTION] Transfers ----------------------------------------------------------------------------
 
-// The plan and its `then` stages as one list.
-Stages flatten(core::TransferPlan plan) {
+// The plan and its `then` stages as one list, each stage's flows registered with the flow network
+// once (routes looked up once, isolated-start rates precomputed).
+Stages flatten(const core::Topology& topo, engine::FlowNetwork& net,
+               const core::TransferPlan& plan) {
   Stages out;
-  std::vector<core::TransferPlan> later = std::move(plan.then);
-  plan.then.clear();
-  out.push_back(std::move(plan));
-  for (core::TransferPlan& st : later) out.push_back(std::move(st));
+  std::vector<engine::FlowStartRef> flows;
+  auto add = [&](const core::TransferPlan& st) {
+    Stage& stage = out.emplace_back();
+    stage.latency_ns = st.latency_ns;
+    flows.clear();
+    for (const core::FlowSpec& f : st.flows) {
+      if (f.bytes <= 0) continue;
+      flows.push_back({topo.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s});
+    }
+    stage.batch = net.register_batch(flows);
+    stage.flow_count = static_cast<int>(flows.size());
+  };
+  add(plan);
+  for (const core::TransferPlan& st : plan.then) add(st);
   return out;
 }
 
@@ -352,18 +406,18 @@ const Stages& Engine::copy_plan(const Op& op) {
   const PlanKey key{0, static_cast<int>(op.copy_kind), op.gpu, op.peer_gpu, 0, op.bytes};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
-  const int node = op.gpu / s_.cluster.gpus_per_node;
+  const int node = op.gpu / scenario_.cluster.gpus_per_node;
   core::Endpoint src = core::Endpoint::host(node), dst = core::Endpoint::gpu(op.gpu);
   if (op.copy_kind == core::CopyKind::kPeer) src = core::Endpoint::gpu(op.peer_gpu);
   if (op.copy_kind == core::CopyKind::kD2H) std::swap(src, dst);
   core::TransferPlan plan =
       core::plan_copy(topo_, comm_, op.copy_kind, src, dst, static_cast<double>(op.bytes));
-  if (p_.symmetry.enabled()) {
+  if (program_.symmetry.enabled()) {
     std::vector<int> ends{op.gpu};
     if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
     add_mirror_flows(plan, mirrors_of_gpus(ends));
   }
-  return plans_.emplace(key, flatten(std::move(plan))).first->second;
+  return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
 }
 
 const Stages& Engine::collective_plan(const Op& op) {
@@ -371,16 +425,16 @@ const Stages& Engine::collective_plan(const Op& op) {
       1, static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root, op.bytes};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
-  const core::CommGroup& g = p_.groups[op.group];
+  const core::CommGroup& g = program_.groups[op.group];
   core::TransferPlan plan = core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus,
                                                   op.root, static_cast<double>(op.bytes));
-  if (p_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
-  return plans_.emplace(key, flatten(std::move(plan))).first->second;
+  if (program_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
+  return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
 }
 
-void Engine::start_transfer(std::vector<OpId> ops, const Stages& stages) {
+void Engine::start_transfer(OpId op, int instance, const Stages& stages) {
   const int tr = static_cast<int>(transfers_.size());
-  transfers_.push_back(Transfer{std::move(ops), &stages, 0, 0});
+  transfers_.push_back(Transfer{op, instance, &stages, 0, 0});
   push(now_ + stages.front().latency_ns, EvType::kTransferGo, tr);
 }
 
@@ -390,9 +444,9 @@ std::vector<int> Engine::distinct_mirrors(const std::vector<int>& gpus) const {
   std::vector<int> out;
   std::set<std::vector<int>> seen;
   std::vector<int> key;
-  for (std::size_t m = 0; m < p_.symmetry.images.size(); ++m) {
+  for (std::size_t m = 0; m < program_.symmetry.images.size(); ++m) {
     key.clear();
-    for (int g : gpus) key.push_back(p_.symmetry.images[m][g]);
+    for (int g : gpus) key.push_back(program_.symmetry.images[m][g]);
     std::sort(key.begin(), key.end());
     if (!seen.insert(key).second) continue;
     if (m > 0)
@@ -409,7 +463,7 @@ const std::vector<int>& Engine::mirrors_of_gpus(const std::vector<int>& gpus) {
 
 const std::vector<int>& Engine::mirrors_of_group(int group) {
   if (!group_mirrors_known_[group]) {
-    group_mirrors_[group] = distinct_mirrors(p_.groups[group].gpus);
+    group_mirrors_[group] = distinct_mirrors(program_.groups[group].gpus);
     group_mirrors_known_[group] = 1;
   }
   return group_mirrors_[group];
@@ -420,9 +474,9 @@ const std::vector<int>& Engine::mirrors_of_group(int group) {
 void Engine::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const {
   for (core::TransferPlan& st : plan.then) add_mirror_flows(st, mirrors);
   const std::size_t own = plan.flows.size();
-  const int per_node = s_.cluster.gpus_per_node;
+  const int per_node = scenario_.cluster.gpus_per_node;
   for (int m : mirrors) {
-    const std::vector<int>& img = p_.symmetry.images[m];
+    const std::vector<int>& img = program_.symmetry.images[m];
     for (std::size_t i = 0; i < own; ++i) {
       core::FlowSpec f = plan.flows[i];
       const bool src_gpu = f.src.kind == core::Endpoint::Kind::kGpu;
@@ -440,25 +494,15 @@ void Engine::transfer_go(int tr) {
   Transfer& x = transfers_[tr];
   // Bring the flows in flight up to now at their old rates before the set changes.
   advance_flows();
-  // One batch: the flow network recomputes rates once for all of them.
-  // batch_ keeps its entries (and their route buffers) between transfers: no allocation per flow.
-  std::size_t n = 0;
-  for (const core::FlowSpec& f : (*x.stages)[x.stage].flows) {
-    if (f.bytes <= 0) continue;
-    if (n == batch_.size()) batch_.emplace_back();
-    engine::FlowStart& b = batch_[n++];
-    const std::vector<core::LinkId>& route = topo_.route(f.src, f.dst);
-    b.route.assign(route.begin(), route.end());
-    b.bytes = f.bytes;
-    b.rate_cap = f.rate_cap_bytes_per_s;
-    b.tag = tr;
-    ++x.flows_left;
-  }
-  if (n > 0) flows_.start_batch(now_, batch_.data(), n);
+  // One batch: the flow network recomputes rates once for all of them; the routes come from the
+  // plan cache, so nothing is copied here.
+  const Stage& stage = (*x.stages)[x.stage];
+  x.flows_left = stage.flow_count;
   if (x.flows_left == 0) {
     stage_done(tr);
     return;
   }
+  flows_.start_batch(now_, stage.batch, tr);
   schedule_flow_check();
 }
 
@@ -470,7 +514,11 @@ void Engine::stage_done(int tr) {
     push(now_ + (*x.stages)[x.stage].latency_ns, EvType::kTransferGo, tr);
     return;
   }
-  for (OpId id : x.ops) complete(id);
+  if (x.instance < 0) {
+    complete(x.op);
+    return;
+  }
+  for (OpId id : instances_[x.instance].arrived) complete(id);
 }
 
 void Engine::schedule_flow_check() {
@@ -486,27 +534,32 @@ void Engine::on_flow_check(std::int64_t gen) {
 }
 
 void Engine::advance_flows() {
-  for (std::int64_t tag : flows_.advance(now_)) {
-    Transfer& x = transfers_[tag];
-    if (--x.flows_left == 0) stage_done(static_cast<int>(tag));
+  // stage_done only queues events, so the flow network's list stays valid while it is read.
+  // Runs of one transfer's flows: the count reaches 0 on a run's last flow, where the per-flow
+  // countdown did.
+  for (const engine::FlowNetwork::TagCount& run : flows_.advance_counts(now_)) {
+    Transfer& x = transfers_[run.tag];
+    x.flows_left -= run.count;
+    if (x.flows_left == 0) stage_done(static_cast<int>(run.tag));
   }
 }
 
 void Engine::complete(OpId id) {
-  const Op& op = p_.ops[id];
-  t_[id].end_ns = now_;
-  if (t_[id].start_ns < 0) t_[id].start_ns = now_;
+  const Op& op = program_.ops[id];
+  timings_[id].end_ns = now_;
+  if (timings_[id].start_ns < 0) timings_[id].start_ns = now_;
   done_[id] = 1;
   ++done_count_;
-  if (op.kind == OpKind::kCollective) comm_sms_[op.gpu] -= sms_of(op);
+  if (op.kind == OpKind::kCollective) {
+    comm_sms_[op.gpu] -= sms_of(op);
+    rerate_kernels(op.gpu);
+  }
   if (op.stream >= 0 && streams_[op.stream].running == id) {
     streams_[op.stream].running = core::kNoOp;
     push(now_, EvType::kStreamCheck, op.stream);
   }
-  for (int t : host_waiters_[id]) push(now_, EvType::kThreadStep, t);
-  host_waiters_[id].clear();
-  for (int s : stream_waiters_[id]) push(now_, EvType::kStreamCheck, s);
-  stream_waiters_[id].clear();
+  host_waiters_.drain(id, [this](int t) { push(now_, EvType::kThreadStep, t); });
+  stream_waiters_.drain(id, [this](int s) { push(now_, EvType::kStreamCheck, s); });
 }
 
 // [SECTION] Event loop ---------------------------------------------------------------------------
@@ -515,14 +568,14 @@ std::string Engine::describe_stuck() const {
   for (std::size_t t = 0; t < threads_.size(); ++t) {
     const ThreadState& th = threads_[t];
     if (th.pos < th.ops.size()) {
-      const Op& op = p_.ops[th.ops[th.pos]];
-      return "thread '" + p_.threads[t].name + "' stuck before op " + std::to_string(op.id) + " '" +
-             op.name + "'";
+      const Op& op = program_.ops[th.ops[th.pos]];
+      return "thread '" + program_.threads[t].name + "' stuck before op " + std::to_string(op.id) +
+             " '" + op.name + "'";
     }
   }
   for (std::size_t s = 0; s < streams_.size(); ++s) {
     if (!streams_[s].queue.empty()) {
-      const Op& op = p_.ops[streams_[s].queue.front()];
+      const Op& op = program_.ops[streams_[s].queue.front()];
       return "stream " + std::to_string(s) + " stuck at op " + std::to_string(op.id) + " '" +
              op.name + "'";
     }
@@ -548,45 +601,47 @@ bool Engine::wants_step(int t) const {
 }
 
 core::ExecutionResult Engine::run() {
-  const std::size_t n = p_.ops.size();
-  t_.assign(n, core::OpTiming{});
+  const std::size_t n = program_.ops.size();
+  timings_.assign(n, core::OpTiming{});
   done_.assign(n, 0);
   earliest_.assign(n, 0);
-  host_waiters_.assign(n, {});
-  stream_waiters_.assign(n, {});
-  threads_.resize(p_.threads.size());
-  for (const core::ThreadDesc& td : p_.threads) {
+  host_waiters_.reset(n);
+  stream_waiters_.reset(n);
+  threads_.resize(program_.threads.size());
+  for (const core::ThreadDesc& td : program_.threads) {
     threads_[td.id].process = td.process;
-    threads_[td.id].node = p_.processes[td.process].node;
+    threads_[td.id].node = program_.processes[td.process].node;
   }
-  for (const Op& op : p_.ops) threads_[op.thread].ops.push_back(op.id);
-  streams_.resize(p_.streams.size());
-  gil_.assign(p_.processes.size(), FifoResource(1));
-  cores_.assign(static_cast<std::size_t>(s_.cluster.nodes),
-                FifoResource(std::max(1, s_.host.cpu_cores)));
-  if (p_.symmetry.enabled()) {
+  for (const Op& op : program_.ops) threads_[op.thread].ops.push_back(op.id);
+  streams_.resize(program_.streams.size());
+  gil_.assign(program_.processes.size(), FifoResource(1));
+  cores_.assign(static_cast<std::size_t>(scenario_.cluster.nodes),
+                FifoResource(std::max(1, scenario_.host.cpu_cores)));
+  if (program_.symmetry.enabled()) {
     // Rank symmetry: a node's cores are shared with the processes of its mirrored GPUs, which do
     // not run here; the simulated ones get their share, cores x simulated / active GPUs of the node
     // (docs/cost-model.md, "Rank symmetry").
-    std::vector<int> active(static_cast<std::size_t>(s_.cluster.nodes), 0), simulated(active);
-    for (int g : p_.active_gpus) {
-      ++active[g / s_.cluster.gpus_per_node];
-      if (p_.symmetry.weight_of_gpu[g] > 0) ++simulated[g / s_.cluster.gpus_per_node];
+    std::vector<int> active(static_cast<std::size_t>(scenario_.cluster.nodes), 0),
+        simulated(active);
+    for (int g : program_.active_gpus) {
+      ++active[g / scenario_.cluster.gpus_per_node];
+      if (program_.symmetry.weight_of_gpu[g] > 0) ++simulated[g / scenario_.cluster.gpus_per_node];
     }
     for (std::size_t nd = 0; nd < active.size(); ++nd) {
       if (active[nd] == 0 || simulated[nd] == 0) continue;
-      const int share = static_cast<int>(static_cast<std::int64_t>(s_.host.cpu_cores) *
+      const int share = static_cast<int>(static_cast<std::int64_t>(scenario_.host.cpu_cores) *
                                          simulated[nd] / active[nd]);
       cores_[nd] = FifoResource(std::max(1, share));
     }
   }
-  comm_sms_.assign(static_cast<std::size_t>(p_.world_gpus), 0);
-  group_mirrors_.assign(p_.groups.size(), {});
-  group_mirrors_known_.assign(p_.groups.size(), 0);
-  instances_.resize(static_cast<std::size_t>(p_.collective_instances));
+  comm_sms_.assign(static_cast<std::size_t>(program_.world_gpus), 0);
+  kernels_.reset(program_.world_gpus, n);
+  group_mirrors_.assign(program_.groups.size(), {});
+  group_mirrors_known_.assign(program_.groups.size(), 0);
+  instances_.resize(static_cast<std::size_t>(program_.collective_instances));
   // An instance starts when all its ops arrived: one per group member, or per representative
   // member under rank symmetry (validate_program checks the count).
-  for (const Op& op : p_.ops) {
+  for (const Op& op : program_.ops) {
     if (op.kind == OpKind::kCollective && op.instance >= 0) ++instances_[op.instance].expected;
   }
   for (std::size_t t = 0; t < threads_.size(); ++t)
@@ -594,8 +649,8 @@ core::ExecutionResult Engine::run() {
 
   core::ExecutionResult res;
   res.backend = "sim";
-  while (!q_.empty()) {
-    const Event ev = q_.pop(&now_);
+  while (!queue_.empty()) {
+    const Event ev = queue_.pop(&now_);
     ++events_;
     if ((events_ & 0xFFF) == 0) {
       if (ctl_.ops_done) ctl_.ops_done->store(done_count_, std::memory_order_relaxed);
@@ -606,23 +661,30 @@ core::ExecutionResult Engine::run() {
     }
     switch (ev.type) {
       case EvType::kThreadStep:
-        if (wants_step(static_cast<int>(ev.a))) step_thread(static_cast<int>(ev.a));
+        if (wants_step(static_cast<int>(ev.subject))) step_thread(static_cast<int>(ev.subject));
         break;
       case EvType::kPythonDone:
       case EvType::kDispatchDone:
-        step_thread(static_cast<int>(ev.a));
+        step_thread(static_cast<int>(ev.subject));
         break;
       case EvType::kStreamCheck:
-        check_stream(static_cast<int>(ev.a));
+        check_stream(static_cast<int>(ev.subject));
         break;
-      case EvType::kComputeDone:
-        complete(static_cast<OpId>(ev.a));
+      case EvType::kComputeDone: {
+        // subject: op | generation << 32; an older generation's end was moved by a re-rating.
+        const auto id = static_cast<OpId>(ev.subject & 0xFFFFFFFF);
+        const auto gen = static_cast<std::uint32_t>(ev.subject >> 32);
+        if (done_[id] || gen != kernels_.generation(id)) break;
+        if (program_.ops[id].kind != OpKind::kCollective && program_.ops[id].fixed_ns < 0)
+          kernels_.finish(id, program_.ops[id].gpu);
+        complete(id);
         break;
+      }
       case EvType::kTransferGo:
-        transfer_go(static_cast<int>(ev.a));
+        transfer_go(static_cast<int>(ev.subject));
         break;
       case EvType::kFlowCheck:
-        on_flow_check(ev.a);
+        on_flow_check(ev.subject);
         break;
     }
   }
@@ -631,7 +693,7 @@ core::ExecutionResult Engine::run() {
     const std::string why = "simulation deadlock: " + describe_stuck();
     CSIM_ASSERT_MSG(false, why.c_str());
   }
-  res.timings = std::move(t_);
+  res.timings = std::move(timings_);
   res.events_processed = events_;
   return res;
 }

@@ -30,8 +30,11 @@ TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, do
     // time half_flops / (peak_max * max_efficiency) is the same for every dtype.
     const double peak_max = std::max({gpu.peak_fp32_flops_per_s, gpu.peak_tf32_flops_per_s,
                                       gpu.peak_fp16_flops_per_s, gpu.peak_bf16_flops_per_s});
-    EfficiencyCurve c = gpu.efficiency[static_cast<int>(kind)];
-    c.half_flops *= peak / peak_max;
+    // Only the curve's numbers are copied (not its `source` text: one allocation per kernel).
+    const EfficiencyCurve& curve = gpu.efficiency[static_cast<int>(kind)];
+    EfficiencyCurve c;
+    c.max_efficiency = curve.max_efficiency;
+    c.half_flops = curve.half_flops * (peak / peak_max);
     const double eff = efficiency(c, flops);
     CSIM_ASSERT_MSG(eff > 0, "efficiency curve with max_efficiency <= 0");
     compute_s = flops / (peak * eff);

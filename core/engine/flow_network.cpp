@@ -31,6 +31,7 @@ FlowNetwork::FlowNetwork(const std::vector<core::Link>& links) {
   }
   link_flows_.resize(links.size());
   link_mark_.assign(links.size(), 0);
+  link_state_.assign(links.size(), 0);
   cap_rem_.assign(links.size(), 0);
   unfixed_.assign(links.size(), 0);
 }
@@ -49,6 +50,7 @@ void FlowNetwork::attach(Slot id) {
   f.pos.resize(f.route.size());
   for (std::size_t i = 0; i < f.route.size(); ++i) {
     std::vector<Slot>& lf = link_flows_[f.route[i]];
+    ++link_state_[f.route[i]];
     f.pos[i] = static_cast<int>(lf.size());
     lf.push_back(id);
   }
@@ -58,6 +60,7 @@ void FlowNetwork::detach(Slot id) {
   Flow& f = flows_[id];
   for (std::size_t i = 0; i < f.route.size(); ++i) {
     std::vector<Slot>& lf = link_flows_[f.route[i]];
+    --link_state_[f.route[i]];
     const int at = f.pos[i];
     const Slot moved = lf.back();
     lf[at] = moved;
@@ -74,7 +77,6 @@ void FlowNetwork::detach(Slot id) {
 // A reported flow's slot becomes free; its vectors keep their buffers for the next flow.
 void FlowNetwork::release(Slot id) {
   Flow& f = flows_[id];
-  slot_of_seq_[static_cast<std::size_t>(f.seq)] = -1;
   f.route.clear();
   f.pos.clear();
   f.active = false;
@@ -156,16 +158,41 @@ void FlowNetwork::flush_pending() const {
 
 double FlowNetwork::rate_of(FlowId id) const {
   flush_pending();
-  CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(slot_of_seq_.size()));
-  const Slot s = slot_of_seq_[static_cast<std::size_t>(id)];
-  return s >= 0 && flows_[s].active ? flows_[s].rate : 0.0;
+  const Where w = locate(id);
+  if (w.group >= 0) return batches_[groups_[w.group].batch].rate[w.index];
+  return w.slot >= 0 ? flows_[w.slot].rate : 0.0;
 }
 
 double FlowNetwork::remaining_of(FlowId id) const {
   flush_pending();
-  CSIM_ASSERT(id >= 0 && id < static_cast<FlowId>(slot_of_seq_.size()));
-  const Slot s = slot_of_seq_[static_cast<std::size_t>(id)];
-  return s >= 0 && flows_[s].active ? std::max(flows_[s].remaining, 0.0) : 0.0;
+  const Where w = locate(id);
+  // A member's remaining bytes as of its start, its only rate change.
+  if (w.group >= 0) return batches_[groups_[w.group].batch].flows[w.index].bytes;
+  return w.slot >= 0 ? std::max(flows_[w.slot].remaining, 0.0) : 0.0;
+}
+
+// Not a hot path: tests ask for single flows. An ordinary flow is found by its seq, a group's
+// member by its group's id range (reported members, order[0, next), are not found).
+FlowNetwork::Where FlowNetwork::locate(FlowId id) const {
+  CSIM_ASSERT(id >= 0 && id < next_seq_);
+  Where w;
+  for (std::size_t s = 0; s < flows_.size(); ++s) {
+    const Flow& f = flows_[s];
+    if (!f.active) continue;
+    if (f.group < 0) {
+      if (f.seq == id) w.slot = static_cast<Slot>(s);
+      continue;
+    }
+    const Group& grp = groups_[f.group];
+    const Batch& b = batches_[grp.batch];
+    const FlowId i = id - grp.first_seq;
+    if (i < 0 || i >= static_cast<FlowId>(b.flows.size())) continue;
+    if (static_cast<std::size_t>(b.rank[i]) >= grp.next) {
+      w.group = f.group;
+      w.index = static_cast<int>(i);
+    }
+  }
+  return w;
 }
 
 TimeNs FlowNetwork::next_completion_ns() const {
@@ -177,11 +204,19 @@ TimeNs FlowNetwork::next_completion_ns() const {
 
 FlowId FlowNetwork::start(TimeNs now_ns, const std::vector<core::LinkId>& route, double bytes,
                           double rate_cap, std::int64_t tag) {
-  return start_batch(now_ns, {FlowStart{route, bytes, rate_cap, tag}}).front();
+  // The route is the caller's and may not outlive the call: copied (an ordinary flow, no group).
+  CSIM_ASSERT_MSG(now_ns >= last_ns_, "flows must start in time order");
+  if (now_ns != pending_ns_) flush_pending();
+  last_ns_ = now_ns;
+  const FlowId id = next_seq_;
+  const Slot slot = start_one(now_ns, route, bytes, rate_cap, tag);
+  if (slot >= 0) pending_seeds_.push_back(slot);
+  pending_ns_ = now_ns;
+  return id;
 }
 
 std::vector<FlowId> FlowNetwork::start_batch(TimeNs now_ns, const std::vector<FlowStart>& starts) {
-  const auto first = static_cast<FlowId>(slot_of_seq_.size());
+  const FlowId first = next_seq_;
   start_batch(now_ns, starts.data(), starts.size());
   std::vector<FlowId> ids(starts.size());
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = first + static_cast<FlowId>(i);
@@ -193,41 +228,62 @@ void FlowNetwork::start_batch(TimeNs now_ns, const FlowStart* starts, std::size_
   if (now_ns != pending_ns_) flush_pending();
   last_ns_ = now_ns;
   for (std::size_t i = 0; i < n; ++i) {
-    const Slot id = start_one(now_ns, starts[i]);
+    const FlowStart& st = starts[i];
+    const Slot id = start_one(now_ns, st.route, st.bytes, st.rate_cap, st.tag);
     if (id >= 0) pending_seeds_.push_back(id);
   }
   // Deferred: consecutive starts at the same time are recomputed together (see flush_pending).
   pending_ns_ = now_ns;
 }
 
+void FlowNetwork::start_batch(TimeNs now_ns, BatchId batch, std::int64_t tag) {
+  CSIM_ASSERT(batch >= 0 && batch < static_cast<BatchId>(batches_.size()));
+  CSIM_ASSERT_MSG(now_ns >= last_ns_, "flows must start in time order");
+  if (now_ns != pending_ns_) flush_pending();
+  last_ns_ = now_ns;
+  if (!try_start_group(now_ns, batch, tag)) {
+    for (const FlowStartRef& st : batches_[batch].flows) {
+      const Slot id = start_one(now_ns, st.route, st.bytes, st.rate_cap, tag);
+      if (id >= 0) pending_seeds_.push_back(id);
+    }
+  }
+  pending_ns_ = now_ns;
+}
+
+FlowNetwork::Slot FlowNetwork::alloc_slot() {
+  if (!free_slots_.empty()) {
+    const Slot id = free_slots_.back();
+    free_slots_.pop_back();
+    return id;
+  }
+  flows_.emplace_back();
+  flow_mark_.push_back(0);
+  new_rate_.push_back(0);
+  return static_cast<Slot>(flows_.size()) - 1;
+}
+
 // Places one flow in a slot; returns the slot when its rate must be computed, -1 when it completes
 // at once.
-FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, const FlowStart& s) {
-  CSIM_ASSERT(s.rate_cap >= 0);
-  for (std::size_t i = 0; i < s.route.size(); ++i) {
-    CSIM_ASSERT_MSG(s.route[i] >= 0 && s.route[i] < static_cast<core::LinkId>(capacity_.size()),
+FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, std::span<const core::LinkId> route,
+                                         double bytes, double rate_cap, std::int64_t tag) {
+  CSIM_ASSERT(rate_cap >= 0);
+  for (std::size_t i = 0; i < route.size(); ++i) {
+    CSIM_ASSERT_MSG(route[i] >= 0 && route[i] < static_cast<core::LinkId>(capacity_.size()),
                     "route names an unknown link");
     for (std::size_t j = 0; j < i; ++j)
-      CSIM_ASSERT_MSG(s.route[i] != s.route[j], "a route crosses the same link twice");
+      CSIM_ASSERT_MSG(route[i] != route[j], "a route crosses the same link twice");
+    // A group on this link is no longer isolated: its members become ordinary flows first.
+    if (link_state_[route[i]] < 0) materialize(-1 - link_state_[route[i]]);
   }
-  Slot id;
-  if (!free_slots_.empty()) {
-    id = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    id = static_cast<Slot>(flows_.size());
-    flows_.emplace_back();
-    flow_mark_.push_back(0);
-    new_rate_.push_back(0);
-  }
+  const Slot id = alloc_slot();
   Flow& f = flows_[id];
-  f.route.assign(s.route.begin(), s.route.end());
-  f.remaining = f.original = std::max(s.bytes, 0.0);
+  f.route.assign(route.begin(), route.end());
+  f.remaining = f.original = std::max(bytes, 0.0);
   f.rate = 0;
-  f.cap = s.rate_cap;
-  f.tag = s.tag;
-  f.seq = static_cast<FlowId>(slot_of_seq_.size());
-  slot_of_seq_.push_back(id);
+  f.cap = rate_cap;
+  f.tag = tag;
+  f.group = -1;
+  f.seq = next_seq_++;
   f.active = true;
   f.done = false;
   f.update_ns = now_ns;
@@ -250,14 +306,13 @@ FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, const FlowStart& s) {
 // constraint with the smallest fair share (a link's remaining capacity divided by its unfixed
 // flows, or a flow's private rate cap), fix its unfixed flows at that share, and subtract them
 // from every link they cross. Shares only grow as flows are fixed, so a lazy min-heap with
-// per-link version numbers finds the next bottleneck in O(log L). Only the connected component of
-// the changed flows is recomputed.
+// per-link version numbers finds the next bottleneck in O(log L). Only the connected components of
+// the changed flows are recomputed, each on its own: fixing flows in one component never changes a
+// share in another, so solving them apart gives the same rates, bit for bit, as solving them
+// together.
 void FlowNetwork::recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_flows,
                                  const std::vector<core::LinkId>& seed_links) {
   ++epoch_;
-  comp_.clear();
-  comp_links_.clear();
-  stack_.clear();
   auto visit_link = [&](core::LinkId l) {
     if (link_mark_[l] == epoch_) return;
     link_mark_[l] = epoch_;
@@ -270,34 +325,72 @@ void FlowNetwork::recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_fl
     comp_.push_back(id);
     for (core::LinkId l : flows_[id].route) visit_link(l);
   };
-  for (Slot id : seed_flows) visit_flow(id);
-  for (core::LinkId l : seed_links) visit_link(l);
-  while (!stack_.empty()) {
-    const core::LinkId l = stack_.back();
-    stack_.pop_back();
-    for (Slot id : link_flows_[l]) visit_flow(id);
-  }
-  // Deterministic processing order: start order.
-  std::sort(comp_.begin(), comp_.end(),
-            [this](Slot a, Slot b) { return flows_[a].seq < flows_[b].seq; });
+  auto solve_from = [&](auto seed) {
+    comp_.clear();
+    comp_links_.clear();
+    stack_.clear();
+    seed();
+    while (!stack_.empty()) {
+      const core::LinkId l = stack_.back();
+      stack_.pop_back();
+      for (Slot id : link_flows_[l]) visit_flow(id);
+    }
+    solve_component(now_ns);
+  };
+  for (Slot id : seed_flows)
+    if (flow_mark_[id] != epoch_) solve_from([&] { visit_flow(id); });
+  for (core::LinkId l : seed_links)
+    if (link_mark_[l] != epoch_) solve_from([&] { visit_link(l); });
+}
 
-  // Remaining bytes as of now at the old rates (not yet committed: a flow whose rate does not
-  // change keeps its checkpoint and its place in the completion heap); flows within the residue
-  // are finished.
+// Remaining bytes as of now at the old rate (not yet committed: a flow whose rate does not change
+// keeps its checkpoint and its place in the completion heap); a flow within the residue is
+// finished.
+bool FlowNetwork::finish_if_residue(TimeNs now_ns, Slot id) {
+  Flow& f = flows_[id];
+  const double rem_now = f.remaining - f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
+  if (rem_now > kResidueFraction * f.original) return false;
+  f.remaining = 0;
+  f.update_ns = now_ns;
+  f.rate = 0;
+  f.done = true;
+  heap_set(id, now_ns);
+  detach(id);
+  return true;
+}
+
+void FlowNetwork::commit_rate(TimeNs now_ns, Slot id, double rate) {
+  Flow& f = flows_[id];
+  CSIM_ASSERT_MSG(rate > 0, "max-min fairness left a flow without bandwidth");
+  if (rate == f.rate) return;  // unchanged: its checkpoint and completion time stay valid
+  f.remaining -= f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
+  f.update_ns = now_ns;
+  f.rate = rate;
+  heap_set(id, now_ns + ceil_to_ns(f.remaining / f.rate * 1e9));
+}
+
+// A flow alone on its links: progressive filling pops its tightest constraint first, a link at
+// capacity / 1 or its cap (a link first on a tie), and fixes it there, i.e. at
+// min(cap, capacities on the route): the same value, computed in O(R).
+void FlowNetwork::solve_single(TimeNs now_ns, Slot id) {
+  if (finish_if_residue(now_ns, id)) return;
+  const Flow& f = flows_[id];
+  double rate = f.cap > 0 ? f.cap : std::numeric_limits<double>::infinity();
+  for (core::LinkId l : f.route) rate = std::min(rate, capacity_[l]);
+  commit_rate(now_ns, id, rate);
+}
+
+void FlowNetwork::solve_component(TimeNs now_ns) {
+  if (comp_.empty()) return;
+  if (comp_.size() == 1) {
+    solve_single(now_ns, comp_.front());
+    return;
+  }
+  // The order of comp_ does not matter: every pass fixes its flows at one value, and the heap's
+  // keys are distinct.
   live_.clear();
   for (Slot id : comp_) {
-    Flow& f = flows_[id];
-    const double rem_now =
-        f.remaining - f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
-    if (rem_now <= kResidueFraction * f.original) {
-      f.remaining = 0;
-      f.update_ns = now_ns;
-      f.rate = 0;
-      f.done = true;
-      heap_set(id, now_ns);
-      detach(id);
-      continue;
-    }
+    if (finish_if_residue(now_ns, id)) continue;
     new_rate_[id] = 0;
     live_.push_back(id);
   }
@@ -347,16 +440,7 @@ void FlowNetwork::recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_fl
       if (new_rate_[id] == 0) fix(id, current);
   }
 
-  for (Slot id : live_) {
-    Flow& f = flows_[id];
-    const double rate = new_rate_[id];
-    CSIM_ASSERT_MSG(rate > 0, "max-min fairness left a flow without bandwidth");
-    if (rate == f.rate) continue;  // unchanged: its checkpoint and completion time stay valid
-    f.remaining -= f.rate * (static_cast<double>(now_ns - f.update_ns) * 1e-9);
-    f.update_ns = now_ns;
-    f.rate = rate;
-    heap_set(id, now_ns + ceil_to_ns(f.remaining / f.rate * 1e9));
-  }
+  for (Slot id : live_) commit_rate(now_ns, id, new_rate_[id]);
 }
 
 void FlowNetwork::flush_pending() {
@@ -370,36 +454,54 @@ void FlowNetwork::flush_pending() {
 
 // [SECTION] Advance ------------------------------------------------------------------------------
 
-std::vector<std::int64_t> FlowNetwork::advance(TimeNs now_ns) {
+const std::vector<std::int64_t>& FlowNetwork::advance(TimeNs now_ns) {
+  finished_tags_.clear();
+  for (const TagCount& run : advance_counts(now_ns))
+    finished_tags_.insert(finished_tags_.end(), static_cast<std::size_t>(run.count), run.tag);
+  return finished_tags_;
+}
+
+const std::vector<FlowNetwork::TagCount>& FlowNetwork::advance_counts(TimeNs now_ns) {
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "time must not go backwards");
   flush_pending();
   last_ns_ = now_ns;
-  finished_.clear();
+  finished_list_.clear();
+  finished_runs_.clear();
+  emptied_groups_.clear();
   while (!heap_.empty() && flows_[heap_.front()].finish_ns <= now_ns) {
     const Slot id = heap_.front();
-    finished_.push_back(id);
+    if (flows_[id].group >= 0) {
+      report_group(now_ns, id);  // re-keys the group at its next completion, or removes it
+      continue;
+    }
+    finished_list_.push_back({flows_[id].seq, 1, id, flows_[id].tag});
     heap_erase(id);
   }
-  if (finished_.empty()) return {};
-  std::sort(finished_.begin(), finished_.end(),
-            [this](Slot a, Slot b) { return flows_[a].seq < flows_[b].seq; });
+  if (finished_list_.empty()) return finished_runs_;
+  // Runs never overlap (a group's ids are its own), so ordering them by first id orders the flows.
+  auto by_seq = [](const Finished& a, const Finished& b) { return a.seq < b.seq; };
+  if (!std::is_sorted(finished_list_.begin(), finished_list_.end(), by_seq))
+    std::sort(finished_list_.begin(), finished_list_.end(), by_seq);
   freed_.clear();
-  std::vector<std::int64_t> tags;
-  tags.reserve(finished_.size());
-  for (Slot id : finished_) {
-    Flow& f = flows_[id];
-    if (!f.done) {
+  for (const Finished& fin : finished_list_) {
+    if (fin.slot >= 0 && !flows_[fin.slot].done) {
+      const Flow& f = flows_[fin.slot];
       freed_.insert(freed_.end(), f.route.begin(), f.route.end());
-      detach(id);
+      detach(fin.slot);
     }
-    --active_count_;
-    tags.push_back(f.tag);
+    active_count_ -= static_cast<std::size_t>(fin.count);
+    if (!finished_runs_.empty() && finished_runs_.back().tag == fin.tag)
+      finished_runs_.back().count += fin.count;
+    else
+      finished_runs_.push_back({fin.tag, fin.count});
   }
   // Slots are released only after every finished flow has been detached, so none is reused while
   // a link list still names it.
-  for (Slot id : finished_) release(id);
+  for (const Finished& fin : finished_list_)
+    if (fin.slot >= 0) release(fin.slot);
+  for (int g : emptied_groups_) release_group(g);
   if (!freed_.empty()) recompute_from(now_ns, {}, freed_);
-  return tags;
+  return finished_runs_;
 }
 
 }  // namespace csim::engine

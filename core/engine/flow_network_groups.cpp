@@ -1,0 +1,202 @@
+// Isolated batches of the flow network (core/engine/flow_network.hpp, "Isolated batches";
+// docs/cost-model.md, "Link sharing").
+//
+// A batch whose flows each run alone on their links gets, from progressive filling, the rate
+// min(cap, capacities on the route) per flow (FlowNetwork::solve_single), and keeps it until some
+// other flow starts on one of those links: a flow's own completion frees only links nobody else
+// uses. Those rates, and the durations ceil_to_ns(bytes / rate), depend on the batch alone, so they
+// are computed once, when it is registered; a start of an isolated batch is then one group with
+// one completion-heap entry. Each member's state is what an ordinary flow would hold after its
+// start (remaining = bytes as of the start, that rate, that completion time). When a flow starts
+// on a group's link the group is materialized into ordinary flows with exactly that state, before
+// the new flow is attached, so the recomputation that follows sees what it would have seen without
+// groups.
+//
+// Index: [SECTION] Register, [SECTION] Start, [SECTION] Materialize, [SECTION] Report
+#include <algorithm>
+#include <limits>
+
+#include "core/engine/flow_network.hpp"
+#include "core/error.hpp"
+
+namespace csim::engine {
+
+// [SECTION] Register -----------------------------------------------------------------------------
+
+FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> flows) {
+  Batch b;
+  b.flows.assign(flows.begin(), flows.end());
+  b.groupable = !flows.empty();
+  ++epoch_;
+  for (const FlowStartRef& st : flows) {
+    CSIM_ASSERT(st.rate_cap >= 0);
+    b.link_begin.push_back(static_cast<int>(b.links.size()));
+    if (!(st.bytes > 0) || (st.route.empty() && st.rate_cap == 0)) b.groupable = false;
+    for (core::LinkId l : st.route) {
+      CSIM_ASSERT_MSG(l >= 0 && l < static_cast<core::LinkId>(capacity_.size()),
+                      "route names an unknown link");
+      if (link_mark_[l] == epoch_) b.groupable = false;  // shared in the batch (or crossed twice)
+      link_mark_[l] = epoch_;
+      b.links.push_back(l);
+    }
+  }
+  b.link_begin.push_back(static_cast<int>(b.links.size()));
+  if (b.groupable) {
+    const std::size_t n = flows.size();
+    b.rate.resize(n);
+    b.duration_ns.resize(n);
+    b.order.resize(n);
+    b.rank.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const FlowStartRef& st = flows[i];
+      // solve_single's closed form; commit_rate's completion time from remaining = bytes.
+      double rate = st.rate_cap > 0 ? st.rate_cap : std::numeric_limits<double>::infinity();
+      for (core::LinkId l : st.route) rate = std::min(rate, capacity_[l]);
+      b.rate[i] = rate;
+      b.duration_ns[i] = ceil_to_ns(st.bytes / rate * 1e9);
+      b.order[i] = static_cast<int>(i);
+    }
+    std::stable_sort(b.order.begin(), b.order.end(),
+                     [&b](int x, int y) { return b.duration_ns[x] < b.duration_ns[y]; });
+    for (std::size_t k = 0; k < n; ++k) b.rank[b.order[k]] = static_cast<int>(k);
+    b.uniform = std::all_of(b.duration_ns.begin(), b.duration_ns.end(),
+                            [&b](TimeNs d) { return d == b.duration_ns.front(); });
+  }
+  batches_.push_back(std::move(b));
+  return static_cast<BatchId>(batches_.size()) - 1;
+}
+
+// [SECTION] Start --------------------------------------------------------------------------------
+
+// Starts the batch as one group when it can form one and none of its links is crossed by another
+// flow or group. Returns false, having changed nothing, otherwise.
+bool FlowNetwork::try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag) {
+  const Batch& b = batches_[batch];
+  if (!b.groupable) return false;
+  // The group's id if it forms: the last freed one, else a new one.
+  const int g = free_groups_.empty() ? static_cast<int>(groups_.size()) : free_groups_.back();
+  // Claim the links in one pass; on the first one in use, give back those claimed.
+  for (std::size_t k = 0; k < b.links.size(); ++k) {
+    const core::LinkId l = b.links[k];
+    if (link_state_[l] != 0) {
+      for (std::size_t j = 0; j < k; ++j) link_state_[b.links[j]] = 0;
+      return false;
+    }
+    link_state_[l] = -1 - g;
+  }
+  if (!free_groups_.empty())
+    free_groups_.pop_back();
+  else
+    groups_.emplace_back();
+  const Slot slot = alloc_slot();
+  Group& grp = groups_[g];
+  grp.batch = batch;
+  grp.next = 0;
+  grp.first_seq = next_seq_;
+  next_seq_ += static_cast<FlowId>(b.flows.size());
+  grp.tag = tag;
+  grp.start_ns = now_ns;
+  grp.slot = slot;
+  Flow& f = flows_[slot];
+  f.route.clear();
+  f.pos.clear();
+  f.group = g;
+  f.seq = grp.first_seq;
+  f.tag = tag;
+  f.active = true;
+  f.done = false;
+  f.rate = 0;
+  f.remaining = 0;
+  f.heap_pos = -1;
+  active_count_ += b.flows.size();
+  heap_set(slot, now_ns + b.duration_ns[b.order.front()]);
+  return true;
+}
+
+// [SECTION] Materialize --------------------------------------------------------------------------
+
+// The group's unreported members become ordinary flows with the state they would have had: their
+// start's remaining bytes, rate and completion time, checkpointed at the start.
+void FlowNetwork::materialize(int g) {
+  const Group grp = groups_[g];  // a copy: alloc_slot may grow flows_ (never groups_)
+  const Batch& b = batches_[grp.batch];
+  for (std::size_t i = 0; i < b.flows.size(); ++i) {
+    if (static_cast<std::size_t>(b.rank[i]) < grp.next) continue;  // reported
+    const Slot id = alloc_slot();
+    const FlowStartRef& st = b.flows[i];
+    Flow& f = flows_[id];
+    f.route.assign(st.route.begin(), st.route.end());
+    f.remaining = f.original = st.bytes;
+    f.rate = b.rate[i];
+    f.cap = st.rate_cap;
+    f.tag = grp.tag;
+    f.seq = grp.first_seq + static_cast<FlowId>(i);
+    f.active = true;
+    f.done = false;
+    f.update_ns = grp.start_ns;
+    f.heap_pos = -1;
+    f.group = -1;
+    for (core::LinkId l : st.route) link_state_[l] = 0;  // attach() counts the flow
+    attach(id);
+    heap_set(id, grp.start_ns + b.duration_ns[i]);
+  }
+  heap_erase(grp.slot);
+  release_group(g);
+}
+
+void FlowNetwork::release_group(int g) {
+  Group& grp = groups_[g];
+  Flow& f = flows_[grp.slot];
+  f.group = -1;
+  f.active = false;
+  f.done = true;
+  free_slots_.push_back(grp.slot);
+  grp.slot = -1;
+  grp.batch = -1;
+  free_groups_.push_back(g);
+}
+
+// [SECTION] Report -------------------------------------------------------------------------------
+
+// advance(): the members of the group in slot `id` finished by `now_ns` join finished_list_ and
+// free their links; the group is re-keyed at its next completion, or leaves the heap when none is
+// left (released after advance() has read the list).
+void FlowNetwork::report_group(TimeNs now_ns, Slot id) {
+  const int g = flows_[id].group;
+  Group& grp = groups_[g];
+  const Batch& b = batches_[grp.batch];
+  const std::size_t n = b.flows.size();
+  auto add_run = [&](FlowId seq, int count) {
+    if (!finished_list_.empty()) {
+      Finished& last = finished_list_.back();
+      if (last.slot < 0 && last.tag == grp.tag && last.seq + last.count == seq) {
+        last.count += count;
+        return;
+      }
+    }
+    finished_list_.push_back({seq, count, -1, grp.tag});
+  };
+  if (b.uniform) {  // popped at its completion, so all have finished
+    // All end together (the common case: a ring's equal flows): one run, every link freed.
+    add_run(grp.first_seq, static_cast<int>(n));
+    for (core::LinkId l : b.links) link_state_[l] = 0;
+    grp.next = n;
+  } else {
+    // Members finished by now, a prefix of the completion order, as runs of consecutive ids.
+    while (grp.next < n) {
+      const int i = b.order[grp.next];
+      if (grp.start_ns + b.duration_ns[i] > now_ns) break;
+      add_run(grp.first_seq + i, 1);
+      for (int k = b.link_begin[i]; k < b.link_begin[i + 1]; ++k) link_state_[b.links[k]] = 0;
+      ++grp.next;
+    }
+  }
+  if (grp.next < n) {
+    heap_set(id, grp.start_ns + b.duration_ns[b.order[grp.next]]);
+    return;
+  }
+  heap_erase(id);
+  emptied_groups_.push_back(g);
+}
+
+}  // namespace csim::engine

@@ -28,4 +28,4 @@ measure() {
   awk '/^tune/{for(i=1;i<=NF;i++) if($i=="s") print "tune_wall_s", $(i-1)}' "$tmp/sw"
 }
 measure "$1" >"$tmp/a"
-if [[ $# -gt 1 ]]; then measure "$2" >"$tmp/b"; join -a1 "$tmp/a" "$tmp/b"; else cat "$tmp/a"; fi
+if [[ $# -gt 1 ]]; then measure "$2" >"$tmp/b"; join -a1 -a2 -e - -o 0,1.2,2.2 <(sort "$tmp/a") <(sort "$tmp/b"); else cat "$tmp/a"; fi

@@ -140,8 +140,8 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
       return rows;
     };
     auto write = [&](const std::vector<sweep::VariantResult>& rows, bool complete) {
+      header.complete = complete;  // also the printed table's "(incomplete)" without -o
       if (results_path.empty()) return;
-      header.complete = complete;
       set_writing(true);
       sweep::write_results(results_path, header, rows);
       set_writing(false);

@@ -1092,12 +1092,20 @@ void pad_vocab_for_tensor_parallel(Ctx& ctx, json& doc, Scenario& sc) {
                                   " (a multiple of 128 x tp, as Megatron pads it)");
 }
 
+// Checked before the document is copied: a copy of a deeply nested non-object (20,000 nested
+// arrays, tests/bad_inputs/deep_nesting.json) recurses once per level.
+void require_object(const json& doc, const std::string& file) {
+  if (doc.is_object()) return;
+  Ctx ctx;
+  ctx.file = file;
+  ctx.fail("", "the scenario must be a JSON object, got " + describe_value(doc));
+}
+
 Scenario parse_document(json doc, const std::string& file,
                         const std::vector<std::string>& overrides) {
   Ctx ctx;
   ctx.file = file;
-  if (!doc.is_object())
-    ctx.fail("", "the scenario must be a JSON object, got " + describe_value(doc));
+  require_object(doc, file);
   for (const std::string& ov : overrides) apply_override(doc, ov, ctx);
 
   Obj top(ctx, doc, "",
@@ -1145,6 +1153,7 @@ Scenario parse_scenario_string(const std::string& json_text, const std::string& 
 
 Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& name_for_errors,
                                  const std::vector<std::string>& overrides) {
+  require_object(doc, name_for_errors);
   return parse_document(doc, name_for_errors, overrides);
 }
 

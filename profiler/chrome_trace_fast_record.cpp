@@ -122,7 +122,8 @@ inline const char* read_number(const char* p, const char* end, Number* n) {
   n->i = neg ? -v : v;
   constexpr std::int64_t kExactNs = std::int64_t{1} << 50;
   n->ns_exact = (frac == 3 && v < kExactNs) || (frac == 0 && v < kExactNs / 1000);
-  n->ns = frac == 3 ? n->i : n->i * 1000;
+  // Only an exact value is scaled: a larger integer (an arg such as a byte count) would overflow.
+  n->ns = !n->ns_exact ? 0 : frac == 3 ? n->i : n->i * 1000;
   return p;
 }
 

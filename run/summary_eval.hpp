@@ -20,7 +20,7 @@ const char* to_string(Evaluation e);  // "block", "op-level"
 
 struct SummaryEval {
   core::Program program;
-  block::EvalResult figures;  // kOpLevel: exposed_comm_ns is not computed (left 0)
+  block::EvalResult figures;
   // The step time in seconds: kOpLevel exactly as the summary computes it (core::step_time_s),
   // the block path figures.step_time_ns / 1e9.
   double step_time_s = 0;

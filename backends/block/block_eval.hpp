@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/executor.hpp"
+#include "core/memory_timeline.hpp"
 #include "core/program.hpp"
 #include "core/scenario.hpp"
 
@@ -58,5 +60,10 @@ EvalResult evaluate(const core::Scenario& scenario, const core::Program& program
 
 // Always the op-level simulator (backends/sim), figures computed from its op timings.
 EvalResult evaluate_op_level(const core::Scenario& scenario, const core::Program& program);
+
+// The figures of an op-level run already made (its timings and memory report): what
+// evaluate_op_level returns after simulating.
+EvalResult figures_from_timings(const core::Program& program, const core::ExecutionResult& result,
+                                const core::MemoryReport& memory);
 
 }  // namespace csim::block

@@ -52,13 +52,18 @@ Bytes EvalResult::max_peak_bytes() const {
 }
 
 EvalResult evaluate_op_level(const core::Scenario& scenario, const core::Program& program) {
-  EvalResult r;
-  r.path = EvalPath::kOpLevel;
   sim::SimExecutor exec(scenario);
   const core::ExecutionResult res = exec.run(program, {});
+  return figures_from_timings(program, res,
+                              core::memory_timeline(program, res.timings, scenario.cluster));
+}
+
+EvalResult figures_from_timings(const core::Program& program, const core::ExecutionResult& res,
+                                const core::MemoryReport& mem) {
+  EvalResult r;
+  r.path = EvalPath::kOpLevel;
   const std::vector<core::StepSpan> spans = core::step_spans(program, res.timings);
   r.step_time_ns = static_cast<TimeNs>(std::llround(core::step_time_s(spans) * 1e9));
-  const core::MemoryReport mem = core::memory_timeline(program, res.timings, scenario.cluster);
   for (const core::GpuMemory& g : mem.gpus)
     r.peaks.push_back({g.gpu, std::max(g.peak_bytes, g.steady_peak_bytes), g.capacity_bytes});
   if (mem.oom) r.oom = Oom{mem.oom->gpu, mem.oom->op, mem.oom->steady_state};

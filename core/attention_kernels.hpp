@@ -1,0 +1,40 @@
+// The attention core of a decoder block, per attention implementation (AttentionKernel in
+// core/transformer_config.hpp): the layers between the q/k/v projections and the output
+// projection, their FLOPs, memory traffic, saved activations and backward, and which GPUs can run
+// each kernel. Formulas and sources: docs/attention.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "core/transformer_config.hpp"
+
+namespace csim::core {
+
+struct AttentionShape {
+  std::int64_t seq_len = 0;   // s, tokens per sample
+  int heads = 0;              // query heads (whole model, before tensor parallelism)
+  int kv_heads = 0;           // key/value heads (GQA); == heads for MHA
+  std::int64_t head_dim = 0;  // d
+  std::int64_t window = 0;    // sliding window in tokens; 0 = full causal attention
+  bool causal = true;         // decoder: the upper triangle is masked
+  bool dropout = false;       // dropout on the probabilities (eager only; flash fuses it)
+};
+
+// The core's layers for one sample, in forward order, named prefix + "attn.<part>" (eager:
+// attn.scores, attn.softmax, [attn.dropout], attn.av, as build_gpt; fused kernels: one layer
+// attn.core). Every layer has tp_role kSharded (split by heads), selective_recompute set where
+// Megatron's selective recompute re-runs it, and its backward figures.
+std::vector<LayerSpec> attention_core_layers(AttentionKernel kernel, const AttentionShape& shape,
+                                             double act_bytes, const std::string& prefix);
+
+// "" when `gpu` can run `kernel`; else why not, naming the GPU and the compute capability the
+// kernel needs (e.g. flash3 on an A100).
+std::string attention_kernel_unsupported(AttentionKernel kernel, const GpuSpec& gpu);
+
+// What PyTorch / the usual training stacks pick on this GPU when the user names none.
+AttentionKernel default_attention_kernel(const GpuSpec& gpu);
+
+}  // namespace csim::core

@@ -180,6 +180,9 @@ struct LayerSpec {
   // (docs/program.md, "A training step"). Pointwise layers set it: softmax's backward reads y and
   // dy and writes dx (3 tensors), not 2 x (read + write).
   double bwd_bytes_per_sample = -1;
+  // Backward FLOPs for one sample; < 0 = twice the forward's (docs/program.md, "A training step").
+  // A fused attention kernel that recomputes its scores sets it (docs/attention.md, "Backward").
+  double bwd_flops_per_sample = -1;
   // Re-run by selective recompute before its backward (the attention core: scores, softmax,
   // dropout, attention x values; Korthikanti et al. 2022, section 4.2). Consecutive marked layers
   // are recomputed together, in forward order, before the backward of the last of them.
@@ -193,6 +196,12 @@ struct LayerSpec {
 inline Bytes backward_traffic_bytes(double fwd_per_sample, double bwd_per_sample, double samples) {
   return bwd_per_sample >= 0 ? static_cast<Bytes>(std::llround(bwd_per_sample * samples))
                              : 2 * static_cast<Bytes>(std::llround(fwd_per_sample * samples));
+}
+
+// A backward kernel's FLOPs for `samples` samples: the layer's own backward FLOPs when it states
+// them (>= 0), else twice the forward's (docs/program.md, "A training step").
+inline double backward_flops(double fwd_per_sample, double bwd_per_sample, double samples) {
+  return bwd_per_sample >= 0 ? bwd_per_sample * samples : 2.0 * fwd_per_sample * samples;
 }
 
 // Transformer shape kept by the GPT builder and by build_transformer (core/model_transformer.hpp)

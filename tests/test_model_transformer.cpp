@@ -230,17 +230,17 @@ TEST_CASE("transformer: FLOPs per token, the three published counts and ours",
   CHECK(transformer_flops_per_token(build_gpt(GptConfig{}, 2)).model == 0);
 }
 
-TEST_CASE("transformer: attended pairs, causal and windowed", "[transformer][flops]") {
-  // causal: s^2 / 2
-  CHECK(attended_pairs(8192, 0) == 8192.0 * 8192 / 2);
-  CHECK(attended_pairs(4096, 4096) == 4096.0 * 4096 / 2);
-  // window 4096 over 8192: s w - w^2 / 2 = 33,554,432 - 8,388,608 = 25,165,824
-  CHECK(attended_pairs(8192, 4096) == 25165824.0);
-  // A windowed model's attention FLOPs: Mistral-shaped at s 8192, w 4096, 32 blocks:
-  // 4 a d P per block = 4 x 32 x 128 x 25,165,824 = 412,316,860,416; x 32 = 13,194,139,533,312
+TEST_CASE("transformer: windowed blocks count the pairs they attend", "[transformer][flops]") {
+  // A windowed model's attention FLOPs: Mistral-shaped at s 8192, w 4096, 32 blocks; pairs per
+  // head P = s w - w^2 / 2 = 33,554,432 - 8,388,608 = 25,165,824; 4 a d P per block = 4 x 32 x 128
+  // x 25,165,824 = 412,316,860,416; x 32 = 13,194,139,533,312
   TransformerConfig c = llama(32, 4096, 32, 14336);
   c.window = 4096;
   CHECK(transformer_forward_flops(c).attention == Approx(13194139533312.0).epsilon(1e-12));
+  // with every other block global (global_every 2): 16 blocks at P and 16 at s^2 / 2 =
+  // 33,554,432: 4 x 32 x 128 x 16 x (25,165,824 + 33,554,432) = 15,393,162,788,864
+  c.global_every = 2;
+  CHECK(transformer_forward_flops(c).attention == Approx(15393162788864.0).epsilon(1e-12));
 }
 
 TEST_CASE("transformer: model FLOPs per step for MFU use the general block",
@@ -287,6 +287,8 @@ TEST_CASE("transformer: model.transformer's defaults and bad input", "[transform
   fails("A100-SXM4-80GB", "{" + base + R"(, "attention": {"kernel": "flash3"}})",
         "model.transformer.attention.kernel", "A100");
   fails("H200", "{" + base + R"(, "norm": "batchnorm"})", "model.transformer.norm", "not one of");
+  fails("H200", "{" + base + R"(, "attention": {"kernel": "flash3", "dropout": true}})",
+        "model.transformer.attention.dropout", "flash3");
   fails("H200", "{" + base + R"(, "attention": {"global_every": 2}})",
         "model.transformer.attention.global_every", "window");
 }

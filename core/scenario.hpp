@@ -214,15 +214,18 @@ inline double backward_flops(double fwd_per_sample, double bwd_per_sample, doubl
   return bwd_per_sample >= 0 ? bwd_per_sample * samples : 2.0 * fwd_per_sample * samples;
 }
 
-// Transformer shape kept by the GPT builder for the FLOPs formulas and the parallel checks
-// (core/flops.hpp); layers == 0 for models that are not transformers.
+// Transformer shape kept by the GPT builder and by build_transformer (core/model_transformer.hpp)
+// for the FLOPs formulas and the parallel checks (core/flops.hpp); layers == 0 for models that
+// are not transformers.
 struct TransformerShape {
   int layers = 0;               // l, transformer blocks
   std::int64_t hidden = 0;      // h
   int heads = 0;                // a
   std::int64_t seq_len = 0;     // s
-  std::int64_t vocab = 0;       // V
+  std::int64_t vocab = 0;       // V (build_transformer: the padded rows, what tp splits)
   std::int64_t ffn_hidden = 0;  // f (4h by default)
+  int kv_heads = 0;             // key/value heads (build_transformer; 0 = heads)
+  std::int64_t head_dim = 0;    // d (build_transformer; 0 = hidden / heads)
 };
 
 struct ModelSpec {
@@ -231,7 +234,10 @@ struct ModelSpec {
   std::vector<LayerSpec> layers;      // in forward order
   double input_bytes_per_sample = 0;  // one input sample as loaded (fp32 unless said)
   bool python_hooks = false;          // backward hooks in Python: backward then needs the GIL
-  TransformerShape transformer;       // set by the GPT builder
+  TransformerShape transformer;       // set by the GPT builder and build_transformer
+  // The general decoder block it was built from (model.transformer, model.hf_config); layers == 0
+  // for every other model (model.gpt included). core/transformer_flops.hpp reads it.
+  TransformerConfig transformer_config;
   std::int64_t total_params() const;
   std::int64_t total_buffer_elems() const;
 };

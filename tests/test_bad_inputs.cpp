@@ -82,6 +82,18 @@ const std::vector<std::string> kParserKeys = {
     "model.explicit[].activation_bytes_per_sample", "model.explicit[].output_bytes_per_sample",
     "model.explicit[].bwd_bytes_per_sample", "model.explicit[].kernels",
     "model.explicit[].extra_python_us",
+    // model.transformer (core/parse_transformer.cpp)
+    "model.transformer", "model.transformer.layers", "model.transformer.hidden",
+    "model.transformer.heads", "model.transformer.kv_heads", "model.transformer.head_dim",
+    "model.transformer.ffn_hidden", "model.transformer.seq_len", "model.transformer.vocab",
+    "model.transformer.vocab_pad_multiple", "model.transformer.max_positions",
+    "model.transformer.mlp", "model.transformer.norm", "model.transformer.position",
+    "model.transformer.rotary_fraction", "model.transformer.tied_embeddings",
+    "model.transformer.qkv_bias", "model.transformer.attn_out_bias", "model.transformer.mlp_bias",
+    "model.transformer.qk_norm", "model.transformer.parallel_residual",
+    "model.transformer.hidden_dropout", "model.transformer.attention",
+    "model.transformer.attention.kernel", "model.transformer.attention.window",
+    "model.transformer.attention.global_every", "model.transformer.attention.dropout",
     // strategy
     "strategy.kind", "strategy.device_ids", "strategy.output_device", "strategy.ddp",
     "strategy.ddp.bucket_cap_mb", "strategy.ddp.first_bucket_mb", "strategy.ddp.overlap",

@@ -2,6 +2,8 @@
 // "FLOPs utilisation".
 #include "core/flops.hpp"
 
+#include "core/transformer_flops.hpp"
+
 namespace csim::core {
 namespace {
 
@@ -29,6 +31,11 @@ GptForward gpt_forward(const TransformerShape& t) {
 double model_flops_per_step(const Scenario& s) {
   const double batch = static_cast<double>(s.training.global_batch);
   const TransformerShape& t = s.model.transformer;
+  if (s.model.transformer_config.layers > 0) {
+    // The general block (docs/transformer.md, "Model FLOPs"): 3 B (sum of blocks + logits).
+    const TransformerForwardFlops f = transformer_forward_flops(s.model.transformer_config);
+    return 3.0 * batch * (f.blocks + f.logits);
+  }
   if (t.layers > 0) {
     // model = 3 B (l * block + logits) = 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) for f = 4h.
     const GptForward g = gpt_forward(t);
@@ -47,6 +54,14 @@ double hardware_flops_per_step(const Scenario& s) {
                              s.strategy.kind != StrategyKind::kDdp;
   if (t.layers == 0 || !parallel_kind) return model;
   const double batch = static_cast<double>(s.training.global_batch);
+  if (s.model.transformer_config.layers > 0) {
+    // docs/transformer.md, "Model FLOPs": selective re-runs Q K^T and A V, full every block.
+    const TransformerForwardFlops f = transformer_forward_flops(s.model.transformer_config);
+    if (s.strategy.parallel.recompute == RecomputeMode::kSelective)
+      return model + batch * f.attention;
+    if (s.strategy.parallel.recompute == RecomputeMode::kFull) return model + batch * f.blocks;
+    return model;
+  }
   const GptForward g = gpt_forward(t);
   switch (s.strategy.parallel.recompute) {
     case RecomputeMode::kNone:

@@ -11,6 +11,8 @@
 //            = 96 B s l h^2 (1 + s/(6h) + V/(16 l h))           full (every block's forward again)
 // For a general ffn width f the per-block forward is 8 s h^2 + 4 s h f + 4 s^2 h and the logits
 // 2 s h V per sample; model = 3 B (l (8 s h^2 + 4 s h f + 4 s^2 h) + 2 s h V).
+// The general block (model.transformer, model.hf_config): core/transformer_flops.hpp and
+// docs/transformer.md, "Model FLOPs" (GQA, SwiGLU, head_dim, causal attention and windows).
 // Other models: model = 3 B sum(fwd_flops_per_sample); hardware = model.
 //   MFU = model FLOPs per step / (step time x GPUs x dense peak of the compute dtype)
 //   HFU = hardware FLOPs per step / (the same)

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/transformer_config.hpp"
 #include "core/units.hpp"
 
 namespace csim::core {
@@ -179,6 +180,9 @@ struct LayerSpec {
   // (docs/program.md, "A training step"). Pointwise layers set it: softmax's backward reads y and
   // dy and writes dx (3 tensors), not 2 x (read + write).
   double bwd_bytes_per_sample = -1;
+  // Backward FLOPs for one sample; < 0 = twice the forward's (docs/program.md, "A training step").
+  // A fused attention kernel that recomputes its scores sets it (docs/attention.md, "Backward").
+  double bwd_flops_per_sample = -1;
   // Re-run by selective recompute before its backward (the attention core: scores, softmax,
   // dropout, attention x values; Korthikanti et al. 2022, section 4.2). Consecutive marked layers
   // are recomputed together, in forward order, before the backward of the last of them.
@@ -194,15 +198,24 @@ inline Bytes backward_traffic_bytes(double fwd_per_sample, double bwd_per_sample
                              : 2 * static_cast<Bytes>(std::llround(fwd_per_sample * samples));
 }
 
-// Transformer shape kept by the GPT builder for the FLOPs formulas and the parallel checks
-// (core/flops.hpp); layers == 0 for models that are not transformers.
+// A backward kernel's FLOPs for `samples` samples: the layer's own backward FLOPs when it states
+// them (>= 0), else twice the forward's (docs/program.md, "A training step").
+inline double backward_flops(double fwd_per_sample, double bwd_per_sample, double samples) {
+  return bwd_per_sample >= 0 ? bwd_per_sample * samples : 2.0 * fwd_per_sample * samples;
+}
+
+// Transformer shape kept by the GPT builder and by build_transformer (core/model_transformer.hpp)
+// for the FLOPs formulas and the parallel checks (core/flops.hpp); layers == 0 for models that
+// are not transformers.
 struct TransformerShape {
   int layers = 0;               // l, transformer blocks
   std::int64_t hidden = 0;      // h
   int heads = 0;                // a
   std::int64_t seq_len = 0;     // s
-  std::int64_t vocab = 0;       // V
+  std::int64_t vocab = 0;       // V (build_transformer: the padded rows, what tp splits)
   std::int64_t ffn_hidden = 0;  // f (4h by default)
+  int kv_heads = 0;             // key/value heads (build_transformer; 0 = heads)
+  std::int64_t head_dim = 0;    // d (build_transformer; 0 = hidden / heads)
 };
 
 struct ModelSpec {
@@ -211,7 +224,10 @@ struct ModelSpec {
   std::vector<LayerSpec> layers;      // in forward order
   double input_bytes_per_sample = 0;  // one input sample as loaded (fp32 unless said)
   bool python_hooks = false;          // backward hooks in Python: backward then needs the GIL
-  TransformerShape transformer;       // set by the GPT builder
+  TransformerShape transformer;       // set by the GPT builder and build_transformer
+  // The general decoder block it was built from (model.transformer, model.hf_config); layers == 0
+  // for every other model (model.gpt included). core/transformer_flops.hpp reads it.
+  TransformerConfig transformer_config;
   std::int64_t total_params() const;
   std::int64_t total_buffer_elems() const;
 };

@@ -27,6 +27,7 @@
 #include "core/model_builders.hpp"
 #include "core/parse_context.hpp"
 #include "core/parse_parallel.hpp"
+#include "core/parse_transformer.hpp"
 
 namespace csim::core {
 
@@ -697,22 +698,22 @@ ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
   return build_explicit(std::move(layers), 0);
 }
 
-ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t) {
-  Obj o(
-      ctx, v, "model",
-      {"name", "layers", "gpt", "resnet50", "explicit", "input_bytes_per_sample", "python_hooks"});
-  const char* kinds[] = {"layers", "gpt", "resnet50", "explicit"};
+ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t, const GpuSpec& gpu) {
+  Obj o(ctx, v, "model",
+        {"name", "layers", "gpt", "transformer", "resnet50", "explicit", "input_bytes_per_sample",
+         "python_hooks"});
+  const char* kinds[] = {"layers", "gpt", "transformer", "resnet50", "explicit"};
   std::vector<std::string> given;
   for (const char* k : kinds) {
     if (o.has(k)) given.emplace_back(k);
   }
   if (given.empty()) {
-    ctx.fail("model", "missing the model: give one of layers, gpt, resnet50, explicit",
+    ctx.fail("model", "missing the model: give one of layers, gpt, transformer, resnet50, explicit",
              "e.g. \"model\": {\"resnet50\": {}}");
   }
   if (given.size() > 1) {
     ctx.fail(o.at(given[1]), "the model is given twice (" + given[0] + " and " + given[1] + ")",
-             "keep exactly one of layers, gpt, resnet50, explicit");
+             "keep exactly one of layers, gpt, transformer, resnet50, explicit");
   }
   const int act_bytes = dtype_bytes(precision_bytes(t.precision, t.amp_dtype).compute);
   const std::string& kind = given[0];
@@ -721,6 +722,8 @@ ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t) {
     m = parse_layer_list(ctx, o.raw("layers"), o.at("layers"), act_bytes);
   } else if (kind == "gpt") {
     m = parse_gpt(ctx, o.raw("gpt"), o.at("gpt"), act_bytes);
+  } else if (kind == "transformer") {  // core/parse_transformer.cpp
+    m = parse_transformer(ctx, o.raw("transformer"), o.at("transformer"), act_bytes, gpu);
   } else if (kind == "resnet50") {
     Obj r(ctx, o.raw("resnet50"), o.at("resnet50"), {"image_size", "num_classes"});
     ResNet50Config c;
@@ -1082,11 +1085,16 @@ void check_sizes(Ctx& ctx, Scenario& sc) {
 void pad_vocab_for_tensor_parallel(Ctx& ctx, json& doc, Scenario& sc) {
   const i64 vocab = sc.model.transformer.vocab;
   const int tp = sc.strategy.parallel.tp;
+  if (sc.model.transformer_config.layers > 0) {  // model.transformer: core/parse_transformer.cpp
+    pad_transformer_vocab_for_tp(
+        ctx, sc.model, tp, dtype_bytes(precision_bytes(sc.training.precision, sc.training.amp_dtype).compute));
+    return;
+  }
   if (sc.model.transformer.layers == 0 || tp <= 1 || vocab % tp == 0) return;
   const i64 multiple = 128LL * tp;
   const i64 padded = (vocab + multiple - 1) / multiple * multiple;
   doc["model"]["gpt"]["vocab"] = padded;
-  sc.model = parse_model(ctx, doc["model"], sc.training);
+  sc.model = parse_model(ctx, doc["model"], sc.training, sc.cluster.gpu);
   ctx.warn("model.gpt.vocab", std::to_string(vocab) + " does not split over tp " +
                                   std::to_string(tp) + ": padded to " + std::to_string(padded) +
                                   " (a multiple of 128 x tp, as Megatron pads it)");
@@ -1122,7 +1130,7 @@ Scenario parse_document(json doc, const std::string& file,
   sc.cluster = parse_cluster(ctx, top.require("cluster"));
   sc.host = parse_host(ctx, top.has("host") ? &top.raw("host") : nullptr);
   sc.training = parse_training(ctx, top.require("training"), sc.cluster.gpu);
-  sc.model = parse_model(ctx, top.require("model"), sc.training);
+  sc.model = parse_model(ctx, top.require("model"), sc.training, sc.cluster.gpu);
   const bool ga_given =
       top.raw("training").is_object() && top.raw("training").contains("gradient_accumulation");
   sc.strategy = parse_strategy(ctx, top.has("strategy") ? &top.raw("strategy") : nullptr,

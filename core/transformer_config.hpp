@@ -48,6 +48,8 @@ struct TransformerConfig {
   std::int64_t window = 0;         // sliding-window attention span in tokens; 0 = full causal
   int global_every = 0;  // with a window: every k-th block attends fully (0 = all windowed)
   bool attention_dropout = false;  // dropout on the attention probabilities (GPT-2 training)
+  bool hidden_dropout = false;  // dropout after the embeddings and on both residual branches
+                                // (GPT-2 training: resid_pdrop, embd_pdrop)
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // resolved by the parser
 };
 

@@ -176,13 +176,14 @@ OpId Emitter::emit_layer(LayerPass& lp) {
                    lp.phase == StepPhase::kForward, std::move(lp.deps), phase_name(lp.phase),
                    ps_.micro_batch_size);
   } else {
-    // Backward: 2x the forward FLOPs; the layer's backward traffic, 2x the forward's unless it
-    // says otherwise (docs/program.md, "A training step").
+    // Backward: 2x the forward FLOPs unless the layer states its own; the layer's backward traffic,
+    // 2x the forward's unless it says otherwise (docs/program.md, "A training step").
     const Bytes traffic =
         backward_traffic_bytes(sl.traffic_per_sample, sl.bwd_traffic_per_sample, bsz) +
         sl.params * (pb_.weights + pb_.grads);
-    c = b_.compute(lane, name, l.kind, 2.0 * sl.flops_per_sample * bsz, traffic, 2.0 * l.kernels,
-                   s_.model.python_hooks, std::move(lp.deps), phase_name(lp.phase),
+    c = b_.compute(lane, name, l.kind,
+                   backward_flops(sl.flops_per_sample, sl.bwd_flops_per_sample, bsz), traffic,
+                   2.0 * l.kernels, s_.model.python_hooks, std::move(lp.deps), phase_name(lp.phase),
                    ps_.micro_batch_size);
   }
   r.last_compute = c;

@@ -79,6 +79,7 @@ enum class TpComm : std::uint8_t { kNone, kAllReduce, kReduceScatter, kAllGather
 struct ShardedLayer {
   double flops_per_sample = 0;                // forward FLOPs on this rank
   double traffic_per_sample = 0;              // forward memory traffic, excluding weights
+  double bwd_flops_per_sample = -1;           // backward FLOPs on this rank; < 0: 2x fwd
   double bwd_traffic_per_sample = -1;         // backward traffic, excluding weights; < 0: 2x fwd
   std::int64_t params = 0;                    // parameters held by this rank
   double act_bytes_per_sample = 0;            // saved for backward (no recompute)

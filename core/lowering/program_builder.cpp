@@ -259,15 +259,16 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
   for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
     const LayerSpec& layer = layers[i];
     // docs/program.md, "A training step": grad-input and grad-weight GEMMs, 2x the forward FLOPs
-    // and traffic, launched as 2x the forward kernels by autograd's C++ device thread.
+    // and traffic unless the layer states its own, launched as 2x the forward kernels by
+    // autograd's C++ device thread.
     const Bytes traffic =
         backward_traffic_bytes(layer.fwd_bytes_per_sample, layer.bwd_bytes_per_sample, b * scale) +
         layer.params * (precision().weights + precision().grads);
     std::vector<Dep> deps =
         i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
-    OpId c =
-        compute(l, prefix + layer.name + ".bwd", layer.kind, 2.0 * layer.fwd_flops_per_sample * b,
-                traffic, 2.0 * layer.kernels, hooks, std::move(deps), "backward", batch);
+    OpId c = compute(l, prefix + layer.name + ".bwd", layer.kind,
+                     backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b),
+                     traffic, 2.0 * layer.kernels, hooks, std::move(deps), "backward", batch);
     bw.layer_ops.push_back(c);
     bw.last = c;
     if (on_layer_done) on_layer_done(i, c);

@@ -24,6 +24,7 @@ ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sp) {
   out.params = l.params;
   out.flops_per_sample = l.fwd_flops_per_sample;
   out.traffic_per_sample = l.fwd_bytes_per_sample;
+  out.bwd_flops_per_sample = l.bwd_flops_per_sample;
   out.bwd_traffic_per_sample = l.bwd_bytes_per_sample;
   out.act_bytes_per_sample = l.activation_bytes_per_sample;
   out.selective_act_bytes_per_sample = l.selective_activation_bytes_per_sample >= 0
@@ -42,6 +43,7 @@ ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sp) {
   if (split_work) {
     out.flops_per_sample /= t;
     out.traffic_per_sample /= t;
+    if (out.bwd_flops_per_sample > 0) out.bwd_flops_per_sample /= t;
     if (out.bwd_traffic_per_sample > 0) out.bwd_traffic_per_sample /= t;
   }
   if (l.tp_role != TpRole::kReplicated) out.params = (l.params + tp - 1) / tp;

@@ -45,8 +45,8 @@ const Arch kArchs[] = {
 
 // Mixture-of-experts architectures (architectures[0], model_type): refused until MoE is modelled.
 const char* const kMoeArchs[][2] = {
-    {"MixtralForCausalLM", "mixtral"},         {"Qwen2MoeForCausalLM", "qwen2_moe"},
-    {"Qwen3MoeForCausalLM", "qwen3_moe"},      {"DeepseekV2ForCausalLM", "deepseek_v2"},
+    {"MixtralForCausalLM", "mixtral"},        {"Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"},     {"DeepseekV2ForCausalLM", "deepseek_v2"},
     {"DeepseekV3ForCausalLM", "deepseek_v3"},
 };
 // Any of these above 0 makes a config a mixture of experts, whatever its architecture says.
@@ -56,17 +56,45 @@ constexpr const char* kMoeLater = "MoE comes in a later issue";
 
 // Fields accepted without a warning although nothing here reads them: they have no cost effect
 // this model represents (token ids, initialisation, RoPE's base and scaling, the norms' eps,
-// dtype, inference-only switches, hidden/embedding/residual dropout, GPT-2's summary head).
-const char* const kNoCostFields[] = {
-    "_name_or_path", "architectures", "model_type", "transformers_version", "torch_dtype", "dtype",
-    "bos_token_id", "eos_token_id", "pad_token_id", "initializer_range", "use_cache",
-    "rope_theta", "rope_scaling", "rope_parameters", "rotary_emb_base", "rms_norm_eps",
-    "layer_norm_eps", "layer_norm_epsilon", "pretraining_tp", "tokenizer_class", "n_ctx",
-    "embd_pdrop", "resid_pdrop", "hidden_dropout", "hidden_dropout_prob", "classifier_dropout",
-    "summary_activation", "summary_first_dropout", "summary_proj_to_labels", "summary_type",
-    "summary_use_proj", "task_specific_params", "use_mrope", "scale_attn_weights",
-    "attention_probs_dropout_prob", "output_attentions", "output_hidden_states",
-    "return_dict", "tie_encoder_decoder", "id2label", "label2id"};
+// dtype, inference-only switches, GPT-2's summary head, dropouts no architecture here applies).
+const char* const kNoCostFields[] = {"_name_or_path",
+                                     "architectures",
+                                     "model_type",
+                                     "transformers_version",
+                                     "torch_dtype",
+                                     "dtype",
+                                     "bos_token_id",
+                                     "eos_token_id",
+                                     "pad_token_id",
+                                     "initializer_range",
+                                     "use_cache",
+                                     "rope_theta",
+                                     "rope_scaling",
+                                     "rope_parameters",
+                                     "rotary_emb_base",
+                                     "rms_norm_eps",
+                                     "layer_norm_eps",
+                                     "layer_norm_epsilon",
+                                     "pretraining_tp",
+                                     "tokenizer_class",
+                                     "n_ctx",
+                                     "hidden_dropout_prob",
+                                     "classifier_dropout",
+                                     "summary_activation",
+                                     "summary_first_dropout",
+                                     "summary_proj_to_labels",
+                                     "summary_type",
+                                     "summary_use_proj",
+                                     "task_specific_params",
+                                     "use_mrope",
+                                     "scale_attn_weights",
+                                     "attention_probs_dropout_prob",
+                                     "output_attentions",
+                                     "output_hidden_states",
+                                     "return_dict",
+                                     "tie_encoder_decoder",
+                                     "id2label",
+                                     "label2id"};
 
 std::string supported_list() {
   std::string s;
@@ -211,8 +239,8 @@ const Arch& architecture(Reader& r) {
 }
 
 bool is_gelu(const std::string& act) {
-  for (const char* g : {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python",
-                        "gelu_accurate"}) {
+  for (const char* g :
+       {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate"}) {
     if (act == g) return true;
   }
   return false;
@@ -258,8 +286,8 @@ void apply_layer_types(Reader& r, TransformerConfig& c, i64 sliding_window) {
   std::set<std::string> kinds;
   for (const json& e : v) {
     if (!e.is_string() || (e != "full_attention" && e != "sliding_attention"))
-      r.fail("layer_types", "expected \"full_attention\" or \"sliding_attention\", got " +
-                                describe_value(e));
+      r.fail("layer_types",
+             "expected \"full_attention\" or \"sliding_attention\", got " + describe_value(e));
     kinds.insert(e.get<std::string>());
   }
   if (kinds.size() > 1)
@@ -270,8 +298,9 @@ void apply_layer_types(Reader& r, TransformerConfig& c, i64 sliding_window) {
     c.window = 0;
   } else {
     if (sliding_window <= 0)
-      r.fail("sliding_window", "layer_types makes every block sliding_attention but no window is "
-                               "given",
+      r.fail("sliding_window",
+             "layer_types makes every block sliding_attention but no window is "
+             "given",
              "give sliding_window in tokens");
     c.window = sliding_window;
   }
@@ -288,8 +317,7 @@ const std::vector<std::string>& hf_supported_architectures() {
   return kNames;
 }
 
-TransformerConfig transformer_config_from_hf(const json& cfg, const std::string& file,
-                                             std::vector<std::string>* warnings) {
+HfModel hf_model_from_json(const json& cfg, const std::string& file) {
   if (!cfg.is_object())
     throw InputError(file, "", "a config.json is a JSON object, got " + describe_value(cfg),
                      "give the model's config.json from its Hugging Face repository");
@@ -315,9 +343,10 @@ TransformerConfig transformer_config_from_hf(const json& cfg, const std::string&
   const bool neox = f == Family::kNeox;
   const bool gated = !gpt2 && !neox;  // Llama, Mistral, Qwen2, Qwen3: SwiGLU, RMSNorm, RoPE, GQA
   const std::string arch = a.name;
-  std::vector<std::string> notes;
-
-  TransformerConfig c;
+  HfModel out;
+  out.architecture = arch;
+  std::vector<std::string>& notes = out.warnings;
+  TransformerConfig& c = out.config;
   if (r.given("_name_or_path")) c.name = r.string("_name_or_path", "");
   // Shape. GPT-2's config.json spells them n_embd, n_layer, n_head (GPT2Config's attribute_map
   // accepts the long names too).
@@ -386,10 +415,11 @@ TransformerConfig transformer_config_from_hf(const json& cfg, const std::string&
     c.position = PositionKind::kLearned;
     c.max_positions = r.req_int({"n_positions", "max_position_embeddings"}, 1, 1 << 24, arch);
   } else {
-    c.position = PositionKind::kRope;
-    c.max_positions = r.opt_int("max_position_embeddings", 0, 1, 1 << 24);
+    c.position = PositionKind::kRope;  // no table: max_positions stays 0
+    out.max_position_embeddings = r.opt_int("max_position_embeddings", 0, 1, 1 << 24);
     if (neox) {
-      const std::string k = r.given("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct";
+      const std::string k =
+          r.given("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct";
       r.present("rotary_pct");
       c.rotary_fraction = r.number(k, 0.25, 0.0, 1.0);  // GPTNeoXConfig: rotary_pct = 0.25
     } else {
@@ -449,9 +479,18 @@ TransformerConfig transformer_config_from_hf(const json& cfg, const std::string&
   if (gated) apply_layer_types(r, c, sliding);
 
   // Dropout on the attention probabilities (training): GPT2Config's attn_pdrop defaults to 0.1.
-  const double p = gpt2 ? r.number("attn_pdrop", 0.1, 0.0, 1.0)
-                        : r.number("attention_dropout", 0.0, 0.0, 1.0);
+  const double p =
+      gpt2 ? r.number("attn_pdrop", 0.1, 0.0, 1.0) : r.number("attention_dropout", 0.0, 0.0, 1.0);
   c.attention_dropout = p > 0;
+  // Dropout after the embeddings and on the residual branches: GPT-2's embd_pdrop and resid_pdrop
+  // (0.1 each by default), GPT-NeoX's hidden_dropout (0.0); the gated families have none.
+  if (gpt2) {
+    const double e = r.number("embd_pdrop", 0.1, 0.0, 1.0);
+    const double d = r.number("resid_pdrop", 0.1, 0.0, 1.0);
+    c.hidden_dropout = e > 0 || d > 0;
+  } else if (neox) {
+    c.hidden_dropout = r.number("hidden_dropout", 0.0, 0.0, 1.0) > 0;
+  }
 
   const std::vector<std::string> unread = r.unread();
   if (!unread.empty()) {
@@ -459,13 +498,19 @@ TransformerConfig transformer_config_from_hf(const json& cfg, const std::string&
     for (const std::string& k : unread) list += (list.empty() ? "" : ", ") + k;
     notes.push_back("not read for " + arch + " (no cost effect modelled): " + list);
   }
-  if (warnings) warnings->insert(warnings->end(), notes.begin(), notes.end());
-  return c;
+  return out;
+}
+
+TransformerConfig transformer_config_from_hf(const json& cfg, const std::string& file,
+                                             std::vector<std::string>* warnings) {
+  HfModel m = hf_model_from_json(cfg, file);
+  if (warnings) warnings->insert(warnings->end(), m.warnings.begin(), m.warnings.end());
+  return m.config;
 }
 
 // [SECTION] File ----------------------------------------------------------------------------------
 
-TransformerConfig read_hf_config(const std::string& path, std::vector<std::string>* warnings) {
+HfModel read_hf_model(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(path, "",
@@ -473,7 +518,25 @@ TransformerConfig read_hf_config(const std::string& path, std::vector<std::strin
                      "check the path (in a scenario it is relative to the scenario's folder)");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return transformer_config_from_hf(parse_json_strict(ss.str(), path), path, warnings);
+  return hf_model_from_json(parse_json_strict(ss.str(), path), path);
+}
+
+std::string hf_config_model_override(const json& scenario, const std::string& path) {
+  json model = json::object();
+  model["hf_config"] = path;
+  const json* old =
+      scenario.is_object() && scenario.contains("model") ? &scenario["model"] : nullptr;
+  if (old && old->is_object()) {
+    for (const char* where : {"", "transformer", "gpt"}) {
+      const json* o = *where ? (old->contains(where) ? &(*old)[where] : nullptr) : old;
+      if (o && o->is_object() && o->contains("seq_len")) {
+        model["seq_len"] = (*o)["seq_len"];
+        break;
+      }
+    }
+    if (old->contains("python_hooks")) model["python_hooks"] = (*old)["python_hooks"];
+  }
+  return "model=" + model.dump();
 }
 
 }  // namespace csim::core

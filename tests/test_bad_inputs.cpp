@@ -81,7 +81,8 @@ const std::vector<std::string> kParserKeys = {
     "model.explicit[].fwd_flops_per_sample", "model.explicit[].fwd_bytes_per_sample",
     "model.explicit[].activation_bytes_per_sample", "model.explicit[].output_bytes_per_sample",
     "model.explicit[].bwd_bytes_per_sample", "model.explicit[].kernels",
-    "model.explicit[].extra_python_us",
+    "model.explicit[].extra_python_us", "model.hf_config", "model.seq_len", "model.attention",
+    "model.attention.kernel", "model.vocab_pad_multiple",
     // strategy
     "strategy.kind", "strategy.device_ids", "strategy.output_device", "strategy.ddp",
     "strategy.ddp.bucket_cap_mb", "strategy.ddp.first_bucket_mb", "strategy.ddp.overlap",

@@ -30,6 +30,18 @@ struct AttentionShape {
 std::vector<LayerSpec> attention_core_layers(AttentionKernel kernel, const AttentionShape& shape,
                                              double act_bytes, const std::string& prefix);
 
+// The fraction of the GPU's dense peak (for the op's dtype) that a fused attention kernel reaches
+// for this shape, forward or backward: E(kernel, GPU generation, pass, head_dim) *
+// k / (k + k_half), k = keys per query (docs/attention.md, "Efficiency"; every figure there with
+// its published kernel benchmark). 0 for eager (the GPU's attention curve applies).
+double fused_attention_max_efficiency(const GpuSpec& gpu, const FusedAttentionShape& shape,
+                                      bool backward);
+
+// Query-key pairs one head evaluates for one sample (docs/attention.md, "Work"): s^2 without the
+// causal mask, ~s^2/2 with it (a fused kernel skips fully masked tiles), ~s*w - w^2/2 with a causal
+// window of w tokens.
+double attended_pairs(const AttentionShape& shape);
+
 // "" when `gpu` can run `kernel`; else why not, naming the GPU and the compute capability the
 // kernel needs (e.g. flash3 on an A100).
 std::string attention_kernel_unsupported(AttentionKernel kernel, const GpuSpec& gpu);

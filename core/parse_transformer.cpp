@@ -71,6 +71,9 @@ std::optional<TransformerProblem> transformer_problem(const TransformerConfig& c
   if (c.global_every > 0 && c.window == 0)
     return P{"attention.global_every", "needs attention.window (global blocks among windowed ones)",
              "set attention.window or remove global_every"};
+  if (c.attention_dropout && c.attention_kernel == AttentionKernel::kFlash3)
+    return P{"attention.dropout", "attention kernel flash3 has no dropout (docs/attention.md)",
+             "use attention.kernel flash2 or cudnn, or remove attention.dropout"};
   const std::string why = attention_kernel_unsupported(c.attention_kernel, gpu);
   if (!why.empty())
     return P{"attention.kernel", why,

@@ -130,6 +130,10 @@ struct Op {
   ComputeKind compute_kind = ComputeKind::kGemm;
   Dtype dtype = Dtype::kFp32;
   double flops = 0;  // floating-point operations
+  // > 0: the fraction of peak this kernel reaches at scale, replacing the kind curve's
+  // max_efficiency (a fused attention kernel's own figure: docs/attention.md, "Efficiency");
+  // 0 = the GPU's curve for compute_kind.
+  double max_efficiency = 0;
   // kCompute: bytes of memory traffic; kCopy / kCollective: payload bytes per GPU (the buffer
   // size, as nccl-tests' "size"); kAlloc / kFree: bytes allocated or released
   Bytes bytes = 0;

@@ -161,6 +161,15 @@ struct HostSpec {
 enum class TpRole { kReplicated, kColumn, kRow, kSharded, kVocabInput, kVocabOutput };
 const char* to_string(TpRole r);
 
+// The shape a fused attention kernel's efficiency depends on (docs/attention.md, "Efficiency"):
+// set on the attn.core layer of flash2 / flash3 / cudnn; kernel kEager = not a fused attention
+// kernel, and the layer's ComputeKind curve applies unchanged.
+struct FusedAttentionShape {
+  AttentionKernel kernel = AttentionKernel::kEager;  // which fused kernel runs the layer
+  std::int64_t head_dim = 0;                         // d
+  double keys_per_query = 0;  // keys each query attends on average (s, ~s/2 causal, ~w windowed)
+};
+
 struct LayerSpec {
   std::string name;  // e.g. "fc", "layer3.2.conv1", "h.5.attn"
   ComputeKind kind = ComputeKind::kGemm;
@@ -183,6 +192,7 @@ struct LayerSpec {
   // Backward FLOPs for one sample; < 0 = twice the forward's (docs/program.md, "A training step").
   // A fused attention kernel that recomputes its scores sets it (docs/attention.md, "Backward").
   double bwd_flops_per_sample = -1;
+  FusedAttentionShape fused_attention;  // a fused attention core's shape (its own efficiency)
   // Re-run by selective recompute before its backward (the attention core: scores, softmax,
   // dropout, attention x values; Korthikanti et al. 2022, section 4.2). Consecutive marked layers
   // are recomputed together, in forward order, before the backward of the last of them.

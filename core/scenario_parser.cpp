@@ -1091,7 +1091,8 @@ void pad_vocab_for_tensor_parallel(Ctx& ctx, json& doc, Scenario& sc) {
   const int tp = sc.strategy.parallel.tp;
   if (sc.model.transformer_config.layers > 0) {  // model.transformer: core/parse_transformer.cpp
     pad_transformer_vocab_for_tp(
-        ctx, sc.model, tp, dtype_bytes(precision_bytes(sc.training.precision, sc.training.amp_dtype).compute));
+        ctx, sc.model, tp,
+        dtype_bytes(precision_bytes(sc.training.precision, sc.training.amp_dtype).compute));
     return;
   }
   if (sc.model.transformer.layers == 0 || tp <= 1 || vocab % tp == 0) return;

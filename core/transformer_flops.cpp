@@ -2,15 +2,10 @@
 // docs/transformer.md, "Model FLOPs" and "FLOPs per token".
 #include "core/transformer_flops.hpp"
 
+#include "core/attention_kernels.hpp"
 #include "core/model_transformer.hpp"
 
 namespace csim::core {
-
-double attended_pairs(std::int64_t seq_len, std::int64_t window) {
-  const double s = static_cast<double>(seq_len), w = static_cast<double>(window);
-  if (window <= 0 || window >= seq_len) return s * s / 2.0;  // causal: half of the s x s scores
-  return s * w - w * w / 2.0;  // the first w queries see i + 1 keys, the rest w
-}
 
 TransformerForwardFlops transformer_forward_flops(const TransformerConfig& c) {
   const TransformerDims d = transformer_dims(c);
@@ -25,8 +20,10 @@ TransformerForwardFlops transformer_forward_flops(const TransformerConfig& c) {
   TransformerForwardFlops out;
   for (int i = 0; i < c.layers; ++i) {
     // Q K^T and A V: 2 d FLOPs per attended pair each, per query head.
-    const double attn =
-        4.0 * a * hd * attended_pairs(c.seq_len, block_is_windowed(c, i) ? c.window : 0);
+    AttentionShape sh;
+    sh.seq_len = c.seq_len;
+    sh.window = block_is_windowed(c, i) ? c.window : 0;
+    const double attn = 4.0 * a * hd * attended_pairs(sh);  // s^2/2 causal, s w - w^2/2 windowed
     out.attention += attn;
     out.blocks += gemms + attn;
   }

@@ -10,16 +10,13 @@ namespace csim::core {
 
 // Model FLOPs of one sample's forward (2 per multiply-accumulate), GEMMs only, causal attention
 // counted as the attended half (Megatron-LM's convention) and sliding windows as the pairs they
-// attend (docs/transformer.md, "Model FLOPs").
+// attend (attended_pairs, core/attention_kernels.hpp; docs/transformer.md, "Model FLOPs").
 struct TransformerForwardFlops {
   double blocks = 0;     // sum over the blocks: projections, MLP and attention
   double attention = 0;  // of which Q K^T and A V (what selective recompute re-runs)
   double logits = 0;     // the LM head, 2 s h Vp
 };
 TransformerForwardFlops transformer_forward_flops(const TransformerConfig& c);
-
-// Query-key pairs one head attends per sample: s^2 / 2 causal; s w - w^2 / 2 with a window w < s.
-double attended_pairs(std::int64_t seq_len, std::int64_t window);
 
 struct FlopsPerToken {
   double model = 0;            // 3 x transformer_forward_flops / s: the MFU numerator per token

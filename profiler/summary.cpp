@@ -413,6 +413,30 @@ void apply_memory_peaks(const std::map<int, MemoryPeaks>& peaks, GpuSummary* g) 
 
 // [SECTION] summarize ----------------------------------------------------------------------------
 
+namespace {
+
+// Decoder transformers (metadata "transformer", written for model.transformer and
+// model.hf_config): tokens/s and the per-token FLOPs counts (docs/summary.md, "Tokens and FLOPs
+// per token"). `gpus` is the MFU denominator's GPU count.
+void read_transformer_figures(const nlohmann::json& md, double gpus, Summary& s) {
+  const auto t = md.find("transformer");
+  if (t == md.end() || !t->is_object()) return;
+  s.model_params = t->value("params", std::int64_t{0});
+  s.tokens_per_step = t->value("tokens_per_step", std::int64_t{0});
+  if (s.tokens_per_step > 0 && s.step_time_s > 0) {
+    s.tokens_per_s = static_cast<double>(s.tokens_per_step) / s.step_time_s;
+    if (gpus > 0) s.tokens_per_s_per_gpu = s.tokens_per_s / gpus;
+  }
+  if (const auto f = t->find("flops_per_token"); f != t->end() && f->is_object()) {
+    s.flops_per_token_model = f->value("model", 0.0);
+    s.flops_per_token_6n = f->value("six_n_attention", 0.0);
+    s.flops_per_token_megatron = f->value("megatron", 0.0);
+    s.flops_per_token_torchtitan = f->value("torchtitan", 0.0);
+  }
+}
+
+}  // namespace
+
 Summary summarize(const Trace& trace) {
   Summary s;
   const nlohmann::json& md = trace.metadata;
@@ -505,6 +529,7 @@ Summary summarize(const Trace& trace) {
       s.mfu = model / (s.step_time_s * gpus * peak);
       s.hfu = hardware / (s.step_time_s * gpus * peak);
     }
+    read_transformer_figures(md, gpus, s);
   }
   s.window_steps = static_cast<int>(window.size());
   TimeNs window_ns = 0;

@@ -52,10 +52,10 @@ struct GpuSummary {                    // one GPU (trace process); times are sec
 };
 
 struct OomVerdict {
-  int gpu = -1;               // GPU index
-  std::string op;             // op whose allocation did not fit ("" when unknown)
-  Bytes shortfall_bytes = 0;  // the first failing allocation: allocated after it − capacity
-  TimeNs at_ns = 0;           // when the allocation failed / first exceeded capacity
+  int gpu = -1;                   // GPU index
+  std::string op;                 // op whose allocation did not fit ("" when unknown)
+  Bytes shortfall_bytes = 0;      // the first failing allocation: allocated after it − capacity
+  TimeNs at_ns = 0;               // when the allocation failed / first exceeded capacity
   Bytes would_be_peak_bytes = 0;  // the GPU's peak had nothing failed (0: unknown)
   Bytes over_capacity_bytes = 0;  //   minus its capacity: how far the step would exceed it
   bool steady_state = false;      // from the steady-state projection of a one-step run
@@ -82,9 +82,21 @@ struct Summary {
   double mfu = 0;             // model FLOPs utilisation (0: unknown; docs: MFU and HFU)
   double hfu = 0;             // hardware FLOPs utilisation, recompute included
   double tflops_per_gpu = 0;  // achieved model TFLOP/s per GPU (0: unknown)
-  double window_s = 0;        // mean length of the steps the per-GPU split covers
-  int window_steps = 0;       // how many steps the per-GPU split averages over
-  double imbalance = 0;       // max / mean of the GPUs' peak bytes (0: no memory data)
+
+  // Decoder transformers whose metadata has "transformer" (docs/summary.md, "Tokens and FLOPs per
+  // token"); all 0 otherwise.
+  std::int64_t model_params = 0;          // the model's parameter count N
+  std::int64_t tokens_per_step = 0;       // samples_per_step x seq_len
+  double tokens_per_s = 0;                // tokens_per_step / step_time_s
+  double tokens_per_s_per_gpu = 0;        // tokens_per_s / gpus
+  double flops_per_token_model = 0;       // the MFU numerator per token
+  double flops_per_token_6n = 0;          // 6 N + 12 l a d s (PaLM)
+  double flops_per_token_megatron = 0;    // Megatron-LM's count
+  double flops_per_token_torchtitan = 0;  // torchtitan's count
+
+  double window_s = 0;   // mean length of the steps the per-GPU split covers
+  int window_steps = 0;  // how many steps the per-GPU split averages over
+  double imbalance = 0;  // max / mean of the GPUs' peak bytes (0: no memory data)
   bool has_memory_data = false;
   std::optional<OomVerdict> oom;
   std::vector<MemoryGrowth> memory_growth;  // GPUs whose memory grows every step

@@ -55,6 +55,17 @@ nlohmann::json summary_to_json(const Summary& s) {
   j["tflops_per_gpu"] = s.tflops_per_gpu;
   j["mfu"] = s.mfu;
   j["hfu"] = s.hfu;
+  if (s.tokens_per_step > 0) {  // decoder transformers only (docs/summary.md)
+    j["transformer"] = {{"params", s.model_params},
+                        {"tokens_per_step", s.tokens_per_step},
+                        {"tokens_per_s", s.tokens_per_s},
+                        {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
+                        {"flops_per_token",
+                         {{"model", s.flops_per_token_model},
+                          {"six_n_attention", s.flops_per_token_6n},
+                          {"megatron", s.flops_per_token_megatron},
+                          {"torchtitan", s.flops_per_token_torchtitan}}}};
+  }
   j["window_s"] = s.window_s;
   j["window_steps"] = s.window_steps;
   j["imbalance"] = s.imbalance;
@@ -207,6 +218,16 @@ void print_summary_table(const Summary& s, std::ostream& out) {
       << (s.samples_per_s > 0 ? fmt("%.1f", s.samples_per_s)
                               : std::string("(samples per step unknown)"))
       << "\n";
+  if (s.tokens_per_step > 0) {
+    out << "tokens/s:  " << fmt("%.0f", s.tokens_per_s) << " ("
+        << fmt("%.1f", s.tokens_per_s_per_gpu) << " per GPU; " << s.tokens_per_step
+        << " tokens per step)\n";
+    out << "model:     " << s.model_params << " parameters; GFLOP per token: "
+        << fmt("%.4g", s.flops_per_token_model / 1e9) << " model (MFU), "
+        << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
+        << fmt("%.4g", s.flops_per_token_megatron / 1e9) << " Megatron, "
+        << fmt("%.4g", s.flops_per_token_torchtitan / 1e9) << " torchtitan\n";
+  }
   if (s.mfu > 0) {
     out << "MFU:       " << fmt("%.1f", s.mfu * 100) << " % (HFU " << fmt("%.1f", s.hfu * 100)
         << " %, " << fmt("%.1f", s.tflops_per_gpu) << " model TFLOP/s per GPU)\n";

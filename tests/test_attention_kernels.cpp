@@ -2,10 +2,13 @@
 // Expected values are derived in the comments.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/attention_kernels.hpp"
+#include "core/cost/compute_cost.hpp"
 #include "core/gpu_catalog.hpp"
 #include "core/model_builders.hpp"
 
@@ -100,4 +103,221 @@ TEST_CASE("eager core under GQA: K and V are kv_heads * head_dim wide", "[attent
   CHECK(core[2].activation_bytes_per_sample == 576.0);
   CHECK(core[2].selective_activation_bytes_per_sample == 64.0);
   CHECK(core[2].output_bytes_per_sample == 128.0);
+}
+
+namespace {
+
+// s = 8 tokens, a = 4 query heads, g = 2 kv heads, d = 2, causal, e = 2 B (bf16):
+// Q = O = s a d = 64 elems, K = V = s g d = 32 elems, logsumexp = 4 B * s * a = 128 B.
+AttentionShape small_gqa() {
+  AttentionShape sh;
+  sh.seq_len = 8;
+  sh.heads = 4;
+  sh.kv_heads = 2;
+  sh.head_dim = 2;
+  return sh;
+}
+
+const GpuSpec& catalog_gpu(const char* name) {
+  const GpuCatalogEntry* e = find_gpu(name);
+  REQUIRE(e != nullptr);
+  return e->gpu;
+}
+
+}  // namespace
+
+TEST_CASE("attended pairs: full, causal, windowed", "[attention]") {
+  AttentionShape sh = small_gqa();
+  // causal: s^2 - s^2/2 = 64 - 32 = 32 (a fused kernel skips the fully masked half)
+  CHECK(attended_pairs(sh) == 32.0);
+  sh.causal = false;
+  CHECK(attended_pairs(sh) == 64.0);  // s^2
+  sh.causal = true;
+  sh.window = 2;
+  // causal window w = 2: s w - w^2/2 = 16 - 2 = 14
+  CHECK(attended_pairs(sh) == 14.0);
+  sh.window = 100;  // a window wider than the sequence is full causal attention
+  CHECK(attended_pairs(sh) == 32.0);
+  // s = 8192, w = 4096: 8192 * 4096 - 4096^2 / 2 = 33,554,432 - 8,388,608 = 25,165,824
+  sh.seq_len = 8192;
+  sh.window = 4096;
+  CHECK(attended_pairs(sh) == 25165824.0);
+}
+
+TEST_CASE("flash2 core: FLOPs, bytes, saved bytes by hand", "[attention]") {
+  const auto core = attention_core_layers(AttentionKernel::kFlash2, small_gqa(), 2, "h.0.");
+  REQUIRE(core.size() == 1);
+  const LayerSpec& l = core[0];
+  CHECK(l.name == "h.0.attn.core");
+  CHECK(l.kind == ComputeKind::kAttention);
+  CHECK(l.tp_role == TpRole::kSharded);
+  CHECK(l.params == 0);
+  CHECK(l.kernels == 1);
+  // forward: 4 P a d = 4 * 32 * 4 * 2 = 1024 FLOPs (the non-causal count 4 s^2 a d = 2048 halved)
+  CHECK(l.fwd_flops_per_sample == 1024.0);
+  // backward: 2.5x the forward (5 matmuls vs 2) = 2560
+  CHECK(l.bwd_flops_per_sample == 2560.0);
+  // forward traffic: e (Q + K + V + O) + lse = 2 (64 + 32 + 32 + 64) + 128 = 512 B
+  CHECK(l.fwd_bytes_per_sample == 512.0);
+  // backward: e (4 * 64 + 4 * 32) + 3 * 128 = 768 + 384 = 1152 B
+  CHECK(l.bwd_bytes_per_sample == 1152.0);
+  // saved: Q, K, V and the fp32 logsumexp: 2 (64 + 32 + 32) + 128 = 384 B; no s^2 tensor
+  CHECK(l.activation_bytes_per_sample == 384.0);
+  // output O: 2 * 64 = 128 B
+  CHECK(l.output_bytes_per_sample == 128.0);
+  // selective recompute is a no-op: not re-run, keeps everything it saves
+  CHECK_FALSE(l.selective_recompute);
+  CHECK(l.selective_activation_bytes_per_sample < 0);
+  CHECK(l.fused_attention.kernel == AttentionKernel::kFlash2);
+  CHECK(l.fused_attention.head_dim == 2);
+  CHECK(l.fused_attention.keys_per_query == 4.0);  // P / s = 32 / 8
+}
+
+TEST_CASE("flash cores: the same figures for flash3 and cudnn; dropout", "[attention]") {
+  AttentionShape sh = small_gqa();
+  const LayerSpec f2 = attention_core_layers(AttentionKernel::kFlash2, sh, 2, "")[0];
+  for (AttentionKernel k : {AttentionKernel::kFlash3, AttentionKernel::kCudnn}) {
+    const LayerSpec l = attention_core_layers(k, sh, 2, "")[0];
+    CHECK(l.fwd_flops_per_sample == f2.fwd_flops_per_sample);
+    CHECK(l.fwd_bytes_per_sample == f2.fwd_bytes_per_sample);
+    CHECK(l.activation_bytes_per_sample == f2.activation_bytes_per_sample);
+    CHECK(l.fused_attention.kernel == k);
+  }
+  // flash2 and cudnn fuse dropout (no mask is stored); FlashAttention-3 has none
+  sh.dropout = true;
+  CHECK(attention_core_layers(AttentionKernel::kFlash2, sh, 2, "")[0].activation_bytes_per_sample ==
+        f2.activation_bytes_per_sample);
+  CHECK_THROWS_AS(attention_core_layers(AttentionKernel::kFlash3, sh, 2, ""),
+                  std::invalid_argument);
+}
+
+TEST_CASE("GQA shrinks the fused core's K/V traffic", "[attention]") {
+  AttentionShape mha = small_gqa();
+  mha.kv_heads = 4;
+  AttentionShape mqa = small_gqa();
+  mqa.kv_heads = 1;
+  const LayerSpec a = attention_core_layers(AttentionKernel::kFlash2, mha, 2, "")[0];
+  const LayerSpec b = attention_core_layers(AttentionKernel::kFlash2, mqa, 2, "")[0];
+  // K and V shrink from s*4*d = 64 to s*1*d = 16 elems each: forward reads 2 * 2 * 48 = 192 B less,
+  // saves 192 B less; backward reads and writes both: 2 * 4 * 48 = 384 B less. FLOPs unchanged.
+  CHECK(a.fwd_bytes_per_sample - b.fwd_bytes_per_sample == 192.0);
+  CHECK(a.activation_bytes_per_sample - b.activation_bytes_per_sample == 192.0);
+  CHECK(a.bwd_bytes_per_sample - b.bwd_bytes_per_sample == 384.0);
+  CHECK(a.fwd_flops_per_sample == b.fwd_flops_per_sample);
+}
+
+TEST_CASE("sliding window scales the fused work with the window", "[attention]") {
+  AttentionShape sh;
+  sh.seq_len = 8192;
+  sh.heads = 32;
+  sh.kv_heads = 8;
+  sh.head_dim = 128;
+  const LayerSpec full = attention_core_layers(AttentionKernel::kFlash2, sh, 2, "")[0];
+  sh.window = 4096;
+  const LayerSpec win = attention_core_layers(AttentionKernel::kFlash2, sh, 2, "")[0];
+  // pairs: full causal s^2/2 = 33,554,432; window 4096: 25,165,824 (attended pairs test) ->
+  // forward FLOPs ratio 0.75; keys per query 4096 -> 3072; the traffic does not change
+  CHECK(win.fwd_flops_per_sample / full.fwd_flops_per_sample == Approx(0.75));
+  CHECK(full.fused_attention.keys_per_query == 4096.0);
+  CHECK(win.fused_attention.keys_per_query == 3072.0);
+  CHECK(win.fwd_bytes_per_sample == full.fwd_bytes_per_sample);
+  // eager materialises the s^2 scores whatever the window: its FLOPs do not change
+  AttentionShape sh_full = sh;
+  sh_full.window = 0;
+  CHECK(attention_core_layers(AttentionKernel::kEager, sh, 2, "")[0].fwd_flops_per_sample ==
+        attention_core_layers(AttentionKernel::kEager, sh_full, 2, "")[0].fwd_flops_per_sample);
+}
+
+TEST_CASE("fused attention efficiency by kernel, GPU, head_dim and keys", "[attention]") {
+  const GpuSpec& h100 = catalog_gpu("H100-SXM5-80GB");
+  const GpuSpec& a100 = catalog_gpu("A100-SXM4-80GB");
+  FusedAttentionShape f;
+  f.kernel = AttentionKernel::kFlash3;
+  f.head_dim = 128;
+  f.keys_per_query = 8192;
+  // flash3 on Hopper, forward, d = 128: 0.674 * 8192 / (8192 + 200) = 0.65794...
+  CHECK(fused_attention_max_efficiency(h100, f, false) == Approx(0.674 * 8192.0 / 8392.0));
+  // backward: 0.596 * 8192 / (8192 + 420)
+  CHECK(fused_attention_max_efficiency(h100, f, true) == Approx(0.596 * 8192.0 / 8612.0));
+  // d = 64 is lower: 0.500 * 8192 / 8392
+  f.head_dim = 64;
+  CHECK(fused_attention_max_efficiency(h100, f, false) == Approx(0.500 * 8192.0 / 8392.0));
+  // d = 96: linear in log2(d): 0.500 + 0.174 * (log2(96) - 6)
+  f.head_dim = 96;
+  CHECK(fused_attention_max_efficiency(h100, f, false) ==
+        Approx((0.500 + 0.174 * (std::log2(96.0) - 6.0)) * 8192.0 / 8392.0));
+  // short sequences are slower: k = 256 -> 0.674 * 256 / 456
+  f.head_dim = 128;
+  f.keys_per_query = 256;
+  CHECK(fused_attention_max_efficiency(h100, f, false) == Approx(0.674 * 256.0 / 456.0));
+  // flash2 on Ampere: 0.73 * 8192 / 8292 forward; on Hopper only 0.380 * 8192 / 8292
+  f.kernel = AttentionKernel::kFlash2;
+  f.keys_per_query = 8192;
+  CHECK(fused_attention_max_efficiency(a100, f, false) == Approx(0.730 * 8192.0 / 8292.0));
+  CHECK(fused_attention_max_efficiency(h100, f, false) == Approx(0.380 * 8192.0 / 8292.0));
+  // eager: 0, the GPU's attention curve applies
+  f.kernel = AttentionKernel::kEager;
+  CHECK(fused_attention_max_efficiency(h100, f, false) == 0.0);
+}
+
+TEST_CASE("unsupported attention kernels name the GPU and the capability", "[attention]") {
+  const GpuSpec& a100 = catalog_gpu("A100-SXM4-80GB");
+  const GpuSpec& v100 = catalog_gpu("V100-SXM2-32GB");
+  const GpuSpec& h100 = catalog_gpu("H100-SXM5-80GB");
+  CHECK(attention_kernel_unsupported(AttentionKernel::kFlash3, a100) ==
+        "attention kernel flash3 needs Hopper (compute capability 9.0); A100-SXM4-80GB has 8.0");
+  CHECK(attention_kernel_unsupported(AttentionKernel::kFlash2, v100) ==
+        "attention kernel flash2 needs Ampere or later (compute capability 8.0 or higher); "
+        "V100-SXM2-32GB has 7.0");
+  CHECK(attention_kernel_unsupported(AttentionKernel::kCudnn, v100) ==
+        "attention kernel cudnn needs Ampere or later (compute capability 8.0 or higher); "
+        "V100-SXM2-32GB has 7.0");
+  CHECK(attention_kernel_unsupported(AttentionKernel::kEager, v100).empty());
+  CHECK(attention_kernel_unsupported(AttentionKernel::kFlash2, a100).empty());
+  CHECK(attention_kernel_unsupported(AttentionKernel::kFlash3, h100).empty());
+  CHECK(attention_kernel_unsupported(AttentionKernel::kCudnn, h100).empty());
+  // Blackwell (10.0): FlashAttention-3 is built for sm_90a only
+  GpuSpec b200 = h100;
+  b200.name = "B200";
+  b200.compute_capability = 100;
+  CHECK(attention_kernel_unsupported(AttentionKernel::kFlash3, b200) ==
+        "attention kernel flash3 needs Hopper (compute capability 9.0); B200 has 10.0");
+  CHECK(attention_kernel_unsupported(AttentionKernel::kFlash2, b200).empty());
+}
+
+TEST_CASE("default attention kernel per GPU", "[attention]") {
+  CHECK(default_attention_kernel(catalog_gpu("A100-SXM4-80GB")) == AttentionKernel::kFlash2);
+  CHECK(default_attention_kernel(catalog_gpu("H100-SXM5-80GB")) == AttentionKernel::kFlash3);
+  CHECK(default_attention_kernel(catalog_gpu("H200-SXM-141GB")) == AttentionKernel::kFlash3);
+  CHECK(default_attention_kernel(catalog_gpu("V100-SXM2-32GB")) == AttentionKernel::kEager);
+  CHECK(default_attention_kernel(catalog_gpu("GTX-1080-Ti")) == AttentionKernel::kEager);
+}
+
+TEST_CASE("flash3 core on H100 at s = 8192 is faster than eager", "[attention]") {
+  // Llama-3-8B-shaped core, one sample: a = 32, g = 8, d = 128, s = 8192, bf16.
+  // Eager writes and re-reads a s^2 = 32 * 8192^2 = 2.15e9 elements per matrix: scores writes
+  // 4.3 GB, softmax reads + writes 8.6 GB, av reads 4.3 GB: ~17.2 GB at 3.35 TB/s * 0.85 ~ 6 ms,
+  // memory-bound (its 1.1e12 FLOPs take ~2.8 ms at the attention curve's 0.40 of 989.5 TFLOP/s).
+  // flash3 moves only Q, K, V, O (~0.2 GB) and, causal, does 2 s^2 a d = 5.5e11 FLOPs at
+  // ~0.64 of peak: ~0.87 ms. So flash3 is more than 5x faster.
+  const GpuSpec& h100 = catalog_gpu("H100-SXM5-80GB");
+  AttentionShape sh;
+  sh.seq_len = 8192;
+  sh.heads = 32;
+  sh.kv_heads = 8;
+  sh.head_dim = 128;
+  auto fwd_ns = [&](AttentionKernel k) {
+    TimeNs t = 0;
+    for (const LayerSpec& l : attention_core_layers(k, sh, 2, "")) {
+      const double eff = fused_attention_max_efficiency(h100, l.fused_attention, false);
+      t += compute_duration_ns(h100, l.kind, Dtype::kBf16, l.fwd_flops_per_sample,
+                               static_cast<Bytes>(l.fwd_bytes_per_sample), eff);
+    }
+    return t;
+  };
+  const TimeNs eager = fwd_ns(AttentionKernel::kEager);
+  const TimeNs flash = fwd_ns(AttentionKernel::kFlash3);
+  CHECK(eager > 5'000'000);  // > 5 ms
+  CHECK(flash < 1'000'000);  // < 1 ms
+  CHECK(flash * 5 < eager);
 }

@@ -82,6 +82,7 @@ CSIM_BLOCK_CASE("mlp_gil_4x1080ti.json", false)
 CSIM_BLOCK_CASE("resnet50_8xv100_dgx1.json", false)
 CSIM_BLOCK_CASE("resnet50_model_parallel_2gpu.json", false)
 CSIM_BLOCK_CASE("single_gpu_linear.json", false)
+CSIM_BLOCK_CASE("transformer_tiny_1xh200.json", false)
 
 TEST_CASE("block eval within 1 % of op level: GPT-3 175B at batch 1536", "[block]") {
   compare("gpt3_175b_1024xa100_3d.json", {"training.global_batch=1536"}, true);
@@ -128,11 +129,11 @@ TEST_CASE("block eval: unsupported structures fall back with a reason", "[block]
 }
 
 TEST_CASE("block eval: every bundled scenario has a case above", "[block]") {
-  // 19 files in scenarios/ when this test was written; a new one needs its CSIM_BLOCK_CASE.
+  // 20 files in scenarios/ when this test was written; a new one needs its CSIM_BLOCK_CASE.
   std::size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator(test::repo_path("scenarios")))
     n += e.path().extension() == ".json";
-  CHECK(n == 19);
+  CHECK(n == 20);
 }
 
 TEST_CASE("op-level figures are the summary's", "[block]") {

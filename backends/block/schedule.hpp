@@ -122,6 +122,7 @@ struct ComputeMemo {
     double flops = -1;
     Bytes bytes = -1;
     int kind = -1;
+    double max_efficiency = 0;
     TimeNs d = 0;
   };
   std::array<Entry, 4096> e{};
@@ -133,9 +134,11 @@ struct ComputeMemo {
                       static_cast<std::uint64_t>(op.bytes) * 0xC2B2AE3D27D4EB4Full ^
                       static_cast<std::uint64_t>(kind);
     Entry& x = e[(h ^ (h >> 29)) & (e.size() - 1)];
-    if (x.flops != op.flops || x.bytes != op.bytes || x.kind != kind) {
-      x = {op.flops, op.bytes, kind,
-           core::compute_duration_ns(g, op.compute_kind, op.dtype, op.flops, op.bytes)};
+    if (x.flops != op.flops || x.bytes != op.bytes || x.kind != kind ||
+        x.max_efficiency != op.max_efficiency) {
+      x = {op.flops, op.bytes, kind, op.max_efficiency,
+           core::compute_duration_ns(g, op.compute_kind, op.dtype, op.flops, op.bytes,
+                                     op.max_efficiency)};
     }
     return x.d;
   }

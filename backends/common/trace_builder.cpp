@@ -6,6 +6,7 @@
 #include "core/cost/collective_cost.hpp"
 #include "core/step_spans.hpp"
 #include "core/topology.hpp"
+#include "core/transformer_flops.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -343,6 +344,17 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   md["model_flops_per_step"] = p.model_flops_per_step;
   md["hardware_flops_per_step"] = p.hardware_flops_per_step;
   md["peak_flops_per_gpu"] = s.cluster.gpu.peak_flops_per_s(core::precision_bytes(s.training.precision, s.training.amp_dtype).compute);
+  // The general decoder block only (model.transformer, model.hf_config; older models' metadata is
+  // unchanged): tokens per step and the per-token FLOPs counts (docs/summary.md, "Tokens and
+  // FLOPs per token"; docs/transformer.md, "FLOPs per token").
+  if (s.model.transformer_config.layers > 0) {
+    const core::FlopsPerToken f = core::transformer_flops_per_token(s.model);
+    md["transformer"] = {{"params", s.model.total_params()},
+                         {"seq_len", s.model.transformer_config.seq_len},
+                         {"tokens_per_step", p.samples_per_step * s.model.transformer_config.seq_len},
+                         {"flops_per_token", {{"model", f.model}, {"six_n_attention", f.six_n_attention},
+                                              {"megatron", f.megatron}, {"torchtitan", f.torchtitan}}}};
+  }
   // First-step and steady-state peaks per GPU (docs/memory.md): the summary reports the larger.
   nlohmann::json peaks = nlohmann::json::array();
   for (const core::GpuMemory& g : mem.gpus) {

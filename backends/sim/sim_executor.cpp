@@ -333,7 +333,7 @@ void Engine::start_on_stream(int s, OpId id) {
       st.running = id;
       start_kernel(id, op.gpu,
                    core::compute_duration_ns(scenario_.cluster.gpu, op.compute_kind, op.dtype,
-                                             op.flops, op.bytes));
+                                             op.flops, op.bytes, op.max_efficiency));
       return;
     }
     case OpKind::kCopy: {

@@ -20,7 +20,7 @@ double efficiency(const EfficiencyCurve& curve, double flops) {
 //   duration = max(FLOPs / (peak(dtype) * efficiency(kind, FLOPs)),
 //                  bytes / (mem_bw * mem_bw_efficiency)) + kernel_overhead
 TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, double flops,
-                           Bytes bytes) {
+                           Bytes bytes, double max_efficiency) {
   const double peak = gpu.peak_flops_per_s(dtype);
   CSIM_ASSERT_MSG(peak > 0, "the GPU lacks this dtype (the scenario parser rejects such input)");
   CSIM_ASSERT(flops >= 0 && bytes >= 0);
@@ -33,7 +33,9 @@ TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, do
     // Only the curve's numbers are copied (not its `source` text: one allocation per kernel).
     const EfficiencyCurve& curve = gpu.efficiency[static_cast<int>(kind)];
     EfficiencyCurve c;
-    c.max_efficiency = curve.max_efficiency;
+    // A kernel with its own figure (a fused attention kernel: docs/attention.md, "Efficiency")
+    // keeps the kind's ramp (half_flops) and replaces only the asymptote.
+    c.max_efficiency = max_efficiency > 0 ? max_efficiency : curve.max_efficiency;
     c.half_flops = curve.half_flops * (peak / peak_max);
     const double eff = efficiency(c, flops);
     CSIM_ASSERT_MSG(eff > 0, "efficiency curve with max_efficiency <= 0");

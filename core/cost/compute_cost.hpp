@@ -10,7 +10,9 @@
 namespace csim::core {
 
 double efficiency(const EfficiencyCurve& curve, double flops);
+// max_efficiency > 0 replaces the kind curve's max_efficiency (Op::max_efficiency: a fused
+// attention kernel's own figure, docs/attention.md, "Efficiency"); its half_flops still applies.
 TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, double flops,
-                           Bytes bytes);
+                           Bytes bytes, double max_efficiency = 0);
 
 }  // namespace csim::core

@@ -175,6 +175,7 @@ OpId Emitter::emit_layer(LayerPass& lp) {
     c = b_.compute(lane, name, l.kind, sl.flops_per_sample * bsz, traffic, l.kernels,
                    lp.phase == StepPhase::kForward, std::move(lp.deps), phase_name(lp.phase),
                    ps_.micro_batch_size);
+    b_.set_layer_efficiency(c, l, false);
   } else {
     // Backward: 2x the forward FLOPs unless the layer states its own; the layer's backward traffic,
     // 2x the forward's unless it says otherwise (docs/program.md, "A training step").
@@ -185,6 +186,7 @@ OpId Emitter::emit_layer(LayerPass& lp) {
                    backward_flops(sl.flops_per_sample, sl.bwd_flops_per_sample, bsz), traffic,
                    2.0 * l.kernels, s_.model.python_hooks, std::move(lp.deps), phase_name(lp.phase),
                    ps_.micro_batch_size);
+    b_.set_layer_efficiency(c, l, true);
   }
   r.last_compute = c;
   each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });

@@ -86,6 +86,7 @@ SplitForward forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::i
         static_cast<Bytes>(std::llround(l.fwd_bytes_per_sample * bs)) + l.params * pb.weights;
     prev = b.compute(lane, prefix + l.name + ".fwd", l.kind, l.fwd_flops_per_sample * bs, traffic,
                      l.kernels, true, std::move(deps), "forward", batch);
+    b.set_layer_efficiency(prev, l, false);
   }
   f.last = prev;
   return f;
@@ -251,6 +252,7 @@ Program lower_model_parallel(const Scenario& s) {
                          backward_flops(l.fwd_flops_per_sample, l.bwd_flops_per_sample, bs),
                          traffic, 2.0 * l.kernels, s.model.python_hooks, std::move(deps),
                          "backward", micro[mi]);
+        b.set_layer_efficiency(prev, l, true);
         done[static_cast<std::size_t>(k)] = prev;
         const OpId a = act[static_cast<std::size_t>(i)];
         if (a != kNoOp)

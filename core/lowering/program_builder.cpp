@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/attention_kernels.hpp"
 #include "core/caching_allocator.hpp"
 #include "core/error.hpp"
 #include "core/lowering/op_names.hpp"
@@ -112,6 +113,12 @@ OpId ProgramBuilder::compute(const Lane& l, std::string name, ComputeKind kind, 
   op.bytes = bytes;
   op.batch = batch;
   return add(std::move(op));
+}
+
+void ProgramBuilder::set_layer_efficiency(OpId op, const LayerSpec& layer, bool backward) {
+  if (layer.fused_attention.kernel == AttentionKernel::kEager) return;
+  p_.ops[static_cast<std::size_t>(op)].max_efficiency =
+      fused_attention_max_efficiency(s_.cluster.gpu, layer.fused_attention, backward);
 }
 
 OpId ProgramBuilder::copy(int thread, int stream, int gpu, std::string name, CopyKind kind,
@@ -236,6 +243,7 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
     std::vector<Dep> deps = i == 0 ? first_deps : std::vector<Dep>{};
     OpId c = compute(l, prefix + layer.name + ".fwd", layer.kind, layer.fwd_flops_per_sample * b,
                      traffic, layer.kernels, true, std::move(deps), "forward", batch);
+    set_layer_efficiency(c, layer, false);
     if (layer.extra_python_us > 0 && s_.host.python)
       p_.ops[c].python_ns += us_to_ns(layer.extra_python_us);
     f.layer_ops.push_back(c);
@@ -269,6 +277,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
     OpId c = compute(l, prefix + layer.name + ".bwd", layer.kind,
                      backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b),
                      traffic, 2.0 * layer.kernels, hooks, std::move(deps), "backward", batch);
+    set_layer_efficiency(c, layer, true);
     bw.layer_ops.push_back(c);
     bw.last = c;
     if (on_layer_done) on_layer_done(i, c);

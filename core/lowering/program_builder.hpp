@@ -78,6 +78,9 @@ class ProgramBuilder {
   Dtype grads_dtype() const;
   Dtype weights_dtype() const;
   void set_dtype(OpId op, Dtype d) { p_.ops[static_cast<std::size_t>(op)].dtype = d; }
+  // A fused attention layer's kernel `op` gets that kernel's own efficiency on this GPU
+  // (Op::max_efficiency; docs/attention.md, "Efficiency"); other layers keep their kind's curve.
+  void set_layer_efficiency(OpId op, const LayerSpec& layer, bool backward);
   Bytes weight_bytes() const;     // all parameters as stored
   Bytes grad_bytes() const;       // all .grad tensors
   Bytes buffer_bytes() const;     // module buffers (fp32)

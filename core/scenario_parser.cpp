@@ -26,6 +26,7 @@
 #include "core/json_diagnostics.hpp"
 #include "core/model_builders.hpp"
 #include "core/parse_context.hpp"
+#include "core/parse_hf_model.hpp"
 #include "core/parse_parallel.hpp"
 #include "core/parse_transformer.hpp"
 
@@ -699,6 +700,7 @@ ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
 }
 
 ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t, const GpuSpec& gpu) {
+  if (is_hf_model(v)) return parse_hf_model(ctx, v, t, gpu);  // core/parse_hf_model.cpp
   Obj o(ctx, v, "model",
         {"name", "layers", "gpt", "transformer", "resnet50", "explicit", "input_bytes_per_sample",
          "python_hooks"});
@@ -708,8 +710,10 @@ ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t, const GpuS
     if (o.has(k)) given.emplace_back(k);
   }
   if (given.empty()) {
-    ctx.fail("model", "missing the model: give one of layers, gpt, transformer, resnet50, explicit",
-             "e.g. \"model\": {\"resnet50\": {}}");
+    ctx.fail(
+        "model",
+        "missing the model: give one of layers, gpt, transformer, resnet50, explicit, hf_config",
+        "e.g. \"model\": {\"resnet50\": {}}");
   }
   if (given.size() > 1) {
     ctx.fail(o.at(given[1]), "the model is given twice (" + given[0] + " and " + given[1] + ")",

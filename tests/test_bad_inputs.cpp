@@ -94,6 +94,9 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.hidden_dropout", "model.transformer.attention",
     "model.transformer.attention.kernel", "model.transformer.attention.window",
     "model.transformer.attention.global_every", "model.transformer.attention.dropout",
+    // model.hf_config (core/parse_hf_model.cpp)
+    "model.hf_config", "model.seq_len", "model.attention", "model.attention.kernel",
+    "model.vocab_pad_multiple",
     // strategy
     "strategy.kind", "strategy.device_ids", "strategy.output_device", "strategy.ddp",
     "strategy.ddp.bucket_cap_mb", "strategy.ddp.first_bucket_mb", "strategy.ddp.overlap",

@@ -7,6 +7,7 @@
 
 #include "backends/common/trace_builder.hpp"
 #include "core/error.hpp"
+#include "core/hf_config.hpp"
 #include "core/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
@@ -63,6 +64,24 @@ run::Launch launch_of(const std::string& name) {
   return l;
 }
 
+namespace {
+
+// The scenario's loader; with --hf-config, its model replaced by the config (core/hf_config.hpp,
+// hf_config_model_override) before the --set overrides.
+run::ScenarioLoader hf_config_loader(const std::string& scenario_path,
+                                     const std::string& device_profile,
+                                     const std::string& hf_config,
+                                     std::vector<std::string> overrides) {
+  if (hf_config.empty())
+    return run::ScenarioLoader::from_file(scenario_path, device_profile, std::move(overrides));
+  nlohmann::json doc = core::read_scenario_document(scenario_path);
+  overrides.insert(overrides.begin(), core::hf_config_model_override(doc, hf_config));
+  return run::ScenarioLoader::from_document(std::move(doc), scenario_path, device_profile,
+                                            std::move(overrides));
+}
+
+}  // namespace
+
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (!args.empty() && args.front() == "compare")
     return compare_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
@@ -100,6 +119,12 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_option("--device-profile", device_profile,
                  "apply a device profile's overrides (simrun calibrate -o FILE) before the --set "
                  "ones");
+  std::string hf_config;
+  app.add_option(
+      "--hf-config", hf_config,
+      "replace the scenario's model with this Hugging Face config.json (path relative "
+      "to the working directory), keeping the scenario's seq_len; applied before the "
+      "--set ones (e.g. --set model.seq_len=8192); docs/scenario.md, \"model.hf_config\"");
   std::string launch = "threads";
   run::RunRequest rq;
   app.add_option("--backend", backend,
@@ -143,7 +168,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   return run_command("simrun", err, [&]() -> int {
     // The scenario as loaded (device profile, then --set); OOM advice adds further --set values.
     const run::ScenarioLoader loader =
-        run::ScenarioLoader::from_file(scenario_path, device_profile, overrides);
+        hf_config_loader(scenario_path, device_profile, hf_config, overrides);
     const core::Scenario scenario = loader.load();
     const bool writes_trace = !trace_path.empty() || !per_rank_dir.empty();
     if (writes_trace) core::check_trace_limit(scenario);

@@ -84,8 +84,11 @@ SplitForward forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::i
           b.alloc(d.main, lane.stream, g, MemCategory::kActivations, a, prefix + l.name + ".act");
     const Bytes traffic =
         static_cast<Bytes>(std::llround(l.fwd_bytes_per_sample * bs)) + l.params * pb.weights;
+    deps = b.fp8().before_forward(b, lane, i, l.params, l.activation_bytes_per_sample, batch,
+                                  prefix + l.name, true, std::move(deps));  // docs/fp8.md
     prev = b.compute(lane, prefix + l.name + ".fwd", l.kind, l.fwd_flops_per_sample * bs, traffic,
                      l.kernels, true, std::move(deps), "forward", batch);
+    b.fp8().mark(b, prev, i);
   }
   f.last = prev;
   return f;
@@ -247,9 +250,12 @@ Program lower_model_parallel(const Scenario& s) {
         const Bytes traffic =
             backward_traffic_bytes(l.fwd_bytes_per_sample, l.bwd_bytes_per_sample, bs) +
             l.params * (pb.weights + pb.grads);
+        deps = b.fp8().before_backward(b, lane, i, l.params, l.output_bytes_per_sample, micro[mi],
+                                       l.name, s.model.python_hooks, std::move(deps));
         prev = b.compute(lane, l.name + ".bwd", l.kind, 2.0 * l.fwd_flops_per_sample * bs, traffic,
                          2.0 * l.kernels, s.model.python_hooks, std::move(deps), "backward",
                          micro[mi]);
+        b.fp8().mark(b, prev, i);
         done[static_cast<std::size_t>(k)] = prev;
         const OpId a = act[static_cast<std::size_t>(i)];
         if (a != kNoOp)
@@ -289,7 +295,8 @@ Program lower_model_parallel(const Scenario& s) {
       const OptimizerCost cost = optimizer_cost(s.training, pb, np);
       const OpId o =
           b.compute(lane, op_names::optimizer_step(s.training.optimizer), ComputeKind::kElementwise,
-                    cost.flops, cost.traffic, 5, true, {}, "optimizer");
+                    cost.flops, cost.traffic, 5, true, b.fp8().before_optimizer(b, lane, {}),
+                    "optimizer");
       if (np > 0)
         b.release(main, lane.stream, g, MemCategory::kGrads, np * pb.grads, ".grad (zero_grad)");
       ends.push_back({o, DepKind::kHostWaits});

@@ -40,7 +40,7 @@ const std::vector<std::string> kParserKeys = {
     "cluster.nics_per_node", "cluster.nic_gbps", "cluster.fabric", "cluster.stragglers",
     "cluster.degraded_links", "cluster.gpu.base", "cluster.gpu.name", "cluster.gpu.memory_gib",
     "cluster.gpu.peak_fp32_tflops", "cluster.gpu.peak_tf32_tflops", "cluster.gpu.peak_fp16_tflops",
-    "cluster.gpu.peak_bf16_tflops", "cluster.gpu.mem_bw_gbps", "cluster.gpu.sm_count",
+    "cluster.gpu.peak_bf16_tflops", "cluster.gpu.peak_fp8_tflops", "cluster.gpu.mem_bw_gbps", "cluster.gpu.sm_count",
     "cluster.gpu.nccl_sms", "cluster.gpu.compute_capability", "cluster.gpu.kernel_overhead_us",
     "cluster.gpu.mem_bw_efficiency", "cluster.gpu.efficiency", "cluster.gpu.source",
     "cluster.gpu.efficiency.gemm", "cluster.gpu.efficiency.elementwise",
@@ -65,7 +65,8 @@ const std::vector<std::string> kParserKeys = {
     "training.empty_cache_every", "training.del_temporaries", "training.data_loader.num_workers",
     "training.data_loader.pin_memory", "training.data_loader.per_sample_load_us",
     "training.data_loader.prefetch_factor", "training.leaks.loss_as_tensor",
-    "training.leaks.keep_outputs",
+    "training.leaks.keep_outputs", "training.fp8", "training.fp8.recipe", "training.fp8.lm_head",
+    "training.fp8.attention", "training.fp8.fp8_all_gather", "training.fp8.amax_history_len",
     // model
     "model.name", "model.layers", "model.gpt", "model.resnet50", "model.explicit",
     "model.input_bytes_per_sample", "model.python_hooks", "model.layers[].type",

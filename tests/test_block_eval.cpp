@@ -71,6 +71,7 @@ CSIM_BLOCK_CASE("ddp_batch512_workers.json", false)
 CSIM_BLOCK_CASE("dp_vs_ddp_4x1080ti.json", false)
 CSIM_BLOCK_CASE("gpt2_small_1xh200.json", false)
 CSIM_BLOCK_CASE("gpt2_small_8xa100.json", false)
+CSIM_BLOCK_CASE("gpt_fp8_8xh100.json", false)
 CSIM_BLOCK_CASE("gpt_20b_64xa100_zero3.json", true)
 CSIM_BLOCK_CASE("gpt_pipeline_8xa100.json", true)
 CSIM_BLOCK_CASE("linear_5x2_dp2.json", false)
@@ -128,11 +129,11 @@ TEST_CASE("block eval: unsupported structures fall back with a reason", "[block]
 }
 
 TEST_CASE("block eval: every bundled scenario has a case above", "[block]") {
-  // 19 files in scenarios/ when this test was written; a new one needs its CSIM_BLOCK_CASE.
+  // 20 files in scenarios/ (19 + gpt_fp8_8xh100.json); a new one needs its CSIM_BLOCK_CASE.
   std::size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator(test::repo_path("scenarios")))
     n += e.path().extension() == ".json";
-  CHECK(n == 19);
+  CHECK(n == 20);
 }
 
 TEST_CASE("op-level figures are the summary's", "[block]") {

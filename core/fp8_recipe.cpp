@@ -33,8 +33,8 @@ const Fp8RecipeTraits kTraits[kNumFp8Recipes] = {
      "Transformer Engine MXFP8BlockScaling (OCP Microscaling spec v1.0: an E8M0 scale per 32 "
      "elements, taken in the cast); Blackwell tensor cores (sm_100) only"},
     {Fp8Recipe::kNvfp4, "nvfp4", "NVFP4 block scaling", 100, 109,
-     "compute capability 10.x (Blackwell datacenter: B200, GB200)", true, false, 0.5, 1.0 / 16.0,
-     2, true,
+     "compute capability 10.x (Blackwell datacenter: B200, GB200)", true, false, 0.5, 1.0 / 16.0, 2,
+     true,
      "Transformer Engine NVFP4BlockScaling: 4-bit E2M1 data, an E4M3 scale per 16 elements and a "
      "per-tensor fp32 scale from a global amax pass; Blackwell (sm_100) only"},
     {Fp8Recipe::kRowwise, "rowwise", "torchao rowwise scaling", 89, 0,
@@ -46,9 +46,13 @@ const Fp8RecipeTraits kTraits[kNumFp8Recipes] = {
      "backward (no cached FP8 copy)"},
 };
 
-std::string cc_text(int cc) { return std::to_string(cc / 10) + "." + std::to_string(cc % 10); }
+std::string cc_text(int cc) {
+  return std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+}
 
-bool cc_in(int cc, int lo, int hi) { return cc >= lo && (hi == 0 || cc <= hi); }
+bool cc_in(int cc, int lo, int hi) {
+  return cc >= lo && (hi == 0 || cc <= hi);
+}
 
 }  // namespace
 
@@ -92,8 +96,8 @@ double fp8_quantized_bytes_per_elem(const Fp8RecipeTraits& tr) {
 Bytes fp8_weight_copy_bytes(std::int64_t params, const Fp8Spec& f) {
   const Fp8RecipeTraits& tr = fp8_traits(f.recipe);
   if (!tr.weight_cache) return 0;
-  return static_cast<Bytes>(std::llround(static_cast<double>(params) * tr.copies *
-                                         fp8_quantized_bytes_per_elem(tr)));
+  return static_cast<Bytes>(
+      std::llround(static_cast<double>(params) * tr.copies * fp8_quantized_bytes_per_elem(tr)));
 }
 
 // docs/fp8.md, "Memory": 3 tensors x (amax_history_len x 4 B + scale + scale_inv).

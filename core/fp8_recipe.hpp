@@ -14,19 +14,19 @@ namespace csim::core {
 // What a recipe quantises and how (docs/fp8.md, "Recipes").
 struct Fp8RecipeTraits {
   Fp8Recipe recipe;
-  const char* key;          // training.fp8.recipe value: "delayed", ...
-  const char* title;        // for messages: "delayed scaling"
-  int min_cc;               // lowest compute capability (x10: 89 = 8.9) that runs it
-  int max_cc;               // highest (inclusive); 0 = no upper bound
-  const char* needs;        // the requirement in words: "compute capability 8.9 or newer"
-  bool amax_pass;           // a separate amax kernel before each activation / gradient cast
-  bool amax_history;        // delayed scaling: an amax history + scale update once per step
-  double data_bytes;        // bytes per quantised element (FP8 1, NVFP4 0.5)
-  double scale_bytes;       // scale bytes per element (block 4/128, MXFP8 1/32, NVFP4 1/16)
-  int copies;               // quantised copies a cast writes (2: rowwise + columnwise/transposed)
-  bool weight_cache;        // FP8 weights cast on a step's first micro-batch and kept (TE);
-                            // false: recast every forward and backward (torchao)
-  const char* source;       // where the behaviour is documented
+  const char* key;     // training.fp8.recipe value: "delayed", ...
+  const char* title;   // for messages: "delayed scaling"
+  int min_cc;          // lowest compute capability (x10: 89 = 8.9) that runs it
+  int max_cc;          // highest (inclusive); 0 = no upper bound
+  const char* needs;   // the requirement in words: "compute capability 8.9 or newer"
+  bool amax_pass;      // a separate amax kernel before each activation / gradient cast
+  bool amax_history;   // delayed scaling: an amax history + scale update once per step
+  double data_bytes;   // bytes per quantised element (FP8 1, NVFP4 0.5)
+  double scale_bytes;  // scale bytes per element (block 4/128, MXFP8 1/32, NVFP4 1/16)
+  int copies;          // quantised copies a cast writes (2: rowwise + columnwise/transposed)
+  bool weight_cache;   // FP8 weights cast on a step's first micro-batch and kept (TE);
+                       // false: recast every forward and backward (torchao)
+  const char* source;  // where the behaviour is documented
 };
 
 const Fp8RecipeTraits& fp8_traits(Fp8Recipe r);

@@ -59,9 +59,9 @@ void reuse_curves(GpuSpec& g, const GpuSpec& prior, const std::string& why) {
   for (int k = 0; k < kNumComputeKinds; ++k) {
     g.efficiency[k] = prior.efficiency[k];
     g.efficiency[k].half_flops = half;
-    g.efficiency[k].source = "reused from " + prior.name + " (" + why +
-                             "), half_flops = 2 us at this GPU's dense peak: " +
-                             prior.efficiency[k].source;
+    g.efficiency[k].source =
+        "reused from " + prior.name + " (" + why +
+        "), half_flops = 2 us at this GPU's dense peak: " + prior.efficiency[k].source;
   }
   g.fp8_gemm_efficiency = fp8_gemm_prior(g.efficiency[static_cast<int>(ComputeKind::kGemm)]);
 }

@@ -11,14 +11,9 @@ Fp8Spec parse_fp8(Ctx& ctx, const Obj& o, Precision p, const GpuSpec& gpu) {
     if (o.has("fp8")) ctx.warn(o.at("fp8"), std::string("ignored: precision is ") + to_string(p));
     return f;
   }
-  // Precision "fp8" needs FP8 tensor cores: a catalog GPU without an FP8 peak, or an inline one
-  // without peak_fp8_tflops, cannot run it.
-  if (!(gpu.peak_fp8_flops_per_s > 0)) {
-    ctx.fail(o.at("precision"),
-             "fp8 is not supported by " + gpu.name + " (no fp8 peak in its figures)",
-             "use precision bf16, or a GPU with FP8 tensor cores (L40S, H100, H200, H800, B200, "
-             "GB200); an inline GPU sets peak_fp8_tflops");
-  }
+  // The path blamed for a recipe the GPU cannot run: the recipe when given, else the precision
+  // (the default recipe, delayed, was chosen by it).
+  std::string recipe_path = o.at("precision");
   if (o.has("fp8")) {
     Obj x(ctx, o.raw("fp8"), o.at("fp8"),
           {"recipe", "lm_head", "attention", "fp8_all_gather", "amax_history_len"});
@@ -34,20 +29,25 @@ Fp8Spec parse_fp8(Ctx& ctx, const Obj& o, Precision p, const GpuSpec& gpu) {
                                              fp8_traits(f.recipe).key +
                                              " keeps no amax history (delayed scaling does)");
     }
-    const std::string refusal = fp8_recipe_refusal(f.recipe, gpu);
-    if (!refusal.empty()) {
-      ctx.fail(x.has("recipe") ? x.at("recipe") : x.path(), refusal,
-               "choose a recipe the GPU supports (docs/fp8.md, \"Support matrix\")");
-    }
-    if (f.attention) {
-      const std::string no_attn = fp8_attention_refusal(gpu);
-      if (!no_attn.empty())
-        ctx.fail(x.at("attention"), no_attn, "set attention to false (bf16 attention)");
-    }
-  } else {
-    // The default recipe (delayed) must run on the GPU too.
-    const std::string refusal = fp8_recipe_refusal(f.recipe, gpu);
-    if (!refusal.empty()) ctx.fail(o.at("precision"), refusal, "use precision bf16");
+    if (x.has("recipe")) recipe_path = x.at("recipe");
+  }
+  // Transformer Engine's support matrix (docs/fp8.md, "Support matrix"): the GPU, the recipe and
+  // the compute capability it needs, in one line.
+  const std::string refusal = fp8_recipe_refusal(f.recipe, gpu);
+  if (!refusal.empty()) {
+    ctx.fail(recipe_path, refusal,
+             "use precision bf16, or a recipe and GPU of docs/fp8.md, \"Support matrix\"");
+  }
+  if (f.attention) {
+    const std::string no_attn = fp8_attention_refusal(gpu);
+    if (!no_attn.empty())
+      ctx.fail(o.at("fp8") + ".attention", no_attn, "set attention to false (bf16 attention)");
+  }
+  // FP8 tensor cores: an inline GPU of a recent compute capability still needs its FP8 peak.
+  if (!(gpu.peak_fp8_flops_per_s > 0)) {
+    ctx.fail(o.at("precision"),
+             "fp8 is not supported by " + gpu.name + " (no fp8 peak in its figures)",
+             "set cluster.gpu.peak_fp8_tflops (dense), or use precision bf16");
   }
   return f;
 }

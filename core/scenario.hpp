@@ -16,7 +16,8 @@ namespace csim::core {
 
 // [SECTION] GPU ----------------------------------------------------------------------------------
 
-// kFp8: the FP8 tensor-core GEMMs of precision "fp8" (E4M3 / E5M2 operands, bf16 output; docs/fp8.md).
+// kFp8: the FP8 tensor-core GEMMs of precision "fp8" (E4M3 / E5M2 operands, bf16 output;
+// docs/fp8.md).
 enum class Dtype { kFp32, kTf32, kFp16, kBf16, kFp8 };
 const char* to_string(Dtype d);
 int dtype_bytes(Dtype d);
@@ -40,7 +41,7 @@ struct GpuSpec {
   double peak_tf32_flops_per_s = 0;  //
   double peak_fp16_flops_per_s = 0;  // tensor-core dense (not 2:4 sparse)
   double peak_bf16_flops_per_s = 0;  //
-  double peak_fp8_flops_per_s = 0;   // FP8 tensor-core dense; 0 = the GPU cannot run FP8 (docs/fp8.md)
+  double peak_fp8_flops_per_s = 0;   // FP8 tensor-core dense; 0 = no FP8 (docs/fp8.md)
   double mem_bw_bytes_per_s = 0;     // HBM/GDDR bandwidth
   int sm_count = 0;                  //
   // SMs an NCCL collective occupies while it runs (one thread block per channel): compute kernels
@@ -256,10 +257,10 @@ inline constexpr int kNumFp8Recipes = 6;
 // training.fp8 (docs/scenario.md, "training.fp8"); read only when precision is "fp8".
 struct Fp8Spec {
   Fp8Recipe recipe = Fp8Recipe::kDelayed;
-  bool lm_head = false;           // the LM head's GEMM in FP8 too (default bf16)
-  bool attention = false;         // the attention core (kAttention layers) in FP8 (default bf16)
-  bool fp8_all_gather = false;    // FSDP2 all-gathers FP8 weights (1 B/param instead of 2)
-  int amax_history_len = 1024;    // delayed: amax history per tensor (TE's default)
+  bool lm_head = false;         // the LM head's GEMM in FP8 too (default bf16)
+  bool attention = false;       // the attention core (kAttention layers) in FP8 (default bf16)
+  bool fp8_all_gather = false;  // FSDP2 all-gathers FP8 weights (1 B/param instead of 2)
+  int amax_history_len = 1024;  // delayed: amax history per tensor (TE's default)
 };
 
 struct TrainingSpec {

@@ -152,8 +152,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   }
   Obj o(ctx, v, path,
         {"base", "name", "memory_gib", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
-         "peak_bf16_tflops", "peak_fp8_tflops", "mem_bw_gbps", "sm_count", "nccl_sms", "compute_capability",
-         "kernel_overhead_us", "mem_bw_efficiency", "efficiency", "source"});
+         "peak_bf16_tflops", "peak_fp8_tflops", "mem_bw_gbps", "sm_count", "nccl_sms",
+         "compute_capability", "kernel_overhead_us", "mem_bw_efficiency", "efficiency", "source"});
   GpuCatalogEntry e;
   if (o.has("base")) {
     const std::string base = o.string("base", "");
@@ -473,6 +473,9 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
       static_cast<Precision>(o.choice("precision", {"fp32", "amp", "bf16", "fp16", "fp8"}, 0));
   const int amp = o.choice("amp_dtype", {"fp16", "bf16"}, 0);
   t.amp_dtype = amp == 0 ? Dtype::kFp16 : Dtype::kBf16;
+  // Before the compute-dtype check below: an FP8 recipe the GPU cannot run is the more specific
+  // error (core/parse_fp8.cpp).
+  t.fp8 = parse_fp8(ctx, o, t.precision, gpu);
   t.optimizer = static_cast<OptimizerKind>(o.choice("optimizer", {"sgd", "adam"}, 1));
   t.sgd_momentum = o.number("sgd_momentum", 0.0, 0.0, 0.999999);
   t.steps = static_cast<int>(limited_int(ctx, o, "steps", t.steps, 1, ctx.limits.max_steps,
@@ -534,7 +537,6 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
                  num_text(gpu.peak_fp32_flops_per_s / gpu.peak_flops_per_s(pb.compute)) +
                  "x lower rate than fp32 on " + gpu.name + ": expect it to be slower than fp32");
   }
-  t.fp8 = parse_fp8(ctx, o, t.precision, gpu);  // core/parse_fp8.cpp
   return t;
 }
 

@@ -77,8 +77,8 @@ TEST_CASE("catalog: the FP8-era GPUs by alias, dense FP8 = half the sparse headl
   //   H100/H200/H800 SXM 3,958 -> 1,979; H100 PCIe 3,026 -> 1,513; L40S 1,466 -> 733;
   //   DGX B200 72 PFLOPS / 8 GPUs = 9 -> 4.5; GB200 NVL72 720 PFLOPS / 72 = 10 -> 5.
   const std::pair<const char*, double> sparse[] = {
-      {"h100", 3958e12},     {"h200", 3958e12},     {"h800", 3958e12}, {"h100pcie", 3026e12},
-      {"l40s", 1466e12},     {"b200", 72e15 / 8},   {"gb200", 720e15 / 72}};
+      {"h100", 3958e12}, {"h200", 3958e12},   {"h800", 3958e12},     {"h100pcie", 3026e12},
+      {"l40s", 1466e12}, {"b200", 72e15 / 8}, {"gb200", 720e15 / 72}};
   for (const auto& [alias, headline] : sparse) {
     INFO(alias);
     CHECK(find_gpu(alias)->gpu.peak_flops_per_s(Dtype::kFp8) == Approx(headline / 2));

@@ -27,27 +27,28 @@ namespace {
 // A small GPT (2 blocks: 4 FP8 GEMM layers each = 8) on one GPU, no Python (GPU-bound), Adam.
 std::string gpt_scenario(const std::string& gpu, const std::string& training,
                          const std::string& strategy = R"({"kind": "single"})", int gpus = 1) {
-  return R"({"cluster": {"nodes": 1, "gpus_per_node": )" + std::to_string(gpus) +
-         R"(, "gpu": ")" + gpu +
+  return R"({"cluster": {"nodes": 1, "gpus_per_node": )" + std::to_string(gpus) + R"(, "gpu": ")" +
+         gpu +
          R"("}, "host": {"python": false},
     "model": {"gpt": {"layers": 2, "hidden": 2048, "heads": 16, "seq_len": 2048, "vocab": 32768}},
     "training": )" +
          training + R"(, "strategy": )" + strategy + "}";
 }
 
-std::string fp8_training(const std::string& recipe, const std::string& extra = "",
-                         int batch = 4, int accumulation = 1) {
-  return R"({"global_batch": )" + std::to_string(batch) +
-         R"(, "gradient_accumulation": )" + std::to_string(accumulation) +
-         R"(, "steps": 2, "precision": "fp8", "fp8": {"recipe": ")" + recipe + "\"" + extra + "}}";
+std::string fp8_training(const std::string& recipe, const std::string& extra = "", int batch = 4,
+                         int accumulation = 1) {
+  return R"({"global_batch": )" + std::to_string(batch) + R"(, "gradient_accumulation": )" +
+         std::to_string(accumulation) + R"(, "steps": 2, "precision": "fp8", "fp8": {"recipe": ")" +
+         recipe + "\"" + extra + "}}";
 }
 
 std::string bf16_training(int batch = 4) {
-  return R"({"global_batch": )" + std::to_string(batch) +
-         R"(, "steps": 2, "precision": "bf16"})";
+  return R"({"global_batch": )" + std::to_string(batch) + R"(, "steps": 2, "precision": "bf16"})";
 }
 
-Scenario parse(const std::string& json) { return parse_scenario_string(json, "test.json"); }
+Scenario parse(const std::string& json) {
+  return parse_scenario_string(json, "test.json");
+}
 
 struct Run {
   Scenario s;
@@ -173,8 +174,7 @@ TEST_CASE("fp8: recipe x GPU support matrix as Transformer Engine's, refusals na
   CHECK(message("L40S-48GB", fp8_training("delayed", R"(, "attention": true)")) ==
         "training.fp8.attention: FP8 attention (cuDNN fused FP8 attention) needs compute "
         "capability 9.0 or newer; L40S-48GB has 8.9");
-  CHECK(message("H100-SXM5-80GB", fp8_training("delayed", R"(, "attention": true)")) ==
-        "accepted");
+  CHECK(message("H100-SXM5-80GB", fp8_training("delayed", R"(, "attention": true)")) == "accepted");
 }
 
 TEST_CASE("fp8: an inline GPU without an FP8 peak, and fp8_all_gather without sharding, refused",
@@ -198,7 +198,8 @@ TEST_CASE("fp8: an inline GPU without an FP8 peak, and fp8_all_gather without sh
     CHECK(e.json_path() == "training.fp8.fp8_all_gather");
     CHECK(e.message().find("needs sharded parameters") != std::string::npos);
   }
-  CHECK_NOTHROW(parse(gpt_scenario("H100", fp8_training("delayed", ag, 8), R"({"kind": "fsdp"})", 8)));
+  CHECK_NOTHROW(
+      parse(gpt_scenario("H100", fp8_training("delayed", ag, 8), R"({"kind": "fsdp"})", 8)));
   // The byte count the FSDP2 lowering uses (docs/fp8.md, "FP8 all-gather"): 1 B/param for the
   // per-tensor recipes instead of the 2 B of bf16 weights; MXFP8 adds its 1/32 B scales.
   Fp8Spec f;
@@ -251,7 +252,8 @@ TEST_CASE("fp8: a GPT step on one H100 is faster than bf16 and slower than 2x", 
   CHECK(head->dtype == Dtype::kBf16);
   CHECK(scores->dtype == Dtype::kBf16);
   // lm_head: true puts the LM head in FP8 too.
-  const Scenario with_head = parse(gpt_scenario("H100", fp8_training("delayed", R"(, "lm_head": true)")));
+  const Scenario with_head =
+      parse(gpt_scenario("H100", fp8_training("delayed", R"(, "lm_head": true)")));
   const Program ph = lower(with_head);
   CHECK(find_op(ph, "lm_head.fwd")->dtype == Dtype::kFp8);
 }

@@ -23,17 +23,17 @@ bool Fp8Lowering::fp8_layer(int layer) const {
 
 // One elementwise cast / amax kernel: 1 FLOP per element, `bytes` of traffic, one framework op.
 // The first kernel emitted takes `deps` (which is then emptied).
-OpId Fp8Lowering::cast_op(ProgramBuilder& b, const Lane& l, const std::string& name,
-                          double elems, Bytes bytes, bool python, std::vector<Dep>& deps,
+OpId Fp8Lowering::cast_op(ProgramBuilder& b, const Lane& l, const std::string& name, double elems,
+                          Bytes bytes, bool python, std::vector<Dep>& deps,
                           const std::string& phase) {
   std::vector<Dep> d = std::move(deps);
   deps.clear();
-  return b.compute(l, name, ComputeKind::kElementwise, elems, bytes, 1, python, std::move(d), phase);
+  return b.compute(l, name, ComputeKind::kElementwise, elems, bytes, 1, python, std::move(d),
+                   phase);
 }
 
 std::vector<Dep> Fp8Lowering::before_forward(ProgramBuilder& b, const Lane& l, int layer,
-                                             std::int64_t params,
-                                             double saved_act_bytes_per_sample,
+                                             std::int64_t params, double saved_act_bytes_per_sample,
                                              std::int64_t batch, const std::string& label,
                                              bool python, std::vector<Dep> deps) {
   if (!fp8_layer(layer)) return deps;
@@ -92,8 +92,7 @@ std::vector<Dep> Fp8Lowering::before_backward(ProgramBuilder& b, const Lane& l, 
   const double c = tr.copies;
   const std::string phase = "backward";
   // The incoming gradient has the layer's output's elements: g = output bytes / e_hp.
-  const double g =
-      output_bytes_per_sample * static_cast<double>(batch) / kFp8HighPrecisionBytes;
+  const double g = output_bytes_per_sample * static_cast<double>(batch) / kFp8HighPrecisionBytes;
   if (tr.amax_pass) {
     cast_op(b, l, label + ".fp8_amax_grad", g,
             static_cast<Bytes>(std::llround(g * kFp8HighPrecisionBytes)), python, deps, phase);

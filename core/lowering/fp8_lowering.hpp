@@ -40,10 +40,9 @@ class Fp8Lowering {
   // Before layer `layer`'s backward kernel: the amax pass (current / NVFP4) and the cast of the
   // incoming gradient (the layer's output, output_bytes_per_sample in bf16), and torchao's
   // recast of the weight. Same deps convention.
-  std::vector<Dep> before_backward(ProgramBuilder& b, const Lane& l, int layer,
-                                   std::int64_t params, double output_bytes_per_sample,
-                                   std::int64_t batch, const std::string& label, bool python,
-                                   std::vector<Dep> deps);
+  std::vector<Dep> before_backward(ProgramBuilder& b, const Lane& l, int layer, std::int64_t params,
+                                   double output_bytes_per_sample, std::int64_t batch,
+                                   const std::string& label, bool python, std::vector<Dep> deps);
   // The layer's GEMM runs in FP8: sets its dtype.
   void mark(ProgramBuilder& b, OpId gemm, int layer) const;
   // Delayed scaling, before the step's optimizer.step() on `l`: the amax history and scale
@@ -51,8 +50,8 @@ class Fp8Lowering {
   std::vector<Dep> before_optimizer(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps);
 
  private:
-  OpId cast_op(ProgramBuilder& b, const Lane& l, const std::string& name, double elems,
-               Bytes bytes, bool python, std::vector<Dep>& deps, const std::string& phase);
+  OpId cast_op(ProgramBuilder& b, const Lane& l, const std::string& name, double elems, Bytes bytes,
+               bool python, std::vector<Dep>& deps, const std::string& phase);
 
   const Scenario& s_;
   std::vector<char> fp8_layer_;                   // per model layer

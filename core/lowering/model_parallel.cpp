@@ -293,10 +293,9 @@ Program lower_model_parallel(const Scenario& s) {
         b.alloc(main, lane.stream, g, MemCategory::kOptimizer, np * k_opt, "optimizer state");
       // docs/program.md, "A training step": optimizer traffic and FLOPs per parameter.
       const OptimizerCost cost = optimizer_cost(s.training, pb, np);
-      const OpId o =
-          b.compute(lane, op_names::optimizer_step(s.training.optimizer), ComputeKind::kElementwise,
-                    cost.flops, cost.traffic, 5, true, b.fp8().before_optimizer(b, lane, {}),
-                    "optimizer");
+      const OpId o = b.compute(lane, op_names::optimizer_step(s.training.optimizer),
+                               ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
+                               b.fp8().before_optimizer(b, lane, {}), "optimizer");
       if (np > 0)
         b.release(main, lane.stream, g, MemCategory::kGrads, np * pb.grads, ".grad (zero_grad)");
       ends.push_back({o, DepKind::kHostWaits});

@@ -235,8 +235,9 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
                           layer.params * precision().weights;
     std::vector<Dep> deps = i == 0 ? first_deps : std::vector<Dep>{};
     const int li = static_cast<int>(i);
-    deps = fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
-                               batch, prefix + layer.name, true, std::move(deps));
+    deps =
+        fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
+                            batch, prefix + layer.name, true, std::move(deps));
     OpId c = compute(l, prefix + layer.name + ".fwd", layer.kind, layer.fwd_flops_per_sample * b,
                      traffic, layer.kernels, true, std::move(deps), "forward", batch);
     fp8_.mark(*this, c, li);

@@ -198,8 +198,23 @@ TEST_CASE("fp8: an inline GPU without an FP8 peak, and fp8_all_gather without sh
     CHECK(e.json_path() == "training.fp8.fp8_all_gather");
     CHECK(e.message().find("needs sharded parameters") != std::string::npos);
   }
-  CHECK_NOTHROW(
-      parse(gpt_scenario("H100", fp8_training("delayed", ag, 8), R"({"kind": "fsdp"})", 8)));
+  const Scenario fsdp8 =
+      parse(gpt_scenario("H100", fp8_training("delayed", ag, 8), R"({"kind": "fsdp"})", 8));
+  const Scenario fsdp16 =
+      parse(gpt_scenario("H100", fp8_training("delayed", "", 8), R"({"kind": "fsdp"})", 8));
+  // FSDP's per-block all-gathers of step 2's forward on GPU 0 move every parameter once:
+  // 2 B x P as stored; with fp8_all_gather the FP8 layers' P8 parameters at 1 B: 2P - P8.
+  const auto forward_gathers = [](const Program& p) {
+    Bytes sum = 0;
+    for (const Op& op : p.ops)
+      if (op.kind == OpKind::kCollective && op.collective == CollectiveKind::kAllGather &&
+          op.step == 2 && op.gpu == 0 && op.phase == "forward")
+        sum += op.bytes;
+    return sum;
+  };
+  const Bytes with = forward_gathers(lower(fsdp8)), without = forward_gathers(lower(fsdp16));
+  CHECK(without == 2 * fsdp16.model.total_params());
+  CHECK(with == without - fp8_params(fsdp8));
   // The byte count the FSDP2 lowering uses (docs/fp8.md, "FP8 all-gather"): 1 B/param for the
   // per-tensor recipes instead of the 2 B of bf16 weights; MXFP8 adds its 1/32 B scales.
   Fp8Spec f;

@@ -288,7 +288,8 @@ TEST_CASE("fp8: the FP8 GEMM curve is the bf16 one x 1.75/2, and the fp8 peak le
   CHECK(compute_duration_ns(h, ComputeKind::kGemm, Dtype::kBf16, f, 0) ==
         compute_duration_ns(no_fp8, ComputeKind::kGemm, Dtype::kBf16, f, 0));
   // fp8: 1e12 / (1979e12 x 0.5425 x 1e12/(1e12+4e9)) + 1.2 us
-  const double fp8_s = f / (1979e12 * 0.5425 * f / (f + 4e9));
+  const double eff = h.fp8_gemm_efficiency.max_efficiency * f / (f + 4e9);
+  const double fp8_s = f / (1979e12 * eff);
   CHECK(compute_duration_ns(h, ComputeKind::kGemm, Dtype::kFp8, f, 0) ==
         round_to_ns(fp8_s) + h.kernel_overhead_ns);
 }

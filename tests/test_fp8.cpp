@@ -17,6 +17,7 @@
 #include "core/memory_timeline.hpp"
 #include "core/scenario_parser.hpp"
 #include "run/run.hpp"
+#include "run/scenario_loader.hpp"
 #include "test_support.hpp"
 
 using namespace csim;
@@ -35,11 +36,13 @@ std::string gpt_scenario(const std::string& gpu, const std::string& training,
          training + R"(, "strategy": )" + strategy + "}";
 }
 
+// accumulation 0: training.gradient_accumulation not given (the parallel kinds derive it).
 std::string fp8_training(const std::string& recipe, const std::string& extra = "", int batch = 4,
-                         int accumulation = 1) {
-  return R"({"global_batch": )" + std::to_string(batch) + R"(, "gradient_accumulation": )" +
-         std::to_string(accumulation) + R"(, "steps": 2, "precision": "fp8", "fp8": {"recipe": ")" +
-         recipe + "\"" + extra + "}}";
+                         int accumulation = 0) {
+  const std::string ga =
+      accumulation > 0 ? R"(, "gradient_accumulation": )" + std::to_string(accumulation) : "";
+  return R"({"global_batch": )" + std::to_string(batch) + ga +
+         R"(, "steps": 2, "precision": "fp8", "fp8": {"recipe": ")" + recipe + "\"" + extra + "}}";
 }
 
 std::string bf16_training(int batch = 4) {

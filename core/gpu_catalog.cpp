@@ -1,4 +1,6 @@
 // Built-in GPU catalog (docs/scenario.md, "GPU catalog"). Every figure set carries its source.
+// The GPUs added with FP8 training (H100 PCIe, H800, L40S, B200, GB200) are in
+// gpu_catalog_modern.cpp.
 //
 // Index: [SECTION] Helpers, [SECTION] Entries, [SECTION] Lookup, [SECTION] Topology presets
 //
@@ -21,6 +23,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/gpu_catalog_modern.hpp"
 #include "core/json_diagnostics.hpp"
 
 namespace csim::core {
@@ -213,6 +216,7 @@ GpuCatalogEntry hopper(bool h200) {
   g.peak_tf32_flops_per_s = 494.5 * kTflops;  // datasheet 989 TFLOPS is 2:4 sparse
   g.peak_fp16_flops_per_s = 989.5 * kTflops;  // datasheet 1,979 TFLOPS is 2:4 sparse
   g.peak_bf16_flops_per_s = 989.5 * kTflops;  //
+  g.peak_fp8_flops_per_s = 1979 * kTflops;    // datasheet 3,958 TFLOPS is 2:4 sparse
   g.mem_bw_bytes_per_s = (h200 ? 4800 : 3350) * kGB;
   g.sm_count = 132;
   g.nccl_sms = 24;  // assumed: 24 collective channels on NVSwitch (not calibrated)
@@ -231,12 +235,13 @@ GpuCatalogEntry hopper(bool h200) {
       curve(0.50, 2e9, est + "cuDNN convolutions below the gemm curve");
   g.efficiency[static_cast<int>(ComputeKind::kAttention)] =
       curve(0.40, 2e9, est + "2/3 of the gemm curve: unfused batched per-head GEMMs");
-  g.source = h200 ? "NVIDIA H200 Tensor Core GPU datasheet (SXM: 67 TFLOPS fp32; 989 tf32 and "
-                    "1,979 fp16/bf16 TFLOPS with sparsity -> dense 494.5 / 989.5; 141 GB HBM3e, "
-                    "4.8 TB/s); 132 SMs, sm_90 as H100 SXM"
-                  : "NVIDIA H100 Tensor Core GPU datasheet (SXM: 67 TFLOPS fp32; 989 tf32 and "
-                    "1,979 fp16/bf16 TFLOPS with sparsity -> dense 494.5 / 989.5; 80 GB HBM3, "
-                    "3.35 TB/s); Hopper whitepaper (132 SMs on SXM5, sm_90)";
+  g.fp8_gemm_efficiency = fp8_gemm_prior(g.efficiency[static_cast<int>(ComputeKind::kGemm)]);
+  g.source = h200 ? "NVIDIA H200 Tensor Core GPU datasheet (SXM: 67 TFLOPS fp32; 989 tf32, "
+                    "1,979 fp16/bf16 and 3,958 fp8 TFLOPS with sparsity -> dense 494.5 / 989.5 / "
+                    "1,979; 141 GB HBM3e, 4.8 TB/s); 132 SMs, sm_90 as H100 SXM"
+                  : "NVIDIA H100 Tensor Core GPU datasheet (SXM: 67 TFLOPS fp32; 989 tf32, "
+                    "1,979 fp16/bf16 and 3,958 fp8 TFLOPS with sparsity -> dense 494.5 / 989.5 / "
+                    "1,979; 80 GB HBM3, 3.35 TB/s); Hopper whitepaper (132 SMs on SXM5, sm_90)";
   if (h200) {
     e.aliases = {"h200", "h200sxm", "h200141gb", "h200sxm141gb"};
   } else {
@@ -266,6 +271,9 @@ std::vector<GpuCatalogEntry> build_catalog() {
   c.push_back(a100(80));
   c.push_back(hopper(false));
   c.push_back(hopper(true));
+  // H100 PCIe, H800, L40S, B200, GB200 (core/gpu_catalog_modern.cpp), after the GPUs above so
+  // that their order (and every hint listing them) stays as it was.
+  for (GpuCatalogEntry& e : modern_gpu_entries(c[5], c[4])) c.push_back(std::move(e));
   return c;
 }
 

@@ -26,7 +26,8 @@ struct GpuCatalogEntry {
   std::string link_source;                 // datasheet / system guide for the link figures
 };
 
-// All entries, in a fixed order (oldest GPU first).
+// All entries, in a fixed order: GTX 1080 Ti to H200 oldest first, then H100 PCIe, H800, L40S,
+// B200 and GB200 (core/gpu_catalog_modern.cpp).
 const std::vector<GpuCatalogEntry>& gpu_catalog();
 
 // Lower-case alphanumerics only: "A100-SXM4-80GB" -> "a100sxm480gb", "a100_80gb" -> "a10080gb".

@@ -15,6 +15,8 @@ const char* to_string(Dtype d) {
       return "fp16";
     case Dtype::kBf16:
       return "bf16";
+    case Dtype::kFp8:
+      return "fp8";
   }
   return "?";
 }
@@ -30,6 +32,8 @@ int dtype_bytes(Dtype d) {
       return 2;
     case Dtype::kBf16:
       return 2;
+    case Dtype::kFp8:
+      return 1;
   }
   return 4;
 }
@@ -58,6 +62,8 @@ double GpuSpec::peak_flops_per_s(Dtype d) const {
       return peak_fp16_flops_per_s;
     case Dtype::kBf16:
       return peak_bf16_flops_per_s;
+    case Dtype::kFp8:
+      return peak_fp8_flops_per_s;
   }
   return 0.0;
 }
@@ -96,6 +102,8 @@ const char* to_string(Precision p) {
       return "bf16";
     case Precision::kFp16:
       return "fp16";
+    case Precision::kFp8:
+      return "fp8";
   }
   return "?";
 }
@@ -105,6 +113,7 @@ const char* to_string(Precision p) {
 //   amp (torch.autocast): fp32 weights and grads (4 + 4); kernels run in amp_dtype
 //   bf16: bf16 weights (2) + fp32 main grads (4) + fp32 master copy (4)  (Megatron bf16 recipe)
 //   fp16: fp16 weights (2) + fp16 grads (2) + fp32 master copy (4)       (Micikevicius et al. 2018)
+//   fp8:  as bf16 (the FP8 weight copies and scaling state are counted apart, docs/fp8.md)
 // Optimizer state (adam 8 B/param, sgd momentum 4 B/param) is counted by the memory model, not
 // here.
 PrecisionBytes precision_bytes(Precision p, Dtype amp_dtype) {
@@ -121,6 +130,9 @@ PrecisionBytes precision_bytes(Precision p, Dtype amp_dtype) {
       break;
     case Precision::kFp16:
       b = {2, 2, 4, Dtype::kFp16};
+      break;
+    case Precision::kFp8:
+      b = {2, 4, 4, Dtype::kBf16};  // non-FP8 kernels run in bf16
       break;
   }
   return b;

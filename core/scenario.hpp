@@ -17,7 +17,9 @@ namespace csim::core {
 
 // [SECTION] GPU ----------------------------------------------------------------------------------
 
-enum class Dtype { kFp32, kTf32, kFp16, kBf16 };
+// kFp8: the FP8 tensor-core GEMMs of precision "fp8" (E4M3 / E5M2 operands, bf16 output;
+// docs/fp8.md).
+enum class Dtype { kFp32, kTf32, kFp16, kBf16, kFp8 };
 const char* to_string(Dtype d);
 int dtype_bytes(Dtype d);
 
@@ -40,6 +42,7 @@ struct GpuSpec {
   double peak_tf32_flops_per_s = 0;  //
   double peak_fp16_flops_per_s = 0;  // tensor-core dense (not 2:4 sparse)
   double peak_bf16_flops_per_s = 0;  //
+  double peak_fp8_flops_per_s = 0;   // FP8 tensor-core dense; 0 = no FP8 (docs/fp8.md)
   double mem_bw_bytes_per_s = 0;     // HBM/GDDR bandwidth
   int sm_count = 0;                  //
   // SMs an NCCL collective occupies while it runs (one thread block per channel): compute kernels
@@ -49,6 +52,9 @@ struct GpuSpec {
   int compute_capability = 0;                    // e.g. 80 for sm_80
   TimeNs kernel_overhead_ns = 0;                 // per-kernel device-side fixed cost
   EfficiencyCurve efficiency[kNumComputeKinds];  // by ComputeKind
+  // FP8 GEMMs (kGemm ops of dtype kFp8; docs/fp8.md, "FP8 GEMM efficiency"): a curve of their own
+  // because FP8 kernels reach a different share of their (2x larger) peak than bf16 ones.
+  EfficiencyCurve fp8_gemm_efficiency;
   double mem_bw_efficiency = 0.85;  // achieved fraction of mem_bw for streaming kernels
   std::string source;               // datasheet reference for the figures above
 
@@ -244,7 +250,9 @@ struct ModelSpec {
 
 // [SECTION] Training -----------------------------------------------------------------------------
 
-enum class Precision { kFp32, kAmp, kBf16, kFp16 };
+// kFp8: bf16 mixed precision (as kBf16) whose transformer-block linear layers run FP8 GEMMs with
+// a Transformer Engine / torchao recipe (TrainingSpec::fp8; docs/fp8.md).
+enum class Precision { kFp32, kAmp, kBf16, kFp16, kFp8 };
 const char* to_string(Precision p);
 
 // Bytes per parameter by precision recipe (docs/scenario.md, "training.precision").
@@ -266,11 +274,27 @@ struct DataLoaderSpec {
   int prefetch_factor = 2;        // batches in flight per worker
 };
 
+// FP8 scaling recipes (docs/fp8.md, "Recipes"): Transformer Engine's DelayedScaling,
+// Float8CurrentScaling, Float8BlockScaling (1x128 activations / 128x128 weights, DeepSeek-V3),
+// MXFP8BlockScaling and NVFP4BlockScaling, and torchao's Float8Linear with rowwise scaling.
+enum class Fp8Recipe { kDelayed, kCurrent, kBlock, kMxfp8, kNvfp4, kRowwise };
+inline constexpr int kNumFp8Recipes = 6;
+
+// training.fp8 (docs/scenario.md, "training.fp8"); read only when precision is "fp8".
+struct Fp8Spec {
+  Fp8Recipe recipe = Fp8Recipe::kDelayed;
+  bool lm_head = false;         // the LM head's GEMM in FP8 too (default bf16)
+  bool attention = false;       // the attention core (kAttention layers) in FP8 (default bf16)
+  bool fp8_all_gather = false;  // FSDP2 all-gathers FP8 weights (1 B/param instead of 2)
+  int amax_history_len = 1024;  // delayed: amax history per tensor (TE's default)
+};
+
 struct TrainingSpec {
   std::int64_t global_batch = 1;  // samples per optimizer step, all GPUs together
   std::int64_t dataset_size = 0;  // 0: unlimited; else batches follow an epoch (last partial)
   Precision precision = Precision::kFp32;
   Dtype amp_dtype = Dtype::kFp16;  // autocast dtype for precision "amp"
+  Fp8Spec fp8;                     // precision "fp8" only
   OptimizerKind optimizer = OptimizerKind::kAdam;
   double sgd_momentum = 0.0;  // > 0 keeps a momentum buffer (4 bytes/param)
   int steps = 3;

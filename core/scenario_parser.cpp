@@ -22,10 +22,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/fp8_recipe.hpp"
 #include "core/gpu_catalog.hpp"
 #include "core/json_diagnostics.hpp"
 #include "core/model_builders.hpp"
 #include "core/parse_context.hpp"
+#include "core/parse_fp8.hpp"
 #include "core/parse_hf_model.hpp"
 #include "core/parse_parallel.hpp"
 #include "core/parse_transformer.hpp"
@@ -152,8 +154,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   }
   Obj o(ctx, v, path,
         {"base", "name", "memory_gib", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
-         "peak_bf16_tflops", "mem_bw_gbps", "sm_count", "nccl_sms", "compute_capability",
-         "kernel_overhead_us", "mem_bw_efficiency", "efficiency", "source"});
+         "peak_bf16_tflops", "peak_fp8_tflops", "mem_bw_gbps", "sm_count", "nccl_sms",
+         "compute_capability", "kernel_overhead_us", "mem_bw_efficiency", "efficiency", "source"});
   GpuCatalogEntry e;
   if (o.has("base")) {
     const std::string base = o.string("base", "");
@@ -196,6 +198,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
       o.number("peak_fp16_tflops", g.peak_fp16_flops_per_s / 1e12, 0, 1e6) * 1e12;
   g.peak_bf16_flops_per_s =
       o.number("peak_bf16_tflops", g.peak_bf16_flops_per_s / 1e12, 0, 1e6) * 1e12;
+  g.peak_fp8_flops_per_s =
+      o.number("peak_fp8_tflops", g.peak_fp8_flops_per_s / 1e12, 0, 1e6) * 1e12;
   g.mem_bw_bytes_per_s = o.number("mem_bw_gbps", g.mem_bw_bytes_per_s / kGB, 1, 1e6) * kGB;
   g.sm_count = static_cast<int>(o.integer("sm_count", g.sm_count, 0, 100000));
   g.nccl_sms = static_cast<int>(o.integer("nccl_sms", g.nccl_sms, 0, 100000));
@@ -463,13 +467,17 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   Obj o(ctx, v, "training",
         {"global_batch", "dataset_size", "precision", "amp_dtype", "optimizer", "sgd_momentum",
          "steps", "gradient_accumulation", "data_loader", "leaks", "empty_cache_every",
-         "del_temporaries"});
+         "del_temporaries", "fp8"});
   TrainingSpec t;
   t.global_batch = o.req_integer("global_batch", 1, 1 << 24);
   t.dataset_size = o.integer("dataset_size", 0, 0, 1000000000000LL);
-  t.precision = static_cast<Precision>(o.choice("precision", {"fp32", "amp", "bf16", "fp16"}, 0));
+  t.precision =
+      static_cast<Precision>(o.choice("precision", {"fp32", "amp", "bf16", "fp16", "fp8"}, 0));
   const int amp = o.choice("amp_dtype", {"fp16", "bf16"}, 0);
   t.amp_dtype = amp == 0 ? Dtype::kFp16 : Dtype::kBf16;
+  // Before the compute-dtype check below: an FP8 recipe the GPU cannot run is the more specific
+  // error (core/parse_fp8.cpp).
+  t.fp8 = parse_fp8(ctx, o, t.precision, gpu);
   t.optimizer = static_cast<OptimizerKind>(o.choice("optimizer", {"sgd", "adam"}, 1));
   t.sgd_momentum = o.number("sgd_momentum", 0.0, 0.0, 0.999999);
   t.steps = static_cast<int>(limited_int(ctx, o, "steps", t.steps, 1, ctx.limits.max_steps,
@@ -744,6 +752,7 @@ ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t, const GpuS
   m.name = o.string("name", m.name);
   m.input_bytes_per_sample = o.number("input_bytes_per_sample", m.input_bytes_per_sample, 0, 1e12);
   m.python_hooks = o.boolean("python_hooks", false);
+  apply_fp8_saved_activations(m, t);  // docs/fp8.md, "Memory"; no-op unless precision is fp8
   return m;
 }
 
@@ -1141,6 +1150,7 @@ Scenario parse_document(json doc, const std::string& file,
   sc.strategy = parse_strategy(ctx, top.has("strategy") ? &top.raw("strategy") : nullptr,
                                sc.cluster, sc.training, sc.model, ga_given);
   pad_vocab_for_tensor_parallel(ctx, doc, sc);
+  validate_fp8_scenario(ctx, sc);  // core/parse_fp8.cpp
   if (top.has("nccl")) {
     Obj n(ctx, top.raw("nccl"), "nccl", {"algo", "proto"});
     const std::vector<std::string> algos{"auto", "ring", "tree", "nvls", "hierarchical"};

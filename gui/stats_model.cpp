@@ -29,7 +29,7 @@ double peak_flops(const prof::Trace& t) {
   if (e == nullptr) return 0;
   const std::string p = json_string(t.metadata, "precision");
   core::Dtype d = core::Dtype::kFp32;
-  if (p == "bf16") d = core::Dtype::kBf16;
+  if (p == "bf16" || p == "fp8") d = core::Dtype::kBf16;  // fp8: MFU against the bf16 peak
   if (p == "fp16" || p == "amp") d = core::Dtype::kFp16;
   if (p == "amp" && json_string(t.metadata, "amp_dtype") == "bf16") d = core::Dtype::kBf16;
   return e->gpu.peak_flops_per_s(d);

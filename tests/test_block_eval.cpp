@@ -71,6 +71,17 @@ CSIM_BLOCK_CASE("ddp_batch512_workers.json", false)
 CSIM_BLOCK_CASE("dp_vs_ddp_4x1080ti.json", false)
 CSIM_BLOCK_CASE("gpt2_small_1xh200.json", false)
 CSIM_BLOCK_CASE("gpt2_small_8xa100.json", false)
+CSIM_BLOCK_CASE("gpt_fp8_8xh100.json", false)
+
+// FP8 under 3D: the weight casts only in a step's first micro-batch make the micro-batches'
+// chains differ; the block path must still match (docs/fp8.md, "Kernels").
+TEST_CASE("block eval within 1 % of op level: gpt_fp8_8xh100.json as 3D with FP8 casts",
+          "[block][fp8]") {
+  compare(
+      "gpt_fp8_8xh100.json",
+      {R"(strategy={"kind":"3d","dp":2,"tp":2,"pp":2,"micro_batch_size":1})", "model.gpt.layers=8"},
+      true);
+}
 CSIM_BLOCK_CASE("gpt_20b_64xa100_zero3.json", true)
 CSIM_BLOCK_CASE("gpt_pipeline_8xa100.json", true)
 CSIM_BLOCK_CASE("linear_5x2_dp2.json", false)
@@ -129,7 +140,7 @@ TEST_CASE("block eval: unsupported structures fall back with a reason", "[block]
 }
 
 TEST_CASE("block eval: every bundled scenario has a case above", "[block]") {
-  // 20 files in scenarios/ when this test was written; a new one needs its CSIM_BLOCK_CASE.
+  // 20 files in scenarios/ (19 + gpt_fp8_8xh100.json); a new one needs its CSIM_BLOCK_CASE.
   std::size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator(test::repo_path("scenarios")))
     n += e.path().extension() == ".json";

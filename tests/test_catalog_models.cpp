@@ -18,8 +18,8 @@ TEST_CASE("catalog: lookup by name and alias is case- and punctuation-insensitiv
   CHECK(find_gpu("1080ti")->gpu.name == "GTX-1080-Ti");
   CHECK(find_gpu("V100-32GB")->gpu.name == "V100-SXM2-32GB");
   CHECK(find_gpu("v100")->gpu.name == "V100-SXM2-16GB");
-  CHECK(find_gpu("B200") == nullptr);
-  CHECK(gpu_names().size() == 7);
+  CHECK(find_gpu("B300") == nullptr);
+  CHECK(gpu_names().size() == 12);  // 7 + H100 PCIe, H800, L40S, B200, GB200
   const std::string hint = gpu_name_hint("A100-80G");
   CHECK(hint.find("did you mean A100-SXM4-80GB") != std::string::npos);
   CHECK(hint.find("H200-SXM-141GB") != std::string::npos);
@@ -59,6 +59,58 @@ TEST_CASE("catalog: dense peaks per dtype, 0 where the GPU lacks the dtype", "[c
     cs.reserve = e.reserve;
     CHECK(usable_memory_bytes(cs, true) > 0);
   }
+}
+
+TEST_CASE("catalog: the FP8-era GPUs by alias, dense FP8 = half the sparse headline", "[catalog]") {
+  const std::pair<const char*, const char*> aliases[] = {
+      {"H100-PCIe", "H100-PCIe-80GB"}, {"h100_pcie_80gb", "H100-PCIe-80GB"},
+      {"H800", "H800-SXM5-80GB"},      {"h800-sxm5", "H800-SXM5-80GB"},
+      {"L40S", "L40S-48GB"},           {"l40s-48gb", "L40S-48GB"},
+      {"B200", "B200-180GB"},          {"HGX-B200", "B200-180GB"},
+      {"GB200", "GB200-186GB"},        {"GB200-NVL72", "GB200-186GB"}};
+  for (const auto& [alias, name] : aliases) {
+    INFO(alias);
+    REQUIRE(find_gpu(alias) != nullptr);
+    CHECK(find_gpu(alias)->gpu.name == name);
+  }
+  // Dense FP8 = half of the 2:4-sparse datasheet headline (per GPU for the system datasheets):
+  //   H100/H200/H800 SXM 3,958 -> 1,979; H100 PCIe 3,026 -> 1,513; L40S 1,466 -> 733;
+  //   DGX B200 72 PFLOPS / 8 GPUs = 9 -> 4.5; GB200 NVL72 720 PFLOPS / 72 = 10 -> 5.
+  const std::pair<const char*, double> sparse[] = {
+      {"h100", 3958e12}, {"h200", 3958e12},   {"h800", 3958e12},     {"h100pcie", 3026e12},
+      {"l40s", 1466e12}, {"b200", 72e15 / 8}, {"gb200", 720e15 / 72}};
+  for (const auto& [alias, headline] : sparse) {
+    INFO(alias);
+    CHECK(find_gpu(alias)->gpu.peak_flops_per_s(Dtype::kFp8) == Approx(headline / 2));
+  }
+  // FP8 dense is twice bf16 dense on every FP8 GPU (same tensor-core generation).
+  for (const GpuCatalogEntry& e : gpu_catalog()) {
+    if (e.gpu.peak_fp8_flops_per_s == 0) continue;
+    INFO(e.gpu.name);
+    CHECK(e.gpu.peak_fp8_flops_per_s == Approx(2 * e.gpu.peak_bf16_flops_per_s).epsilon(0.02));
+    CHECK_FALSE(e.gpu.fp8_gemm_efficiency.source.empty());
+    CHECK(e.gpu.compute_capability >= 89);
+  }
+  // No FP8 before Ada: V100, A100, 1080 Ti have none.
+  CHECK(find_gpu("a100")->gpu.peak_fp8_flops_per_s == 0);
+  CHECK(find_gpu("v100")->gpu.peak_fp8_flops_per_s == 0);
+  // Compute capabilities (x10): L40S 8.9, Hopper 9.0, Blackwell datacenter 10.0.
+  CHECK(find_gpu("l40s")->gpu.compute_capability == 89);
+  CHECK(find_gpu("h800")->gpu.compute_capability == 90);
+  CHECK(find_gpu("h100pcie")->gpu.compute_capability == 90);
+  CHECK(find_gpu("b200")->gpu.compute_capability == 100);
+  CHECK(find_gpu("gb200")->gpu.compute_capability == 100);
+  // Links: H800 NVLink 400 GB/s bidirectional = 200 per direction; NVLink 5 1.8 TB/s = 900.
+  CHECK(find_gpu("h800")->nvswitch_bytes_per_s == Approx(200e9));
+  CHECK(find_gpu("b200")->nvswitch_bytes_per_s == Approx(900e9));
+  CHECK(find_gpu("gb200")->nvswitch_bytes_per_s == Approx(900e9));
+  CHECK(find_gpu("l40s")->intra_kind == IntraNodeKind::kPcie);
+  // Per-GPU shares of system memory bandwidth: 64 TB/s / 8 and 576 TB/s / 72 = 8 TB/s.
+  CHECK(find_gpu("b200")->gpu.mem_bw_bytes_per_s == Approx(8e12));
+  CHECK(find_gpu("gb200")->gpu.mem_bw_bytes_per_s == Approx(8e12));
+  // The reused curves say where they come from.
+  CHECK(find_gpu("l40s")->gpu.efficiency[0].source.find("reused from A100-SXM4-80GB") == 0);
+  CHECK(find_gpu("b200")->gpu.efficiency[0].source.find("reused from H100-SXM5-80GB") == 0);
 }
 
 TEST_CASE("catalog: fitted curves cite their published-measurements case", "[catalog]") {

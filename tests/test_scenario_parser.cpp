@@ -129,8 +129,13 @@ TEST_CASE("parser error: out-of-range value names the limit", "[parser][errors]"
       "model": {"resnet50": {}}, "training": {"global_batch": 8}})";
   expect_error(big, "cluster.nodes", "exceeds the limit of 65536 (limits.max_gpus");
   expect_error(
+      minimal(R"({"kind": "single"})", R"("v100")", R"({"global_batch": 8, "precision": "fp4"})"),
+      "training.precision", "'fp4' is not one of fp32, amp, bf16, fp16, fp8");
+  // fp8 is a precision, but not on a V100 (docs/fp8.md, "Support matrix").
+  expect_error(
       minimal(R"({"kind": "single"})", R"("v100")", R"({"global_batch": 8, "precision": "fp8"})"),
-      "training.precision", "'fp8' is not one of fp32, amp, bf16, fp16");
+      "training.precision",
+      "delayed scaling needs compute capability 8.9 or newer; V100-SXM2-16GB has 7.0");
 }
 
 TEST_CASE("parser error: device ids that do not exist, or duplicated", "[parser][errors]") {

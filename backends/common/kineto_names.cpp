@@ -24,6 +24,7 @@ const char* torch_dtype_name(core::Dtype d) {
     case core::Dtype::kTf32: return "Float";
     case core::Dtype::kFp16: return "Half";
     case core::Dtype::kBf16: return "BFloat16";
+    case core::Dtype::kFp8: return "Float8_e4m3fn";  // torch.float8_e4m3fn (docs/fp8.md)
   }
   return "Float";
 }
@@ -34,6 +35,7 @@ const char* nccl_type_name(core::Dtype d) {
     case core::Dtype::kTf32: return "f32";
     case core::Dtype::kFp16: return "f16";
     case core::Dtype::kBf16: return "bf16";
+    case core::Dtype::kFp8: return "f8e4m3";  // NCCL 2.24's ncclFloat8e4m3 (docs/fp8.md)
   }
   return "f32";
 }

@@ -37,7 +37,8 @@ bool is_gemm_like(const Op& op) {
 }
 
 int gemm_elem_bytes(core::Dtype d) {
-  return d == core::Dtype::kFp16 || d == core::Dtype::kBf16 ? 2 : 4;
+  // kFp8 runs as a bf16 proxy GEMM (docs/fp8.md, "Real backend").
+  return d == core::Dtype::kFp16 || d == core::Dtype::kBf16 || d == core::Dtype::kFp8 ? 2 : 4;
 }
 
 std::int64_t max_gemm_size(int elem_bytes, Bytes cap_bytes) {

@@ -56,6 +56,8 @@ inline GemmTypes gemm_types(core::Dtype d) {
     case core::Dtype::kFp16:
       return {CUDA_R_16F, CUBLAS_COMPUTE_32F};
     case core::Dtype::kBf16:
+    case core::Dtype::kFp8:  // proxied as a bf16 GEMM of the same FLOPs (docs/fp8.md, "Real
+                             // backend")
       return {CUDA_R_16BF, CUBLAS_COMPUTE_32F};
     case core::Dtype::kTf32:
       return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};

@@ -27,11 +27,16 @@ TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, do
   double compute_s = 0, memory_s = 0;
   if (flops > 0) {
     // half_flops is stated at the GPU's highest dense peak; scale it to this dtype so the ramp
-    // time half_flops / (peak_max * max_efficiency) is the same for every dtype.
+    // time half_flops / (peak_max * max_efficiency) is the same for every dtype. peak_max is the
+    // highest of the fp32 .. bf16 peaks: the FP8 peak is left out so that adding it to a GPU
+    // changes no bf16 kernel's duration (docs/fp8.md, "FP8 GEMM efficiency").
     const double peak_max = std::max({gpu.peak_fp32_flops_per_s, gpu.peak_tf32_flops_per_s,
                                       gpu.peak_fp16_flops_per_s, gpu.peak_bf16_flops_per_s});
     // Only the curve's numbers are copied (not its `source` text: one allocation per kernel).
-    const EfficiencyCurve& curve = gpu.efficiency[static_cast<int>(kind)];
+    // FP8 GEMMs have a curve of their own (docs/fp8.md); FP8 attention uses the attention curve.
+    const EfficiencyCurve& curve = dtype == Dtype::kFp8 && kind == ComputeKind::kGemm
+                                       ? gpu.fp8_gemm_efficiency
+                                       : gpu.efficiency[static_cast<int>(kind)];
     EfficiencyCurve c;
     // A kernel with its own figure (a fused attention kernel: docs/attention.md, "Efficiency")
     // keeps the kind's ramp (half_flops) and replaces only the asymptote.

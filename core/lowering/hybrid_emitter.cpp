@@ -170,8 +170,12 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   const Lane lane{r.thread, r.gpu, r.compute};
   const std::string name = op_names::layer_kernel(lp.sp.prefix, l.name, lp.phase);
   OpId c = kNoOp;
+  const std::string fp8_label = lp.sp.prefix + l.name;  // FP8 casts (docs/fp8.md)
   if (lp.forward()) {
     const Bytes traffic = per_micro_batch(sl.traffic_per_sample) + sl.params * pb_.weights;
+    lp.deps = b_.fp8().before_forward(b_, lane, lp.layer, sl.params, sl.act_bytes_per_sample,
+                                      ps_.micro_batch_size, fp8_label,
+                                      lp.phase == StepPhase::kForward, std::move(lp.deps));
     c = b_.compute(lane, name, l.kind, sl.flops_per_sample * bsz, traffic, l.kernels,
                    lp.phase == StepPhase::kForward, std::move(lp.deps), phase_name(lp.phase),
                    ps_.micro_batch_size);
@@ -182,12 +186,16 @@ OpId Emitter::emit_layer(LayerPass& lp) {
     const Bytes traffic =
         backward_traffic_bytes(sl.traffic_per_sample, sl.bwd_traffic_per_sample, bsz) +
         sl.params * (pb_.weights + pb_.grads);
+    lp.deps = b_.fp8().before_backward(b_, lane, lp.layer, sl.params, sl.output_bytes_per_sample,
+                                       ps_.micro_batch_size, fp8_label, s_.model.python_hooks,
+                                       std::move(lp.deps));
     c = b_.compute(lane, name, l.kind,
                    backward_flops(sl.flops_per_sample, sl.bwd_flops_per_sample, bsz), traffic,
                    2.0 * l.kernels, s_.model.python_hooks, std::move(lp.deps), phase_name(lp.phase),
                    ps_.micro_batch_size);
     b_.set_layer_efficiency(c, l, true);
   }
+  b_.fp8().mark(b_, c, lp.layer);
   r.last_compute = c;
   each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });
   return c;
@@ -277,6 +285,7 @@ void Emitter::emit_optimizer(StepState& st) {
   const std::int64_t n =
       plan_.sharding.optimizer_sharded ? (r.params + ps_.dp - 1) / ps_.dp : r.params;
   const OptimizerCost cost = optimizer_cost(s_.training, pb_, n);
+  st.optimizer_waits = b_.fp8().before_optimizer(b_, lane, std::move(st.optimizer_waits));
   OpId end = b_.compute(lane, op_names::optimizer_step(s_.training.optimizer),
                         ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
                         st.optimizer_waits, phase_name(StepPhase::kOptimizer));

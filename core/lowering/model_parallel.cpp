@@ -84,9 +84,12 @@ SplitForward forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::i
           b.alloc(d.main, lane.stream, g, MemCategory::kActivations, a, prefix + l.name + ".act");
     const Bytes traffic =
         static_cast<Bytes>(std::llround(l.fwd_bytes_per_sample * bs)) + l.params * pb.weights;
+    deps = b.fp8().before_forward(b, lane, i, l.params, l.activation_bytes_per_sample, batch,
+                                  prefix + l.name, true, std::move(deps));  // docs/fp8.md
     prev = b.compute(lane, prefix + l.name + ".fwd", l.kind, l.fwd_flops_per_sample * bs, traffic,
                      l.kernels, true, std::move(deps), "forward", batch);
     b.set_layer_efficiency(prev, l, false);
+    b.fp8().mark(b, prev, i);
   }
   f.last = prev;
   return f;
@@ -248,11 +251,14 @@ Program lower_model_parallel(const Scenario& s) {
         const Bytes traffic =
             backward_traffic_bytes(l.fwd_bytes_per_sample, l.bwd_bytes_per_sample, bs) +
             l.params * (pb.weights + pb.grads);
+        deps = b.fp8().before_backward(b, lane, i, l.params, l.output_bytes_per_sample, micro[mi],
+                                       l.name, s.model.python_hooks, std::move(deps));
         prev = b.compute(lane, l.name + ".bwd", l.kind,
                          backward_flops(l.fwd_flops_per_sample, l.bwd_flops_per_sample, bs),
                          traffic, 2.0 * l.kernels, s.model.python_hooks, std::move(deps),
                          "backward", micro[mi]);
         b.set_layer_efficiency(prev, l, true);
+        b.fp8().mark(b, prev, i);
         done[static_cast<std::size_t>(k)] = prev;
         const OpId a = act[static_cast<std::size_t>(i)];
         if (a != kNoOp)
@@ -290,9 +296,9 @@ Program lower_model_parallel(const Scenario& s) {
         b.alloc(main, lane.stream, g, MemCategory::kOptimizer, np * k_opt, "optimizer state");
       // docs/program.md, "A training step": optimizer traffic and FLOPs per parameter.
       const OptimizerCost cost = optimizer_cost(s.training, pb, np);
-      const OpId o =
-          b.compute(lane, op_names::optimizer_step(s.training.optimizer), ComputeKind::kElementwise,
-                    cost.flops, cost.traffic, 5, true, {}, "optimizer");
+      const OpId o = b.compute(lane, op_names::optimizer_step(s.training.optimizer),
+                               ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
+                               b.fp8().before_optimizer(b, lane, {}), "optimizer");
       if (np > 0)
         b.release(main, lane.stream, g, MemCategory::kGrads, np * pb.grads, ".grad (zero_grad)");
       ends.push_back({o, DepKind::kHostWaits});

@@ -12,7 +12,7 @@
 
 namespace csim::core {
 
-ProgramBuilder::ProgramBuilder(const Scenario& scenario) : s_(scenario) {
+ProgramBuilder::ProgramBuilder(const Scenario& scenario) : s_(scenario), fp8_(scenario) {
   p_.world_gpus = scenario.cluster.world_gpus();
   p_.gpus_per_node = scenario.cluster.gpus_per_node;
   p_.steps = scenario.training.steps;
@@ -241,9 +241,14 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
     const Bytes traffic = static_cast<Bytes>(std::llround(layer.fwd_bytes_per_sample * b * scale)) +
                           layer.params * precision().weights;
     std::vector<Dep> deps = i == 0 ? first_deps : std::vector<Dep>{};
+    const int li = static_cast<int>(i);
+    deps =
+        fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
+                            batch, prefix + layer.name, true, std::move(deps));
     OpId c = compute(l, prefix + layer.name + ".fwd", layer.kind, layer.fwd_flops_per_sample * b,
                      traffic, layer.kernels, true, std::move(deps), "forward", batch);
     set_layer_efficiency(c, layer, false);
+    fp8_.mark(*this, c, li);
     if (layer.extra_python_us > 0 && s_.host.python)
       p_.ops[c].python_ns += us_to_ns(layer.extra_python_us);
     f.layer_ops.push_back(c);
@@ -274,10 +279,13 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
         layer.params * (precision().weights + precision().grads);
     std::vector<Dep> deps =
         i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
+    deps = fp8_.before_backward(*this, l, i, layer.params, layer.output_bytes_per_sample * scale,
+                                batch, prefix + layer.name, hooks, std::move(deps));
     OpId c = compute(l, prefix + layer.name + ".bwd", layer.kind,
                      backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b),
                      traffic, 2.0 * layer.kernels, hooks, std::move(deps), "backward", batch);
     set_layer_efficiency(c, layer, true);
+    fp8_.mark(*this, c, i);
     bw.layer_ops.push_back(c);
     bw.last = c;
     if (on_layer_done) on_layer_done(i, c);
@@ -350,6 +358,7 @@ void release_after_backward(ProgramBuilder& b, const Lane& l, Bytes out_bytes, B
 
 OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps,
                              bool first_step, Bytes grads_to_free) {
+  deps = b.fp8().before_optimizer(b, l, std::move(deps));  // delayed scaling (docs/fp8.md)
   const OpId opt = b.optimizer_step(l, std::move(deps), first_step);
   // zero_grad(set_to_none=True), the default since PyTorch 2.0, drops the .grad tensors.
   if (grads_to_free > 0)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/lowering/fp8_lowering.hpp"
 #include "core/program.hpp"
 #include "core/scenario.hpp"
 
@@ -38,6 +39,8 @@ class ProgramBuilder {
 
   Program& program() { return p_; }
   const Scenario& scenario() const { return s_; }
+  // Precision "fp8": the casts and amax kernels around the FP8 GEMMs (docs/fp8.md).
+  Fp8Lowering& fp8() { return fp8_; }
   Program take() { return std::move(p_); }
 
   // [SECTION] Structure
@@ -102,6 +105,7 @@ class ProgramBuilder {
   const Scenario& s_;
   Program p_;
   int step_ = 0;
+  Fp8Lowering fp8_;
 };
 
 // The data loader of one training process (docs/program.md, "A training step"): with num_workers

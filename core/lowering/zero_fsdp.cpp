@@ -11,6 +11,7 @@
 // (stage >= 2), and after the optimizer the all-gather of the updated shard (stages 1, 2). Stage
 // 0/1's all-reduce or reduce-scatter of whole gradients is the data-parallel piece's
 // (dp_grad_reduction.cpp).
+#include "core/fp8_recipe.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
@@ -133,8 +134,19 @@ class ShardingPiece final : public ParallelPiece {
   std::vector<OpId> gather_op_;  // per unit: the gather its kernels wait for
   Bytes bucket_ = 0;             // the open gradient bucket (stage >= 2)
 
+  // A unit's gathered parameters as stored; with training.fp8.fp8_all_gather its FP8 layers'
+  // weights are gathered quantised (docs/fp8.md, "FP8 all-gather"; fp8_all_gather_bytes).
   Bytes unit_bytes(int u) const {
-    return e_.plan().units[static_cast<std::size_t>(u)].params * e_.precision().weights;
+    const Unit& un = e_.plan().units[static_cast<std::size_t>(u)];
+    const Bytes w = e_.precision().weights;
+    const TrainingSpec& t = b_.scenario().training;
+    if (t.precision != Precision::kFp8 || !t.fp8.fp8_all_gather) return un.params * w;
+    std::int64_t fp8 = 0;
+    for (int i = un.first; i < un.end; ++i) {
+      if (runs_in_fp8(b_.scenario().model.layers[static_cast<std::size_t>(i)], t))
+        fp8 += e_.plan().sharded[static_cast<std::size_t>(i)].params;
+    }
+    return fp8_all_gather_bytes(fp8, t.fp8, static_cast<int>(w)) + (un.params - fp8) * w;
   }
 
   void gather(RankState& r, int u, StepPhase phase) {

@@ -1,0 +1,132 @@
+// FP8 casts, amax reductions and scaling state in the lowering (docs/fp8.md, "Kernels" and
+// "Memory"). Every byte count below is derived there; q = data + scale bytes per quantised
+// element of the recipe, c = its quantised copies per cast, e_hp = 2 (bf16).
+#include "core/lowering/fp8_lowering.hpp"
+
+#include <cmath>
+
+#include "core/fp8_recipe.hpp"
+#include "core/lowering/program_builder.hpp"
+
+namespace csim::core {
+
+Fp8Lowering::Fp8Lowering(const Scenario& s) : s_(s) {
+  fp8_layer_.reserve(s.model.layers.size());
+  for (const LayerSpec& l : s.model.layers)
+    fp8_layer_.push_back(runs_in_fp8(l, s.training) ? 1 : 0);
+}
+
+bool Fp8Lowering::fp8_layer(int layer) const {
+  return layer >= 0 && static_cast<std::size_t>(layer) < fp8_layer_.size() &&
+         fp8_layer_[static_cast<std::size_t>(layer)] != 0;
+}
+
+// One elementwise cast / amax kernel: 1 FLOP per element, `bytes` of traffic, one framework op.
+// The first kernel emitted takes `deps` (which is then emptied).
+OpId Fp8Lowering::cast_op(ProgramBuilder& b, const Lane& l, const std::string& name, double elems,
+                          Bytes bytes, bool python, std::vector<Dep>& deps,
+                          const std::string& phase) {
+  std::vector<Dep> d = std::move(deps);
+  deps.clear();
+  return b.compute(l, name, ComputeKind::kElementwise, elems, bytes, 1, python, std::move(d),
+                   phase);
+}
+
+std::vector<Dep> Fp8Lowering::before_forward(ProgramBuilder& b, const Lane& l, int layer,
+                                             std::int64_t params, double saved_act_bytes_per_sample,
+                                             std::int64_t batch, const std::string& label,
+                                             bool python, std::vector<Dep> deps) {
+  if (!fp8_layer(layer)) return deps;
+  const Fp8Spec& f = s_.training.fp8;
+  const Fp8RecipeTraits& tr = fp8_traits(f.recipe);
+  const double q = fp8_quantized_bytes_per_elem(tr);
+  const double c = tr.copies;
+  const std::string phase = "forward";
+  // docs/fp8.md, "Kernels": the weight cast reads the bf16 weight and writes c copies,
+  // P x (e_hp + c x q) bytes; TE casts on the step's first micro-batch and keeps the copies,
+  // torchao on every forward.
+  const auto key = std::make_pair(l.gpu, layer);
+  const auto it = cast_step_.find(key);
+  const bool first_ever = it == cast_step_.end();
+  const bool cast_weight = !tr.weight_cache || first_ever || it->second != b.step();
+  if (first_ever) {
+    // docs/fp8.md, "Memory": the cached copies and the scaling state live from the first cast on.
+    const Bytes copies = fp8_weight_copy_bytes(params, f);
+    if (copies > 0)
+      b.alloc(l.thread, l.stream, l.gpu, MemCategory::kParams, copies, label + " fp8 weights");
+    const Bytes state = fp8_scaling_state_bytes(f);
+    if (state > 0) {
+      b.alloc(l.thread, l.stream, l.gpu, MemCategory::kBuffers, state,
+              label + " fp8 scaling state");
+      ++gemms_on_gpu_[l.gpu];
+    }
+  }
+  cast_step_[key] = b.step();
+  const double p = static_cast<double>(params);
+  if (cast_weight && params > 0) {
+    cast_op(b, l, label + ".fp8_cast_weight", p,
+            static_cast<Bytes>(std::llround(p * (kFp8HighPrecisionBytes + c * q))), python, deps,
+            phase);
+  }
+  // The input: n = saved bytes / q elements (the saved activation is the GEMM's input in FP8).
+  const double n = saved_act_bytes_per_sample * static_cast<double>(batch) / q;
+  if (tr.amax_pass) {
+    // current / NVFP4 scaling: an amax pass reads the bf16 input, n x e_hp bytes.
+    cast_op(b, l, label + ".fp8_amax_input", n,
+            static_cast<Bytes>(std::llround(n * kFp8HighPrecisionBytes)), python, deps, phase);
+  }
+  // The cast(+transpose) reads the bf16 input and writes c copies: n x (e_hp + c x q) bytes.
+  cast_op(b, l, label + ".fp8_cast_input", n,
+          static_cast<Bytes>(std::llround(n * (kFp8HighPrecisionBytes + c * q))), python, deps,
+          phase);
+  return deps;
+}
+
+std::vector<Dep> Fp8Lowering::before_backward(ProgramBuilder& b, const Lane& l, int layer,
+                                              std::int64_t params, double output_bytes_per_sample,
+                                              std::int64_t batch, const std::string& label,
+                                              bool python, std::vector<Dep> deps) {
+  if (!fp8_layer(layer)) return deps;
+  const Fp8RecipeTraits& tr = fp8_traits(s_.training.fp8.recipe);
+  const double q = fp8_quantized_bytes_per_elem(tr);
+  const double c = tr.copies;
+  const std::string phase = "backward";
+  // The incoming gradient has the layer's output's elements: g = output bytes / e_hp.
+  const double g = output_bytes_per_sample * static_cast<double>(batch) / kFp8HighPrecisionBytes;
+  if (tr.amax_pass) {
+    cast_op(b, l, label + ".fp8_amax_grad", g,
+            static_cast<Bytes>(std::llround(g * kFp8HighPrecisionBytes)), python, deps, phase);
+  }
+  cast_op(b, l, label + ".fp8_cast_grad", g,
+          static_cast<Bytes>(std::llround(g * (kFp8HighPrecisionBytes + c * q))), python, deps,
+          phase);
+  if (!tr.weight_cache && params > 0) {
+    // torchao recasts the weight for the input-gradient GEMM: P x (e_hp + q) bytes.
+    const double p = static_cast<double>(params);
+    cast_op(b, l, label + ".fp8_cast_weight", p,
+            static_cast<Bytes>(std::llround(p * (kFp8HighPrecisionBytes + q))), python, deps,
+            phase);
+  }
+  return deps;
+}
+
+void Fp8Lowering::mark(ProgramBuilder& b, OpId gemm, int layer) const {
+  if (fp8_layer(layer)) b.set_dtype(gemm, Dtype::kFp8);
+}
+
+std::vector<Dep> Fp8Lowering::before_optimizer(ProgramBuilder& b, const Lane& l,
+                                               std::vector<Dep> deps) {
+  const auto it = gemms_on_gpu_.find(l.gpu);
+  if (it == gemms_on_gpu_.end() || it->second == 0) return deps;
+  // docs/fp8.md, "Kernels": TE's fused amax-and-scale update reads and writes every GEMM's
+  // scaling state (3 tensors x (H amax values + scale + scale_inv) x 4 B): 2 x n x state bytes,
+  // H FLOPs per tensor (the max over the history).
+  const double n = static_cast<double>(it->second);
+  const Fp8Spec& f = s_.training.fp8;
+  const Bytes bytes = 2 * it->second * fp8_scaling_state_bytes(f);
+  cast_op(b, l, "fp8 amax history update", n * 3.0 * f.amax_history_len, bytes, true, deps,
+          "optimizer");
+  return deps;
+}
+
+}  // namespace csim::core

@@ -306,6 +306,9 @@ struct ParallelSpec {
   bool overlap_grad_reduce = true;  // reduce gradients while backward runs
   RecomputeMode recompute = RecomputeMode::kNone;
   std::vector<int> stage_first_layer;  // model_parallel: first layer index of each device's part
+  // Transformer blocks per pipeline segment g = chunk * pp + stage (core/pipeline_stages.hpp;
+  // docs/scenario.md, "strategy: uneven pipeline stages"); empty = the even split.
+  std::vector<int> segment_blocks;
 };
 
 enum class DdpLauncher { kProcess, kThread };

@@ -181,9 +181,9 @@ OpId Emitter::emit_layer(LayerPass& lp) {
     const Bytes traffic =
         backward_traffic_bytes(sl.traffic_per_sample, sl.bwd_traffic_per_sample, bsz) +
         sl.params * (pb_.weights + pb_.grads);
-    c = b_.compute(lane, name, l.kind, 2.0 * sl.flops_per_sample * bsz, traffic, 2.0 * l.kernels,
-                   s_.model.python_hooks, std::move(lp.deps), phase_name(lp.phase),
-                   ps_.micro_batch_size);
+    c = b_.compute(lane, name, l.kind, 2.0 * sl.flops_per_sample * bsz, traffic,
+                   backward_kernels(l), s_.model.python_hooks, std::move(lp.deps),
+                   phase_name(lp.phase), ps_.micro_batch_size);
   }
   r.last_compute = c;
   each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });

@@ -248,7 +248,7 @@ Program lower_model_parallel(const Scenario& s) {
             backward_traffic_bytes(l.fwd_bytes_per_sample, l.bwd_bytes_per_sample, bs) +
             l.params * (pb.weights + pb.grads);
         prev = b.compute(lane, l.name + ".bwd", l.kind, 2.0 * l.fwd_flops_per_sample * bs, traffic,
-                         2.0 * l.kernels, s.model.python_hooks, std::move(deps), "backward",
+                         backward_kernels(l), s.model.python_hooks, std::move(deps), "backward",
                          micro[mi]);
         done[static_cast<std::size_t>(k)] = prev;
         const OpId a = act[static_cast<std::size_t>(i)];

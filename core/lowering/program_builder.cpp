@@ -267,7 +267,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
         i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
     OpId c =
         compute(l, prefix + layer.name + ".bwd", layer.kind, 2.0 * layer.fwd_flops_per_sample * b,
-                traffic, 2.0 * layer.kernels, hooks, std::move(deps), "backward", batch);
+                traffic, backward_kernels(layer), hooks, std::move(deps), "backward", batch);
     bw.layer_ops.push_back(c);
     bw.last = c;
     if (on_layer_done) on_layer_done(i, c);

@@ -135,20 +135,19 @@ StageSplit split_pipeline_stages(const StageSplitRequest& r) {
   const bool accounted = r.account_for_embedding || r.account_for_loss;
   const int ways = (listed ? 1 : 0) + (first_last ? 1 : 0) + (accounted ? 1 : 0);
   const int segments = r.stages * r.chunks;
+  // The key an error blames: the last given of the three ways.
+  const char* given = "stage_layers";
+  if (first_last) given = r.first_stage_layers >= 0 ? "first_stage_layers" : "last_stage_layers";
+  if (accounted) given = r.account_for_embedding ? "account_for_embedding" : "account_for_loss";
   if (ways > 1) {
-    return fail(listed ? "stage_layers" : "first_stage_layers",
-                "more than one way of splitting the stages is given",
+    return fail(given, "more than one way of splitting the stages is given",
                 "give one of stage_layers, first_stage_layers / last_stage_layers, "
                 "account_for_embedding / account_for_loss (Megatron refuses the last two "
                 "together too)");
   }
   if (ways == 1 && r.stages < 2) {
-    return fail(
-        listed ? "stage_layers"
-               : (first_last
-                      ? (r.first_stage_layers >= 0 ? "first_stage_layers" : "last_stage_layers")
-                      : (r.account_for_embedding ? "account_for_embedding" : "account_for_loss")),
-        "a pipeline stage split needs strategy.pp >= 2", "set pp, or remove the key");
+    return fail(given, "a pipeline stage split needs strategy.pp >= 2",
+                "set pp, or remove the key");
   }
   if (listed) return explicit_split(r);
   if (first_last) return first_last_split(r);

@@ -207,6 +207,9 @@ TEST_CASE("10 blocks over 4 stages [3,3,2,2]: longer stages in the Program and t
   CHECK(stored_activation_bytes_per_sample(s.model, segs[1], 1, false, RecomputeMode::kNone) /
             stored_activation_bytes_per_sample(s.model, segs[2], 1, false, RecomputeMode::kNone) ==
         Approx(1.5).epsilon(1e-12));
+  // The fullest stage for memory bounds (sweep/tune.cpp): stage 0, the embedding (V h + s h =
+  // 512 x 64 + 32 x 64 = 34,816) + 3 blocks of 12h^2 + 13h = 49,984: 184,768 parameters.
+  CHECK(max_stage_params(s.model, s.strategy.parallel) == 184768);
   const MemoryReport rep = memory_timeline(p, r.timings, s.cluster);
   std::map<int, Bytes> params;
   for (const GpuMemory& g : rep.gpus)

@@ -72,6 +72,10 @@ struct Segment {
 };
 std::vector<Segment> partition_layers(const ModelSpec& m, int segments,
                                       const std::vector<int>& segment_blocks = {});
+// Parameters (before the tensor-parallel split) of the pipeline stage holding the most: over
+// stages, the sum of its v segments' layers' parameters (uneven stages make it more than
+// total / pp; memory bounds use it).
+std::int64_t max_stage_params(const ModelSpec& m, const ParallelSpec& ps);
 
 // [SECTION] Tensor parallel ----------------------------------------------------------------------
 

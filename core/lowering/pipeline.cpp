@@ -123,6 +123,19 @@ std::vector<Segment> partition_layers(const ModelSpec& m, int segments,
   return out;
 }
 
+std::int64_t max_stage_params(const ModelSpec& m, const ParallelSpec& ps) {
+  const int segments = ps.pp * ps.virtual_stages;
+  const std::vector<Segment> segs = partition_layers(m, segments, ps.segment_blocks);
+  std::vector<std::int64_t> per_stage(static_cast<std::size_t>(ps.pp), 0);
+  for (int g = 0; g < segments; ++g) {
+    const Segment& sg = segs[static_cast<std::size_t>(g)];
+    for (int i = sg.first; i < sg.end; ++i)
+      per_stage[static_cast<std::size_t>(g % ps.pp)] +=
+          m.layers[static_cast<std::size_t>(i)].params;
+  }
+  return *std::max_element(per_stage.begin(), per_stage.end());
+}
+
 namespace hybrid {
 namespace {
 

@@ -384,6 +384,7 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
                             k * 2.0 * sh, e * sh, 1));
     m.layers.push_back(make(p + "attn.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,
                             k * sh, e * sh, 2));
+    m.layers.back().output_reused = true;  // the residual stream, read again by mlp.residual
     m.layers.push_back(
         make(p + "ln_2", CK::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh, k * 2.0 * sh, e * sh, 1));
     m.layers.push_back(make(p + "mlp.fc", CK::kGemm, h * f + f, 2.0 * sh * fd, e * (sh + sf),
@@ -394,6 +395,7 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
                             k * 2.0 * sf, e * sh, 1));
     m.layers.push_back(make(p + "mlp.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,
                             k * sh, e * sh, 2));
+    m.layers.back().output_reused = true;  // the residual stream, read by the next block
     for (std::size_t j = first; j < m.layers.size(); ++j) {
       m.layers[j].block = i;
       m.layers[j].tp_role = kRoles[j - first];

@@ -17,14 +17,21 @@ const std::vector<std::string> kParallelKeys = {"dp",
                                                 "prefetch",
                                                 "overlap_grad_reduce",
                                                 "recompute",
-                                                "split_at"};
+                                                "split_at",
+                                                "stage_layers",
+                                                "first_stage_layers",
+                                                "last_stage_layers",
+                                                "account_for_embedding",
+                                                "account_for_loss"};
 
-// The grid first (every later check reads dp, tp, pp); micro-batches after the schedule (the
+// The grid first (every later check reads dp, tp, pp); the stage split right after the schedule
+// (it reads virtual_stages, and its even-split refusal came from the schedule's check before);
+// micro-batches after the schedule (the
 // interleaved schedule constrains their count); model_parallel's split points last.
 const std::vector<ParallelValidator> kParallelValidators = {
-    validate_rank_grid,     validate_tensor_parallel, validate_pipeline_schedule,
-    validate_micro_batches, validate_sharding,        validate_recompute,
-    validate_model_split,
+    validate_rank_grid,   validate_tensor_parallel, validate_pipeline_schedule,
+    validate_stage_split, validate_micro_batches,   validate_sharding,
+    validate_recompute,   validate_model_split,
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,

@@ -44,6 +44,9 @@ void validate_tensor_parallel(const ParallelInput& in, ParallelSpec& ps);
 // micro_batch_size and the micro-batch count; model_parallel's split_at.
 void validate_pipeline_schedule(const ParallelInput& in, ParallelSpec& ps);
 void validate_micro_batches(const ParallelInput& in, ParallelSpec& ps);
+// parse_parallel_stages.cpp: the blocks per pipeline segment (stage_layers, first_stage_layers /
+// last_stage_layers, account_for_embedding / account_for_loss; the even split otherwise).
+void validate_stage_split(const ParallelInput& in, ParallelSpec& ps);
 void validate_model_split(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_sharding.cpp: zero_stage, fsdp_sharding, prefetch, overlap_grad_reduce.
 void validate_sharding(const ParallelInput& in, ParallelSpec& ps);

@@ -1,5 +1,5 @@
 // Pipeline parallelism's keys (core/parse_parallel.hpp): the schedule and its model chunks per
-// stage (the layers must split evenly over pp * virtual_stages chunks), the micro-batches every
+// stage (the layer split over the chunks: parse_parallel_stages.cpp), the micro-batches every
 // schedule runs (global_batch = dp * micro_batch_size * micro-batches), and model_parallel's
 // split_at (the layer each device's part starts at).
 #include <algorithm>
@@ -11,7 +11,6 @@ namespace csim::core::parse {
 void validate_pipeline_schedule(const ParallelInput& in, ParallelSpec& ps) {
   Ctx& ctx = in.ctx;
   const Obj& o = in.o;
-  const ModelSpec& m = in.model;
   ps.schedule = static_cast<PipelineSchedule>(
       o.choice("schedule", {"gpipe", "1f1b", "interleaved"}, in.model_parallel() ? 0 : 1));
   ps.virtual_stages = static_cast<int>(
@@ -31,21 +30,8 @@ void validate_pipeline_schedule(const ParallelInput& in, ParallelSpec& ps) {
     ctx.fail(o.at("schedule"), "the interleaved schedule needs strategy.pp >= 2",
              "use schedule 1f1b");
   }
-  const int segments = ps.pp * ps.virtual_stages;
-  if (in.gpt() && m.transformer.layers % segments != 0) {
-    std::vector<std::string> keys = {"model.gpt.layers", o.at("pp")};
-    if (o.has("virtual_stages")) keys.push_back(o.at("virtual_stages"));
-    ctx.fail_conflict(keys,
-                      "model.gpt.layers " + std::to_string(m.transformer.layers) +
-                          " is not divisible by pp * virtual_stages = " + std::to_string(segments),
-                      "every pipeline chunk holds the same number of transformer blocks");
-  }
-  if (!in.gpt() && static_cast<int>(m.layers.size()) < segments) {
-    ctx.fail(o.at("pp"),
-             "the model has " + std::to_string(m.layers.size()) + " layers, fewer than the " +
-                 std::to_string(segments) + " pipeline chunks",
-             "use fewer stages");
-  }
+  // How the blocks split over the pp * virtual_stages chunks: validate_stage_split
+  // (parse_parallel_stages.cpp).
 }
 
 void validate_micro_batches(const ParallelInput& in, ParallelSpec& ps) {

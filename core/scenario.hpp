@@ -205,7 +205,19 @@ struct LayerSpec {
   bool selective_recompute = false;
   int kernels = 1;             // kernel launches in forward (backward launches 2x)
   double extra_python_us = 0;  // extra Python in forward (e.g. the notes' print())
+  // Kernel launches in backward; < 0 = 2 x kernels. Set by torch.compile's fusion
+  // (core/compile_fusion.hpp: one Triton kernel per fused group).
+  int bwd_kernels = -1;
+  // The output is read again by a layer other than the next one (the residual stream: a block's
+  // residual adds). torch.compile's fusion must still write it (docs/compile.md).
+  bool output_reused = false;
 };
+
+// Backward kernel launches of a layer (framework ops for the host costs): its own count when set,
+// else twice the forward's (docs/program.md, "A training step").
+inline double backward_kernels(const LayerSpec& l) {
+  return l.bwd_kernels >= 0 ? static_cast<double>(l.bwd_kernels) : 2.0 * l.kernels;
+}
 
 // A backward kernel's activation traffic for `samples` samples: the layer's own backward bytes
 // when it states them (>= 0), else twice the forward's (docs/program.md, "A training step").
@@ -305,6 +317,9 @@ struct TrainingSpec {
   bool leak_keep_outputs = false;  // leaks.keep_outputs: a no-grad-less eval forward kept per step
   int empty_cache_every = 0;       // torch.cuda.empty_cache() every N steps (0: never)
   bool del_temporaries = true;     // false: output and input live until the step's end
+  // torch.compile of every transformer block (docs/compile.md): pointwise chains fused by
+  // core/compile_fusion.hpp when the model is built.
+  bool compile = false;
 };
 
 // [SECTION] Strategy -----------------------------------------------------------------------------
@@ -356,6 +371,9 @@ struct ParallelSpec {
   bool overlap_grad_reduce = true;  // reduce gradients while backward runs
   RecomputeMode recompute = RecomputeMode::kNone;
   std::vector<int> stage_first_layer;  // model_parallel: first layer index of each device's part
+  // Transformer blocks per pipeline segment g = chunk * pp + stage (core/pipeline_stages.hpp;
+  // docs/scenario.md, "strategy: uneven pipeline stages"); empty = the even split.
+  std::vector<int> segment_blocks;
 };
 
 enum class DdpLauncher { kProcess, kThread };

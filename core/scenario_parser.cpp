@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/compile_fusion.hpp"
 #include "core/error.hpp"
 #include "core/fp8_recipe.hpp"
 #include "core/gpu_catalog.hpp"
@@ -467,7 +468,7 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   Obj o(ctx, v, "training",
         {"global_batch", "dataset_size", "precision", "amp_dtype", "optimizer", "sgd_momentum",
          "steps", "gradient_accumulation", "data_loader", "leaks", "empty_cache_every",
-         "del_temporaries", "fp8"});
+         "del_temporaries", "fp8", "compile"});
   TrainingSpec t;
   t.global_batch = o.req_integer("global_batch", 1, 1 << 24);
   t.dataset_size = o.integer("dataset_size", 0, 0, 1000000000000LL);
@@ -502,6 +503,7 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   }
   t.empty_cache_every = static_cast<int>(o.integer("empty_cache_every", 0, 0, 100000));
   t.del_temporaries = o.boolean("del_temporaries", true);
+  t.compile = o.boolean("compile", false);
   if (o.has("amp_dtype") && t.precision != Precision::kAmp) {
     ctx.warn(o.at("amp_dtype"), std::string("ignored: precision is ") + to_string(t.precision));
   }
@@ -752,6 +754,17 @@ ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t, const GpuS
   m.name = o.string("name", m.name);
   m.input_bytes_per_sample = o.number("input_bytes_per_sample", m.input_bytes_per_sample, 0, 1e12);
   m.python_hooks = o.boolean("python_hooks", false);
+  if (t.compile) {
+    // torch.compile per transformer block (docs/compile.md): the fusion pass on the built model.
+    const bool has_blocks = std::any_of(m.layers.begin(), m.layers.end(),
+                                        [](const LayerSpec& l) { return l.block >= 0; });
+    if (!has_blocks) {
+      ctx.warn("training.compile",
+               "no transformer blocks in this model: nothing is fused (the pass compiles each "
+               "block, as torchtitan does)");
+    }
+    m = compile_model(m);
+  }
   apply_fp8_saved_activations(m, t);  // docs/fp8.md, "Memory"; no-op unless precision is fp8
   return m;
 }

@@ -104,7 +104,11 @@ void bound(TuneCandidate& c, const core::Scenario& v, int gpus) {
   const bool par = core::is_parallel_kind(v.strategy.kind);
   const int tp = par ? ps.tp : 1, pp = par ? ps.pp : 1, dp = par ? ps.dp : gpus;
   const int zero = par ? ps.zero_stage : 0;
-  const std::int64_t p = (v.model.total_params() + tp * pp - 1) / (tp * pp);
+  // Parameters per GPU: an even share, or with uneven pipeline stages the fullest stage's
+  // (docs/scenario.md, "strategy: uneven pipeline stages").
+  const std::int64_t p = par && !ps.segment_blocks.empty()
+                             ? (core::max_stage_params(v.model, ps) + tp - 1) / tp
+                             : (v.model.total_params() + tp * pp - 1) / (tp * pp);
   const core::ModelStateBytes st = core::model_state_bytes(p, v.training, zero, dp);
   c.model_states_gib = static_cast<double>(st.params + st.grads + st.optimizer) / kGiB;
   c.usable_gib = static_cast<double>(core::usable_memory_bytes(v.cluster, gpus > 1)) / kGiB;

@@ -62,7 +62,7 @@ const std::vector<std::string> kParserKeys = {
     "training.global_batch", "training.dataset_size", "training.precision", "training.amp_dtype",
     "training.optimizer", "training.sgd_momentum", "training.steps",
     "training.gradient_accumulation", "training.data_loader", "training.leaks",
-    "training.empty_cache_every", "training.del_temporaries", "training.data_loader.num_workers",
+    "training.empty_cache_every", "training.del_temporaries", "training.compile", "training.data_loader.num_workers",
     "training.data_loader.pin_memory", "training.data_loader.per_sample_load_us",
     "training.data_loader.prefetch_factor", "training.leaks.loss_as_tensor",
     "training.leaks.keep_outputs", "training.fp8", "training.fp8.recipe", "training.fp8.lm_head",
@@ -106,6 +106,8 @@ const std::vector<std::string> kParserKeys = {
     "strategy.sequence_parallel", "strategy.micro_batch_size", "strategy.schedule",
     "strategy.virtual_stages", "strategy.zero_stage", "strategy.fsdp_sharding", "strategy.prefetch",
     "strategy.overlap_grad_reduce", "strategy.recompute", "strategy.split_at",
+    "strategy.stage_layers", "strategy.first_stage_layers", "strategy.last_stage_layers",
+    "strategy.account_for_embedding", "strategy.account_for_loss",
     // nccl, simulation, limits
     "nccl.algo", "nccl.proto", "simulation.symmetry", "limits.max_gpus", "limits.max_steps",
     "limits.max_layers", "limits.max_trace_events"};

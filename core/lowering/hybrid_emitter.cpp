@@ -28,7 +28,7 @@ Bytes Emitter::per_micro_batch(double per_sample) const {
 void Emitter::make_plan() {
   const auto& layers = s_.model.layers;
   plan_.segments = ps_.pp * ps_.virtual_stages;
-  plan_.segs = partition_layers(s_.model, plan_.segments);
+  plan_.segs = partition_layers(s_.model, plan_.segments, ps_.segment_blocks);
   for (int i = 0; i < static_cast<int>(layers.size()); ++i)
     plan_.sharded.push_back(shard_layer(s_.model, i, ps_.tp, ps_.sequence_parallel));
   for (const Segment& sg : plan_.segs) {
@@ -191,7 +191,7 @@ OpId Emitter::emit_layer(LayerPass& lp) {
                                        std::move(lp.deps));
     c = b_.compute(lane, name, l.kind,
                    backward_flops(sl.flops_per_sample, sl.bwd_flops_per_sample, bsz), traffic,
-                   2.0 * l.kernels, s_.model.python_hooks, std::move(lp.deps), phase_name(lp.phase),
+                   backward_kernels(l), s_.model.python_hooks, std::move(lp.deps), phase_name(lp.phase),
                    ps_.micro_batch_size);
     b_.set_layer_efficiency(c, l, true);
   }

@@ -39,7 +39,8 @@ std::int64_t hybrid_loss_graph_nodes(const Scenario& s) {
   // framework op of the last segment's layers, its TP mapping functions, 3 for the loss and 1 for
   // the `+=`; m micro-batches per step.
   const ParallelSpec& ps = s.strategy.parallel;
-  const std::vector<Segment> segs = partition_layers(s.model, ps.pp * ps.virtual_stages);
+  const std::vector<Segment> segs =
+      partition_layers(s.model, ps.pp * ps.virtual_stages, ps.segment_blocks);
   const Segment last = segs.back();
   double ops = 0;
   for (int i = last.first; i < last.end; ++i)

@@ -255,7 +255,7 @@ Program lower_model_parallel(const Scenario& s) {
                                        l.name, s.model.python_hooks, std::move(deps));
         prev = b.compute(lane, l.name + ".bwd", l.kind,
                          backward_flops(l.fwd_flops_per_sample, l.bwd_flops_per_sample, bs),
-                         traffic, 2.0 * l.kernels, s.model.python_hooks, std::move(deps),
+                         traffic, backward_kernels(l), s.model.python_hooks, std::move(deps),
                          "backward", micro[mi]);
         b.set_layer_efficiency(prev, l, true);
         b.fp8().mark(b, prev, i);

@@ -63,13 +63,19 @@ std::vector<PipeStep> pipeline_schedule(PipelineSchedule schedule, int stages, i
                                         int micro, int stage);
 
 // Model segment g = chunk * pp + stage holds layers [first, end). GPT: the blocks split evenly,
-// the embedding joins segment 0 and ln_f + lm_head the last one; other models: contiguous
-// layers balanced by forward FLOPs (each segment non-empty).
+// or segment_blocks[g] blocks each when given (ParallelSpec::segment_blocks, uneven stages:
+// core/pipeline_stages.hpp), the embedding joins segment 0 and ln_f + lm_head the last one;
+// other models: contiguous layers balanced by forward FLOPs (each segment non-empty).
 struct Segment {
   int first = 0;
   int end = 0;
 };
-std::vector<Segment> partition_layers(const ModelSpec& m, int segments);
+std::vector<Segment> partition_layers(const ModelSpec& m, int segments,
+                                      const std::vector<int>& segment_blocks = {});
+// Parameters (before the tensor-parallel split) of the pipeline stage holding the most: over
+// stages, the sum of its v segments' layers' parameters (uneven stages make it more than
+// total / pp; memory bounds use it).
+std::int64_t max_stage_params(const ModelSpec& m, const ParallelSpec& ps);
 
 // [SECTION] Tensor parallel ----------------------------------------------------------------------
 

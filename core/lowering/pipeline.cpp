@@ -67,21 +67,32 @@ std::vector<PipeStep> pipeline_schedule(PipelineSchedule schedule, int stages, i
   return out;
 }
 
-std::vector<Segment> partition_layers(const ModelSpec& m, int segments) {
+std::vector<Segment> partition_layers(const ModelSpec& m, int segments,
+                                      const std::vector<int>& segment_blocks) {
   CSIM_ASSERT(segments >= 1);
   const int n = static_cast<int>(m.layers.size());
   std::vector<Segment> out(static_cast<std::size_t>(segments));
   if (m.transformer.layers > 0) {
-    // GPT: blocks split evenly (the parser checks divisibility); the first segment also takes
-    // the layers before block 0 (embedding), the last the layers after the last block.
-    const int per = m.transformer.layers / segments;
+    // Transformers: segment g holds blocks [start_g, start_g + blocks_g), evenly blocks / segments
+    // each (the parser checks divisibility) unless segment_blocks says otherwise
+    // (core/pipeline_stages.hpp); the first segment also takes the layers before block 0
+    // (embedding), the last the layers after the last block (final norm, LM head).
+    CSIM_ASSERT(segment_blocks.empty() || static_cast<int>(segment_blocks.size()) == segments);
+    std::vector<int> start(static_cast<std::size_t>(segments) + 1, 0);
+    for (int g = 0; g < segments; ++g) {
+      const int blocks = segment_blocks.empty() ? m.transformer.layers / segments
+                                                : segment_blocks[static_cast<std::size_t>(g)];
+      start[static_cast<std::size_t>(g) + 1] = start[static_cast<std::size_t>(g)] + blocks;
+    }
+    CSIM_ASSERT(start.back() == m.transformer.layers);
     std::vector<int> first_of_block(static_cast<std::size_t>(m.transformer.layers), -1);
     for (int i = n - 1; i >= 0; --i) {
       if (m.layers[i].block >= 0) first_of_block[static_cast<std::size_t>(m.layers[i].block)] = i;
     }
     for (int g = 0; g < segments; ++g) {
-      out[g].first = g == 0 ? 0 : first_of_block[static_cast<std::size_t>(g * per)];
-      out[g].end = g + 1 == segments ? n : first_of_block[static_cast<std::size_t>((g + 1) * per)];
+      const std::size_t gi = static_cast<std::size_t>(g);
+      out[gi].first = g == 0 ? 0 : first_of_block[static_cast<std::size_t>(start[gi])];
+      out[gi].end = g + 1 == segments ? n : first_of_block[static_cast<std::size_t>(start[gi + 1])];
     }
     return out;
   }
@@ -110,6 +121,19 @@ std::vector<Segment> partition_layers(const ModelSpec& m, int segments) {
     start = i;
   }
   return out;
+}
+
+std::int64_t max_stage_params(const ModelSpec& m, const ParallelSpec& ps) {
+  const int segments = ps.pp * ps.virtual_stages;
+  const std::vector<Segment> segs = partition_layers(m, segments, ps.segment_blocks);
+  std::vector<std::int64_t> per_stage(static_cast<std::size_t>(ps.pp), 0);
+  for (int g = 0; g < segments; ++g) {
+    const Segment& sg = segs[static_cast<std::size_t>(g)];
+    for (int i = sg.first; i < sg.end; ++i)
+      per_stage[static_cast<std::size_t>(g % ps.pp)] +=
+          m.layers[static_cast<std::size_t>(i)].params;
+  }
+  return *std::max_element(per_stage.begin(), per_stage.end());
 }
 
 namespace hybrid {

@@ -283,7 +283,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
                                 batch, prefix + layer.name, hooks, std::move(deps));
     OpId c = compute(l, prefix + layer.name + ".bwd", layer.kind,
                      backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b),
-                     traffic, 2.0 * layer.kernels, hooks, std::move(deps), "backward", batch);
+                     traffic, backward_kernels(layer), hooks, std::move(deps), "backward", batch);
     set_layer_efficiency(c, layer, true);
     fp8_.mark(*this, c, i);
     bw.layer_ops.push_back(c);

@@ -90,6 +90,9 @@ const std::vector<std::string> kParserKeys = {
     "strategy.sequence_parallel", "strategy.micro_batch_size", "strategy.schedule",
     "strategy.virtual_stages", "strategy.zero_stage", "strategy.fsdp_sharding", "strategy.prefetch",
     "strategy.overlap_grad_reduce", "strategy.recompute", "strategy.split_at",
+    "strategy.recompute_every", "strategy.fsdp_version", "strategy.reshard_after_forward",
+    "strategy.reduce_dtype", "strategy.replicate", "strategy.distributed_optimizer",
+    "strategy.megatron_fsdp",
     // nccl, simulation, limits
     "nccl.algo", "nccl.proto", "simulation.symmetry", "limits.max_gpus", "limits.max_steps",
     "limits.max_layers", "limits.max_trace_events"};

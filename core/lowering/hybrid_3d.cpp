@@ -17,7 +17,10 @@ Program lower_hybrid(const Scenario& s, const std::string& label) {
   // wrap the kernel itself (a re-run carries its TP collectives).
   e.add_piece(hybrid::make_pipeline_piece(e));
   e.add_piece(hybrid::make_data_parallel_piece(e));
-  e.add_piece(hybrid::make_sharding_piece(e));
+  // FSDP2 and Megatron-FSDP shard per block and root unit (fsdp2.cpp) instead of ZeRO/FSDP1's
+  // per-unit gathers (zero_fsdp.cpp).
+  e.add_piece(s.strategy.parallel.fsdp2.enabled ? hybrid::make_fsdp2_piece(e)
+                                                : hybrid::make_sharding_piece(e));
   e.add_piece(hybrid::make_recompute_piece(e));
   e.add_piece(hybrid::make_tensor_parallel_piece(e));
   e.build(label);

@@ -11,6 +11,8 @@
 // (stage >= 2), and after the optimizer the all-gather of the updated shard (stages 1, 2). Stage
 // 0/1's all-reduce or reduce-scatter of whole gradients is the data-parallel piece's
 // (dp_grad_reduction.cpp).
+#include <algorithm>
+
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
@@ -42,6 +44,7 @@ ShardingPlan sharding_plan(const ParallelSpec& ps, StrategyKind kind) {
   p.state_stage = p.params_sharded ? 3 : ps.zero_stage;
   p.optimizer_sharded = ps.zero_stage >= 1;
   p.grads_reduce_scattered = ps.zero_stage >= 2;
+  p.shard_ranks = ps.dp / std::max(1, ps.fsdp2.replicate);
   return p;
 }
 

@@ -35,7 +35,10 @@ Program lower_3d(const Scenario& s) {
   if (ps.virtual_stages > 1) label += " v " + std::to_string(ps.virtual_stages);
   label += ", m " + std::to_string(ps.micro_batches);
   if (ps.sequence_parallel) label += ", sequence parallel";
-  if (ps.zero_stage > 0) label += ", zero " + std::to_string(ps.zero_stage);
+  if (ps.fsdp2.megatron)
+    label += ", megatron_fsdp";
+  else if (ps.zero_stage > 0)
+    label += ", zero " + std::to_string(ps.zero_stage);
   if (ps.recompute != RecomputeMode::kNone)
     label += std::string(", recompute ") + to_string(ps.recompute);
   return lower_hybrid(s, label + ")");

@@ -188,6 +188,20 @@ Program lower_zero(const Scenario& s) {
 
 Program lower_fsdp(const Scenario& s) {
   const ParallelSpec& ps = s.strategy.parallel;
+  if (ps.fsdp2.enabled) {
+    // FSDP2 (fsdp2.cpp): "fsdp2 (dp 8)", "fsdp2 (dp 4 x tp 2, reshard never)", ...
+    std::string label = "fsdp2 (dp " + std::to_string(ps.dp);
+    if (ps.fsdp2.replicate > 1)
+      label += " = replicate " + std::to_string(ps.fsdp2.replicate) + " x shard " +
+               std::to_string(ps.dp / ps.fsdp2.replicate);
+    if (ps.tp > 1) label += " x tp " + std::to_string(ps.tp);
+    if (ps.pp > 1) label += " x pp " + std::to_string(ps.pp);
+    if (ps.fsdp2.reshard != ReshardPolicy::kDefault)
+      label += std::string(", reshard ") + to_string(ps.fsdp2.reshard);
+    if (ps.recompute != RecomputeMode::kNone)
+      label += std::string(", recompute ") + to_string(ps.recompute);
+    return lower_hybrid(s, label + ")");
+  }
   return lower_hybrid(
       s, std::string("fsdp ") + to_string(ps.fsdp) + " (dp " + std::to_string(ps.dp) + ")");
 }

@@ -3,6 +3,7 @@
 #include "core/flops.hpp"
 
 #include "core/transformer_flops.hpp"
+#include <algorithm>
 
 namespace csim::core {
 namespace {
@@ -13,6 +14,7 @@ struct GptForward {
   double block = 0;      // one transformer block, per sample
   double logits = 0;     // LM head, per sample
   double attention = 0;  // of which QK^T and AV in one block (what selective recompute redoes)
+  double sac_op = 0;     // what selective_op redoes: the attention core, the 2nd and 4th GEMMs
 };
 
 GptForward gpt_forward(const TransformerShape& t) {
@@ -23,6 +25,9 @@ GptForward gpt_forward(const TransformerShape& t) {
   g.attention = 4.0 * s * s * h;
   g.block = 8.0 * s * h * h + 4.0 * s * h * f + g.attention;
   g.logits = 2.0 * s * h * v;
+  // torchtitan's op policy keeps the outputs of QKV and the MLP's first GEMM; the attention
+  // projection (2sh^2), the MLP's second GEMM (2shf) and the eager core run again.
+  g.sac_op = g.attention + 2.0 * s * h * h + 2.0 * s * h * f;
   return g;
 }
 
@@ -68,8 +73,13 @@ double hardware_flops_per_step(const Scenario& s) {
       return model;
     case RecomputeMode::kSelective:
       return model + batch * t.layers * g.attention;  // + 4 B s^2 h l
-    case RecomputeMode::kFull:
-      return model + batch * t.layers * g.block;  // 96 B s l h^2 (1 + s/6h + V/16lh)
+    case RecomputeMode::kFull: {
+      // Every k-th block (k = 1: 96 B s l h^2 (1 + s/6h + V/16lh)): floor(l / k) blocks.
+      const int every = std::max(1, s.strategy.parallel.recompute_every);
+      return model + batch * static_cast<double>(t.layers / every) * g.block;
+    }
+    case RecomputeMode::kSelectiveOp:
+      return model + batch * t.layers * g.sac_op;  // + B l (4 s^2 h + 2 s h^2 + 2 s h f)
   }
   return model;
 }

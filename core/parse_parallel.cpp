@@ -22,16 +22,25 @@ const std::vector<std::string> kParallelKeys = {"dp",
                                                 "first_stage_layers",
                                                 "last_stage_layers",
                                                 "account_for_embedding",
-                                                "account_for_loss"};
+                                                "account_for_loss",
+                                                "recompute_every",
+                                                "fsdp_version",
+                                                "reshard_after_forward",
+                                                "reduce_dtype",
+                                                "replicate",
+                                                "distributed_optimizer",
+                                                "megatron_fsdp"};
 
-// The grid first (every later check reads dp, tp, pp); the stage split right after the schedule
-// (it reads virtual_stages, and its even-split refusal came from the schedule's check before);
-// micro-batches after the schedule (the
-// interleaved schedule constrains their count); model_parallel's split points last.
+// The FSDP version before the grid (FSDP2 gives kind fsdp the tp and pp dimensions); the grid
+// next (every later check reads dp, tp, pp); the stage split right after the schedule (it reads
+// virtual_stages, and its even-split refusal came from the schedule's check before);
+// micro-batches after the schedule (the interleaved schedule constrains their count); FSDP2's and
+// Megatron's sharding keys after zero_stage; model_parallel's split points last.
 const std::vector<ParallelValidator> kParallelValidators = {
-    validate_rank_grid,   validate_tensor_parallel, validate_pipeline_schedule,
-    validate_stage_split, validate_micro_batches,   validate_sharding,
-    validate_recompute,   validate_model_split,
+    validate_fsdp_version,      validate_rank_grid,   validate_tensor_parallel,
+    validate_pipeline_schedule, validate_stage_split, validate_micro_batches,
+    validate_sharding,          validate_fsdp2,       validate_megatron_sharding,
+    validate_recompute,         validate_model_split,
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,

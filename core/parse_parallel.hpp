@@ -50,7 +50,13 @@ void validate_stage_split(const ParallelInput& in, ParallelSpec& ps);
 void validate_model_split(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_sharding.cpp: zero_stage, fsdp_sharding, prefetch, overlap_grad_reduce.
 void validate_sharding(const ParallelInput& in, ParallelSpec& ps);
-// parse_parallel_recompute.cpp: recompute.
+// parse_parallel_fsdp2.cpp: fsdp_version (before the grid: FSDP2 allows tp and pp under kind
+// fsdp); reshard_after_forward, reduce_dtype, replicate (HSDP); Megatron's
+// distributed_optimizer and megatron_fsdp.
+void validate_fsdp_version(const ParallelInput& in, ParallelSpec& ps);
+void validate_fsdp2(const ParallelInput& in, ParallelSpec& ps);
+void validate_megatron_sharding(const ParallelInput& in, ParallelSpec& ps);
+// parse_parallel_recompute.cpp: recompute, recompute_every.
 void validate_recompute(const ParallelInput& in, ParallelSpec& ps);
 
 // The strategy keys the validators read (any of them is an error for the other kinds).

@@ -60,9 +60,10 @@ void validate_rank_grid(const ParallelInput& in, ParallelSpec& ps) {
     return d;
   };
   const bool mp = in.model_parallel();
+  const bool fsdp2 = ps.fsdp_version == 2;  // FSDP2 composes with TP and PP (torchtitan)
   int dp = dim("dp", !mp);
-  int tp = dim("tp", kind == StrategyKind::k3d || kind == StrategyKind::kTensorParallel);
-  int pp = dim("pp", kind == StrategyKind::k3d || kind == StrategyKind::kPipeline || mp);
+  int tp = dim("tp", kind == StrategyKind::k3d || kind == StrategyKind::kTensorParallel || fsdp2);
+  int pp = dim("pp", kind == StrategyKind::k3d || kind == StrategyKind::kPipeline || mp || fsdp2);
   auto fill = [&](int& free_dim, int a, int b, const char* key) {
     const int known = std::max(a, 1) * std::max(b, 1);
     if (free_dim == 0) {

@@ -24,7 +24,9 @@ void validate_sharding(const ParallelInput& in, ParallelSpec& ps) {
                "full_shard = ZeRO-3, shard_grad_op = ZeRO-2");
     ps.zero_stage = ps.fsdp == FsdpSharding::kFullShard ? 3 : 2;
   }
-  if (ps.zero_stage >= 2 && ps.pp > 1) {
+  // FSDP2 x PP is torchtitan's layout (gradients reduced once per step: fsdp2.cpp); DeepSpeed's
+  // ZeRO-2/3 and FSDP1 stay refused.
+  if (ps.zero_stage >= 2 && ps.pp > 1 && ps.fsdp_version != 2) {
     ctx.fail(o.at("zero_stage"),
              "ZeRO stage " + std::to_string(ps.zero_stage) +
                  " shards gradients per micro-batch, which pipeline parallelism (pp " +

@@ -216,6 +216,20 @@ const char* to_string(RecomputeMode m) {
       return "selective";
     case RecomputeMode::kFull:
       return "full";
+    case RecomputeMode::kSelectiveOp:
+      return "selective_op";
+  }
+  return "?";
+}
+
+const char* to_string(ReshardPolicy r) {
+  switch (r) {
+    case ReshardPolicy::kDefault:
+      return "default";
+    case ReshardPolicy::kAlways:
+      return "always";
+    case ReshardPolicy::kNever:
+      return "never";
   }
   return "?";
 }

@@ -343,8 +343,25 @@ bool is_parallel_kind(StrategyKind k);
 enum class PipelineSchedule { kGpipe, k1f1b, kInterleaved };
 const char* to_string(PipelineSchedule s);
 
-enum class RecomputeMode { kNone, kSelective, kFull };
+// kSelectiveOp: torchtitan's per-op selective checkpointing (selective_ac_option "op": matmul
+// outputs saved, the rest recomputed; docs/program.md, "Activation recompute").
+enum class RecomputeMode { kNone, kSelective, kFull, kSelectiveOp };
 const char* to_string(RecomputeMode m);
+
+// FSDP2's reshard_after_forward per unit (torchtitan's fsdp_reshard_after_forward policy;
+// docs/program.md, "FSDP2"): default = every block but the last, the root too, all false under PP.
+enum class ReshardPolicy { kDefault, kAlways, kNever };
+const char* to_string(ReshardPolicy r);
+
+// FSDP2 (per-parameter sharding, fully_shard per block) and Megatron-FSDP, lowered by
+// core/lowering/fsdp2.cpp (docs/program.md, "FSDP2"; parse_parallel_fsdp2.cpp).
+struct Fsdp2Spec {
+  bool enabled = false;   // strategy.fsdp_version 2, or megatron_fsdp
+  bool megatron = false;  // strategy.megatron_fsdp: Megatron-FSDP mapped onto the same lowering
+  ReshardPolicy reshard = ReshardPolicy::kDefault;
+  int reduce_bytes = 4;  // reduce_dtype's element bytes: the reduce-scatter's (fp32: 4)
+  int replicate = 1;     // HSDP: replicas; a shard is taken over dp / replicate ranks
+};
 
 enum class FsdpSharding { kFullShard, kShardGradOp };
 const char* to_string(FsdpSharding f);
@@ -370,6 +387,10 @@ struct ParallelSpec {
   bool prefetch = true;             // ZeRO-3 / FSDP: all-gather the next unit during this one
   bool overlap_grad_reduce = true;  // reduce gradients while backward runs
   RecomputeMode recompute = RecomputeMode::kNone;
+  int recompute_every = 1;             // full: checkpoint every k-th block (torchtitan "<k>")
+  int fsdp_version = 1;                // kind fsdp: 1 (FullyShardedDataParallel) or 2 (fully_shard)
+  Fsdp2Spec fsdp2;                     // fsdp_version 2 or megatron_fsdp
+  bool distributed_optimizer = false;  // Megatron's flag: zero_stage 1
   std::vector<int> stage_first_layer;  // model_parallel: first layer index of each device's part
   // Transformer blocks per pipeline segment g = chunk * pp + stage (core/pipeline_stages.hpp;
   // docs/scenario.md, "strategy: uneven pipeline stages"); empty = the even split.

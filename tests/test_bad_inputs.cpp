@@ -108,6 +108,9 @@ const std::vector<std::string> kParserKeys = {
     "strategy.overlap_grad_reduce", "strategy.recompute", "strategy.split_at",
     "strategy.stage_layers", "strategy.first_stage_layers", "strategy.last_stage_layers",
     "strategy.account_for_embedding", "strategy.account_for_loss",
+    "strategy.recompute_every", "strategy.fsdp_version", "strategy.reshard_after_forward",
+    "strategy.reduce_dtype", "strategy.replicate", "strategy.distributed_optimizer",
+    "strategy.megatron_fsdp",
     // nccl, simulation, limits
     "nccl.algo", "nccl.proto", "simulation.symmetry", "limits.max_gpus", "limits.max_steps",
     "limits.max_layers", "limits.max_trace_events"};

@@ -17,7 +17,10 @@ Program lower_hybrid(const Scenario& s, const std::string& label) {
   // wrap the kernel itself (a re-run carries its TP collectives).
   e.add_piece(hybrid::make_pipeline_piece(e));
   e.add_piece(hybrid::make_data_parallel_piece(e));
-  e.add_piece(hybrid::make_sharding_piece(e));
+  // FSDP2 and Megatron-FSDP shard per block and root unit (fsdp2.cpp) instead of ZeRO/FSDP1's
+  // per-unit gathers (zero_fsdp.cpp).
+  e.add_piece(s.strategy.parallel.fsdp2.enabled ? hybrid::make_fsdp2_piece(e)
+                                                : hybrid::make_sharding_piece(e));
   e.add_piece(hybrid::make_recompute_piece(e));
   e.add_piece(hybrid::make_tensor_parallel_piece(e));
   e.build(label);
@@ -32,7 +35,10 @@ Program lower_3d(const Scenario& s) {
   if (ps.virtual_stages > 1) label += " v " + std::to_string(ps.virtual_stages);
   label += ", m " + std::to_string(ps.micro_batches);
   if (ps.sequence_parallel) label += ", sequence parallel";
-  if (ps.zero_stage > 0) label += ", zero " + std::to_string(ps.zero_stage);
+  if (ps.fsdp2.megatron)
+    label += ", megatron_fsdp";
+  else if (ps.zero_stage > 0)
+    label += ", zero " + std::to_string(ps.zero_stage);
   if (ps.recompute != RecomputeMode::kNone)
     label += std::string(", recompute ") + to_string(ps.recompute);
   return lower_hybrid(s, label + ")");

@@ -33,7 +33,7 @@ void Emitter::make_plan() {
     plan_.sharded.push_back(shard_layer(s_.model, i, ps_.tp, ps_.sequence_parallel));
   for (const Segment& sg : plan_.segs) {
     plan_.stored_per_sample.push_back(stored_activation_bytes_per_sample(
-        s_.model, sg, ps_.tp, ps_.sequence_parallel, ps_.recompute));
+        s_.model, sg, ps_.tp, ps_.sequence_parallel, ps_.recompute, ps_.recompute_every));
   }
   plan_.sharding = sharding_plan(ps_, s_.strategy.kind);
   // Units: blocks (GPT) or a layer with parameters and the parameter-free layers after it; a
@@ -68,7 +68,10 @@ void Emitter::lay_out_ranks() {
   CSIM_ASSERT(world == static_cast<int>(ids.size()));
   ranks_.resize(static_cast<std::size_t>(world));
   // Stragglers and degraded links make ranks differ: then every rank is simulated.
-  symmetric_ = s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1) && s_.cluster.homogeneous();
+  // HSDP's shard groups are not mapped onto themselves by the data-parallel mirrors (a shift by
+  // one rank straddles two groups), so HSDP runs every rank.
+  symmetric_ = s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1) && s_.cluster.homogeneous() &&
+               ps_.fsdp2.replicate <= 1;
   if (s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1) && !s_.cluster.homogeneous()) {
     prog.warnings.push_back(
         "rank symmetry off: stragglers or degraded links make ranks differ (every rank simulated)");
@@ -244,6 +247,8 @@ void Emitter::emit_backward(SegmentPass& sp) {
 // [SECTION] Step ----------------------------------------------------------------------------------
 
 ModelStateBytes Emitter::model_states(const RankState& r) const {
+  if (ps_.fsdp2.enabled)
+    return fsdp2_state_bytes(r.params, s_.training, plan_.sharding.shard_ranks, ps_.fsdp2.megatron);
   return model_state_bytes(r.params, s_.training, plan_.sharding.state_stage, ps_.dp);
 }
 
@@ -282,8 +287,9 @@ void Emitter::emit_optimizer(StepState& st) {
     b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, states.optimizer,
              "optimizer state");
   }
+  const int shard = plan_.sharding.shard_ranks;
   const std::int64_t n =
-      plan_.sharding.optimizer_sharded ? (r.params + ps_.dp - 1) / ps_.dp : r.params;
+      plan_.sharding.optimizer_sharded ? (r.params + shard - 1) / shard : r.params;
   const OptimizerCost cost = optimizer_cost(s_.training, pb_, n);
   st.optimizer_waits = b_.fp8().before_optimizer(b_, lane, std::move(st.optimizer_waits));
   OpId end = b_.compute(lane, op_names::optimizer_step(s_.training.optimizer),

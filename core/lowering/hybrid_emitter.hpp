@@ -11,6 +11,8 @@
 //                                               reduce-scatter)
 //   ShardingPiece       zero_fsdp.cpp           ZeRO-2/3, FSDP gathers and reduce-scatters (on
 //                                               the data-parallel piece's groups)
+//   Fsdp2Piece          fsdp2.cpp               in its place for FSDP2 / Megatron-FSDP: per
+//                                               block and root unit, HSDP's replica groups
 //   RecomputePiece      recompute.cpp           forward re-runs before the backward
 //   TensorParallelPiece tensor_parallel.cpp     the collectives around each layer
 // The pieces nest around the layer kernel like wrappers, outermost first: begin_* hooks run in
@@ -191,6 +193,7 @@ class Emitter {
 std::unique_ptr<ParallelPiece> make_pipeline_piece(Emitter& e);         // pipeline.cpp
 std::unique_ptr<ParallelPiece> make_data_parallel_piece(Emitter& e);    // dp_grad_reduction.cpp
 std::unique_ptr<ParallelPiece> make_sharding_piece(Emitter& e);         // zero_fsdp.cpp
+std::unique_ptr<ParallelPiece> make_fsdp2_piece(Emitter& e);            // fsdp2.cpp
 std::unique_ptr<ParallelPiece> make_recompute_piece(Emitter& e);        // recompute.cpp
 std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e);  // tensor_parallel.cpp
 

@@ -106,8 +106,18 @@ ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sequence_pa
 //   none       every layer's saved tensors: per block sh(34 + 5as/h) / parallel split
 //   selective  the attention core keeps Q, K, V only: sh * 34 (/t with SP; 10 + 24/t without)
 //   full       only each block's input: 2sh (/t with SP); layers outside blocks as "none"
+//   full, every k  blocks not checkpointed (block_checkpointed) keep everything
+//   selective_op   a block keeps its input and the outputs sac_op_output_saved names (the 1st and
+//                  3rd linear layers' of a GPT block: sh(2 + 6 + 2f/h) with 2-byte elements)
 double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int tp, bool sp,
-                                          RecomputeMode mode);
+                                          RecomputeMode mode, int every = 1);
+
+// torchtitan's policies (recompute_policy.cpp; docs/program.md, "Activation recompute"):
+// full every k-th block checkpoints 0-based block b iff (b + 1) mod k = 0; selective_op keeps the
+// outputs of every other linear layer of a block (the 1st, 3rd, ...) and of fused attention
+// kernels, recomputing the rest.
+bool block_checkpointed(int block, int every);
+bool sac_op_output_saved(const ModelSpec& m, int layer);
 
 // [SECTION] ZeRO / FSDP --------------------------------------------------------------------------
 
@@ -140,8 +150,20 @@ struct ShardingPlan {
   bool grads_reduce_scattered = false;  // a reduce-scatter per unit every micro-batch (stage >= 2)
   bool params_sharded = false;          // parameters gathered before use
   bool reshard_after_forward = false;   // ... and freed after each forward (stage 3)
+  int shard_ranks = 1;                  // ranks a shard is taken over: dp (HSDP: dp / replicate)
 };
 ShardingPlan sharding_plan(const ParallelSpec& ps, StrategyKind kind);
+
+// FSDP2 (fsdp2.cpp; docs/program.md, "FSDP2"): the sharded parameters, kept in their original
+// dtype, are the optimizer's master copy (PyTorch's MixedPrecisionPolicy: "FSDP does not require
+// any extra memory to keep a high-precision copy of the parameters"), S = shard_ranks:
+//   params = ceil(Psi/S) P,  grads = ceil(Psi/S) P,  optimizer = ceil(Psi/S) (K - master)
+// with P = the recipe's master bytes (fp32) where it keeps one, else its weight bytes; bf16 +
+// Adam: 16 Psi / S (ZeRO-3's bf16 recipe: 18 Psi / S, a bf16 copy besides the fp32 master).
+// Megatron-FSDP keeps Megatron's bf16 weights beside the distributed optimizer's fp32 main
+// parameters: model_state_bytes at stage 3.
+ModelStateBytes fsdp2_state_bytes(std::int64_t params, const TrainingSpec& t, int shard_ranks,
+                                  bool megatron);
 
 // [SECTION] Memory switches (hybrid_leaks.cpp, model_parallel.cpp) -------------------------------
 

@@ -13,6 +13,7 @@
 // whole block's forward (with its tensor-parallel collectives: the re-run goes through every
 // piece's layer hooks), holding what it recreates until the backward of the recomputed layers is
 // done.
+#include <algorithm>
 #include <cmath>
 
 #include "core/lowering/hybrid_emitter.hpp"
@@ -21,19 +22,24 @@
 namespace csim::core {
 
 double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int tp, bool sp,
-                                          RecomputeMode mode) {
+                                          RecomputeMode mode, int every) {
   double bytes = 0;
   for (int i = seg.first; i < seg.end; ++i) {
     const LayerSpec& l = m.layers[static_cast<std::size_t>(i)];
     const ShardedLayer sl = shard_layer(m, i, tp, sp);
-    if (mode == RecomputeMode::kNone || l.block < 0) {
+    const bool first_of_block =
+        i == 0 || m.layers[static_cast<std::size_t>(i - 1)].block != l.block;
+    if (mode == RecomputeMode::kNone || l.block < 0 ||
+        (mode == RecomputeMode::kFull && !block_checkpointed(l.block, every))) {
       bytes += sl.act_bytes_per_sample;
     } else if (mode == RecomputeMode::kSelective) {
       bytes += sl.selective_act_bytes_per_sample;
+    } else if (mode == RecomputeMode::kSelectiveOp) {
+      // The checkpoint's input (what ln_1 saves) and the outputs the op policy keeps.
+      if (first_of_block) bytes += sl.act_bytes_per_sample;
+      if (sac_op_output_saved(m, i)) bytes += sl.output_bytes_per_sample;
     } else {
       // Full: a block keeps only its input, which its first layer (ln_1) saves.
-      const bool first_of_block =
-          i == 0 || m.layers[static_cast<std::size_t>(i - 1)].block != l.block;
       if (first_of_block) bytes += sl.act_bytes_per_sample;
     }
   }
@@ -65,8 +71,15 @@ class RecomputePiece final : public ParallelPiece {
     const double bsz = static_cast<double>(e_.spec().micro_batch_size);
     // Full recompute: at a block's last layer, re-run the block's forward (with its TP
     // collectives) holding the block's full activations until its backward is done.
-    if (mode == RecomputeMode::kFull && l.block >= 0 &&
-        (i + 1 == sg.end || layers[static_cast<std::size_t>(i + 1)].block != l.block)) {
+    const bool block_ends =
+        l.block >= 0 &&
+        (i + 1 == sg.end || layers[static_cast<std::size_t>(i + 1)].block != l.block);
+    if (mode == RecomputeMode::kSelectiveOp && block_ends) {
+      rerun_unsaved(lp);
+      return;
+    }
+    if (mode == RecomputeMode::kFull && block_ends &&
+        block_checkpointed(l.block, e_.spec().recompute_every)) {
       block_first_ = i;
       while (block_first_ > sg.first &&
              layers[static_cast<std::size_t>(block_first_ - 1)].block == l.block)
@@ -127,6 +140,43 @@ class RecomputePiece final : public ParallelPiece {
   Bytes block_bytes_ = 0;
   int core_first_ = -1;  // selective: first layer of the attention core being recomputed
   Bytes core_bytes_ = 0;
+
+  // selective_op (recompute_policy.cpp): at a block's last layer, re-run the layers whose
+  // outputs the policy does not keep, holding what the block's backward needs beyond what was
+  // kept (its full activations less the kept bytes) until the block's backward is done.
+  void rerun_unsaved(LayerPass& lp) {
+    const auto& layers = e_.scenario().model.layers;
+    const auto& sharded = e_.plan().sharded;
+    const int i = lp.layer;
+    const int block = layers[static_cast<std::size_t>(i)].block;
+    block_first_ = i;
+    while (block_first_ > lp.sp.sg.first &&
+           layers[static_cast<std::size_t>(block_first_ - 1)].block == block)
+      --block_first_;
+    const double bsz = static_cast<double>(e_.spec().micro_batch_size);
+    double full = 0;
+    for (int k = block_first_; k <= i; ++k)
+      full += sharded[static_cast<std::size_t>(k)].act_bytes_per_sample;
+    const ParallelSpec& ps = e_.spec();
+    const double kept =
+        stored_activation_bytes_per_sample(e_.scenario().model, Segment{block_first_, i + 1}, ps.tp,
+                                           ps.sequence_parallel, RecomputeMode::kSelectiveOp);
+    block_bytes_ = static_cast<Bytes>(std::llround(std::max(0.0, full - kept) * bsz));
+    RankState& r = lp.r();
+    if (block_bytes_ > 0)
+      e_.builder().alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, block_bytes_,
+                         lp.sp.prefix + "recomputed block");
+    bool first = true;
+    for (int k = block_first_; k <= i; ++k) {
+      if (sac_op_output_saved(e_.scenario().model, k)) continue;
+      LayerPass rp{lp.sp, k, e_.plan().unit_of_layer[static_cast<std::size_t>(k)],
+                   StepPhase::kRecompute};
+      if (first) rp.deps = lp.deps;
+      first = false;
+      e_.emit_layer(rp);
+    }
+    if (!first) lp.deps.clear();
+  }
 
   // Layers [first, last] forward again (phase recompute); the first re-run waits for what the
   // backward kernel would have waited for, the backward kernel then for the re-run.

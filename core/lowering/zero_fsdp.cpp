@@ -12,6 +12,8 @@
 // 0/1's all-reduce or reduce-scatter of whole gradients is the data-parallel piece's
 // (dp_grad_reduction.cpp).
 #include "core/fp8_recipe.hpp"
+#include <algorithm>
+
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
@@ -43,6 +45,7 @@ ShardingPlan sharding_plan(const ParallelSpec& ps, StrategyKind kind) {
   p.state_stage = p.params_sharded ? 3 : ps.zero_stage;
   p.optimizer_sharded = ps.zero_stage >= 1;
   p.grads_reduce_scattered = ps.zero_stage >= 2;
+  p.shard_ranks = ps.dp / std::max(1, ps.fsdp2.replicate);
   return p;
 }
 
@@ -197,6 +200,20 @@ Program lower_zero(const Scenario& s) {
 
 Program lower_fsdp(const Scenario& s) {
   const ParallelSpec& ps = s.strategy.parallel;
+  if (ps.fsdp2.enabled) {
+    // FSDP2 (fsdp2.cpp): "fsdp2 (dp 8)", "fsdp2 (dp 4 x tp 2, reshard never)", ...
+    std::string label = "fsdp2 (dp " + std::to_string(ps.dp);
+    if (ps.fsdp2.replicate > 1)
+      label += " = replicate " + std::to_string(ps.fsdp2.replicate) + " x shard " +
+               std::to_string(ps.dp / ps.fsdp2.replicate);
+    if (ps.tp > 1) label += " x tp " + std::to_string(ps.tp);
+    if (ps.pp > 1) label += " x pp " + std::to_string(ps.pp);
+    if (ps.fsdp2.reshard != ReshardPolicy::kDefault)
+      label += std::string(", reshard ") + to_string(ps.fsdp2.reshard);
+    if (ps.recompute != RecomputeMode::kNone)
+      label += std::string(", recompute ") + to_string(ps.recompute);
+    return lower_hybrid(s, label + ")");
+  }
   return lower_hybrid(
       s, std::string("fsdp ") + to_string(ps.fsdp) + " (dp " + std::to_string(ps.dp) + ")");
 }

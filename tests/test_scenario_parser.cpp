@@ -171,7 +171,7 @@ TEST_CASE("parser error: missing required keys", "[parser][errors]") {
       R"({"cluster": {"gpus_per_node": 2}, "model": {"resnet50": {}}, "training": {"global_batch": 2}})",
       "cluster.gpu", "missing required key 'gpu'");
   expect_error(R"({"cluster": {"gpu": "a100"}, "model": {}, "training": {"global_batch": 2}})",
-               "model", "give one of layers, gpt, resnet50, explicit");
+               "model", "give one of layers, gpt, transformer, resnet50, explicit");
 }
 
 TEST_CASE("parser error: inconsistent strategy", "[parser][errors]") {

@@ -329,3 +329,22 @@ TEST_CASE("transformer: tensor parallelism pads the rows, recompute adds hardwar
   CHECK(hardware_flops_per_step(s) ==
         Approx(model_flops_per_step(s) + 2.0 * f.blocks).epsilon(1e-12));
 }
+
+TEST_CASE("transformer: selective recompute adds hardware FLOPs for the eager core only",
+          "[transformer][flops]") {
+  auto scenario = [](const std::string& kernel) {
+    return parse_scenario_string(
+        R"({"cluster": {"gpus_per_node": 2, "gpu": "H200"}, "model": {"transformer": {
+          "layers": 2, "hidden": 64, "heads": 4, "seq_len": 32, "vocab": 1024,
+          "attention": {"kernel": ")" +
+            kernel + R"("}}}, "training": {"global_batch": 2, "precision": "bf16", "steps": 1},
+          "strategy": {"kind": "tensor_parallel", "tp": 2, "recompute": "selective"}})",
+        "t.json");
+  };
+  // eager: + B x sum of 4 a d s^2/2 = 2 x 2 x (4 x 4 x 16 x 512) = 524,288
+  const Scenario eager = scenario("eager");
+  CHECK(hardware_flops_per_step(eager) - model_flops_per_step(eager) == Approx(524288.0));
+  // flash3: the fused core is not re-run (docs/attention.md, "Selective recompute")
+  const Scenario fused = scenario("flash3");
+  CHECK(hardware_flops_per_step(fused) == model_flops_per_step(fused));
+}

@@ -60,10 +60,14 @@ double hardware_flops_per_step(const Scenario& s) {
   if (t.layers == 0 || !parallel_kind) return model;
   const double batch = static_cast<double>(s.training.global_batch);
   if (s.model.transformer_config.layers > 0) {
-    // docs/transformer.md, "Model FLOPs": selective re-runs Q K^T and A V, full every block.
+    // docs/transformer.md, "Model FLOPs": selective re-runs Q K^T and A V of an eager core (a
+    // fused core saves no s^2 tensor and is not re-run: docs/attention.md, "Selective
+    // recompute"), full every block.
     const TransformerForwardFlops f = transformer_forward_flops(s.model.transformer_config);
     if (s.strategy.parallel.recompute == RecomputeMode::kSelective)
-      return model + batch * f.attention;
+      return s.model.transformer_config.attention_kernel == AttentionKernel::kEager
+                 ? model + batch * f.attention
+                 : model;
     if (s.strategy.parallel.recompute == RecomputeMode::kFull) return model + batch * f.blocks;
     return model;
   }

@@ -292,3 +292,59 @@ TEST_CASE("transformer: model.transformer's defaults and bad input", "[transform
   fails("H200", "{" + base + R"(, "attention": {"global_every": 2}})",
         "model.transformer.attention.global_every", "window");
 }
+
+TEST_CASE("transformer: a fused Llama 3.1 8B block saves 168,072 s bytes per sample",
+          "[transformer]") {
+  // docs/transformer.md, "Saved activations", fused core and SwiGLU, e = 2, s = 8192:
+  // e (4sh + 2sad + 2sgd + 4sf) + 4sa + 8s = 2 s (16,384 + 8,192 + 2,048 + 57,344) + 128 s + 8 s
+  //   = 168,072 s = 1,376,845,824 bytes
+  TransformerConfig c = llama(32, 4096, 32, 14336);
+  c.attention_kernel = AttentionKernel::kFlash2;
+  const ModelSpec m = build_transformer(c, 2);
+  double saved = 0;
+  for (const LayerSpec& l : m.layers)
+    if (l.block == 0) saved += l.activation_bytes_per_sample;
+  CHECK(saved == 168072.0 * 8192);
+  REQUIRE(find_layer(m, "h.0.attn.core") != nullptr);
+}
+
+TEST_CASE("transformer: tensor parallelism pads the rows, recompute adds hardware FLOPs",
+          "[transformer][parser]") {
+  const std::string model = R"({"layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2,
+      "ffn_hidden": 160, "seq_len": 32, "vocab": 1001, "mlp": "swiglu", "norm": "rmsnorm",
+      "position": "rope", "attention": {"kernel": "eager"}})";
+  const std::string doc = R"({"cluster": {"gpus_per_node": 2, "gpu": "H200"},
+      "model": {"transformer": )" +
+                          model +
+                          R"(}, "training": {"global_batch": 2, "precision": "bf16", "steps": 1},
+      "strategy": {"kind": "tensor_parallel", "tp": 2, "recompute": "full"}})";
+  const Scenario s = parse_scenario_string(doc, "t.json");
+  // 1001 rows do not split over tp 2: padded to a multiple of 128 x 2 = 256 -> 1024 (Megatron)
+  CHECK(s.model.transformer.vocab == 1024);
+  CHECK(s.model.layers.front().params == 1024 * 64);
+  REQUIRE(s.warnings.size() == 1);
+  CHECK(s.warnings[0].find("padded to 1024") != std::string::npos);
+  // full recompute re-runs every block's forward: hardware = model + B x blocks, B = 2
+  const TransformerForwardFlops f = transformer_forward_flops(s.model.transformer_config);
+  CHECK(hardware_flops_per_step(s) ==
+        Approx(model_flops_per_step(s) + 2.0 * f.blocks).epsilon(1e-12));
+}
+
+TEST_CASE("transformer: selective recompute adds hardware FLOPs for the eager core only",
+          "[transformer][flops]") {
+  auto scenario = [](const std::string& kernel) {
+    return parse_scenario_string(
+        R"({"cluster": {"gpus_per_node": 2, "gpu": "H200"}, "model": {"transformer": {
+          "layers": 2, "hidden": 64, "heads": 4, "seq_len": 32, "vocab": 1024,
+          "attention": {"kernel": ")" +
+            kernel + R"("}}}, "training": {"global_batch": 2, "precision": "bf16", "steps": 1},
+          "strategy": {"kind": "tensor_parallel", "tp": 2, "recompute": "selective"}})",
+        "t.json");
+  };
+  // eager: + B x sum of 4 a d s^2/2 = 2 x 2 x (4 x 4 x 16 x 512) = 524,288
+  const Scenario eager = scenario("eager");
+  CHECK(hardware_flops_per_step(eager) - model_flops_per_step(eager) == Approx(524288.0));
+  // flash3: the fused core is not re-run (docs/attention.md, "Selective recompute")
+  const Scenario fused = scenario("flash3");
+  CHECK(hardware_flops_per_step(fused) == model_flops_per_step(fused));
+}

@@ -38,6 +38,7 @@ std::string hf_field(const std::string& key, bool gpt2, bool neox) {
   if (key == "vocab") return "vocab_size";
   if (key == "rotary_fraction") return neox ? "rotary_pct" : "partial_rotary_factor";
   if (key == "attention.window") return "sliding_window";
+  if (key == "attention.dropout") return gpt2 ? "attn_pdrop" : "attention_dropout";
   return key;  // head_dim
 }
 
@@ -81,7 +82,9 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
   const std::int64_t seq_len = o.req_integer("seq_len", 1, 1 << 22);
   const std::int64_t pad = o.integer("vocab_pad_multiple", 1, 1, 1 << 16);
   AttentionKernel kernel = default_attention_kernel(gpu);
+  bool kernel_given = false;
   if (o.has("attention")) {
+    kernel_given = Obj(ctx, o.raw("attention"), o.at("attention"), {"kernel"}).has("kernel");
     Obj a(ctx, o.raw("attention"), o.at("attention"), {"kernel"});
     kernel =
         static_cast<AttentionKernel>(a.choice("kernel", kKernelNames, static_cast<int>(kernel)));
@@ -97,6 +100,10 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
   TransformerConfig& c = hf.config;
   c.seq_len = seq_len;
   c.vocab_pad_multiple = pad;
+  // FlashAttention-3 has no dropout: a config that trains with attention dropout (GPT-2's
+  // attn_pdrop) gets FlashAttention-2, SDPA's flash backend, where flash3 is the GPU's default.
+  if (!kernel_given && c.attention_dropout && kernel == AttentionKernel::kFlash3)
+    kernel = AttentionKernel::kFlash2;
   c.attention_kernel = kernel;
   if (name_given)
     c.name = name;

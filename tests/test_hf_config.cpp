@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/attention_kernels.hpp"
 #include "core/error.hpp"
 #include "core/hf_config.hpp"
 #include "core/scenario_parser.hpp"
@@ -442,11 +443,21 @@ TEST_CASE("hf_config: scenario-side errors name the scenario key", "[hf_config]"
   // flash3 needs Hopper: named at the scenario's key.
   e = error_of([&] {
     parse_scenario_string(
-        scenario_text(gpt2, R"(, "seq_len": 512, "attention": {"kernel": "flash3"})",
-                      "A100-SXM4-80GB"),
+        scenario_text(model_file("llama3_1_8b.json"),
+                      R"(, "seq_len": 512, "attention": {"kernel": "flash3"})", "A100-SXM4-80GB"),
         "s.json");
   });
   CHECK(e.json_path() == "model.attention.kernel");
+  // flash3 has no dropout: asked for on GPT-2 (attn_pdrop 0.1), the config's field is named...
+  e = err(R"(, "seq_len": 512, "attention": {"kernel": "flash3"})");
+  CHECK(e.file() == gpt2);
+  CHECK(e.json_path() == "attn_pdrop");
+  // ... and by default GPT-2 on an H100 gets flash2 where Llama gets the GPU's default.
+  const Scenario d = parse_scenario_string(scenario_text(gpt2, R"(, "seq_len": 512)"), "s.json");
+  CHECK(d.model.transformer_config.attention_kernel == AttentionKernel::kFlash2);
+  const Scenario l = parse_scenario_string(
+      scenario_text(model_file("llama3_1_8b.json"), R"(, "seq_len": 512)"), "s.json");
+  CHECK(l.model.transformer_config.attention_kernel == default_attention_kernel(l.cluster.gpu));
   // A problem of the config itself names the config's file and field.
   e = error_of([&] {
     parse_scenario_string(scenario_text("/no/such.json", R"(, "seq_len": 8)"), "s.json");

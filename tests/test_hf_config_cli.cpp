@@ -25,10 +25,10 @@ TEST_CASE("simrun --hf-config replaces the model and keeps seq_len", "[hf_config
   // gpt2_small_1xh200.json is GPT-2 small by model.gpt (seq_len 1024): the same model from its
   // config.json runs (its parameter count is test_hf_config.cpp's), and the kept seq_len is what
   // a later --set changes.
-  const csim::test::CliResult r = csim::test::run_simrun(
-      {csim::test::scenario_path("gpt2_small_1xh200.json"), "-q", "--hf-config",
-       csim::test::repo_path("scenarios/models/gpt2.json"), "--set", "training.steps=2", "--set",
-       "model.attention.kernel=eager", "--summary", summary});
+  const csim::test::CliResult r =
+      csim::test::run_simrun({csim::test::scenario_path("gpt2_small_1xh200.json"), "-q",
+                              "--hf-config", csim::test::repo_path("scenarios/models/gpt2.json"),
+                              "--set", "training.steps=2", "--summary", summary});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(nlohmann::json::parse(csim::test::read_file(summary)).at("mfu").get<double>() > 0);

@@ -200,7 +200,19 @@ def block_eval_speed(c):
     return block_eval(c, "--markdown-speed")
 
 
+def fp8_example(c):
+    # docs/fp8.md, "Summary figures": the bundled FP8 scenario against the same run in bf16.
+    f = c.summary("scenarios/gpt_fp8_8xh100.json")
+    b = c.summary("scenarios/gpt_fp8_8xh100.json", "training.precision=bf16")
+    pf = max(g["peak_bytes"] for g in f["per_gpu"]) / GIB
+    pb = max(g["peak_bytes"] for g in b["per_gpu"]) / GIB
+    return (f"step {f['step_time_s'] * 1e3:.1f} ms in FP8 against {b['step_time_s'] * 1e3:.1f} ms "
+            f"in bf16 ({b['step_time_s'] / f['step_time_s']:.3f}×), MFU {f['mfu']:.3f} against "
+            f"{b['mfu']:.3f}, peak memory {pf:.2f} GiB against {pb:.2f} GiB per GPU")
+
+
 FIGURES = {
+    "fp8_example": (fp8_example, False),
     "block_eval_accuracy": (block_eval_accuracy, False),
     "block_eval_speed": (block_eval_speed, True),
     "hpo_example": (hpo_example, False),

@@ -232,3 +232,21 @@ TEST_CASE("training.compile: a boolean; a warning when there is no block to comp
   CHECK(warned);
   CHECK(s.model.layers.size() == 2);  // nothing fused outside blocks
 }
+
+TEST_CASE("compiled blocks lower under 3D with selective and full recompute",
+          "[compile][lowering]") {
+  // tp 2 x pp 2, 2 blocks: the fused softmax+dropout keeps the attention core's recompute
+  // marking, so selective recompute still re-runs scores, softmax+dropout and av together; full
+  // recompute re-runs the whole compiled block.
+  for (const char* rc : {"none", "selective", "full"}) {
+    const std::string st =
+        "\"kind\":\"3d\",\"tp\":2,\"pp\":2,\"dp\":1,\"micro_batch_size\":2,"
+        "\"recompute\":\"" +
+        std::string(rc) + "\"";
+    const Scenario s = parse_scenario_string(scenario(st, 4, true), "c.json");
+    const Program p = lower(s);
+    REQUIRE(validate_program(p).empty());
+    sim::SimExecutor ex(s);
+    CHECK(ex.run(p, RunControl{}).complete);
+  }
+}

@@ -99,7 +99,7 @@ TEST_CASE("pipeline validators: chunks split the blocks evenly; micro-batches fi
           "[parse][parallel]") {
   const Scenario b = gpt_base(8);
   const std::vector<ParallelValidator> v = {validate_rank_grid, validate_pipeline_schedule,
-                                            validate_micro_batches};
+                                            validate_stage_split, validate_micro_batches};
   // Pipeline over 8 stages, no micro_batch_size: micro-batches of 1, m = 16 / (dp 1 x 1) = 16.
   ParallelSpec ps = run(b, R"({"kind":"pipeline"})", v);
   CHECK(ps.schedule == PipelineSchedule::k1f1b);
@@ -108,7 +108,7 @@ TEST_CASE("pipeline validators: chunks split the blocks evenly; micro-batches fi
   // micro_batch_size 2 -> m = 16 / (dp 2 x 2) = 4, a multiple of pp 4.
   ps = run(b, R"({"kind":"pipeline","dp":2,"schedule":"interleaved","micro_batch_size":2})", v);
   CHECK((ps.pp == 4 && ps.virtual_stages == 2 && ps.micro_batches == 4));
-  // 8 blocks do not split over pp 8 x v 2 = 16 chunks.
+  // 8 blocks do not split over pp 8 x v 2 = 16 chunks (validate_stage_split, without its keys).
   CHECK_THROWS_WITH(run(b, R"({"kind":"pipeline","schedule":"interleaved"})", v),
                     Catch::Contains("not divisible by pp * virtual_stages = 16"));
   // Without a pipeline: micro_batch_size = 16 / (dp 8 x gradient_accumulation 2) = 1, m = 2.
@@ -158,7 +158,8 @@ TEST_CASE("model split validator: split_at names the first layer of each later d
 TEST_CASE("the driver runs every validator in order", "[parse][parallel]") {
   // The grid comes first, so a scenario wrong in both its grid and its sharding reports the grid.
   REQUIRE(kParallelValidators.front() == &validate_rank_grid);
-  REQUIRE(kParallelValidators.size() == 7);
+  REQUIRE(kParallelValidators.size() == 8);  // grid, tensor, schedule, stage split, micro-batches,
+                                             // sharding, recompute, model split
   const Scenario b = gpt_base();
   CHECK_THROWS_WITH(run(b, R"({"kind":"zero","tp":2,"zero_stage":2,"pp":2})", kParallelValidators),
                     Catch::Contains("has no tp dimension"));

@@ -237,3 +237,24 @@ TEST_CASE("126 blocks over 16 stages (Llama 3 405B's depth, reduced width) lower
   sim::SimExecutor ex(s);
   CHECK(ex.run(p, RunControl{}).complete);
 }
+
+TEST_CASE("interleaved uneven stages: stage_layers per virtual stage",
+          "[pipeline_stages][lowering]") {
+  // 10 blocks, pp 2, v 2, segments g = chunk * pp + stage: [3, 2, 3, 2]: stage 0 holds 3 + 3
+  // blocks (+ the embedding), stage 1 holds 2 + 2 (+ ln_f and lm_head). 4 micro-batches (a
+  // multiple of pp).
+  const Scenario s = parse_scenario_string(
+      gpt_pipeline(10, 2, ",\"schedule\":\"interleaved\",\"stage_layers\":[3,2,3,2]", 4),
+      "stages.json", {});
+  const Program p = lower(s);
+  REQUIRE(validate_program(p).empty());
+  const StageWork w = forward_work(p, 4);
+  // Per micro-batch: stage 0 1 + 6 x 13 = 79, stage 1 4 x 13 + 2 = 54.
+  CHECK(w.ops.at(0) == 79);
+  CHECK(w.ops.at(1) == 54);
+  sim::SimExecutor ex(s);
+  CHECK(ex.run(p, RunControl{}).complete);
+  // Per virtual stage means pp * v entries: 2 entries are refused with the order in the hint.
+  CHECK(error_of(gpt_pipeline(10, 2, ",\"schedule\":\"interleaved\",\"stage_layers\":[5,5]", 4))
+            .find("virtual stages") != std::string::npos);
+}

@@ -196,6 +196,7 @@ TEST_CASE("HSDP: shard within 4 ranks, all-reduce the shard across 2 replicas",
   CHECK(group_gpus(p, *named(p, 5, kAr).front()) == std::vector<int>{1, 5});
   CHECK(named(p, 0, "model parameters").front()->bytes == 20919808LL * 4);
   CHECK(p.symmetry.images.empty());
+  simulate(gpt(8, kFsdp2 + ",\"replicate\":2"));
 }
 
 TEST_CASE("FSDP2 x TP: the TP-local parameters sharded over the dp group", "[strategies][fsdp2]") {
@@ -214,6 +215,7 @@ TEST_CASE("FSDP2 x TP: the TP-local parameters sharded over the dp group", "[str
   CHECK(group_gpus(p, *ag.front()) == std::vector<int>{0, 2, 4, 6});
   CHECK(count_bytes(ag, 2 * local) == 7);
   CHECK_FALSE(named(p, 0, "tp all_reduce").empty());
+  simulate(gpt(8, kFsdp2 + ",\"tp\":2"));
 }
 
 TEST_CASE("FSDP2 x PP: gathered once per step and reduced once, per stage", "[strategies][fsdp2]") {

@@ -156,10 +156,13 @@ TEST_CASE("model split validator: split_at names the first layer of each later d
 }
 
 TEST_CASE("the driver runs every validator in order", "[parse][parallel]") {
-  // The grid comes first, so a scenario wrong in both its grid and its sharding reports the grid.
-  REQUIRE(kParallelValidators.front() == &validate_rank_grid);
-  REQUIRE(kParallelValidators.size() == 8);  // grid, tensor, schedule, stage split, micro-batches,
-                                             // sharding, recompute, model split
+  // The FSDP version comes first (FSDP2 gives kind fsdp the tp and pp dimensions), then the
+  // grid, so a scenario wrong in both its grid and its sharding reports the grid.
+  REQUIRE(kParallelValidators.front() == &validate_fsdp_version);
+  REQUIRE(kParallelValidators[1] == &validate_rank_grid);
+  REQUIRE(kParallelValidators.size() == 11);  // fsdp version, grid, tensor, schedule, stage
+                                              // split, micro-batches, sharding, fsdp2, megatron
+                                              // sharding, recompute, model split
   const Scenario b = gpt_base();
   CHECK_THROWS_WITH(run(b, R"({"kind":"zero","tp":2,"zero_stage":2,"pp":2})", kParallelValidators),
                     Catch::Contains("has no tp dimension"));

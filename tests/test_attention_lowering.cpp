@@ -39,9 +39,12 @@ void fuse_attention(Scenario& s, AttentionKernel kernel) {
   s.model.layers = out;
 }
 
+// The first compute op on `gpu` whose name ends in `name` (a micro-batch prefix may precede it).
 const Op& find_op(const Program& p, const std::string& name, int gpu = 0) {
   for (const Op& op : p.ops)
-    if (op.kind == OpKind::kCompute && op.name == name && op.gpu == gpu) return op;
+    if (op.kind == OpKind::kCompute && op.gpu == gpu && op.name.size() >= name.size() &&
+        op.name.compare(op.name.size() - name.size(), name.size(), name) == 0)
+      return op;
   FAIL("no op " << name);
   return p.ops.front();
 }

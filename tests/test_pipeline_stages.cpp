@@ -154,7 +154,7 @@ TEST_CASE("stage split refusals name the key", "[pipeline_stages]") {
   CHECK(split_pipeline_stages(r).error.find("do not split evenly") != std::string::npos);
 }
 
-TEST_CASE("parser: uneven stage keys fill segment_blocks; without them 10 over 4 is refused",
+TEST_CASE("parser: uneven stage keys fill segment_blocks, and 10 over 4 without them is refused",
           "[pipeline_stages][parser]") {
   const Scenario s =
       parse_scenario_string(gpt_pipeline(10, 4, ",\"stage_layers\":[3,3,2,2]"), "stages.json", {});

@@ -153,12 +153,15 @@ LayerSpec linear_spec(std::string name, i64 in, i64 out, bool bias, double s, do
 // Residual add of n elements (docs/transformer.md, "Residuals"): 1 FLOP/elem, reads two tensors
 // and writes one (3e/elem), saves nothing. With hidden dropout first (GPT-2): + 2 FLOPs/elem, the
 // 1-byte mask written and saved, 2 kernels (as build_gpt's attn.residual / mlp.residual).
+// Its output is the residual stream, read again by the next residual add (output_reused: a fused
+// group ending here still writes it; docs/compile.md).
 LayerSpec residual_spec(std::string name, double n, double e, bool dropout) {
-  if (dropout)
-    return make(std::move(name), CK::kElementwise, TpRole::kReplicated, 0, 3.0 * n, 3.0 * e * n + n,
-                n, e * n, 2);
-  return make(std::move(name), CK::kElementwise, TpRole::kReplicated, 0, n, 3.0 * e * n, 0, e * n,
-              1);
+  LayerSpec l = dropout ? make(std::move(name), CK::kElementwise, TpRole::kReplicated, 0, 3.0 * n,
+                               3.0 * e * n + n, n, e * n, 2)
+                        : make(std::move(name), CK::kElementwise, TpRole::kReplicated, 0, n,
+                               3.0 * e * n, 0, e * n, 1);
+  l.output_reused = true;
+  return l;
 }
 
 // [SECTION] Block --------------------------------------------------------------------------------
@@ -238,6 +241,7 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
       r.activation_bytes_per_sample += 2.0 * sh;
       r.kernels += 2;
     }
+    r.output_reused = true;  // the residual stream, read by the next block
     m.layers.push_back(std::move(r));
   } else {
     m.layers.push_back(residual_spec(p + "mlp.residual", sh, e, c.hidden_dropout));

@@ -709,8 +709,27 @@ ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
   return build_explicit(std::move(layers), 0);
 }
 
+// The passes every model kind goes through after it is built, model.hf_config included:
+// torch.compile's fusion (docs/compile.md) and FP8's saved activations (docs/fp8.md, "Memory").
+ModelSpec finish_model(Ctx& ctx, ModelSpec m, const TrainingSpec& t) {
+  if (t.compile) {
+    // torch.compile per transformer block (docs/compile.md): the fusion pass on the built model.
+    const bool has_blocks = std::any_of(m.layers.begin(), m.layers.end(),
+                                        [](const LayerSpec& l) { return l.block >= 0; });
+    if (!has_blocks) {
+      ctx.warn("training.compile",
+               "no transformer blocks in this model: nothing is fused (the pass compiles each "
+               "block, as torchtitan does)");
+    }
+    m = compile_model(m);
+  }
+  apply_fp8_saved_activations(m, t);  // no-op unless precision is fp8
+  return m;
+}
+
 ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t, const GpuSpec& gpu) {
-  if (is_hf_model(v)) return parse_hf_model(ctx, v, t, gpu);  // core/parse_hf_model.cpp
+  if (is_hf_model(v))  // core/parse_hf_model.cpp
+    return finish_model(ctx, parse_hf_model(ctx, v, t, gpu), t);
   Obj o(ctx, v, "model",
         {"name", "layers", "gpt", "transformer", "resnet50", "explicit", "input_bytes_per_sample",
          "python_hooks"});
@@ -754,19 +773,7 @@ ModelSpec parse_model(Ctx& ctx, const json& v, const TrainingSpec& t, const GpuS
   m.name = o.string("name", m.name);
   m.input_bytes_per_sample = o.number("input_bytes_per_sample", m.input_bytes_per_sample, 0, 1e12);
   m.python_hooks = o.boolean("python_hooks", false);
-  if (t.compile) {
-    // torch.compile per transformer block (docs/compile.md): the fusion pass on the built model.
-    const bool has_blocks = std::any_of(m.layers.begin(), m.layers.end(),
-                                        [](const LayerSpec& l) { return l.block >= 0; });
-    if (!has_blocks) {
-      ctx.warn("training.compile",
-               "no transformer blocks in this model: nothing is fused (the pass compiles each "
-               "block, as torchtitan does)");
-    }
-    m = compile_model(m);
-  }
-  apply_fp8_saved_activations(m, t);  // docs/fp8.md, "Memory"; no-op unless precision is fp8
-  return m;
+  return finish_model(ctx, std::move(m), t);
 }
 
 // [SECTION] Strategy (the parallel dimensions: core/parse_parallel.hpp) ---------------------------

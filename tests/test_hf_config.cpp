@@ -464,3 +464,41 @@ TEST_CASE("hf_config: scenario-side errors name the scenario key", "[hf_config]"
   });
   CHECK(e.file() == "/no/such.json");
 }
+
+TEST_CASE("hf_config: training.compile and FP8's saved activations apply as to model.transformer",
+          "[hf_config]") {
+  // The same Llama 3.1 8B written as model.transformer (its config's fields, docs/scenario.md
+  // "model.hf_config") must come out of the compile pass and the FP8 saved-activation pass
+  // layer for layer identical: hf_config is only another way to fill the same block.
+  const std::string tr =
+      R"({"name": "t", "cluster": {"gpus_per_node": 1, "gpu": "H100-SXM5-80GB"},
+          "model": {"transformer": {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
+            "ffn_hidden": 14336, "vocab": 128256, "seq_len": 8192, "mlp": "swiglu",
+            "norm": "rmsnorm", "position": "rope", "tied_embeddings": false}},
+          "training": {"global_batch": 1, )";
+  for (const std::string training :
+       {R"("precision": "bf16", "compile": true})", R"("precision": "fp8", "compile": false})"}) {
+    INFO(training);
+    const Scenario t = parse_scenario_string(tr + training + "}", "t.json");
+    const std::string hf =
+        std::string(R"({"name": "h", "cluster": {"gpus_per_node": 1, )") +
+        R"("gpu": "H100-SXM5-80GB"}, "model": {"hf_config": ")" + model_file("llama3_1_8b.json") +
+        R"(", "seq_len": 8192}, "training": {"global_batch": 1, )" + training + "}";
+    const Scenario h = parse_scenario_string(hf, "h.json");
+    const Scenario eager = parse_scenario_string(
+        hf.substr(0, hf.find("\"precision\"")) + R"("precision": "bf16"}})", "e.json");
+    REQUIRE(h.model.layers.size() == t.model.layers.size());
+    double act_h = 0, act_t = 0, act_e = 0;
+    for (std::size_t i = 0; i < h.model.layers.size(); ++i) {
+      CHECK(h.model.layers[i].name == t.model.layers[i].name);
+      CHECK(h.model.layers[i].kernels == t.model.layers[i].kernels);
+      act_h += h.model.layers[i].activation_bytes_per_sample;
+      act_t += t.model.layers[i].activation_bytes_per_sample;
+    }
+    for (const LayerSpec& l : eager.model.layers) act_e += l.activation_bytes_per_sample;
+    CHECK(act_h == act_t);
+    // Either pass changes the eager bf16 model: compile fuses layers (fewer of them), FP8 saves
+    // the FP8 GEMMs' inputs at 1 byte instead of 2 (fewer saved bytes).
+    CHECK((h.model.layers.size() < eager.model.layers.size() || act_h < act_e));
+  }
+}

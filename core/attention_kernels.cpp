@@ -30,20 +30,6 @@ LayerSpec make(std::string name, ComputeKind kind, double flops, double bytes, d
   return l;
 }
 
-const char* kernel_name(AttentionKernel k) {
-  switch (k) {
-    case AttentionKernel::kEager:
-      return "eager";
-    case AttentionKernel::kFlash2:
-      return "flash2";
-    case AttentionKernel::kFlash3:
-      return "flash3";
-    case AttentionKernel::kCudnn:
-      return "cudnn";
-  }
-  return "?";
-}
-
 void check_shape(const AttentionShape& sh) {
   if (sh.seq_len < 1 || sh.heads < 1 || sh.kv_heads < 1 || sh.head_dim < 1 || sh.window < 0)
     throw std::invalid_argument(
@@ -200,7 +186,7 @@ double fused_attention_max_efficiency(const GpuSpec& gpu, const FusedAttentionSh
 std::string attention_kernel_unsupported(AttentionKernel kernel, const GpuSpec& gpu) {
   const int cc = gpu.compute_capability;
   auto why = [&](const char* needs) {
-    return std::string("attention kernel ") + kernel_name(kernel) + " needs " + needs + "; " +
+    return std::string("attention kernel ") + to_string(kernel) + " needs " + needs + "; " +
            gpu.name + " has " + std::to_string(cc / 10) + "." + std::to_string(cc % 10);
   };
   switch (kernel) {

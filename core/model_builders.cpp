@@ -10,6 +10,21 @@
 
 namespace csim::core {
 
+LayerSpec make_layer(std::string name, ComputeKind kind, TpRole role, std::int64_t params,
+                     double flops, double bytes, double act, double out, int kernels) {
+  LayerSpec l;
+  l.name = std::move(name);
+  l.kind = kind;
+  l.tp_role = role;
+  l.params = params;
+  l.fwd_flops_per_sample = flops;
+  l.fwd_bytes_per_sample = bytes;
+  l.activation_bytes_per_sample = act;
+  l.output_bytes_per_sample = out;
+  l.kernels = kernels;
+  return l;
+}
+
 namespace {
 
 using i64 = std::int64_t;
@@ -20,16 +35,8 @@ using i64 = std::int64_t;
 
 LayerSpec make(std::string name, ComputeKind kind, i64 params, double flops, double bytes,
                double act, double out, int kernels) {
-  LayerSpec l;
-  l.name = std::move(name);
-  l.kind = kind;
-  l.params = params;
-  l.fwd_flops_per_sample = flops;
-  l.fwd_bytes_per_sample = bytes;
-  l.activation_bytes_per_sample = act;
-  l.output_bytes_per_sample = out;
-  l.kernels = kernels;
-  return l;
+  return make_layer(std::move(name), kind, TpRole::kReplicated, params, flops, bytes, act, out,
+                    kernels);
 }
 
 i64 conv_out(i64 in, int kernel, int stride, int padding) {

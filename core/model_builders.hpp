@@ -19,6 +19,11 @@
 
 namespace csim::core {
 
+// One layer's figures as given (per sample, forward; the conventions above); the builders' shared
+// constructor.
+LayerSpec make_layer(std::string name, ComputeKind kind, TpRole role, std::int64_t params,
+                     double flops, double bytes, double act, double out, int kernels);
+
 // [SECTION] Layer list ---------------------------------------------------------------------------
 
 // Per-sample shape flowing through a layer list: `tokens` positions of `features` each (flat

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/attention_kernels.hpp"
+#include "core/model_builders.hpp"
 
 namespace csim::core {
 
@@ -115,17 +116,7 @@ AttentionShape attention_shape(const TransformerConfig& c, const TransformerDims
 
 LayerSpec make(std::string name, CK kind, TpRole role, i64 params, double flops, double bytes,
                double act, double out, int kernels) {
-  LayerSpec l;
-  l.name = std::move(name);
-  l.kind = kind;
-  l.tp_role = role;
-  l.params = params;
-  l.fwd_flops_per_sample = flops;
-  l.fwd_bytes_per_sample = bytes;
-  l.activation_bytes_per_sample = act;
-  l.output_bytes_per_sample = out;
-  l.kernels = kernels;
-  return l;
+  return make_layer(std::move(name), kind, role, params, flops, bytes, act, out, kernels);
 }
 
 // A norm over t positions of w features (docs/transformer.md, "Norms"): LayerNorm weight + bias,

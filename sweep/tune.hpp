@@ -38,6 +38,7 @@ struct TuneCandidate {
   std::size_t index = 0;          // enumeration order
   std::vector<std::string> sets;  // the simrun --set values that make it
   std::string label;              // "dp 16 tp 8 pp 8 mbs 1 interleaved zero 1 rc full"
+  nlohmann::json knobs;           // the knobs as key path -> value (strategy, model, training)
   double lb_step_s = 0;           // the compute lower bound
   double model_states_gib = 0;    // the memory lower bound
   double usable_gib = 0;
@@ -46,12 +47,34 @@ struct TuneCandidate {
   VariantResult result;  // when simulated
 };
 
+// The knobs beyond dp x tp x pp, micro-batch, schedule, ZeRO and recompute (docs/sweep.md, "Tune:
+// the other knobs"). Every default reproduces the original search space, so a scenario tuned
+// without these options finds the same optimum as before.
+struct TuneSpace {
+  // Attention kernels (eager, flash2, flash3, cudnn, or "all": those the GPU runs); empty: the
+  // scenario's. Needs model.transformer or model.hf_config.
+  std::vector<std::string> attention;
+  // Precisions: "bf16", "fp8" (the scenario's training.fp8.recipe, else delayed) or "fp8:RECIPE";
+  // empty: the scenario's. FP8 changes numerics: only searched when asked.
+  std::vector<std::string> precisions;
+  std::vector<int> compile;  // training.compile values (0, 1); empty: the scenario's
+  // Sharding families: zero (ZeRO 0-3, the parser's rules), distopt (Megatron's distributed
+  // optimizer), megatron_fsdp, fsdp1 (full_shard, shard_grad_op; dp only), fsdp2 (tp, pp, HSDP).
+  std::vector<std::string> sharding{"zero"};
+  bool sequence_parallel = false;  // also try sequence_parallel where tp > 1
+  // Recompute policies: none, selective, selective_op, full, full:K (every K-th block).
+  std::vector<std::string> recompute{"none", "selective", "full"};
+  std::vector<std::string> rank_orders;  // empty: the scenario's default (tp-dp-pp)
+  bool uneven_stages = false;  // pp not dividing the blocks: Megatron's first/last stage split
+};
+
 struct TuneOptions {
   int gpus = 0;  // 0: every GPU of the cluster
   int threads = 1;
   run::Evaluation evaluation = run::Evaluation::kBlock;  // kOpLevel: simrun tune --op-level
-  double prune_margin = 0.9;  // prune when margin x LB >= best step time
+  double prune_margin = 0.9;                             // prune when margin x LB >= best step time
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8, 16};
+  TuneSpace space;
   const std::atomic<bool>* cancel = nullptr;
   std::function<void(std::size_t simulated, std::size_t to_simulate, double best_s)> on_progress;
 };
@@ -76,5 +99,8 @@ TuneResult tune(const nlohmann::json& doc, const std::string& name,
 // The report: counts, the top fitting layouts, the best one's --set line, the most promising
 // rejected layouts with their reasons.
 void print_tune_report(const TuneResult& r, int top, int rejected, std::ostream& out);
+// The same as JSON (simrun tune -o FILE.json): counts, and each fitting layout (best first, at
+// most `top`) with its label, knobs, --set values and figures.
+nlohmann::json tune_report_json(const TuneResult& r, int top);
 
 }  // namespace csim::sweep

@@ -196,7 +196,7 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                   label = buf;
                   if (every > 1) label += "/" + std::to_string(every);
                   if (sq) label += " sp";
-                  if (!order.empty()) label += " " + order;
+                  if (!order.empty() && order != "tp-dp-pp") label += " " + order;
                   if (split.first > 0)
                     label += " split " + std::to_string(split.first) + "/" +
                              std::to_string(split.second);
@@ -280,58 +280,67 @@ std::vector<ModelVariant> model_variants(const json& doc, const core::Scenario& 
   return out;
 }
 
-// docs/sweep.md, "Tune": the two bounds.
-void bound(TuneCandidate& c, const core::Scenario& v, int gpus) {
+}  // namespace
+
+// docs/sweep.md, "Tune", "Bounds": the memory bound.
+MemoryBound memory_bound(const core::Scenario& v, int gpus) {
   const core::ParallelSpec& ps = v.strategy.parallel;
   const bool par = core::is_parallel_kind(v.strategy.kind);
   const int tp = par ? ps.tp : 1, pp = par ? ps.pp : 1, dp = par ? ps.dp : gpus;
   const core::ShardingPlan sh = core::sharding_plan(ps, v.strategy.kind);
   const int zero = par ? sh.state_stage : 0;
-  // docs/sweep.md, "Tune", memory bound: per pipeline stage, the model states of its parameters
-  // after the TP split (core::shard_layer, what the lowering holds), the FP8 weight copies of its
-  // FP8 layers (core::fp8_weight_copy_bytes) and, from the second step on, one micro-batch's saved
-  // activations of its first segment (core::stored_activation_bytes_per_sample); the bound is the
-  // fullest stage's.
   auto states = [&](std::int64_t p) {
     if (par && ps.fsdp2.enabled)
       return core::fsdp2_state_bytes(p, v.training, sh.shard_ranks, ps.fsdp2.megatron);
     return core::model_state_bytes(p, v.training, zero, dp);
   };
-  double need = 0;
+  MemoryBound out;
+  auto take = [&out](const core::ModelStateBytes& b, double fp8, double acts, bool opt_with_acts,
+                     int stage) {
+    const double w_g = static_cast<double>(b.params + b.grads) + fp8;
+    const double opt = static_cast<double>(b.optimizer);
+    const double need = std::max(w_g + opt, w_g + acts + (opt_with_acts ? opt : 0.0));
+    if (need <= out.bytes) return;
+    out = {static_cast<double>(b.params + b.grads + b.optimizer), fp8, acts, need, stage};
+  };
   if (!par || v.model.transformer.layers == 0) {
     const std::int64_t p = (v.model.total_params() + tp * pp - 1) / (tp * pp);
-    const core::ModelStateBytes st = states(p);
-    need = static_cast<double>(st.params + st.grads + st.optimizer);
-  } else {
-    const int segs = pp * ps.virtual_stages;
-    const std::vector<core::Segment> seg = core::partition_layers(v.model, segs, ps.segment_blocks);
-    std::vector<std::int64_t> params(static_cast<std::size_t>(pp), 0), fp8(params);
-    for (int g = 0; g < segs; ++g)
-      for (int i = seg[static_cast<std::size_t>(g)].first; i < seg[static_cast<std::size_t>(g)].end;
-           ++i) {
-        const std::int64_t n = core::shard_layer(v.model, i, tp, ps.sequence_parallel).params;
-        params[static_cast<std::size_t>(g % pp)] += n;
-        if (core::runs_in_fp8(v.model.layers[static_cast<std::size_t>(i)], v.training))
-          fp8[static_cast<std::size_t>(g % pp)] += n;
-      }
-    for (int st = 0; st < pp; ++st) {
-      const core::ModelStateBytes b = states(params[static_cast<std::size_t>(st)]);
-      const double fp8_copies = v.training.precision == core::Precision::kFp8
-                                    ? static_cast<double>(core::fp8_weight_copy_bytes(
-                                          fp8[static_cast<std::size_t>(st)], v.training.fp8))
-                                    : 0.0;
-      const double acts = core::stored_activation_bytes_per_sample(
-                              v.model, seg[static_cast<std::size_t>(st)], tp, ps.sequence_parallel,
-                              ps.recompute, ps.recompute_every) *
-                          static_cast<double>(ps.micro_batch_size);
-      const double w_g = static_cast<double>(b.params + b.grads) + fp8_copies;
-      // At the optimizer: weights, gradients, optimizer state. At the first backward of a step:
-      // weights, gradients and the micro-batch's activations, plus the optimizer state from the
-      // second step on (it is allocated at the first step's optimizer).
-      const double opt = static_cast<double>(b.optimizer);
-      need = std::max({need, w_g + opt, w_g + acts + (v.training.steps >= 2 ? opt : 0.0)});
-    }
+    take(states(p), 0, 0, false, 0);
+    return out;
   }
+  const int segs = pp * ps.virtual_stages;
+  const std::vector<core::Segment> seg = core::partition_layers(v.model, segs, ps.segment_blocks);
+  std::vector<std::int64_t> params(static_cast<std::size_t>(pp), 0), fp8(params);
+  for (int g = 0; g < segs; ++g)
+    for (int i = seg[static_cast<std::size_t>(g)].first; i < seg[static_cast<std::size_t>(g)].end;
+         ++i) {
+      const std::int64_t n = core::shard_layer(v.model, i, tp, ps.sequence_parallel).params;
+      params[static_cast<std::size_t>(g % pp)] += n;
+      if (core::runs_in_fp8(v.model.layers[static_cast<std::size_t>(i)], v.training))
+        fp8[static_cast<std::size_t>(g % pp)] += n;
+    }
+  for (int st = 0; st < pp; ++st) {
+    const double copies = v.training.precision == core::Precision::kFp8
+                              ? static_cast<double>(core::fp8_weight_copy_bytes(
+                                    fp8[static_cast<std::size_t>(st)], v.training.fp8))
+                              : 0.0;
+    const double acts = core::stored_activation_bytes_per_sample(
+                            v.model, seg[static_cast<std::size_t>(st)], tp, ps.sequence_parallel,
+                            ps.recompute, ps.recompute_every) *
+                        static_cast<double>(ps.micro_batch_size);
+    take(states(params[static_cast<std::size_t>(st)]), copies, acts, v.training.steps >= 2, st);
+  }
+  return out;
+}
+
+namespace {
+
+// docs/sweep.md, "Tune": the two bounds.
+void bound(TuneCandidate& c, const core::Scenario& v, int gpus) {
+  const core::ParallelSpec& ps = v.strategy.parallel;
+  const bool par = core::is_parallel_kind(v.strategy.kind);
+  const int pp = par ? ps.pp : 1;
+  const double need = memory_bound(v, gpus).bytes;
   c.model_states_gib = need / kGiB;
   c.usable_gib = static_cast<double>(core::usable_memory_bytes(v.cluster, gpus > 1)) / kGiB;
   // The compute bound: the fastest any FLOP can run, over the GPU's curves for the compute dtype,

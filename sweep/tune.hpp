@@ -91,6 +91,24 @@ struct TuneResult {
   std::vector<std::size_t> rejected() const;
 };
 
+// The memory bound of a parsed candidate (docs/sweep.md, "Tune", "Bounds"): for each pipeline
+// stage, its parameters after the TP split (core::shard_layer), their model states
+// (core::model_state_bytes at the sharding plan's stage; FSDP2 / HSDP / Megatron-FSDP:
+// core::fsdp2_state_bytes over the shard ranks), the FP8 weight copies of its FP8 layers
+// (core::fp8_weight_copy_bytes) and one micro-batch's saved activations of its first segment
+// (core::stored_activation_bytes_per_sample: recompute policy, every k, sequence parallelism);
+//   need = max(W + G + K + C,  W + G + C + A + (steps >= 2 ? K : 0))
+// (the optimizer step, and the first backward of a step), the fullest stage's. Other models:
+// the model states of ceil(P / (tp pp)) parameters.
+struct MemoryBound {
+  double states = 0;       // W + G + K of the fullest stage, bytes
+  double fp8_copies = 0;   // C
+  double activations = 0;  // A
+  double bytes = 0;        // need
+  int stage = 0;
+};
+MemoryBound memory_bound(const core::Scenario& candidate, int gpus);
+
 // `doc` is the scenario file (its model must be a GPT for tp and pp; other models search data
 // parallelism only), `base_sets` the command line's --set values.
 TuneResult tune(const nlohmann::json& doc, const std::string& name,

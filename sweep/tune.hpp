@@ -1,10 +1,12 @@
 // simrun tune (docs/sweep.md, "Tune"): the fastest parallel layout of a scenario that fits in
 // memory. Candidates: dp x tp x pp over the GPUs, micro-batch size (and so the micro-batch count),
 // pipeline schedule, ZeRO stage, activation recompute and, for plain data parallelism, DDP's
-// bucket size. Each candidate is checked by the scenario parser, then two bounds prune before any
-// simulation:
-//   cannot fit:  model states per GPU (weights, gradients, optimizer; ZeRO-sharded) over the
-//                mean stage's parameters exceed the usable memory (a lower bound of the peak);
+// bucket size; opt-in (TuneSpace): attention kernel, precision, compile, sharding family,
+// sequence parallelism, recompute policies, rank order, uneven pipeline stages. Each candidate is
+// checked by the scenario parser, then two bounds prune before any simulation:
+//   cannot fit:  the fullest stage's model states (ZeRO / FSDP2-sharded), FP8 weight copies and
+//                one micro-batch's saved activations exceed the usable memory (memory_bound: a
+//                lower bound of the peak);
 //   cannot be fast: the compute lower bound
 //                LB = hardware FLOPs / (GPUs x peak x max GEMM efficiency) x (m + (pp-1)/v) / m
 //                is not below the best simulated step time (checked with a 10 % margin).

@@ -194,7 +194,8 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
       "simrun tune: search dp x tp x pp, micro-batch size and count, pipeline schedule, ZeRO "
       "stage, activation recompute and DDP bucket size for the fastest layout that fits in "
       "memory; candidates that cannot fit or cannot be fast are pruned before simulation "
-      "(docs/sweep.md, \"Tune\").\n"
+      "(docs/sweep.md, \"Tune\"). Opt-in: attention kernel, precision, compile, sharding "
+      "family, sequence parallelism, recompute policies, rank order, uneven stages.\n"
       "Example: simrun tune scenarios/gpt3_175b_1024xa100_3d.json --top 5",
       "simrun tune"};
   std::string scenario_path;

@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/attention_kernels.hpp"
 #include "core/error.hpp"
 #include "core/flops.hpp"
+#include "core/fp8_recipe.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "run/scenario_loader.hpp"
 
@@ -42,8 +44,78 @@ struct Layout {
   std::string label;
 };
 
+// Megatron's first/last stage split for `blocks` over pp stages that pp does not divide
+// (docs/scenario.md, "strategy: uneven pipeline stages"): F = L blocks on the first and last stage,
+// (blocks - 2F) / (pp - 2) on each other one, F chosen to make the fullest stage smallest (the
+// smaller F on a tie: the first and last stages also hold the embedding and the LM head). pp 2:
+// F = floor(blocks / 2), L = the rest. {0, 0} when no split exists.
+std::pair<int, int> first_last_split(int blocks, int pp) {
+  if (pp == 2) return {blocks / 2, blocks - blocks / 2};
+  std::pair<int, int> best{0, 0};
+  int best_max = 0;
+  for (int f = 1; 2 * f < blocks; ++f) {
+    const int rest = blocks - 2 * f;
+    if (rest % (pp - 2) != 0) continue;
+    const int mx = std::max(f, rest / (pp - 2));
+    if (best_max == 0 || mx < best_max) {
+      best = {f, f};
+      best_max = mx;
+    }
+  }
+  return best;
+}
+
+struct Sharding {
+  json keys;  // strategy keys (kind included)
+  std::string label;
+};
+
+// The sharding variants of one dp x tp x pp (docs/sweep.md, "Tune: the other knobs"), each only
+// where the parser allows it: ZeRO 2/3 and Megatron-FSDP not with pp > 1, FSDP1 dp only.
+std::vector<Sharding> shardings(const TuneSpace& sp, bool gpt, int dp, int tp, int pp,
+                                int gpus_per_node) {
+  std::vector<Sharding> out;
+  const char* kind = gpt ? "3d" : "zero";
+  for (const std::string& f : sp.sharding) {
+    if (f == "zero") {
+      std::vector<int> zeros{0};
+      if (dp > 1) zeros = pp > 1 ? std::vector<int>{0, 1} : std::vector<int>{0, 1, 2, 3};
+      for (const int z : zeros)
+        out.push_back({{{"kind", kind}, {"zero_stage", z}}, "zero " + std::to_string(z)});
+    } else if (f == "distopt" && dp > 1 && gpt) {
+      out.push_back({{{"kind", "3d"}, {"distributed_optimizer", true}}, "distopt"});
+    } else if (f == "megatron_fsdp" && dp > 1 && gpt && pp == 1) {
+      out.push_back({{{"kind", "3d"}, {"distributed_optimizer", true}, {"megatron_fsdp", true}},
+                     "megatron-fsdp"});
+    } else if (f == "fsdp1" && dp > 1 && tp == 1 && pp == 1) {
+      for (const char* sh : {"full_shard", "shard_grad_op"})
+        out.push_back({{{"kind", "fsdp"}, {"fsdp_sharding", sh}}, std::string("fsdp1 ") + sh});
+    } else if (f == "fsdp2" && dp > 1) {
+      // HSDP: replicate across nodes, shard within one (torchtitan's dp_replicate x dp_shard),
+      // when dp spans nodes: shard over the node's dp ranks (gpus_per_node / tp).
+      std::vector<int> reps{1};
+      const int in_node = std::max(1, gpus_per_node / tp);
+      if (dp > in_node && dp % in_node == 0) reps.push_back(dp / in_node);
+      std::vector<json> reshard{"default"};
+      if (pp == 1) reshard.push_back(false);  // under pp the default already keeps them
+      for (const int r : reps)
+        for (const json& raf : reshard) {
+          json k = {{"kind", "fsdp"}, {"fsdp_version", 2}, {"reshard_after_forward", raf}};
+          std::string label = "fsdp2";
+          if (raf == false) label += " keep-gathered";
+          if (r > 1) {
+            k["replicate"] = r;
+            label += " hsdp " + std::to_string(r);
+          }
+          out.push_back({k, label});
+        }
+    }
+  }
+  return out;
+}
+
 std::vector<Layout> layouts(const core::Scenario& s, int gpus,
-                            const std::vector<std::int64_t>& mbs_list) {
+                            const std::vector<std::int64_t>& mbs_list, const TuneSpace& space) {
   std::vector<Layout> out;
   const core::TransformerShape& tf = s.model.transformer;
   const bool gpt = tf.layers > 0;
@@ -56,72 +128,244 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                     static_cast<long long>(gb / gpus), bucket);
       out.push_back({{{"kind", "ddp"}, {"ddp", {{"bucket_cap_mb", bucket}}}}, buf});
     }
-  const std::vector<const char*> rcs = gpt ? std::vector<const char*>{"none", "selective", "full"}
-                                           : std::vector<const char*>{"none"};
+  // Recompute policies: name, mode, every (full:K).
+  std::vector<std::pair<std::string, int>> rcs;
+  for (const std::string& r : gpt ? space.recompute : std::vector<std::string>{"none"}) {
+    const std::size_t colon = r.find(':');
+    if (colon == std::string::npos) {
+      rcs.push_back({r, 1});
+      continue;
+    }
+    const int k = std::stoi(r.substr(colon + 1));
+    if (k <= tf.layers) rcs.push_back({r.substr(0, colon), k});
+  }
+  const std::vector<std::string> orders =
+      space.rank_orders.empty() ? std::vector<std::string>{""} : space.rank_orders;
   for (const int tp : gpt ? divisors(gpus) : std::vector<int>{1}) {
     if (tp > s.cluster.gpus_per_node || (gpt && tf.heads % tp != 0)) continue;
     for (const int pp : gpt ? divisors(gpus / tp) : std::vector<int>{1}) {
-      if (gpt && tf.layers % pp != 0) continue;
+      std::pair<int, int> split{0, 0};
+      if (gpt && tf.layers % pp != 0) {
+        if (!space.uneven_stages || pp > tf.layers) continue;
+        split = first_last_split(tf.layers, pp);
+        if (split.first == 0) continue;
+      }
       const int dp = gpus / (tp * pp);
+      const std::vector<Sharding> shs = shardings(space, gpt, dp, tp, pp, s.cluster.gpus_per_node);
+      const int dims_over_1 = (dp > 1) + (tp > 1) + (pp > 1);
       for (const std::int64_t mbs : mbs_list) {
         if (gb % (static_cast<std::int64_t>(dp) * mbs) != 0) continue;
         const std::int64_t m = gb / (dp * mbs);
         std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
         if (pp > 1) {
           schedules.push_back({"gpipe", 1});
-          if (tf.layers % (2 * pp) == 0 && m % pp == 0) schedules.push_back({"interleaved", 2});
+          if (split.first == 0 && tf.layers % (2 * pp) == 0 && m % pp == 0)
+            schedules.push_back({"interleaved", 2});
         }
-        std::vector<int> zeros{0};
-        if (dp > 1) zeros = pp > 1 ? std::vector<int>{0, 1} : std::vector<int>{0, 1, 2, 3};
         for (const auto& [sched, v] : schedules)
-          for (const int z : zeros)
-            for (const char* rc : rcs) {
-              if (!gpt && tp == 1 && pp == 1 && z == 0) continue;  // that is DDP, above
-              json st = {{"kind", gpt ? "3d" : "zero"}, {"micro_batch_size", mbs}};
-              if (gpt) {
-                st["dp"] = dp;
-                st["tp"] = tp;
-                st["pp"] = pp;
-                st["recompute"] = rc;
-                if (pp > 1) st["schedule"] = sched;
-                if (v > 1) st["virtual_stages"] = v;
-              }
-              st["zero_stage"] = z;
-              std::snprintf(buf, sizeof buf, "dp %d tp %d pp %d mbs %lld%s%s zero %d rc %s", dp, tp,
-                            pp, static_cast<long long>(mbs), pp > 1 ? " " : "",
-                            pp > 1 ? sched.c_str() : "", z, rc);
-              out.push_back({st, buf});
-            }
+          for (const Sharding& sh : shs)
+            for (const auto& [rc, every] : rcs)
+              for (const int sq :
+                   space.sequence_parallel&& tp > 1 ? std::vector<int>{0, 1} : std::vector<int>{0})
+                for (const std::string& order : orders) {
+                  // A rank order only matters with two dimensions over 1; the default once.
+                  if (!order.empty() && order != orders.front() && dims_over_1 < 2) continue;
+                  const bool zero0 = sh.keys.value("zero_stage", -1) == 0;
+                  if (!gpt && tp == 1 && pp == 1 && zero0) continue;  // that is DDP, above
+                  json st = sh.keys;
+                  st["micro_batch_size"] = mbs;
+                  std::string label;
+                  if (gpt) {
+                    st["dp"] = dp;
+                    st["tp"] = tp;
+                    st["pp"] = pp;
+                    st["recompute"] = rc;
+                    if (every > 1) st["recompute_every"] = every;
+                    if (pp > 1) st["schedule"] = sched;
+                    if (v > 1) st["virtual_stages"] = v;
+                    if (sq) st["sequence_parallel"] = true;
+                    if (!order.empty()) st["rank_order"] = order;
+                    if (split.first > 0) {
+                      st["first_stage_layers"] = split.first;
+                      st["last_stage_layers"] = split.second;
+                    }
+                  }
+                  std::snprintf(buf, sizeof buf, "dp %d tp %d pp %d mbs %lld%s%s %s rc %s", dp, tp,
+                                pp, static_cast<long long>(mbs), pp > 1 ? " " : "",
+                                pp > 1 ? sched.c_str() : "", sh.label.c_str(), rc.c_str());
+                  label = buf;
+                  if (every > 1) label += "/" + std::to_string(every);
+                  if (sq) label += " sp";
+                  if (!order.empty() && order != "tp-dp-pp") label += " " + order;
+                  if (split.first > 0)
+                    label += " split " + std::to_string(split.first) + "/" +
+                             std::to_string(split.second);
+                  out.push_back({st, label});
+                }
       }
     }
   }
   return out;
 }
 
+// The model and training knobs (attention kernel, precision, compile): one --set list and label
+// suffix per combination, the scenario's own values when a knob is not searched.
+struct ModelVariant {
+  std::vector<std::string> sets;
+  json knobs = json::object();
+  std::string label;
+};
+
+std::vector<ModelVariant> model_variants(const json& doc, const core::Scenario& s,
+                                         const std::string& name, const TuneSpace& sp) {
+  std::vector<ModelVariant> out{ModelVariant{}};
+  auto extend =
+      [&out](const std::vector<std::pair<std::vector<std::pair<std::string, json>>, std::string>>&
+                 values) {
+        std::vector<ModelVariant> next;
+        for (const ModelVariant& mv : out)
+          for (const auto& [kv, label] : values) {
+            ModelVariant n = mv;
+            for (const auto& [k, v] : kv) {
+              n.sets.push_back(k + "=" + v.dump());
+              n.knobs[k] = v;
+            }
+            n.label += " " + label;
+            next.push_back(std::move(n));
+          }
+        out = std::move(next);
+      };
+  if (!sp.attention.empty()) {
+    const json& model = doc.contains("model") ? doc["model"] : json::object();
+    std::string key;
+    if (model.is_object() && model.contains("transformer"))
+      key = "model.transformer.attention.kernel";
+    else if (model.is_object() && model.contains("hf_config"))
+      key = "model.attention.kernel";
+    else
+      throw InputError(name, "--attention",
+                       "the attention kernel is a key of model.transformer and model.hf_config; "
+                       "this scenario's model has neither",
+                       "leave --attention out");
+    std::vector<std::string> kernels = sp.attention;
+    if (kernels.size() == 1 && kernels[0] == "all") {
+      kernels.clear();
+      for (const core::AttentionKernel k :
+           {core::AttentionKernel::kEager, core::AttentionKernel::kFlash2,
+            core::AttentionKernel::kFlash3, core::AttentionKernel::kCudnn})
+        if (core::attention_kernel_unsupported(k, s.cluster.gpu).empty())
+          kernels.push_back(core::to_string(k));
+    }
+    std::vector<std::pair<std::vector<std::pair<std::string, json>>, std::string>> vals;
+    for (const std::string& k : kernels) vals.push_back({{{key, k}}, "attn " + k});
+    extend(vals);
+  }
+  if (!sp.precisions.empty()) {
+    std::vector<std::pair<std::vector<std::pair<std::string, json>>, std::string>> vals;
+    for (const std::string& p : sp.precisions) {
+      const std::size_t colon = p.find(':');
+      const std::string prec = p.substr(0, colon);
+      std::vector<std::pair<std::string, json>> kv{{"training.precision", prec}};
+      if (colon != std::string::npos) kv.push_back({"training.fp8.recipe", p.substr(colon + 1)});
+      vals.push_back({kv, p});
+    }
+    extend(vals);
+  }
+  if (!sp.compile.empty()) {
+    std::vector<std::pair<std::vector<std::pair<std::string, json>>, std::string>> vals;
+    for (const int c : sp.compile)
+      vals.push_back({{{"training.compile", c != 0}}, c ? "compile" : "eager-mode"});
+    extend(vals);
+  }
+  return out;
+}
+
+}  // namespace
+
+// docs/sweep.md, "Tune", "Bounds": the memory bound.
+MemoryBound memory_bound(const core::Scenario& v, int gpus) {
+  const core::ParallelSpec& ps = v.strategy.parallel;
+  const bool par = core::is_parallel_kind(v.strategy.kind);
+  const int tp = par ? ps.tp : 1, pp = par ? ps.pp : 1, dp = par ? ps.dp : gpus;
+  const core::ShardingPlan sh = core::sharding_plan(ps, v.strategy.kind);
+  const int zero = par ? sh.state_stage : 0;
+  auto states = [&](std::int64_t p) {
+    if (par && ps.fsdp2.enabled)
+      return core::fsdp2_state_bytes(p, v.training, sh.shard_ranks, ps.fsdp2.megatron);
+    return core::model_state_bytes(p, v.training, zero, dp);
+  };
+  MemoryBound out;
+  auto take = [&out](const core::ModelStateBytes& b, double fp8, double acts, bool opt_with_acts,
+                     int stage) {
+    const double w_g = static_cast<double>(b.params + b.grads) + fp8;
+    const double opt = static_cast<double>(b.optimizer);
+    const double need = std::max(w_g + opt, w_g + acts + (opt_with_acts ? opt : 0.0));
+    if (need <= out.bytes) return;
+    out = {static_cast<double>(b.params + b.grads + b.optimizer), fp8, acts, need, stage};
+  };
+  if (!par || v.model.transformer.layers == 0) {
+    const std::int64_t p = (v.model.total_params() + tp * pp - 1) / (tp * pp);
+    take(states(p), 0, 0, false, 0);
+    return out;
+  }
+  const int segs = pp * ps.virtual_stages;
+  const std::vector<core::Segment> seg = core::partition_layers(v.model, segs, ps.segment_blocks);
+  std::vector<std::int64_t> params(static_cast<std::size_t>(pp), 0), fp8(params);
+  for (int g = 0; g < segs; ++g)
+    for (int i = seg[static_cast<std::size_t>(g)].first; i < seg[static_cast<std::size_t>(g)].end;
+         ++i) {
+      const std::int64_t n = core::shard_layer(v.model, i, tp, ps.sequence_parallel).params;
+      params[static_cast<std::size_t>(g % pp)] += n;
+      if (core::runs_in_fp8(v.model.layers[static_cast<std::size_t>(i)], v.training))
+        fp8[static_cast<std::size_t>(g % pp)] += n;
+    }
+  for (int st = 0; st < pp; ++st) {
+    const double copies = v.training.precision == core::Precision::kFp8
+                              ? static_cast<double>(core::fp8_weight_copy_bytes(
+                                    fp8[static_cast<std::size_t>(st)], v.training.fp8))
+                              : 0.0;
+    const double acts = core::stored_activation_bytes_per_sample(
+                            v.model, seg[static_cast<std::size_t>(st)], tp, ps.sequence_parallel,
+                            ps.recompute, ps.recompute_every) *
+                        static_cast<double>(ps.micro_batch_size);
+    take(states(params[static_cast<std::size_t>(st)]), copies, acts, v.training.steps >= 2, st);
+  }
+  return out;
+}
+
+namespace {
+
 // docs/sweep.md, "Tune": the two bounds.
 void bound(TuneCandidate& c, const core::Scenario& v, int gpus) {
   const core::ParallelSpec& ps = v.strategy.parallel;
   const bool par = core::is_parallel_kind(v.strategy.kind);
-  const int tp = par ? ps.tp : 1, pp = par ? ps.pp : 1, dp = par ? ps.dp : gpus;
-  const int zero = par ? ps.zero_stage : 0;
-  // Parameters per GPU: an even share, or with uneven pipeline stages the fullest stage's
-  // (docs/scenario.md, "strategy: uneven pipeline stages").
-  const std::int64_t p = par && !ps.segment_blocks.empty()
-                             ? (core::max_stage_params(v.model, ps) + tp - 1) / tp
-                             : (v.model.total_params() + tp * pp - 1) / (tp * pp);
-  const core::ModelStateBytes st = core::model_state_bytes(p, v.training, zero, dp);
-  c.model_states_gib = static_cast<double>(st.params + st.grads + st.optimizer) / kGiB;
+  const int pp = par ? ps.pp : 1;
+  const double need = memory_bound(v, gpus).bytes;
+  c.model_states_gib = need / kGiB;
   c.usable_gib = static_cast<double>(core::usable_memory_bytes(v.cluster, gpus > 1)) / kGiB;
-  double eff = 0;
-  for (const core::EfficiencyCurve& e : v.cluster.gpu.efficiency)
-    eff = std::max(eff, e.max_efficiency);
-  const double peak = v.cluster.gpu.peak_flops_per_s(
+  // The compute bound: the fastest any FLOP can run, over the GPU's curves for the compute dtype,
+  // the FP8 GEMM curve at the FP8 peak (precision fp8) and the fused attention kernels' own
+  // efficiencies (docs/attention.md, "Efficiency").
+  const core::GpuSpec& gpu = v.cluster.gpu;
+  const double peak = gpu.peak_flops_per_s(
       core::precision_bytes(v.training.precision, v.training.amp_dtype).compute);
+  double eff = 0;
+  for (const core::EfficiencyCurve& e : gpu.efficiency) eff = std::max(eff, e.max_efficiency);
+  for (const core::LayerSpec& l : v.model.layers)
+    if (l.fused_attention.kernel != core::AttentionKernel::kEager)
+      eff = std::max({eff, core::fused_attention_max_efficiency(gpu, l.fused_attention, false),
+                      core::fused_attention_max_efficiency(gpu, l.fused_attention, true)});
+  double rate = peak * eff;
+  if (v.training.precision == core::Precision::kFp8)
+    rate = std::max(rate, gpu.peak_fp8_flops_per_s * gpu.fp8_gemm_efficiency.max_efficiency);
   const double m = par ? static_cast<double>(ps.micro_batches) : 1.0;
   const double vs = par ? ps.virtual_stages : 1;
   const double bubble = (m + (pp - 1) / vs) / m;
-  c.lb_step_s =
-      peak > 0 && eff > 0 ? core::hardware_flops_per_step(v) / (gpus * peak * eff) * bubble : 0;
+  // Full recompute of every k-th block: core::hardware_flops_per_step counts every block of a
+  // model.transformer, so the bound takes the model FLOPs there (a lower count, still a bound).
+  const double flops = par && ps.recompute_every > 1 ? core::model_flops_per_step(v)
+                                                     : core::hardware_flops_per_step(v);
+  c.lb_step_s = rate > 0 ? flops / (gpus * rate) * bubble : 0;
 }
 
 std::string ms(double s) {
@@ -185,28 +429,34 @@ TuneResult tune(const json& doc, const std::string& name, const std::vector<std:
   prefix.insert(prefix.end(), res.gpu_sets.begin(), res.gpu_sets.end());
 
   // Enumerate, validate and bound (cheap: no lowering).
-  for (Layout& l : layouts(base, gpus, o.micro_batch_sizes)) {
-    TuneCandidate c;
-    c.index = res.candidates.size();
-    c.label = std::move(l.label);
-    c.sets = prefix;
-    c.sets.push_back("strategy=" + l.strategy.dump());
-    try {
-      const core::Scenario v = run::load_scenario_document(doc, name, c.sets);
-      bound(c, v, gpus);
-      if (c.model_states_gib > c.usable_gib) {
-        c.verdict = TuneVerdict::kCannotFit;
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "model states alone need %.1f GiB per GPU, %.1f GiB usable",
-                      c.model_states_gib, c.usable_gib);
-        c.reason = buf;
+  const std::vector<Layout> ls = layouts(base, gpus, o.micro_batch_sizes, o.space);
+  for (const ModelVariant& mv : model_variants(doc, base, name, o.space))
+    for (const Layout& l : ls) {
+      TuneCandidate c;
+      c.index = res.candidates.size();
+      c.label = l.label + mv.label;
+      c.sets = prefix;
+      c.sets.insert(c.sets.end(), mv.sets.begin(), mv.sets.end());
+      c.sets.push_back("strategy=" + l.strategy.dump());
+      c.knobs = mv.knobs;
+      c.knobs["strategy"] = l.strategy;
+      try {
+        const core::Scenario v = run::load_scenario_document(doc, name, c.sets);
+        bound(c, v, gpus);
+        if (c.model_states_gib > c.usable_gib) {
+          c.verdict = TuneVerdict::kCannotFit;
+          char buf[160];
+          std::snprintf(buf, sizeof buf,
+                        "model states (+ activations) need %.1f GiB per GPU, %.1f GiB usable",
+                        c.model_states_gib, c.usable_gib);
+          c.reason = buf;
+        }
+      } catch (const InputError& e) {
+        c.verdict = TuneVerdict::kInvalid;
+        c.reason = e.message();
       }
-    } catch (const InputError& e) {
-      c.verdict = TuneVerdict::kInvalid;
-      c.reason = e.message();
+      res.candidates.push_back(std::move(c));
     }
-    res.candidates.push_back(std::move(c));
-  }
 
   // Simulate in order of the lower bound until it cannot beat the best.
   std::vector<std::size_t> order;

@@ -1,10 +1,12 @@
 // simrun tune (docs/sweep.md, "Tune"): the fastest parallel layout of a scenario that fits in
 // memory. Candidates: dp x tp x pp over the GPUs, micro-batch size (and so the micro-batch count),
 // pipeline schedule, ZeRO stage, activation recompute and, for plain data parallelism, DDP's
-// bucket size. Each candidate is checked by the scenario parser, then two bounds prune before any
-// simulation:
-//   cannot fit:  model states per GPU (weights, gradients, optimizer; ZeRO-sharded) over the
-//                mean stage's parameters exceed the usable memory (a lower bound of the peak);
+// bucket size; opt-in (TuneSpace): attention kernel, precision, compile, sharding family,
+// sequence parallelism, recompute policies, rank order, uneven pipeline stages. Each candidate is
+// checked by the scenario parser, then two bounds prune before any simulation:
+//   cannot fit:  the fullest stage's model states (ZeRO / FSDP2-sharded), FP8 weight copies and
+//                one micro-batch's saved activations exceed the usable memory (memory_bound: a
+//                lower bound of the peak);
 //   cannot be fast: the compute lower bound
 //                LB = hardware FLOPs / (GPUs x peak x max GEMM efficiency) x (m + (pp-1)/v) / m
 //                is not below the best simulated step time (checked with a 10 % margin).
@@ -38,6 +40,7 @@ struct TuneCandidate {
   std::size_t index = 0;          // enumeration order
   std::vector<std::string> sets;  // the simrun --set values that make it
   std::string label;              // "dp 16 tp 8 pp 8 mbs 1 interleaved zero 1 rc full"
+  nlohmann::json knobs;           // the knobs as key path -> value (strategy, model, training)
   double lb_step_s = 0;           // the compute lower bound
   double model_states_gib = 0;    // the memory lower bound
   double usable_gib = 0;
@@ -46,12 +49,34 @@ struct TuneCandidate {
   VariantResult result;  // when simulated
 };
 
+// The knobs beyond dp x tp x pp, micro-batch, schedule, ZeRO and recompute (docs/sweep.md, "Tune:
+// the other knobs"). Every default reproduces the original search space, so a scenario tuned
+// without these options finds the same optimum as before.
+struct TuneSpace {
+  // Attention kernels (eager, flash2, flash3, cudnn, or "all": those the GPU runs); empty: the
+  // scenario's. Needs model.transformer or model.hf_config.
+  std::vector<std::string> attention;
+  // Precisions: "bf16", "fp8" (the scenario's training.fp8.recipe, else delayed) or "fp8:RECIPE";
+  // empty: the scenario's. FP8 changes numerics: only searched when asked.
+  std::vector<std::string> precisions;
+  std::vector<int> compile;  // training.compile values (0, 1); empty: the scenario's
+  // Sharding families: zero (ZeRO 0-3, the parser's rules), distopt (Megatron's distributed
+  // optimizer), megatron_fsdp, fsdp1 (full_shard, shard_grad_op; dp only), fsdp2 (tp, pp, HSDP).
+  std::vector<std::string> sharding{"zero"};
+  bool sequence_parallel = false;  // also try sequence_parallel where tp > 1
+  // Recompute policies: none, selective, selective_op, full, full:K (every K-th block).
+  std::vector<std::string> recompute{"none", "selective", "full"};
+  std::vector<std::string> rank_orders;  // empty: the scenario's default (tp-dp-pp)
+  bool uneven_stages = false;  // pp not dividing the blocks: Megatron's first/last stage split
+};
+
 struct TuneOptions {
   int gpus = 0;  // 0: every GPU of the cluster
   int threads = 1;
   run::Evaluation evaluation = run::Evaluation::kBlock;  // kOpLevel: simrun tune --op-level
-  double prune_margin = 0.9;  // prune when margin x LB >= best step time
+  double prune_margin = 0.9;                             // prune when margin x LB >= best step time
   std::vector<std::int64_t> micro_batch_sizes{1, 2, 4, 8, 16};
+  TuneSpace space;
   const std::atomic<bool>* cancel = nullptr;
   std::function<void(std::size_t simulated, std::size_t to_simulate, double best_s)> on_progress;
 };
@@ -68,6 +93,24 @@ struct TuneResult {
   std::vector<std::size_t> rejected() const;
 };
 
+// The memory bound of a parsed candidate (docs/sweep.md, "Tune", "Bounds"): for each pipeline
+// stage, its parameters after the TP split (core::shard_layer), their model states
+// (core::model_state_bytes at the sharding plan's stage; FSDP2 / HSDP / Megatron-FSDP:
+// core::fsdp2_state_bytes over the shard ranks), the FP8 weight copies of its FP8 layers
+// (core::fp8_weight_copy_bytes) and one micro-batch's saved activations of its first segment
+// (core::stored_activation_bytes_per_sample: recompute policy, every k, sequence parallelism);
+//   need = max(W + G + K + C,  W + G + C + A + (steps >= 2 ? K : 0))
+// (the optimizer step, and the first backward of a step), the fullest stage's. Other models:
+// the model states of ceil(P / (tp pp)) parameters.
+struct MemoryBound {
+  double states = 0;       // W + G + K of the fullest stage, bytes
+  double fp8_copies = 0;   // C
+  double activations = 0;  // A
+  double bytes = 0;        // need
+  int stage = 0;
+};
+MemoryBound memory_bound(const core::Scenario& candidate, int gpus);
+
 // `doc` is the scenario file (its model must be a GPT for tp and pp; other models search data
 // parallelism only), `base_sets` the command line's --set values.
 TuneResult tune(const nlohmann::json& doc, const std::string& name,
@@ -76,5 +119,8 @@ TuneResult tune(const nlohmann::json& doc, const std::string& name,
 // The report: counts, the top fitting layouts, the best one's --set line, the most promising
 // rejected layouts with their reasons.
 void print_tune_report(const TuneResult& r, int top, int rejected, std::ostream& out);
+// The same as JSON (simrun tune -o FILE.json): counts, and each fitting layout (best first, at
+// most `top`) with its label, knobs, --set values and figures.
+nlohmann::json tune_report_json(const TuneResult& r, int top);
 
 }  // namespace csim::sweep

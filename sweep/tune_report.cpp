@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "sweep/tune.hpp"
 
 namespace csim::sweep {
@@ -11,7 +13,7 @@ void print_tune_report(const TuneResult& r, int top, int rejected, std::ostream&
   for (const TuneCandidate& c : r.candidates) ++n[c.verdict];
   char line[320];
   std::snprintf(line, sizeof line,
-                "%zu layouts: %zu invalid, %zu cannot fit (model states), %zu simulated (%zu fit, "
+                "%zu layouts: %zu invalid, %zu cannot fit (memory bound), %zu simulated (%zu fit, "
                 "%zu OOM), %zu pruned by the compute bound%s; %.1f s\n",
                 r.candidates.size(), n[TuneVerdict::kInvalid], n[TuneVerdict::kCannotFit],
                 r.simulated, n[TuneVerdict::kFits], n[TuneVerdict::kOom], n[TuneVerdict::kPruned],
@@ -45,6 +47,35 @@ void print_tune_report(const TuneResult& r, int top, int rejected, std::ostream&
                   c.lb_step_s * 1e3, to_string(c.verdict), c.reason.substr(0, 110).c_str());
     out << line;
   }
+}
+
+nlohmann::json tune_report_json(const TuneResult& r, int top) {
+  std::map<TuneVerdict, std::size_t> n;
+  for (const TuneCandidate& c : r.candidates) ++n[c.verdict];
+  nlohmann::json out = {{"format", "csim-tune"},
+                        {"layouts", r.candidates.size()},
+                        {"invalid", n[TuneVerdict::kInvalid]},
+                        {"cannot_fit", n[TuneVerdict::kCannotFit]},
+                        {"simulated", r.simulated},
+                        {"oom", n[TuneVerdict::kOom]},
+                        {"pruned", n[TuneVerdict::kPruned]},
+                        {"complete", r.complete},
+                        {"ranking", nlohmann::json::array()}};
+  const std::vector<std::size_t> rank = r.ranking();
+  for (std::size_t i = 0; i < rank.size() && i < static_cast<std::size_t>(top); ++i) {
+    const TuneCandidate& c = r.candidates[rank[i]];
+    out["ranking"].push_back({{"label", c.label},
+                              {"knobs", c.knobs},
+                              {"sets", c.sets},
+                              {"step_time_ms", c.result.step_time_s * 1e3},
+                              {"samples_per_s", c.result.samples_per_s},
+                              {"mfu", c.result.mfu},
+                              {"peak_gib", c.result.peak_gib},
+                              {"usable_gib", c.result.usable_gib},
+                              {"bound_ms", c.lb_step_s * 1e3},
+                              {"memory_bound_gib", c.model_states_gib}});
+  }
+  return out;
 }
 
 }  // namespace csim::sweep

@@ -265,5 +265,5 @@ TEST_CASE("tune rejects layouts whose model states cannot fit, without simulatin
   std::ostringstream out;
   sweep::print_tune_report(r, 5, 3, out);
   CHECK(out.str().find("no layout fits in memory") != std::string::npos);
-  CHECK(out.str().find("model states alone need") != std::string::npos);
+  CHECK(out.str().find("model states (+ activations) need") != std::string::npos);
 }

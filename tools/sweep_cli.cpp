@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "profiler/atomic_file.hpp"
 #include "run/scenario_loader.hpp"
 #include "sweep/results_io.hpp"
 #include "sweep/sweep_runner.hpp"
@@ -193,7 +194,8 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
       "simrun tune: search dp x tp x pp, micro-batch size and count, pipeline schedule, ZeRO "
       "stage, activation recompute and DDP bucket size for the fastest layout that fits in "
       "memory; candidates that cannot fit or cannot be fast are pruned before simulation "
-      "(docs/sweep.md, \"Tune\").\n"
+      "(docs/sweep.md, \"Tune\"). Opt-in: attention kernel, precision, compile, sharding "
+      "family, sequence parallelism, recompute policies, rank order, uneven stages.\n"
       "Example: simrun tune scenarios/gpt3_175b_1024xa100_3d.json --top 5",
       "simrun tune"};
   std::string scenario_path;
@@ -217,9 +219,62 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_flag("--op-level", op_level,
                "evaluate layouts with the op-level simulator instead of the block path "
                "(docs/block-eval.md)");
+  // The other knobs (docs/sweep.md, "Tune: the other knobs"): each off unless given.
+  sweep::TuneSpace& sp = opt.space;
+  app.add_option("--attention", sp.attention,
+                 "attention kernels to search: eager, flash2, flash3, cudnn, or all (those the "
+                 "GPU runs); model.transformer / model.hf_config only (default: the scenario's)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"eager", "flash2", "flash3", "cudnn", "all"}));
+  app.add_option("--precisions", sp.precisions,
+                 "precisions to search: bf16, fp8 (the scenario's training.fp8.recipe) or "
+                 "fp8:RECIPE (delayed, current, block, mxfp8, nvfp4, rowwise); FP8 changes "
+                 "numerics, so it is searched only when named (default: the scenario's)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "amp", "fp8", "fp8:delayed", "fp8:current",
+                             "fp8:block", "fp8:mxfp8", "fp8:nvfp4", "fp8:rowwise"}));
+  std::vector<std::string> compile;
+  app.add_option("--compile", compile,
+                 "training.compile values to search: off, on (default: the scenario's)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"off", "on"}));
+  app.add_option("--sharding", sp.sharding,
+                 "sharding families: zero (ZeRO 0-3, default), distopt (Megatron's distributed "
+                 "optimizer), megatron_fsdp, fsdp1 (dp only), fsdp2 (with tp, pp, HSDP)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"zero", "distopt", "megatron_fsdp", "fsdp1", "fsdp2"}));
+  app.add_flag("--sequence-parallel", sp.sequence_parallel,
+               "also try Megatron's sequence parallelism wherever tp > 1");
+  app.add_option("--recompute", sp.recompute,
+                 "activation recompute policies: none, selective, selective_op, full, full:K "
+                 "(every K-th block) (default none,selective,full)")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "none" || v == "selective" || v == "selective_op" || v == "full") return {};
+            if (v.rfind("full:", 0) == 0 && v.size() > 5 &&
+                v.find_first_not_of("0123456789", 5) == std::string::npos &&
+                std::stoll(v.substr(5, 9)) >= 1)
+              return {};
+            return "'" + v + "' is not none, selective, selective_op, full or full:K (K >= 1)";
+          },
+          "POLICY"));
+  app.add_option("--rank-orders", sp.rank_orders,
+                 "rank orders to search, fastest-varying first: tp-dp-pp (Megatron's default), "
+                 "dp-tp-pp, tp-pp-dp, ... (default: the scenario's)")
+      ->delimiter(',')
+      ->check(
+          CLI::IsMember({"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}));
+  app.add_flag("--uneven-stages", sp.uneven_stages,
+               "also try pp that does not divide the blocks, with Megatron's first/last stage "
+               "split");
+  std::string json_path;
+  app.add_option("-o,--output", json_path,
+                 "write the report as JSON (counts, the top layouts with their knobs)");
   if (const int code = parse_command_line(app, args, "simrun tune", out, err); code >= 0)
     return code;
   if (op_level) opt.evaluation = run::Evaluation::kOpLevel;
+  for (const std::string& c : compile) sp.compile.push_back(c == "on" ? 1 : 0);
   return run_command("simrun tune", err, [&]() -> int {
     const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path);
     const nlohmann::json& doc = loader.document();
@@ -239,6 +294,13 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
       };
     const sweep::TuneResult r = sweep::tune(doc, scenario_path, base_sets, opt);
     sweep::print_tune_report(r, top, rejected, out);
+    if (!json_path.empty()) {
+      set_writing(true);
+      prof::write_file_atomically(json_path, [&](std::ostream& f) {
+        f << sweep::tune_report_json(r, std::max(top, 1)).dump(2) << "\n";
+      });
+      set_writing(false);
+    }
     return r.complete ? kExitOk : kExitInterrupted;
   });
 }

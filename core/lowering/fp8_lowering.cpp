@@ -32,6 +32,22 @@ OpId Fp8Lowering::cast_op(ProgramBuilder& b, const Lane& l, const std::string& n
                    phase);
 }
 
+void Fp8Lowering::quantize(ProgramBuilder& b, const Lane& l, const std::string& label,
+                           const char* what, double elems, bool python, std::vector<Dep>& deps,
+                           const std::string& phase) {
+  const Fp8RecipeTraits& tr = fp8_traits(s_.training.fp8.recipe);
+  const double q = fp8_quantized_bytes_per_elem(tr);
+  if (tr.amax_pass) {
+    // current / NVFP4 scaling: an amax pass reads the bf16 tensor, n x e_hp bytes.
+    cast_op(b, l, label + ".fp8_amax_" + what, elems,
+            static_cast<Bytes>(std::llround(elems * kFp8HighPrecisionBytes)), python, deps, phase);
+  }
+  // The cast(+transpose) reads the bf16 tensor and writes c copies: n x (e_hp + c x q) bytes.
+  cast_op(b, l, label + ".fp8_cast_" + what, elems,
+          static_cast<Bytes>(std::llround(elems * (kFp8HighPrecisionBytes + tr.copies * q))),
+          python, deps, phase);
+}
+
 std::vector<Dep> Fp8Lowering::before_forward(ProgramBuilder& b, const Lane& l, int layer,
                                              std::int64_t params, double saved_act_bytes_per_sample,
                                              std::int64_t batch, const std::string& label,
@@ -70,15 +86,7 @@ std::vector<Dep> Fp8Lowering::before_forward(ProgramBuilder& b, const Lane& l, i
   }
   // The input: n = saved bytes / q elements (the saved activation is the GEMM's input in FP8).
   const double n = saved_act_bytes_per_sample * static_cast<double>(batch) / q;
-  if (tr.amax_pass) {
-    // current / NVFP4 scaling: an amax pass reads the bf16 input, n x e_hp bytes.
-    cast_op(b, l, label + ".fp8_amax_input", n,
-            static_cast<Bytes>(std::llround(n * kFp8HighPrecisionBytes)), python, deps, phase);
-  }
-  // The cast(+transpose) reads the bf16 input and writes c copies: n x (e_hp + c x q) bytes.
-  cast_op(b, l, label + ".fp8_cast_input", n,
-          static_cast<Bytes>(std::llround(n * (kFp8HighPrecisionBytes + c * q))), python, deps,
-          phase);
+  quantize(b, l, label, "input", n, python, deps, phase);
   return deps;
 }
 
@@ -89,17 +97,10 @@ std::vector<Dep> Fp8Lowering::before_backward(ProgramBuilder& b, const Lane& l, 
   if (!fp8_layer(layer)) return deps;
   const Fp8RecipeTraits& tr = fp8_traits(s_.training.fp8.recipe);
   const double q = fp8_quantized_bytes_per_elem(tr);
-  const double c = tr.copies;
   const std::string phase = "backward";
   // The incoming gradient has the layer's output's elements: g = output bytes / e_hp.
   const double g = output_bytes_per_sample * static_cast<double>(batch) / kFp8HighPrecisionBytes;
-  if (tr.amax_pass) {
-    cast_op(b, l, label + ".fp8_amax_grad", g,
-            static_cast<Bytes>(std::llround(g * kFp8HighPrecisionBytes)), python, deps, phase);
-  }
-  cast_op(b, l, label + ".fp8_cast_grad", g,
-          static_cast<Bytes>(std::llround(g * (kFp8HighPrecisionBytes + c * q))), python, deps,
-          phase);
+  quantize(b, l, label, "grad", g, python, deps, phase);
   if (!tr.weight_cache && params > 0) {
     // torchao recasts the weight for the input-gradient GEMM: P x (e_hp + q) bytes.
     const double p = static_cast<double>(params);

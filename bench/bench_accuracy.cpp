@@ -259,10 +259,10 @@ void collective(Row& r, const json& c) {
 // are on the same stream, so they count).
 std::pair<double, double> block_times_ms(const run::RunResult& run, const std::string& prefix) {
   const Program& p = run.program;
-  auto span = [&](const std::function<bool(const std::string&)>& in_phase) {
+  auto span = [&](const std::function<bool(core::Phase)>& in_phase) {
     int first = -1, last = -1, stream = -1;
     for (const Op& op : p.ops) {
-      if (op.gpu != 0 || op.name.rfind(prefix, 0) != 0 || !in_phase(op.phase)) continue;
+      if (op.gpu != 0 || p.name_of(op).rfind(prefix, 0) != 0 || !in_phase(op.phase)) continue;
       if (first < 0) first = op.id, stream = op.stream;
       last = op.id;
     }
@@ -277,8 +277,10 @@ std::pair<double, double> block_times_ms(const run::RunResult& run, const std::s
     }
     return static_cast<double>(hi - lo) * 1e-6;
   };
-  return {span([](const std::string& ph) { return ph == "forward"; }),
-          span([](const std::string& ph) { return ph == "backward" || ph == "recompute"; })};
+  return {span([](core::Phase ph) { return ph == core::Phase::kForward; }),
+          span([](core::Phase ph) {
+            return ph == core::Phase::kBackward || ph == core::Phase::kRecompute;
+          })};
 }
 
 void layer_time(Row& r, const json& c) {

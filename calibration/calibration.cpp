@@ -311,7 +311,7 @@ Point measure_point(const Series& series, const PlannedPoint& planned, const Mic
     for (core::OpId id : ids) {
       const core::OpTiming& o = t[static_cast<std::size_t>(id)];
       if (o.start_ns < 0 || o.end_ns < 0)
-        throw std::runtime_error("calibration op '" + mp.program.ops[id].name + "' did not run");
+        throw std::runtime_error("calibration op '" + mp.program.name_of(id) + "' did not run");
       start = std::max(start, o.start_ns);
       end = std::max(end, o.end_ns);
     }

@@ -59,12 +59,12 @@ MicroProgram build_micro_program(const MicroSpec& spec, int gpus_in_node) {
       lead.dtype = core::Dtype::kFp32;  // no FLOPs: the dtype only has to exist on every GPU
       lead.flops = 0;
       lead.bytes = spec.lead_bytes;
-      lead.name = spec.label + " lead";
+      lead.name = p.names.intern_cat({spec.label, " lead"});
       lead.thread = 0;
       lead.gpu = g;
       lead.stream = stream_of_gpu[static_cast<std::size_t>(g)];
       lead.step = 1;
-      lead.phase = "calibration";
+      lead.phase = core::Phase::kCalibration;
       p.ops.push_back(std::move(lead));
     }
   }
@@ -77,7 +77,7 @@ MicroProgram build_micro_program(const MicroSpec& spec, int gpus_in_node) {
     for (int g : gpus) {
       Op op = tmpl;
       op.id = static_cast<OpId>(p.ops.size());
-      op.name = name;
+      op.name = p.names.intern(name);
       op.thread = 0;
       op.gpu = g;
       op.stream = stream_of_gpu[static_cast<std::size_t>(g)];
@@ -85,7 +85,7 @@ MicroProgram build_micro_program(const MicroSpec& spec, int gpus_in_node) {
       op.python_ns = 0;
       op.dispatch_ns = 0;
       op.deps.clear();
-      op.phase = "calibration";
+      op.phase = core::Phase::kCalibration;
       if (tmpl.kind == OpKind::kCollective) {
         op.group = 0;
         op.instance = r;

@@ -173,7 +173,7 @@ Bytes CachingAllocator::empty_cache() {
 namespace {
 
 struct LiveAlloc {
-  std::string name;
+  NameId name;  // the alloc op's (Program::names)
   CachingAllocator::BlockId block;
 };
 
@@ -196,10 +196,12 @@ AllocatorReport simulate_caching_allocator(const Program& program,
   }
   // Same order as memory_timeline(): start time, then op id (issue order).
   std::vector<OpId> ops;
+  NameId empty_cache_name;  // interned once: ops are told apart by id, not by comparing text
+  const bool any_empty_cache = program.names.find(kEmptyCacheOpName, &empty_cache_name);
   for (const Op& op : program.ops) {
     if (op.id >= static_cast<OpId>(timings.size()) || timings[op.id].start_ns < 0) continue;
     const bool mem = (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) && op.bytes > 0;
-    const bool empty = op.kind == OpKind::kMarker && op.name == kEmptyCacheOpName;
+    const bool empty = any_empty_cache && op.kind == OpKind::kMarker && op.name == empty_cache_name;
     if (mem || empty) ops.push_back(op.id);
   }
   std::stable_sort(ops.begin(), ops.end(),
@@ -231,7 +233,7 @@ AllocatorReport simulate_caching_allocator(const Program& program,
         AllocatorOom o;
         o.gpu = op.gpu;
         o.op = id;
-        o.op_name = op.name;
+        o.op_name = program.name_of(op);
         o.requested_bytes = op.bytes;
         o.segment_bytes = allocator_segment_size(op.bytes);
         o.reserved_bytes = a.stats().reserved_bytes - o.segment_bytes;

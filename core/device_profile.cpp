@@ -76,10 +76,4 @@ DeviceProfile read_device_profile(const std::string& path) {
   return p;
 }
 
-std::vector<std::string> override_strings(const DeviceProfile& p) {
-  std::vector<std::string> out;
-  for (const auto& [path, value] : p.overrides) out.push_back(path + "=" + value.dump());
-  return out;
-}
-
 }  // namespace csim::core

@@ -25,9 +25,7 @@ struct DeviceProfile {
 
 // Reads and checks `path`. Throws InputError (file, JSON path, hint) for an unreadable file,
 // broken JSON, a wrong "format"/"format_version", or a missing or malformed "overrides".
+// Its overrides reach the parser as JSON values (core::FileOverride, run/scenario_loader.cpp).
 DeviceProfile read_device_profile(const std::string& path);
-
-// "PATH=VALUE" strings, as --set takes them.
-std::vector<std::string> override_strings(const DeviceProfile& p);
 
 }  // namespace csim::core

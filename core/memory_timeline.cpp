@@ -63,7 +63,7 @@ void steady_state_peaks(const Program& program, const std::vector<OpTiming>& tim
       m.steady_peak_bytes = std::max(m.steady_peak_bytes, lifted);
       if (op.kind == OpKind::kAlloc && m.capacity_bytes > 0 && lifted > m.capacity_bytes &&
           !rep->oom) {
-        rep->oom = OomVerdict{op.gpu, id, op.name, op.bytes, lifted - m.capacity_bytes,
+        rep->oom = OomVerdict{op.gpu, id, program.name_of(op), op.bytes, lifted - m.capacity_bytes,
                               m.capacity_bytes, timings[id].start_ns};
         rep->oom->steady_state = true;
       }
@@ -128,7 +128,7 @@ MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>
     }
     if (op.kind == OpKind::kAlloc && total[k] > m.capacity_bytes && m.capacity_bytes > 0) {
       if (!rep.oom || t < rep.oom->at_ns) {
-        rep.oom = OomVerdict{op.gpu, id, op.name, op.bytes, total[k] - m.capacity_bytes, m.capacity_bytes, t};
+        rep.oom = OomVerdict{op.gpu, id, program.name_of(op), op.bytes, total[k] - m.capacity_bytes, m.capacity_bytes, t};
       }
     }
   }

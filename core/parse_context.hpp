@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/json_diagnostics.hpp"
 #include "core/scenario.hpp"
+#include "core/scenario_parser.hpp"
 
 namespace csim::core::parse {
 
@@ -23,8 +24,9 @@ using json = nlohmann::json;
 using i64 = std::int64_t;
 
 struct Override {
-  std::string path;    // "strategy.kind"
-  std::string origin;  // "--set strategy.kind"
+  std::string path;                         // "strategy.kind"
+  std::string origin;                       // "--set strategy.kind"
+  const FileOverride* from_file = nullptr;  // a value another file gives (a device profile)
 };
 
 inline bool path_under(const std::string& path, const std::string& prefix) {
@@ -41,18 +43,28 @@ struct Ctx {
   // The origin of the value at `path`: the last --set that wrote it, inside it or above it,
   // otherwise the file.
   std::string origin(const std::string& path) const {
-    if (!path.empty()) {
-      for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
-        if (path_under(path, it->path) || path_under(it->path, path)) {
-          return file + " (" + it->origin + ")";
-        }
-      }
-    }
-    return file;
+    const Override* o = last_override(path);
+    return o ? file + " (" + o->origin + ")" : file;
   }
+  // The last override that wrote the value at `path` (inside it or above it); nullptr: the file.
+  const Override* last_override(const std::string& path) const {
+    if (path.empty()) return nullptr;
+    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it)
+      if (path_under(path, it->path) || path_under(it->path, path)) return &*it;
+    return nullptr;
+  }
+  // A value another file gave is named by that file and its place there (FileOverride).
   [[noreturn]] void fail(const std::string& path, const std::string& message,
                          const std::string& hint = {}) const {
+    const Override* o = last_override(path);
+    if (o && o->from_file) throw_in_file(*o->from_file, path, message, hint);
     throw InputError(origin(path), path, message, hint);
+  }
+  [[noreturn]] static void throw_in_file(const FileOverride& f, const std::string& path,
+                                         const std::string& message, const std::string& hint) {
+    const std::string rest =
+        path.compare(0, f.path.size(), f.path) == 0 ? path.substr(f.path.size()) : std::string();
+    throw InputError(f.file, f.json_path + rest, message, hint.empty() ? f.hint : hint);
   }
   // Values at several paths that cannot hold together: the error names every key, each with
   // where its value came from ("model.gpt.layers (--set), strategy.pp (file)"), not just the

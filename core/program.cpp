@@ -65,34 +65,28 @@ const char* to_string(CollectiveKind k) {
   return "?";
 }
 
-const char* to_string(CollectiveAlgo a) {
-  switch (a) {
-    case CollectiveAlgo::kAuto:
-      return "auto";
-    case CollectiveAlgo::kRing:
-      return "ring";
-    case CollectiveAlgo::kTree:
-      return "tree";
-    case CollectiveAlgo::kNvls:
-      return "nvls";
-    case CollectiveAlgo::kHierarchical:
-      return "hierarchical";
-  }
-  return "?";
+namespace {
+// The one spelling table of Phase, indexed by the enum.
+constexpr const char* kPhaseNames[kNumPhases] = {
+    "",          "setup",       "data",   "forward", "backward",  "recompute",      "loss",
+    "optimizer", "sync",        "memory", "scatter", "replicate", "parallel_apply", "gather",
+    "reduce",    "calibration",
+};
+static_assert(static_cast<int>(Phase::kCalibration) + 1 == kNumPhases);
+}  // namespace
+
+const char* to_string(Phase p) {
+  return kPhaseNames[static_cast<int>(p)];
 }
 
-const char* to_string(NcclProto p) {
-  switch (p) {
-    case NcclProto::kAuto:
-      return "auto";
-    case NcclProto::kLL:
-      return "LL";
-    case NcclProto::kLL128:
-      return "LL128";
-    case NcclProto::kSimple:
-      return "Simple";
+bool parse_phase(std::string_view s, Phase* out) {
+  for (int i = 0; i < kNumPhases; ++i) {
+    if (s == kPhaseNames[i]) {
+      *out = static_cast<Phase>(i);
+      return true;
+    }
   }
-  return "?";
+  return false;
 }
 
 const char* to_string(MemCategory c) {
@@ -152,7 +146,7 @@ std::string validate_program(const Program& p) {
   for (std::size_t i = 0; i < p.ops.size(); ++i) thread_of[i] = p.ops[i].thread;
   for (OpId i = 0; i < n_ops; ++i) {
     const Op& op = p.ops[i];
-    const auto where = [&] { return "op " + std::to_string(i) + " '" + op.name + "'"; };
+    const auto where = [&] { return "op " + std::to_string(i) + " '" + p.name_of(op) + "'"; };
     if (op.id != i) return where() + ": id does not match its index";
     if (op.thread < 0 || op.thread >= n_threads) return where() + ": no such thread";
     const bool host_only = op.kind == OpKind::kHostWork || op.kind == OpKind::kMarker;
@@ -203,7 +197,7 @@ std::string validate_program(const Program& p) {
       for (int gpu : g.gpus) expected += p.symmetry.weight_of_gpu[gpu] > 0 ? 1 : 0;
     }
     if (seen.size() != expected) {
-      return "collective instance " + std::to_string(inst) + " ('" + ops.front()->name +
+      return "collective instance " + std::to_string(inst) + " ('" + p.name_of(*ops.front()) +
              "'): " + std::to_string(seen.size()) + " of " + std::to_string(expected) +
              " GPUs take part";
     }

@@ -18,9 +18,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/scenario.hpp"
+#include "core/string_pool.hpp"
 #include "core/units.hpp"
 
 namespace csim::core {
@@ -55,13 +57,7 @@ enum class CollectiveKind : std::uint8_t {
 };
 const char* to_string(CollectiveKind k);
 
-enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical };
-const char* to_string(CollectiveAlgo a);
-
-// NCCL protocols (docs/cost-model.md, "Protocols"): LL (8-byte lines, 4 bytes of data), LL128
-// (128-byte lines, 120 of data), Simple (bulk copies with a flag per chunk).
-enum class NcclProto : std::uint8_t { kAuto, kLL, kLL128, kSimple };
-const char* to_string(NcclProto p);
+// CollectiveAlgo and NcclProto: core/scenario.hpp (the scenario's "nccl" object forces them).
 
 enum class MemCategory : std::uint8_t {
   kParams,
@@ -81,6 +77,31 @@ enum class StreamRole : std::uint8_t { kCompute, kComm, kCopy };
 const char* to_string(StreamRole r);
 
 enum class DepKind : std::uint8_t { kStreamWaits, kHostWaits };
+
+// What part of a training step an op belongs to (Op::phase; the trace's "phase" arg,
+// docs/trace-format.md). One table gives every value its spelling (to_string / parse_phase).
+enum class Phase : std::uint8_t {
+  kNone,           // "": ops built by hand without one
+  kSetup,          // step 0: parameters, buffers, the process group
+  kData,           // the data loader and the input copy
+  kForward,
+  kBackward,
+  kRecompute,      // a forward re-run right before the backward that needs it
+  kLoss,
+  kOptimizer,
+  kSync,           // loss.item(), the step's end
+  kMemory,         // allocations, frees, empty_cache()
+  kScatter,        // DataParallel: inputs scattered to the replicas
+  kReplicate,      // DataParallel: the module broadcast to the replicas
+  kParallelApply,  // DataParallel: the replica threads
+  kGather,         // DataParallel: outputs gathered on the output device
+  kReduce,         // DataParallel: gradients reduced onto device 0
+  kCalibration,    // calibration micro-programs (calibration/)
+};
+inline constexpr int kNumPhases = 16;
+const char* to_string(Phase p);
+// The Phase spelled `s` (to_string's inverse); false when none is.
+bool parse_phase(std::string_view s, Phase* out);
 
 struct Dep {
   OpId op = kNoOp;
@@ -117,7 +138,7 @@ struct CommGroup {
 struct Op {
   OpId id = kNoOp;
   OpKind kind = OpKind::kCompute;
-  std::string name;        // "fc.fwd", "bucket 0 all_reduce", "scatter[2]"
+  NameId name;             // in Program::names: "fc.fwd", "bucket 0 all_reduce", "scatter[2]"
   int thread = 0;          // issuing host thread
   int stream = -1;         // GPU stream; -1 for kHostWork / kMarker
   int gpu = 0;             // GPU it runs on (kHostWork: GPU whose thread runs it)
@@ -159,7 +180,7 @@ struct Op {
 
   // annotations
   std::int64_t batch = -1;  // samples this op works on (forward ops: the replica's share)
-  std::string phase;        // "data", "forward", "backward", "optimizer", "replicate", ...
+  Phase phase = Phase::kNone;
 };
 
 // Rank symmetry (docs/program.md, "Rank symmetry"). When enabled, the Program holds ops for
@@ -189,12 +210,18 @@ struct Program {
   std::vector<StreamDesc> streams;
   std::vector<CommGroup> groups;
   std::vector<Op> ops;  // in issue order per thread
+  StringPool names;     // the ops' names (Op::name; docs/program.md, "Names")
   std::vector<std::string> warnings;
   RankSymmetry symmetry;  // empty unless the lowering collapsed mirror-image ranks
 
   int collective_instances = 0;        // number of distinct Op::instance values
   double model_flops_per_step = 0;     // MFU numerator, all GPUs (core/flops.hpp)
   double hardware_flops_per_step = 0;  // HFU numerator: model FLOPs + recompute (core/flops.hpp)
+
+  const std::string& name_of(const Op& op) const { return names.str(op.name); }
+  const std::string& name_of(OpId id) const {
+    return names.str(ops[static_cast<std::size_t>(id)].name);
+  }
 };
 
 // Structural checks (deps point backwards or to other threads, streams exist, collective instances

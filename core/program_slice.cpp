@@ -32,6 +32,7 @@ RankSlice slice_rank(const Program& p, int gpu, const std::vector<OpTiming>& sim
   s.active_gpus = {0};
   s.steps = p.steps;
   s.samples_per_step = p.samples_per_step;
+  s.names = p.names;  // the ops keep their NameIds
   // This GPU's share of the step's FLOPs, for its MFU.
   const double n = static_cast<double>(std::max<std::size_t>(1, p.active_gpus.size()));
   s.model_flops_per_step = p.model_flops_per_step / n;
@@ -86,7 +87,7 @@ RankSlice slice_rank(const Program& p, int gpu, const std::vector<OpTiming>& sim
       const OpTiming& tm = simulated[static_cast<std::size_t>(op.id)];
       n2.fixed_ns = tm.end_ns >= tm.start_ns && tm.start_ns >= 0 ? tm.end_ns - tm.start_ns : 0;
       n2.group = n2.instance = n2.root = n2.peer_gpu = -1;
-      n2.name += " (simulated)";
+      n2.name = s.names.intern_cat({p.names.view(op.name), " (simulated)"});
       ++out.replaced;
     }
     n2.deps.clear();

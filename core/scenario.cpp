@@ -5,6 +5,24 @@
 
 namespace csim::core {
 
+// [SECTION] NCCL spellings (the scenario's "nccl" object) ---------------------------------------
+
+const std::vector<std::string>& collective_algo_names() {
+  static const std::vector<std::string> kNames{"auto", "ring", "tree", "nvls", "hierarchical"};
+  return kNames;
+}
+
+const std::vector<std::string>& nccl_proto_names() {
+  static const std::vector<std::string> kNames{"auto", "LL", "LL128", "Simple"};
+  return kNames;
+}
+
+const char* to_string(CollectiveAlgo a) {
+  return collective_algo_names()[static_cast<std::size_t>(a)].c_str();
+}
+
+const char* to_string(NcclProto p) { return nccl_proto_names()[static_cast<std::size_t>(p)].c_str(); }
+
 const char* to_string(Dtype d) {
   switch (d) {
     case Dtype::kFp32:

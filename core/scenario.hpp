@@ -419,11 +419,27 @@ struct StrategySpec {
 
 // [SECTION] NCCL ---------------------------------------------------------------------------------
 
+// A collective's algorithm (Op::algo; kAuto: the cost model picks, as NCCL's tuner does).
+enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical };
+inline constexpr int kNumCollectiveAlgos = 5;
+// NCCL protocols (docs/cost-model.md, "Protocols"): LL (8-byte lines, 4 bytes of data), LL128
+// (128-byte lines, 120 of data), Simple (bulk copies with a flag per chunk).
+enum class NcclProto : std::uint8_t { kAuto, kLL, kLL128, kSimple };
+inline constexpr int kNumNcclProtos = 4;
+// The scenario's spelling, one table each (core/scenario.cpp): auto, ring, tree, nvls,
+// hierarchical; auto, LL, LL128, Simple (NCCL_PROTO's). The trace's NCCL spelling (RING, SIMPLE)
+// is backends/common/kineto_names.hpp's.
+const char* to_string(CollectiveAlgo a);
+const char* to_string(NcclProto p);
+// Every spelling, in enum order (the parser's choices: the index is the enum value).
+const std::vector<std::string>& collective_algo_names();
+const std::vector<std::string>& nccl_proto_names();
+
 // Forcing NCCL's choice, as the NCCL_ALGO / NCCL_PROTO environment variables do
-// (docs/scenario.md, "nccl"; docs/cost-model.md, "Protocols").
+// (docs/scenario.md, "nccl"; docs/cost-model.md, "Protocols"). Parsed once by the parser.
 struct NcclSpec {
-  std::string algo = "auto";   // auto, ring, tree, nvls, hierarchical
-  std::string proto = "auto";  // auto, LL, LL128, Simple
+  CollectiveAlgo algo = CollectiveAlgo::kAuto;
+  NcclProto proto = NcclProto::kAuto;
 };
 
 // [SECTION] Simulation ---------------------------------------------------------------------------

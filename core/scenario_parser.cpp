@@ -91,21 +91,22 @@ std::vector<PathStep> split_path(const std::string& path, const std::string& ori
   return steps;
 }
 
-void apply_override(json& doc, const std::string& text, Ctx& ctx) {
-  const std::size_t eq = text.find('=');
-  if (eq == std::string::npos) {
-    throw InputError("--set " + text, "", "expected KEY=VALUE",
-                     "e.g. --set strategy.kind=ddp or --set strategy.device_ids=[0,1,2]");
+// Sets `value` at `path` of the document, before validation; `origin` names where it came from
+// (a --set, or `from`, a value another file gives).
+void set_at_path(json& doc, const std::string& path, json value, const std::string& origin,
+                 const FileOverride* from, Ctx& ctx) {
+  std::vector<PathStep> steps;
+  try {
+    steps = split_path(path, origin);
+  } catch (const InputError& e) {
+    if (!from) throw;
+    Ctx::throw_in_file(*from, path, e.message(), e.hint());
   }
-  const std::string path = text.substr(0, eq);
-  const std::string value_text = text.substr(eq + 1);
-  const std::string origin = "--set " + path;
-  const std::vector<PathStep> steps = split_path(path, origin);
-
-  // VALUE as JSON when it parses as JSON, else as a string (so --set strategy.kind=ddp works).
-  json value = json::parse(value_text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) value = value_text;
-
+  const auto bad = [&](const std::string& walked, const std::string& message,
+                       const std::string& hint) {
+    if (from) Ctx::throw_in_file(*from, walked, message, hint);
+    throw InputError(ctx.file + " (" + origin + ")", walked, message, hint);
+  };
   json* cur = &doc;
   std::string walked;
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -114,29 +115,43 @@ void apply_override(json& doc, const std::string& text, Ctx& ctx) {
     if (s.is_index) {
       walked = index_path(walked, s.index);
       if (!cur->is_array()) {
-        throw InputError(
-            ctx.file + " (" + origin + ")", walked,
-            "cannot index: the value there is " + describe_value(*cur) + ", not an array");
+        bad(walked, "cannot index: the value there is " + describe_value(*cur) + ", not an array",
+            "");
       }
       if (s.index >= cur->size()) {
-        throw InputError(
-            ctx.file + " (" + origin + ")", walked,
+        bad(walked,
             "index out of range: the array has " + std::to_string(cur->size()) + " elements",
             "set the whole array instead, e.g. --set KEY=[1,2,3]");
       }
       cur = &(*cur)[s.index];
     } else {
       walked = child_path(walked, s.key);
-      if (!cur->is_object()) {
-        throw InputError(ctx.file + " (" + origin + ")", walked,
-                         "cannot set a key inside " + describe_value(*cur));
-      }
+      if (!cur->is_object()) bad(walked, "cannot set a key inside " + describe_value(*cur), "");
       if (!last && !cur->contains(s.key)) (*cur)[s.key] = json::object();
       cur = &(*cur)[s.key];
     }
   }
   *cur = std::move(value);
-  ctx.overrides.push_back({path, origin});
+  ctx.overrides.push_back({path, origin, from});
+}
+
+void apply_override(json& doc, const std::string& text, Ctx& ctx) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    throw InputError("--set " + text, "", "expected KEY=VALUE",
+                     "e.g. --set strategy.kind=ddp or --set strategy.device_ids=[0,1,2]");
+  }
+  const std::string path = text.substr(0, eq);
+  const std::string value_text = text.substr(eq + 1);
+  // VALUE as JSON when it parses as JSON, else as a string (so --set strategy.kind=ddp works).
+  json value = json::parse(value_text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = value_text;
+  set_at_path(doc, path, std::move(value), "--set " + path, nullptr, ctx);
+}
+
+// A value another file gives (FileOverride): set as it is, no text read back.
+void apply_file_override(json& doc, const FileOverride& f, Ctx& ctx) {
+  set_at_path(doc, f.path, f.value, f.file + " " + f.json_path, &f, ctx);
 }
 
 // [SECTION] Cluster ------------------------------------------------------------------------------
@@ -1144,10 +1159,12 @@ void require_object(const json& doc, const std::string& file) {
 }
 
 Scenario parse_document(json doc, const std::string& file,
+                        const std::vector<FileOverride>& file_overrides,
                         const std::vector<std::string>& overrides) {
   Ctx ctx;
   ctx.file = file;
   require_object(doc, file);
+  for (const FileOverride& f : file_overrides) apply_file_override(doc, f, ctx);
   for (const std::string& ov : overrides) apply_override(doc, ov, ctx);
 
   Obj top(ctx, doc, "",
@@ -1173,10 +1190,9 @@ Scenario parse_document(json doc, const std::string& file,
   validate_fp8_scenario(ctx, sc);  // core/parse_fp8.cpp
   if (top.has("nccl")) {
     Obj n(ctx, top.raw("nccl"), "nccl", {"algo", "proto"});
-    const std::vector<std::string> algos{"auto", "ring", "tree", "nvls", "hierarchical"};
-    const std::vector<std::string> protos{"auto", "LL", "LL128", "Simple"};
-    sc.nccl.algo = algos[static_cast<std::size_t>(n.choice("algo", algos, 0))];
-    sc.nccl.proto = protos[static_cast<std::size_t>(n.choice("proto", protos, 0))];
+    // The index of the choice is the enum value (core/scenario.hpp).
+    sc.nccl.algo = static_cast<CollectiveAlgo>(n.choice("algo", collective_algo_names(), 0));
+    sc.nccl.proto = static_cast<NcclProto>(n.choice("proto", nccl_proto_names(), 0));
   }
   if (top.has("simulation")) {
     Obj sim(ctx, top.raw("simulation"), "simulation", {"symmetry"});
@@ -1191,13 +1207,21 @@ Scenario parse_document(json doc, const std::string& file,
 
 Scenario parse_scenario_string(const std::string& json_text, const std::string& name_for_errors,
                                const std::vector<std::string>& overrides) {
-  return parse_document(parse_json_strict(json_text, name_for_errors), name_for_errors, overrides);
+  return parse_document(parse_json_strict(json_text, name_for_errors), name_for_errors, {},
+                        overrides);
 }
 
 Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& name_for_errors,
                                  const std::vector<std::string>& overrides) {
   require_object(doc, name_for_errors);
-  return parse_document(doc, name_for_errors, overrides);
+  return parse_document(doc, name_for_errors, {}, overrides);
+}
+
+Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& name_for_errors,
+                                 const std::vector<FileOverride>& file_overrides,
+                                 const std::vector<std::string>& overrides) {
+  require_object(doc, name_for_errors);
+  return parse_document(doc, name_for_errors, file_overrides, overrides);
 }
 
 nlohmann::json read_scenario_document(const std::string& path) {
@@ -1231,7 +1255,7 @@ void check_trace_limit(const Scenario& sc) {
 }
 
 Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
-  return parse_document(read_scenario_document(path), path, overrides);
+  return parse_document(read_scenario_document(path), path, {}, overrides);
 }
 
 }  // namespace csim::core

@@ -35,6 +35,23 @@ nlohmann::json read_scenario_document(const std::string& path);
 Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& name_for_errors,
                                  const std::vector<std::string>& overrides = {});
 
+// A value for one path of the document that another file gives (a device profile's "overrides"
+// entry): set as the JSON value it is, not printed and read back as a --set. An error in it names
+// `file` and `json_path`, its place in that file (`json_path` + the rest of the path below
+// `path`), with `hint` when the check that failed has none; a later --set of the same path wins.
+struct FileOverride {
+  std::string path;       // "cluster.gpu"
+  nlohmann::json value;
+  std::string file;       // "h200.profile.json"
+  std::string json_path;  // overrides["cluster.gpu"]
+  std::string hint;
+};
+
+// As above, with `file_overrides` applied first, in order, then `overrides`.
+Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& name_for_errors,
+                                 const std::vector<FileOverride>& file_overrides,
+                                 const std::vector<std::string>& overrides);
+
 // For a front end that writes the run's trace: throws InputError when the parser's estimate of
 // its events (Scenario::estimated_trace_events) exceeds limits.max_trace_events, naming the key
 // that reduces it most directly and every other lever (docs/limits.md, "Trace size"). Runs that

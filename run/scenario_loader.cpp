@@ -51,30 +51,15 @@ core::Scenario ScenarioLoader::load(const std::vector<std::string>& extra) const
   user.insert(user.end(), extra.begin(), extra.end());
   if (!profile_) return load_scenario_document(*doc_, name_, user);
   const core::DeviceProfile& prof = *profile_;
-  std::vector<std::string> all = core::override_strings(prof);
-  all.insert(all.end(), user.begin(), user.end());
-  core::Scenario s;
-  try {
-    s = core::parse_scenario_document(*doc_, name_, all);
-  } catch (const InputError& e) {
-    // The parser names an override's value by its --set origin; a profile value is named by the
-    // profile file and its key instead, unless the command line set the same path (it won).
-    for (const auto& [key, value] : prof.overrides) {
-      (void)value;
-      if (e.file() != name_ + " (--set " + key + ")" && e.file() != "--set " + key) continue;
-      const bool user_set = std::any_of(user.begin(), user.end(), [&](const std::string& o) {
-        return o.substr(0, o.find('=')) == key;
-      });
-      if (user_set) break;
-      const std::string& jp = e.json_path();
-      const std::string rest = jp.compare(0, key.size(), key) == 0 ? jp.substr(key.size()) : "";
-      throw InputError(prof.file, "overrides[\"" + key + "\"]" + rest, e.message(),
-                       e.hint().empty() ? "the profile does not fit this scenario; rerun simrun "
-                                          "calibrate"
-                                        : e.hint());
-    }
-    throw;
+  // The profile's values as the JSON they are (no "PATH=JSON" text read back); an error in one
+  // names the profile and its key, unless the command line set the same path (it won).
+  std::vector<core::FileOverride> from_profile;
+  from_profile.reserve(prof.overrides.size());
+  for (const auto& [key, value] : prof.overrides) {
+    from_profile.push_back({key, value, prof.file, "overrides[\"" + key + "\"]",
+                            "the profile does not fit this scenario; rerun simrun calibrate"});
   }
+  core::Scenario s = core::parse_scenario_document(*doc_, name_, from_profile, user);
   if (!prof.measured)
     s.warnings.push_back("device profile " + prof.file + " comes from the " +
                          (prof.backend.empty() ? std::string("CPU stand-in") : prof.backend) +

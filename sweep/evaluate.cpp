@@ -81,7 +81,7 @@ VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl
     if (f.oom) {
       r.status = VariantStatus::kOom;
       r.error = "GPU " + std::to_string(f.oom->gpu) + " runs out of memory at '" +
-                program.ops[static_cast<std::size_t>(f.oom->op)].name + "'";
+                program.name_of(f.oom->op) + "'";
     } else {
       r.status = VariantStatus::kOk;
     }

@@ -42,8 +42,8 @@ void fuse_attention(Scenario& s, AttentionKernel kernel) {
 // The first compute op on `gpu` whose name ends in `name` (a micro-batch prefix may precede it).
 const Op& find_op(const Program& p, const std::string& name, int gpu = 0) {
   for (const Op& op : p.ops)
-    if (op.kind == OpKind::kCompute && op.gpu == gpu && op.name.size() >= name.size() &&
-        op.name.compare(op.name.size() - name.size(), name.size(), name) == 0)
+    if (op.kind == OpKind::kCompute && op.gpu == gpu && p.name_of(op).size() >= name.size() &&
+        p.name_of(op).compare(p.name_of(op).size() - name.size(), name.size(), name) == 0)
       return op;
   FAIL("no op " << name);
   return p.ops.front();
@@ -51,7 +51,8 @@ const Op& find_op(const Program& p, const std::string& name, int gpu = 0) {
 
 bool has_op_containing(const Program& p, const std::string& a, const std::string& b) {
   for (const Op& op : p.ops)
-    if (op.name.find(a) != std::string::npos && op.name.find(b) != std::string::npos) return true;
+    if (p.name_of(op).find(a) != std::string::npos && p.name_of(op).find(b) != std::string::npos)
+      return true;
   return false;
 }
 

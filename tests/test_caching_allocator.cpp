@@ -121,7 +121,7 @@ TEST_CASE("the timeline frees the oldest live allocation of that category, size 
     Op op;
     op.id = static_cast<OpId>(p.ops.size());
     op.kind = kind;
-    op.name = name;
+    op.name = p.names.intern(name);
     op.stream = 0;
     op.bytes = bytes;
     op.step = 1;

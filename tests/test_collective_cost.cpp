@@ -355,8 +355,8 @@ TEST_CASE("protocols: LL for small, LL128 for medium, Simple for large ring all-
 TEST_CASE("scenario nccl keys force the algorithm and protocol like NCCL_ALGO / NCCL_PROTO",
           "[collective][protocol]") {
   Scenario s;
-  s.nccl.algo = "tree";
-  s.nccl.proto = "LL128";
+  s.nccl.algo = CollectiveAlgo::kTree;
+  s.nccl.proto = NcclProto::kLL128;
   const CommParams c = comm_params_for(s);
   CHECK(c.algo == CollectiveAlgo::kTree);
   CHECK(c.proto == NcclProto::kLL128);

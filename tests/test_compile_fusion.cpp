@@ -55,8 +55,8 @@ Kernels count(const Program& p) {
   for (const Op& op : p.ops) {
     if (op.kind == OpKind::kCollective) ++k.collectives;
     if (op.kind != OpKind::kCompute) continue;
-    if (op.phase == "forward") ++k.forward;
-    if (op.phase == "backward") ++k.backward;
+    if (op.phase == Phase::kForward) ++k.forward;
+    if (op.phase == Phase::kBackward) ++k.backward;
   }
   return k;
 }

@@ -31,14 +31,14 @@ core::Program program() {
     op.id = i;
     op.thread = 0;
     op.gpu = 0;
-    op.name = "host " + std::to_string(i);
+    op.name = p.names.intern("host " + std::to_string(i));
     op.kind = core::OpKind::kHostWork;
     p.ops.push_back(op);
   }
-  p.ops[3].name = "fc.fwd";
+  p.ops[3].name = p.names.intern("fc.fwd");
   p.ops[3].kind = core::OpKind::kCompute;
   p.ops[3].stream = 0;
-  p.ops[4].name = "input h2d";
+  p.ops[4].name = p.names.intern("input h2d");
   p.ops[4].kind = core::OpKind::kCopy;
   p.ops[4].stream = 1;
   return p;

@@ -75,7 +75,7 @@ Run simulate(const std::string& json) {
 TimeNs step2_ns(const Run& run) {
   TimeNs ends[3] = {0, 0, 0};
   for (const Op& op : run.p.ops) {
-    if (op.name != "loss.item()" || op.step < 1 || op.step > 2) continue;
+    if (run.p.name_of(op) != "loss.item()" || op.step < 1 || op.step > 2) continue;
     ends[op.step] = std::max(ends[op.step], run.r.timings[static_cast<std::size_t>(op.id)].end_ns);
   }
   return ends[2] - ends[1];
@@ -84,15 +84,16 @@ TimeNs step2_ns(const Run& run) {
 int count_ops(const Program& p, const std::string& suffix, int step) {
   int n = 0;
   for (const Op& op : p.ops) {
-    if (op.step != step || op.name.size() < suffix.size()) continue;
-    n += op.name.compare(op.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    const std::string& name = p.name_of(op);
+    if (op.step != step || name.size() < suffix.size()) continue;
+    n += name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   }
   return n;
 }
 
 const Op* find_op(const Program& p, const std::string& name) {
   for (const Op& op : p.ops)
-    if (op.name == name) return &op;
+    if (p.name_of(op) == name) return &op;
   return nullptr;
 }
 
@@ -212,7 +213,7 @@ TEST_CASE("fp8: an inline GPU without an FP8 peak, and fp8_all_gather without sh
     Bytes sum = 0;
     for (const Op& op : p.ops)
       if (op.kind == OpKind::kCollective && op.collective == CollectiveKind::kAllGather &&
-          op.step == 2 && op.gpu == 0 && op.phase == "forward")
+          op.step == 2 && op.gpu == 0 && op.phase == Phase::kForward)
         sum += op.bytes;
     return sum;
   };
@@ -249,7 +250,7 @@ TEST_CASE("fp8: a GPT step on one H100 is faster than bf16 and slower than 2x", 
       continue;
     const LayerSpec* l = nullptr;
     for (const LayerSpec& x : bf16.s.model.layers)
-      if (op.name == x.name + ".fwd" || op.name == x.name + ".bwd") l = &x;
+      if (bf16.p.name_of(op) == x.name + ".fwd" || bf16.p.name_of(op) == x.name + ".bwd") l = &x;
     if (l != nullptr && runs_in_fp8(*l, fp8.s.training)) {
       const OpTiming& t = bf16.r.timings[static_cast<std::size_t>(op.id)];
       g += t.end_ns - t.start_ns;
@@ -378,7 +379,7 @@ TEST_CASE("fp8: cast and amax kernels per recipe, weight casts per step or per m
   {
     // bf16: no FP8 op at all.
     const Program p = lower(parse(gpt_scenario("H100", bf16_training())));
-    for (const Op& op : p.ops) CHECK(op.name.find("fp8") == std::string::npos);
+    for (const Op& op : p.ops) CHECK(p.name_of(op).find("fp8") == std::string::npos);
   }
 }
 
@@ -390,7 +391,7 @@ TEST_CASE("fp8: tensor and pipeline parallel GPT on 8 H100 runs FP8 per rank, fa
   const Run fp8 = simulate(gpt_scenario("H100", fp8_training("delayed", "", 8), st, 8));
   int casts = 0, fp8_gemms = 0;
   for (const Op& op : fp8.p.ops) {
-    casts += op.name.find(".fp8_cast_input") != std::string::npos;
+    casts += fp8.p.name_of(op).find(".fp8_cast_input") != std::string::npos;
     fp8_gemms += op.kind == OpKind::kCompute && op.dtype == Dtype::kFp8;
   }
   CHECK(casts > 0);

@@ -65,7 +65,7 @@ std::string parse_error(const std::string& json) {
 std::vector<const Op*> named(const Program& p, int gpu, const std::string& name) {
   std::vector<const Op*> out;
   for (const Op& op : p.ops)
-    if (op.gpu == gpu && op.name == name) out.push_back(&op);
+    if (op.gpu == gpu && p.name_of(op) == name) out.push_back(&op);
   return out;
 }
 int count_bytes(const std::vector<const Op*>& ops, Bytes bytes) {
@@ -79,7 +79,7 @@ std::vector<int> group_gpus(const Program& p, const Op& op) {
 Bytes program_order_peak(const Program& p, int gpu, const std::string& label) {
   Bytes now = 0, peak = 0;
   for (const Op& op : p.ops) {
-    if (op.gpu != gpu || op.name != label) continue;
+    if (op.gpu != gpu || p.name_of(op) != label) continue;
     if (op.kind == OpKind::kAlloc) now += op.bytes;
     if (op.kind == OpKind::kFree) now -= op.bytes;
     peak = std::max(peak, now);
@@ -257,7 +257,7 @@ TEST_CASE("Megatron: distributed_optimizer is ZeRO-1; megatron_fsdp gathers ever
   const Program dopt = lowered(gpt(8, "\"kind\":\"3d\",\"distributed_optimizer\":true"));
   const Program z1 = lowered(gpt(8, "\"kind\":\"3d\",\"zero_stage\":1"));
   REQUIRE(dopt.ops.size() == z1.ops.size());
-  for (std::size_t k = 0; k < z1.ops.size(); ++k) CHECK(dopt.ops[k].name == z1.ops[k].name);
+  for (std::size_t k = 0; k < z1.ops.size(); ++k) CHECK(dopt.name_of(dopt.ops[k]) == z1.name_of(z1.ops[k]));
   // Megatron-FSDP: every unit resharded after forward (root and last block too): 5 + 5 gathers;
   // gradients reduced in the main-grad dtype (bf16 recipe: fp32, 4 B); the state as ZeRO-3:
   // 18 x ceil(Psi / 8).
@@ -303,7 +303,7 @@ TEST_CASE("recompute policies: re-run kernels, FLOPs and the recomputed block",
   double flops = 0;
   int kernels = 0;
   for (const Op& op : p.ops) {
-    if (op.kind != OpKind::kCompute || op.phase != "recompute") continue;
+    if (op.kind != OpKind::kCompute || op.phase != Phase::kRecompute) continue;
     ++kernels;
     flops += op.flops;
   }
@@ -322,7 +322,7 @@ TEST_CASE("recompute policies: re-run kernels, FLOPs and the recomputed block",
   const std::string every2 = gpt(1, "\"kind\":\"3d\",\"recompute\":\"full\",\"recompute_every\":2");
   int full_kernels = 0;
   for (const Op& op : lowered(every2).ops)
-    full_kernels += op.kind == OpKind::kCompute && op.phase == "recompute" ? 1 : 0;
+    full_kernels += op.kind == OpKind::kCompute && op.phase == Phase::kRecompute ? 1 : 0;
   CHECK(full_kernels == 26);
   const Scenario s2 = parse(every2);
   CHECK(hardware_flops_per_step(s2) ==

@@ -54,7 +54,7 @@ namespace {
 
 int count_ops(const Program& p, OpKind kind, int gpu, const std::string& name_part = {}) {
   return static_cast<int>(std::count_if(p.ops.begin(), p.ops.end(), [&](const Op& op) {
-    return op.kind == kind && op.gpu == gpu && op.name.find(name_part) != std::string::npos;
+    return op.kind == kind && op.gpu == gpu && p.name_of(op).find(name_part) != std::string::npos;
   }));
 }
 
@@ -78,7 +78,7 @@ TEST_CASE("DataParallel: scatter, replicate, one thread per replica, optimizer o
   // batch 30 over 4 -> chunks 8/8/8/6: one forward per replica with args.batch = its chunk
   std::vector<std::int64_t> fwd_batches;
   for (const Op& op : p.ops) {
-    if (op.phase == "forward" && op.kind == OpKind::kCompute) fwd_batches.push_back(op.batch);
+    if (op.phase == Phase::kForward && op.kind == OpKind::kCompute) fwd_batches.push_back(op.batch);
   }
   CHECK(fwd_batches == std::vector<std::int64_t>{8, 8, 8, 6});
   // the optimizer runs on device_ids[0] only, and only there is optimizer state allocated
@@ -143,7 +143,7 @@ TEST_CASE("DDP overlap off: every bucket's all-reduce waits for the whole backwa
   const int g = s.strategy.device_ids.front();
   OpId last_backward = kNoOp;
   for (const Op& op : p.ops) {
-    if (op.gpu == g && op.phase == "backward" && op.kind == OpKind::kCompute) last_backward = std::max(last_backward, op.id);
+    if (op.gpu == g && op.phase == Phase::kBackward && op.kind == OpKind::kCompute) last_backward = std::max(last_backward, op.id);
   }
   int checked = 0;
   for (const Op& op : p.ops) {

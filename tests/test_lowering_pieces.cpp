@@ -94,7 +94,7 @@ std::vector<const Op*> ops_of(const Program& p, int gpu,
   return out;
 }
 int count_named(const Program& p, int gpu, const std::string& name) {
-  return static_cast<int>(ops_of(p, gpu, [&](const Op& o) { return o.name == name; }).size());
+  return static_cast<int>(ops_of(p, gpu, [&](const Op& o) { return p.name_of(o) == name; }).size());
 }
 int collectives(const Program& p, int gpu) {
   return static_cast<int>(
@@ -117,10 +117,10 @@ TEST_CASE("tensor-parallel piece alone: 2l + 1 collectives each way, nothing els
   const Bytes bshe = 8LL * 512 * 1024 * 2;
   std::map<std::string, int> by_phase;
   for (const Op* op : ops_of(p, 0, [](const Op& o) { return o.kind == OpKind::kCollective; })) {
-    CHECK(op->name == "tp all_reduce");
+    CHECK(p.name_of(*op) == "tp all_reduce");
     CHECK(op->bytes == bshe);
     CHECK(op->stream == p.ops.front().stream);  // in line on the compute stream
-    ++by_phase[op->phase];
+    ++by_phase[to_string(op->phase)];
   }
   CHECK(by_phase["forward"] == 9);
   CHECK(by_phase["backward"] == 9);
@@ -128,9 +128,9 @@ TEST_CASE("tensor-parallel piece alone: 2l + 1 collectives each way, nothing els
   // The forward all-reduce follows its row-parallel kernel directly: the op after
   // h.0.attn.proj.fwd is the collective.
   const auto it = std::find_if(p.ops.begin(), p.ops.end(),
-                               [](const Op& o) { return o.name == "h.0.attn.proj.fwd"; });
+                               [&](const Op& o) { return p.name_of(o) == "h.0.attn.proj.fwd"; });
   REQUIRE(it != p.ops.end());
-  CHECK((it + 1)->name == "tp all_reduce");
+  CHECK(p.name_of(*(it + 1)) == "tp all_reduce");
 }
 
 TEST_CASE("recompute re-runs carry the tensor-parallel collectives (recompute + tensor pieces)",
@@ -141,10 +141,10 @@ TEST_CASE("recompute re-runs carry the tensor-parallel collectives (recompute + 
   // is not recomputed). Forward and backward counts stay 9 and 9.
   const Scenario s = parse(gpt(2, "\"kind\":\"tensor_parallel\",\"tp\":2,\"recompute\":\"full\""));
   const Program p = compose(s, {kRecompute, kTensor});
-  CHECK(ops_of(p, 0, [](const Op& o) { return ends_with(o.name, ".recompute"); }).size() == 52);
+  CHECK(ops_of(p, 0, [&](const Op& o) { return ends_with(p.name_of(o), ".recompute"); }).size() == 52);
   std::map<std::string, int> by_phase;
   for (const Op* op : ops_of(p, 0, [](const Op& o) { return o.kind == OpKind::kCollective; }))
-    ++by_phase[op->phase];
+    ++by_phase[to_string(op->phase)];
   CHECK(by_phase["recompute"] == 8);
   CHECK(by_phase["forward"] == 9);
   CHECK(by_phase["backward"] == 9);
@@ -160,24 +160,24 @@ TEST_CASE("recompute piece alone: full re-runs a block, selective the attention 
   // (scores, softmax, dropout, av) per block = 16, one "recomputed attention" buffer per block.
   const Program full =
       compose(parse(gpt(1, "\"kind\":\"3d\",\"recompute\":\"full\"")), {kRecompute});
-  CHECK(ops_of(full, 0, [](const Op& o) { return ends_with(o.name, ".recompute"); }).size() == 52);
+  CHECK(ops_of(full, 0, [&](const Op& o) { return ends_with(full.name_of(o), ".recompute"); }).size() == 52);
   CHECK(count_named(full, 0, "recomputed block") == 2 * 4);  // 4 allocs + 4 frees
   // The re-run of block 3 comes right before its last layer's backward, in forward order.
   const auto last_bwd = std::find_if(full.ops.begin(), full.ops.end(),
-                                     [](const Op& o) { return o.name == "h.3.mlp.residual.bwd"; });
+                                     [&](const Op& o) { return full.name_of(o) == "h.3.mlp.residual.bwd"; });
   REQUIRE(last_bwd != full.ops.end());
-  CHECK((last_bwd - 1)->name == "h.3.mlp.residual.recompute");
-  CHECK((last_bwd - 13)->name == "h.3.ln_1.recompute");
-  CHECK((last_bwd - 14)->name == "recomputed block");
+  CHECK(full.name_of(*(last_bwd - 1)) == "h.3.mlp.residual.recompute");
+  CHECK(full.name_of(*(last_bwd - 13)) == "h.3.ln_1.recompute");
+  CHECK(full.name_of(*(last_bwd - 14)) == "recomputed block");
   const Program sel =
       compose(parse(gpt(1, "\"kind\":\"3d\",\"recompute\":\"selective\"")), {kRecompute});
-  const auto re = ops_of(sel, 0, [](const Op& o) { return ends_with(o.name, ".recompute"); });
+  const auto re = ops_of(sel, 0, [&](const Op& o) { return ends_with(sel.name_of(o), ".recompute"); });
   CHECK(re.size() == 16);
-  CHECK(re.front()->name == "h.3.attn.scores.recompute");  // backward starts at the last block
+  CHECK(sel.name_of(*re.front()) == "h.3.attn.scores.recompute");  // backward starts at the last block
   CHECK(count_named(sel, 0, "recomputed attention") == 2 * 4);
   // Without the piece: no re-run at all.
-  CHECK(ops_of(compose(parse(gpt(1, "\"kind\":\"3d\",\"recompute\":\"full\"")), {}), 0,
-               [](const Op& o) { return ends_with(o.name, ".recompute"); })
+  const Program none = compose(parse(gpt(1, "\"kind\":\"3d\",\"recompute\":\"full\"")), {});
+  CHECK(ops_of(none, 0, [&](const Op& o) { return ends_with(none.name_of(o), ".recompute"); })
             .empty());
 }
 
@@ -204,13 +204,13 @@ TEST_CASE("pipeline piece alone: m sends and receives per boundary, loss on the 
     for (const Op* op : ops_of(prog, g, [](const Op& o) { return o.kind == OpKind::kCollective; }))
       CHECK(op->bytes == 4096);
     CHECK(count_named(prog, g, "mb0 activations") == 2);  // alloc + free
-    const auto act = ops_of(prog, g, [](const Op& o) {
-      return o.kind == OpKind::kAlloc && ends_with(o.name, "activations") &&
-             o.name != "input batch";
+    const auto act = ops_of(prog, g, [&](const Op& o) {
+      return o.kind == OpKind::kAlloc && ends_with(prog.name_of(o), "activations") &&
+             prog.name_of(o) != "input batch";
     });
     CHECK(act.size() == static_cast<std::size_t>(m));
     for (const Op* a : act) CHECK(a->bytes == 2 << 20);
-    CHECK(ops_of(prog, g, [](const Op& o) { return ends_with(o.name, "loss"); }).size() ==
+    CHECK(ops_of(prog, g, [&](const Op& o) { return ends_with(prog.name_of(o), "loss"); }).size() ==
           static_cast<std::size_t>(last ? m : 0));
   }
 }
@@ -247,24 +247,24 @@ TEST_CASE("data-parallel piece alone: one reduction per unit at the last micro-b
   const auto ar = ops_of(p, 0, [](const Op& o) { return o.kind == OpKind::kCollective; });
   REQUIRE(ar.size() == 4);
   for (const Op* op : ar) {
-    CHECK(op->name == "dp all_reduce grads");
+    CHECK(p.name_of(*op) == "dp all_reduce grads");
     CHECK(op->bytes == 4 << 20);
-    CHECK(op->phase == "backward");
-    CHECK(starts_with(p.ops[static_cast<std::size_t>(op->deps.at(0).op)].name, "mb1 "));
+    CHECK(op->phase == Phase::kBackward);
+    CHECK(starts_with(p.name_of(op->deps.at(0).op), "mb1 "));
   }
-  const auto opt = ops_of(p, 0, [](const Op& o) { return starts_with(o.name, "optimizer.step"); });
+  const auto opt = ops_of(p, 0, [&](const Op& o) { return starts_with(p.name_of(o), "optimizer.step"); });
   REQUIRE(opt.size() == 1);
   CHECK(opt.front()->deps.size() == 4);
   // overlap_grad_reduce (default): unit 3's reduction goes out right after its backward kernel,
   // before the other units' backward; without overlap all four follow the last backward kernel.
-  CHECK(p.ops[static_cast<std::size_t>(ar.front()->id - 1)].name == "mb1 l3.bwd");
+  CHECK(p.name_of(ar.front()->id - 1) == "mb1 l3.bwd");
   const Program late =
       compose(parse(uniform(4, 4, 1 << 20, 1024, 1024, strategy + ",\"overlap_grad_reduce\":false",
                             ",\"gradient_accumulation\":2")),
               {kData});
   const auto lar = ops_of(late, 0, [](const Op& o) { return o.kind == OpKind::kCollective; });
   REQUIRE(lar.size() == 4);
-  CHECK(late.ops[static_cast<std::size_t>(lar.front()->id - 1)].name == "mb1 l0.bwd");
+  CHECK(late.name_of(lar.front()->id - 1) == "mb1 l0.bwd");
   // ZeRO-1 (Megatron's distributed optimizer): the same reductions as reduce-scatters.
   const Program z1 = compose(
       parse(uniform(4, 4, 1 << 20, 1024, 1024, "\"kind\":\"zero\",\"zero_stage\":1")), {kData});
@@ -291,16 +291,16 @@ TEST_CASE("sharding piece: ZeRO-3 gathers each unit twice per micro-batch, reduc
     CHECK(op->bytes == 4 << 20);
   // Prefetch (default): unit 1's gather is issued before unit 0's forward kernel.
   const auto first_fwd =
-      std::find_if(p.ops.begin(), p.ops.end(), [](const Op& o) { return o.name == "mb0 l0.fwd"; });
+      std::find_if(p.ops.begin(), p.ops.end(), [&](const Op& o) { return p.name_of(o) == "mb0 l0.fwd"; });
   const auto gathers_before = std::count_if(
-      p.ops.begin(), first_fwd, [](const Op& o) { return o.name == "zero all_gather params"; });
+      p.ops.begin(), first_fwd, [&](const Op& o) { return p.name_of(o) == "zero all_gather params"; });
   CHECK(gathers_before == 2);
   // Without prefetch every gather but the first waits for the kernel issued before it.
   const Program np =
       compose(parse(uniform(4, 4, 1 << 20, 1024, 1024,
                             "\"kind\":\"zero\",\"zero_stage\":3,\"prefetch\":false")),
               {kData, kSharding});
-  const auto g = ops_of(np, 0, [](const Op& o) { return o.name == "zero all_gather params"; });
+  const auto g = ops_of(np, 0, [&](const Op& o) { return np.name_of(o) == "zero all_gather params"; });
   REQUIRE(g.size() == 8);
   CHECK(g.front()->deps.empty());
   for (std::size_t k = 1; k < g.size(); ++k) {
@@ -324,14 +324,14 @@ TEST_CASE("sharding piece: shard_grad_op gathers once per micro-batch; ZeRO-2 ga
   const Program z2 =
       compose(parse(uniform(4, 4, 1 << 20, 1024, 1024, "\"kind\":\"zero\",\"zero_stage\":2")),
               {kData, kSharding});
-  const auto ag = ops_of(z2, 0, [](const Op& o) { return o.name == "zero all_gather params"; });
+  const auto ag = ops_of(z2, 0, [&](const Op& o) { return z2.name_of(o) == "zero all_gather params"; });
   REQUIRE(ag.size() == 1);
   CHECK(ag.front()->bytes == 16 << 20);
-  CHECK(ag.front()->phase == "optimizer");
+  CHECK(ag.front()->phase == Phase::kOptimizer);
   CHECK(count_named(z2, 0, "zero reduce_scatter grads") == 4);
   // Each reduce-scatter drains a full-size gradient bucket (4 MiB), allocated before the
   // unit's backward and freed after its reduce-scatter.
-  const auto buckets = ops_of(z2, 0, [](const Op& o) { return o.name == "grad bucket"; });
+  const auto buckets = ops_of(z2, 0, [&](const Op& o) { return z2.name_of(o) == "grad bucket"; });
   REQUIRE(buckets.size() == 8);
   for (const Op* b : buckets) CHECK(b->bytes == 4 << 20);
 }
@@ -407,18 +407,18 @@ TEST_CASE("a new dimension is a piece added to the composition, the others' ops 
   int fwd = 0, bwd = 0;
   std::vector<std::string> others;
   for (const Op& op : ep.ops) {
-    if (op.name == "toy ep all_to_all") {
+    if (ep.name_of(op) == "toy ep all_to_all") {
       if (op.gpu != 0) continue;
-      (op.phase == "forward" ? fwd : bwd)++;
+      (op.phase == Phase::kForward ? fwd : bwd)++;
       continue;
     }
-    others.push_back(op.name);
+    others.push_back(ep.name_of(op));
   }
   // 2 blocks on stage 0 x 2 micro-batches x 2 all-to-alls
   CHECK(fwd == 2 * 2 * 2);
   CHECK(bwd == 2 * 2 * 2);
   std::vector<std::string> base_names;
-  for (const Op& op : base.ops) base_names.push_back(op.name);
+  for (const Op& op : base.ops) base_names.push_back(base.name_of(op));
   CHECK(others == base_names);
   // Hooks nest: a unit's hooks wrap its layers' (layer 1 = h.0.ln_1 begins the unit h.0).
   REQUIRE(log.size() >= 2);
@@ -428,7 +428,7 @@ TEST_CASE("a new dimension is a piece added to the composition, the others' ops 
   const Program lowered = lower(s);
   REQUIRE(lowered.ops.size() == base.ops.size());
   for (std::size_t i = 0; i < base.ops.size(); ++i) {
-    CHECK(lowered.ops[i].name == base.ops[i].name);
-    if (lowered.ops[i].name != base.ops[i].name) break;
+    CHECK(lowered.name_of(lowered.ops[i]) == base.name_of(base.ops[i]));
+    if (lowered.name_of(lowered.ops[i]) != base.name_of(base.ops[i])) break;
   }
 }

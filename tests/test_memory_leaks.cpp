@@ -177,7 +177,7 @@ std::map<int, prof::MemoryGrowth> growth_by_gpu(const run::RunResult& r) {
 std::int64_t op_index(const Program& p, int step, OpKind kind, const std::string& name,
                       int gpu = -1) {
   for (const Op& o : p.ops) {
-    if (o.step == step && o.kind == kind && o.name == name && (gpu < 0 || o.gpu == gpu))
+    if (o.step == step && o.kind == kind && p.name_of(o) == name && (gpu < 0 || o.gpu == gpu))
       return o.id;
   }
   return -1;
@@ -288,14 +288,16 @@ TEST_CASE("the leaks under pipeline parallelism stay on the stage that holds the
     // Both micro-batches' logits (m x 1 KiB x b = 2 x 4 KiB) are freed after the step end.
     int after = 0;
     for (const Op& o : keep.program.ops) {
-      if (o.step == 1 && o.kind == OpKind::kFree && o.name.find("logits") != std::string::npos) {
+      if (o.step == 1 && o.kind == OpKind::kFree &&
+          keep.program.name_of(o).find("logits") != std::string::npos) {
         CHECK(o.bytes == 4 * 1024);
         after += o.id > end(keep.program) ? 1 : 0;
       }
     }
     CHECK(after == 2);
     for (const Op& o : del.program.ops) {
-      if (o.step == 1 && o.kind == OpKind::kFree && o.name.find("logits") != std::string::npos)
+      if (o.step == 1 && o.kind == OpKind::kFree &&
+          del.program.name_of(o).find("logits") != std::string::npos)
         CHECK(o.id < end(del.program));
     }
   }
@@ -391,7 +393,7 @@ TEST_CASE("the leaks under ZeRO and FSDP keep no gathered parameters", "[memory]
       for (const Op& o : p.ops) {
         if (o.step != 1) continue;
         gpus.insert(o.gpu);
-        n += o.kind == OpKind::kCollective && o.name == "zero all_gather params" ? 1 : 0;
+        n += o.kind == OpKind::kCollective && p.name_of(o) == "zero all_gather params" ? 1 : 0;
       }
       return std::pair<int, int>{n, static_cast<int>(gpus.size())};
     };

@@ -61,7 +61,7 @@ struct StageWork {
 StageWork forward_work(const Program& p, int micro_batches) {
   StageWork w;
   for (const Op& op : p.ops) {
-    if (op.kind != OpKind::kCompute || op.phase != "forward") continue;
+    if (op.kind != OpKind::kCompute || op.phase != Phase::kForward) continue;
     w.ops[op.gpu] += 1;
     w.flops[op.gpu] += op.flops;
   }
@@ -194,7 +194,7 @@ TEST_CASE("10 blocks over 4 stages [3,3,2,2]: longer stages in the Program and t
   REQUIRE(r.complete);
   std::map<int, TimeNs> busy;
   for (const Op& op : p.ops) {
-    if (op.kind != OpKind::kCompute || (op.phase != "forward" && op.phase != "backward")) continue;
+    if (op.kind != OpKind::kCompute || (op.phase != Phase::kForward && op.phase != Phase::kBackward)) continue;
     const OpTiming& t = r.timings[static_cast<std::size_t>(op.id)];
     busy[op.gpu] += t.end_ns - t.start_ns;
   }

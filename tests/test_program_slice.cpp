@@ -49,7 +49,7 @@ TEST_CASE("a rank alone, its collectives as simulated delays, keeps its simulate
   const core::ExecutionResult whole = sim.run(p, {});
   int gpu = -1;  // a representative of the last stage
   for (const Op& op : p.ops) {
-    if (op.name.find("recv activations") != std::string::npos) {
+    if (p.name_of(op).find("recv activations") != std::string::npos) {
       gpu = op.gpu;
       break;
     }
@@ -77,7 +77,7 @@ TEST_CASE("a rank alone, its collectives as simulated delays, keeps its simulate
   for (std::size_t i = 0; i < original.size(); ++i) {
     const core::OpTiming& a = whole.timings[static_cast<std::size_t>(original[i])];
     const core::OpTiming& b = alone.timings[i];
-    INFO(slice.program.ops[i].name);
+    INFO(slice.program.name_of(slice.program.ops[i]));
     CHECK(b.start_ns == a.start_ns);
     CHECK(b.end_ns == a.end_ns);
   }

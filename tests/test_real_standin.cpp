@@ -58,7 +58,7 @@ void check_ordering(const StandinRun& run) {
   std::map<int, std::vector<core::OpId>> by_stream;
   std::map<int, TimeNs> last_start_of_instance;
   for (const Op& op : run.p.ops) {
-    INFO("op " << op.id << " '" << op.name << "'");
+    INFO("op " << op.id << " '" << run.p.name_of(op) << "'");
     REQUIRE(t[op.id].end_ns >= t[op.id].start_ns);
     REQUIRE(t[op.id].start_ns >= 0);
     CHECK(t[op.id].issue_end_ns >= t[op.id].ready_ns);
@@ -85,8 +85,8 @@ void check_ordering(const StandinRun& run) {
     std::sort(ids.begin(), ids.end(),
               [&](core::OpId a, core::OpId b) { return t[a].start_ns < t[b].start_ns; });
     for (std::size_t i = 1; i < ids.size(); ++i) {
-      INFO("stream " << stream << ": '" << run.p.ops[ids[i - 1]].name << "' then '"
-                     << run.p.ops[ids[i]].name << "'");
+      INFO("stream " << stream << ": '" << run.p.name_of(ids[i - 1]) << "' then '"
+                     << run.p.name_of(ids[i]) << "'");
       CHECK(t[ids[i]].start_ns >= t[ids[i - 1]].end_ns);
     }
   }
@@ -170,18 +170,19 @@ TEST_CASE("stand-in: a cancelled run stops, keeps what finished and says incompl
 }
 
 namespace {
-// A runtime whose enqueue of one named op fails, as a CUDA error would.
+// A runtime whose enqueue of one op (`fail_at`, named `name`) fails, as a CUDA error would.
 class FailingRuntime : public real::StandinRuntime {
  public:
-  FailingRuntime(std::vector<TimeNs> busy, std::string fail_at)
-      : StandinRuntime(std::move(busy), {}), fail_at_(std::move(fail_at)) {}
+  FailingRuntime(std::vector<TimeNs> busy, core::OpId fail_at, std::string name)
+      : StandinRuntime(std::move(busy), {}), fail_at_(fail_at), name_(std::move(name)) {}
   void enqueue(const core::Op& op, const std::vector<core::OpId>& deps) override {
-    if (op.name == fail_at_) throw real::DeviceError("injected failure at '" + op.name + "'");
+    if (op.id == fail_at_) throw real::DeviceError("injected failure at '" + name_ + "'");
     StandinRuntime::enqueue(op, deps);
   }
 
  private:
-  std::string fail_at_;
+  core::OpId fail_at_;
+  std::string name_;
 };
 }  // namespace
 
@@ -191,15 +192,17 @@ TEST_CASE("stand-in: a failing op stops every thread and names the op", "[real][
   const core::Scenario s = scenario("linear_5x2_dp4.json");
   core::Program p = core::lower(s);
   std::string victim;
+  core::OpId victim_id = core::kNoOp;
   for (const Op& op : p.ops) {
     if (op.gpu == 1 && op.kind == OpKind::kCompute) {
-      victim = op.name;
+      victim = p.name_of(op);
+      victim_id = op.id;
       break;
     }
   }
   REQUIRE_FALSE(victim.empty());
   sim::SimExecutor sim(s);
-  FailingRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), victim);
+  FailingRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), victim_id, victim);
   real::RealExecutor exec(rt, {});
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(exec.run(p, {}), Catch::Contains(victim));
@@ -232,12 +235,13 @@ TEST_CASE("stand-in: the first enqueue error is thrown, not finish()'s \"aborted
   const core::Scenario s = scenario("single_gpu_linear.json");
   core::Program p = core::lower(s);
   std::string victim;
+  core::OpId victim_id = core::kNoOp;
   for (const Op& op : p.ops) {
-    if (op.kind == OpKind::kCompute) victim = op.name;  // the last compute op
+    if (op.kind == OpKind::kCompute) victim = p.name_of(op), victim_id = op.id;  // the last one
   }
   REQUIRE_FALSE(victim.empty());
   sim::SimExecutor sim(s);
-  AbortReportingRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), victim);
+  AbortReportingRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), victim_id, victim);
   real::RealExecutor exec(rt, {});
   std::string message;
   try {

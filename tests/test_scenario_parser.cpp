@@ -344,9 +344,10 @@ TEST_CASE("nccl keys: algo and proto as NCCL_ALGO / NCCL_PROTO", "[scenario][ncc
       "\"training\":{\"global_batch\":16},\"strategy\":{\"kind\":\"ddp\"}}";
   const csim::core::Scenario s =
       csim::core::parse_scenario_string(base, "t.json", {"nccl.algo=nvls", "nccl.proto=Simple"});
-  CHECK(s.nccl.algo == "nvls");
-  CHECK(s.nccl.proto == "Simple");
-  CHECK(csim::core::parse_scenario_string(base, "t.json").nccl.algo == "auto");
+  CHECK(s.nccl.algo == csim::core::CollectiveAlgo::kNvls);
+  CHECK(s.nccl.proto == csim::core::NcclProto::kSimple);
+  CHECK(csim::core::parse_scenario_string(base, "t.json").nccl.algo ==
+        csim::core::CollectiveAlgo::kAuto);
   // a misspelt protocol is an error that names the key and suggests the nearest value
   CHECK_THROWS_WITH(csim::core::parse_scenario_string(base, "t.json", {"nccl.proto=LL12"}),
                     Catch::Contains("nccl.proto"));

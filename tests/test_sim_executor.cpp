@@ -53,7 +53,7 @@ OpId add_kernel(Program& p, int thread, int stream, double flops, TimeNs python,
   Op op;
   op.id = static_cast<OpId>(p.ops.size());
   op.kind = OpKind::kCompute;
-  op.name = "k" + std::to_string(op.id);
+  op.name = p.names.intern("k" + std::to_string(op.id));
   op.thread = thread;
   op.stream = stream;
   op.gpu = p.streams[stream].gpu;
@@ -141,7 +141,7 @@ TEST_CASE("a collective moves data only once every member has arrived", "[sim][c
     Op op;
     op.id = static_cast<OpId>(p.ops.size());
     op.kind = OpKind::kCollective;
-    op.name = "ar";
+    op.name = p.names.intern("ar");
     op.thread = g;
     op.stream = g;
     op.gpu = g;
@@ -174,7 +174,7 @@ TEST_CASE("host waits block the thread until the dependency finished", "[sim]") 
   Op sync;
   sync.id = 1;
   sync.kind = OpKind::kMarker;
-  sync.name = "sync";
+  sync.name = p.names.intern("sync");
   sync.thread = 0;
   sync.deps = {{k, DepKind::kHostWaits}};
   p.ops.push_back(sync);
@@ -206,7 +206,7 @@ TEST_CASE("kernels run on the SMs NCCL leaves, re-rated when an NCCL kernel star
     Op op;
     op.id = static_cast<OpId>(p.ops.size());
     op.kind = OpKind::kCollective;
-    op.name = "ar";
+    op.name = p.names.intern("ar");
     op.thread = g;
     op.stream = 2 + g;
     op.gpu = g;

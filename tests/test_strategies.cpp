@@ -66,7 +66,7 @@ Run simulate(Scenario s) {
 double bubble_fraction(const Run& run, int gpu) {
   TimeNs first = -1, last = 0, busy = 0;
   for (const Op& op : run.p.ops) {
-    if (op.kind != OpKind::kCompute || (op.phase != "forward" && op.phase != "backward")) continue;
+    if (op.kind != OpKind::kCompute || (op.phase != Phase::kForward && op.phase != Phase::kBackward)) continue;
     const OpTiming& t = run.r.timings[static_cast<std::size_t>(op.id)];
     if (first < 0 || t.start_ns < first) first = t.start_ns;
     last = std::max(last, t.end_ns);
@@ -215,10 +215,11 @@ TEST_CASE(
   REQUIRE(validate_program(p).empty());
   std::map<std::string, int> count;
   for (const Op& op : p.ops) {
-    if (op.kind != OpKind::kCollective || op.gpu != 0 || op.name.rfind("tp ", 0) != 0) continue;
+    if (op.kind != OpKind::kCollective || op.gpu != 0 || p.name_of(op).rfind("tp ", 0) != 0)
+      continue;
     CHECK(op.bytes == bshe);
     CHECK(op.collective == CollectiveKind::kAllReduce);
-    ++count[op.phase];
+    ++count[to_string(op.phase)];
   }
   CHECK(count["forward"] == 2 * 4 + 1);
   CHECK(count["backward"] == 2 * 4 + 1);
@@ -229,9 +230,10 @@ TEST_CASE(
       parse(gpt_scenario(2, "\"kind\":\"tensor_parallel\",\"tp\":2,\"sequence_parallel\":true")));
   std::map<std::pair<std::string, CollectiveKind>, int> c2;
   for (const Op& op : sp.ops) {
-    if (op.kind != OpKind::kCollective || op.gpu != 0 || op.name.rfind("tp ", 0) != 0) continue;
+    if (op.kind != OpKind::kCollective || op.gpu != 0 || sp.name_of(op).rfind("tp ", 0) != 0)
+      continue;
     CHECK(op.bytes == bshe);
-    ++c2[{op.phase, op.collective}];
+    ++c2[{to_string(op.phase), op.collective}];
   }
   CHECK(c2[{"forward", CollectiveKind::kAllGather}] == 2 * 4 + 1);      // + LM head input
   CHECK(c2[{"forward", CollectiveKind::kReduceScatter}] == 2 * 4 + 1);  // + embedding output
@@ -302,7 +304,7 @@ TEST_CASE("3D lowering simulates: dp 2 x tp 2 x pp 2 with 1F1B, every GPU comput
   for (int g = 0; g < 8; ++g) {
     int fwd = 0;
     for (const Op& op : run.p.ops)
-      fwd += op.gpu == g && op.kind == OpKind::kCompute && op.phase == "forward";
+      fwd += op.gpu == g && op.kind == OpKind::kCompute && op.phase == Phase::kForward;
     CHECK(fwd > 0);
   }
 }
@@ -402,11 +404,12 @@ TEST_CASE("selective recompute re-runs the attention core before its backward",
   int allocs = 0;
   for (const Op& op : p.ops) {
     if (op.gpu != 0) continue;
-    if (op.kind == OpKind::kAlloc && op.name == "recomputed attention") {
+    if (op.kind == OpKind::kAlloc && p.name_of(op) == "recomputed attention") {
       CHECK(op.bytes == 5LL * 16 * 512 * 512 * 8 / 2);
       ++allocs;
     }
-    if (op.kind == OpKind::kCompute && op.name.rfind("h.1.", 0) == 0) seq.push_back(op.name);
+    if (op.kind == OpKind::kCompute && p.name_of(op).rfind("h.1.", 0) == 0)
+      seq.push_back(p.name_of(op));
   }
   CHECK(allocs == 4);  // one per block
   const auto at = std::find(seq.begin(), seq.end(), "h.1.attn.scores.recompute");
@@ -419,7 +422,7 @@ TEST_CASE("selective recompute re-runs the attention core before its backward",
                                       "h.1.attn.dropout.bwd"};
   CHECK(std::vector<std::string>(at, at + 6) == want);
   int recomputes = 0;
-  for (const Op& op : p.ops) recomputes += op.gpu == 0 && op.phase == "recompute";
+  for (const Op& op : p.ops) recomputes += op.gpu == 0 && op.phase == Phase::kRecompute;
   CHECK(recomputes == 4 * 4);  // 4 kernels in each of the 4 blocks
 }
 
@@ -430,10 +433,10 @@ TEST_CASE("model parallel: one GPU computes at a time without micro-batches",
       "\"global_batch\":8,\"precision\":\"bf16\",\"optimizer\":\"sgd\",\"steps\":1")));
   std::vector<std::pair<TimeNs, TimeNs>> gpu0, gpu1;
   for (const Op& op : run.p.ops) {
-    if (op.kind != OpKind::kCompute || (op.phase != "forward" && op.phase != "backward")) continue;
+    if (op.kind != OpKind::kCompute || (op.phase != Phase::kForward && op.phase != Phase::kBackward)) continue;
     const OpTiming& t = run.r.timings[static_cast<std::size_t>(op.id)];
     (op.gpu == 0 ? gpu0 : gpu1).push_back({t.start_ns, t.end_ns});
-    CHECK((op.name[1] < '2') == (op.gpu == 0));  // l0, l1 on GPU 0; l2, l3 on GPU 1
+    CHECK((run.p.name_of(op)[1] < '2') == (op.gpu == 0));  // l0, l1 on GPU 0; l2, l3 on GPU 1
   }
   for (const auto& a : gpu0) {
     for (const auto& b : gpu1) CHECK((a.second <= b.first || b.second <= a.first));

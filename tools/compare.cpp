@@ -134,7 +134,7 @@ void print_comparison(const core::Program& p, const Comparison& c, std::ostream&
   out << line;
   for (const auto& l : c.largest) {
     const core::Op& op = p.ops[l.op];
-    std::snprintf(line, sizeof line, "%-5d %-40.40s %12s %12s %8s\n", op.gpu, op.name.c_str(),
+    std::snprintf(line, sizeof line, "%-5d %-40.40s %12s %12s %8s\n", op.gpu, p.name_of(op).c_str(),
                   ms(l.sim_s).c_str(), ms(l.real_s).c_str(), ratio(l.real_s, l.sim_s).c_str());
     out << line;
   }

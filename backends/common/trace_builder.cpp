@@ -141,8 +141,8 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     }
     const std::int64_t corr = op.id + 1;
     if (op.kind == OpKind::kHostWork) {
-      prof::TraceEvent e{pid, htid, t.start_ns, t.end_ns - t.start_ns, op.name, "cpu_op", EventClass::kHost, op.id, -1, {}};
-      e.args.push_back({"phase", op.phase});
+      prof::TraceEvent e{pid, htid, t.start_ns, t.end_ns - t.start_ns, p.name_of(op), "cpu_op", EventClass::kHost, op.id, -1, {}};
+      e.args.push_back({"phase", std::string(core::to_string(op.phase))});
       tr.events.push_back(std::move(e));
       continue;
     }
@@ -156,8 +156,8 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
                                       ? std::min(t.python_start_ns + op.python_ns, t.issue_end_ns)
                                       : t.issue_end_ns - op.dispatch_ns;
     if (op.python_ns > 0) {
-      tr.events.push_back({pid, htid, dispatch_start - op.python_ns, op.python_ns, op.name, "cpu_op", EventClass::kHost, op.id, -1,
-                           {{"phase", op.phase}}});
+      tr.events.push_back({pid, htid, dispatch_start - op.python_ns, op.python_ns, p.name_of(op), "cpu_op", EventClass::kHost, op.id, -1,
+                           {{"phase", std::string(core::to_string(op.phase))}}});
     }
     const std::vector<OpId>& waits = sync.stream_waits[op.id];
     const bool records = sync.record_corr[op.id] >= 0;
@@ -201,7 +201,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     e.op_id = op.id;
     e.correlation = corr;
     if (op.kind == OpKind::kCompute) {
-      e.name = op.name;
+      e.name = p.name_of(op);
       e.cat = "kernel";
       e.cls = EventClass::kCompute;
       e.args = {{"kind", std::string(core::to_string(op.compute_kind))}, {"dtype", std::string(core::to_string(op.dtype))},
@@ -213,7 +213,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       e.cls = EventClass::kCopy;
       const double gbps = e.dur_ns > 0 ? static_cast<double>(op.bytes) / static_cast<double>(e.dur_ns) : 0.0;
       e.args = {{"bytes", static_cast<std::int64_t>(op.bytes)}, {"memory bandwidth (GB/s)", gbps},
-                {"copy_kind", std::string(core::to_string(op.copy_kind))}, {"op", op.name}};
+                {"copy_kind", std::string(core::to_string(op.copy_kind))}, {"op", p.name_of(op)}};
       if (op.peer_gpu >= 0) e.args.push_back({"src_device", static_cast<std::int64_t>(op.peer_gpu)});
     } else {
       // A collective simulated elsewhere (core/program_slice.hpp) has no group here.
@@ -241,13 +241,13 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
                 {"Process Group Description", op.group >= 0 ? p.groups[op.group].name : std::string()},
                 {"Process Group Ranks", ranks},
                 {"bytes", static_cast<std::int64_t>(op.bytes)},
-                {"op", op.name}};
+                {"op", p.name_of(op)}};
       if (const char* a = nccl_algo_name(algo)) e.args.push_back({"algorithm", std::string(a)});
       if (const char* pr = nccl_proto_name(proto)) e.args.push_back({"protocol", std::string(pr)});
       if (op.root >= 0) e.args.push_back({"root", static_cast<std::int64_t>(op.root)});
     }
     if (op.fixed_ns >= 0) e.args.push_back({"simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns)});
-    e.args.push_back({"phase", op.phase});
+    e.args.push_back({"phase", std::string(core::to_string(op.phase))});
     if (op.batch >= 0) e.args.push_back({"batch", op.batch});
     e.args.push_back({"step", static_cast<std::int64_t>(op.step)});
     if (op.dispatch_ns > 0) {

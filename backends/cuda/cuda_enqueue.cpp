@@ -71,34 +71,35 @@ void CudaRuntime::enqueue(const Op& op, const std::vector<OpId>& stream_deps) {
 }
 
 void CudaRuntime::enqueue_locked(const Op& op, const std::vector<OpId>& stream_deps) {
-  if (!opened_) throw DeviceError("enqueue before open: " + op_label(op));
+  if (!opened_) throw DeviceError("enqueue before open: op " + std::to_string(op.id));
   if (op.id < 0 || static_cast<std::size_t>(op.id) >= n_ops_ ||
       !plan_.local_op[static_cast<std::size_t>(op.id)]) {
-    throw DeviceError(op_label(op) + " is not a stream op of this process");
+    throw DeviceError("op " + std::to_string(op.id) + " on GPU " + std::to_string(op.gpu) +
+                      " is not a stream op of this process");
   }
   throw_run_error();
   OpState& st = ops_[static_cast<std::size_t>(op.id)];
   StreamState& s = *streams_[static_cast<std::size_t>(op.stream)];
   DeviceState& d = *devices_[static_cast<std::size_t>(s.slot)];
   std::unique_lock lock(s.mu);
-  if (st.started.load()) throw DeviceError(op_label(op) + " was enqueued twice");
+  if (st.started.load()) throw DeviceError(label(op) + " was enqueued twice");
   if (s.pending_batch >= 0) {
     throw DeviceError(
-        op_label(op) + " was enqueued on stream '" + s.name + "' while collective instance " +
+        label(op) + " was enqueued on stream '" + s.name + "' while collective instance " +
         std::to_string(plan_.batches[static_cast<std::size_t>(s.pending_batch)].instance) +
         " waits there for its other GPUs (one host thread issues them, so they are "
         "launched together once the last is enqueued)");
   }
-  check_op(cudaSetDevice(d.device), "cudaSetDevice", op);
+  check_op(cudaSetDevice(d.device), "cudaSetDevice", label(op));
   for (OpId dep : stream_deps) {
     if (dep < 0 || static_cast<std::size_t>(dep) >= n_ops_ ||
         !ops_[static_cast<std::size_t>(dep)].enqueued.load(std::memory_order_acquire)) {
-      throw DeviceError(op_label(op) + ": its stream dependency " + not_enqueued(dep));
+      throw DeviceError(label(op) + ": its stream dependency " + not_enqueued(dep));
     }
     check_op(cudaStreamWaitEvent(s.stream, ops_[static_cast<std::size_t>(dep)].end, 0),
-             "cudaStreamWaitEvent", op);
+             "cudaStreamWaitEvent", label(op));
   }
-  check_op(cudaEventRecord(st.start, s.stream), "cudaEventRecord", op);
+  check_op(cudaEventRecord(st.start, s.stream), "cudaEventRecord", label(op));
   st.started = true;
   s.fifo.push_back(op.id);
 
@@ -113,7 +114,7 @@ void CudaRuntime::enqueue_locked(const Op& op, const std::vector<OpId>& stream_d
     return;
   }
   run_op(op, s, d);
-  check_op(cudaEventRecord(st.end, s.stream), "cudaEventRecord", op);
+  check_op(cudaEventRecord(st.end, s.stream), "cudaEventRecord", label(op));
   st.enqueued.store(true, std::memory_order_release);
   note_recorded(s, op.id);
 }
@@ -148,7 +149,7 @@ void CudaRuntime::run_op(const Op& op, StreamState& s, DeviceState& d) {
       break;
     case OpKind::kHostWork:
     case OpKind::kMarker:
-      throw DeviceError(op_label(op) + ": host ops have no stream");
+      throw DeviceError(label(op) + ": host ops have no stream");
   }
 }
 
@@ -164,7 +165,7 @@ cublasStatus_t proxy_gemm(cublasHandle_t blas, const DeviceState& d, core::Dtype
 
 void CudaRuntime::run_gemm(const Op& op, StreamState& s, DeviceState& d) {
   for (const GemmShape& g : plan_op_gemms(op)) {
-    check_op(proxy_gemm(s.blas, d, op.dtype, g), "cublasGemmEx", op);
+    check_op(proxy_gemm(s.blas, d, op.dtype, g), "cublasGemmEx", label(op));
   }
 }
 
@@ -172,7 +173,7 @@ void CudaRuntime::copy_chunks(void* dst, const void* src, Bytes total, cudaMemcp
                               cudaStream_t s, const Op& op) {
   for (Bytes done = 0; done < total; done += kMaxBufferBytes) {
     const auto chunk = static_cast<std::size_t>(std::min(total - done, kMaxBufferBytes));
-    check_op(cudaMemcpyAsync(dst, src, chunk, kind, s), "cudaMemcpyAsync", op);
+    check_op(cudaMemcpyAsync(dst, src, chunk, kind, s), "cudaMemcpyAsync", label(op));
   }
 }
 
@@ -201,7 +202,7 @@ void CudaRuntime::run_copy(const Op& op, StreamState& s, DeviceState& d) {
   for (Bytes done = 0; done < op.bytes; done += kMaxBufferBytes) {
     const auto chunk = static_cast<std::size_t>(std::min(op.bytes - done, kMaxBufferBytes));
     check_op(cudaMemcpyPeerAsync(d.region(1), d.device, src.region(0), src.device, chunk, s.stream),
-             "cudaMemcpyPeerAsync", op);
+             "cudaMemcpyPeerAsync", label(op));
   }
 }
 
@@ -230,7 +231,7 @@ void CudaRuntime::run_collective(const Op& op, StreamState& s) {
   std::string detail;
   {
     std::lock_guard nccl_lock(device_of_gpu(op.gpu).nccl_mu);
-    if (aborted_) throw DeviceError(op_label(op) + ": the run was aborted");
+    if (aborted_) throw DeviceError(label(op) + ": the run was aborted");
     const CollectiveCall c = collective_call(op, s.stream);
     r = issue_collective(c, &call);
     if (r != ncclSuccess) {
@@ -238,7 +239,7 @@ void CudaRuntime::run_collective(const Op& op, StreamState& s) {
       if (last && *last) detail = std::string(": ") + last;
     }
   }
-  if (r != ncclSuccess) throw_op_error(call, error_text(r) + detail, op);
+  if (r != ncclSuccess) throw_op_error(call, error_text(r) + detail, label(op));
 }
 
 void CudaRuntime::flush_batch(int batch) {
@@ -251,8 +252,8 @@ void CudaRuntime::flush_batch(int batch) {
   {
     std::vector<std::unique_lock<std::mutex>> locks;
     for (int dev : devs) locks.emplace_back(devices_[static_cast<std::size_t>(dev)]->nccl_mu);
-    if (aborted_) throw DeviceError(op_label(members.back()) + ": the run was aborted");
-    check_op(ncclGroupStart(), "ncclGroupStart", members.front());
+    if (aborted_) throw DeviceError(label(members.back()) + ": the run was aborted");
+    check_op(ncclGroupStart(), "ncclGroupStart", label(members.front()));
     ncclResult_t first = ncclSuccess;
     const char* call = "";
     const Op* failed_op = &members.front();
@@ -265,15 +266,15 @@ void CudaRuntime::flush_batch(int batch) {
       }
     }
     const ncclResult_t end = ncclGroupEnd();  // always: keep this thread's group depth balanced
-    check_op(first, call, *failed_op);
-    check_op(end, "ncclGroupEnd", members.back());
+    check_op(first, call, label(*failed_op));
+    check_op(end, "ncclGroupEnd", label(members.back()));
   }
   for (const Op& op : members) {
     StreamState& s = *streams_[static_cast<std::size_t>(op.stream)];
     std::lock_guard lock(s.mu);
     OpState& st = ops_[static_cast<std::size_t>(op.id)];
-    check_op(cudaSetDevice(s.device), "cudaSetDevice", op);
-    check_op(cudaEventRecord(st.end, s.stream), "cudaEventRecord", op);
+    check_op(cudaSetDevice(s.device), "cudaSetDevice", label(op));
+    check_op(cudaEventRecord(st.end, s.stream), "cudaEventRecord", label(op));
     s.pending_batch = -1;
     st.enqueued.store(true, std::memory_order_release);
     note_recorded(s, op.id);
@@ -287,11 +288,11 @@ void CudaRuntime::run_alloc(const Op& op, StreamState& s) {
   const cudaError_t e = cudaMallocAsync(&p, static_cast<std::size_t>(op.bytes), s.stream);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    throw DeviceError("out of memory: op " + std::to_string(op.id) + " '" + op.name + "' on GPU " +
+    throw DeviceError("out of memory: op " + std::to_string(op.id) + " '" + label(op) + "' on GPU " +
                       std::to_string(op.gpu) + " requested " + std::to_string(op.bytes) +
                       " bytes (cudaMallocAsync failed: " + error_text(e) + ")");
   }
-  check_op(e, "cudaMallocAsync", op);
+  check_op(e, "cudaMallocAsync", label(op));
   std::lock_guard lock(alloc_mu_);
   live_[{op.gpu, static_cast<int>(op.mem_category), op.bytes}].push_back({op.id, p});
   alloc_of_op_[op.id] = p;
@@ -311,7 +312,7 @@ void CudaRuntime::run_free(const Op& op, StreamState& s) {
     alloc_of_op_.erase(it->second.back().first);
     it->second.pop_back();
   }
-  check_op(cudaFreeAsync(p, s.stream), "cudaFreeAsync", op);
+  check_op(cudaFreeAsync(p, s.stream), "cudaFreeAsync", label(op));
 }
 
 void CudaRuntime::host_wait(OpId op) {

@@ -47,12 +47,13 @@ std::string error_text(ncclResult_t r) {
   return "ncclResult " + std::to_string(static_cast<int>(r)) + " (" + ncclGetErrorString(r) + ")";
 }
 
-std::string op_label(const core::Op& op) {
-  return "op " + std::to_string(op.id) + " '" + op.name + "' on GPU " + std::to_string(op.gpu);
+std::string op_label(const core::Op& op, std::string_view name) {
+  return "op " + std::to_string(op.id) + " '" + std::string(name) + "' on GPU " +
+         std::to_string(op.gpu);
 }
 
-void throw_op_error(const char* call, const std::string& text, const core::Op& op) {
-  throw real::DeviceError(std::string(call) + " failed: " + text + " (" + op_label(op) + ")");
+void throw_op_error(const char* call, const std::string& text, const std::string& op_label) {
+  throw real::DeviceError(std::string(call) + " failed: " + text + " (" + op_label + ")");
 }
 
 void throw_open_error(const char* call, const std::string& text, const std::string& where) {

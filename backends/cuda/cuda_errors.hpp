@@ -8,6 +8,7 @@
 #include <nccl.h>
 
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "core/program.hpp"
@@ -31,23 +32,24 @@ inline bool failed(ncclResult_t r) {
   return r != ncclSuccess;
 }
 
-// "op 12 'fc.fwd' on GPU 3"
-std::string op_label(const core::Op& op);
+// "op 12 'fc.fwd' on GPU 3" (`name`: the op's, Program::name_of)
+std::string op_label(const core::Op& op, std::string_view name);
 
 // Throws real::DeviceError "<call> failed: <text> (<op label>)". A CUDA error is also cleared
 // from the thread's last-error slot, so a non-sticky one (an out-of-memory) does not resurface
 // in the next unrelated check.
-[[noreturn]] void throw_op_error(const char* call, const std::string& text, const core::Op& op);
+[[noreturn]] void throw_op_error(const char* call, const std::string& text,
+                                 const std::string& op_label);
 
 // Throws BackendUnavailable "<call> failed: <text> (<where>)".
 [[noreturn]] void throw_open_error(const char* call, const std::string& text,
                                    const std::string& where);
 
 template <typename Status>
-void check_op(Status s, const char* call, const core::Op& op) {
+void check_op(Status s, const char* call, const std::string& op_label) {
   if (failed(s)) {
     if constexpr (std::is_same_v<Status, cudaError_t>) cudaGetLastError();
-    throw_op_error(call, error_text(s), op);
+    throw_op_error(call, error_text(s), op_label);
   }
 }
 

@@ -17,8 +17,8 @@ using core::OpKind;
 
 namespace {
 
-std::string op_label(const Op& op) {
-  return "op " + std::to_string(op.id) + " '" + op.name + "'";
+std::string op_label(const core::Program& p, const Op& op) {
+  return "op " + std::to_string(op.id) + " '" + p.name_of(op) + "'";
 }
 
 std::string gpu_list(const std::vector<int>& gpus) {
@@ -173,13 +173,13 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
   for (std::size_t i = 0; i < program.ops.size(); ++i) {
     const Op& op = program.ops[i];
     if (op.id != static_cast<OpId>(i)) {
-      throw BackendUnavailable(op_label(op) + ": its id does not match its index " +
+      throw BackendUnavailable(op_label(program, op) + ": its id does not match its index " +
                                std::to_string(i) + " (core::validate_program)");
     }
     if (op.stream < 0 || !local(op.gpu)) continue;
     if (op.stream >= static_cast<int>(program.streams.size()) ||
         program.streams[static_cast<std::size_t>(op.stream)].gpu != op.gpu) {
-      throw BackendUnavailable(op_label(op) + ": no stream " + std::to_string(op.stream) +
+      throw BackendUnavailable(op_label(program, op) + ": no stream " + std::to_string(op.stream) +
                                " on its GPU (core::validate_program)");
     }
     plan.local_op[static_cast<std::size_t>(op.id)] = 1;
@@ -223,7 +223,7 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
           dev.pageable_host_bytes = std::max(dev.pageable_host_bytes, capped);
         } else if (op.copy_kind == CopyKind::kPeer && op.peer_gpu >= 0 && op.peer_gpu != op.gpu) {
           if (!local(op.peer_gpu)) {
-            throw BackendUnavailable(op_label(op) + " copies from GPU " +
+            throw BackendUnavailable(op_label(program, op) + " copies from GPU " +
                                      std::to_string(op.peer_gpu) +
                                      ", which another process drives: the CUDA runtime has no "
                                      "peer copies between processes");
@@ -235,15 +235,15 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
       case OpKind::kCollective: {
         const core::CommGroup& group = program.groups.at(static_cast<std::size_t>(op.group));
         if (rank_in_group(group, op.gpu) < 0) {
-          throw BackendUnavailable(op_label(op) + ": GPU " + std::to_string(op.gpu) +
+          throw BackendUnavailable(op_label(program, op) + ": GPU " + std::to_string(op.gpu) +
                                    " is not a member of group '" + group.name + "'");
         }
         if (op.collective == CollectiveKind::kSendRecv && group.gpus.size() != 2) {
-          throw BackendUnavailable(op_label(op) + ": send/recv needs a 2-GPU group, '" +
+          throw BackendUnavailable(op_label(program, op) + ": send/recv needs a 2-GPU group, '" +
                                    group.name + "' has " + std::to_string(group.gpus.size()));
         }
         if (op.root >= 0 && rank_in_group(group, op.root) < 0) {
-          throw BackendUnavailable(op_label(op) + ": root GPU " + std::to_string(op.root) +
+          throw BackendUnavailable(op_label(program, op) + ": root GPU " + std::to_string(op.root) +
                                    " is not a member of group '" + group.name + "'");
         }
         plan.group_plan_of[static_cast<std::size_t>(op.group)] = 0;  // numbered below

@@ -136,7 +136,7 @@ void CudaRuntime::open(const core::Program& program, const std::vector<int>& gpu
   for (const Op& op : program.ops) {
     if (!plan_.local_op[static_cast<std::size_t>(op.id)]) continue;
     OpState& st = ops_[static_cast<std::size_t>(op.id)];
-    st.label = op_label(op);
+    st.label = op_label(op, program.name_of(op));
     const DeviceState& d = device_of_gpu(op.gpu);
     st.device = d.device;
     check_open(cudaSetDevice(d.device), "cudaSetDevice", st.label);

@@ -233,6 +233,10 @@ class CudaRuntime final : public real::DeviceRuntime {
   std::vector<std::unique_ptr<DeviceState>> devices_;  // by slot
   std::vector<std::unique_ptr<StreamState>> streams_;  // by Program stream; null outside
   std::size_t n_ops_ = 0;
+  // A local op's op_label() (made at open(), with its name from Program::names).
+  const std::string& label(const core::Op& op) const {
+    return ops_[static_cast<std::size_t>(op.id)].label;
+  }
   std::unique_ptr<OpState[]> ops_;
   std::vector<CommSet> comm_sets_;                // parallel to plan_.groups
   bool cross_process_ = false;                    // some comm_sets_ span processes

@@ -116,7 +116,7 @@ void CudaRuntime::open_delays() {
 void CudaRuntime::hold_delay(const core::Op& op, StreamState& s, DeviceState& d) {
   if (!s.delays || !s.delays->timer) {
     check_op(cudaLaunchHostFunc(s.stream, hold_host_fn, const_cast<TimeNs*>(&op.fixed_ns)),
-             "cudaLaunchHostFunc", op);
+             "cudaLaunchHostFunc", label(op));
     return;
   }
   StreamDelays& sd = *s.delays;
@@ -126,7 +126,7 @@ void CudaRuntime::hold_delay(const core::Op& op, StreamState& s, DeviceState& d)
                           static_cast<CUdeviceptr>(sd.word_dev), seq, CU_STREAM_WAIT_VALUE_GEQ);
   if (r != CUDA_SUCCESS) {
     throw real::DeviceError("cuStreamWaitValue32 failed: CUresult " +
-                            std::to_string(static_cast<int>(r)) + " (" + op_label(op) + ")");
+                            std::to_string(static_cast<int>(r)) + " (" + label(op) + ")");
   }
   const OpState& st = ops_[static_cast<std::size_t>(op.id)];
   DelayTimer::Delay delay;

@@ -81,7 +81,7 @@ void StandinRuntime::open(const core::Program& program, const std::vector<int>& 
 
 void StandinRuntime::enqueue(const core::Op& op, const std::vector<core::OpId>& stream_deps) {
   const int w = op.stream >= 0 ? worker_of_stream_[static_cast<std::size_t>(op.stream)] : -1;
-  if (w < 0) throw DeviceError("op '" + op.name + "' names a stream this process does not drive");
+  if (w < 0) throw DeviceError("op '" + program_->name_of(op) + "' names a stream this process does not drive");
   {
     std::lock_guard<std::mutex> lk(mu_);
     enqueued_[op.id] = 1;

@@ -570,14 +570,14 @@ std::string Engine::describe_stuck() const {
     if (th.pos < th.ops.size()) {
       const Op& op = program_.ops[th.ops[th.pos]];
       return "thread '" + program_.threads[t].name + "' stuck before op " + std::to_string(op.id) +
-             " '" + op.name + "'";
+             " '" + program_.name_of(op) + "'";
     }
   }
   for (std::size_t s = 0; s < streams_.size(); ++s) {
     if (!streams_[s].queue.empty()) {
       const Op& op = program_.ops[streams_[s].queue.front()];
       return "stream " + std::to_string(s) + " stuck at op " + std::to_string(op.id) + " '" +
-             op.name + "'";
+             program_.name_of(op) + "'";
     }
   }
   return "collective waiting for members";

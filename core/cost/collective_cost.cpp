@@ -416,13 +416,8 @@ TransferPlan plan_collective(const Topology& topo, const CommParams& params, Col
 
 CommParams comm_params_for(const Scenario& s) {
   CommParams c;
-  if (s.nccl.algo == "ring") c.algo = CollectiveAlgo::kRing;
-  if (s.nccl.algo == "tree") c.algo = CollectiveAlgo::kTree;
-  if (s.nccl.algo == "nvls") c.algo = CollectiveAlgo::kNvls;
-  if (s.nccl.algo == "hierarchical") c.algo = CollectiveAlgo::kHierarchical;
-  if (s.nccl.proto == "LL") c.proto = NcclProto::kLL;
-  if (s.nccl.proto == "LL128") c.proto = NcclProto::kLL128;
-  if (s.nccl.proto == "Simple") c.proto = NcclProto::kSimple;
+  c.algo = s.nccl.algo;
+  c.proto = s.nccl.proto;
   return c;
 }
 

@@ -102,7 +102,7 @@ Program lower_data_parallel(const Scenario& s) {
         const DeviceLanes& d = dev[ids[i]];
         b.alloc(main, d.copy, d.gpu, MemCategory::kActivations, chunk_bytes[i], "input chunk");
         OpId c = b.copy(main, d.copy, d.gpu, "scatter chunk " + std::to_string(i), CopyKind::kPeer,
-                        chunk_bytes[i], d0, {{in.copy, DepKind::kStreamWaits}}, "scatter", b.python_ns(1), b.dispatch_ns(1));
+                        chunk_bytes[i], d0, {{in.copy, DepKind::kStreamWaits}}, Phase::kScatter, b.python_ns(1), b.dispatch_ns(1));
         p.ops[c].batch = chunks[i];
         chunk_ready[i] = c;
       }
@@ -116,7 +116,7 @@ Program lower_data_parallel(const Scenario& s) {
           const DeviceLanes& d = dev[ids[i]];
           if (i > 0) b.alloc(main, d.compute, d.gpu, MemCategory::kParams, replica_bytes, "replica parameters");
           bcast[i] = b.collective(main, d.compute, d.gpu, "replicate: broadcast_coalesced", CollectiveKind::kBroadcast,
-                                  g, d0, inst, replica_bytes, {}, "replicate", i == 0 ? b.python_ns(py_ops) : 0,
+                                  g, d0, inst, replica_bytes, {}, Phase::kReplicate, i == 0 ? b.python_ns(py_ops) : 0,
                                   b.dispatch_ns(1));
           b.set_dtype(bcast[i], b.weights_dtype());
         }
@@ -128,17 +128,17 @@ Program lower_data_parallel(const Scenario& s) {
       for (int i = 0; i < r; ++i) {
         const DeviceLanes& d = dev[ids[i]];
         const OpId spawn = b.host_work(main, d0, "start thread replica " + std::to_string(i),
-                                       s.host.python ? us_to_ns(s.host.thread_start_us) : 0, 0, {}, "parallel_apply");
+                                       s.host.python ? us_to_ns(s.host.thread_start_us) : 0, 0, {}, Phase::kParallelApply);
         std::vector<Dep> deps{{spawn, DepKind::kHostWaits}, {chunk_ready[i], DepKind::kStreamWaits}};
         if (bcast[i] != kNoOp) deps.push_back({bcast[i], DepKind::kStreamWaits});
         const Lane rl{d.replica_thread, d.gpu, d.compute};
         fwd[i] = b.forward(rl, chunks[i], std::move(deps), "replica " + std::to_string(i) + ": ");
         outputs_alloc[i] = b.alloc(d.replica_thread, d.compute, d.gpu, MemCategory::kActivations, fwd[i].output_bytes, "replica output");
-        replica_done[i] = b.marker(d.replica_thread, d.gpu, "replica " + std::to_string(i) + " returns", {}, "parallel_apply");
+        replica_done[i] = b.marker(d.replica_thread, d.gpu, "replica " + std::to_string(i) + " returns", {}, Phase::kParallelApply);
       }
       std::vector<Dep> join;
       for (OpId o : replica_done) join.push_back({o, DepKind::kHostWaits});
-      b.marker(main, d0, "join replica threads", std::move(join), "parallel_apply");
+      b.marker(main, d0, "join replica threads", std::move(join), Phase::kParallelApply);
       // (4) gather onto output_device, then the loss there.
       const DeviceLanes& out = dev[od];
       Bytes gathered = 0;
@@ -151,19 +151,19 @@ Program lower_data_parallel(const Scenario& s) {
           continue;
         }
         const OpId c = b.copy(main, out.compute, od, "gather output " + std::to_string(i), CopyKind::kPeer,
-                              fwd[i].output_bytes, ids[i], {{fwd[i].last, DepKind::kStreamWaits}}, "gather",
+                              fwd[i].output_bytes, ids[i], {{fwd[i].last, DepKind::kStreamWaits}}, Phase::kGather,
                               i == 0 ? b.python_ns(2) : 0, b.dispatch_ns(1));
         loss_deps.push_back({c, DepKind::kStreamWaits});
       }
       const OpId loss = b.compute(Lane{main, od, out.compute}, "loss", ComputeKind::kElementwise,
-                                  5.0 * static_cast<double>(gathered) / 4.0, gathered, 3, true, std::move(loss_deps), "loss", micro[m]);
+                                  5.0 * static_cast<double>(gathered) / 4.0, gathered, 3, true, std::move(loss_deps), Phase::kLoss, micro[m]);
       // (5) backward on the per-device autograd threads.
-      const OpId go = b.marker(main, d0, "loss.backward()", {}, "backward");
+      const OpId go = b.marker(main, d0, "loss.backward()", {}, Phase::kBackward);
       const OpId grad_out = b.alloc(out.autograd_thread, out.compute, od, MemCategory::kGatheredOutputs, gathered, "grad of gathered outputs");
       p.ops[grad_out].deps = {{go, DepKind::kHostWaits}};
       const OpId loss_bwd = b.compute(Lane{out.autograd_thread, od, out.compute}, "loss.bwd", ComputeKind::kElementwise,
                                       2.0 * static_cast<double>(gathered) / 4.0, 2 * gathered, 2, s.model.python_hooks,
-                                      {{loss, DepKind::kStreamWaits}}, "backward", micro[m]);
+                                      {{loss, DepKind::kStreamWaits}}, Phase::kBackward, micro[m]);
       // Gather's backward is a Scatter of the output gradient to the replicas' devices.
       std::vector<OpId> grad_in(r, loss_bwd);
       for (int i = 0; i < r; ++i) {
@@ -171,9 +171,9 @@ Program lower_data_parallel(const Scenario& s) {
         const DeviceLanes& d = dev[ids[i]];
         b.alloc(out.autograd_thread, d.copy, d.gpu, MemCategory::kActivations, fwd[i].output_bytes, "grad of replica output");
         grad_in[i] = b.copy(out.autograd_thread, d.copy, d.gpu, "gather.bwd: scatter grad " + std::to_string(i), CopyKind::kPeer,
-                            fwd[i].output_bytes, od, {{loss_bwd, DepKind::kStreamWaits}}, "backward", 0, b.dispatch_ns(1));
+                            fwd[i].output_bytes, od, {{loss_bwd, DepKind::kStreamWaits}}, Phase::kBackward, 0, b.dispatch_ns(1));
       }
-      const OpId handed = b.marker(out.autograd_thread, od, "gather.bwd done", {}, "backward");
+      const OpId handed = b.marker(out.autograd_thread, od, "gather.bwd done", {}, Phase::kBackward);
       std::vector<OpId> bwd_last(r), bwd_done(r);
       for (int i = 0; i < r; ++i) {
         const DeviceLanes& d = dev[ids[i]];
@@ -183,7 +183,7 @@ Program lower_data_parallel(const Scenario& s) {
         const BackwardOps bw = b.backward(bl, chunks[i], fwd[i], {{grad_in[i], DepKind::kStreamWaits}},
                                           "replica " + std::to_string(i) + ": ", {});
         bwd_last[i] = bw.last;
-        bwd_done[i] = b.marker(d.autograd_thread, d.gpu, "replica " + std::to_string(i) + " backward issued", {}, "backward");
+        bwd_done[i] = b.marker(d.autograd_thread, d.gpu, "replica " + std::to_string(i) + " backward issued", {}, Phase::kBackward);
       }
       // Broadcast's backward: ReduceAddCoalesced onto device_ids[0], run by device_ids[0]'s
       // autograd thread once every replica's gradients exist.
@@ -202,14 +202,14 @@ Program lower_data_parallel(const Scenario& s) {
           const DeviceLanes& d = dev[ids[i]];
           const OpId c = b.collective(first.autograd_thread, d.compute, d.gpu, "broadcast.bwd: reduce_add_coalesced",
                                       CollectiveKind::kReduce, g, d0, inst, b.grad_bytes(),
-                                      {{bwd_last[i], DepKind::kStreamWaits}}, "reduce", 0, b.dispatch_ns(1));
+                                      {{bwd_last[i], DepKind::kStreamWaits}}, Phase::kReduce, 0, b.dispatch_ns(1));
           b.set_dtype(c, b.grads_dtype());
           if (i == 0) reduced = c;
         }
       }
       if (accumulate) {
         reduced = b.compute(Lane{first.autograd_thread, d0, first.compute}, "accumulate .grad", ComputeKind::kElementwise,
-                            static_cast<double>(s.model.total_params()), 3 * b.grad_bytes(), 1, false, {}, "backward");
+                            static_cast<double>(s.model.total_params()), 3 * b.grad_bytes(), 1, false, {}, Phase::kBackward);
         b.release(first.autograd_thread, first.compute, d0, MemCategory::kGrads, b.grad_bytes(), "reduced grads (accumulated)");
       }
       // Replica-side temporaries die with the autograd graph.
@@ -224,8 +224,8 @@ Program lower_data_parallel(const Scenario& s) {
         if (ids[i] != od) b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kActivations, fwd[i].output_bytes, "grad of replica output");
       }
       last_grad_op = reduced;
-      const OpId ag_done = b.marker(first.autograd_thread, d0, "autograd done", {}, "backward");
-      b.marker(main, d0, "backward() returns", {{ag_done, DepKind::kHostWaits}}, "backward");
+      const OpId ag_done = b.marker(first.autograd_thread, d0, "autograd done", {}, Phase::kBackward);
+      b.marker(main, d0, "backward() returns", {{ag_done, DepKind::kHostWaits}}, Phase::kBackward);
       // The script's temporaries: the gathered output on output_device and the input batch on
       // device_ids[0]; autograd frees the output's gradient.
       if (s.training.del_temporaries) {
@@ -274,7 +274,7 @@ Program lower_data_parallel(const Scenario& s) {
     }
     if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
       // torch.cuda.empty_cache() releases the cached segments of every device.
-      for (int g : ids) b.marker(main, g, kEmptyCacheOpName, {}, "memory");
+      for (int g : ids) b.marker(main, g, kEmptyCacheOpName, {}, Phase::kMemory);
     }
   }
   return b.take();

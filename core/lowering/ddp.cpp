@@ -115,7 +115,7 @@ Program lower_ddp(const Scenario& s) {
     emit_model_setup(b, lane);
     if (!ddp.gradient_as_bucket_view) b.alloc(rk.main, rk.compute, rk.gpu, MemCategory::kCommBuffers, b.grad_bytes(), "DDP bucket buffers");
     const OpId sync_states = b.collective(rk.main, rk.nccl, rk.gpu, "sync_module_states: broadcast", CollectiveKind::kBroadcast,
-                                          world, ids.front(), setup_inst, b.weight_bytes() + b.buffer_bytes(), {}, "setup",
+                                          world, ids.front(), setup_inst, b.weight_bytes() + b.buffer_bytes(), {}, Phase::kSetup,
                                           b.python_ns(2), b.dispatch_ns(1));
     b.set_dtype(sync_states, b.weights_dtype());
   }
@@ -147,13 +147,13 @@ Program lower_ddp(const Scenario& s) {
         std::vector<Dep> fwd_deps{{in.copy, DepKind::kStreamWaits}};
         if (bcast_inst >= 0) {
           const OpId bc = b.collective(rk.main, rk.nccl, rk.gpu, "broadcast_buffers", CollectiveKind::kBroadcast, world,
-                                       ids.front(), bcast_inst, b.buffer_bytes(), {}, "forward", b.python_ns(2), b.dispatch_ns(1));
+                                       ids.front(), bcast_inst, b.buffer_bytes(), {}, Phase::kForward, b.python_ns(2), b.dispatch_ns(1));
           b.set_dtype(bc, core::Dtype::kFp32);  // module buffers are fp32 (buffer_bytes)
           fwd_deps.push_back({bc, DepKind::kStreamWaits});
         }
         const ForwardOps fwd = b.forward(lane, micro[m], std::move(fwd_deps), "");
         const OpId loss = emit_loss(b, lane, micro[m], fwd.output_bytes, {});
-        const OpId go = b.marker(rk.main, rk.gpu, "loss.backward()", {}, "backward");
+        const OpId go = b.marker(rk.main, rk.gpu, "loss.backward()", {}, Phase::kBackward);
         if (m == 0 && !ddp.gradient_as_bucket_view) {
           const OpId g = b.alloc(rk.autograd, rk.compute, rk.gpu, MemCategory::kGrads, b.grad_bytes(), ".grad");
           p.ops[g].deps = {{go, DepKind::kHostWaits}};
@@ -175,7 +175,7 @@ Program lower_ddp(const Scenario& s) {
           for (int li : buckets[k]) bytes += layers[li].params * grad_elem;
           allreduce[k] = b.collective(rk.autograd, rk.nccl, rk.gpu, "bucket " + std::to_string(k) + " all_reduce",
                                       CollectiveKind::kAllReduce, world, -1, bucket_inst[k], bytes, std::move(deps),
-                                      "backward", 0, b.dispatch_ns(1));
+                                      Phase::kBackward, 0, b.dispatch_ns(1));
           b.set_dtype(allreduce[k], b.grads_dtype());
         };
         const bool record = step == 1 && r == 0 && m == 0;
@@ -186,7 +186,7 @@ Program lower_ddp(const Scenario& s) {
           OpId ready = op;
           if (!ddp.gradient_as_bucket_view) {
             ready = b.copy(rk.autograd, rk.compute, rk.gpu, "copy grad into bucket " + std::to_string(k), CopyKind::kD2D,
-                           layers[li].params * grad_elem, rk.gpu, {}, "backward", 0, b.dispatch_ns(1));
+                           layers[li].params * grad_elem, rk.gpu, {}, Phase::kBackward, 0, b.dispatch_ns(1));
           }
           st.last_ready_op[k] = ready;
           if (--st.missing[k] == 0 && ddp.overlap) {
@@ -215,12 +215,12 @@ Program lower_ddp(const Scenario& s) {
             Bytes bytes = 0;
             for (int li : buckets[k]) bytes += layers[li].params * grad_elem;
             grads_final = b.copy(rk.autograd, rk.compute, rk.gpu, "copy bucket " + std::to_string(k) + " into .grad",
-                                 CopyKind::kD2D, bytes, rk.gpu, {{allreduce[k], DepKind::kStreamWaits}}, "backward", 0,
+                                 CopyKind::kD2D, bytes, rk.gpu, {{allreduce[k], DepKind::kStreamWaits}}, Phase::kBackward, 0,
                                  b.dispatch_ns(1));
           }
         }
-        const OpId done = b.marker(rk.autograd, rk.gpu, "autograd done", {}, "backward");
-        b.marker(rk.main, rk.gpu, "backward() returns", {{done, DepKind::kHostWaits}}, "backward");
+        const OpId done = b.marker(rk.autograd, rk.gpu, "autograd done", {}, Phase::kBackward);
+        b.marker(rk.main, rk.gpu, "backward() returns", {{done, DepKind::kHostWaits}}, Phase::kBackward);
         if (s.training.del_temporaries) {
           release_after_backward(b, lane, fwd.output_bytes, in.bytes);
         } else {

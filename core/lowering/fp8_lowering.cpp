@@ -23,9 +23,9 @@ bool Fp8Lowering::fp8_layer(int layer) const {
 
 // One elementwise cast / amax kernel: 1 FLOP per element, `bytes` of traffic, one framework op.
 // The first kernel emitted takes `deps` (which is then emptied).
-OpId Fp8Lowering::cast_op(ProgramBuilder& b, const Lane& l, const std::string& name, double elems,
+OpId Fp8Lowering::cast_op(ProgramBuilder& b, const Lane& l, const NameRef& name, double elems,
                           Bytes bytes, bool python, std::vector<Dep>& deps,
-                          const std::string& phase) {
+                          Phase phase) {
   std::vector<Dep> d = std::move(deps);
   deps.clear();
   return b.compute(l, name, ComputeKind::kElementwise, elems, bytes, 1, python, std::move(d),
@@ -34,16 +34,16 @@ OpId Fp8Lowering::cast_op(ProgramBuilder& b, const Lane& l, const std::string& n
 
 void Fp8Lowering::quantize(ProgramBuilder& b, const Lane& l, const std::string& label,
                            const char* what, double elems, bool python, std::vector<Dep>& deps,
-                           const std::string& phase) {
+                           Phase phase) {
   const Fp8RecipeTraits& tr = fp8_traits(s_.training.fp8.recipe);
   const double q = fp8_quantized_bytes_per_elem(tr);
   if (tr.amax_pass) {
     // current / NVFP4 scaling: an amax pass reads the bf16 tensor, n x e_hp bytes.
-    cast_op(b, l, label + ".fp8_amax_" + what, elems,
+    cast_op(b, l, NameRef::cat({label, ".fp8_amax_", what}), elems,
             static_cast<Bytes>(std::llround(elems * kFp8HighPrecisionBytes)), python, deps, phase);
   }
   // The cast(+transpose) reads the bf16 tensor and writes c copies: n x (e_hp + c x q) bytes.
-  cast_op(b, l, label + ".fp8_cast_" + what, elems,
+  cast_op(b, l, NameRef::cat({label, ".fp8_cast_", what}), elems,
           static_cast<Bytes>(std::llround(elems * (kFp8HighPrecisionBytes + tr.copies * q))),
           python, deps, phase);
 }
@@ -57,7 +57,7 @@ std::vector<Dep> Fp8Lowering::before_forward(ProgramBuilder& b, const Lane& l, i
   const Fp8RecipeTraits& tr = fp8_traits(f.recipe);
   const double q = fp8_quantized_bytes_per_elem(tr);
   const double c = tr.copies;
-  const std::string phase = "forward";
+  const Phase phase = Phase::kForward;
   // docs/fp8.md, "Kernels": the weight cast reads the bf16 weight and writes c copies,
   // P x (e_hp + c x q) bytes; TE casts on the step's first micro-batch and keeps the copies,
   // torchao on every forward.
@@ -80,7 +80,7 @@ std::vector<Dep> Fp8Lowering::before_forward(ProgramBuilder& b, const Lane& l, i
   cast_step_[key] = b.step();
   const double p = static_cast<double>(params);
   if (cast_weight && params > 0) {
-    cast_op(b, l, label + ".fp8_cast_weight", p,
+    cast_op(b, l, NameRef::cat({label, ".fp8_cast_weight"}), p,
             static_cast<Bytes>(std::llround(p * (kFp8HighPrecisionBytes + c * q))), python, deps,
             phase);
   }
@@ -97,14 +97,14 @@ std::vector<Dep> Fp8Lowering::before_backward(ProgramBuilder& b, const Lane& l, 
   if (!fp8_layer(layer)) return deps;
   const Fp8RecipeTraits& tr = fp8_traits(s_.training.fp8.recipe);
   const double q = fp8_quantized_bytes_per_elem(tr);
-  const std::string phase = "backward";
+  const Phase phase = Phase::kBackward;
   // The incoming gradient has the layer's output's elements: g = output bytes / e_hp.
   const double g = output_bytes_per_sample * static_cast<double>(batch) / kFp8HighPrecisionBytes;
   quantize(b, l, label, "grad", g, python, deps, phase);
   if (!tr.weight_cache && params > 0) {
     // torchao recasts the weight for the input-gradient GEMM: P x (e_hp + q) bytes.
     const double p = static_cast<double>(params);
-    cast_op(b, l, label + ".fp8_cast_weight", p,
+    cast_op(b, l, NameRef::cat({label, ".fp8_cast_weight"}), p,
             static_cast<Bytes>(std::llround(p * (kFp8HighPrecisionBytes + q))), python, deps,
             phase);
   }
@@ -126,7 +126,7 @@ std::vector<Dep> Fp8Lowering::before_optimizer(ProgramBuilder& b, const Lane& l,
   const Fp8Spec& f = s_.training.fp8;
   const Bytes bytes = 2 * it->second * fp8_scaling_state_bytes(f);
   cast_op(b, l, "fp8 amax history update", n * 3.0 * f.amax_history_len, bytes, true, deps,
-          "optimizer");
+          Phase::kOptimizer);
   return deps;
 }
 

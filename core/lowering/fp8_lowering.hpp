@@ -53,9 +53,9 @@ class Fp8Lowering {
   // A bf16 tensor of `elems` elements quantized to FP8: an amax pass first when the recipe scales
   // from the current tensor, then the cast(+transpose) writing the recipe's copies.
   void quantize(ProgramBuilder& b, const Lane& l, const std::string& label, const char* what,
-                double elems, bool python, std::vector<Dep>& deps, const std::string& phase);
-  OpId cast_op(ProgramBuilder& b, const Lane& l, const std::string& name, double elems, Bytes bytes,
-               bool python, std::vector<Dep>& deps, const std::string& phase);
+                double elems, bool python, std::vector<Dep>& deps, Phase phase);
+  OpId cast_op(ProgramBuilder& b, const Lane& l, const NameRef& name, double elems, Bytes bytes,
+               bool python, std::vector<Dep>& deps, Phase phase);
 
   const Scenario& s_;
   std::vector<char> fp8_layer_;                   // per model layer

@@ -154,12 +154,12 @@ int Emitter::instance_for(int rank, int group) {
   return inst;
 }
 
-OpId Emitter::coll(RankState& r, int stream, const std::string& name, CollectiveKind k, int group,
+OpId Emitter::coll(RankState& r, int stream, const NameRef& name, CollectiveKind k, int group,
                    Bytes bytes, std::vector<Dep> deps, StepPhase phase) {
   const int inst = instance_for(r.rank, group);
   const bool fwd = phase == StepPhase::kForward;
   return b_.collective(r.thread, stream, r.gpu, name, k, group, -1, inst, bytes, std::move(deps),
-                       phase_name(phase), fwd ? b_.python_ns(1) : 0, b_.dispatch_ns(1));
+                       phase, fwd ? b_.python_ns(1) : 0, b_.dispatch_ns(1));
 }
 
 // [SECTION] Passes --------------------------------------------------------------------------------
@@ -171,16 +171,18 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   const ShardedLayer& sl = plan_.sharded[static_cast<std::size_t>(lp.layer)];
   const double bsz = static_cast<double>(ps_.micro_batch_size);
   const Lane lane{r.thread, r.gpu, r.compute};
-  const std::string name = op_names::layer_kernel(lp.sp.prefix, l.name, lp.phase);
+  const NameRef name = op_names::layer_kernel(lp.sp.prefix, l.name, lp.phase);
   OpId c = kNoOp;
-  const std::string fp8_label = lp.sp.prefix + l.name;  // FP8 casts (docs/fp8.md)
+  // FP8 casts (docs/fp8.md): the label only for a layer that has them (no string per kernel).
+  const std::string fp8_label =
+      b_.fp8().fp8_layer(lp.layer) ? lp.sp.prefix + l.name : std::string();
   if (lp.forward()) {
     const Bytes traffic = per_micro_batch(sl.traffic_per_sample) + sl.params * pb_.weights;
     lp.deps = b_.fp8().before_forward(b_, lane, lp.layer, sl.params, sl.act_bytes_per_sample,
                                       ps_.micro_batch_size, fp8_label,
                                       lp.phase == StepPhase::kForward, std::move(lp.deps));
     c = b_.compute(lane, name, l.kind, sl.flops_per_sample * bsz, traffic, l.kernels,
-                   lp.phase == StepPhase::kForward, std::move(lp.deps), phase_name(lp.phase),
+                   lp.phase == StepPhase::kForward, std::move(lp.deps), lp.phase,
                    ps_.micro_batch_size);
     b_.set_layer_efficiency(c, l, false);
   } else {
@@ -194,7 +196,7 @@ OpId Emitter::emit_layer(LayerPass& lp) {
                                        std::move(lp.deps));
     c = b_.compute(lane, name, l.kind,
                    backward_flops(sl.flops_per_sample, sl.bwd_flops_per_sample, bsz), traffic,
-                   backward_kernels(l), s_.model.python_hooks, std::move(lp.deps), phase_name(lp.phase),
+                   backward_kernels(l), s_.model.python_hooks, std::move(lp.deps), lp.phase,
                    ps_.micro_batch_size);
     b_.set_layer_efficiency(c, l, true);
   }
@@ -294,7 +296,7 @@ void Emitter::emit_optimizer(StepState& st) {
   st.optimizer_waits = b_.fp8().before_optimizer(b_, lane, std::move(st.optimizer_waits));
   OpId end = b_.compute(lane, op_names::optimizer_step(s_.training.optimizer),
                         ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
-                        st.optimizer_waits, phase_name(StepPhase::kOptimizer));
+                        st.optimizer_waits, StepPhase::kOptimizer);
   r.last_compute = end;
   each_piece_reversed([&](ParallelPiece& p) { p.end_optimizer(st, end); });
   if (states.grads > 0)
@@ -303,7 +305,7 @@ void Emitter::emit_optimizer(StepState& st) {
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, st.in.bytes, "input batch");
   std::vector<Dep> wait{{end, DepKind::kHostWaits}};
   each_piece([&](ParallelPiece& p) { p.add_step_end_waits(st, wait); });
-  b_.marker(r.thread, r.gpu, "step end", std::move(wait), phase_name(StepPhase::kSync));
+  b_.marker(r.thread, r.gpu, "step end", std::move(wait), StepPhase::kSync);
   each_piece_reversed([&](ParallelPiece& p) { p.after_step_end(st); });
 }
 

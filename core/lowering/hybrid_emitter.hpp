@@ -140,7 +140,7 @@ class Emitter {
   }
   // A collective of `group` on `stream`; instances are matched by order (the k-th op of every
   // member on a group is the k-th instance). Forward collectives cost one framework op of Python.
-  OpId coll(RankState& r, int stream, const std::string& name, CollectiveKind k, int group,
+  OpId coll(RankState& r, int stream, const NameRef& name, CollectiveKind k, int group,
             Bytes bytes, std::vector<Dep> deps, StepPhase phase);
   // Group `rks` (ranks) as GPUs.
   int add_group(const std::vector<int>& rks, const std::string& name);

@@ -71,7 +71,7 @@ void Emitter::emit_step_end(StepState& st) {
   if (t.empty_cache_every > 0 && st.step % t.empty_cache_every == 0) {
     // After the step end the host has waited for its GPU work; each process empties the cache
     // of its own device.
-    b_.marker(r.thread, r.gpu, kEmptyCacheOpName, {}, phase_name(StepPhase::kMemory));
+    b_.marker(r.thread, r.gpu, kEmptyCacheOpName, {}, StepPhase::kMemory);
   }
 }
 

@@ -74,7 +74,7 @@ SplitForward forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::i
       b.alloc(d.main, lane.stream, g, MemCategory::kActivations, bytes, prefix + "activation copy");
       const OpId cp =
           b.copy(d.main, lane.stream, g, prefix + "activation to GPU " + std::to_string(g),
-                 CopyKind::kPeer, bytes, src, {{prev, DepKind::kStreamWaits}}, "forward",
+                 CopyKind::kPeer, bytes, src, {{prev, DepKind::kStreamWaits}}, Phase::kForward,
                  b.python_ns(1), b.dispatch_ns(1));
       deps.push_back({cp, DepKind::kStreamWaits});
     }
@@ -87,7 +87,7 @@ SplitForward forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::i
     deps = b.fp8().before_forward(b, lane, i, l.params, l.activation_bytes_per_sample, batch,
                                   prefix + l.name, true, std::move(deps));  // docs/fp8.md
     prev = b.compute(lane, prefix + l.name + ".fwd", l.kind, l.fwd_flops_per_sample * bs, traffic,
-                     l.kernels, true, std::move(deps), "forward", batch);
+                     l.kernels, true, std::move(deps), Phase::kForward, batch);
     b.set_layer_efficiency(prev, l, false);
     b.fp8().mark(b, prev, i);
   }
@@ -143,7 +143,7 @@ void emit_step_end_on_devices(ProgramBuilder& b, const DeviceLayout& d, const La
   }
   if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
     // torch.cuda.empty_cache() empties the cache of every device the process used.
-    for (int g : *d.ids) b.marker(d.main, g, kEmptyCacheOpName, {}, "memory");
+    for (int g : *d.ids) b.marker(d.main, g, kEmptyCacheOpName, {}, Phase::kMemory);
   }
 }
 
@@ -218,7 +218,7 @@ Program lower_model_parallel(const Scenario& s) {
           static_cast<Bytes>(std::llround(layers.back().output_bytes_per_sample * bs));
       const OpId loss = emit_loss(b, last_lane, micro[mi], out, {});
       const OpId go =
-          b.marker(main, ids[static_cast<std::size_t>(last)], "loss.backward()", {}, "backward");
+          b.marker(main, ids[static_cast<std::size_t>(last)], "loss.backward()", {}, Phase::kBackward);
       if (mi == 0) {
         for (int k = 0; k < n; ++k) {
           if (params[static_cast<std::size_t>(k)] == 0) continue;
@@ -245,7 +245,7 @@ Program lower_model_parallel(const Scenario& s) {
           const Bytes bytes = static_cast<Bytes>(std::llround(l.output_bytes_per_sample * bs));
           const OpId cp =
               b.copy(th, lane.stream, g, "gradient to GPU " + std::to_string(g), CopyKind::kPeer,
-                     bytes, src, std::move(deps), "backward", 0, b.dispatch_ns(1));
+                     bytes, src, std::move(deps), Phase::kBackward, 0, b.dispatch_ns(1));
           deps = {{cp, DepKind::kStreamWaits}};
         }
         const Bytes traffic =
@@ -256,7 +256,7 @@ Program lower_model_parallel(const Scenario& s) {
         prev = b.compute(lane, l.name + ".bwd", l.kind,
                          backward_flops(l.fwd_flops_per_sample, l.bwd_flops_per_sample, bs),
                          traffic, backward_kernels(l), s.model.python_hooks, std::move(deps),
-                         "backward", micro[mi]);
+                         Phase::kBackward, micro[mi]);
         b.set_layer_efficiency(prev, l, true);
         b.fp8().mark(b, prev, i);
         done[static_cast<std::size_t>(k)] = prev;
@@ -275,11 +275,11 @@ Program lower_model_parallel(const Scenario& s) {
         if (done[static_cast<std::size_t>(k)] != kNoOp) {
           joins.push_back(
               {b.marker(autograd[static_cast<std::size_t>(k)], ids[static_cast<std::size_t>(k)],
-                        "autograd done", {}, "backward"),
+                        "autograd done", {}, Phase::kBackward),
                DepKind::kHostWaits});
         }
       }
-      b.marker(main, ids.front(), "backward() returns", std::move(joins), "backward");
+      b.marker(main, ids.front(), "backward() returns", std::move(joins), Phase::kBackward);
       if (s.training.del_temporaries) {
         release_output_and_input(b, layout, last_lane, out, in.bytes);
       } else {
@@ -298,12 +298,12 @@ Program lower_model_parallel(const Scenario& s) {
       const OptimizerCost cost = optimizer_cost(s.training, pb, np);
       const OpId o = b.compute(lane, op_names::optimizer_step(s.training.optimizer),
                                ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
-                               b.fp8().before_optimizer(b, lane, {}), "optimizer");
+                               b.fp8().before_optimizer(b, lane, {}), Phase::kOptimizer);
       if (np > 0)
         b.release(main, lane.stream, g, MemCategory::kGrads, np * pb.grads, ".grad (zero_grad)");
       ends.push_back({o, DepKind::kHostWaits});
     }
-    b.marker(main, ids.front(), "loss.item()", std::move(ends), "sync");
+    b.marker(main, ids.front(), "loss.item()", std::move(ends), Phase::kSync);
     for (const auto& [out, input] : kept)
       release_output_and_input(b, layout, last_lane, out, input);
     emit_step_end_on_devices(b, layout, last_lane, step, samples);

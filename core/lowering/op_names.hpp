@@ -1,7 +1,8 @@
-// The names and phases of the ops (and the groups and processes) the parallel lowerings emit
-// (pipeline, tensor_parallel, 3d, zero, fsdp; docs/program.md), made in one place: Op::name and
-// Op::phase are strings today, and this is the one file to change when they become enums or
-// interned names.
+// The names of the ops (and the groups and processes) the parallel lowerings emit (pipeline,
+// tensor_parallel, 3d, zero, fsdp; docs/program.md, "Names"), made in one place. An op's name is a
+// NameRef of borrowed pieces that the op factory interns into the Program's pool: no std::string
+// is built per op (the pieces outlive the factory call: literals, the layer's name, the pass's
+// micro-batch prefix). Groups and processes, made once each, are plain strings.
 #pragma once
 
 #include <cstdint>
@@ -12,29 +13,21 @@
 
 namespace csim::core {
 
-// Op::phase of the step's ops.
-enum class StepPhase : std::uint8_t {
-  kForward,
-  kBackward,
-  kRecompute,  // a forward re-run right before the backward that needs it
-  kLoss,
-  kOptimizer,
-  kSync,
-  kMemory,
-};
-const char* phase_name(StepPhase p);
+// Op::phase of the step's ops (core/program.hpp): kForward, kBackward, kRecompute, kLoss,
+// kOptimizer, kSync, kMemory.
+using StepPhase = Phase;
 
 namespace op_names {
 
 // "mb3 " in front of a micro-batch's ops when a step has several micro-batches, else "".
 std::string micro_prefix(int micro, std::int64_t micro_batches);
 // A layer's kernel: "mb3 h.0.attn.qkv.fwd", ".bwd", ".recompute".
-std::string layer_kernel(const std::string& prefix, const std::string& layer, StepPhase p);
+NameRef layer_kernel(const std::string& prefix, const std::string& layer, StepPhase p);
 // A collective of a parallel dimension: "tp all_reduce", "dp all_reduce grads",
 // "zero all_gather params" (dim "tp", "dp", "zero"; what "" / "grads" / "params").
-std::string collective(const char* dim, CollectiveKind k, const char* what);
+NameRef collective(const char* dim, CollectiveKind k, const char* what);
 // A pipeline transfer: "send activations", "recv gradients".
-std::string p2p(bool send, bool forward);
+NameRef p2p(bool send, bool forward);
 // Its 2-GPU group: "pp activations 3->4".
 std::string p2p_group(bool forward, int src_rank, int dst_rank);
 // A dimension's group at one position of the others: "tp (dp 1, pp 0)", "dp (tp 3, pp 1)".
@@ -42,7 +35,7 @@ std::string dim_group(const char* dim, const char* other, int other_index, int s
 // The process of a rank of the grid: "python rank 5 (dp 0, tp 1, pp 1)".
 std::string rank_process(int rank, int dp, int tp, int pp);
 // optimizer.step() on every strategy: "optimizer.step (adam)".
-std::string optimizer_step(OptimizerKind k);
+NameRef optimizer_step(OptimizerKind k);
 
 }  // namespace op_names
 }  // namespace csim::core

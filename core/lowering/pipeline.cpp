@@ -202,7 +202,7 @@ class PipelinePiece final : public ParallelPiece {
         r.last_compute = b_.compute(
             Lane{r.thread, r.gpu, r.compute}, sp.prefix + "loss", ComputeKind::kElementwise,
             5.0 * static_cast<double>(logits) / dtype_bytes(e_.precision().compute), logits, 3,
-            true, {}, phase_name(StepPhase::kLoss), e_.spec().micro_batch_size);
+            true, {}, StepPhase::kLoss, e_.spec().micro_batch_size);
       }
       return;
     }

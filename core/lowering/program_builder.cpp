@@ -84,29 +84,29 @@ OpId ProgramBuilder::add(Op op) {
 namespace {
 
 // The fields every op has: kind, name, where it is issued and runs, host costs, deps, phase.
-Op base_op(OpKind kind, std::string name, int thread, int stream, int gpu, TimeNs python,
-           TimeNs dispatch, std::vector<Dep> deps, std::string phase) {
+Op base_op(OpKind kind, NameId name, int thread, int stream, int gpu, TimeNs python,
+           TimeNs dispatch, std::vector<Dep> deps, Phase phase) {
   Op op;
   op.kind = kind;
-  op.name = std::move(name);
+  op.name = name;
   op.thread = thread;
   op.stream = stream;
   op.gpu = gpu;
   op.python_ns = python;
   op.dispatch_ns = dispatch;
   op.deps = std::move(deps);
-  op.phase = std::move(phase);
+  op.phase = phase;
   return op;
 }
 
 }  // namespace
 
-OpId ProgramBuilder::compute(const Lane& l, std::string name, ComputeKind kind, double flops,
+OpId ProgramBuilder::compute(const Lane& l, const NameRef& name, ComputeKind kind, double flops,
                              Bytes bytes, double framework_ops, bool python, std::vector<Dep> deps,
-                             std::string phase, std::int64_t batch) {
-  Op op = base_op(OpKind::kCompute, std::move(name), l.thread, l.stream, l.gpu,
+                             Phase phase, std::int64_t batch) {
+  Op op = base_op(OpKind::kCompute, name.intern(p_.names), l.thread, l.stream, l.gpu,
                   python ? python_ns(framework_ops) : 0, dispatch_ns(framework_ops),
-                  std::move(deps), std::move(phase));
+                  std::move(deps), phase);
   op.compute_kind = kind;
   op.dtype = precision().compute;
   op.flops = flops;
@@ -121,23 +121,23 @@ void ProgramBuilder::set_layer_efficiency(OpId op, const LayerSpec& layer, bool 
       fused_attention_max_efficiency(s_.cluster.gpu, layer.fused_attention, backward);
 }
 
-OpId ProgramBuilder::copy(int thread, int stream, int gpu, std::string name, CopyKind kind,
-                          Bytes bytes, int src_gpu, std::vector<Dep> deps, std::string phase,
+OpId ProgramBuilder::copy(int thread, int stream, int gpu, const NameRef& name, CopyKind kind,
+                          Bytes bytes, int src_gpu, std::vector<Dep> deps, Phase phase,
                           TimeNs python, TimeNs dispatch) {
-  Op op = base_op(OpKind::kCopy, std::move(name), thread, stream, gpu, python, dispatch,
-                  std::move(deps), std::move(phase));
+  Op op = base_op(OpKind::kCopy, name.intern(p_.names), thread, stream, gpu, python, dispatch,
+                  std::move(deps), phase);
   op.copy_kind = kind;
   op.bytes = bytes;
   op.peer_gpu = src_gpu;
   return add(std::move(op));
 }
 
-OpId ProgramBuilder::collective(int thread, int stream, int gpu, std::string name,
+OpId ProgramBuilder::collective(int thread, int stream, int gpu, const NameRef& name,
                                 CollectiveKind kind, int group, int root, int instance, Bytes bytes,
-                                std::vector<Dep> deps, std::string phase, TimeNs python,
+                                std::vector<Dep> deps, Phase phase, TimeNs python,
                                 TimeNs dispatch) {
-  Op op = base_op(OpKind::kCollective, std::move(name), thread, stream, gpu, python, dispatch,
-                  std::move(deps), std::move(phase));
+  Op op = base_op(OpKind::kCollective, name.intern(p_.names), thread, stream, gpu, python, dispatch,
+                  std::move(deps), phase);
   op.collective = kind;
   op.dtype = precision().compute == Dtype::kTf32 ? Dtype::kFp32 : precision().compute;
   op.group = group;
@@ -148,31 +148,31 @@ OpId ProgramBuilder::collective(int thread, int stream, int gpu, std::string nam
 }
 
 OpId ProgramBuilder::alloc(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
-                           std::string name) {
-  Op op = base_op(OpKind::kAlloc, std::move(name), thread, stream, gpu, 0, 0, {}, "memory");
+                           const NameRef& name) {
+  Op op = base_op(OpKind::kAlloc, name.intern(p_.names), thread, stream, gpu, 0, 0, {}, Phase::kMemory);
   op.mem_category = cat;
   op.bytes = bytes;
   return add(std::move(op));
 }
 
 OpId ProgramBuilder::release(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
-                             std::string name) {
-  Op op = base_op(OpKind::kFree, std::move(name), thread, stream, gpu, 0, 0, {}, "memory");
+                             const NameRef& name) {
+  Op op = base_op(OpKind::kFree, name.intern(p_.names), thread, stream, gpu, 0, 0, {}, Phase::kMemory);
   op.mem_category = cat;
   op.bytes = bytes;
   return add(std::move(op));
 }
 
-OpId ProgramBuilder::host_work(int thread, int gpu, std::string name, TimeNs python,
-                               TimeNs dispatch, std::vector<Dep> deps, std::string phase) {
-  return add(base_op(OpKind::kHostWork, std::move(name), thread, -1, gpu, python, dispatch,
-                     std::move(deps), std::move(phase)));
+OpId ProgramBuilder::host_work(int thread, int gpu, const NameRef& name, TimeNs python,
+                               TimeNs dispatch, std::vector<Dep> deps, Phase phase) {
+  return add(base_op(OpKind::kHostWork, name.intern(p_.names), thread, -1, gpu, python, dispatch,
+                     std::move(deps), phase));
 }
 
-OpId ProgramBuilder::marker(int thread, int gpu, std::string name, std::vector<Dep> deps,
-                            std::string phase) {
-  return add(base_op(OpKind::kMarker, std::move(name), thread, -1, gpu, 0, 0, std::move(deps),
-                     std::move(phase)));
+OpId ProgramBuilder::marker(int thread, int gpu, const NameRef& name, std::vector<Dep> deps,
+                            Phase phase) {
+  return add(base_op(OpKind::kMarker, name.intern(p_.names), thread, -1, gpu, 0, 0, std::move(deps),
+                     phase));
 }
 
 // [SECTION] Model pieces --------------------------------------------------------------------------
@@ -246,7 +246,7 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
         fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
                             batch, prefix + layer.name, true, std::move(deps));
     OpId c = compute(l, prefix + layer.name + ".fwd", layer.kind, layer.fwd_flops_per_sample * b,
-                     traffic, layer.kernels, true, std::move(deps), "forward", batch);
+                     traffic, layer.kernels, true, std::move(deps), Phase::kForward, batch);
     set_layer_efficiency(c, layer, false);
     fp8_.mark(*this, c, li);
     if (layer.extra_python_us > 0 && s_.host.python)
@@ -283,7 +283,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
                                 batch, prefix + layer.name, hooks, std::move(deps));
     OpId c = compute(l, prefix + layer.name + ".bwd", layer.kind,
                      backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b),
-                     traffic, backward_kernels(layer), hooks, std::move(deps), "backward", batch);
+                     traffic, backward_kernels(layer), hooks, std::move(deps), Phase::kBackward, batch);
     set_layer_efficiency(c, layer, true);
     fp8_.mark(*this, c, i);
     bw.layer_ops.push_back(c);
@@ -311,7 +311,7 @@ OpId ProgramBuilder::optimizer_step(const Lane& l, std::vector<Dep> deps, bool f
   // parameter tensor on top of the kernels (one tensor per layer here).
   const double py_ops = kernels + static_cast<double>(s_.model.layers.size());
   OpId id = compute(l, op_names::optimizer_step(s_.training.optimizer), ComputeKind::kElementwise,
-                    cost.flops, cost.traffic, kernels, true, std::move(deps), "optimizer");
+                    cost.flops, cost.traffic, kernels, true, std::move(deps), Phase::kOptimizer);
   p_.ops[id].python_ns = python_ns(py_ops);
   return id;
 }
@@ -346,7 +346,7 @@ OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_b
   // element (4-byte elements), 3 framework ops of Python.
   const double elems = static_cast<double>(out_bytes) / 4.0;
   return b.compute(l, "loss", ComputeKind::kElementwise, 5.0 * elems, out_bytes, 3, true,
-                   std::move(deps), "loss", batch);
+                   std::move(deps), Phase::kLoss, batch);
 }
 
 void release_after_backward(ProgramBuilder& b, const Lane& l, Bytes out_bytes, Bytes input_bytes) {
@@ -364,7 +364,7 @@ OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> 
   if (grads_to_free > 0)
     b.release(l.thread, l.stream, l.gpu, MemCategory::kGrads, grads_to_free, ".grad (zero_grad)");
   // loss.item() for logging synchronises the host with the GPU: the step ends here.
-  return b.marker(l.thread, l.gpu, "loss.item()", {{opt, DepKind::kHostWaits}}, "sync");
+  return b.marker(l.thread, l.gpu, "loss.item()", {{opt, DepKind::kHostWaits}}, Phase::kSync);
 }
 
 std::int64_t autograd_graph_nodes(const Scenario& s) {
@@ -398,7 +398,7 @@ void emit_step_end(ProgramBuilder& b, const Lane& l, int step, std::int64_t batc
   if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
     // After loss.item() the host has waited for the step's GPU work; empty_cache releases every
     // fully free cached segment (core/caching_allocator.hpp).
-    b.marker(l.thread, l.gpu, kEmptyCacheOpName, {}, "memory");
+    b.marker(l.thread, l.gpu, kEmptyCacheOpName, {}, Phase::kMemory);
   }
 }
 
@@ -435,7 +435,7 @@ FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
   OpId got;
   if (worker_threads_.empty()) {
     got = b_.host_work(main.thread, main.gpu, "load batch " + std::to_string(k),
-                       s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns, {}, "data");
+                       s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns, {}, Phase::kData);
   } else {
     const int n = static_cast<int>(worker_threads_.size());
     const int w = k % n;
@@ -445,15 +445,15 @@ FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
     if (k - ahead >= 0) deps.push_back({consumed_[k - ahead], DepKind::kHostWaits});
     const OpId load = b_.host_work(worker_threads_[w], main.gpu, "load batch " + std::to_string(k),
                                    s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns,
-                                   std::move(deps), "data");
+                                   std::move(deps), Phase::kData);
     got = b_.marker(main.thread, main.gpu, "next(loader) batch " + std::to_string(k),
-                    {{load, DepKind::kHostWaits}}, "data");
+                    {{load, DepKind::kHostWaits}}, Phase::kData);
   }
   if (ld.pin_memory) {
     // The batch is copied into page-locked memory (GIL released) before the async H2D copy.
     const TimeNs pin_ns = round_to_ns(static_cast<double>(bytes) / s.host.host_memcpy_bytes_per_s);
     got = b_.host_work(main.thread, main.gpu, "pin_memory batch " + std::to_string(k), 0, pin_ns,
-                       {}, "data");
+                       {}, Phase::kData);
   }
   consumed_.push_back(got);
   const bool pinned = ld.pin_memory;
@@ -462,10 +462,10 @@ FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
   b_.alloc(main.thread, stream, gpu_, MemCategory::kActivations, bytes, "input batch");
   const OpId cp =
       b_.copy(main.thread, stream, gpu_, "input H2D (" + std::string(to_string(kind)) + ")", kind,
-              bytes, -1, {}, "data", b_.python_ns(1), b_.dispatch_ns(1));
+              bytes, -1, {}, Phase::kData, b_.python_ns(1), b_.dispatch_ns(1));
   if (!pinned) {
     // A pageable copy returns to the host only when done (cudaMemcpy semantics).
-    b_.marker(main.thread, main.gpu, "wait pageable copy", {{cp, DepKind::kHostWaits}}, "data");
+    b_.marker(main.thread, main.gpu, "wait pageable copy", {{cp, DepKind::kHostWaits}}, Phase::kData);
   }
   return FedBatch{cp, bytes};
 }

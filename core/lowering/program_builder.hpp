@@ -42,6 +42,8 @@ class ProgramBuilder {
   // Precision "fp8": the casts and amax kernels around the FP8 GEMMs (docs/fp8.md).
   Fp8Lowering& fp8() { return fp8_; }
   Program take() { return std::move(p_); }
+  // The Program's name pool (Op::name; docs/program.md, "Names").
+  StringPool& names() { return p_.names; }
 
   // [SECTION] Structure
   int add_process(int node, std::string name, bool runs_python);
@@ -58,20 +60,20 @@ class ProgramBuilder {
 
   // [SECTION] Op factories; every factory returns the new op's id.
   OpId add(Op op);
-  OpId compute(const Lane& l, std::string name, ComputeKind kind, double flops, Bytes bytes,
-               double framework_ops, bool python, std::vector<Dep> deps, std::string phase,
+  OpId compute(const Lane& l, const NameRef& name, ComputeKind kind, double flops, Bytes bytes,
+               double framework_ops, bool python, std::vector<Dep> deps, Phase phase,
                std::int64_t batch = -1);
-  OpId copy(int thread, int stream, int gpu, std::string name, CopyKind kind, Bytes bytes,
-            int src_gpu, std::vector<Dep> deps, std::string phase, TimeNs python_ns,
+  OpId copy(int thread, int stream, int gpu, const NameRef& name, CopyKind kind, Bytes bytes,
+            int src_gpu, std::vector<Dep> deps, Phase phase, TimeNs python_ns,
             TimeNs dispatch_ns);
-  OpId collective(int thread, int stream, int gpu, std::string name, CollectiveKind kind, int group,
-                  int root, int instance, Bytes bytes, std::vector<Dep> deps, std::string phase,
+  OpId collective(int thread, int stream, int gpu, const NameRef& name, CollectiveKind kind, int group,
+                  int root, int instance, Bytes bytes, std::vector<Dep> deps, Phase phase,
                   TimeNs python_ns, TimeNs dispatch_ns);
-  OpId alloc(int thread, int stream, int gpu, MemCategory cat, Bytes bytes, std::string name);
-  OpId release(int thread, int stream, int gpu, MemCategory cat, Bytes bytes, std::string name);
-  OpId host_work(int thread, int gpu, std::string name, TimeNs python_ns, TimeNs dispatch_ns,
-                 std::vector<Dep> deps, std::string phase);
-  OpId marker(int thread, int gpu, std::string name, std::vector<Dep> deps, std::string phase);
+  OpId alloc(int thread, int stream, int gpu, MemCategory cat, Bytes bytes, const NameRef& name);
+  OpId release(int thread, int stream, int gpu, MemCategory cat, Bytes bytes, const NameRef& name);
+  OpId host_work(int thread, int gpu, const NameRef& name, TimeNs python_ns, TimeNs dispatch_ns,
+                 std::vector<Dep> deps, Phase phase);
+  OpId marker(int thread, int gpu, const NameRef& name, std::vector<Dep> deps, Phase phase);
 
   // [SECTION] Model pieces
   PrecisionBytes precision() const;

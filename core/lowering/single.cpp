@@ -36,14 +36,14 @@ Program lower_single(const Scenario& s) {
       const ForwardOps fwd = b.forward(lane, micro[m], {{in.copy, DepKind::kStreamWaits}}, "");
       const OpId loss = emit_loss(b, lane, micro[m], fwd.output_bytes, {});
       // backward(): autograd's device thread starts once the main thread handed it the graph.
-      const OpId go = b.marker(main, gpu, "loss.backward()", {}, "backward");
+      const OpId go = b.marker(main, gpu, "loss.backward()", {}, Phase::kBackward);
       if (m == 0) {
         const OpId g = b.alloc(autograd, compute, gpu, MemCategory::kGrads, b.grad_bytes(), ".grad");
         p.ops[g].deps = {{go, DepKind::kHostWaits}};
       }
       b.backward(bwd_lane, micro[m], fwd, {{loss, DepKind::kStreamWaits}, {go, DepKind::kHostWaits}}, "", {});
-      const OpId done = b.marker(autograd, gpu, "autograd done", {}, "backward");
-      b.marker(main, gpu, "backward() returns", {{done, DepKind::kHostWaits}}, "backward");
+      const OpId done = b.marker(autograd, gpu, "autograd done", {}, Phase::kBackward);
+      b.marker(main, gpu, "backward() returns", {{done, DepKind::kHostWaits}}, Phase::kBackward);
       if (s.training.del_temporaries) {
         release_after_backward(b, lane, fwd.output_bytes, in.bytes);
       } else {

@@ -202,7 +202,7 @@ AppendStats append_to_trace(const std::vector<Record>& records, const core::Prog
     e.cls = prof::classify(e.cat, e.name);
     e.op_id = r.op_id;
     e.correlation = shifted(r.correlation);
-    if (const core::Op* op = op_of(program, r.op_id)) e.args.push_back({"op", op->name});
+    if (const core::Op* op = op_of(program, r.op_id)) e.args.push_back({"op", program.name_of(*op)});
     if (r.kind != RecordKind::kKernel)
       e.args.push_back({"bytes", static_cast<std::int64_t>(r.bytes)});
     if (!r.copy_kind.empty()) e.args.push_back({"cupti_copy_kind", r.copy_kind});

@@ -22,7 +22,7 @@ inline core::Op& add_op(core::Program& p, core::OpKind kind, const std::string& 
   core::Op op;
   op.id = static_cast<core::OpId>(p.ops.size());
   op.kind = kind;
-  op.name = name;
+  op.name = p.names.intern(name);
   op.thread = thread;
   op.stream = stream;
   op.gpu = gpu;

@@ -365,7 +365,7 @@ TEST_CASE("GEMMs in every dtype, and one above the operand cap, run", "[gpu]") {
   for (const Op& op : p.ops) {
     TimeNs s = -1, e = -1;
     REQUIRE(rt->op_interval(op.id, &s, &e));
-    INFO(op.name << ": " << (e - s) << " ns");
+    INFO(p.name_of(op) << ": " << (e - s) << " ns");
     CHECK(e > s);
   }
 }
@@ -484,7 +484,7 @@ TEST_CASE("every collective kind on two GPUs, each GPU's op from its own thread"
   for (const Op& op : p.ops) {
     TimeNs s = -1, e = -1;
     REQUIRE(rt->op_interval(op.id, &s, &e));
-    INFO(op.name << " on GPU " << op.gpu << ": " << (e - s) << " ns");
+    INFO(p.name_of(op) << " on GPU " << op.gpu << ": " << (e - s) << " ns");
     CHECK(e > s);
   }
 }

@@ -1168,7 +1168,8 @@ void inline_cluster_file(json& doc, const std::string& file) {
     path = file.substr(0, slash + 1) + path;
   json cluster = read_cluster_document(path);
   if (!cluster.is_object())
-    throw InputError(path, "", "a cluster file must be a JSON object, got " + describe_value(cluster),
+    throw InputError(path, "",
+                     "a cluster file must be a JSON object, got " + describe_value(cluster),
                      "see scenarios/clusters/dgx_a100.json");
   doc["cluster"] = std::move(cluster);
 }

@@ -31,9 +31,9 @@ struct DtypeName {
   const char* name;
   int bytes;
 };
-constexpr DtypeName kDtypes[] = {{"int8", 1},    {"uint8", 1},    {"int32", 4},    {"uint32", 4},
-                                 {"int64", 8},   {"uint64", 8},   {"half", 2},     {"float", 4},
-                                 {"double", 8},  {"bfloat16", 2}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1}};
+constexpr DtypeName kDtypes[] = {{"int8", 1},   {"uint8", 1},    {"int32", 4},    {"uint32", 4},
+                                 {"int64", 8},  {"uint64", 8},   {"half", 2},     {"float", 4},
+                                 {"double", 8}, {"bfloat16", 2}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1}};
 
 bool rooted(core::CollectiveKind k) {
   return k == core::CollectiveKind::kBroadcast || k == core::CollectiveKind::kReduce;
@@ -83,9 +83,9 @@ std::string fit(double v, int width) {
 core::CollectiveKind parse_collective_op(const std::string& name, const std::string& option) {
   const std::string n = lower(name);
   const core::CollectiveKind kinds[] = {
-      core::CollectiveKind::kAllReduce, core::CollectiveKind::kAllGather,
+      core::CollectiveKind::kAllReduce,     core::CollectiveKind::kAllGather,
       core::CollectiveKind::kReduceScatter, core::CollectiveKind::kBroadcast,
-      core::CollectiveKind::kReduce, core::CollectiveKind::kAllToAll};
+      core::CollectiveKind::kReduce,        core::CollectiveKind::kAllToAll};
   for (core::CollectiveKind k : kinds)
     if (n == op_name(k)) return k;
   bad_option(option, "unknown collective '" + name + "'",
@@ -143,7 +143,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchRequest& rq) {
                "int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, "
                "fp8_e4m3 or fp8_e5m2");
   if (rq.min_bytes < 0 || rq.max_bytes < rq.min_bytes)
-    bad_option("-e", "the largest size is below the smallest (-b)", "give -b MIN -e MAX, MIN <= MAX");
+    bad_option("-e", "the largest size is below the smallest (-b)",
+               "give -b MIN -e MAX, MIN <= MAX");
   if (rq.factor < 2 && rq.step_bytes <= 0)
     bad_option("-f", "the sizes would not grow", "give -f 2 (or more), or -i BYTES");
   if (rq.factor < 2 && rq.min_bytes == 0 && rq.step_bytes <= 0)
@@ -184,9 +185,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchRequest& rq) {
     std::int64_t elems = row.count;
     if (per_rank_split(rq.kind)) elems = (row.count / r.ranks) / align * align * r.ranks;
     row.size_bytes = elems * elt;
-    const core::TransferPlan plan =
-        core::plan_collective(topo, params, rq.kind, rq.algo, ranks, root,
-                              static_cast<double>(row.size_bytes));
+    const core::TransferPlan plan = core::plan_collective(
+        topo, params, rq.kind, rq.algo, ranks, root, static_cast<double>(row.size_bytes));
     row.time_ns = plan.predicted_ns;
     row.algo = plan.algo;
     row.proto = plan.proto;
@@ -197,9 +197,9 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchRequest& rq) {
     row.busbw_gb_s = row.algbw_gb_s * core::busbw_factor(rq.kind, r.ranks);
     r.rows.push_back(row);
     if (size > std::numeric_limits<std::int64_t>::max() / 4) break;
-    const std::int64_t next =
-        rq.factor >= 2 ? static_cast<std::int64_t>(static_cast<double>(size) * rq.factor)
-                       : size + rq.step_bytes;
+    const std::int64_t next = rq.factor >= 2
+                                  ? static_cast<std::int64_t>(static_cast<double>(size) * rq.factor)
+                                  : size + rq.step_bytes;
     size = next > size ? next : size + 1;
   }
   return r;
@@ -209,9 +209,9 @@ void print_collective_bench(const CollectiveBenchRequest& rq, const CollectiveBe
                             std::ostream& out) {
   const core::ClusterSpec& c = r.cluster;
   const char* intra = c.p2p ? core::to_string(c.intra.kind) : "pcie, P2P disabled (host staging)";
-  out << "# simrun collective: " << op_name(rq.kind) << " on " << rq.cluster_path << ": "
-      << c.nodes << " node" << (c.nodes == 1 ? "" : "s") << " x " << c.gpus_per_node << " "
-      << c.gpu.name << " (" << intra;
+  out << "# simrun collective: " << op_name(rq.kind) << " on " << rq.cluster_path << ": " << c.nodes
+      << " node" << (c.nodes == 1 ? "" : "s") << " x " << c.gpus_per_node << " " << c.gpu.name
+      << " (" << intra;
   if (c.nodes > 1)
     out << "; " << c.nics_per_node << " NICs x " << c.nic_bytes_per_s / 1e9 << " GB/s "
         << core::to_string(c.nic.stack) << ", " << core::nic_latency_ns(c.nic) / 1e3
@@ -229,10 +229,10 @@ void print_collective_bench(const CollectiveBenchRequest& rq, const CollectiveBe
   out << line;
   double busbw_sum = 0;
   for (const CollectiveBenchRow& row : r.rows) {
-    const std::string algo = row.algo == core::CollectiveAlgo::kAuto
-                                 ? std::string("p2p")
-                                 : std::string(core::to_string(row.algo)) + "/" +
-                                       core::to_string(row.proto);
+    const std::string algo =
+        row.algo == core::CollectiveAlgo::kAuto
+            ? std::string("p2p")
+            : std::string(core::to_string(row.algo)) + "/" + core::to_string(row.proto);
     std::snprintf(line, sizeof line, "%12lld  %12lld  %8s  %6s  %6d  %7s  %6s  %6s  %s\n",
                   static_cast<long long>(row.size_bytes), static_cast<long long>(row.count),
                   rq.dtype.c_str(), reduces(rq.kind) ? "sum" : "none", rooted(rq.kind) ? 0 : -1,

@@ -12,27 +12,28 @@
 
 #include "core/program.hpp"
 #include "core/scenario.hpp"
+#include "core/units.hpp"
 
 namespace csim::run {
 
 struct CollectiveBenchRequest {
-  std::string cluster_path;             // a cluster file (scenarios/clusters/*.json)
-  std::vector<std::string> overrides;   // --set cluster.KEY=VALUE, in order
+  std::string cluster_path;            // a cluster file (scenarios/clusters/*.json)
+  std::vector<std::string> overrides;  // --set cluster.KEY=VALUE, in order
   core::CollectiveKind kind = core::CollectiveKind::kAllReduce;
   core::CollectiveAlgo algo = core::CollectiveAlgo::kAuto;  // NCCL_ALGO; kAuto: NCCL's choice
   core::NcclProto proto = core::NcclProto::kAuto;           // NCCL_PROTO
-  int gpus = 0;                          // ranks; 0 = every GPU of the cluster
-  std::string dtype = "float";           // nccl-tests -d
-  std::int64_t min_bytes = 8;            // -b
-  std::int64_t max_bytes = 128 << 20;    // -e
-  double factor = 2;                     // -f; 0 = step by step_bytes
-  std::int64_t step_bytes = 0;           // -i
+  int gpus = 0;                                             // ranks; 0 = every GPU of the cluster
+  std::string dtype = "float";                              // nccl-tests -d
+  std::int64_t min_bytes = 8;                               // -b
+  std::int64_t max_bytes = 128 << 20;                       // -e
+  double factor = 2;                                        // -f; 0 = step by step_bytes
+  std::int64_t step_bytes = 0;                              // -i
 };
 
 struct CollectiveBenchRow {
   std::int64_t size_bytes = 0;  // nccl-tests "size": the buffer per rank (all-gather: the output)
   std::int64_t count = 0;       // elements of dtype
-  core::TimeNs time_ns = 0;     // predicted time
+  TimeNs time_ns = 0;           // predicted time
   double algbw_gb_s = 0;        // size / time
   double busbw_gb_s = 0;        // algbw x busbw_factor(op, ranks)
   core::CollectiveAlgo algo = core::CollectiveAlgo::kAuto;  // the algorithm the plan chose

@@ -66,9 +66,9 @@ TEST_CASE("cluster.nic: the stack's catalogue latency, or latency_us", "[nic]") 
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("cluster.nic.latency_us") != std::string::npos);
   // ... and none once the latency is given.
-  c = parse_cluster_file(
-      kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=efa", "cluster.nic.latency_us=15"},
-      &warnings);
+  c = parse_cluster_file(kDgxH100,
+                         {"cluster.nodes=2", "cluster.nic.stack=efa", "cluster.nic.latency_us=15"},
+                         &warnings);
   CHECK(warnings.empty());
   CHECK(nic_latency_ns(c.nic) == Approx(15000));
 }
@@ -90,8 +90,8 @@ TEST_CASE("cluster.nic: bad values name the key", "[nic]") {
 TEST_CASE("cluster.p2p false and nccl.p2p_disable stage through host memory", "[staging]") {
   CHECK(parse_cluster_file(kDgxH100).p2p);
   CHECK_FALSE(parse_cluster_file(kDgxH100, {"cluster.p2p=false"}).p2p);
-  const std::string text = scenario_with_cluster(
-      R"({"nodes": 1, "gpus_per_node": 2, "gpu": "A100-SXM4-80GB"})");
+  const std::string text =
+      scenario_with_cluster(R"({"nodes": 1, "gpus_per_node": 2, "gpu": "A100-SXM4-80GB"})");
   CHECK(parse_scenario_string(text, "t.json").cluster.p2p);
   CHECK_FALSE(parse_scenario_string(text, "t.json", {"nccl.p2p_disable=true"}).cluster.p2p);
   CHECK_FALSE(parse_scenario_string(text, "t.json", {"cluster.p2p=false"}).cluster.p2p);

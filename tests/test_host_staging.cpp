@@ -80,9 +80,8 @@ TEST_CASE("P2P disabled on NVSwitch: the GPUs fall back to staged PCIe, no NVLS"
   CHECK(t.route_bandwidth(Endpoint::gpu(0), Endpoint::gpu(5)) == Approx(24e9));
   CommParams nvls;
   nvls.algo = CollectiveAlgo::kNvls;
-  const TransferPlan p =
-      plan_collective(t, nvls, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
-                      {0, 1, 2, 3, 4, 5, 6, 7}, -1, 1e9);
+  const TransferPlan p = plan_collective(t, nvls, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
+                                         {0, 1, 2, 3, 4, 5, 6, 7}, -1, 1e9);
   CHECK(p.algo != CollectiveAlgo::kNvls);
 }
 
@@ -125,8 +124,9 @@ TEST_CASE("add_host_staging: steps x staged share x the first chunk's copy in", 
   CHECK(add_host_staging(t, plan, CollectiveKind::kSendRecv, {0, 1}).latency_ns == 10000);
 }
 
-TEST_CASE("staged 2-GPU all-reduce: twice the bridge time plus the fill, as the flow network runs it",
-          "[staging]") {
+TEST_CASE(
+    "staged 2-GPU all-reduce: twice the bridge time plus the fill, as the flow network runs it",
+    "[staging]") {
   const double S = 64.0 * 1024 * 1024;
   const Topology off(pcie_pair(4, false)), on(pcie_pair(4, true));
   const TransferPlan a = plan_collective(off, ring_simple(), CollectiveKind::kAllReduce,

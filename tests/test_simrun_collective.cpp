@@ -98,7 +98,8 @@ TEST_CASE("simrun collective: the times are plan_collective's, the simulator's o
   CHECK(rows[0].algo.rfind("ring/", 0) == 0);
 }
 
-TEST_CASE("simrun collective: all_gather splits the buffer as nccl-tests does", "[cli][collective]") {
+TEST_CASE("simrun collective: all_gather splits the buffer as nccl-tests does",
+          "[cli][collective]") {
   const test::CliResult r =
       test::run_simrun({"collective", kDgxH100, "--op", "all_gather", "-b", "1000", "-e", "1000"});
   INFO(r.err);

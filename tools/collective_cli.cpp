@@ -11,7 +11,8 @@ namespace csim::app {
 int collective_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{
       "simrun collective: one collective alone on a cluster, as nccl-tests runs it, timed by the "
-      "simulator's collective cost model; prints nccl-tests' columns per size (docs/collective.md).\n"
+      "simulator's collective cost model; prints nccl-tests' columns per size "
+      "(docs/collective.md).\n"
       "Example: simrun collective scenarios/clusters/dgx_h100.json --op all_reduce -b 1M -e 8G "
       "-f 2 --gpus 16",
       "simrun collective"};

@@ -241,10 +241,13 @@ void collective(Row& r, const json& c) {
     r.how = "ClusterSpec: 2 GPUs, NVLink bridge 2 links x 25 GB/s, all_reduce 64 MiB, auto";
     set_status(r, two.busbw / pub - 1);
   } else if (id == "nccl_2x4070tis_pcie_latency") {
-    const ClusterSpec cs = gpu_pair(IntraNodeKind::kPcie, 4);
+    // GeForce: no P2P, so NCCL stages through host memory (docs/cost-model.md, "Host staging").
+    ClusterSpec cs = gpu_pair(IntraNodeKind::kPcie, 4);
+    cs.p2p = false;
     const Coll x = predict(Topology(cs), AR, AUTO, 2, 8);
     r.predicted = fmt(x.t_us, 2) + " us (" + x.algo + ")";
-    r.how = "ClusterSpec: 2 GPUs on PCIe 4.0 (no P2P: through the host bridge), all_reduce 8 B";
+    r.how =
+        "ClusterSpec: 2 GPUs on PCIe 4.0, p2p false (staged through host memory), all_reduce 8 B";
     set_status(r, x.t_us / pub - 1);
   } else {
     r.predicted = "—";

@@ -115,6 +115,16 @@ struct LinkDegradation {
   double factor = 1.0;  // (0, 1]
 };
 
+// The inter-node stack NCCL's network transport runs on (docs/scenario.md, "cluster.nic"): it
+// sets the NIC hop's latency (core/nic_stack.hpp has the catalogue and its sources).
+enum class NicStack { kInfiniband, kRoce, kGpudirectTcpx, kGpudirectTcpxo, kEfa };
+const char* to_string(NicStack s);
+
+struct NicSpec {
+  NicStack stack = NicStack::kInfiniband;
+  double latency_ns = 0;  // per NIC hop (alpha); 0 = the stack's catalogue latency
+};
+
 struct ClusterSpec {
   int nodes = 1;
   int gpus_per_node = 1;
@@ -123,6 +133,11 @@ struct ClusterSpec {
   IntraNodeSpec intra;
   int nics_per_node = 0;
   double nic_bytes_per_s = 0;  // per NIC per direction
+  NicSpec nic;                 // stack and per-hop latency of the NICs
+  // GPU peer-to-peer (CUDA P2P over NVLink / PCIe) between the GPUs of a node. false
+  // (cluster.p2p, nccl.p2p_disable): NCCL's SHM transport and peer copies stage every hop through
+  // host memory (docs/cost-model.md, "Host staging").
+  bool p2p = true;
   FabricSpec fabric;
   std::vector<Straggler> stragglers;
   std::vector<LinkDegradation> degraded_links;

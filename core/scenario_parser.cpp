@@ -27,6 +27,7 @@
 #include "core/gpu_catalog.hpp"
 #include "core/json_diagnostics.hpp"
 #include "core/model_builders.hpp"
+#include "core/parse_cluster_links.hpp"
 #include "core/parse_context.hpp"
 #include "core/parse_fp8.hpp"
 #include "core/parse_hf_model.hpp"
@@ -357,8 +358,8 @@ void parse_heterogeneity(Ctx& ctx, const Obj& o, ClusterSpec& c);  // below
 
 ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
   Obj o(ctx, v, "cluster",
-        {"nodes", "gpus_per_node", "gpu", "reserve", "intra", "nics_per_node", "nic_gbps", "fabric",
-         "stragglers", "degraded_links"});
+        {"nodes", "gpus_per_node", "gpu", "reserve", "intra", "nics_per_node", "nic_gbps", "nic",
+         "p2p", "fabric", "stragglers", "degraded_links"});
   ClusterSpec c;
   c.gpus_per_node = static_cast<int>(o.integer("gpus_per_node", 1, 1, 16));
   // Total GPUs = nodes x gpus_per_node against limits.max_gpus (docs/limits.md).
@@ -404,6 +405,7 @@ ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
                  " nodes needs NICs (nics_per_node >= 1, nic_gbps > 0)",
              "e.g. \"nics_per_node\": 8, \"nic_gbps\": 25 (200 Gb/s HDR InfiniBand)");
   }
+  parse_cluster_links(ctx, o, c);  // core/parse_cluster_links.cpp
   parse_heterogeneity(ctx, o, c);
   return c;
 }
@@ -1158,12 +1160,42 @@ void require_object(const json& doc, const std::string& file) {
   ctx.fail("", "the scenario must be a JSON object, got " + describe_value(doc));
 }
 
+// A cluster file read as strict JSON: the "cluster" section of a scenario on its own
+// (docs/scenario.md, "Cluster files").
+json read_cluster_document(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError(path, "", std::string("cannot read the cluster file: ") + std::strerror(errno),
+                     "check the path (bundled ones: scenarios/clusters/*.json)");
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_json_strict(ss.str(), path);
+}
+
+// "cluster": "FILE" in a scenario: the cluster file's object in its place, FILE relative to the
+// scenario's directory (before the --set overrides, so --set cluster.nodes=N applies to it).
+void inline_cluster_file(json& doc, const std::string& file) {
+  if (!doc.contains("cluster") || !doc["cluster"].is_string()) return;
+  std::string path = doc["cluster"].get<std::string>();
+  const std::size_t slash = file.find_last_of('/');
+  if (!path.empty() && path.front() != '/' && slash != std::string::npos)
+    path = file.substr(0, slash + 1) + path;
+  json cluster = read_cluster_document(path);
+  if (!cluster.is_object())
+    throw InputError(path, "",
+                     "a cluster file must be a JSON object, got " + describe_value(cluster),
+                     "see scenarios/clusters/dgx_a100.json");
+  doc["cluster"] = std::move(cluster);
+}
+
 Scenario parse_document(json doc, const std::string& file,
                         const std::vector<FileOverride>& file_overrides,
                         const std::vector<std::string>& overrides) {
   Ctx ctx;
   ctx.file = file;
   require_object(doc, file);
+  inline_cluster_file(doc, file);
   for (const FileOverride& f : file_overrides) apply_file_override(doc, f, ctx);
   for (const std::string& ov : overrides) apply_override(doc, ov, ctx);
 
@@ -1189,7 +1221,9 @@ Scenario parse_document(json doc, const std::string& file,
   pad_vocab_for_tensor_parallel(ctx, doc, sc);
   validate_fp8_scenario(ctx, sc);  // core/parse_fp8.cpp
   if (top.has("nccl")) {
-    Obj n(ctx, top.raw("nccl"), "nccl", {"algo", "proto"});
+    Obj n(ctx, top.raw("nccl"), "nccl", {"algo", "proto", "p2p_disable"});
+    // NCCL_P2P_DISABLE=1: the cluster's GPUs stage through host memory (docs/scenario.md, "nccl").
+    if (n.boolean("p2p_disable", false)) sc.cluster.p2p = false;
     // The index of the choice is the enum value (core/scenario.hpp).
     sc.nccl.algo = static_cast<CollectiveAlgo>(n.choice("algo", collective_algo_names(), 0));
     sc.nccl.proto = static_cast<NcclProto>(n.choice("proto", nccl_proto_names(), 0));
@@ -1256,6 +1290,26 @@ void check_trace_limit(const Scenario& sc) {
 
 Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
   return parse_document(read_scenario_document(path), path, {}, overrides);
+}
+
+// The cluster file as the "cluster" of an otherwise empty document: overrides and messages use
+// the scenario's paths (cluster.nodes), so a cluster file reads exactly as a scenario's cluster.
+ClusterSpec parse_cluster_file(const std::string& path, const std::vector<std::string>& overrides,
+                               std::vector<std::string>* warnings) {
+  Ctx ctx;
+  ctx.file = path;
+  json doc = json::object();
+  doc["cluster"] = read_cluster_document(path);
+  for (const std::string& ov : overrides) {
+    if (ov.rfind("cluster.", 0) != 0)
+      throw InputError("--set " + ov.substr(0, ov.find('=')), "",
+                       "a cluster file only has cluster.* keys",
+                       "e.g. --set cluster.nodes=4 or --set cluster.nic.latency_us=12");
+    apply_override(doc, ov, ctx);
+  }
+  ClusterSpec c = parse_cluster(ctx, doc["cluster"]);
+  if (warnings != nullptr) *warnings = std::move(ctx.warnings);
+  return c;
 }
 
 }  // namespace csim::core

@@ -52,6 +52,14 @@ Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& n
                                  const std::vector<FileOverride>& file_overrides,
                                  const std::vector<std::string>& overrides);
 
+// A cluster file (docs/scenario.md, "Cluster files"; scenarios/clusters/*.json): a scenario's
+// "cluster" object on its own, validated by the same code. `overrides` are "cluster.KEY=VALUE"
+// (--set cluster.nodes=4); messages name the JSON paths as in a scenario (cluster.nodes).
+// Accepted-but-noteworthy input goes to `warnings` when given.
+ClusterSpec parse_cluster_file(const std::string& path,
+                               const std::vector<std::string>& overrides = {},
+                               std::vector<std::string>* warnings = nullptr);
+
 // For a front end that writes the run's trace: throws InputError when the parser's estimate of
 // its events (Scenario::estimated_trace_events) exceeds limits.max_trace_events, naming the key
 // that reduces it most directly and every other lever (docs/limits.md, "Trace size"). Runs that

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <limits>
 
+#include "core/cost/host_staging.hpp"
 #include "core/error.hpp"
+#include "core/nic_stack.hpp"
 
 namespace csim::core {
 
@@ -56,6 +58,15 @@ Topology::Topology(const ClusterSpec& cluster, const LinkParams& params)
       nics_per_node_(cluster.nics_per_node),
       fabric_(cluster.fabric) {
   CSIM_ASSERT(nodes_ >= 1 && gpus_per_node_ >= 1);
+  // The NIC hop's latency comes from the cluster (cluster.nic: its latency_us, else its stack's
+  // catalogue latency, core/nic_stack.cpp); a ClusterSpec built in code without one keeps the
+  // LinkParams figure (the InfiniBand fit).
+  if (cluster.nic.latency_ns > 0 || cluster.nic.stack != NicStack::kInfiniband)
+    params_.nic_alpha_ns = nic_latency_ns(cluster.nic);
+  // P2P disabled: no GPU reaches another over NVLink / NVSwitch / PCIe P2P; every intra-node hop
+  // is staged through host memory (docs/cost-model.md, "Host staging"), so NCCL sees a PCIe node.
+  p2p_ = cluster.p2p;
+  if (!p2p_) intra_kind_ = IntraNodeKind::kPcie;
   build(cluster);
 }
 
@@ -160,6 +171,14 @@ void Topology::build(const ClusterSpec& c) {
                 : add_link(pre + "nvlink " + std::to_string(a) + "->" + std::to_string(b),
                            LinkKind::kNvlink, nvlinks[a * g + b] * in.nvlink_bytes_per_s_per_link,
                            n);
+    // Host staging (docs/cost-model.md, "Host staging"): one link per node that every staged byte
+    // crosses once, standing for its two crossings of the host bridge (written in, read out),
+    // which share the bridge's bandwidth: capacity = bridge / 2, no latency of its own.
+    if (!p2p_) {
+      staging_.push_back(add_link(pre + "host.staging", LinkKind::kHostBridge,
+                                  host_staging_link_bytes_per_s(bridge_rate), n));
+      links_[staging_.back()].alpha_ns = 0;
+    }
     for (int k = 0; k < nics_per_node_; ++k) {
       const std::string np = pre + "nic" + std::to_string(k);
       nic_up_[n * nics_per_node_ + k] = add_link(np + ".up", LinkKind::kNic, c.nic_bytes_per_s, n);
@@ -197,6 +216,10 @@ void Topology::build(const ClusterSpec& c) {
           r = {bridge_down_[n], pcie_down_[dg]};
         } else if (d == g) {
           r = {pcie_up_[sg], bridge_up_[n]};
+        } else if (!p2p_) {
+          // Staged: copy into host memory (PCIe up, bridge up), then out of it (bridge down,
+          // PCIe down), the host.staging link sharing the bridge between the two copies.
+          r = {pcie_up_[sg], bridge_up_[n], staging_[n], bridge_down_[n], pcie_down_[dg]};
         } else if (in.kind == IntraNodeKind::kNvswitch) {
           r = {nvs_up[sg], nvs_down[dg]};
         } else if (nv[s * g + d] >= 0) {
@@ -294,6 +317,13 @@ double Topology::route_alpha_ns(Endpoint src, Endpoint dst) const {
   double a = 0;
   for (LinkId l : route(src, dst)) a += links_[l].alpha_ns;
   return a;
+}
+
+bool Topology::staged(Endpoint src, Endpoint dst) const {
+  if (p2p_) return false;
+  for (LinkId l : route(src, dst))
+    if (std::find(staging_.begin(), staging_.end(), l) != staging_.end()) return true;
+  return false;
 }
 
 double Topology::route_bandwidth(Endpoint src, Endpoint dst) const {
@@ -408,7 +438,8 @@ std::vector<std::vector<int>> Topology::rings(const std::vector<int>& gpus) cons
   std::vector<int> first = ring_order(gpus);
   const int n = static_cast<int>(first.size());
   constexpr int kMaxRings = 16, kMaxSearchGpus = 16;
-  if (intra_kind_ != IntraNodeKind::kNvlinkMesh || n < 2 || n > kMaxSearchGpus) return {first};
+  if (!p2p_ || intra_kind_ != IntraNodeKind::kNvlinkMesh || n < 2 || n > kMaxSearchGpus)
+    return {first};
   for (int g : gpus)
     if (node_of(g) != node_of(gpus[0])) return {first};
   const int gpn = gpus_per_node_;

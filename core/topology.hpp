@@ -83,6 +83,11 @@ class Topology {
   const GpuSpec& gpu_spec() const { return gpu_; }
   const LinkParams& link_params() const { return params_; }
   IntraNodeKind intra_kind() const { return intra_kind_; }
+  // false: GPU peer-to-peer is disabled (cluster.p2p); intra-node GPU -> GPU routes are staged
+  // through host memory (docs/cost-model.md, "Host staging").
+  bool p2p() const { return p2p_; }
+  // Whether the route src -> dst is staged through host memory (crosses a host.staging link).
+  bool staged(Endpoint src, Endpoint dst) const;
 
   // The directed links a transfer from src to dst crosses, in order. Empty when src == dst.
   // Intra-node routes are precomputed; inter-node routes are built on first use and cached (the
@@ -114,6 +119,8 @@ class Topology {
   GpuSpec gpu_;
   LinkParams params_;
   IntraNodeKind intra_kind_ = IntraNodeKind::kPcie;
+  bool p2p_ = true;
+  std::vector<LinkId> staging_;  // host.staging by node (P2P disabled only)
   int nics_per_node_ = 0;
   std::vector<LinkId> pcie_up_, pcie_down_;      // by global GPU
   std::vector<LinkId> nic_up_, nic_down_;        // by node * nics_per_node + nic

@@ -211,7 +211,43 @@ def fp8_example(c):
             f"{b['mfu']:.3f}, peak memory {pf:.2f} GiB against {pb:.2f} GiB per GPU")
 
 
+def collective_sweep(c, cluster):
+    # docs/collective.md, "Sweeps": all_reduce busbw by size from `simrun collective` for 8, 16,
+    # 64 and 1,024 GPUs, each next to the nccl-tests bound busbw <= B: t >= 2(p-1)/p * S / B, so
+    # busbw = 2(p-1)/p * S / t <= B, with B the node's NICs (nics_per_node x nic_gbps) across nodes
+    # and the GPU's NVSwitch port (nvswitch_gbps) within one node.
+    path = f"scenarios/clusters/{cluster}.json"
+    with open(os.path.join(ROOT, path)) as f:
+        spec = json.load(f)
+    gpn = spec["gpus_per_node"]
+    counts = [8, 16, 64, 1024]
+    bound = {p: spec["intra"]["nvswitch_gbps"] if p <= gpn
+             else spec["nics_per_node"] * spec["nic_gbps"] for p in counts}
+    table = {}
+    for p in counts:
+        out = c.run(["simrun", "collective", path, "--gpus", str(p), "-b", "1M", "-e", "4G",
+                     "-f", "4"])
+        for line in out.splitlines():
+            if line.startswith("#") or not line.strip():
+                continue
+            f = line.split()
+            table.setdefault(int(f[0]), {})[p] = (float(f[7]), f[8])
+
+    def size(b):
+        return f"{b >> 30} GiB" if b >= 1 << 30 else f"{b >> 20} MiB"
+
+    head = "| size | " + " | ".join(f"{p} GPUs (B = {bound[p]:g} GB/s)" for p in counts) + " |"
+    rows = [head, "| --- |" + " --- |" * len(counts)]
+    for b in sorted(table):
+        cells = [f"{table[b][p][0]:.1f} ({100 * table[b][p][0] / bound[p]:.0f} %, "
+                 f"{table[b][p][1]})" for p in counts]
+        rows.append(f"| {size(b)} | " + " | ".join(cells) + " |")
+    return "\n\n" + "\n".join(rows) + "\n\n"
+
+
 FIGURES = {
+    "collective_sweep_dgx_a100": (lambda c: collective_sweep(c, "dgx_a100"), False),
+    "collective_sweep_dgx_h100": (lambda c: collective_sweep(c, "dgx_h100"), False),
     "fp8_example": (fp8_example, False),
     "block_eval_accuracy": (block_eval_accuracy, False),
     "block_eval_speed": (block_eval_speed, True),

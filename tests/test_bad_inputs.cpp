@@ -37,7 +37,8 @@ const std::vector<std::string> kParserKeys = {
     "simulation", "nccl", "limits",
     // cluster
     "cluster.nodes", "cluster.gpus_per_node", "cluster.gpu", "cluster.reserve", "cluster.intra",
-    "cluster.nics_per_node", "cluster.nic_gbps", "cluster.fabric", "cluster.stragglers",
+    "cluster.nics_per_node", "cluster.nic_gbps", "cluster.nic", "cluster.nic.stack",
+    "cluster.nic.latency_us", "cluster.p2p", "cluster.fabric", "cluster.stragglers",
     "cluster.degraded_links", "cluster.gpu.base", "cluster.gpu.name", "cluster.gpu.memory_gib",
     "cluster.gpu.peak_fp32_tflops", "cluster.gpu.peak_tf32_tflops", "cluster.gpu.peak_fp16_tflops",
     "cluster.gpu.peak_bf16_tflops", "cluster.gpu.peak_fp8_tflops", "cluster.gpu.mem_bw_gbps",
@@ -112,7 +113,7 @@ const std::vector<std::string> kParserKeys = {
     "strategy.reduce_dtype", "strategy.replicate", "strategy.distributed_optimizer",
     "strategy.megatron_fsdp",
     // nccl, simulation, limits
-    "nccl.algo", "nccl.proto", "simulation.symmetry", "limits.max_gpus", "limits.max_steps",
+    "nccl.algo", "nccl.proto", "nccl.p2p_disable", "simulation.symmetry", "limits.max_gpus", "limits.max_steps",
     "limits.max_layers", "limits.max_trace_events"};
 
 const fs::path kDir = fs::path(CSIM_SOURCE_DIR) / "tests" / "bad_inputs";

@@ -16,6 +16,7 @@
 #include "run/mpi_launch.hpp"
 #include "run/scenario_loader.hpp"
 #include "tools/calibrate.hpp"
+#include "tools/collective_cli.hpp"
 #include "tools/compare.hpp"
 #include "tools/hpo.hpp"
 #include "tools/oom_advice.hpp"
@@ -91,6 +92,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     return hpo_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   if (!args.empty() && args.front() == "sweep")
     return sweep_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  if (!args.empty() && args.front() == "collective")
+    return collective_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   if (!args.empty() && args.front() == "tune")
     return tune_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   CLI::App app{
@@ -102,7 +105,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
       "profile; see simrun calibrate --help); simrun hpo SCENARIO --space KEY=V1,V2 --trials N "
       "(cost a hyper-parameter search, FIFO or ASHA; see simrun hpo --help); simrun sweep "
       "SCENARIO --grid KEY=V1,V2 (every variant, best first); simrun tune SCENARIO (the fastest "
-      "parallel layout that fits)",
+      "parallel layout that fits); simrun collective CLUSTER --op all_reduce -b 1M -e 8G (one "
+      "collective as nccl-tests runs it; see simrun collective --help)",
       "simrun"};
   std::string scenario_path, trace_path, per_rank_dir, summary_path, backend = "sim";
   std::string device_profile;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "core/cost/host_staging.hpp"
 #include "core/error.hpp"
 
 namespace csim::core {
@@ -301,9 +302,25 @@ TransferPlan best_over_protocols(const CommParams& params, const Make& make) {
 
 // [SECTION] Collectives --------------------------------------------------------------------------
 
+namespace {
+TransferPlan plan_collective_on_links(const Topology& topo, const CommParams& params,
+                                      CollectiveKind kind, CollectiveAlgo algo,
+                                      const std::vector<int>& gpus, int root, double bytes);
+}  // namespace
+
+// P2P disabled: the plan over the staged routes, plus the SHM chunk pipeline's fill
+// (docs/cost-model.md, "Host staging"; core/cost/host_staging.cpp).
 TransferPlan plan_collective(const Topology& topo, const CommParams& params, CollectiveKind kind,
                              CollectiveAlgo algo, const std::vector<int>& gpus, int root,
                              double bytes) {
+  TransferPlan plan = plan_collective_on_links(topo, params, kind, algo, gpus, root, bytes);
+  return topo.p2p() ? plan : add_host_staging(topo, std::move(plan), kind, gpus);
+}
+
+namespace {
+TransferPlan plan_collective_on_links(const Topology& topo, const CommParams& params,
+                                      CollectiveKind kind, CollectiveAlgo algo,
+                                      const std::vector<int>& gpus, int root, double bytes) {
   const int p = static_cast<int>(gpus.size());
   CSIM_ASSERT_MSG(p >= 1, "a collective needs at least one GPU");
   CSIM_ASSERT(bytes >= 0);
@@ -413,6 +430,7 @@ TransferPlan plan_collective(const Topology& topo, const CommParams& params, Col
   CSIM_ASSERT_MSG(false, "unknown collective kind");
   return {};
 }
+}  // namespace
 
 CommParams comm_params_for(const Scenario& s) {
   CommParams c;

@@ -1,0 +1,146 @@
+// cluster.nic (stack, latency_us), cluster.p2p / nccl.p2p_disable and cluster files
+// (docs/scenario.md, "cluster.nic", "cluster.p2p", "Cluster files"); expected values derived in
+// comments.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "core/error.hpp"
+#include "core/nic_stack.hpp"
+#include "core/scenario_parser.hpp"
+#include "core/topology.hpp"
+#include "tests/test_support.hpp"
+
+using namespace csim;
+using namespace csim::core;
+
+namespace {
+
+const std::string kDgxH100 = test::scenario_path("clusters/dgx_h100.json");
+
+std::string scenario_with_cluster(const std::string& cluster) {
+  return R"({"cluster": )" + cluster + R"(,
+    "model": {"layers": [{"type": "linear", "name": "fc", "in": 5, "out": 2}]},
+    "training": {"global_batch": 32, "precision": "fp32", "optimizer": "sgd", "steps": 1},
+    "strategy": {"kind": "ddp"}})";
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("cluster.nic: the stack's catalogue latency, or latency_us", "[nic]") {
+  // The bundled DGX H100 file: InfiniBand, the fitted 9.3 us hop (nccl_2x8h20_ib_latency).
+  ClusterSpec c = parse_cluster_file(kDgxH100, {"cluster.nodes=2"});
+  CHECK(c.nic.stack == NicStack::kInfiniband);
+  CHECK(c.nic.latency_ns == Approx(9300));
+  // GPU 0 -> GPU 8: PCIe up 0.5 + NIC up 9.3 + NIC down 9.3 + PCIe down 0.5 = 19.6 us.
+  CHECK(Topology(c).route_alpha_ns(Endpoint::gpu(0), Endpoint::gpu(8)) == Approx(19600));
+  // latency_us 20: 0.5 + 20 + 20 + 0.5 = 41 us; the NVSwitch hop inside a node is unchanged
+  // (0.35 + 0.35 us).
+  c = parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.latency_us=20"});
+  const Topology t(c);
+  CHECK(t.route_alpha_ns(Endpoint::gpu(0), Endpoint::gpu(8)) == Approx(41000));
+  CHECK(t.route_alpha_ns(Endpoint::gpu(0), Endpoint::gpu(1)) == Approx(700));
+  // InfiniBand (fitted): no warning. RoCE: the same verbs transport, InfiniBand's figure, but no
+  // calibration case measures it: a warning.
+  std::vector<std::string> warnings{"stale"};
+  c = parse_cluster_file(kDgxH100, {"cluster.nodes=2"}, &warnings);
+  CHECK(warnings.empty());
+  c = parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=roce"}, &warnings);
+  CHECK(c.nic.stack == NicStack::kRoce);
+  CHECK(c.nic.latency_ns == Approx(9300));
+  CHECK(warnings.size() == 1);
+  // EFA: no calibrated figure: InfiniBand's placeholder, with a warning naming the key to set.
+  c = parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=efa"}, &warnings);
+  CHECK(c.nic.stack == NicStack::kEfa);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("cluster.nic.latency_us") != std::string::npos);
+  // ... and none once the latency is given.
+  c = parse_cluster_file(kDgxH100,
+                         {"cluster.nodes=2", "cluster.nic.stack=efa", "cluster.nic.latency_us=15"},
+                         &warnings);
+  CHECK(warnings.empty());
+  CHECK(nic_latency_ns(c.nic) == Approx(15000));
+}
+
+TEST_CASE("cluster.nic: bad values name the key", "[nic]") {
+  std::string e = error_of([] { parse_cluster_file(kDgxH100, {"cluster.nic.stack=infiniban"}); });
+  CHECK(e.find("cluster.nic.stack") != std::string::npos);
+  CHECK(e.find("did you mean infiniband") != std::string::npos);
+  e = error_of([] { parse_cluster_file(kDgxH100, {"cluster.nic.latency_us=0"}); });
+  CHECK(e.find("cluster.nic.latency_us") != std::string::npos);
+  e = error_of([] { parse_cluster_file(kDgxH100, {"cluster.nic.jitter_us=1"}); });
+  CHECK(e.find("unknown key 'jitter_us'") != std::string::npos);
+  e = error_of([] { parse_cluster_file(kDgxH100, {"cluster.p2p=maybe"}); });
+  CHECK(e.find("cluster.p2p") != std::string::npos);
+  e = error_of([] { parse_cluster_file(kDgxH100, {"model.layers=2"}); });
+  CHECK(e.find("cluster.* keys") != std::string::npos);
+}
+
+TEST_CASE("cluster.p2p false and nccl.p2p_disable stage through host memory", "[staging]") {
+  CHECK(parse_cluster_file(kDgxH100).p2p);
+  CHECK_FALSE(parse_cluster_file(kDgxH100, {"cluster.p2p=false"}).p2p);
+  const std::string text =
+      scenario_with_cluster(R"({"nodes": 1, "gpus_per_node": 2, "gpu": "A100-SXM4-80GB"})");
+  CHECK(parse_scenario_string(text, "t.json").cluster.p2p);
+  CHECK_FALSE(parse_scenario_string(text, "t.json", {"nccl.p2p_disable=true"}).cluster.p2p);
+  CHECK_FALSE(parse_scenario_string(text, "t.json", {"cluster.p2p=false"}).cluster.p2p);
+}
+
+TEST_CASE("a scenario's cluster may name a cluster file, relative to the scenario", "[cluster]") {
+  const auto d = test::fresh_dir("csim_cluster_file_", "rel");
+  std::filesystem::create_directories(d / "clusters");
+  std::filesystem::copy_file(kDgxH100, d / "clusters" / "dgx_h100.json");
+  {
+    std::ofstream f(d / "s.json");
+    f << scenario_with_cluster(R"("clusters/dgx_h100.json")");
+  }
+  const Scenario s = parse_scenario_file((d / "s.json").string(), {"cluster.nodes=2"});
+  CHECK(s.cluster.nodes == 2);
+  CHECK(s.cluster.gpus_per_node == 8);
+  CHECK(s.cluster.gpu.name == "H100-SXM5-80GB");
+  CHECK(s.cluster.nics_per_node == 8);
+  CHECK(s.cluster.nic_bytes_per_s == Approx(50e9));
+  const std::string e = error_of([&] {
+    std::ofstream f(d / "bad.json");
+    f << scenario_with_cluster(R"("clusters/none.json")");
+    f.close();
+    parse_scenario_file((d / "bad.json").string());
+  });
+  CHECK(e.find("none.json") != std::string::npos);
+  CHECK(e.find("cannot read the cluster file") != std::string::npos);
+}
+
+TEST_CASE("bundled cluster files: the NICs of their sources", "[cluster]") {
+  // scenarios/clusters/README.md: DGX A100 8 x HDR 200 Gb/s (25 GB/s), DGX H100 and HGX H200
+  // 8 x NDR 400 Gb/s (50 GB/s); NVSwitch 300 / 450 GB/s per GPU per direction.
+  struct Want {
+    const char* file;
+    const char* gpu;
+    double nic, nvswitch;
+  };
+  for (const Want& w : {Want{"clusters/dgx_a100.json", "A100-SXM4-80GB", 25e9, 300e9},
+                        Want{"clusters/dgx_h100.json", "H100-SXM5-80GB", 50e9, 450e9},
+                        Want{"clusters/hgx_h200.json", "H200-SXM-141GB", 50e9, 450e9}}) {
+    INFO(w.file);
+    const ClusterSpec c = parse_cluster_file(test::scenario_path(w.file), {"cluster.nodes=4"});
+    CHECK(c.nodes == 4);
+    CHECK(c.gpus_per_node == 8);
+    CHECK(c.gpu.name == w.gpu);
+    CHECK(c.nics_per_node == 8);
+    CHECK(c.nic_bytes_per_s == Approx(w.nic));
+    CHECK(c.intra.kind == IntraNodeKind::kNvswitch);
+    CHECK(c.intra.nvswitch_bytes_per_s == Approx(w.nvswitch));
+    CHECK(c.nic.stack == NicStack::kInfiniband);
+  }
+}

@@ -3,6 +3,7 @@
 // the summary of the trace they come from.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -145,6 +146,29 @@ TEST_CASE("periodic steady state within 1 % of op level", "[block][periodic]") {
       "gpt_pipeline_8xa100.json",
       {"training.global_batch=40", "strategy.schedule=interleaved", "strategy.virtual_stages=2"},
       true, 0.01, 1);
+}
+
+TEST_CASE("periodic steady state: the extension of two short pipelines, exactly",
+          "[block][periodic]") {
+  // GPT-3 175B at batch 1,536 is 96 micro-batches over 8 stages (dp 16, micro-batch 1): the short
+  // pipelines are batches 256 and 384 (16 and 24 micro-batches), lowered here through core::lower
+  // (which validates them), and 96 = 16 + 10 x 8, so every figure is F(16) + 10 (F(24) - F(16)).
+  const std::string file = test::scenario_path("gpt3_175b_1024xa100_3d.json");
+  auto at = [&](const char* batch) {
+    const core::Scenario sc = core::parse_scenario_file(file, {batch});
+    return block::evaluate(sc, core::lower(sc));
+  };
+  const block::EvalResult a = at("training.global_batch=256"), b = at("training.global_batch=384");
+  const block::EvalResult r =
+      block::evaluate_scenario(core::parse_scenario_file(file, {"training.global_batch=1536"}));
+  REQUIRE(r.periodic());
+  CHECK(r.periodic_micro_batches == std::array<int, 2>{16, 24});
+  CHECK(r.step_time_ns == a.step_time_ns + 10 * (b.step_time_ns - a.step_time_ns));
+  CHECK(r.exposed_comm_ns == a.exposed_comm_ns + 10 * (b.exposed_comm_ns - a.exposed_comm_ns));
+  REQUIRE(r.peaks.size() == a.peaks.size());
+  for (std::size_t k = 0; k < r.peaks.size(); ++k)
+    CHECK(r.peaks[k].peak_bytes ==
+          a.peaks[k].peak_bytes + 10 * (b.peaks[k].peak_bytes - a.peaks[k].peak_bytes));
 }
 
 TEST_CASE("periodic steady state: where it does not apply, the Program is lowered whole",

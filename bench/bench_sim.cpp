@@ -82,6 +82,39 @@ std::vector<int> parse_sizes(const std::string& v) {
   return sizes;
 }
 
+// The options of the two GPT-3 modes (argv[1] is the mode): --scenario and --mem-limit-gib for
+// both, and the mode's own, named by the keys `lists` (comma-separated integers) and `ints` start
+// with (their defaults). False, after one line on stderr, on an unknown option or a missing value.
+struct Gpt3Options {
+  std::string scenario = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt3_175b_1024xa100_3d.json";
+  double mem_limit_gib = 16;
+  std::map<std::string, std::vector<int>> lists;
+  std::map<std::string, int> ints;
+};
+
+bool parse_gpt3_options(int argc, char** argv, Gpt3Options& o) {
+  if (argc % 2 != 0) {
+    std::fprintf(stderr, "bench_sim: option %s needs a value\n%s", argv[argc - 1], kUsage);
+    return false;
+  }
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--scenario")
+      o.scenario = v;
+    else if (k == "--mem-limit-gib")
+      o.mem_limit_gib = std::atof(v.c_str());
+    else if (o.lists.count(k))
+      o.lists[k] = parse_sizes(v);
+    else if (o.ints.count(k))
+      o.ints[k] = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "bench_sim: unknown option %s\n%s", k.c_str(), kUsage);
+      return false;
+    }
+  }
+  return true;
+}
+
 // [SECTION] GPT-3 175B scale table
 // -----------------------------------------------------------------
 
@@ -263,25 +296,14 @@ ChildResult run_child(const std::string& scenario, int gpus, bool symmetry, doub
 }
 
 int gpt3_scale_main(int argc, char** argv) {
-  std::string scenario = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt3_175b_1024xa100_3d.json";
-  std::vector<int> sizes{8, 64, 512, 1024, 4096, 16384};
-  int full_up_to = 1024;
-  double mem_limit_gib = 16;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--sizes")
-      sizes = parse_sizes(v);
-    else if (k == "--full-up-to")
-      full_up_to = std::atoi(v.c_str());
-    else if (k == "--scenario")
-      scenario = v;
-    else if (k == "--mem-limit-gib")
-      mem_limit_gib = std::atof(v.c_str());
-    else {
-      std::fprintf(stderr, "bench_sim: unknown option %s\n%s", k.c_str(), kUsage);
-      return 2;
-    }
-  }
+  Gpt3Options o;
+  o.lists["--sizes"] = {8, 64, 512, 1024, 4096, 16384};
+  o.ints["--full-up-to"] = 1024;
+  if (!parse_gpt3_options(argc, argv, o)) return 2;
+  const std::string& scenario = o.scenario;
+  const std::vector<int>& sizes = o.lists["--sizes"];
+  const int full_up_to = o.ints["--full-up-to"];
+  const double mem_limit_gib = o.mem_limit_gib;
   std::printf("GPT-3 175B, one step; scenario %s\n", scenario.c_str());
   std::printf(
       "ops: ops in the Program, which the simulator executes; ops/s = ops / sim_ms (simulator "
@@ -339,28 +361,14 @@ int gpt3_scale_main(int argc, char** argv) {
 // ------------------------------------------------------
 
 int gpt3_published_main(int argc, char** argv) {
-  std::string scenario = std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt3_175b_1024xa100_3d.json";
-  std::vector<int> batches{128, 1536}, full{128};
-  double mem_limit_gib = 16;
-  if (argc % 2 != 0) {
-    std::fprintf(stderr, "bench_sim: option %s needs a value\n%s", argv[argc - 1], kUsage);
-    return 2;
-  }
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--batches")
-      batches = parse_sizes(v);
-    else if (k == "--full")
-      full = parse_sizes(v);
-    else if (k == "--scenario")
-      scenario = v;
-    else if (k == "--mem-limit-gib")
-      mem_limit_gib = std::atof(v.c_str());
-    else {
-      std::fprintf(stderr, "bench_sim: unknown option %s\n%s", k.c_str(), kUsage);
-      return 2;
-    }
-  }
+  Gpt3Options o;
+  o.lists["--batches"] = {128, 1536};
+  o.lists["--full"] = {128};
+  if (!parse_gpt3_options(argc, argv, o)) return 2;
+  const std::string& scenario = o.scenario;
+  const std::vector<int>& batches = o.lists["--batches"];
+  const std::vector<int>& full = o.lists["--full"];
+  const double mem_limit_gib = o.mem_limit_gib;
   std::printf("GPT-3 175B on 1,024 A100s as bundled, one step; scenario %s\n", scenario.c_str());
   std::printf(
       "lower_ms, sim_ms, mem_ms, trace_ms: CPU time of each phase; total_s: child wall; RSS: "
@@ -394,9 +402,11 @@ int gpt3_published_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::fputs(kUsage, stdout);
-    return 0;
+  for (int i = 1; i < argc; ++i) {  // --help anywhere: the usage, no bench
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
   }
   if (argc >= 2 && std::string(argv[1]) == "--gpt3-scale") return gpt3_scale_main(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "--gpt3-published")

@@ -21,7 +21,10 @@ measure() {
   awk '/^write/{print "write_ev_s", $4} /^read /{print "read_ev_s", $4} /^tracediff/{print "tracediff_wall_s", $4; print "tracediff_cpu_s", $5}' "$tmp/io"
   if [[ -x "$d/bench_block_eval" ]]; then
     "$d/bench_block_eval" --reps 10 --no-op-level "$g3" training.global_batch=1536 >"$tmp/be" 2>&1 || true
-    awk '/global_batch=1536/{print "block_lower_ms", $4; print "block_eval_ms", $6}' "$tmp/be"
+    # summary_eval_ms: what a sweep pays per evaluation, lowering included (bench_block_eval's
+    # sweep_ms column; binaries without it: lowering + block path on the whole Program).
+    awk '/global_batch=1536/{print "block_lower_ms", $4; print "block_eval_ms", $6
+      print "summary_eval_ms", ($7 ~ /^[0-9.]+$/) ? $7 : $4 + $6}' "$tmp/be"
   fi
   "$d/bench_sweep" --variants 1000 --gpt3-variants 8 >"$tmp/sw" 2>&1 || "$d/bench_sweep" >"$tmp/sw" 2>&1 || true
   awk '/global_batch=1536/{print "sweep_gpt3_1536_per_core_s", $(NF-2)} /global_batch=128 /{print "sweep_gpt3_128_per_core_s", $(NF-2)}' "$tmp/sw"

@@ -334,6 +334,9 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
   m.name = "gpt";
   m.source = "gpt";
   m.input_bytes_per_sample = 8.0 * s;  // int64 token ids
+  // The embedding, 13 layers per block, ln_f and the LM head: one allocation (a sweep or tune
+  // builds the model once per variant).
+  m.layers.reserve(static_cast<std::size_t>(cfg.layers) * 13 + 3);
   // Token + position embeddings, add, dropout: params V*h + s*h; saves the ids (8 B each) and the
   // dropout mask (1 B/elem).
   m.layers.push_back(make("embed", ComputeKind::kElementwise, cfg.vocab * h + cfg.seq_len * h,

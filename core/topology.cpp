@@ -308,6 +308,8 @@ const std::vector<LinkId>& Topology::route(Endpoint src, Endpoint dst) const {
     return routes_[(static_cast<std::size_t>(snode) * ne + ls) * ne + ld];
   }
   auto key = std::make_pair(si, di);
+  // std::map never moves its nodes: the reference stays valid after the lock is released.
+  const std::lock_guard<std::mutex> lock(inter_routes_mutex_);
   auto it = inter_routes_.find(key);
   if (it == inter_routes_.end()) it = inter_routes_.emplace(key, build_inter_route(src, dst)).first;
   return it->second;

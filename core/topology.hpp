@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,7 @@ struct LinkParams {
   // NDR InfiniBand switch (NVIDIA QM9700 datasheet: "130ns" switch latency), rounded to 150 ns.
   double fabric_alpha_ns = 150;
   double fabric_efficiency = 0.97;  // as the NICs feeding it (nccl_ndr_nic_peak)
+  bool operator==(const LinkParams&) const = default;
 };
 
 // Usable PCIe bandwidth per direction of an x16 link: gen3 12 GB/s, gen4 24 GB/s, gen5 48 GB/s
@@ -90,8 +92,9 @@ class Topology {
   bool staged(Endpoint src, Endpoint dst) const;
 
   // The directed links a transfer from src to dst crosses, in order. Empty when src == dst.
-  // Intra-node routes are precomputed; inter-node routes are built on first use and cached (the
-  // cache makes this method not thread-safe for inter-node pairs).
+  // Intra-node routes are precomputed; inter-node routes are built on first use and cached under
+  // a mutex, so that one Topology may serve several threads (core/topology_cache.hpp). A route's
+  // address never changes.
   const std::vector<LinkId>& route(Endpoint src, Endpoint dst) const;
   // Sum of the hops' alpha_ns on that route.
   double route_alpha_ns(Endpoint src, Endpoint dst) const;
@@ -130,6 +133,7 @@ class Topology {
   int leaf_of(int node, int nic) const;  // -1: one non-blocking switch
   std::vector<int> nvlink_units_;        // bonded NVLinks by local pair a * g + b
   mutable std::map<std::pair<int, int>, std::vector<LinkId>> inter_routes_;  // by endpoint indices
+  mutable std::mutex inter_routes_mutex_;
   static const std::vector<LinkId> kEmptyRoute;
 
   LinkId add_link(std::string name, LinkKind kind, double line_rate_bytes_per_s, int node);

@@ -1,6 +1,7 @@
 // docs/block-eval.md, "Where it runs"; docs/sweep.md, "Figures".
 #include "run/summary_eval.hpp"
 
+#include "core/flops.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/step_spans.hpp"
 #include "run/run.hpp"
@@ -12,6 +13,14 @@ const char* to_string(Evaluation e) {
 }
 
 namespace {
+
+void describe(SummaryEval& out) {
+  out.gpus = static_cast<int>(out.program.active_gpus.size());
+  out.samples_per_step = out.program.samples_per_step;
+  out.model_flops_per_step = out.program.model_flops_per_step;
+  if (out.figures.oom)
+    out.oom_op_name = out.program.ops[static_cast<std::size_t>(out.figures.oom->op)].name;
+}
 
 // The op-level figures of a run without a trace, through run() so that control.cancel stops the
 // simulation; the step time also in seconds exactly as the summary computes it.
@@ -29,6 +38,7 @@ SummaryEval op_level(const core::Scenario& scenario, const core::RunControl& con
   out.step_time_s =
       core::step_time_s(core::step_spans(run_result.program, run_result.result.timings));
   out.program = std::move(run_result.program);
+  describe(out);
   return out;
 }
 
@@ -38,9 +48,17 @@ SummaryEval evaluate_summary(const core::Scenario& scenario, Evaluation evaluati
                              const core::RunControl& control) {
   if (evaluation == Evaluation::kOpLevel) return op_level(scenario, control);
   SummaryEval out;
-  out.program = core::lower(scenario);
-  out.figures = block::evaluate(scenario, out.program);
+  out.figures = block::evaluate_scenario(scenario, &out.program);
   out.step_time_s = static_cast<double>(out.figures.step_time_ns) / 1e9;
+  if (out.figures.periodic()) {
+    // Lowering of the whole Program skipped: its GPUs are the scenario's, its samples the global
+    // batch, its model FLOPs those core/lowering/lowering.cpp gives it.
+    out.gpus = static_cast<int>(scenario.strategy.device_ids.size());
+    out.samples_per_step = scenario.training.global_batch;
+    out.model_flops_per_step = core::model_flops_per_step(scenario);
+  } else {
+    describe(out);
+  }
   return out;
 }
 

@@ -5,6 +5,9 @@
 // run(), without a trace), for the figures a timeline would show to the last nanosecond.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "backends/block/block_eval.hpp"
 #include "core/executor.hpp"
 #include "core/program.hpp"
@@ -19,8 +22,16 @@ enum class Evaluation {
 const char* to_string(Evaluation e);  // "block", "op-level"
 
 struct SummaryEval {
+  // The Program evaluated; empty when the figures come from two shorter pipelines
+  // (figures.periodic(): docs/block-eval.md, "Periodic steady state").
   core::Program program;
   block::EvalResult figures;
+  // The full Program's figures that a front end prints beside the evaluation, whichever way it
+  // was made: GPUs used, samples per step, model FLOPs per step (core/flops.hpp).
+  int gpus = 0;
+  std::int64_t samples_per_step = 0;
+  double model_flops_per_step = 0;
+  std::string oom_op_name;  // the name of figures.oom's op
   // The step time in seconds: kOpLevel exactly as the summary computes it (core::step_time_s),
   // the block path figures.step_time_ns / 1e9.
   double step_time_s = 0;

@@ -56,18 +56,16 @@ VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl
       r.error = "cancelled";
       return r;
     }
-    const core::Program& program = ev.program;
     const block::EvalResult& f = ev.figures;
     r.evaluation = f.path;
     r.step_time_s = ev.step_time_s;
-    r.gpus = static_cast<int>(program.active_gpus.size());
+    r.gpus = ev.gpus;
     if (r.step_time_s > 0) {
-      r.samples_per_s = static_cast<double>(program.samples_per_step) / r.step_time_s;
+      r.samples_per_s = static_cast<double>(ev.samples_per_step) / r.step_time_s;
       // docs/summary.md, "MFU and HFU": model FLOPs per step / (step time x GPUs x dense peak).
       const double peak = sc.cluster.gpu.peak_flops_per_s(
           core::precision_bytes(sc.training.precision, sc.training.amp_dtype).compute);
-      if (peak > 0 && r.gpus > 0)
-        r.mfu = program.model_flops_per_step / (r.step_time_s * r.gpus * peak);
+      if (peak > 0 && r.gpus > 0) r.mfu = ev.model_flops_per_step / (r.step_time_s * r.gpus * peak);
     }
     for (const block::GpuPeak& g : f.peaks) {
       // The larger of the simulated and steady-state peaks, as the summary (docs/memory.md).
@@ -80,8 +78,8 @@ VariantResult evaluate_scenario(const core::Scenario& sc, const core::RunControl
     }
     if (f.oom) {
       r.status = VariantStatus::kOom;
-      r.error = "GPU " + std::to_string(f.oom->gpu) + " runs out of memory at '" +
-                program.name_of(f.oom->op) + "'";
+      r.error =
+          "GPU " + std::to_string(f.oom->gpu) + " runs out of memory at '" + ev.oom_op_name + "'";
     } else {
       r.status = VariantStatus::kOk;
     }

@@ -3,6 +3,7 @@
 // the summary of the trace they come from.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -15,6 +16,7 @@
 #include "core/lowering/lowering.hpp"
 #include "core/memory_timeline.hpp"
 #include "core/scenario_parser.hpp"
+#include "core/topology_cache.hpp"
 #include "profiler/summary.hpp"
 #include "test_support.hpp"
 
@@ -26,16 +28,9 @@ double rel(double a, double b) {
   return b == 0 ? std::fabs(a) : std::fabs(a - b) / std::fabs(b);
 }
 
-// Both paths on one scenario; the block path must be taken where `must_be_block`.
-void compare(const std::string& file, const std::vector<std::string>& sets, bool must_be_block,
-             double exposed_tolerance = 0.01) {
-  const core::Scenario sc = core::parse_scenario_file(test::scenario_path(file), sets);
-  const core::Program p = core::lower(sc);
-  const block::EvalResult fast = block::evaluate(sc, p);
-  const block::EvalResult ref = block::evaluate_op_level(sc, p);
-  INFO(file << ": path " << block::to_string(fast.path) << " " << fast.fallback_reason);
-  if (must_be_block) REQUIRE(fast.path == block::EvalPath::kBlock);
-  if (fast.path == block::EvalPath::kOpLevel) REQUIRE_FALSE(fast.fallback_reason.empty());
+// A fast evaluation's figures against the op-level simulator's.
+void check_figures(const block::EvalResult& fast, const block::EvalResult& ref,
+                   double exposed_tolerance) {
   // Expected: the op-level simulator's figures within 1 % (issue 17).
   CHECK(rel(static_cast<double>(fast.step_time_ns), static_cast<double>(ref.step_time_ns)) < 0.01);
   CHECK(rel(static_cast<double>(fast.exposed_comm_ns), static_cast<double>(ref.exposed_comm_ns)) <
@@ -55,6 +50,27 @@ void compare(const std::string& file, const std::vector<std::string>& sets, bool
     CHECK(rel(static_cast<double>(fast.peaks[k].peak_bytes),
               static_cast<double>(ref.peaks[k].peak_bytes)) < 0.01);
   }
+}
+
+// Both paths on one scenario; the block path must be taken where `must_be_block`. The sweep's
+// evaluation (block::evaluate_scenario: two short pipelines where the steady state is periodic,
+// else the Program lowered whole) is held to the same bar; `periodic` (0 or 1) says which it must
+// be, -1 either.
+void compare(const std::string& file, const std::vector<std::string>& sets, bool must_be_block,
+             double exposed_tolerance = 0.01, int periodic = -1) {
+  const core::Scenario sc = core::parse_scenario_file(test::scenario_path(file), sets);
+  const core::Program p = core::lower(sc);
+  const block::EvalResult fast = block::evaluate(sc, p);
+  const block::EvalResult ref = block::evaluate_op_level(sc, p);
+  INFO(file << ": path " << block::to_string(fast.path) << " " << fast.fallback_reason);
+  if (must_be_block) REQUIRE(fast.path == block::EvalPath::kBlock);
+  if (fast.path == block::EvalPath::kOpLevel) REQUIRE_FALSE(fast.fallback_reason.empty());
+  check_figures(fast, ref, exposed_tolerance);
+  const block::EvalResult swept = block::evaluate_scenario(sc);
+  INFO("sweep's evaluation: periodic " << swept.periodic() << " " << swept.periodic_reason);
+  if (periodic >= 0) CHECK(swept.periodic() == (periodic == 1));
+  CHECK(swept.path == fast.path);
+  check_figures(swept, ref, exposed_tolerance);
 }
 
 }  // namespace
@@ -112,7 +128,71 @@ CSIM_BLOCK_CASE("llama3_1_8b_8xh100_fsdp2_fp8.json", false)
 CSIM_BLOCK_CASE("llama3_1_405b_512xh100_3d.json", false)
 
 TEST_CASE("block eval within 1 % of op level: GPT-3 175B at batch 1536", "[block]") {
-  compare("gpt3_175b_1024xa100_3d.json", {"training.global_batch=1536"}, true);
+  // 96 micro-batches per pipeline over 8 stages: the sweep's evaluation simulates 16 and 24.
+  compare("gpt3_175b_1024xa100_3d.json", {"training.global_batch=1536"}, true, 0.01, 1);
+}
+
+// docs/block-eval.md, "Periodic steady state": the figures from two short pipelines extended to
+// m micro-batches, against the op-level simulator of the full pipeline, on both schedules it
+// applies to and over several steps (m a multiple of pp, at least 4 pp).
+TEST_CASE("periodic steady state within 1 % of op level", "[block][periodic]") {
+  // gpt_20b_64xa100_3d as bundled: pp 2, 1F1B, 32 micro-batches (from 4 and 6).
+  compare("gpt_20b_64xa100_3d.json", {}, true, 0.01, 1);
+  compare("gpt_20b_64xa100_3d.json", {"training.steps=3"}, true, 0.01, 1);
+  compare("gpt_20b_64xa100_3d.json", {"strategy.schedule=interleaved", "strategy.virtual_stages=2"},
+          true, 0.01, 1);
+  // gpt_pipeline_8xa100: pp 8 on one node, 40 micro-batches (from 16 and 24), both schedules.
+  compare("gpt_pipeline_8xa100.json", {"training.global_batch=40"}, true, 0.01, 1);
+  compare(
+      "gpt_pipeline_8xa100.json",
+      {"training.global_batch=40", "strategy.schedule=interleaved", "strategy.virtual_stages=2"},
+      true, 0.01, 1);
+}
+
+TEST_CASE("periodic steady state: the extension of two short pipelines, exactly",
+          "[block][periodic]") {
+  // GPT-3 175B at batch 1,536 is 96 micro-batches over 8 stages (dp 16, micro-batch 1): the short
+  // pipelines are batches 256 and 384 (16 and 24 micro-batches), lowered here through core::lower
+  // (which validates them), and 96 = 16 + 10 x 8, so every figure is F(16) + 10 (F(24) - F(16)).
+  const std::string file = test::scenario_path("gpt3_175b_1024xa100_3d.json");
+  auto at = [&](const char* batch) {
+    const core::Scenario sc = core::parse_scenario_file(file, {batch});
+    return block::evaluate(sc, core::lower(sc));
+  };
+  const block::EvalResult a = at("training.global_batch=256"), b = at("training.global_batch=384");
+  const block::EvalResult r =
+      block::evaluate_scenario(core::parse_scenario_file(file, {"training.global_batch=1536"}));
+  REQUIRE(r.periodic());
+  CHECK(r.periodic_micro_batches == std::array<int, 2>{16, 24});
+  CHECK(r.step_time_ns == a.step_time_ns + 10 * (b.step_time_ns - a.step_time_ns));
+  CHECK(r.exposed_comm_ns == a.exposed_comm_ns + 10 * (b.exposed_comm_ns - a.exposed_comm_ns));
+  REQUIRE(r.peaks.size() == a.peaks.size());
+  for (std::size_t k = 0; k < r.peaks.size(); ++k)
+    CHECK(r.peaks[k].peak_bytes ==
+          a.peaks[k].peak_bytes + 10 * (b.peaks[k].peak_bytes - a.peaks[k].peak_bytes));
+}
+
+TEST_CASE("periodic steady state: where it does not apply, the Program is lowered whole",
+          "[block][periodic]") {
+  // GPipe holds every micro-batch's activations until the backward; a micro-batch count not a
+  // multiple of the stages, or too small to gain (under 4 pp: GPT-3's 8 over 8 stages), is not
+  // extended.
+  for (const auto& [file, sets, reason] :
+       std::vector<std::tuple<const char*, std::vector<std::string>, const char*>>{
+           {"gpt_20b_64xa100_3d.json", {"strategy.schedule=gpipe"}, "GPipe schedule"},
+           {"gpt3_175b_1024xa100_3d.json", {}, "too few micro-batches to gain"},
+           {"gpt_pipeline_8xa100.json",
+            {"training.global_batch=36"},
+            "micro-batches not a multiple of the stages"}}) {
+    INFO(file);
+    const core::Scenario sc = core::parse_scenario_file(test::scenario_path(file), sets);
+    CHECK(block::periodic_unsupported(sc) == reason);
+    core::Program whole;
+    const block::EvalResult r = block::evaluate_scenario(sc, &whole);
+    CHECK_FALSE(r.periodic());
+    CHECK(r.periodic_reason == reason);
+    CHECK_FALSE(whole.ops.empty());
+  }
 }
 
 // FSDP2 (fsdp2.cpp), alone and with HSDP: step time and peaks within 1 %; the
@@ -146,7 +226,13 @@ TEST_CASE("block eval: the schedule is deterministic", "[block]") {
   const core::Scenario sc =
       core::parse_scenario_file(test::scenario_path("gpt_20b_64xa100_3d.json"));
   const core::Program p = core::lower(sc);
-  const block::EvalResult a = block::evaluate(sc, p), b = block::evaluate(sc, p);
+  const block::EvalResult a = block::evaluate(sc, p);
+  // The second takes the first's Topology from core/topology_cache.hpp (nothing built); under
+  // ctest each case runs in a process of its own, so the first built it: a hit gives the same
+  // figures as the build it stands for.
+  const std::size_t built = core::topologies_built();
+  const block::EvalResult b = block::evaluate(sc, p);
+  CHECK(core::topologies_built() == built);
   CHECK(a.step_time_ns == b.step_time_ns);
   CHECK(a.exposed_comm_ns == b.exposed_comm_ns);
   REQUIRE(a.peaks.size() == b.peaks.size());

@@ -62,6 +62,24 @@ TEST_CASE("simrun writes the trace, per-rank traces and the summary", "[cli]") {
     CHECK(e.path().string().find(".tmp") == std::string::npos);
 }
 
+TEST_CASE("simrun's summary without a trace is the trace's summary", "[cli][run_summary]") {
+  // Without -o the summary comes from the op timings (backend::summarize_run); with -o from the
+  // trace it writes. Expected: the same printed table and the same summary file, byte for byte,
+  // on a DDP run, a GIL-bound DataParallel run and a pipeline of two steps.
+  for (const char* file :
+       {"gpt2_small_8xa100.json", "mlp_gil_4x1080ti.json", "gpt_pipeline_8xa100.json"}) {
+    INFO(file);
+    const fs::path d = fresh_dir("lean");
+    const Result lean = simrun({test::scenario_path(file), "--summary", (d / "a.json").string()});
+    const Result full = simrun({test::scenario_path(file), "--summary", (d / "b.json").string(),
+                                "-o", (d / "t.json").string()});
+    REQUIRE(lean.code == 0);
+    REQUIRE(full.code == 0);
+    CHECK(lean.out == full.out);
+    CHECK(test::read_file((d / "a.json").string()) == test::read_file((d / "b.json").string()));
+  }
+}
+
 TEST_CASE("bad input: exit 2, one line naming the problem, nothing written", "[cli]") {
   const fs::path d = fresh_dir("bad");
   const Result r = simrun({test::scenario_path("linear_5x2_dp2.json"), "--set",

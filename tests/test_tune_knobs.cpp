@@ -297,3 +297,32 @@ TEST_CASE("simrun tune -o writes the report with the best layout's knobs", "[swe
   CHECK(j["ranking"][0]["knobs"].contains("training.precision"));
   CHECK(j["ranking"][0]["knobs"].contains("training.compile"));
 }
+
+TEST_CASE("simrun tune --timeline writes the best layout's trace, and only on request",
+          "[sweep][tune][cli]") {
+  // The trace is the op-level run of the layout the report ranks first: a Chrome trace with
+  // events, whose metadata names the tuned scenario.
+  const fs::path d = test::fresh_dir("tune", "timeline");
+  const std::string trace = (d / "best.json").string(), report = (d / "t.json").string();
+  const std::string tiny = test::scenario_path("transformer_tiny_1xh200.json");
+  const test::CliResult r =
+      test::run_simrun({"tune", tiny, "-q", "-j", "2", "-o", report, "--timeline", trace});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  REQUIRE(fs::exists(trace));
+  const nlohmann::json t = doc_of(trace);
+  REQUIRE(t.contains("traceEvents"));
+  CHECK_FALSE(t["traceEvents"].empty());
+  const nlohmann::json rep = doc_of(report);
+  REQUIRE_FALSE(rep["ranking"].empty());
+  INFO(t.dump().substr(0, 400));
+  CHECK(t.dump().find("transformer_tiny_1xh200") != std::string::npos);
+  // Without --timeline nothing but the report is written.
+  const fs::path e = test::fresh_dir("tune", "no_timeline");
+  const test::CliResult q =
+      test::run_simrun({"tune", tiny, "-q", "-j", "2", "-o", (e / "t.json").string()});
+  REQUIRE(q.code == 0);
+  std::size_t files = 0;
+  for (const auto& f : fs::directory_iterator(e)) files += f.is_regular_file();
+  CHECK(files == 1);
+}

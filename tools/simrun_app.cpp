@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backends/common/run_summary.hpp"
 #include "backends/common/trace_builder.hpp"
 #include "core/error.hpp"
 #include "core/hf_config.hpp"
@@ -187,8 +188,11 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
       throw InputError("(command line)", "--ranks", "runs one GPU for real",
                        "add --backend cuda or --backend standin");
     rq.emulate_gil = !no_gil;
-    // The summary is read from the trace: it is built when printed or written.
-    rq.trace = writes_trace || !summary_path.empty() || !quiet;
+    // The summary is read from the trace where one is built; the simulator's summary alone needs
+    // none (backend::summarize_run, docs/summary.md "Without a trace"): the trace is built for
+    // -o and --per-rank, and for a real run's summary.
+    const bool wants_summary = !summary_path.empty() || !quiet;
+    rq.trace = writes_trace || (wants_summary && rq.backend != run::Backend::kSim);
     std::atomic<std::int64_t> ops_done{0};
     rq.control.ops_done = &ops_done;
     RunProgress progress(err, progress_mode(quiet, progress_lines),
@@ -204,7 +208,10 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     // Ctrl-C / SIGTERM: write what completed (whole steps, "complete": false), then exit 130.
     const bool interrupted = !run.result.complete && run.failure.empty();
-    const prof::Summary summary = rq.trace ? prof::summarize(run.trace) : prof::Summary{};
+    const prof::Summary summary =
+        rq.trace        ? prof::summarize(run.trace)
+        : wants_summary ? backend::summarize_run(scenario, run.program, run.result, run.memory)
+                        : prof::Summary{};
     if (!quiet) prof::print_summary_table(summary, out);
     // An OOM verdict comes with ranked advice, each change re-simulated (docs/memory.md).
     if (run.memory.oom && rq.backend == run::Backend::kSim && !no_advice && !quiet &&

@@ -10,7 +10,10 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "core/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
+#include "profiler/chrome_trace_writer.hpp"
+#include "run/run.hpp"
 #include "run/scenario_loader.hpp"
 #include "sweep/results_io.hpp"
 #include "sweep/sweep_runner.hpp"
@@ -268,9 +271,12 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_flag("--uneven-stages", sp.uneven_stages,
                "also try pp that does not divide the blocks, with Megatron's first/last stage "
                "split");
-  std::string json_path;
+  std::string json_path, timeline_path;
   app.add_option("-o,--output", json_path,
                  "write the report as JSON (counts, the top layouts with their knobs)");
+  app.add_option("--timeline", timeline_path,
+                 "also simulate the best layout at op level and write its trace (Chrome Trace "
+                 "Event JSON) to this file; the search itself builds no timeline");
   if (const int code = parse_command_line(app, args, "simrun tune", out, err); code >= 0)
     return code;
   if (op_level) opt.evaluation = run::Evaluation::kOpLevel;
@@ -294,6 +300,22 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
       };
     const sweep::TuneResult r = sweep::tune(doc, scenario_path, base_sets, opt);
     sweep::print_tune_report(r, top, rejected, out);
+    if (const std::vector<std::size_t> rank = r.ranking();
+        !timeline_path.empty() && !rank.empty()) {
+      // The timeline on request (docs/sweep.md, "Tune"): the best layout through run(), as simrun
+      // -o would write it.
+      const sweep::TuneCandidate& best = r.candidates[rank.front()];
+      const core::Scenario sc = run::load_scenario_document(doc, scenario_path, best.sets);
+      core::check_trace_limit(sc);
+      run::RunRequest rq;
+      rq.scenario = &sc;
+      rq.control.cancel = cancel_flag();
+      const run::RunResult run = run::run(rq);
+      set_writing(true);
+      prof::write_chrome_trace_file(run.trace, timeline_path);
+      set_writing(false);
+      if (!quiet) out << "timeline of " << best.label << ": " << timeline_path << "\n";
+    }
     if (!json_path.empty()) {
       set_writing(true);
       prof::write_file_atomically(json_path, [&](std::ostream& f) {

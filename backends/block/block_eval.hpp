@@ -8,6 +8,7 @@
 // instead and the result says so.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,11 @@ struct EvalResult {
   // Block path: units moved through the schedule, of which chains, ops they hold, distinct
   // transfers timed on the flow network.
   std::int64_t units = 0, chains = 0, chained_ops = 0, transfers_timed = 0;
+  // evaluate_periodic: the two micro-batch counts simulated ({0, 0}: the Program as lowered);
+  // evaluate_scenario: why it lowered the whole Program instead (empty when periodic).
+  std::array<int, 2> periodic_micro_batches{0, 0};
+  std::string periodic_reason;
+  bool periodic() const { return periodic_micro_batches[0] > 0; }
   Bytes max_peak_bytes() const;
 };
 
@@ -57,6 +63,29 @@ std::string block_path_unsupported(const core::Scenario& scenario, const core::P
 
 // The block path where it applies, else the op-level simulation (path and reason say which).
 EvalResult evaluate(const core::Scenario& scenario, const core::Program& program);
+
+// The block path alone: nullopt where it does not apply (*why, when given, says why).
+std::optional<EvalResult> evaluate_block(const core::Scenario& scenario,
+                                         const core::Program& program, std::string* why = nullptr);
+
+// [SECTION] Periodic steady state (block_periodic.cpp; docs/block-eval.md, "Periodic steady state")
+
+// The shorter pipeline has kPeriodicFirst * pp micro-batches, the longer one pp more.
+inline constexpr int kPeriodicFirst = 2;
+
+// Why a scenario is not evaluated from two shorter pipelines (empty when it may be).
+std::string periodic_unsupported(const core::Scenario& scenario);
+
+// The figures of `scenario` from the block path on the same configuration with 2p and 3p
+// micro-batches (p stages), extended linearly to its m: nullopt (*why says why) where the
+// scenario is outside periodic_unsupported's scope, either short Program leaves the block path,
+// runs out of memory, or the two are not one period apart (time and memory growing).
+std::optional<EvalResult> evaluate_periodic(const core::Scenario& scenario,
+                                            std::string* why = nullptr);
+
+// What a sweep asks: evaluate_periodic where it applies, else the scenario lowered whole and
+// evaluate()d; `program`, when given, receives that whole Program (left untouched when periodic).
+EvalResult evaluate_scenario(const core::Scenario& scenario, core::Program* program = nullptr);
 
 // Always the op-level simulator (backends/sim), figures computed from its op timings.
 EvalResult evaluate_op_level(const core::Scenario& scenario, const core::Program& program);

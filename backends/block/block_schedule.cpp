@@ -298,6 +298,15 @@ std::string block_path_unsupported(const core::Scenario& scenario, const core::P
   return s.build();
 }
 
+std::optional<EvalResult> evaluate_block(const core::Scenario& scenario,
+                                         const core::Program& program, std::string* why) {
+  Schedule s(scenario, program);
+  std::string reason = s.build();
+  if (reason.empty()) return s.run();
+  if (why) *why = std::move(reason);
+  return std::nullopt;
+}
+
 EvalResult evaluate(const core::Scenario& scenario, const core::Program& program) {
   Schedule s(scenario, program);
   const std::string why = s.build();

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "core/cost/compute_cost.hpp"
 #include "core/engine/event_queue.hpp"
 #include "core/topology.hpp"
+#include "core/topology_cache.hpp"
 
 namespace csim::block::detail {
 
@@ -147,7 +149,11 @@ struct ComputeMemo {
 class Schedule {
  public:
   Schedule(const core::Scenario& s, const core::Program& p)
-      : s_(s), p_(p), comm_(core::comm_params_for(s)), topo_(s.cluster) {}
+      : s_(s),
+        p_(p),
+        comm_(core::comm_params_for(s)),
+        topology_(core::shared_topology(s.cluster)),
+        topo_(*topology_) {}
   std::string build();  // empty when the block path applies, else why not
   EvalResult run();
 
@@ -155,7 +161,9 @@ class Schedule {
   const core::Scenario& s_;
   const core::Program& p_;
   core::CommParams comm_;
-  core::Topology topo_;
+  // Shared with every evaluation of the same cluster (core/topology_cache.hpp).
+  std::shared_ptr<const core::Topology> topology_;
+  const core::Topology& topo_;
   std::vector<int> local_link_;  // time_plan's scratch: topology link -> compact index, -1
   std::vector<int> stamp_;       // images_disjoint's scratch: GPU -> image, -1
   std::map<PlanKey, TimeNs> transfer_ns_;

@@ -1,5 +1,6 @@
 // [SECTION] index: lanes, host events, device events, flows, steps, memory counters, metadata.
 #include "backends/common/trace_builder.hpp"
+#include "backends/common/trace_parts.hpp"
 
 #include "backends/common/cuda_sync_plan.hpp"
 #include "backends/common/kineto_names.hpp"
@@ -37,14 +38,12 @@ prof::LaneRole lane_role(core::StreamRole r) {
 
 }  // namespace
 
-prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const core::ExecutionResult& r,
-                        const core::MemoryReport& mem) {
-  prof::Trace tr;
-  tr.base_ns = 0;
-  tr.world_size = static_cast<int>(p.active_gpus.size());
-  const auto& timing = r.timings;
 
-  // [SECTION] Lanes: one process per active GPU; its host threads, then its streams.
+namespace detail {
+
+// [SECTION] Parts shared with the summary input (backends/common/run_summary.cpp)
+
+void add_gpu_processes(prof::Trace& tr, const core::Program& p, const core::MemoryReport& mem) {
   std::map<int, int> rank_of;  // gpu -> rank (position in active_gpus)
   for (std::size_t i = 0; i < p.active_gpus.size(); ++i) rank_of[p.active_gpus[i]] = static_cast<int>(i);
   std::map<int, Bytes> capacity;
@@ -62,6 +61,163 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     pi.sort_index = g;
     tr.processes.push_back(pi);
   }
+}
+
+// The ProfilerStep#N spans per GPU, on the GPU's first host thread (its training loop, as
+// profiler.step() marks it): from the loop reaching the step's first op to the end of the step's
+// last op on that GPU. Other threads' early starts (data-loader workers prefetching later
+// batches) do not move the start; they still count for the end.
+// core/step_spans.cpp computes them (sweeps read the step time from the same spans).
+void add_step_annotations(prof::Trace& tr, const core::Program& p, const std::vector<core::StepSpan>& step_spans) {
+  std::map<int, int> first_thread_of_gpu;
+  for (const core::ThreadDesc& t : p.threads) first_thread_of_gpu.emplace(t.gpu, t.id);
+  for (const core::StepSpan& ss : step_spans) {
+    tr.events.push_back({ss.gpu, host_tid(first_thread_of_gpu[ss.gpu]), ss.start_ns, ss.end_ns - ss.start_ns,
+                         "ProfilerStep#" + std::to_string(ss.step), "user_annotation", EventClass::kAnnotation, -1, -1, {}});
+  }
+}
+
+// Memory counters: allocated bytes per GPU, in total and by category.
+void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
+  // [SECTION] Memory counters: allocated bytes per GPU, in total and by category.
+  for (const core::GpuMemory& g : mem.gpus) {
+    for (const core::MemorySample& m : g.samples) {
+      prof::CounterSample c;
+      c.pid = g.gpu;
+      c.name = "memory";
+      c.ts_ns = m.t_ns;
+      c.values.push_back({"allocated", static_cast<double>(m.total)});
+      for (int k = 0; k < core::kNumMemCategories; ++k) {
+        c.values.push_back({core::to_string(static_cast<core::MemCategory>(k)), static_cast<double>(m.by_category[k])});
+      }
+      tr.counters.push_back(std::move(c));
+    }
+  }
+  // Caching allocator (docs/memory.md; docs/trace-format.md "Events"): reserved bytes next to the
+  // allocated ones, in a counter of its own so that viewers stacking the "memory" series by
+  // category do not stack it.
+  for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) {
+    for (const core::AllocatorSample& m : g.samples) {
+      prof::CounterSample c;
+      c.pid = g.gpu;
+      c.name = prof::kReservedMemoryCounter;
+      c.ts_ns = m.t_ns;
+      c.values.push_back({"reserved", static_cast<double>(m.reserved_bytes)});
+      c.values.push_back({"allocated_blocks", static_cast<double>(m.allocated_bytes)});
+      c.values.push_back({"cached_free", static_cast<double>(m.reserved_bytes - m.allocated_bytes)});
+      c.values.push_back({"largest_free_block", static_cast<double>(m.largest_free_block_bytes)});
+      c.values.push_back({"segments", static_cast<double>(m.segments)});
+      tr.counters.push_back(std::move(c));
+    }
+  }
+}
+
+void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program& p, const core::ExecutionResult& r,
+                  const core::MemoryReport& mem) {
+  std::map<int, int> rank_of;  // gpu -> rank (position in active_gpus)
+  for (std::size_t i = 0; i < p.active_gpus.size(); ++i) rank_of[p.active_gpus[i]] = static_cast<int>(i);
+  nlohmann::json& md = tr.metadata;
+  md["scenario"] = {{"name", s.name}, {"description", s.description}, {"file", s.file}};
+  md["strategy"] = {{"kind", core::to_string(s.strategy.kind)}, {"label", p.strategy_label}, {"device_ids", s.strategy.device_ids}};
+  if (s.strategy.kind == core::StrategyKind::kDataParallel) md["strategy"]["output_device"] = s.strategy.output_device;
+  md["backend"] = r.backend;
+  md["measured"] = r.measured;
+  md["complete"] = r.complete;
+  if (!r.complete) md["steps_completed"] = completed_steps(p, r);
+  md["samples_per_step"] = p.samples_per_step;
+  md["steps"] = p.steps;
+  md["cluster"] = {{"nodes", s.cluster.nodes}, {"gpus_per_node", s.cluster.gpus_per_node}, {"gpu", s.cluster.gpu.name},
+                   {"intra", core::to_string(s.cluster.intra.kind)}};
+  md["model"] = {{"name", s.model.name}, {"params", s.model.total_params()}, {"layers", s.model.layers.size()}};
+  md["precision"] = core::to_string(s.training.precision);
+  // MFU/HFU inputs (docs/program.md, "FLOPs utilisation"; docs/summary.md, "MFU and HFU").
+  md["model_flops_per_step"] = p.model_flops_per_step;
+  md["hardware_flops_per_step"] = p.hardware_flops_per_step;
+  md["peak_flops_per_gpu"] = s.cluster.gpu.peak_flops_per_s(core::precision_bytes(s.training.precision, s.training.amp_dtype).compute);
+  // The general decoder block only (model.transformer, model.hf_config; older models' metadata is
+  // unchanged): tokens per step and the per-token FLOPs counts (docs/summary.md, "Tokens and
+  // FLOPs per token"; docs/transformer.md, "FLOPs per token").
+  if (s.model.transformer_config.layers > 0) {
+    const core::FlopsPerToken f = core::transformer_flops_per_token(s.model);
+    md["transformer"] = {{"params", s.model.total_params()},
+                         {"seq_len", s.model.transformer_config.seq_len},
+                         {"tokens_per_step", p.samples_per_step * s.model.transformer_config.seq_len},
+                         {"flops_per_token", {{"model", f.model}, {"six_n_attention", f.six_n_attention},
+                                              {"megatron", f.megatron}, {"torchtitan", f.torchtitan}}}};
+  }
+  // First-step and steady-state peaks per GPU (docs/memory.md): the summary reports the larger.
+  nlohmann::json peaks = nlohmann::json::array();
+  for (const core::GpuMemory& g : mem.gpus) {
+    peaks.push_back({{"gpu", g.gpu}, {"first_step_peak_bytes", g.first_step_peak_bytes},
+                     {"steady_state_peak_bytes", g.steady_peak_bytes}, {"projected", g.steady_projected}});
+  }
+  md["memory_peaks"] = peaks;
+  if (mem.oom) {
+    md["oom"] = {{"gpu", mem.oom->gpu}, {"op", mem.oom->op_name}, {"shortfall_bytes", mem.oom->shortfall_bytes},
+                 {"at_ns", mem.oom->at_ns}, {"requested_bytes", mem.oom->requested_bytes}, {"capacity_bytes", mem.oom->capacity_bytes},
+                 {"would_be_peak_bytes", mem.oom->would_be_peak_bytes}, {"over_capacity_bytes", mem.oom->over_capacity_bytes},
+                 {"steady_state", mem.oom->steady_state}};
+  } else {
+    md["oom"] = nullptr;
+  }
+  // Caching allocator (docs/memory.md): its OOM (reserved + the new segment > usable memory after
+  // releasing the cache, which fragmentation can cause before allocated bytes reach capacity) and
+  // every torch.cuda.empty_cache() with what it released.
+  if (mem.allocator.oom) {
+    const core::AllocatorOom& o = *mem.allocator.oom;
+    md["allocator_oom"] = {{"gpu", o.gpu}, {"op", o.op_name}, {"requested_bytes", o.requested_bytes},
+                           {"segment_bytes", o.segment_bytes}, {"reserved_bytes", o.reserved_bytes},
+                           {"allocated_bytes", o.allocated_bytes}, {"capacity_bytes", o.capacity_bytes}, {"at_ns", o.at_ns}};
+  } else {
+    md["allocator_oom"] = nullptr;
+  }
+  nlohmann::json empties = nlohmann::json::array();
+  for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) {
+    for (const core::EmptyCacheEffect& e : g.empty_cache) {
+      empties.push_back({{"gpu", g.gpu}, {"step", e.step}, {"at_ns", e.t_ns}, {"released_bytes", e.released_bytes},
+                         {"reserved_after_bytes", e.reserved_after_bytes}, {"allocated_bytes", e.allocated_bytes}});
+    }
+  }
+  if (!empties.empty()) md["empty_cache"] = empties;
+  std::vector<std::string> warnings = s.warnings;
+  warnings.insert(warnings.end(), p.warnings.begin(), p.warnings.end());
+  md["warnings"] = warnings;
+  md["notes"] = r.notes;
+  if (p.symmetry.enabled()) {
+    // docs/trace-format.md, "Metadata": which simulated GPU stands for how many active GPUs.
+    // Each mirrored GPU as [gpu, rank, representative GPU]: the representative is the image of the
+    // GPU under the mirror that maps the GPU onto a simulated one.
+    nlohmann::json mirrors = nlohmann::json::array();
+    int simulated = 0;
+    for (int g : p.active_gpus) {
+      if (p.symmetry.weight_of_gpu[g] > 0) {
+        ++simulated;
+        continue;
+      }
+      int rep = -1;
+      for (const std::vector<int>& img : p.symmetry.images) {
+        if (img[g] >= 0 && p.symmetry.weight_of_gpu[img[g]] > 0) {
+          rep = img[g];
+          break;
+        }
+      }
+      mirrors.push_back({g, rank_of[g], rep});
+    }
+    md["rank_symmetry"] = {{"active_gpus", p.active_gpus.size()}, {"simulated_gpus", simulated}, {"mirrors", mirrors}};
+  }
+}
+
+}  // namespace detail
+
+prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const core::ExecutionResult& r,
+                        const core::MemoryReport& mem) {
+  prof::Trace tr;
+  tr.base_ns = 0;
+  tr.world_size = static_cast<int>(p.active_gpus.size());
+  const auto& timing = r.timings;
+
+  // [SECTION] Lanes: one process per active GPU; its host threads, then its streams.
+  detail::add_gpu_processes(tr, p, mem);
   std::map<int, int> first_thread_of_gpu;
   for (const core::ThreadDesc& t : p.threads) {
     const core::ProcessDesc& proc = p.processes[t.process];
@@ -283,138 +439,14 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     }
   }
 
-  // [SECTION] ProfilerStep#N spans per GPU, on the GPU's first host thread (its training loop, as
-  // profiler.step() marks it): from the loop reaching the step's first op to the end of the step's
-  // last op on that GPU. Other threads' early starts (data-loader workers prefetching later
-  // batches) do not move the start; they still count for the end.
-  // core/step_spans.cpp computes them (sweeps read the step time from the same spans).
-  for (const core::StepSpan& ss : step_spans) {
-    tr.events.push_back({ss.gpu, host_tid(first_thread_of_gpu[ss.gpu]), ss.start_ns, ss.end_ns - ss.start_ns,
-                         "ProfilerStep#" + std::to_string(ss.step), "user_annotation", EventClass::kAnnotation, -1, -1, {}});
-  }
+  // [SECTION] ProfilerStep#N spans per GPU (detail::add_step_annotations).
+  detail::add_step_annotations(tr, p, step_spans);
 
   // [SECTION] Memory counters: allocated bytes per GPU, in total and by category.
-  for (const core::GpuMemory& g : mem.gpus) {
-    for (const core::MemorySample& m : g.samples) {
-      prof::CounterSample c;
-      c.pid = g.gpu;
-      c.name = "memory";
-      c.ts_ns = m.t_ns;
-      c.values.push_back({"allocated", static_cast<double>(m.total)});
-      for (int k = 0; k < core::kNumMemCategories; ++k) {
-        c.values.push_back({core::to_string(static_cast<core::MemCategory>(k)), static_cast<double>(m.by_category[k])});
-      }
-      tr.counters.push_back(std::move(c));
-    }
-  }
-  // Caching allocator (docs/memory.md; docs/trace-format.md "Events"): reserved bytes next to the
-  // allocated ones, in a counter of its own so that viewers stacking the "memory" series by
-  // category do not stack it.
-  for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) {
-    for (const core::AllocatorSample& m : g.samples) {
-      prof::CounterSample c;
-      c.pid = g.gpu;
-      c.name = prof::kReservedMemoryCounter;
-      c.ts_ns = m.t_ns;
-      c.values.push_back({"reserved", static_cast<double>(m.reserved_bytes)});
-      c.values.push_back({"allocated_blocks", static_cast<double>(m.allocated_bytes)});
-      c.values.push_back({"cached_free", static_cast<double>(m.reserved_bytes - m.allocated_bytes)});
-      c.values.push_back({"largest_free_block", static_cast<double>(m.largest_free_block_bytes)});
-      c.values.push_back({"segments", static_cast<double>(m.segments)});
-      tr.counters.push_back(std::move(c));
-    }
-  }
+  detail::add_memory_counters(tr, mem);
 
   // [SECTION] Metadata
-  nlohmann::json& md = tr.metadata;
-  md["scenario"] = {{"name", s.name}, {"description", s.description}, {"file", s.file}};
-  md["strategy"] = {{"kind", core::to_string(s.strategy.kind)}, {"label", p.strategy_label}, {"device_ids", s.strategy.device_ids}};
-  if (s.strategy.kind == core::StrategyKind::kDataParallel) md["strategy"]["output_device"] = s.strategy.output_device;
-  md["backend"] = r.backend;
-  md["measured"] = r.measured;
-  md["complete"] = r.complete;
-  if (!r.complete) md["steps_completed"] = completed_steps(p, r);
-  md["samples_per_step"] = p.samples_per_step;
-  md["steps"] = p.steps;
-  md["cluster"] = {{"nodes", s.cluster.nodes}, {"gpus_per_node", s.cluster.gpus_per_node}, {"gpu", s.cluster.gpu.name},
-                   {"intra", core::to_string(s.cluster.intra.kind)}};
-  md["model"] = {{"name", s.model.name}, {"params", s.model.total_params()}, {"layers", s.model.layers.size()}};
-  md["precision"] = core::to_string(s.training.precision);
-  // MFU/HFU inputs (docs/program.md, "FLOPs utilisation"; docs/summary.md, "MFU and HFU").
-  md["model_flops_per_step"] = p.model_flops_per_step;
-  md["hardware_flops_per_step"] = p.hardware_flops_per_step;
-  md["peak_flops_per_gpu"] = s.cluster.gpu.peak_flops_per_s(core::precision_bytes(s.training.precision, s.training.amp_dtype).compute);
-  // The general decoder block only (model.transformer, model.hf_config; older models' metadata is
-  // unchanged): tokens per step and the per-token FLOPs counts (docs/summary.md, "Tokens and
-  // FLOPs per token"; docs/transformer.md, "FLOPs per token").
-  if (s.model.transformer_config.layers > 0) {
-    const core::FlopsPerToken f = core::transformer_flops_per_token(s.model);
-    md["transformer"] = {{"params", s.model.total_params()},
-                         {"seq_len", s.model.transformer_config.seq_len},
-                         {"tokens_per_step", p.samples_per_step * s.model.transformer_config.seq_len},
-                         {"flops_per_token", {{"model", f.model}, {"six_n_attention", f.six_n_attention},
-                                              {"megatron", f.megatron}, {"torchtitan", f.torchtitan}}}};
-  }
-  // First-step and steady-state peaks per GPU (docs/memory.md): the summary reports the larger.
-  nlohmann::json peaks = nlohmann::json::array();
-  for (const core::GpuMemory& g : mem.gpus) {
-    peaks.push_back({{"gpu", g.gpu}, {"first_step_peak_bytes", g.first_step_peak_bytes},
-                     {"steady_state_peak_bytes", g.steady_peak_bytes}, {"projected", g.steady_projected}});
-  }
-  md["memory_peaks"] = peaks;
-  if (mem.oom) {
-    md["oom"] = {{"gpu", mem.oom->gpu}, {"op", mem.oom->op_name}, {"shortfall_bytes", mem.oom->shortfall_bytes},
-                 {"at_ns", mem.oom->at_ns}, {"requested_bytes", mem.oom->requested_bytes}, {"capacity_bytes", mem.oom->capacity_bytes},
-                 {"would_be_peak_bytes", mem.oom->would_be_peak_bytes}, {"over_capacity_bytes", mem.oom->over_capacity_bytes},
-                 {"steady_state", mem.oom->steady_state}};
-  } else {
-    md["oom"] = nullptr;
-  }
-  // Caching allocator (docs/memory.md): its OOM (reserved + the new segment > usable memory after
-  // releasing the cache, which fragmentation can cause before allocated bytes reach capacity) and
-  // every torch.cuda.empty_cache() with what it released.
-  if (mem.allocator.oom) {
-    const core::AllocatorOom& o = *mem.allocator.oom;
-    md["allocator_oom"] = {{"gpu", o.gpu}, {"op", o.op_name}, {"requested_bytes", o.requested_bytes},
-                           {"segment_bytes", o.segment_bytes}, {"reserved_bytes", o.reserved_bytes},
-                           {"allocated_bytes", o.allocated_bytes}, {"capacity_bytes", o.capacity_bytes}, {"at_ns", o.at_ns}};
-  } else {
-    md["allocator_oom"] = nullptr;
-  }
-  nlohmann::json empties = nlohmann::json::array();
-  for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) {
-    for (const core::EmptyCacheEffect& e : g.empty_cache) {
-      empties.push_back({{"gpu", g.gpu}, {"step", e.step}, {"at_ns", e.t_ns}, {"released_bytes", e.released_bytes},
-                         {"reserved_after_bytes", e.reserved_after_bytes}, {"allocated_bytes", e.allocated_bytes}});
-    }
-  }
-  if (!empties.empty()) md["empty_cache"] = empties;
-  std::vector<std::string> warnings = s.warnings;
-  warnings.insert(warnings.end(), p.warnings.begin(), p.warnings.end());
-  md["warnings"] = warnings;
-  md["notes"] = r.notes;
-  if (p.symmetry.enabled()) {
-    // docs/trace-format.md, "Metadata": which simulated GPU stands for how many active GPUs.
-    // Each mirrored GPU as [gpu, rank, representative GPU]: the representative is the image of the
-    // GPU under the mirror that maps the GPU onto a simulated one.
-    nlohmann::json mirrors = nlohmann::json::array();
-    int simulated = 0;
-    for (int g : p.active_gpus) {
-      if (p.symmetry.weight_of_gpu[g] > 0) {
-        ++simulated;
-        continue;
-      }
-      int rep = -1;
-      for (const std::vector<int>& img : p.symmetry.images) {
-        if (img[g] >= 0 && p.symmetry.weight_of_gpu[img[g]] > 0) {
-          rep = img[g];
-          break;
-        }
-      }
-      mirrors.push_back({g, rank_of[g], rep});
-    }
-    md["rank_symmetry"] = {{"active_gpus", p.active_gpus.size()}, {"simulated_gpus", simulated}, {"mirrors", mirrors}};
-  }
+  detail::add_metadata(tr, s, p, r, mem);
   return tr;
 }
 

@@ -1,0 +1,28 @@
+// The parts of a trace that build_trace (trace_builder.cpp) and the summary input of a run
+// without a trace (run_summary.cpp) both make: the GPU processes, the ProfilerStep#N spans, the
+// memory counters and the metadata. Private to backends/common.
+#pragma once
+
+#include <vector>
+
+#include "core/executor.hpp"
+#include "core/memory_timeline.hpp"
+#include "core/program.hpp"
+#include "core/scenario.hpp"
+#include "core/step_spans.hpp"
+#include "profiler/trace.hpp"
+
+namespace csim::backend::detail {
+
+// One process per simulated GPU (a mirrored GPU has none under rank symmetry).
+void add_gpu_processes(prof::Trace& tr, const core::Program& p, const core::MemoryReport& mem);
+// The ProfilerStep#N spans (core/step_spans.cpp) on each GPU's first host thread.
+void add_step_annotations(prof::Trace& tr, const core::Program& p,
+                          const std::vector<core::StepSpan>& step_spans);
+// Allocated bytes per GPU (total and by category) and the caching allocator's reserved bytes.
+void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem);
+// docs/trace-format.md, "Metadata".
+void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program& p,
+                  const core::ExecutionResult& r, const core::MemoryReport& mem);
+
+}  // namespace csim::backend::detail

@@ -1,0 +1,55 @@
+// backend::summarize_run (docs/summary.md, "Without a trace") against prof::summarize of the
+// trace build_trace makes from the same run: the same Summary, every figure to the bit, on
+// scenarios that exercise each part the summary reads (DDP and its buckets, GIL waits of
+// DataParallel threads, data-loader workers, pipeline and 3D under rank symmetry, FSDP, several
+// steps, an OOM verdict, the caching allocator).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "backends/common/run_summary.hpp"
+#include "backends/common/trace_builder.hpp"
+#include "backends/sim/sim_executor.hpp"
+#include "core/lowering/lowering.hpp"
+#include "core/memory_timeline.hpp"
+#include "core/scenario_parser.hpp"
+#include "profiler/summary.hpp"
+#include "test_support.hpp"
+
+using namespace csim;
+
+namespace {
+
+void same_summary(const std::string& file, const std::vector<std::string>& sets = {}) {
+  INFO(file);
+  const core::Scenario sc = core::parse_scenario_file(test::scenario_path(file), sets);
+  const core::Program p = core::lower(sc);
+  sim::SimExecutor exec(sc);
+  const core::ExecutionResult res = exec.run(p, {});
+  const core::MemoryReport mem = core::memory_timeline(p, res.timings, sc.cluster);
+  const prof::Summary full = prof::summarize(backend::build_trace(sc, p, res, mem));
+  const prof::Summary lean = backend::summarize_run(sc, p, res, mem);
+  // Expected: identical. summary_to_json writes every figure (doubles at full precision).
+  CHECK(prof::summary_to_json(lean).dump() == prof::summary_to_json(full).dump());
+  CHECK(lean.step_time_s == full.step_time_s);
+  CHECK(lean.exposed_comm_s == full.exposed_comm_s);
+  CHECK(lean.per_gpu.size() == full.per_gpu.size());
+  CHECK(lean.oom.has_value() == full.oom.has_value());
+}
+
+}  // namespace
+
+TEST_CASE("summary without a trace equals the trace's summary", "[summary][run_summary]") {
+  same_summary("gpt2_small_8xa100.json");
+  same_summary("gpt2_small_8xa100.json", {"strategy.kind=ddp"});
+  same_summary("mlp_gil_4x1080ti.json");
+  same_summary("ddp_batch512_workers.json");
+  same_summary("dp_vs_ddp_4x1080ti.json");
+  same_summary("gpt_pipeline_8xa100.json");
+  same_summary("gpt_20b_64xa100_3d.json", {"training.steps=3"});
+  same_summary("llama3_8b_64xh100_fsdp.json");
+  same_summary("resnet50_model_parallel_2gpu.json");
+  // GPipe holds every micro-batch's activations: an OOM verdict.
+  same_summary("gpt_20b_64xa100_3d.json", {"strategy.schedule=gpipe"});
+}

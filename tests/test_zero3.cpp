@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/sim/sim_executor.hpp"
+#include "core/cost/collective_cost.hpp"
 #include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/optimizer_memory.hpp"
@@ -243,6 +244,14 @@ TEST_CASE("ZeRO-3: max_live_parameters forces on-demand fetches the kernels wait
     }
   }
   CHECK(waited > 0);
+  // Each of the 34 small gathers pays the collective's latency on its own: its duration is at
+  // least NCCL's launch + setup term (CommParams::nccl_base_latency_us, 4 us; the per-hop alphas
+  // of the 8-rank ring come on top: docs/cost-model.md, "Communication").
+  const TimeNs base_ns = static_cast<TimeNs>(CommParams{}.nccl_base_latency_us * 1000);
+  for (const Op* g : ag2) {
+    const OpTiming& t = r.timings[static_cast<std::size_t>(g->id)];
+    CHECK(t.end_ns - t.start_ns >= base_ns);
+  }
 }
 
 TEST_CASE("ZeRO-3: overlap_comm false runs the gathers on the compute stream",

@@ -29,7 +29,16 @@ const std::vector<std::string> kParallelKeys = {"dp",
                                                 "reduce_dtype",
                                                 "replicate",
                                                 "distributed_optimizer",
-                                                "megatron_fsdp"};
+                                                "megatron_fsdp",
+                                                "stage3_prefetch_bucket_size",
+                                                "stage3_max_live_parameters",
+                                                "stage3_max_reuse_distance",
+                                                "stage3_param_persistence_threshold",
+                                                "reduce_bucket_size",
+                                                "overlap_comm",
+                                                "limit_all_gathers",
+                                                "forward_prefetch",
+                                                "backward_prefetch"};
 
 // The FSDP version before the grid (FSDP2 gives kind fsdp the tp and pp dimensions); the grid
 // next (every later check reads dp, tp, pp); the stage split right after the schedule (it reads
@@ -40,7 +49,7 @@ const std::vector<ParallelValidator> kParallelValidators = {
     validate_fsdp_version,      validate_rank_grid,   validate_tensor_parallel,
     validate_pipeline_schedule, validate_stage_split, validate_micro_batches,
     validate_sharding,          validate_fsdp2,       validate_megatron_sharding,
-    validate_recompute,         validate_model_split,
+    validate_zero3,             validate_recompute,         validate_model_split,
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,

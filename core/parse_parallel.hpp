@@ -56,6 +56,8 @@ void validate_sharding(const ParallelInput& in, ParallelSpec& ps);
 void validate_fsdp_version(const ParallelInput& in, ParallelSpec& ps);
 void validate_fsdp2(const ParallelInput& in, ParallelSpec& ps);
 void validate_megatron_sharding(const ParallelInput& in, ParallelSpec& ps);
+// parse_parallel_zero3.cpp: DeepSpeed ZeRO-3's stage3_* keys, reduce_bucket_size, overlap_comm.
+void validate_zero3(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_recompute.cpp: recompute, recompute_every.
 void validate_recompute(const ParallelInput& in, ParallelSpec& ps);
 

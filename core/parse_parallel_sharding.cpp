@@ -38,6 +38,28 @@ void validate_sharding(const ParallelInput& in, ParallelSpec& ps) {
              "use kind zero or 3d");
   ps.prefetch = o.boolean("prefetch", true);
   ps.overlap_grad_reduce = o.boolean("overlap_grad_reduce", true);
+  // FSDP1's keys (docs/scenario.md; PyTorch's FullyShardedDataParallel arguments and defaults).
+  const bool fsdp1 = kind == StrategyKind::kFsdp && ps.fsdp_version == 1;
+  for (const char* key : {"limit_all_gathers", "forward_prefetch", "backward_prefetch"}) {
+    if (o.has(key) && !fsdp1)
+      ctx.fail(o.at(key), std::string(key) + " is an FSDP1 argument: it needs strategy.kind fsdp",
+               "FSDP2 always prefetches one unit; DeepSpeed takes stage3_prefetch_bucket_size");
+  }
+  if (!fsdp1) return;
+  ps.fsdp1.limit_all_gathers = o.boolean("limit_all_gathers", true);
+  ps.fsdp1.forward_prefetch = o.boolean("forward_prefetch", false);
+  ps.fsdp1.backward_prefetch = static_cast<BackwardPrefetch>(
+      o.choice("backward_prefetch", {"backward_pre", "backward_post", "none"}, 0));
+  // prefetch false: neither prefetch (the older switch), and the gathers wait for the compute.
+  if (!ps.prefetch) {
+    for (const char* key : {"forward_prefetch", "backward_prefetch"}) {
+      if (o.has(key))
+        ctx.fail_conflict({o.at("prefetch"), o.at(key)},
+                          std::string("prefetch false contradicts ") + key,
+                          "give one of them (prefetch false = no FSDP prefetch at all)");
+    }
+    ps.fsdp1.backward_prefetch = BackwardPrefetch::kNone;
+  }
 }
 
 }  // namespace csim::core::parse

@@ -378,6 +378,28 @@ struct Fsdp2Spec {
   int replicate = 1;     // HSDP: replicas; a shard is taken over dp / replicate ranks
 };
 
+// DeepSpeed ZeRO-3's parameter coordinator and gradient buckets (kind zero, zero_stage 3), with
+// DeepSpeed's defaults (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig); lowered by
+// core/lowering/zero3_fetch.cpp (docs/program.md, "ZeRO-3 parameter fetch"). Sizes in elements.
+struct Zero3Spec {
+  std::int64_t prefetch_bucket_numel = 50'000'000;      // stage3_prefetch_bucket_size 5e7
+  std::int64_t max_live_numel = 1'000'000'000;          // stage3_max_live_parameters 1e9
+  std::int64_t max_reuse_distance_numel = 1'000'000'000;  // stage3_max_reuse_distance 1e9
+  std::int64_t persistence_threshold_numel = 100'000;   // stage3_param_persistence_threshold 1e5
+  std::int64_t reduce_bucket_numel = 500'000'000;       // reduce_bucket_size 5e8
+  bool overlap_comm = true;  // stage 3's default (DeepSpeedZeroConfig.overlap_comm_valid)
+};
+
+// FSDP1's (FullyShardedDataParallel) prefetch and rate limiter, PyTorch's defaults
+// (torch/distributed/fsdp/fully_sharded_data_parallel.py); lowered by zero_fsdp.cpp
+// (docs/program.md, "ZeRO and FSDP").
+enum class BackwardPrefetch { kBackwardPre, kBackwardPost, kNone };
+struct Fsdp1Spec {
+  bool limit_all_gathers = true;  // at most 2 all-gathers ahead of the freed units (host waits)
+  bool forward_prefetch = false;  // issue the next unit's all-gather before this unit's forward
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kBackwardPre;
+};
+
 enum class FsdpSharding { kFullShard, kShardGradOp };
 const char* to_string(FsdpSharding f);
 
@@ -405,6 +427,8 @@ struct ParallelSpec {
   int recompute_every = 1;             // full: checkpoint every k-th block (torchtitan "<k>")
   int fsdp_version = 1;                // kind fsdp: 1 (FullyShardedDataParallel) or 2 (fully_shard)
   Fsdp2Spec fsdp2;                     // fsdp_version 2 or megatron_fsdp
+  Zero3Spec zero3;                     // kind zero, zero_stage 3 (DeepSpeed's coordinator)
+  Fsdp1Spec fsdp1;                     // kind fsdp, fsdp_version 1
   bool distributed_optimizer = false;  // Megatron's flag: zero_stage 1
   std::vector<int> stage_first_layer;  // model_parallel: first layer index of each device's part
   // Transformer blocks per pipeline segment g = chunk * pp + stage (core/pipeline_stages.hpp;

@@ -80,7 +80,7 @@ void compare(const std::string& file, const std::vector<std::string>& sets, bool
     compare(file, {}, block);                                        \
   }
 
-// The 3D Megatron scenarios must take the block path; so do the pipeline, ZeRO-3 and FSDP ones.
+// The 3D Megatron scenarios must take the block path; so do the pipeline and FSDP ones.
 CSIM_BLOCK_CASE("gpt3_175b_1024xa100_3d.json", true)
 CSIM_BLOCK_CASE("gpt_1t_3072xa100_3d.json", true)
 CSIM_BLOCK_CASE("gpt_20b_64xa100_3d.json", true)
@@ -101,7 +101,9 @@ TEST_CASE("block eval within 1 % of op level: gpt_fp8_8xh100.json as 3D with FP8
       {R"(strategy={"kind":"3d","dp":2,"tp":2,"pp":2,"micro_batch_size":1})", "model.gpt.layers=8"},
       true);
 }
-CSIM_BLOCK_CASE("gpt_20b_64xa100_zero3.json", true)
+// DeepSpeed ZeRO-3's per-module fetch (core/lowering/zero3_fetch.cpp) runs at op level: the
+// block path was 5.1 % off in step time and 36 % in peak memory (its host-run-ahead gathers).
+CSIM_BLOCK_CASE("gpt_20b_64xa100_zero3.json", false)
 CSIM_BLOCK_CASE("gpt_pipeline_8xa100.json", true)
 CSIM_BLOCK_CASE("linear_5x2_dp2.json", false)
 CSIM_BLOCK_CASE("linear_5x2_dp3.json", false)

@@ -75,6 +75,9 @@ std::string Schedule::build() {
   if (s_.training.precision == core::Precision::kFp8 &&
       ps.recompute == core::RecomputeMode::kSelectiveOp)
     return "FP8 with per-op selective recompute (the block path was 1.1 % off the op level)";
+  if (s_.strategy.kind == core::StrategyKind::kZero && ps.zero_stage == 3)
+    return "DeepSpeed ZeRO-3's per-module fetch (the block path was 5.1 % off the op level in "
+           "step time, 36 % in peak memory)";
   const std::size_t gpus = static_cast<std::size_t>(p_.world_gpus);
   // One thread per process (no GIL waits) and per GPU.
   std::vector<int> per_process(p_.processes.size(), 0), per_gpu(gpus, 0);

@@ -19,9 +19,15 @@ Program lower_hybrid(const Scenario& s, const std::string& label) {
   e.add_piece(hybrid::make_data_parallel_piece(e));
   // FSDP2 and Megatron-FSDP shard per block and root unit (fsdp2.cpp) instead of ZeRO/FSDP1's
   // per-unit gathers (zero_fsdp.cpp).
-  e.add_piece(s.strategy.parallel.fsdp2.enabled ? hybrid::make_fsdp2_piece(e)
-                                                : hybrid::make_sharding_piece(e));
+  // DeepSpeed's ZeRO-3 fetches per module at every use, a recompute re-run included, so its
+  // piece sits inside the recompute piece (zero3_fetch.cpp).
+  const bool zero3 = s.strategy.kind == StrategyKind::kZero && s.strategy.parallel.zero_stage == 3;
+  if (!zero3) {
+    e.add_piece(s.strategy.parallel.fsdp2.enabled ? hybrid::make_fsdp2_piece(e)
+                                                  : hybrid::make_sharding_piece(e));
+  }
   e.add_piece(hybrid::make_recompute_piece(e));
+  if (zero3) e.add_piece(hybrid::make_zero3_piece(e));
   e.add_piece(hybrid::make_tensor_parallel_piece(e));
   e.build(label);
   return b.take();

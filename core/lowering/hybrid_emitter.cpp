@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
+#include "core/lowering/optimizer_memory.hpp"
 
 namespace csim::core::hybrid {
 
@@ -251,7 +252,17 @@ void Emitter::emit_backward(SegmentPass& sp) {
 ModelStateBytes Emitter::model_states(const RankState& r) const {
   if (ps_.fsdp2.enabled)
     return fsdp2_state_bytes(r.params, s_.training, plan_.sharding.shard_ranks, ps_.fsdp2.megatron);
-  return model_state_bytes(r.params, s_.training, plan_.sharding.state_stage, ps_.dp);
+  ModelStateBytes m = model_state_bytes(r.params, s_.training, plan_.sharding.state_stage, ps_.dp);
+  // DeepSpeed ZeRO-3 keeps the gradient shard in the model's dtype (optimizer_memory.hpp).
+  if (deepspeed_zero3(s_)) m.grads = (r.params + ps_.dp - 1) / ps_.dp * deepspeed_grad_bytes(pb_);
+  // Megatron's fp32 main gradients under fp16, sharded with the optimizer state.
+  const int main_grads = megatron_main_grad_bytes(s_);
+  if (main_grads > 0) {
+    const std::int64_t n = plan_.sharding.optimizer_sharded ? (r.params + ps_.dp - 1) / ps_.dp
+                                                            : r.params;
+    m.optimizer += n * main_grads;
+  }
+  return m;
 }
 
 void Emitter::emit_step(RankState& r, int step) {
@@ -294,9 +305,15 @@ void Emitter::emit_optimizer(StepState& st) {
       plan_.sharding.optimizer_sharded ? (r.params + shard - 1) / shard : r.params;
   const OptimizerCost cost = optimizer_cost(s_.training, pb_, n);
   st.optimizer_waits = b_.fp8().before_optimizer(b_, lane, std::move(st.optimizer_waits));
+  // docs/memory.md, "Optimizer step temporaries".
+  const OptimizerTemporary tmp = optimizer_step_temporary(s_, n);
+  if (tmp.bytes > 0)
+    b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
   OpId end = b_.compute(lane, op_names::optimizer_step(s_.training.optimizer),
                         ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
                         st.optimizer_waits, StepPhase::kOptimizer);
+  if (tmp.bytes > 0)
+    b_.release(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
   r.last_compute = end;
   each_piece_reversed([&](ParallelPiece& p) { p.end_optimizer(st, end); });
   if (states.grads > 0)

@@ -13,6 +13,8 @@
 //                                               the data-parallel piece's groups)
 //   Fsdp2Piece          fsdp2.cpp               in its place for FSDP2 / Megatron-FSDP: per
 //                                               block and root unit, HSDP's replica groups
+//   Zero3Piece          zero3_fetch.cpp         in its place for DeepSpeed's ZeRO-3: per-module
+//                                               fetches and gradient buckets (inside recompute)
 //   RecomputePiece      recompute.cpp           forward re-runs before the backward
 //   TensorParallelPiece tensor_parallel.cpp     the collectives around each layer
 // The pieces nest around the layer kernel like wrappers, outermost first: begin_* hooks run in
@@ -194,6 +196,7 @@ std::unique_ptr<ParallelPiece> make_pipeline_piece(Emitter& e);         // pipel
 std::unique_ptr<ParallelPiece> make_data_parallel_piece(Emitter& e);    // dp_grad_reduction.cpp
 std::unique_ptr<ParallelPiece> make_sharding_piece(Emitter& e);         // zero_fsdp.cpp
 std::unique_ptr<ParallelPiece> make_fsdp2_piece(Emitter& e);            // fsdp2.cpp
+std::unique_ptr<ParallelPiece> make_zero3_piece(Emitter& e);            // zero3_fetch.cpp
 std::unique_ptr<ParallelPiece> make_recompute_piece(Emitter& e);        // recompute.cpp
 std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e);  // tensor_parallel.cpp
 

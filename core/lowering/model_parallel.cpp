@@ -11,6 +11,7 @@
 
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/op_names.hpp"
+#include "core/lowering/optimizer_memory.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
 
@@ -296,9 +297,15 @@ Program lower_model_parallel(const Scenario& s) {
         b.alloc(main, lane.stream, g, MemCategory::kOptimizer, np * k_opt, "optimizer state");
       // docs/program.md, "A training step": optimizer traffic and FLOPs per parameter.
       const OptimizerCost cost = optimizer_cost(s.training, pb, np);
+      // docs/memory.md, "Optimizer step temporaries": per device group, foreach Adam's sqrt.
+      const OptimizerTemporary tmp = optimizer_step_temporary(s, np);
+      if (tmp.bytes > 0)
+        b.alloc(main, lane.stream, g, MemCategory::kOptimizer, tmp.bytes, tmp.name);
       const OpId o = b.compute(lane, op_names::optimizer_step(s.training.optimizer),
                                ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
                                b.fp8().before_optimizer(b, lane, {}), Phase::kOptimizer);
+      if (tmp.bytes > 0)
+        b.release(main, lane.stream, g, MemCategory::kOptimizer, tmp.bytes, tmp.name);
       if (np > 0)
         b.release(main, lane.stream, g, MemCategory::kGrads, np * pb.grads, ".grad (zero_grad)");
       ends.push_back({o, DepKind::kHostWaits});

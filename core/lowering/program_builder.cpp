@@ -8,6 +8,7 @@
 #include "core/caching_allocator.hpp"
 #include "core/error.hpp"
 #include "core/lowering/op_names.hpp"
+#include "core/lowering/optimizer_memory.hpp"
 #include "core/lowering/parallel_plan.hpp"
 
 namespace csim::core {
@@ -310,9 +311,14 @@ OpId ProgramBuilder::optimizer_step(const Lane& l, std::vector<Dep> deps, bool f
   // Python side of optimizer.step(): the per-parameter-group loop, about one framework op per
   // parameter tensor on top of the kernels (one tensor per layer here).
   const double py_ops = kernels + static_cast<double>(s_.model.layers.size());
+  // docs/memory.md, "Optimizer step temporaries": foreach Adam's exp_avg_sq_sqrt.
+  const OptimizerTemporary tmp = optimizer_step_temporary(s_, n);
+  if (tmp.bytes > 0) alloc(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
   OpId id = compute(l, op_names::optimizer_step(s_.training.optimizer), ComputeKind::kElementwise,
                     cost.flops, cost.traffic, kernels, true, std::move(deps), Phase::kOptimizer);
   p_.ops[id].python_ns = python_ns(py_ops);
+  if (tmp.bytes > 0)
+    release(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
   return id;
 }
 

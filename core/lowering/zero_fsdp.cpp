@@ -61,6 +61,7 @@ class ShardingPiece final : public ParallelPiece {
     gathered_.assign(n, 0);
     gather_op_.assign(n, kNoOp);
     bucket_ = 0;
+    free_events_.clear();
   }
 
   void begin_unit(LayerPass& lp) override {
@@ -68,21 +69,26 @@ class ShardingPiece final : public ParallelPiece {
     const auto& units = e_.plan().units;
     const Segment sg = lp.sp.sg;
     const int u = lp.unit;
+    const bool next = u + 1 < static_cast<int>(units.size()) &&
+                      units[static_cast<std::size_t>(u + 1)].first < sg.end;
+    const bool prev = u > 0 && units[static_cast<std::size_t>(u - 1)].end > sg.first;
     if (lp.forward()) {
       if (!sh_.params_sharded) return;
       gather(lp.r(), u, StepPhase::kForward);
-      // Prefetch: the next unit's gather goes out before this unit computes (FSDP's
-      // limit_all_gathers keeps one ahead); not in an evaluation forward.
-      if (!lp.sp.eval && ps.prefetch && u + 1 < static_cast<int>(units.size()) &&
-          units[static_cast<std::size_t>(u + 1)].first < sg.end)
-        gather(lp.r(), u + 1, StepPhase::kForward);
+      // Prefetch: the next unit's gather goes out before this unit computes; not in an
+      // evaluation forward. FSDP1 only with forward_prefetch (PyTorch's default: off; the
+      // gather is issued when the host reaches the unit, docs/program.md, "ZeRO and FSDP").
+      const bool ahead = fsdp1() ? ps.fsdp1.forward_prefetch : ps.prefetch;
+      if (!lp.sp.eval && ahead && next) gather(lp.r(), u + 1, StepPhase::kForward);
       wait_for_gather(u, lp.deps);
       return;
     }
     if (sh_.params_sharded) {
       gather(lp.r(), u, StepPhase::kBackward);
-      if (ps.prefetch && u > 0 && units[static_cast<std::size_t>(u - 1)].end > sg.first)
-        gather(lp.r(), u - 1, StepPhase::kBackward);
+      // FSDP1's BACKWARD_PRE (its default): the previous unit's gather right after this one's.
+      const bool ahead =
+          fsdp1() ? ps.fsdp1.backward_prefetch == BackwardPrefetch::kBackwardPre : ps.prefetch;
+      if (ahead && prev) gather(lp.r(), u - 1, StepPhase::kBackward);
       wait_for_gather(u, lp.deps);
     }
     if (sh_.grads_reduce_scattered && ps.dp > 1) {
@@ -103,6 +109,11 @@ class ShardingPiece final : public ParallelPiece {
     }
     RankState& r = lp.r();
     if (sh_.params_sharded) release_gathered(r, lp.unit);
+    // FSDP1's BACKWARD_POST: the previous unit's gather after this unit's backward and reshard.
+    if (sh_.params_sharded && fsdp1() &&
+        e_.spec().fsdp1.backward_prefetch == BackwardPrefetch::kBackwardPost && lp.unit > 0 &&
+        e_.plan().units[static_cast<std::size_t>(lp.unit - 1)].end > lp.sp.sg.first)
+      gather(r, lp.unit - 1, StepPhase::kBackward);
     const Bytes grads =
         e_.plan().units[static_cast<std::size_t>(lp.unit)].params * e_.precision().grads;
     if (e_.spec().dp <= 1 || grads == 0 || !sh_.grads_reduce_scattered) return;
@@ -136,6 +147,11 @@ class ShardingPiece final : public ParallelPiece {
   std::vector<char> gathered_;   // per unit: its parameters are gathered
   std::vector<OpId> gather_op_;  // per unit: the gather its kernels wait for
   Bytes bucket_ = 0;             // the open gradient bucket (stage >= 2)
+  std::vector<OpId> free_events_;  // FSDP1 limit_all_gathers: resharded units' last kernels
+
+  bool fsdp1() const {
+    return b_.scenario().strategy.kind == StrategyKind::kFsdp && e_.spec().fsdp_version == 1;
+  }
 
   // A unit's gathered parameters as stored; with training.fp8.fp8_all_gather its FP8 layers'
   // weights are gathered quantised (docs/fp8.md, "FP8 all-gather"; fp8_all_gather_bytes).
@@ -162,6 +178,13 @@ class ShardingPiece final : public ParallelPiece {
     // Without prefetch the gather starts only once the previous kernel is done (no overlap).
     if (!e_.spec().prefetch && r.last_compute != kNoOp)
       deps.push_back({r.last_compute, DepKind::kStreamWaits});
+    // FSDP1's rate limiter (_runtime_utils.py, _unshard; _limiter_utils.py, _FreeEventQueue
+    // with _max_num_inflight_all_gathers = 2): with 2 free events queued the host synchronizes
+    // on the oldest (the end of that unit's last kernel) before issuing the gather.
+    if (fsdp1() && e_.spec().fsdp1.limit_all_gathers && free_events_.size() >= 2) {
+      deps.push_back({free_events_.front(), DepKind::kHostWaits});
+      free_events_.erase(free_events_.begin());
+    }
     const OpId g =
         e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kAllGather, "params"),
                 CollectiveKind::kAllGather, r.dp_group, bytes, std::move(deps), phase);
@@ -176,6 +199,9 @@ class ShardingPiece final : public ParallelPiece {
     if (bytes > 0)
       b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, bytes, "gathered params");
     gather_op_[static_cast<std::size_t>(u)] = kNoOp;
+    // _reshard records a free event on the compute stream (after the unit's kernels).
+    if (fsdp1() && e_.spec().fsdp1.limit_all_gathers && r.last_compute != kNoOp)
+      free_events_.push_back(r.last_compute);
   }
 
   void wait_for_gather(int u, std::vector<Dep>& deps) const {

@@ -1,0 +1,48 @@
+// What the optimizer step allocates for itself, by the framework that runs it (docs/memory.md,
+// "Optimizer step temporaries"), and DeepSpeed ZeRO-3's model-state bytes (docs/memory.md,
+// "Model-state bytes by framework").
+//
+//   PyTorch torch.optim.Adam (kinds single, data_parallel, ddp, model_parallel, fsdp without
+//   Megatron-FSDP): the default foreach implementation (torch/optim/adam.py,
+//   _multi_tensor_adam) builds exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), one tensor
+//   the size of the second moment for every parameter at once:
+//       + n x S bytes during the step, S = the state's element bytes (the updated copy's: the
+//         fp32 master where the recipe keeps one, else the weights)
+//   Megatron (3d, pipeline, tensor_parallel, distributed_optimizer, megatron_fsdp): Transformer
+//   Engine's / Apex's FusedAdam, one multi-tensor kernel in place: nothing.
+//   DeepSpeed ZeRO-3 (kind zero, zero_stage 3): FusedAdam in place, but each optimizer sub-group's
+//   gradient partition is converted to fp32 for the step (stage3.py, _prepare_sub_group /
+//   fp32_partitioned_groups_flat[i].grad):
+//       + min(n, sub_group_size 1e9) x 4 bytes during the step
+//   SGD: nothing (foreach momentum updates in place, weight decay not modelled).
+// n = the parameters the rank's optimizer updates (its shard where the state is sharded).
+#pragma once
+
+#include <cstdint>
+
+#include "core/scenario.hpp"
+
+namespace csim::core {
+
+struct OptimizerTemporary {
+  Bytes bytes = 0;
+  const char* name = "";  // the alloc / free op name
+};
+OptimizerTemporary optimizer_step_temporary(const Scenario& s, std::int64_t params_updated);
+
+// DeepSpeed ZeRO-3 keeps gradients in the model's dtype (stage3.py: the IPG bucket and
+// grad_partitions_flat_buffer are allocated with dtype=self.dtype) and reduce-scatters them in it
+// (communication_data_type defaults to the model dtype): G = W. bf16 + Adam:
+//   params W Psi/N + grads W Psi/N + fp32 master 4 Psi/N + Adam 8 Psi/N = 16 Psi / N
+// (the ZeRO paper's 2 + 2 + 12), where Megatron's fp32 main grads make it 18.
+bool deepspeed_zero3(const Scenario& s);
+int deepspeed_grad_bytes(const PrecisionBytes& pb);
+
+// Megatron with fp16 gradients keeps fp32 main gradients in its optimizer besides the fp16 ones
+// (Megatron-LM docs/source/api-guide/dist_optimizer.md: fp16 param, fp16 grads = 20 bytes per
+// parameter, 4 + 16/d distributed): 4 more optimizer bytes per parameter, sharded with the
+// optimizer state. 0 for bf16 (the grad buffer is fp32 already: 18, 6 + 12/d) and outside
+// Megatron's kinds (3d, pipeline, tensor_parallel, distributed_optimizer).
+int megatron_main_grad_bytes(const Scenario& s);
+
+}  // namespace csim::core

@@ -77,6 +77,8 @@ const char* to_string(CollectiveAlgo a) {
       return "nvls";
     case CollectiveAlgo::kHierarchical:
       return "hierarchical";
+    case CollectiveAlgo::kCollnet:
+      return "collnet";
   }
   return "?";
 }

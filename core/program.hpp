@@ -55,7 +55,8 @@ enum class CollectiveKind : std::uint8_t {
 };
 const char* to_string(CollectiveKind k);
 
-enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical };
+// kCollnet: NCCL's CollNet (in-network reduction on SHARP InfiniBand switches).
+enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical, kCollnet };
 const char* to_string(CollectiveAlgo a);
 
 // NCCL protocols (docs/cost-model.md, "Protocols"): LL (8-byte lines, 4 bytes of data), LL128

@@ -98,6 +98,7 @@ struct FabricSpec {
   double oversubscription = 1.0;  // down:up bandwidth ratio of a leaf (1 = non-blocking)
   bool rail_optimized = true;     // NIC k of every node on rail switch k (DGX SuperPOD); false:
                                   // all NICs of a node on one leaf
+  bool sharp = false;  // the InfiniBand switches reduce in the network (SHARP): NCCL's CollNet
 };
 
 // A slow GPU (heterogeneity, docs/cost-model.md "Stragglers"): its kernels take `slowdown` times
@@ -422,7 +423,7 @@ struct StrategySpec {
 // Forcing NCCL's choice, as the NCCL_ALGO / NCCL_PROTO environment variables do
 // (docs/scenario.md, "nccl"; docs/cost-model.md, "Protocols").
 struct NcclSpec {
-  std::string algo = "auto";   // auto, ring, tree, nvls, hierarchical
+  std::string algo = "auto";   // auto, ring, tree, nvls, hierarchical, collnet
   std::string proto = "auto";  // auto, LL, LL128, Simple
 };
 

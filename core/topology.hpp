@@ -83,6 +83,9 @@ class Topology {
   const GpuSpec& gpu_spec() const { return gpu_; }
   const LinkParams& link_params() const { return params_; }
   IntraNodeKind intra_kind() const { return intra_kind_; }
+  int nics_per_node() const { return nics_per_node_; }
+  double nic_line_rate_bytes_per_s() const { return nic_line_rate_; }  // per NIC, per direction
+  const FabricSpec& fabric() const { return fabric_; }
 
   // The directed links a transfer from src to dst crosses, in order. Empty when src == dst.
   // Intra-node routes are precomputed; inter-node routes are built on first use and cached (the
@@ -115,6 +118,7 @@ class Topology {
   LinkParams params_;
   IntraNodeKind intra_kind_ = IntraNodeKind::kPcie;
   int nics_per_node_ = 0;
+  double nic_line_rate_ = 0;  // ClusterSpec::nic_bytes_per_s (NCCL's channel search reads it)
   std::vector<LinkId> pcie_up_, pcie_down_;      // by global GPU
   std::vector<LinkId> nic_up_, nic_down_;        // by node * nics_per_node + nic
   std::vector<LinkId> bridge_up_, bridge_down_;  // by node

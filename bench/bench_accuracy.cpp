@@ -90,8 +90,9 @@ const std::map<std::string, std::string> kFitted = {
 // Why a case is off, where the cause is known (docs/cost-model.md, "Calibration").
 const std::map<std::string, std::string> kWhy = {
     {"nccl_h100x8_58MB",
-     "the alpha-beta model saturates at far smaller sizes than NCCL (~10 GB); channel ramp not "
-     "modelled"},
+     "NCCL runs all 24 channels from 786 KB (enqueue.cc), so channels do not lower it; NCCL's own "
+     "tuning model predicts 301 GB/s (ring/Simple, bench_nccl_tuning's formulas): the published "
+     "figure (JAX, read from a plot) is below what NCCL's model explains"},
     {"nccl_2x2080ti_nvlink",
      "GeForce NVLink bridges reach ~half the p2p rate under NCCL; 1 declared link gives the "
      "published figure"},

@@ -98,6 +98,7 @@ struct FabricSpec {
   double oversubscription = 1.0;  // down:up bandwidth ratio of a leaf (1 = non-blocking)
   bool rail_optimized = true;     // NIC k of every node on rail switch k (DGX SuperPOD); false:
                                   // all NICs of a node on one leaf
+  bool sharp = false;  // the InfiniBand switches reduce in the network (SHARP): NCCL's CollNet
 };
 
 // A slow GPU (heterogeneity, docs/cost-model.md "Stragglers"): its kernels take `slowdown` times
@@ -459,8 +460,9 @@ struct StrategySpec {
 // [SECTION] NCCL ---------------------------------------------------------------------------------
 
 // A collective's algorithm (Op::algo; kAuto: the cost model picks, as NCCL's tuner does).
-enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical };
-inline constexpr int kNumCollectiveAlgos = 5;
+// kCollnet: NCCL's CollNet (in-network reduction on SHARP InfiniBand switches).
+enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical, kCollnet };
+inline constexpr int kNumCollectiveAlgos = 6;
 // NCCL protocols (docs/cost-model.md, "Protocols"): LL (8-byte lines, 4 bytes of data), LL128
 // (128-byte lines, 120 of data), Simple (bulk copies with a flag per chunk).
 enum class NcclProto : std::uint8_t { kAuto, kLL, kLL128, kSimple };

@@ -30,6 +30,7 @@
 #include "core/parse_cluster_links.hpp"
 #include "core/parse_context.hpp"
 #include "core/parse_fp8.hpp"
+#include "core/parse_nccl.hpp"
 #include "core/parse_hf_model.hpp"
 #include "core/parse_parallel.hpp"
 #include "core/parse_transformer.hpp"
@@ -414,10 +415,11 @@ ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
 void parse_heterogeneity(Ctx& ctx, const Obj& o, ClusterSpec& c) {
   if (o.has("fabric")) {
     Obj f(ctx, o.raw("fabric"), o.at("fabric"),
-          {"nodes_per_leaf", "oversubscription", "rail_optimized"});
+          {"nodes_per_leaf", "oversubscription", "rail_optimized", "sharp"});
     c.fabric.nodes_per_leaf = static_cast<int>(f.integer("nodes_per_leaf", 0, 0, 4096));
     c.fabric.oversubscription = f.number("oversubscription", 1.0, 1.0, 64.0);
     c.fabric.rail_optimized = f.boolean("rail_optimized", true);
+    c.fabric.sharp = f.boolean("sharp", false);
     if (c.fabric.nodes_per_leaf == 0 && (f.has("oversubscription") || f.has("rail_optimized")))
       ctx.warn(f.at("nodes_per_leaf"),
                "no leaf switches: oversubscription and rail_optimized "
@@ -1227,6 +1229,7 @@ Scenario parse_document(json doc, const std::string& file,
     // The index of the choice is the enum value (core/scenario.hpp).
     sc.nccl.algo = static_cast<CollectiveAlgo>(n.choice("algo", collective_algo_names(), 0));
     sc.nccl.proto = static_cast<NcclProto>(n.choice("proto", nccl_proto_names(), 0));
+    parse::check_nccl_algo(ctx, n.at("algo"), sc);  // core/parse_nccl.cpp
   }
   if (top.has("simulation")) {
     Obj sim(ctx, top.raw("simulation"), "simulation", {"symmetry"});

@@ -7,21 +7,44 @@
 
 namespace csim::core {
 
-StringPool::StringPool() {
+StringPool::StringPool() : slots_(256, 0) {
   intern(std::string_view());
 }
 
+std::uint32_t* StringPool::probe(std::string_view s, std::size_t h) {
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    std::uint32_t& slot = slots_[i];
+    if (slot == 0) return &slot;
+    const std::uint32_t id = slot - 1;
+    if (hashes_[id] == h && strings_[id] == s) return &slot;
+  }
+}
+
+void StringPool::grow() {
+  std::vector<std::uint32_t> bigger(slots_.size() * 2, 0);
+  const std::size_t mask = bigger.size() - 1;
+  for (std::uint32_t id = 0; id < hashes_.size(); ++id) {
+    std::size_t i = hashes_[id] & mask;
+    while (bigger[i] != 0) i = (i + 1) & mask;
+    bigger[i] = id + 1;
+  }
+  slots_ = std::move(bigger);
+}
+
 NameId StringPool::intern(std::string_view s) {
-  if (auto it = index_.find(s); it != index_.end()) return NameId{it->second};
-  CSIM_ASSERT_MSG(strings_.size() < UINT32_MAX, "more names than a NameId holds");
-  // Grow the index 8x at a time, not 2x: a Program can hold hundreds of thousands of names
-  // (GPT-3 175B 3D, batch 1,536: 360,402), and each rehash relinks every node (measured there:
-  // lowering 630 -> 400 ms CPU). At most 8 bucket pointers per name.
-  if (index_.size() + 1 > index_.bucket_count())
-    index_.reserve(std::max<std::size_t>(256, 8 * index_.size()));
+  const std::size_t h = std::hash<std::string_view>{}(s);
+  std::uint32_t* slot = probe(s, h);
+  if (*slot != 0) return NameId{*slot - 1};
+  CSIM_ASSERT_MSG(strings_.size() < UINT32_MAX - 1, "more names than a NameId holds");
+  if (2 * (strings_.size() + 1) > slots_.size()) {
+    grow();
+    slot = probe(s, h);
+  }
   const auto id = static_cast<std::uint32_t>(strings_.size());
   strings_.emplace_back(s);
-  index_.emplace(strings_.back(), id);
+  hashes_.push_back(h);
+  *slot = id + 1;
   return NameId{id};
 }
 
@@ -32,10 +55,16 @@ NameId StringPool::intern_cat(const std::string_view* parts, std::size_t n) {
 }
 
 bool StringPool::find(std::string_view s, NameId* out) const {
-  const auto it = index_.find(s);
-  if (it == index_.end()) return false;
-  *out = NameId{it->second};
-  return true;
+  const std::size_t h = std::hash<std::string_view>{}(s);
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    const std::uint32_t slot = slots_[i];
+    if (slot == 0) return false;
+    if (hashes_[slot - 1] == h && strings_[slot - 1] == s) {
+      *out = NameId{slot - 1};
+      return true;
+    }
+  }
 }
 
 NameRef NameRef::cat(std::initializer_list<std::string_view> parts) {

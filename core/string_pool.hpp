@@ -12,7 +12,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <vector>
 
 namespace csim::core {
 
@@ -70,13 +70,16 @@ class StringPool {
   std::size_t size() const { return strings_.size(); }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
+  // Open addressing with linear probing over ids (slot = id + 1, 0 = empty), each name's hash kept
+  // beside it so that growing rehashes without hashing again: one hash and one probe per name, and
+  // no allocation per name but the string itself (a node-based map cost two more: lowering GPT-3
+  // 175B at batch 1,536, 360,402 distinct names, took 1.8x main's time with one).
+  std::uint32_t* probe(std::string_view s, std::size_t h);
+  void grow();
   std::deque<std::string> strings_;  // by id; a deque so that str() stays put as names are added
-  std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> index_;
-  std::string scratch_;  // intern_cat's buffer
+  std::vector<std::size_t> hashes_;  // by id
+  std::vector<std::uint32_t> slots_;  // size a power of two, at most half full
+  std::string scratch_;               // intern_cat's buffer
 };
 
 }  // namespace csim::core

@@ -56,6 +56,7 @@ Topology::Topology(const ClusterSpec& cluster, const LinkParams& params)
       params_(params),
       intra_kind_(cluster.intra.kind),
       nics_per_node_(cluster.nics_per_node),
+      nic_line_rate_(cluster.nic_bytes_per_s),
       fabric_(cluster.fabric) {
   CSIM_ASSERT(nodes_ >= 1 && gpus_per_node_ >= 1);
   // The NIC hop's latency comes from the cluster (cluster.nic: its latency_us, else its stack's

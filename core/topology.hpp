@@ -90,6 +90,9 @@ class Topology {
   bool p2p() const { return p2p_; }
   // Whether the route src -> dst is staged through host memory (crosses a host.staging link).
   bool staged(Endpoint src, Endpoint dst) const;
+  int nics_per_node() const { return nics_per_node_; }
+  double nic_line_rate_bytes_per_s() const { return nic_line_rate_; }  // per NIC, per direction
+  const FabricSpec& fabric() const { return fabric_; }
 
   // The directed links a transfer from src to dst crosses, in order. Empty when src == dst.
   // Intra-node routes are precomputed; inter-node routes are built on first use and cached under
@@ -125,6 +128,7 @@ class Topology {
   bool p2p_ = true;
   std::vector<LinkId> staging_;  // host.staging by node (P2P disabled only)
   int nics_per_node_ = 0;
+  double nic_line_rate_ = 0;  // ClusterSpec::nic_bytes_per_s (NCCL's channel search reads it)
   std::vector<LinkId> pcie_up_, pcie_down_;      // by global GPU
   std::vector<LinkId> nic_up_, nic_down_;        // by node * nics_per_node + nic
   std::vector<LinkId> bridge_up_, bridge_down_;  // by node

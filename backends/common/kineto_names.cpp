@@ -79,6 +79,7 @@ const char* nccl_algo_name(core::CollectiveAlgo a) {
     case core::CollectiveAlgo::kTree: return "TREE";
     case core::CollectiveAlgo::kNvls: return "NVLS";
     case core::CollectiveAlgo::kHierarchical: return "HIERARCHICAL";
+    case core::CollectiveAlgo::kCollnet: return "COLLNET_DIRECT";
   }
   return nullptr;
 }

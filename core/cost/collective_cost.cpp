@@ -1,7 +1,10 @@
 // Collective and copy plans (docs/cost-model.md, "Communication").
 //
-// Index: [SECTION] Helpers, [SECTION] Algorithms, [SECTION] Collectives, [SECTION] Copies
+// Index: [SECTION] Helpers (and the shared builders of collective_builder.hpp),
+//        [SECTION] Algorithms, [SECTION] Collectives, [SECTION] Copies
 #include "core/cost/collective_cost.hpp"
+
+#include "core/cost/collective_builder.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -52,68 +55,29 @@ double predict_bandwidth_s(const Topology& topo, const std::vector<FlowSpec>& fl
   return t;
 }
 
-namespace {
+namespace detail {
 
-struct Builder {
-  const Topology& topo;
-  const CommParams& params;
-  TransferPlan plan;
-  double latency_ns = 0;
-  double efficiency = 1.0;  // the protocol's share of a line that is payload
-
-  double alpha(int a, int b) const {
-    return topo.route_alpha_ns(Endpoint::gpu(a), Endpoint::gpu(b));
-  }
-  // A flow of `bytes` payload moves bytes / efficiency on the wire (docs/cost-model.md,
-  // "Protocols").
-  void flow(int a, int b, double bytes, double cap = 0) {
-    if (bytes > 0)
-      plan.flows.push_back({Endpoint::gpu(a), Endpoint::gpu(b), bytes / efficiency, cap});
-  }
-  // Latency of a protocol: base + extra, and the hops' alphas times the protocol's factor.
-  void set_protocol(NcclProto p) {
-    plan.proto = p;
-    efficiency = p == NcclProto::kLL      ? params.ll_efficiency
-                 : p == NcclProto::kLL128 ? params.ll128_efficiency
-                                          : 1.0;
-  }
-  double base() const {
-    const double extra = plan.proto == NcclProto::kLL128    ? params.ll128_base_extra_us
-                         : plan.proto == NcclProto::kSimple ? params.simple_base_extra_us
-                                                            : 0.0;
-    return params.nccl_base_latency_us * 1e3 + extra * 1e3;
-  }
-  double hops(double alpha_ns) const {
-    const double f = plan.proto == NcclProto::kLL128    ? params.ll128_hop_factor
-                     : plan.proto == NcclProto::kSimple ? params.simple_hop_factor
-                                                        : 1.0;
-    return alpha_ns * f;
-  }
-  double p2p_cap(int a, int b) const {
-    return params.p2p_bandwidth_fraction * topo.route_bandwidth(Endpoint::gpu(a), Endpoint::gpu(b));
-  }
-  // latency_ns -> TransferPlan: the one place this file turns floating time into ns.
-  TransferPlan finish() {
-    plan.latency_ns = round_to_ns(latency_ns * 1e-9);
-    plan.predicted_ns = round_to_ns(latency_ns * 1e-9 + predict_bandwidth_s(topo, plan.flows));
-    return plan;
-  }
-};
-
-double base_ns(const CommParams& p) {
-  return p.nccl_base_latency_us * 1e3;
+// docs/cost-model.md, "Channels": NCCL's ring graph for the group, the channels a collective of
+// `bytes` runs on, and the protocol's per-channel limit on them.
+double channel_busbw_cap(const Topology& topo, const CommParams& params,
+                         const std::vector<int>& gpus, NcclProto proto, bool tree, double bytes) {
+  if (!params.channel_model || gpus.size() < 2) return std::numeric_limits<double>::infinity();
+  const NcclRingGraph g = nccl_ring_graph(topo, gpus);
+  const int p = static_cast<int>(gpus.size());
+  const int c =
+      nccl_channels_for(g, tree ? CollectiveAlgo::kTree : CollectiveAlgo::kRing, proto, p, bytes);
+  return nccl_busbw_cap(g, nccl_arch(topo.gpu_spec().compute_capability), proto, tree, c);
 }
-
-// [SECTION] Algorithms ---------------------------------------------------------------------------
 
 // Rings run side by side, each over its own GPUs, each edge carrying factor * bytes: the k rings
 // of one ring algorithm (bytes = S/k each), or one stage of the hierarchical all-reduce. Latency =
 // base + factor * the slowest ring's alphas.
 TransferPlan parallel_rings(const Topology& topo, const CommParams& params, NcclProto proto,
                             const std::vector<std::vector<int>>& rings, double factor, double bytes,
-                            CollectiveAlgo algo) {
+                            CollectiveAlgo algo, double cap_payload) {
   Builder b{topo, params, {}, 0};
   b.set_protocol(proto);
+  b.flow_cap_payload = std::isfinite(cap_payload) ? cap_payload : 0;
   double worst_alpha = 0;
   for (const std::vector<int>& order : rings) {
     const int p = static_cast<int>(order.size());
@@ -129,17 +93,6 @@ TransferPlan parallel_rings(const Topology& topo, const CommParams& params, Nccl
   return b.finish();
 }
 
-// Ring (docs/cost-model.md, "Communication", "Ring"): p flows, one per ring edge, each carrying
-// `factor` * S; latency = base + factor * sum of the edges' alphas, i.e. base + factor * p * alpha
-// for uniform hops (all-reduce: factor 2(p-1)/p gives 2(p-1) * alpha). With k rings (NCCL channels
-// over different NVLinks) each ring carries S/k; they run at once, so the latency is the slowest
-// ring's.
-TransferPlan ring_plan(const Topology& topo, const CommParams& params, NcclProto proto,
-                       const std::vector<std::vector<int>>& rings, double factor, double bytes) {
-  return parallel_rings(topo, params, proto, rings, factor,
-                        bytes / static_cast<double>(rings.size()), CollectiveAlgo::kRing);
-}
-
 // Double binary tree (docs/cost-model.md, "Communication", "Tree"), as NCCL builds it: two binary
 // trees over the ring order, the second mirrored so that a rank interior in one is (mostly) a leaf
 // in the other; each tree reduces half of the buffer up to its root and broadcasts it back down.
@@ -147,9 +100,10 @@ TransferPlan ring_plan(const Topology& topo, const CommParams& params, NcclProto
 // round trip (sum of alphas up to the root and back), i.e. base + 2 * depth * alpha for uniform
 // hops with depth = floor(log2 p) <= ceil(log2 p).
 TransferPlan tree_plan(const Topology& topo, const CommParams& params, NcclProto proto,
-                       const std::vector<int>& order, double bytes) {
+                       const std::vector<int>& order, double bytes, double cap_payload) {
   Builder b{topo, params, {}, 0};
   b.set_protocol(proto);
+  b.flow_cap_payload = std::isfinite(cap_payload) ? cap_payload : 0;
   const int p = static_cast<int>(order.size());
   double worst = 0;
   for (int tree = 0; tree < 2; ++tree) {
@@ -172,16 +126,54 @@ TransferPlan tree_plan(const Topology& topo, const CommParams& params, NcclProto
   return b.finish();
 }
 
+}  // namespace detail
+
+namespace {
+
+using detail::Builder;
+using detail::channel_busbw_cap;
+
+double base_ns(const CommParams& p) {
+  return p.nccl_base_latency_us * 1e3;
+}
+
+// [SECTION] Algorithms ---------------------------------------------------------------------------
+
+// Ring (docs/cost-model.md, "Communication", "Ring"): p flows, one per ring edge, each carrying
+// `factor` * S; latency = base + factor * sum of the edges' alphas, i.e. base + factor * p * alpha
+// for uniform hops (all-reduce: factor 2(p-1)/p gives 2(p-1) * alpha). With k rings (NCCL channels
+// over different NVLinks, or over the rails across nodes) each ring carries S/k; they run at once,
+// so the latency is the slowest ring's. The channels' busbw cap is shared by the k rings
+// (docs/cost-model.md, "Channels").
+TransferPlan ring_plan(const Topology& topo, const CommParams& params, NcclProto proto,
+                       const std::vector<std::vector<int>>& rings, double factor, double bytes,
+                       const std::vector<int>& gpus) {
+  const double k = static_cast<double>(rings.size());
+  const double cap = channel_busbw_cap(topo, params, gpus, proto, false, bytes) / k;
+  return detail::parallel_rings(topo, params, proto, rings, factor, bytes / k,
+                                CollectiveAlgo::kRing, cap);
+}
+
+// Tree: every rank's busiest link carries four tree flows of S/2 (two children up, its parent's
+// down in one tree, its parent's in the other), so each flow gets a quarter of the channels' cap.
+TransferPlan tree_of(const Topology& topo, const CommParams& params, NcclProto proto,
+                     const std::vector<int>& order, double bytes) {
+  const double cap = channel_busbw_cap(topo, params, order, proto, true, bytes) / 4;
+  return detail::tree_plan(topo, params, proto, order, bytes, cap);
+}
+
 // Pipelined chain along the ring starting (broadcast) or ending (reduce) at the root
 // (docs/cost-model.md, "Communication", "Chain"): p-1 flows of S each; latency = base + sum of the
 // chain's alphas = base + (p-1) * alpha for uniform hops. With k rings, one chain per ring, S/k
-// each.
+// each, capped by the ring channels as a ring is.
 TransferPlan chain_plan(const Topology& topo, const CommParams& params, NcclProto proto,
                         const std::vector<std::vector<int>>& rings, int root, bool toward_root,
-                        double bytes) {
+                        double bytes, const std::vector<int>& gpus) {
   Builder b{topo, params, {}, 0};
   b.set_protocol(proto);
   const double k = static_cast<double>(rings.size());
+  const double cap = channel_busbw_cap(topo, params, gpus, proto, false, bytes) / k;
+  b.flow_cap_payload = std::isfinite(cap) ? cap : 0;
   double worst_alpha = 0;
   for (const std::vector<int>& ring : rings) {
     const int p = static_cast<int>(ring.size());
@@ -225,51 +217,10 @@ TransferPlan nvls_plan(const Topology& topo, const CommParams& params, const std
   return b.finish();
 }
 
-// The group's GPUs per node, in ring order (nodes contiguous), when it is N >= 2 nodes of the same
-// g >= 2 GPUs each: the shape the hierarchical all-reduce needs; empty otherwise.
-std::vector<std::vector<int>> node_blocks(const Topology& topo, const std::vector<int>& ring) {
-  std::vector<std::vector<int>> by_node;
-  for (int gpu : ring) {
-    if (by_node.empty() || topo.node_of(by_node.back().front()) != topo.node_of(gpu)) {
-      by_node.push_back({});
-    }
-    by_node.back().push_back(gpu);
-  }
-  const std::size_t g = by_node.front().size();
-  if (by_node.size() < 2 || g < 2) return {};
-  for (const std::vector<int>& n : by_node) {
-    if (n.size() != g) return {};
-  }
-  return by_node;
-}
-
-// Hierarchical all-reduce (docs/cost-model.md, "Hierarchical all-reduce") over `by_node`
-// (node_blocks: N nodes with g GPUs each): (1) reduce-scatter inside every node, (g-1)/g S per
-// ring edge; (2) g all-reduces across the nodes, one per local index j over GPU j of every node
-// (its own NIC), each of S/g: 2(N-1)/N S/g per edge; (3) all-gather inside every node, (g-1)/g S.
-// The stages run one after the other; the prediction is the sum of theirs.
-TransferPlan hierarchical_plan(const Topology& topo, const CommParams& params, NcclProto proto,
-                               const std::vector<std::vector<int>>& by_node, double bytes) {
-  const std::size_t g = by_node.front().size();
-  const double gd = static_cast<double>(g), nd = static_cast<double>(by_node.size());
-  std::vector<std::vector<int>> across(g);
-  for (std::size_t j = 0; j < g; ++j) {
-    for (const std::vector<int>& n : by_node) across[j].push_back(n[j]);
-  }
-  TransferPlan rs = parallel_rings(topo, params, proto, by_node, (gd - 1) / gd, bytes,
-                                   CollectiveAlgo::kHierarchical);
-  TransferPlan ar = parallel_rings(topo, params, proto, across, 2 * (nd - 1) / nd, bytes / gd,
-                                   CollectiveAlgo::kHierarchical);
-  TransferPlan ag = parallel_rings(topo, params, proto, by_node, (gd - 1) / gd, bytes,
-                                   CollectiveAlgo::kHierarchical);
-  rs.predicted_ns += ar.predicted_ns + ag.predicted_ns;
-  rs.then.push_back(std::move(ar));
-  rs.then.push_back(std::move(ag));
-  return rs;
-}
-
-// NVLS needs Hopper (sm_90+) GPUs on third-generation NVSwitch, all in one node (NVLSTree across
-// nodes is not modelled).
+// Algorithm gates (docs/cost-model.md, "Algorithm gates"; NCCL 2.2x src/graph/search.cc skips the
+// NVLS graph without NVSwitch or below sm_90, src/graph/tuning.cc disables NVLS across nodes
+// unless CollNet is enabled). Here NVLS runs inside one node only; across nodes with SHARP
+// switches the CollNet plan stands for NVLS + CollNet.
 bool nvls_available(const Topology& topo, const std::vector<int>& gpus) {
   if (topo.intra_kind() != IntraNodeKind::kNvswitch) return false;
   if (topo.gpu_spec().compute_capability < 90 || gpus.size() < 2) return false;
@@ -295,6 +246,52 @@ TransferPlan best_over_protocols(const CommParams& params, const Make& make) {
     if (!any || t.predicted_ns < best.predicted_ns) best = std::move(t);
     any = true;
   }
+  return best;
+}
+
+// The faster of two plans (the first on ties).
+void keep_faster(TransferPlan& best, TransferPlan t) {
+  if (t.predicted_ns < best.predicted_ns) best = std::move(t);
+}
+
+// All-reduce (docs/cost-model.md, "Communication", "Algorithm choice"): NCCL picks the algorithm x
+// protocol with the least predicted time: tree wins on latency for small messages on many ranks,
+// ring on bandwidth for large ones, NVLS where the switch can reduce, CollNet where the IB
+// switches can; the hierarchical plan is one more candidate across nodes. A forced algorithm (the
+// op's, else the scenario's) that cannot run here falls back to the automatic choice (the
+// scenario parser rejects a forced one the gates forbid, docs/scenario.md "nccl").
+TransferPlan all_reduce_plan(const Topology& topo, const CommParams& params, CollectiveAlgo algo,
+                             const std::vector<int>& gpus,
+                             const std::vector<std::vector<int>>& rings, double bytes) {
+  const double n = static_cast<double>(gpus.size());
+  const std::vector<int> ring = topo.ring_order(gpus);
+  const CollectiveAlgo want = algo != CollectiveAlgo::kAuto ? algo : params.algo;
+  const bool nvls = nvls_available(topo, gpus);
+  const std::vector<std::vector<int>> blocks = detail::node_blocks(topo, ring, 2);
+  const std::vector<std::vector<int>> blocks1 = detail::node_blocks(topo, ring, 1);
+  const bool hier = !blocks.empty();
+  const bool collnet = topo.fabric().sharp && !blocks1.empty();
+  const bool simple_ok = params.proto == NcclProto::kAuto || params.proto == NcclProto::kSimple;
+  auto ring_f = [&](NcclProto pr) {
+    return ring_plan(topo, params, pr, rings, 2 * (n - 1) / n, bytes, gpus);
+  };
+  auto tree_f = [&](NcclProto pr) { return tree_of(topo, params, pr, ring, bytes); };
+  auto hier_f = [&](NcclProto pr) {
+    TransferPlan h = detail::hierarchical_plan(topo, params, pr, blocks, bytes, false);
+    keep_faster(h, detail::hierarchical_plan(topo, params, pr, blocks, bytes, true));
+    return h;
+  };
+  if (want == CollectiveAlgo::kRing) return best_over_protocols(params, ring_f);
+  if (want == CollectiveAlgo::kTree) return best_over_protocols(params, tree_f);
+  if (want == CollectiveAlgo::kNvls && nvls) return nvls_plan(topo, params, gpus, bytes);
+  if ((want == CollectiveAlgo::kCollnet || want == CollectiveAlgo::kNvls) && collnet)
+    return detail::collnet_plan(topo, params, blocks1, bytes);
+  if (want == CollectiveAlgo::kHierarchical && hier) return best_over_protocols(params, hier_f);
+  TransferPlan best = best_over_protocols(params, ring_f);  // ties: ring, tree, hierarchical, ...
+  keep_faster(best, best_over_protocols(params, tree_f));
+  if (hier) keep_faster(best, best_over_protocols(params, hier_f));
+  if (nvls && simple_ok) keep_faster(best, nvls_plan(topo, params, gpus, bytes));
+  if (collnet && simple_ok) keep_faster(best, detail::collnet_plan(topo, params, blocks1, bytes));
   return best;
 }
 
@@ -332,54 +329,25 @@ TransferPlan plan_collective_on_links(const Topology& topo, const CommParams& pa
                       : CollectiveAlgo::kRing;
     return b.finish();
   }
-  const std::vector<std::vector<int>> rings = topo.rings(gpus);
-  const std::vector<int>& ring = rings.front();  // = topo.ring_order(gpus)
+  // One node: Topology::rings (NVLink-mesh channels); across nodes: one ring per rail.
+  std::vector<std::vector<int>> rings = topo.rings(gpus);
+  if (rings.size() == 1) rings = detail::rail_rings(topo, rings.front());
   const double n = p;
   switch (kind) {
-    case CollectiveKind::kAllReduce: {
-      // NCCL picks the algorithm x protocol with the least predicted time (docs/cost-model.md,
-      // "Protocols"): tree wins on latency for small messages on many ranks (2 log2 p hops
-      // instead of 2(p-1)), ring on bandwidth for large ones, NVLS where the switch can reduce.
-      // A forced algorithm (op's, else the scenario's) that cannot run falls back to auto.
-      const CollectiveAlgo want = algo != CollectiveAlgo::kAuto ? algo : params.algo;
-      const bool nvls = nvls_available(topo, gpus);
-      auto ring_of = [&](NcclProto pr) {
-        return ring_plan(topo, params, pr, rings, 2 * (n - 1) / n, bytes);
-      };
-      auto tree_of = [&](NcclProto pr) { return tree_plan(topo, params, pr, ring, bytes); };
-      if (want == CollectiveAlgo::kRing) return best_over_protocols(params, ring_of);
-      if (want == CollectiveAlgo::kTree) return best_over_protocols(params, tree_of);
-      if (want == CollectiveAlgo::kNvls && nvls) return nvls_plan(topo, params, gpus, bytes);
-      const std::vector<std::vector<int>> blocks = node_blocks(topo, ring);
-      const bool hier = !blocks.empty();
-      auto hier_of = [&](NcclProto pr) {
-        return hierarchical_plan(topo, params, pr, blocks, bytes);
-      };
-      if (want == CollectiveAlgo::kHierarchical && hier)
-        return best_over_protocols(params, hier_of);
-      TransferPlan best = best_over_protocols(params, ring_of);  // ties: ring, then tree
-      TransferPlan t = best_over_protocols(params, tree_of);
-      if (t.predicted_ns < best.predicted_ns) best = std::move(t);
-      if (hier) {
-        TransferPlan h = best_over_protocols(params, hier_of);
-        if (h.predicted_ns < best.predicted_ns) best = std::move(h);
-      }
-      if (nvls && (params.proto == NcclProto::kAuto || params.proto == NcclProto::kSimple)) {
-        TransferPlan v = nvls_plan(topo, params, gpus, bytes);
-        if (v.predicted_ns < best.predicted_ns) best = std::move(v);
-      }
-      return best;
-    }
-    // NCCL implements these with rings only; a forced kTree falls back to the ring.
+    case CollectiveKind::kAllReduce:
+      return all_reduce_plan(topo, params, algo, gpus, rings, bytes);
+    // NCCL implements these with rings (PAT and NVLS all-gather / reduce-scatter are not
+    // modelled); a forced kTree falls back to the ring.
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
       return best_over_protocols(params, [&](NcclProto pr) {
-        return ring_plan(topo, params, pr, rings, (n - 1) / n, bytes);
+        return ring_plan(topo, params, pr, rings, (n - 1) / n, bytes, gpus);
       });
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
       return best_over_protocols(params, [&](NcclProto pr) {
-        return chain_plan(topo, params, pr, rings, root, kind == CollectiveKind::kReduce, bytes);
+        return chain_plan(topo, params, pr, rings, root, kind == CollectiveKind::kReduce, bytes,
+                          gpus);
       });
     case CollectiveKind::kGather:
     case CollectiveKind::kScatter: {

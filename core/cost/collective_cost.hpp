@@ -58,6 +58,10 @@ struct CommParams {
   // NVLS setup cost on top of the base latency: NCCL's tuning model charges 25 us of hardware
   // latency for NVLS Simple (src/graph/tuning.cc); not fitted (no small-message NVLS case).
   double nvls_extra_latency_us = 25.0;
+  // NCCL's channels (docs/cost-model.md, "Channels"): the ring graph's channels, how many a
+  // collective of a given size runs on, and each protocol's per-channel limit cap the flows of
+  // ring, tree and chain plans. false: links only (the pure alpha-beta model).
+  bool channel_model = true;
   // Forcing, as NCCL_ALGO / NCCL_PROTO (scenario "nccl"); kAuto: the fastest predicted.
   CollectiveAlgo algo = CollectiveAlgo::kAuto;
   NcclProto proto = NcclProto::kAuto;

@@ -1,0 +1,36 @@
+// docs/scenario.md, "nccl"; docs/cost-model.md, "Algorithm gates".
+#include "core/parse_nccl.hpp"
+
+namespace csim::core::parse {
+
+// NCCL 2.2x: src/graph/search.cc builds no NVLS graph without an NVSwitch or below sm_90;
+// src/graph/tuning.cc disables NVLS across nodes unless CollNet is enabled, and CollNet without
+// a CollNet (SHARP) network.
+std::string nccl_algo_gate(CollectiveAlgo algo, const ClusterSpec& c) {
+  const bool nvswitch = c.intra.kind == IntraNodeKind::kNvswitch;
+  if (algo == CollectiveAlgo::kNvls) {
+    if (!nvswitch || c.gpu.compute_capability < 90)
+      return "NVLS (NVLink SHARP) needs Hopper or later GPUs (sm_90+) on an NVSwitch; " +
+             c.gpu.name + " (sm_" + std::to_string(c.gpu.compute_capability) + ")" +
+             (nvswitch ? "" : " without an NVSwitch") + " has none";
+    if (c.nodes > 1 && !c.fabric.sharp)
+      return "NVLS across nodes needs CollNet: NCCL disables it on " + std::to_string(c.nodes) +
+             " nodes unless the fabric's switches reduce (cluster.fabric.sharp)";
+  }
+  if (algo == CollectiveAlgo::kCollnet) {
+    if (c.nodes < 2) return "CollNet reduces in the network switches: it needs two or more nodes";
+    if (!c.fabric.sharp)
+      return "CollNet needs InfiniBand switches with SHARP (cluster.fabric.sharp is false)";
+  }
+  return {};
+}
+
+void check_nccl_algo(Ctx& ctx, const std::string& path, const Scenario& sc) {
+  const std::string why = nccl_algo_gate(sc.nccl.algo, sc.cluster);
+  if (!why.empty())
+    ctx.fail(path, std::string("\"") + to_string(sc.nccl.algo) + "\" cannot run here: " + why,
+             "use \"auto\", \"ring\" or \"tree\", or set cluster.fabric.sharp where the switches "
+             "have SHARP");
+}
+
+}  // namespace csim::core::parse

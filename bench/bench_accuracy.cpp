@@ -289,7 +289,7 @@ void layer_time(Row& r, const json& c) {
                                                                           : "none";
   const std::string strategy = std::string(R"({"kind": "tensor_parallel", "tp": 8, )") +
                                R"("sequence_parallel": )" + (sp ? "true" : "false") +
-                               R"(, "recompute": ")" + rc + R"("})";
+                               R"(, "recompute": ")" + rc + R"(", "tp_comm_overlap": true})";
   const std::string text =
       R"({"name": ")" + r.id +
       R"(", "cluster": {"nodes": 1, "gpus_per_node": 8, "gpu": "A100-SXM4-80GB"},
@@ -306,7 +306,7 @@ void layer_time(Row& r, const json& c) {
   r.how =
       "run::simulate: gpt 3 layers h 6144, 64 heads, s 2048, V 51200, 8x A100-SXM4-80GB, "
       "tensor_parallel tp 8" +
-      std::string(sp ? " + SP" : "") + ", recompute " + rc +
+      std::string(sp ? " + SP" : "") + ", recompute " + rc + ", tp_comm_overlap" +
       ", fp16, batch 4; span of block h.1 on GPU 0's compute stream, forward vs "
       "backward+recompute";
   set_status(r, (fwd + bwd) / c["expected"]["value"].get<double>() - 1);

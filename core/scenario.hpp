@@ -397,10 +397,10 @@ struct ParallelSpec {
   std::vector<ParallelDim> rank_order{ParallelDim::kTp, ParallelDim::kDp, ParallelDim::kPp};
   // fastest-varying first (Megatron: tp, dp, pp)
   bool sequence_parallel = false;  // reduce-scatter / all-gather instead of TP all-reduces
-  // Megatron's async TP all-reduce (--async-tensor-model-parallel-allreduce, on by default): a
+  // Megatron's async TP all-reduce (--async-tensor-model-parallel-allreduce, on in Megatron): a
   // column-parallel layer's input-gradient all-reduce runs on its own stream while the weight-
   // gradient GEMM runs (docs/program.md, "TP communication overlap"); not with sequence
-  // parallelism.
+  // parallelism. The parser's default is false (docs/scenario.md); true for Programs built here.
   bool tp_comm_overlap = true;
   std::int64_t micro_batch_size = 1;  // samples per micro-batch per data-parallel replica
   std::int64_t micro_batches = 1;     // m = global_batch / (dp * micro_batch_size)

@@ -115,7 +115,7 @@ class TensorParallelPiece final : public ParallelPiece {
     const ShardedLayer& sl = layer(lp);
     if (overlaps_wgrad(e_, lp)) {  // docs/program.md, "TP communication overlap"
       RankState& r = lp.r();
-      const OpId dgrad = r.last_compute;
+      const OpId dgrad = lp.kernel;
       const Bytes bytes = e_.per_micro_batch(sl.comm_bytes_per_sample);
       pending_[r.rank] = e_.coll(r, tp_stream_.at(r.rank),
                                  op_names::collective("tp", CollectiveKind::kAllReduce, ""),

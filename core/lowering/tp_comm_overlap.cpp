@@ -14,9 +14,8 @@ bool overlaps_wgrad(Emitter& e, const LayerPass& lp) {
   if (lp.layer == lp.sp.sg.first) return false;
   const ShardedLayer& sl = e.plan().sharded[static_cast<std::size_t>(lp.layer)];
   if (sl.bwd_after != TpComm::kAllReduce) return false;
-  const RankState& r = lp.sp.st.r;
-  if (r.last_compute == kNoOp) return false;
-  const Op& op = e.builder().program().ops[static_cast<std::size_t>(r.last_compute)];
+  if (lp.kernel == kNoOp) return false;
+  const Op& op = e.builder().program().ops[static_cast<std::size_t>(lp.kernel)];
   return op.kind == OpKind::kCompute && op.compute_kind == ComputeKind::kGemm && !op.gemm.empty() &&
          op.gemm_pass == GemmPass::kBackward;
 }

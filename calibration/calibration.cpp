@@ -254,7 +254,7 @@ double model_seconds(const core::Scenario& node, const MicroSpec& spec) {
   const core::GpuSpec& g = node.cluster.gpu;
   switch (op.kind) {
     case OpKind::kCompute:
-      return ns_to_s(core::compute_duration_ns(g, op.compute_kind, op.dtype, op.flops, op.bytes));
+      return ns_to_s(core::op_compute_ns(g, op));
     case OpKind::kCopy: {
       if (op.copy_kind == CopyKind::kD2D)  // a memory-bound kernel reading and writing S
         return ns_to_s(core::compute_duration_ns(g, core::ComputeKind::kElementwise, Dtype::kFp32,

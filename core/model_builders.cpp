@@ -49,11 +49,13 @@ i64 conv_out(i64 in, int kernel, int stride, int padding) {
 LayerSpec linear_spec(std::string name, i64 in, i64 out, i64 tokens, bool bias, double e,
                       bool count_input) {
   const double t = static_cast<double>(tokens);
-  return make(std::move(name), ComputeKind::kGemm, in * out + (bias ? out : 0),
-              2.0 * t * static_cast<double>(in) * static_cast<double>(out),
-              e * t * static_cast<double>(in + out),
-              count_input ? e * t * static_cast<double>(in) : 0, e * t * static_cast<double>(out),
-              1);
+  LayerSpec l =
+      make(std::move(name), ComputeKind::kGemm, in * out + (bias ? out : 0),
+           2.0 * t * static_cast<double>(in) * static_cast<double>(out),
+           e * t * static_cast<double>(in + out), count_input ? e * t * static_cast<double>(in) : 0,
+           e * t * static_cast<double>(out), 1);
+  l.gemm = GemmShape{1, tokens, out, in};  // docs/cost-model.md, "GEMM shape"
+  return l;
 }
 
 // Conv2d(cin, cout, k, s, p) on H x W: params cout*cin*k^2 (+cout bias);
@@ -259,9 +261,12 @@ void LayerListBuilder::elementwise(std::string name, const std::string& op) {
     act = n;
   else
     act = saved_input_bytes();
-  push(make(std::move(name), ComputeKind::kElementwise, 0, found->flops_per_elem * n,
-            2.0 * act_bytes_ * n + (found->saves_mask ? n : 0), act, act_bytes_ * n, 1),
-       found->saves_output);
+  LayerSpec l = make(std::move(name), ComputeKind::kElementwise, 0, found->flops_per_elem * n,
+                     2.0 * act_bytes_ * n + (found->saves_mask ? n : 0), act, act_bytes_ * n, 1);
+  // Backward (docs/scenario.md, "Backward traffic"): reads the saved tensor and dy, writes dx
+  // (3e/elem); dropout reads dy and its 1-byte mask, writes dx (2e + 1).
+  l.bwd_bytes_per_sample = found->saves_mask ? 2.0 * act_bytes_ * n + n : 3.0 * act_bytes_ * n;
+  push(std::move(l), found->saves_output);
 }
 
 void LayerListBuilder::embedding(std::string name, i64 num, i64 dim, i64 tokens) {
@@ -286,9 +291,13 @@ void LayerListBuilder::layernorm(std::string name, i64 features) {
                                            s(shape_.features) + ")");
   // params 2f; FLOPs 5/elem; traffic 2e/elem; saves its input + fp32 mean and rstd per position.
   const double n = static_cast<double>(shape_.elems());
-  push(make(std::move(name), ComputeKind::kElementwise, 2 * features, 5.0 * n, 2.0 * act_bytes_ * n,
-            saved_input_bytes() + 8.0 * static_cast<double>(shape_.tokens), act_bytes_ * n, 1),
-       false);
+  LayerSpec l =
+      make(std::move(name), ComputeKind::kElementwise, 2 * features, 5.0 * n, 2.0 * act_bytes_ * n,
+           saved_input_bytes() + 8.0 * static_cast<double>(shape_.tokens), act_bytes_ * n, 1);
+  // Backward (docs/scenario.md, "Backward traffic"): dx from dy and x, then dgamma and dbeta
+  // from dy and x again: 5e/elem + the fp32 statistics.
+  l.bwd_bytes_per_sample = 5.0 * act_bytes_ * n + 8.0 * static_cast<double>(shape_.tokens);
+  push(std::move(l), false);
 }
 
 void LayerListBuilder::attention(std::string name, i64 hidden, int heads) {
@@ -362,8 +371,13 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
     const std::size_t first = m.layers.size();
     m.layers.push_back(
         make(p + "ln_1", CK::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh, k * 2.0 * sh, e * sh, 1));
+    // Backward traffic of the pointwise layers (docs/scenario.md, "Backward traffic"): layer norm
+    // 5e/elem + its fp32 statistics (apex's fused layer norm, as Megatron: one kernel reads dy
+    // and x and writes dx, a second reads dy and x again for dgamma and dbeta).
+    m.layers.back().bwd_bytes_per_sample = 5.0 * e * sh + 8.0 * s;
     m.layers.push_back(make(p + "attn.qkv", CK::kGemm, 3 * h * h + 3 * h, 6.0 * sh * hd,
                             4.0 * e * sh, k * 2.0 * sh, 3.0 * e * sh, 1));
+    m.layers.back().gemm = GemmShape{1, cfg.seq_len, 3 * h, h};  // docs/cost-model.md, "GEMM shape"
     // The attention core, per head-sharded kernel (Korthikanti et al. 2022, section 4.1: Q K^T
     // saves Q and K, 4sh; softmax its output, 2as^2; dropout its mask, as^2; attention x values the
     // dropout output and V, 2as^2 + 2sh; together 6sh + 5as^2). Selective recompute keeps Q, K, V
@@ -392,20 +406,29 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
       m.layers[j].selective_recompute = true;
     m.layers.push_back(make(p + "attn.proj", CK::kGemm, h * h + h, 2.0 * sh * hd, 2.0 * e * sh,
                             k * 2.0 * sh, e * sh, 1));
+    m.layers.back().gemm = GemmShape{1, cfg.seq_len, h, h};
     m.layers.push_back(make(p + "attn.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,
                             k * sh, e * sh, 2));
     m.layers.back().output_reused = true;  // the residual stream, read again by mlp.residual
+    // Dropout's backward reads dy and the mask and writes dx (2e + 1 per elem); the residual
+    // stream's two gradients (the add's and the norm's) are summed by one add (3e).
+    m.layers.back().bwd_bytes_per_sample = 5.0 * e * sh + sh;
     m.layers.push_back(
         make(p + "ln_2", CK::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh, k * 2.0 * sh, e * sh, 1));
+    m.layers.back().bwd_bytes_per_sample = 5.0 * e * sh + 8.0 * s;
     m.layers.push_back(make(p + "mlp.fc", CK::kGemm, h * f + f, 2.0 * sh * fd, e * (sh + sf),
                             k * 2.0 * sh, e * sf, 1));
+    m.layers.back().gemm = GemmShape{1, cfg.seq_len, f, h};
     m.layers.push_back(
         make(p + "mlp.gelu", CK::kElementwise, 0, 8.0 * sf, 2.0 * e * sf, k * 2.0 * sf, e * sf, 1));
+    m.layers.back().bwd_bytes_per_sample = 3.0 * e * sf;  // reads x and dy, writes dx
     m.layers.push_back(make(p + "mlp.proj", CK::kGemm, f * h + h, 2.0 * sf * hd, e * (sf + sh),
                             k * 2.0 * sf, e * sh, 1));
+    m.layers.back().gemm = GemmShape{1, cfg.seq_len, h, f};
     m.layers.push_back(make(p + "mlp.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,
                             k * sh, e * sh, 2));
     m.layers.back().output_reused = true;  // the residual stream, read by the next block
+    m.layers.back().bwd_bytes_per_sample = 5.0 * e * sh + sh;
     for (std::size_t j = first; j < m.layers.size(); ++j) {
       m.layers[j].block = i;
       m.layers[j].tp_role = kRoles[j - first];
@@ -413,10 +436,12 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
   }
   m.layers.push_back(make("ln_f", ComputeKind::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh,
                           e * sh + 8.0 * s, e * sh, 1));
+  m.layers.back().bwd_bytes_per_sample = 5.0 * e * sh + 8.0 * s;
   // LM head: logits = x W_e^T, FLOPs 2shV; params 0 when tied to the token embedding; saves its
   // input; output = the logits (what DataParallel gathers). The loss is added by the lowering.
   m.layers.push_back(make("lm_head", ComputeKind::kGemm, cfg.tied_embeddings ? 0 : cfg.vocab * h,
                           2.0 * sh * v, e * (sh + s * v), e * sh, e * s * v, 1));
+  m.layers.back().gemm = GemmShape{1, cfg.seq_len, cfg.vocab, h};
   // Megatron splits the word embedding and the LM head by vocabulary rows.
   m.layers.front().tp_role = TpRole::kVocabInput;
   m.layers.back().tp_role = TpRole::kVocabOutput;

@@ -128,8 +128,12 @@ LayerSpec norm_spec(std::string name, NormKind kind, i64 w, double t, double e, 
   const bool ln = kind == NormKind::kLayerNorm;
   const double n = t * static_cast<double>(w);
   const double stats = (ln ? 8.0 : 4.0) * t;
-  return make(std::move(name), CK::kElementwise, role, ln ? 2 * w : w, (ln ? 5.0 : 4.0) * n,
-              2.0 * e * n, (input_saved ? 0.0 : e * n) + stats, e * n, 1);
+  LayerSpec l = make(std::move(name), CK::kElementwise, role, ln ? 2 * w : w, (ln ? 5.0 : 4.0) * n,
+                     2.0 * e * n, (input_saved ? 0.0 : e * n) + stats, e * n, 1);
+  // Backward (docs/transformer.md, "Backward traffic"): one kernel reads dy and x and writes dx,
+  // a second reads dy and x again for the weight (and bias) gradients: 5e/elem + the statistics.
+  l.bwd_bytes_per_sample = 5.0 * e * n + stats;
+  return l;
 }
 
 // Linear(in, out) at s positions (docs/transformer.md, "Projections"): params in*out (+ out
@@ -137,8 +141,10 @@ LayerSpec norm_spec(std::string name, NormKind kind, i64 w, double t, double e, 
 LayerSpec linear_spec(std::string name, i64 in, i64 out, bool bias, double s, double e,
                       TpRole role) {
   const double di = static_cast<double>(in), dout = static_cast<double>(out);
-  return make(std::move(name), CK::kGemm, role, in * out + (bias ? out : 0), 2.0 * s * di * dout,
-              e * s * (di + dout), e * s * di, e * s * dout, 1);
+  LayerSpec l = make(std::move(name), CK::kGemm, role, in * out + (bias ? out : 0),
+                     2.0 * s * di * dout, e * s * (di + dout), e * s * di, e * s * dout, 1);
+  l.gemm = GemmShape{1, static_cast<i64>(s), out, in};  // docs/cost-model.md, "GEMM shape"
+  return l;
 }
 
 // Residual add of n elements (docs/transformer.md, "Residuals"): 1 FLOP/elem, reads two tensors
@@ -151,6 +157,9 @@ LayerSpec residual_spec(std::string name, double n, double e, bool dropout) {
                                3.0 * e * n + n, n, e * n, 2)
                         : make(std::move(name), CK::kElementwise, TpRole::kReplicated, 0, n,
                                3.0 * e * n, 0, e * n, 1);
+  // Backward (docs/transformer.md, "Backward traffic"): the residual stream's two gradients are
+  // summed by one add (3e/elem); dropout's backward reads dy and the mask and writes dx (2e + 1).
+  l.bwd_bytes_per_sample = 3.0 * e * n + (dropout ? 2.0 * e * n + n : 0.0);
   l.output_reused = true;
   return l;
 }
@@ -215,10 +224,14 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
     // silu(gate) (mul's inputs) = 3 e sf (docs/transformer.md, "MLP").
     m.layers.push_back(make(p + "mlp.swiglu", CK::kElementwise, TpRole::kSharded, 0, 6.0 * sf,
                             5.0 * e * sf, 3.0 * e * sf, e * sf, 2));
+    // Backward: mul's reads dy, up and silu(gate) and writes both input gradients (5e sf); silu's
+    // reads gate and its gradient and writes d gate (3e sf).
+    m.layers.back().bwd_bytes_per_sample = 8.0 * e * sf;
   } else {
     // GELU (tanh form, ~8 FLOPs/elem as build_gpt): reads and writes sf, saves its input.
     m.layers.push_back(make(p + "mlp.gelu", CK::kElementwise, TpRole::kSharded, 0, 8.0 * sf,
                             2.0 * e * sf, e * sf, e * sf, 1));
+    m.layers.back().bwd_bytes_per_sample = 3.0 * e * sf;  // reads x and dy, writes dx
   }
   m.layers.push_back(linear_spec(p + "mlp.proj", f, h, c.mlp_bias, s, e, TpRole::kRow));
   if (c.parallel_residual) {
@@ -226,11 +239,15 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
     // each branch is dropped first (its mask saved).
     LayerSpec r = make(p + "mlp.residual", CK::kElementwise, TpRole::kReplicated, 0, 2.0 * sh,
                        6.0 * e * sh, 0, e * sh, 2);
+    // Backward: the block input's three gradients (ln_1's, ln_2's, the add's) summed by two adds
+    // (6e sh); each dropout's backward 2e sh + sh.
+    r.bwd_bytes_per_sample = 6.0 * e * sh;
     if (c.hidden_dropout) {
       r.fwd_flops_per_sample += 4.0 * sh;
       r.fwd_bytes_per_sample += 2.0 * sh;
       r.activation_bytes_per_sample += 2.0 * sh;
       r.kernels += 2;
+      r.bwd_bytes_per_sample += 4.0 * e * sh + 2.0 * sh;
     }
     r.output_reused = true;  // the residual stream, read by the next block
     m.layers.push_back(std::move(r));
@@ -308,6 +325,7 @@ ModelSpec build_transformer(const TransformerConfig& c, int act_bytes) {
   m.layers.push_back(make("lm_head", CK::kGemm, TpRole::kVocabOutput,
                           c.tied_embeddings ? 0 : vp * h, 2.0 * sh * static_cast<double>(vp),
                           e * (sh + svp), e * sh, e * svp, 1));
+  m.layers.back().gemm = GemmShape{1, static_cast<i64>(s), vp, h};
 
   m.transformer = TransformerShape{
       c.layers, h, c.heads, c.seq_len, vp, d.ffn_hidden, static_cast<int>(d.kv_heads), d.head_dim};

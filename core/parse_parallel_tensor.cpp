@@ -37,6 +37,7 @@ void validate_tensor_parallel(const ParallelInput& in, ParallelSpec& ps) {
              "strategy.tp > 1",
              "set strategy.tp > 1 or remove sequence_parallel");
   }
+  ps.tp_comm_overlap = o.boolean("tp_comm_overlap", false);
 }
 
 }  // namespace csim::core::parse

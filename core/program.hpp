@@ -155,6 +155,10 @@ struct Op {
   // max_efficiency (a fused attention kernel's own figure: docs/attention.md, "Efficiency");
   // 0 = the GPU's curve for compute_kind.
   double max_efficiency = 0;
+  // A GEMM's shape and which of its products the op runs (docs/cost-model.md, "GEMM shape");
+  // gemm.m == 0: no shape, the kind curve applies.
+  GemmShape gemm;
+  GemmPass gemm_pass = GemmPass::kForward;
   // kCompute: bytes of memory traffic; kCopy / kCollective: payload bytes per GPU (the buffer
   // size, as nccl-tests' "size"); kAlloc / kFree: bytes allocated or released
   Bytes bytes = 0;

@@ -49,7 +49,10 @@ struct GpuSpec {
   // that start meanwhile get the rest, so they take sm_count / (sm_count - nccl_sms) as long
   // (docs/cost-model.md, "Compute-communication interference"). 0: no interference.
   int nccl_sms = 0;
-  int compute_capability = 0;                    // e.g. 80 for sm_80
+  int compute_capability = 0;  // e.g. 80 for sm_80
+  // Fraction of peak a GEMM thread block's main loop reaches (docs/cost-model.md, "GEMM shape");
+  // 0 = the gemm curve's max_efficiency.
+  double gemm_tile_efficiency = 0;
   TimeNs kernel_overhead_ns = 0;                 // per-kernel device-side fixed cost
   EfficiencyCurve efficiency[kNumComputeKinds];  // by ComputeKind
   // FP8 GEMMs (kGemm ops of dtype kFp8; docs/fp8.md, "FP8 GEMM efficiency"): a curve of their own
@@ -192,6 +195,19 @@ struct FusedAttentionShape {
   double keys_per_query = 0;  // keys each query attends on average (s, ~s/2 causal, ~w windowed)
 };
 
+// A GEMM's shape (docs/cost-model.md, "GEMM shape"): `batch` products C[m x n] = A[m x k] B[k x n].
+// m == 0: no shape (the kind's efficiency curve applies).
+struct GemmShape {
+  std::int64_t batch = 1;
+  std::int64_t m = 0, n = 0, k = 0;
+  bool empty() const { return m <= 0 || n <= 0 || k <= 0 || batch <= 0; }
+};
+
+// Which products of a linear layer an op runs (docs/cost-model.md, "GEMM shape"): the forward
+// Y = X W (m x n, inner k); the backward's input gradient dX = dY W^T (m x k, inner n) and weight
+// gradient dW = X^T dY (k x n, inner m); kBackward both, one after the other.
+enum class GemmPass : std::uint8_t { kForward, kBackward, kDgrad, kWgrad };
+
 struct LayerSpec {
   std::string name;  // e.g. "fc", "layer3.2.conv1", "h.5.attn"
   ComputeKind kind = ComputeKind::kGemm;
@@ -227,6 +243,9 @@ struct LayerSpec {
   // The output is read again by a layer other than the next one (the residual stream: a block's
   // residual adds). torch.compile's fusion must still write it (docs/compile.md).
   bool output_reused = false;
+  // A linear layer's GEMM per sample (docs/cost-model.md, "GEMM shape"): m = tokens per sample,
+  // n = output features, k = input features (unsharded); m == 0: no shape.
+  GemmShape gemm;
 };
 
 // Backward kernel launches of a layer (framework ops for the host costs): its own count when set,
@@ -415,7 +434,12 @@ struct ParallelSpec {
   int pp = 1;  // pipeline stages
   std::vector<ParallelDim> rank_order{ParallelDim::kTp, ParallelDim::kDp, ParallelDim::kPp};
   // fastest-varying first (Megatron: tp, dp, pp)
-  bool sequence_parallel = false;     // reduce-scatter / all-gather instead of TP all-reduces
+  bool sequence_parallel = false;  // reduce-scatter / all-gather instead of TP all-reduces
+  // Megatron's async TP all-reduce (--async-tensor-model-parallel-allreduce, on in Megatron): a
+  // column-parallel layer's input-gradient all-reduce runs on its own stream while the weight-
+  // gradient GEMM runs (docs/program.md, "TP communication overlap"); not with sequence
+  // parallelism. The parser's default is false (docs/scenario.md); true for Programs built here.
+  bool tp_comm_overlap = true;
   std::int64_t micro_batch_size = 1;  // samples per micro-batch per data-parallel replica
   std::int64_t micro_batches = 1;     // m = global_batch / (dp * micro_batch_size)
   PipelineSchedule schedule = PipelineSchedule::k1f1b;

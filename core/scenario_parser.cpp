@@ -173,7 +173,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   Obj o(ctx, v, path,
         {"base", "name", "memory_gib", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
          "peak_bf16_tflops", "peak_fp8_tflops", "mem_bw_gbps", "sm_count", "nccl_sms",
-         "compute_capability", "kernel_overhead_us", "mem_bw_efficiency", "efficiency", "source"});
+         "compute_capability", "kernel_overhead_us", "mem_bw_efficiency", "efficiency",
+         "gemm_tile_efficiency", "source"});
   GpuCatalogEntry e;
   if (o.has("base")) {
     const std::string base = o.string("base", "");
@@ -241,8 +242,13 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
       cv.max_efficiency = c.number("max_efficiency", cv.max_efficiency, 0.001, 1.0);
       cv.half_flops = c.number("half_flops", cv.half_flops, 0, kHuge);
       cv.source = c.string("source", "scenario file");
+      // A gemm curve given here also sets the shaped GEMMs' tile efficiency (docs/cost-model.md,
+      // "GEMM shape") unless gemm_tile_efficiency says otherwise.
+      if (k == static_cast<int>(ComputeKind::kGemm) && c.has("max_efficiency"))
+        g.gemm_tile_efficiency = 0;
     }
   }
+  g.gemm_tile_efficiency = o.number("gemm_tile_efficiency", g.gemm_tile_efficiency, 0, 1.0);
   return e;
 }
 

@@ -111,20 +111,31 @@ TEST_CASE("tensor-parallel piece alone: 2l + 1 collectives each way, nothing els
   // and mlp.proj all-reduce their output forward, the column-parallel attn.qkv and mlp.fc their
   // input gradient backward; the vocabulary-parallel embedding adds one forward, the LM head one
   // backward: 2 * 4 + 1 = 9 each way, of b*s*h*e = 8 * 512 * 1024 * 2 bytes, and no other
-  // collective (no pipeline, no data-parallel piece).
-  const Scenario s = parse(gpt(2, "\"kind\":\"tensor_parallel\",\"tp\":2"));
-  const Program p = compose(s, {kTensor});
+  // collective (no pipeline, no data-parallel piece). The forward ones run in line on the compute
+  // stream; the backward ones, all of column-parallel layers, beside their weight-gradient GEMM
+  // on the "tp" stream (tp_comm_overlap, default true; docs/program.md, "TP communication
+  // overlap"), or in line with tp_comm_overlap false.
   const Bytes bshe = 8LL * 512 * 1024 * 2;
-  std::map<std::string, int> by_phase;
-  for (const Op* op : ops_of(p, 0, [](const Op& o) { return o.kind == OpKind::kCollective; })) {
-    CHECK(p.name_of(*op) == "tp all_reduce");
-    CHECK(op->bytes == bshe);
-    CHECK(op->stream == p.ops.front().stream);  // in line on the compute stream
-    ++by_phase[to_string(op->phase)];
+  for (const bool overlap : {true, false}) {
+    CAPTURE(overlap);
+    const Scenario s =
+        parse(gpt(2, std::string("\"kind\":\"tensor_parallel\",\"tp\":2,\"tp_comm_overlap\":") +
+                         (overlap ? "true" : "false")));
+    const Program p = compose(s, {kTensor});
+    std::map<std::string, int> by_phase;
+    for (const Op* op : ops_of(p, 0, [](const Op& o) { return o.kind == OpKind::kCollective; })) {
+      CHECK(p.name_of(*op) == "tp all_reduce");
+      CHECK(op->bytes == bshe);
+      const bool in_line = op->phase == Phase::kForward || !overlap;
+      CHECK((op->stream == p.ops.front().stream) == in_line);
+      if (!in_line) CHECK(p.streams[static_cast<std::size_t>(op->stream)].name == "tp");
+      ++by_phase[to_string(op->phase)];
+    }
+    CHECK(by_phase["forward"] == 9);
+    CHECK(by_phase["backward"] == 9);
+    CHECK(by_phase.size() == 2);
   }
-  CHECK(by_phase["forward"] == 9);
-  CHECK(by_phase["backward"] == 9);
-  CHECK(by_phase.size() == 2);
+  const Program p = compose(parse(gpt(2, "\"kind\":\"tensor_parallel\",\"tp\":2")), {kTensor});
   // The forward all-reduce follows its row-parallel kernel directly: the op after
   // h.0.attn.proj.fwd is the collective.
   const auto it = std::find_if(p.ops.begin(), p.ops.end(),

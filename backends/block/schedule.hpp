@@ -125,22 +125,32 @@ struct ComputeMemo {
     Bytes bytes = -1;
     int kind = -1;
     double max_efficiency = 0;
+    core::GemmShape gemm;
+    core::GemmPass pass = core::GemmPass::kForward;
     TimeNs d = 0;
   };
   std::array<Entry, 4096> e{};
+  static bool same(const core::GemmShape& a, const core::GemmShape& b) {
+    return a.batch == b.batch && a.m == b.m && a.n == b.n && a.k == b.k;
+  }
   TimeNs get(const core::GpuSpec& g, const Op& op) {
     std::uint64_t fb = 0;
     std::memcpy(&fb, &op.flops, sizeof fb);
     const int kind = static_cast<int>(op.compute_kind) * 16 + static_cast<int>(op.dtype);
     std::uint64_t h = fb * 0x9E3779B97F4A7C15ull ^
                       static_cast<std::uint64_t>(op.bytes) * 0xC2B2AE3D27D4EB4Full ^
-                      static_cast<std::uint64_t>(kind);
+                      static_cast<std::uint64_t>(kind) ^
+                      static_cast<std::uint64_t>(op.gemm_pass) * 0x165667B19E3779F9ull;
     Entry& x = e[(h ^ (h >> 29)) & (e.size() - 1)];
     if (x.flops != op.flops || x.bytes != op.bytes || x.kind != kind ||
-        x.max_efficiency != op.max_efficiency) {
-      x = {op.flops, op.bytes, kind, op.max_efficiency,
-           core::compute_duration_ns(g, op.compute_kind, op.dtype, op.flops, op.bytes,
-                                     op.max_efficiency)};
+        x.max_efficiency != op.max_efficiency || !same(x.gemm, op.gemm) || x.pass != op.gemm_pass) {
+      x = {op.flops,
+           op.bytes,
+           kind,
+           op.max_efficiency,
+           op.gemm,
+           op.gemm_pass,
+           core::op_compute_ns(g, op)};
     }
     return x.d;
   }

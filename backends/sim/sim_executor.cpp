@@ -331,9 +331,7 @@ void Engine::start_on_stream(int s, OpId id) {
       return;
     case OpKind::kCompute: {
       st.running = id;
-      start_kernel(id, op.gpu,
-                   core::compute_duration_ns(scenario_.cluster.gpu, op.compute_kind, op.dtype,
-                                             op.flops, op.bytes, op.max_efficiency));
+      start_kernel(id, op.gpu, core::op_compute_ns(scenario_.cluster.gpu, op));
       return;
     }
     case OpKind::kCopy: {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/cost/gemm_shape_cost.hpp"
 #include "core/error.hpp"
 
 namespace csim::core {
@@ -52,6 +53,15 @@ TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, do
     memory_s = static_cast<double>(bytes) / bw;
   }
   return round_to_ns(std::max(compute_s, memory_s)) + gpu.kernel_overhead_ns;
+}
+
+// docs/cost-model.md, "GEMM shape": a GEMM with a shape is timed from it; everything else (convs,
+// attention, elementwise, GEMMs of the explicit and legacy builders, any GEMM on a GPU without an
+// SM count) keeps the curve above.
+TimeNs op_compute_ns(const GpuSpec& gpu, const Op& op) {
+  if (op.compute_kind == ComputeKind::kGemm && !op.gemm.empty() && gpu.sm_count > 0)
+    return gemm_duration_ns(gpu, op.dtype, op.gemm, op.gemm_pass, op.max_efficiency);
+  return compute_duration_ns(gpu, op.compute_kind, op.dtype, op.flops, op.bytes, op.max_efficiency);
 }
 
 }  // namespace csim::core

@@ -15,4 +15,8 @@ double efficiency(const EfficiencyCurve& curve, double flops);
 TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, double flops,
                            Bytes bytes, double max_efficiency = 0);
 
+// A kCompute op's kernel time: from its GEMM shape when it has one (docs/cost-model.md, "GEMM
+// shape"; core/cost/gemm_shape_cost.hpp), else compute_duration_ns of its FLOPs and bytes.
+TimeNs op_compute_ns(const GpuSpec& gpu, const Op& op);
+
 }  // namespace csim::core

@@ -203,6 +203,7 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   }
   b_.fp8().mark(b_, c, lp.layer);
   r.last_compute = c;
+  lp.kernel = c;
   each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });
   return c;
 }

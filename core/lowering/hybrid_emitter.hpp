@@ -97,6 +97,7 @@ struct LayerPass {
   StepPhase phase = StepPhase::kForward;  // kRecompute: a forward re-run before its backward
   bool unit_begins = false, unit_ends = false;
   std::vector<Dep> deps;  // what the kernel waits for
+  OpId kernel = kNoOp;    // the layer's kernel, once emitted (for the end_layer hooks)
   RankState& r() const { return sp.st.r; }
   bool forward() const { return phase != StepPhase::kBackward; }
 };

@@ -7,6 +7,7 @@
 #include "core/attention_kernels.hpp"
 #include "core/caching_allocator.hpp"
 #include "core/error.hpp"
+#include "core/lowering/gemm_shape_lowering.hpp"
 #include "core/lowering/op_names.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 #include "core/lowering/parallel_plan.hpp"
@@ -117,6 +118,11 @@ OpId ProgramBuilder::compute(const Lane& l, const NameRef& name, ComputeKind kin
 }
 
 void ProgramBuilder::set_layer_efficiency(OpId op, const LayerSpec& layer, bool backward) {
+  Op& o = p_.ops[static_cast<std::size_t>(op)];
+  // docs/cost-model.md, "GEMM shape": a linear layer's kernel is timed from its shape; its
+  // backward is the input- and weight-gradient GEMMs.
+  o.gemm = rank_gemm_shape(layer, o.batch, s_.strategy.parallel.tp, o.flops, backward);
+  o.gemm_pass = backward ? GemmPass::kBackward : GemmPass::kForward;
   if (layer.fused_attention.kernel == AttentionKernel::kEager) return;
   p_.ops[static_cast<std::size_t>(op)].max_efficiency =
       fused_attention_max_efficiency(s_.cluster.gpu, layer.fused_attention, backward);

@@ -11,10 +11,13 @@
 // makes one TP group per (dp, pp) position and issues the layer's collectives around its kernel,
 // in line on the compute stream (the next kernel needs their result; Megatron runs them on the
 // default stream).
+#include <unordered_map>
+
 #include "core/error.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
+#include "core/lowering/tp_comm_overlap.hpp"
 
 namespace csim::core {
 
@@ -92,17 +95,42 @@ class TensorParallelPiece final : public ParallelPiece {
     }
   }
 
+  void add_streams(RankState& r) override {
+    const ParallelSpec& ps = e_.spec();
+    if (ps.tp > 1 && ps.tp_comm_overlap && !ps.sequence_parallel)
+      tp_stream_[r.rank] = e_.builder().add_stream(r.gpu, StreamRole::kComm, "tp");
+  }
+
   void begin_layer(LayerPass& lp) override {
     const ShardedLayer& sl = layer(lp);
+    // An overlapped input-gradient all-reduce (tp_comm_overlap.hpp): this kernel consumes it.
+    auto it = pending_.find(lp.r().rank);
+    if (it != pending_.end()) {
+      lp.deps.push_back({it->second, DepKind::kStreamWaits});
+      pending_.erase(it);
+    }
     issue(lp, lp.forward() ? sl.fwd_before : sl.bwd_before);
   }
   void end_layer(LayerPass& lp) override {
     const ShardedLayer& sl = layer(lp);
+    if (overlaps_wgrad(e_, lp)) {  // docs/program.md, "TP communication overlap"
+      RankState& r = lp.r();
+      const OpId dgrad = lp.kernel;
+      const Bytes bytes = e_.per_micro_batch(sl.comm_bytes_per_sample);
+      pending_[r.rank] = e_.coll(r, tp_stream_.at(r.rank),
+                                 op_names::collective("tp", CollectiveKind::kAllReduce, ""),
+                                 CollectiveKind::kAllReduce, r.tp_group, bytes,
+                                 {{dgrad, DepKind::kStreamWaits}}, lp.phase);
+      split_wgrad(e_, r, dgrad);
+      return;
+    }
     issue(lp, lp.forward() ? sl.fwd_after : sl.bwd_after);
   }
 
  private:
   Emitter& e_;
+  std::unordered_map<int, int> tp_stream_;  // rank -> its "tp" stream (overlap only)
+  std::unordered_map<int, OpId> pending_;   // rank -> all-reduce the next kernel waits for
 
   const ShardedLayer& layer(const LayerPass& lp) const {
     return e_.plan().sharded[static_cast<std::size_t>(lp.layer)];

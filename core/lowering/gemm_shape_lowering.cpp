@@ -1,0 +1,28 @@
+// The GEMM shape a layer's kernel runs on one rank (docs/cost-model.md, "GEMM shape").
+#include "core/lowering/gemm_shape_lowering.hpp"
+
+#include <cmath>
+
+namespace csim::core {
+
+GemmShape rank_gemm_shape(const LayerSpec& l, std::int64_t samples, int tp, double op_flops,
+                          bool backward) {
+  if (l.kind != ComputeKind::kGemm || l.gemm.empty() || samples <= 0) return {};
+  GemmShape g = l.gemm;
+  g.m *= samples;
+  if (tp > 1) {
+    // Megatron's column-parallel layers split the weight's output columns, row-parallel ones its
+    // input rows (docs/program.md, "Tensor parallel"); shard_layer divides their FLOPs by tp.
+    if (l.tp_role == TpRole::kColumn || l.tp_role == TpRole::kVocabOutput)
+      g.n = (g.n + tp - 1) / tp;
+    else if (l.tp_role == TpRole::kRow)
+      g.k = (g.k + tp - 1) / tp;
+  }
+  const double shape_flops = 2.0 * static_cast<double>(g.batch) * static_cast<double>(g.m) *
+                             static_cast<double>(g.n) * static_cast<double>(g.k) *
+                             (backward ? 2.0 : 1.0);
+  if (!(std::abs(shape_flops - op_flops) <= 1e-6 * shape_flops)) return {};
+  return g;
+}
+
+}  // namespace csim::core

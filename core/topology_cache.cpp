@@ -20,10 +20,10 @@ auto fields(const EfficiencyCurve& x) {
   return std::tie(max_efficiency, half_flops, source);
 }
 auto fields(const GpuSpec& x) {
-  const auto& [name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, cc, overhead,
-               efficiency, fp8_gemm, mem_bw_efficiency, source] = x;
-  return std::tie(name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, cc, overhead,
-                  efficiency, fp8_gemm, mem_bw_efficiency, source);
+  const auto& [name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, cc, tile,
+               overhead, efficiency, fp8_gemm, mem_bw_efficiency, source] = x;
+  return std::tie(name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, cc, tile,
+                  overhead, efficiency, fp8_gemm, mem_bw_efficiency, source);
 }
 auto fields(const MemoryReserve& x) {
   const auto& [context, nccl, workspace] = x;
@@ -38,8 +38,12 @@ auto fields(const IntraNodeSpec& x) {
   return std::tie(kind, gen, lanes, bridge, pairs, nvlink, nvswitch);
 }
 auto fields(const FabricSpec& x) {
-  const auto& [per_leaf, oversubscription, rail] = x;
-  return std::tie(per_leaf, oversubscription, rail);
+  const auto& [per_leaf, oversubscription, rail, sharp] = x;
+  return std::tie(per_leaf, oversubscription, rail, sharp);
+}
+auto fields(const NicSpec& x) {
+  const auto& [stack, latency] = x;
+  return std::tie(stack, latency);
 }
 auto fields(const Straggler& x) {
   const auto& [gpu, slowdown] = x;
@@ -50,10 +54,10 @@ auto fields(const LinkDegradation& x) {
   return std::tie(node, nic, gpu, factor);
 }
 auto fields(const ClusterSpec& x) {
-  const auto& [nodes, per_node, gpu, reserve, intra, nics, nic_rate, fabric, stragglers, degraded] =
-      x;
-  return std::tie(nodes, per_node, gpu, reserve, intra, nics, nic_rate, fabric, stragglers,
-                  degraded);
+  const auto& [nodes, per_node, gpu, reserve, intra, nics, nic_rate, nic, p2p, fabric, stragglers,
+               degraded] = x;
+  return std::tie(nodes, per_node, gpu, reserve, intra, nics, nic_rate, nic, p2p, fabric,
+                  stragglers, degraded);
 }
 
 template <typename T>

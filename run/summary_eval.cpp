@@ -19,7 +19,7 @@ void describe(SummaryEval& out) {
   out.samples_per_step = out.program.samples_per_step;
   out.model_flops_per_step = out.program.model_flops_per_step;
   if (out.figures.oom)
-    out.oom_op_name = out.program.ops[static_cast<std::size_t>(out.figures.oom->op)].name;
+    out.oom_op_name = out.program.name_of(out.figures.oom->op);
 }
 
 // The op-level figures of a run without a trace, through run() so that control.cancel stops the

@@ -33,7 +33,7 @@ Scenario tp8(bool overlap) {
 // The first op on GPU 0 whose name starts with `name`.
 const Op& find(const Program& p, const std::string& name) {
   for (const Op& op : p.ops) {
-    if (op.gpu == 0 && op.name.rfind(name, 0) == 0) return op;
+    if (op.gpu == 0 && p.name_of(op).rfind(name, 0) == 0) return op;
   }
   FAIL("no op " << name);
   return p.ops.front();

@@ -73,7 +73,7 @@ const std::string kAg = "zero all_gather params", kRs = "zero reduce_scatter gra
 std::vector<const Op*> named(const Program& p, int step, const std::string& name) {
   std::vector<const Op*> out;
   for (const Op& op : p.ops)
-    if (op.gpu == 0 && op.step == step && op.name == name) out.push_back(&op);
+    if (op.gpu == 0 && op.step == step && p.name_of(op) == name) out.push_back(&op);
   return out;
 }
 
@@ -236,7 +236,7 @@ TEST_CASE("ZeRO-3: max_live_parameters forces on-demand fetches the kernels wait
     if (op.gpu != 0 || op.step != 2 || op.kind != OpKind::kCompute) continue;
     for (const Dep& d : op.deps) {
       const Op& g = p.ops[static_cast<std::size_t>(d.op)];
-      if (g.name != kAg) continue;
+      if (p.name_of(g) != kAg) continue;
       const OpTiming& t = r.timings[static_cast<std::size_t>(op.id)];
       const OpTiming& tg = r.timings[static_cast<std::size_t>(g.id)];
       CHECK(t.start_ns >= tg.end_ns);
@@ -304,9 +304,9 @@ TEST_CASE("Model-state bytes per parameter by framework", "[zero3][memory]") {
   Bytes grads = 0, params = 0, tmp = 0;
   for (const Op& op : p.ops) {
     if (op.gpu != 0 || op.kind != OpKind::kAlloc) continue;
-    if (op.name == ".grad" && op.step == 1) grads = op.bytes;
-    if (op.name == "model parameters") params = op.bytes;
-    if (op.name == "zero3 fp32 grad partition" && op.step == 1) tmp = op.bytes;
+    if (p.name_of(op) == ".grad" && op.step == 1) grads = op.bytes;
+    if (p.name_of(op) == "model parameters") params = op.bytes;
+    if (p.name_of(op) == "zero3 fp32 grad partition" && op.step == 1) tmp = op.bytes;
   }
   CHECK(params == 2 * shard);
   CHECK(grads == 2 * shard);
@@ -338,7 +338,7 @@ std::string fsdp1(const std::string& extra) {
 std::vector<const Op*> fsdp1_gathers(const Program& p, const std::string& phase) {
   std::vector<const Op*> out;
   for (const Op* o : named(p, 1, kAg))
-    if (o->phase == phase) out.push_back(o);
+    if (to_string(o->phase) == phase) out.push_back(o);
   return out;
 }
 

@@ -1,7 +1,7 @@
 // Discrete-event execution of a Program (docs/cost-model.md, "Simulation").
 //
 // [SECTION] index
-//   Engine state      threads, streams, transfers, resources
+//   Run state         threads, streams, transfers, resources
 //   Host side         issuing ops: host waits -> GIL -> core -> Python -> dispatch -> enqueue
 //   Device side       stream heads: launch latency, stream waits, compute / copy / collective
 //   Transfers         latency, then flows in the FlowNetwork; completion ends the ops
@@ -102,7 +102,7 @@ struct Transfer {
   // Ops that end when the transfer ends: a copy's one op, or a collective instance's members.
   OpId op = core::kNoOp;
   int instance = -1;
-  const Stages* stages = nullptr;  // in Engine::plans_ (its nodes never move)
+  const Stages* stages = nullptr;  // in SimRun::plans_ (its nodes never move)
   std::size_t stage = 0;
   int flows_left = 0;
 };
@@ -116,9 +116,9 @@ struct Instance {
   int expected = 0;
 };
 
-class Engine {
+class SimRun {
  public:
-  Engine(const core::Scenario& s, const core::CommParams& comm, const core::Program& p,
+  SimRun(const core::Scenario& s, const core::CommParams& comm, const core::Program& p,
          const core::RunControl& ctl)
       : scenario_(s),
         comm_(comm),
@@ -130,7 +130,7 @@ class Engine {
   core::ExecutionResult run();
 
  private:
-  // [SECTION] Engine state
+  // [SECTION] Run state
   const core::Scenario& scenario_;
   const core::CommParams& comm_;
   const core::Program& program_;
@@ -209,7 +209,7 @@ class Engine {
 
 // [SECTION] Host side ----------------------------------------------------------------------------
 
-void Engine::step_thread(int t) {
+void SimRun::step_thread(int t) {
   ThreadState& th = threads_[t];
   while (th.pos < th.ops.size()) {
     const OpId id = th.ops[th.pos];
@@ -272,7 +272,7 @@ void Engine::step_thread(int t) {
   th.phase = ThreadPhase::kDone;
 }
 
-void Engine::finish_issue(int t) {
+void SimRun::finish_issue(int t) {
   ThreadState& th = threads_[t];
   const OpId id = th.ops[th.pos];
   const Op& op = program_.ops[id];
@@ -301,7 +301,7 @@ void Engine::finish_issue(int t) {
 
 // [SECTION] Device side --------------------------------------------------------------------------
 
-void Engine::check_stream(int s) {
+void SimRun::check_stream(int s) {
   StreamState& st = streams_[s];
   while (st.running == core::kNoOp && !st.queue.empty()) {
     const OpId id = st.queue.front();
@@ -320,7 +320,7 @@ void Engine::check_stream(int s) {
   }
 }
 
-void Engine::start_on_stream(int s, OpId id) {
+void SimRun::start_on_stream(int s, OpId id) {
   const Op& op = program_.ops[id];
   StreamState& st = streams_[s];
   timings_[id].start_ns = now_;
@@ -402,7 +402,7 @@ Stages flatten(const core::Topology& topo, engine::FlowNetwork& net,
   return out;
 }
 
-const Stages& Engine::copy_plan(const Op& op) {
+const Stages& SimRun::copy_plan(const Op& op) {
   const PlanKey key{0, static_cast<int>(op.copy_kind), op.gpu, op.peer_gpu, 0, op.bytes};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
@@ -420,7 +420,7 @@ const Stages& Engine::copy_plan(const Op& op) {
   return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
 }
 
-const Stages& Engine::collective_plan(const Op& op) {
+const Stages& SimRun::collective_plan(const Op& op) {
   const PlanKey key{
       1, static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root, op.bytes};
   auto it = plans_.find(key);
@@ -432,7 +432,7 @@ const Stages& Engine::collective_plan(const Op& op) {
   return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
 }
 
-void Engine::start_transfer(OpId op, int instance, const Stages& stages) {
+void SimRun::start_transfer(OpId op, int instance, const Stages& stages) {
   const int tr = static_cast<int>(transfers_.size());
   transfers_.push_back(Transfer{op, instance, &stages, 0, 0});
   push(now_ + stages.front().latency_ns, EvType::kTransferGo, tr);
@@ -440,7 +440,7 @@ void Engine::start_transfer(OpId op, int instance, const Stages& stages) {
 
 // Rank symmetry (docs/cost-model.md, "Rank symmetry"): the mirrors whose images of `gpus` differ
 // from the set itself and from each other, so that each image transfer is started once.
-std::vector<int> Engine::distinct_mirrors(const std::vector<int>& gpus) const {
+std::vector<int> SimRun::distinct_mirrors(const std::vector<int>& gpus) const {
   std::vector<int> out;
   std::set<std::vector<int>> seen;
   std::vector<int> key;
@@ -455,13 +455,13 @@ std::vector<int> Engine::distinct_mirrors(const std::vector<int>& gpus) const {
   return out;
 }
 
-const std::vector<int>& Engine::mirrors_of_gpus(const std::vector<int>& gpus) {
+const std::vector<int>& SimRun::mirrors_of_gpus(const std::vector<int>& gpus) {
   auto it = copy_mirrors_.find(gpus);
   if (it == copy_mirrors_.end()) it = copy_mirrors_.emplace(gpus, distinct_mirrors(gpus)).first;
   return it->second;
 }
 
-const std::vector<int>& Engine::mirrors_of_group(int group) {
+const std::vector<int>& SimRun::mirrors_of_group(int group) {
   if (!group_mirrors_known_[group]) {
     group_mirrors_[group] = distinct_mirrors(program_.groups[group].gpus);
     group_mirrors_known_[group] = 1;
@@ -471,7 +471,7 @@ const std::vector<int>& Engine::mirrors_of_group(int group) {
 
 // Appends each mirror's image of the plan's flows: GPU endpoints through the mirror's map, a host
 // endpoint to the node of its flow's GPU's image. The transfer ends when the slowest image ends.
-void Engine::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const {
+void SimRun::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const {
   for (core::TransferPlan& st : plan.then) add_mirror_flows(st, mirrors);
   const std::size_t own = plan.flows.size();
   const int per_node = scenario_.cluster.gpus_per_node;
@@ -490,7 +490,7 @@ void Engine::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& 
   }
 }
 
-void Engine::transfer_go(int tr) {
+void SimRun::transfer_go(int tr) {
   Transfer& x = transfers_[tr];
   // Bring the flows in flight up to now at their old rates before the set changes.
   advance_flows();
@@ -507,7 +507,7 @@ void Engine::transfer_go(int tr) {
 }
 
 // A stage's flows are done: the next stage starts after its latency, or the ops end.
-void Engine::stage_done(int tr) {
+void SimRun::stage_done(int tr) {
   Transfer& x = transfers_[tr];
   if (x.stage + 1 < x.stages->size()) {
     ++x.stage;
@@ -521,19 +521,19 @@ void Engine::stage_done(int tr) {
   for (OpId id : instances_[x.instance].arrived) complete(id);
 }
 
-void Engine::schedule_flow_check() {
+void SimRun::schedule_flow_check() {
   ++flow_gen_;
   const TimeNs next = flows_.next_completion_ns();
   if (next >= 0) push(std::max(next, now_), EvType::kFlowCheck, flow_gen_);
 }
 
-void Engine::on_flow_check(std::int64_t gen) {
+void SimRun::on_flow_check(std::int64_t gen) {
   if (gen != flow_gen_) return;  // rates changed since this was scheduled
   advance_flows();
   schedule_flow_check();
 }
 
-void Engine::advance_flows() {
+void SimRun::advance_flows() {
   // stage_done only queues events, so the flow network's list stays valid while it is read.
   // Runs of one transfer's flows: the count reaches 0 on a run's last flow, where the per-flow
   // countdown did.
@@ -544,7 +544,7 @@ void Engine::advance_flows() {
   }
 }
 
-void Engine::complete(OpId id) {
+void SimRun::complete(OpId id) {
   const Op& op = program_.ops[id];
   timings_[id].end_ns = now_;
   if (timings_[id].start_ns < 0) timings_[id].start_ns = now_;
@@ -564,7 +564,7 @@ void Engine::complete(OpId id) {
 
 // [SECTION] Event loop ---------------------------------------------------------------------------
 
-std::string Engine::describe_stuck() const {
+std::string SimRun::describe_stuck() const {
   for (std::size_t t = 0; t < threads_.size(); ++t) {
     const ThreadState& th = threads_[t];
     if (th.pos < th.ops.size()) {
@@ -585,7 +585,7 @@ std::string Engine::describe_stuck() const {
 
 // A wake-up is acted on only in a state that can move on: idle or blocked on a host wait, or
 // waiting for the GIL or a core that has just been handed over.
-bool Engine::wants_step(int t) const {
+bool SimRun::wants_step(int t) const {
   const ThreadState& th = threads_[t];
   switch (th.phase) {
     case ThreadPhase::kIdle:
@@ -600,7 +600,7 @@ bool Engine::wants_step(int t) const {
   }
 }
 
-core::ExecutionResult Engine::run() {
+core::ExecutionResult SimRun::run() {
   const std::size_t n = program_.ops.size();
   timings_.assign(n, core::OpTiming{});
   done_.assign(n, 0);
@@ -705,7 +705,7 @@ SimExecutor::SimExecutor(const core::Scenario& scenario)
 
 core::ExecutionResult SimExecutor::run(const core::Program& program,
                                        const core::RunControl& control) {
-  Engine e(scenario_, comm_, program, control);
+  SimRun e(scenario_, comm_, program, control);
   return e.run();
 }
 

@@ -46,8 +46,8 @@ struct GpuSpec {
   double mem_bw_bytes_per_s = 0;     // HBM/GDDR bandwidth
   int sm_count = 0;                  //
   // SMs an NCCL collective occupies while it runs (one thread block per channel): compute kernels
-  // that start meanwhile get the rest, so they take sm_count / (sm_count - nccl_sms) as long
-  // (docs/cost-model.md, "Compute-communication interference"). 0: no interference.
+  // running meanwhile get the rest, so they progress at (sm_count - nccl_sms) / sm_count of their
+  // speed (docs/cost-model.md, "Resource sharing"). 0: no interference.
   int nccl_sms = 0;
   int compute_capability = 0;                    // e.g. 80 for sm_80
   TimeNs kernel_overhead_ns = 0;                 // per-kernel device-side fixed cost

@@ -10,16 +10,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "backends/sim/copy_engines.hpp"
 #include "backends/sim/host_model.hpp"
-#include "backends/sim/kernel_rates.hpp"
+#include "backends/sim/resources.hpp"
 #include "backends/sim/wait_lists.hpp"
 #include "core/cost/compute_cost.hpp"
+#include "core/cost/hbm_traffic.hpp"
 #include "core/engine/event_queue.hpp"
 #include "core/engine/flow_network.hpp"
 #include "core/error.hpp"
@@ -95,8 +99,13 @@ struct Stage {
   engine::FlowNetwork::BatchId batch = -1;
   int flow_count = 0;
 };
-// A plan's stages flattened (TransferPlan::then), mirror images included: run one after the other.
-using Stages = std::vector<Stage>;
+// A plan's stages flattened (TransferPlan::then), mirror images included: run one after the other;
+// and the HBM bytes/ns the transfer moves on each GPU taking part while it runs
+// (docs/cost-model.md, "Resource sharing").
+struct Stages {
+  std::vector<Stage> stages;
+  double hbm_bytes_per_ns = 0;
+};
 
 struct Transfer {
   // Ops that end when the transfer ends: a copy's one op, or a collective instance's members.
@@ -125,7 +134,8 @@ class SimRun {
         program_(p),
         ctl_(ctl),
         topo_(s.cluster),
-        flows_(topo_.links()) {}
+        copy_engines_(topo_),
+        flows_(copy_engines_.links()) {}
 
   core::ExecutionResult run();
 
@@ -136,7 +146,9 @@ class SimRun {
   const core::Program& program_;
   const core::RunControl& ctl_;
   core::Topology topo_;
+  CopyEngines copy_engines_;  // the topology's links and each GPU's two copy engines
   engine::FlowNetwork flows_;
+  std::deque<std::vector<core::LinkId>> engine_routes_;  // copy routes through a copy engine
   engine::EventQueue<Event> queue_;
   TimeNs now_ = 0;
   std::vector<core::OpTiming> timings_;
@@ -176,34 +188,34 @@ class SimRun {
   bool wants_step(int t) const;
   void complete(OpId id);
   bool process_has_gil(int process) const { return program_.processes[process].has_gil; }
-  // A straggler's kernels take `slowdown` times as long (docs/cost-model.md, "Stragglers"); a
-  // kernel runs on the SMs the NCCL kernels on its GPU leave, re-rated whenever one starts or ends
-  // (docs/cost-model.md, "Compute-communication interference"): the factor on its model duration.
-  double kernel_factor(int gpu) const {
-    double f = scenario_.cluster.slowdown_of(gpu);
-    const core::GpuSpec& g = scenario_.cluster.gpu;
-    const int taken = std::min(comm_sms_[gpu], g.sm_count - 1);
-    if (taken > 0) f *= static_cast<double>(g.sm_count) / static_cast<double>(g.sm_count - taken);
-    return f;
+  // docs/cost-model.md, "Resource sharing": kernels share their GPU's SMs and HBM with the NCCL
+  // kernels and DMA copies there (DeviceShares); a re-rated kernel's older events are dropped by
+  // generation. Starts kernel `id` of model duration `d` moving `hbm_bytes` on `gpu`.
+  void start_kernel(OpId id, int gpu, TimeNs d, double hbm_bytes) {
+    push(shares_.start_kernel(id, gpu, now_, d, hbm_bytes), EvType::kComputeDone, id);
+    push_moved();
   }
-  // Starts kernel `id` of model duration `d` on its GPU; its completion event carries the op and
-  // the generation of its end time (a re-rated kernel's older events are ignored).
-  void start_kernel(OpId id, int gpu, TimeNs d) {
-    push(kernels_.start(id, gpu, now_, d, kernel_factor(gpu)), EvType::kComputeDone, id);
+  void set_holder(OpId id, int gpu, int sms, double hbm_bytes_per_ns) {
+    shares_.set_holder(id, gpu, now_, sms, hbm_bytes_per_ns);
+    push_moved();
   }
-  // NCCL's SMs on `gpu` changed: re-rate the kernels running there.
-  void rerate_kernels(int gpu) {
-    kernels_.rerate(gpu, now_, kernel_factor(gpu), [this](OpId id, std::uint32_t gen, TimeNs end) {
-      push(end, EvType::kComputeDone, static_cast<std::int64_t>(id) | std::int64_t{gen} << 32);
-    });
+  void push_moved() {
+    for (const DeviceShares::Moved& m : shares_.moved())
+      push(m.end_ns, EvType::kComputeDone,
+           static_cast<std::int64_t>(m.op) | std::int64_t{m.generation} << 32);
   }
-  KernelRates kernels_;
+  DeviceShares shares_;
   // SMs an NCCL kernel holds: a collective nccl_sms, a send/recv NCCL's 2 channels per peer.
   int sms_of(const Op& op) const {
     const int n = scenario_.cluster.gpu.nccl_sms;
     return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
   }
-  std::vector<int> comm_sms_;  // per GPU: SMs held by NCCL kernels started and not finished
+  // A DMA copy's GPUs: its own, and a peer copy's source.
+  void set_copy_traffic(const Op& op, double hbm_bytes_per_ns) {
+    set_holder(op.id, op.gpu, 0, hbm_bytes_per_ns);
+    if (op.copy_kind == core::CopyKind::kPeer && op.peer_gpu != op.gpu)
+      set_holder(op.id, op.peer_gpu, 0, hbm_bytes_per_ns);
+  }
   std::string describe_stuck() const;
 };
 
@@ -333,7 +345,8 @@ void SimRun::start_on_stream(int s, OpId id) {
       st.running = id;
       start_kernel(id, op.gpu,
                    core::compute_duration_ns(scenario_.cluster.gpu, op.compute_kind, op.dtype,
-                                             op.flops, op.bytes, op.max_efficiency));
+                                             op.flops, op.bytes, op.max_efficiency),
+                   static_cast<double>(op.bytes));
       return;
     }
     case OpKind::kCopy: {
@@ -348,16 +361,18 @@ void SimRun::start_on_stream(int s, OpId id) {
         start_kernel(
             id, op.gpu,
             core::compute_duration_ns(scenario_.cluster.gpu, core::ComputeKind::kElementwise,
-                                      core::Dtype::kFp32, 0, 2 * op.bytes));
+                                      core::Dtype::kFp32, 0, 2 * op.bytes),
+            2.0 * static_cast<double>(op.bytes));
         return;
       }
-      start_transfer(id, -1, copy_plan(op));
+      const Stages& plan = copy_plan(op);
+      set_copy_traffic(op, plan.hbm_bytes_per_ns);
+      start_transfer(id, -1, plan);
       return;
     }
     case OpKind::kCollective: {
       st.running = id;
-      comm_sms_[op.gpu] += sms_of(op);
-      rerate_kernels(op.gpu);
+      set_holder(id, op.gpu, sms_of(op), 0);  // it spins on its SMs until the data moves
       if (op.fixed_ns >= 0) {  // simulated elsewhere (core/program_slice.hpp): a fixed delay
         push(now_ + op.fixed_ns, EvType::kComputeDone, id);
         return;
@@ -367,7 +382,12 @@ void SimRun::start_on_stream(int s, OpId id) {
       // NCCL: each GPU's kernel starts (and spins) when its stream reaches it; data moves only
       // once every member has arrived.
       if (static_cast<int>(in.arrived.size()) == in.expected) {
-        start_transfer(core::kNoOp, op.instance, collective_plan(op));
+        const Stages& plan = collective_plan(op);
+        for (OpId m : in.arrived) {
+          const Op& mo = program_.ops[m];
+          set_holder(m, mo.gpu, sms_of(mo), plan.hbm_bytes_per_ns);
+        }
+        start_transfer(core::kNoOp, op.instance, plan);
       }
       return;
     }
@@ -382,17 +402,18 @@ void SimRun::start_on_stream(int s, OpId id) {
 
 // The plan and its `then` stages as one list, each stage's flows registered with the flow network
 // once (routes looked up once, isolated-start rates precomputed).
-Stages flatten(const core::Topology& topo, engine::FlowNetwork& net,
-               const core::TransferPlan& plan) {
+// `route_of` gives each flow's route (a copy's passes through a copy engine).
+template <typename RouteOf>
+Stages flatten(engine::FlowNetwork& net, const core::TransferPlan& plan, RouteOf&& route_of) {
   Stages out;
   std::vector<engine::FlowStartRef> flows;
   auto add = [&](const core::TransferPlan& st) {
-    Stage& stage = out.emplace_back();
+    Stage& stage = out.stages.emplace_back();
     stage.latency_ns = st.latency_ns;
     flows.clear();
     for (const core::FlowSpec& f : st.flows) {
       if (f.bytes <= 0) continue;
-      flows.push_back({topo.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s});
+      flows.push_back({route_of(f), f.bytes, f.rate_cap_bytes_per_s});
     }
     stage.batch = net.register_batch(flows);
     stage.flow_count = static_cast<int>(flows.size());
@@ -417,7 +438,24 @@ const Stages& SimRun::copy_plan(const Op& op) {
     if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
     add_mirror_flows(plan, mirrors_of_gpus(ends));
   }
-  return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
+  // docs/cost-model.md, "Resource sharing": a host copy's flows cross its GPU's copy engine for
+  // the direction (H2D: into the GPU, D2H: out of it); its DMA reads or writes each byte of HBM
+  // once, spread over the plan's uncontended time.
+  auto route_of = [this](const core::FlowSpec& f) -> std::span<const core::LinkId> {
+    const std::vector<core::LinkId>& r = topo_.route(f.src, f.dst);
+    const bool src_gpu = f.src.kind == core::Endpoint::Kind::kGpu;
+    const bool dst_gpu = f.dst.kind == core::Endpoint::Kind::kGpu;
+    if (src_gpu == dst_gpu) return r;
+    std::vector<core::LinkId>& own = engine_routes_.emplace_back();
+    if (src_gpu) own.push_back(copy_engines_.d2h(f.src.index));
+    own.insert(own.end(), r.begin(), r.end());
+    if (dst_gpu) own.push_back(copy_engines_.h2d(f.dst.index));
+    return own;
+  };
+  Stages st = flatten(flows_, plan, route_of);
+  if (plan.predicted_ns > 0)
+    st.hbm_bytes_per_ns = static_cast<double>(op.bytes) / static_cast<double>(plan.predicted_ns);
+  return plans_.emplace(key, std::move(st)).first->second;
 }
 
 const Stages& SimRun::collective_plan(const Op& op) {
@@ -429,13 +467,24 @@ const Stages& SimRun::collective_plan(const Op& op) {
   core::TransferPlan plan = core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus,
                                                   op.root, static_cast<double>(op.bytes));
   if (program_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
-  return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
+  Stages st =
+      flatten(flows_, plan, [this](const core::FlowSpec& f) -> std::span<const core::LinkId> {
+        return topo_.route(f.src, f.dst);
+      });
+  // docs/cost-model.md, "Resource sharing": the HBM bytes a member's NCCL kernel moves, spread
+  // over the plan's uncontended time.
+  if (plan.predicted_ns > 0)
+    st.hbm_bytes_per_ns =
+        core::nccl_hbm_bytes(op.collective, plan.algo, static_cast<int>(g.gpus.size()),
+                             static_cast<double>(op.bytes)) /
+        static_cast<double>(plan.predicted_ns);
+  return plans_.emplace(key, std::move(st)).first->second;
 }
 
 void SimRun::start_transfer(OpId op, int instance, const Stages& stages) {
   const int tr = static_cast<int>(transfers_.size());
   transfers_.push_back(Transfer{op, instance, &stages, 0, 0});
-  push(now_ + stages.front().latency_ns, EvType::kTransferGo, tr);
+  push(now_ + stages.stages.front().latency_ns, EvType::kTransferGo, tr);
 }
 
 // Rank symmetry (docs/cost-model.md, "Rank symmetry"): the mirrors whose images of `gpus` differ
@@ -496,7 +545,7 @@ void SimRun::transfer_go(int tr) {
   advance_flows();
   // One batch: the flow network recomputes rates once for all of them; the routes come from the
   // plan cache, so nothing is copied here.
-  const Stage& stage = (*x.stages)[x.stage];
+  const Stage& stage = x.stages->stages[x.stage];
   x.flows_left = stage.flow_count;
   if (x.flows_left == 0) {
     stage_done(tr);
@@ -509,9 +558,9 @@ void SimRun::transfer_go(int tr) {
 // A stage's flows are done: the next stage starts after its latency, or the ops end.
 void SimRun::stage_done(int tr) {
   Transfer& x = transfers_[tr];
-  if (x.stage + 1 < x.stages->size()) {
+  if (x.stage + 1 < x.stages->stages.size()) {
     ++x.stage;
-    push(now_ + (*x.stages)[x.stage].latency_ns, EvType::kTransferGo, tr);
+    push(now_ + x.stages->stages[x.stage].latency_ns, EvType::kTransferGo, tr);
     return;
   }
   if (x.instance < 0) {
@@ -550,10 +599,9 @@ void SimRun::complete(OpId id) {
   if (timings_[id].start_ns < 0) timings_[id].start_ns = now_;
   done_[id] = 1;
   ++done_count_;
-  if (op.kind == OpKind::kCollective) {
-    comm_sms_[op.gpu] -= sms_of(op);
-    rerate_kernels(op.gpu);
-  }
+  if (op.kind == OpKind::kCollective) set_holder(id, op.gpu, 0, 0);
+  if (op.kind == OpKind::kCopy && op.copy_kind != core::CopyKind::kD2D && op.fixed_ns < 0)
+    set_copy_traffic(op, 0);
   if (op.stream >= 0 && streams_[op.stream].running == id) {
     streams_[op.stream].running = core::kNoOp;
     push(now_, EvType::kStreamCheck, op.stream);
@@ -634,8 +682,17 @@ core::ExecutionResult SimRun::run() {
       cores_[nd] = FifoResource(std::max(1, share));
     }
   }
-  comm_sms_.assign(static_cast<std::size_t>(program_.world_gpus), 0);
-  kernels_.reset(program_.world_gpus, n);
+  {
+    // docs/cost-model.md, "Resource sharing": each GPU's SMs, achieved HBM bandwidth, straggler
+    // factor.
+    const core::GpuSpec& g = scenario_.cluster.gpu;
+    std::vector<GpuCapacity> caps(static_cast<std::size_t>(program_.world_gpus));
+    for (int i = 0; i < program_.world_gpus; ++i)
+      caps[static_cast<std::size_t>(i)] =
+          GpuCapacity{g.sm_count, g.mem_bw_bytes_per_s * g.mem_bw_efficiency * 1e-9,
+                      scenario_.cluster.slowdown_of(i)};
+    shares_.reset(std::move(caps), n);
+  }
   group_mirrors_.assign(program_.groups.size(), {});
   group_mirrors_known_.assign(program_.groups.size(), 0);
   instances_.resize(static_cast<std::size_t>(program_.collective_instances));
@@ -674,9 +731,11 @@ core::ExecutionResult SimRun::run() {
         // subject: op | generation << 32; an older generation's end was moved by a re-rating.
         const auto id = static_cast<OpId>(ev.subject & 0xFFFFFFFF);
         const auto gen = static_cast<std::uint32_t>(ev.subject >> 32);
-        if (done_[id] || gen != kernels_.generation(id)) break;
-        if (program_.ops[id].kind != OpKind::kCollective && program_.ops[id].fixed_ns < 0)
-          kernels_.finish(id, program_.ops[id].gpu);
+        if (done_[id] || gen != shares_.generation(id)) break;
+        if (program_.ops[id].kind != OpKind::kCollective && program_.ops[id].fixed_ns < 0) {
+          shares_.finish_kernel(id, program_.ops[id].gpu, now_);
+          push_moved();
+        }
         complete(id);
         break;
       }

@@ -49,6 +49,9 @@ struct GpuSpec {
   // running meanwhile get the rest, so they progress at (sm_count - nccl_sms) / sm_count of their
   // speed (docs/cost-model.md, "Resource sharing"). 0: no interference.
   int nccl_sms = 0;
+  // Kernels share HBM bandwidth with each other and with the NCCL kernels and copies beside them
+  // (docs/cost-model.md, "Resource sharing"); false: every kernel gets all of it, as alone.
+  bool hbm_sharing = true;
   int compute_capability = 0;                    // e.g. 80 for sm_80
   TimeNs kernel_overhead_ns = 0;                 // per-kernel device-side fixed cost
   EfficiencyCurve efficiency[kNumComputeKinds];  // by ComputeKind

@@ -349,7 +349,9 @@ EvalResult Schedule::run() {
   running_chain_.assign(gpus, -1);
   comm_sms_.assign(gpus, 0);
   hbm_holders_.assign(gpus, {});
-  hbm_bytes_per_ns_ = s_.cluster.gpu.mem_bw_bytes_per_s * s_.cluster.gpu.mem_bw_efficiency * 1e-9;
+  hbm_bytes_per_ns_ = s_.cluster.gpu.hbm_sharing ? s_.cluster.gpu.mem_bw_bytes_per_s *
+                                                       s_.cluster.gpu.mem_bw_efficiency * 1e-9
+                                                 : 0.0;
   step_begin_.assign(gpus * static_cast<std::size_t>(steps_ + 1), -1);
   step_end_.assign(step_begin_.size(), -1);
   step_drawn_.assign(step_begin_.size(), -1);

@@ -688,9 +688,9 @@ core::ExecutionResult SimRun::run() {
     const core::GpuSpec& g = scenario_.cluster.gpu;
     std::vector<GpuCapacity> caps(static_cast<std::size_t>(program_.world_gpus));
     for (int i = 0; i < program_.world_gpus; ++i)
-      caps[static_cast<std::size_t>(i)] =
-          GpuCapacity{g.sm_count, g.mem_bw_bytes_per_s * g.mem_bw_efficiency * 1e-9,
-                      scenario_.cluster.slowdown_of(i)};
+      caps[static_cast<std::size_t>(i)] = GpuCapacity{
+          g.sm_count, g.hbm_sharing ? g.mem_bw_bytes_per_s * g.mem_bw_efficiency * 1e-9 : 0.0,
+          scenario_.cluster.slowdown_of(i)};
     shares_.reset(std::move(caps), n);
   }
   group_mirrors_.assign(program_.groups.size(), {});

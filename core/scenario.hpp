@@ -46,9 +46,12 @@ struct GpuSpec {
   double mem_bw_bytes_per_s = 0;     // HBM/GDDR bandwidth
   int sm_count = 0;                  //
   // SMs an NCCL collective occupies while it runs (one thread block per channel): compute kernels
-  // that start meanwhile get the rest, so they take sm_count / (sm_count - nccl_sms) as long
-  // (docs/cost-model.md, "Compute-communication interference"). 0: no interference.
+  // running meanwhile get the rest, so they progress at (sm_count - nccl_sms) / sm_count of their
+  // speed (docs/cost-model.md, "Resource sharing"). 0: no interference.
   int nccl_sms = 0;
+  // Kernels share HBM bandwidth with each other and with the NCCL kernels and copies beside them
+  // (docs/cost-model.md, "Resource sharing"); false: every kernel gets all of it, as alone.
+  bool hbm_sharing = true;
   int compute_capability = 0;  // e.g. 80 for sm_80
   // Fraction of peak a GEMM thread block's main loop reaches (docs/cost-model.md, "GEMM shape");
   // 0 = the gemm curve's max_efficiency.

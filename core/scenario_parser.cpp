@@ -173,7 +173,7 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   Obj o(ctx, v, path,
         {"base", "name", "memory_gib", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
          "peak_bf16_tflops", "peak_fp8_tflops", "mem_bw_gbps", "sm_count", "nccl_sms",
-         "compute_capability", "kernel_overhead_us", "mem_bw_efficiency", "efficiency",
+         "hbm_sharing", "compute_capability", "kernel_overhead_us", "mem_bw_efficiency", "efficiency",
          "gemm_tile_efficiency", "source"});
   GpuCatalogEntry e;
   if (o.has("base")) {
@@ -225,6 +225,7 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   if (g.nccl_sms > 0 && g.nccl_sms >= g.sm_count)
     ctx.fail(o.at("nccl_sms"), "must be below sm_count (" + std::to_string(g.sm_count) + ")",
              "NCCL takes one SM per channel; 0 turns the interference off");
+  g.hbm_sharing = o.boolean("hbm_sharing", g.hbm_sharing);
   g.compute_capability =
       static_cast<int>(o.integer("compute_capability", g.compute_capability, 0, 1000));
   g.kernel_overhead_ns = us_to_ns(

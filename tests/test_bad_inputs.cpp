@@ -42,7 +42,7 @@ const std::vector<std::string> kParserKeys = {
     "cluster.degraded_links", "cluster.gpu.base", "cluster.gpu.name", "cluster.gpu.memory_gib",
     "cluster.gpu.peak_fp32_tflops", "cluster.gpu.peak_tf32_tflops", "cluster.gpu.peak_fp16_tflops",
     "cluster.gpu.peak_bf16_tflops", "cluster.gpu.peak_fp8_tflops", "cluster.gpu.mem_bw_gbps",
-    "cluster.gpu.sm_count", "cluster.gpu.nccl_sms", "cluster.gpu.compute_capability",
+    "cluster.gpu.sm_count", "cluster.gpu.nccl_sms", "cluster.gpu.hbm_sharing", "cluster.gpu.compute_capability",
     "cluster.gpu.kernel_overhead_us", "cluster.gpu.mem_bw_efficiency", "cluster.gpu.efficiency",
     "cluster.gpu.gemm_tile_efficiency", "cluster.gpu.source", "cluster.gpu.efficiency.gemm", "cluster.gpu.efficiency.elementwise",
     "cluster.gpu.efficiency.conv", "cluster.gpu.efficiency.attention",

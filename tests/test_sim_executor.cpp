@@ -187,7 +187,7 @@ TEST_CASE("host waits block the thread until the dependency finished", "[sim]") 
 
 TEST_CASE("kernels run on the SMs NCCL leaves, re-rated when an NCCL kernel starts or ends",
           "[sim][interference]") {
-  // docs/cost-model.md, "Compute-communication interference": an A100 has 108 SMs and NCCL's
+  // docs/cost-model.md, "Resource sharing": an A100 has 108 SMs and NCCL's
   // collective holds nccl_sms = 16 of them, so while it runs a kernel progresses at 92 / 108 of
   // its speed alone (factor f = 108 / 92 on its duration), and at full speed again once it ends.
   // GPU 0's all-reduce starts at 4 us (launch latency) and spins until the transfer ends; GPU 0's

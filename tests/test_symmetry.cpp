@@ -165,10 +165,12 @@ TEST_CASE("stragglers: every rank simulated, the slow GPU bounds the step and is
   // the step gets longer, and the summary names GPU 5 as bounding, its compute 1.5x a healthy
   // GPU's of the same stage (GPU 5 = rank 5 = tp 1, dp 0, pp 1 with tp-dp-pp; GPU 4 is its
   // healthy tensor-parallel peer).
-  // Compute-communication interference is off (nccl_sms 0): it would slow the two GPUs' kernels
-  // by different amounts, as their collectives overlap them differently.
+  // Resource sharing is off (nccl_sms 0, hbm_sharing false): it would slow the two GPUs' kernels
+  // by different amounts, as their collectives overlap them differently (the straggler's
+  // kernels, 1.5x slower, ask 1.5x less HBM).
   const std::string base = cluster_gpt(1, 8, 1, "\"kind\":\"3d\",\"tp\":2,\"pp\":2");
-  const std::string quiet = "cluster.gpu={\"base\":\"A100-SXM4-80GB\",\"nccl_sms\":0}";
+  const std::string quiet =
+      "cluster.gpu={\"base\":\"A100-SXM4-80GB\",\"nccl_sms\":0,\"hbm_sharing\":false}";
   const run::RunResult healthy =
       run::simulate(core::parse_scenario_string(base, "t.json", {quiet}));
   const run::RunResult slow = run::simulate(core::parse_scenario_string(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/cost/hbm_traffic.hpp"
 #include "core/error.hpp"
 
 namespace csim::block::detail {
@@ -57,7 +58,7 @@ void Schedule::release_segments(int t) {
 
 // [SECTION] Streams ------------------------------------------------------------------------------
 
-// docs/cost-model.md, "Compute-communication interference" and "Stragglers": the rate factor of a
+// docs/cost-model.md, "Resource sharing" and "Stragglers": the rate factor of a
 // kernel that starts now on `gpu`.
 double Schedule::factor(int gpu) const {
   double f = s_.cluster.slowdown_of(gpu);
@@ -65,6 +66,55 @@ double Schedule::factor(int gpu) const {
   const int taken = std::min(comm_sms_[static_cast<std::size_t>(gpu)], g.sm_count - 1);
   if (taken > 0) f *= static_cast<double>(g.sm_count) / static_cast<double>(g.sm_count - taken);
   return f;
+}
+
+// docs/block-eval.md, "Re-rating": the HBM bandwidth the GPU's running kernel gets when it
+// asks for more than the holders there (NCCL kernels and copies moving data) leave it.
+double Schedule::hbm_level(int gpu) {
+  const auto& holders = hbm_holders_[static_cast<std::size_t>(gpu)];
+  if (holders.empty() || hbm_bytes_per_ns_ <= 0) return hbm_bytes_per_ns_;
+  asks_scratch_.clear();
+  for (const auto& h : holders) asks_scratch_.push_back(h.second);
+  return core::hbm_level(hbm_bytes_per_ns_, asks_scratch_);
+}
+
+// The stream's prefix sums of max(f x d, M / level) (built once per state).
+int Schedule::bound_of(StreamSlots& st, double f, double level) {
+  for (std::size_t i = 0; i < st.bound.size(); ++i)
+    if (st.bound[i].f == f && st.bound[i].level == level) return static_cast<int>(i);
+  StreamSlots::Bound b{f, level, {}};
+  b.prefix.resize(st.pc.size());
+  b.prefix[0] = 0;
+  for (std::size_t k = 0; k + 1 < st.pc.size(); ++k) {
+    const double d = static_cast<double>(st.pc[k + 1] - st.pc[k]);
+    b.prefix[k + 1] = b.prefix[k] + std::max(f * d, st.hbm[k] / level);
+  }
+  st.bound.push_back(std::move(b));
+  return static_cast<int>(st.bound.size()) - 1;
+}
+
+// -1 when no kernel of the chain's stream asks for more HBM than it gets at factor f
+// (docs/cost-model.md, "Resource sharing": a kernel asks demand / f and gets min(ask, level)).
+int Schedule::bound_for(const Unit& u, double f) {
+  StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
+  if (hbm_bytes_per_ns_ <= 0 || st.max_demand == 0) return -1;
+  const double level = hbm_level(u.gpu);
+  if (st.max_demand / f <= level) return -1;
+  return bound_of(st, f, level);
+}
+
+// A holder's HBM traffic on `gpu` starts (ask > 0) or ends (0): the running chain is re-rated.
+void Schedule::hbm_change(int gpu, int unit, double ask) {
+  auto& holders = hbm_holders_[static_cast<std::size_t>(gpu)];
+  if (ask > 0) {
+    holders.push_back({unit, ask});
+  } else {
+    const auto it = std::find_if(holders.begin(), holders.end(),
+                                 [unit](const auto& h) { return h.first == unit; });
+    if (it == holders.end()) return;
+    holders.erase(it);
+  }
+  rerate(gpu);
 }
 
 void Schedule::check_stream(int s) {
@@ -117,6 +167,11 @@ TimeNs Schedule::walk_stepwise(Unit& u) {
       ++m;
     }
     const TimeNs c = st.pc[k + 1] - st.pc[k];
+    if (u.bound >= 0) {
+      const std::vector<double>& b = st.bound[static_cast<std::size_t>(u.bound)].prefix;
+      t += static_cast<TimeNs>(std::llround(b[k + 1] - b[k])) + st.pm[k + 1] - st.pm[k];
+      continue;
+    }
     t += (u.factor == 1.0 ? c
                           : static_cast<TimeNs>(std::llround(static_cast<double>(c) * u.factor))) +
          st.pm[k + 1] - st.pm[k];
@@ -133,6 +188,7 @@ void Schedule::start_unit(int ui) {
     u.seg_pos = u.first;
     u.t0 = now_;
     u.factor = factor(u.gpu);
+    u.bound = bound_for(u, u.factor);
     u.mem_next =
         static_cast<int>(std::lower_bound(st.mem.begin(), st.mem.end(), u.first) - st.mem.begin());
     const TimeNs ready =
@@ -151,6 +207,10 @@ void Schedule::start_unit(int ui) {
     return;
   }
   if (u.kind == UnitKind::kCopy) {
+    if (u.hbm_ask > 0) {
+      hbm_change(u.gpu, ui, u.hbm_ask);
+      if (u.peer_gpu >= 0) hbm_change(u.peer_gpu, ui, u.hbm_ask);
+    }
     push(now_ + u.transfer_ns, Ev::kTransferDone, ui);
     return;
   }
@@ -163,8 +223,15 @@ void Schedule::start_unit(int ui) {
   }
   const std::size_t in = static_cast<std::size_t>(u.instance);
   inst_units_[in].push_back(ui);
-  if (++inst_arrived_[in] == u.members)
+  if (++inst_arrived_[in] == u.members) {
+    // The data moves: each member's NCCL kernel declares its HBM traffic (docs/cost-model.md,
+    // "Resource sharing").
+    for (int m : inst_units_[in]) {
+      const Unit& mu = units_[static_cast<std::size_t>(m)];
+      if (mu.hbm_ask > 0) hbm_change(mu.gpu, m, mu.hbm_ask);
+    }
     push(now_ + u.transfer_ns, Ev::kTransferDone, -1 - static_cast<std::int64_t>(in));
+  }
 }
 
 // docs/block-eval.md, "Re-rating": when the NCCL SMs of a GPU change, the kernels of its running
@@ -174,7 +241,8 @@ void Schedule::rerate(int gpu) {
   if (ui < 0) return;
   Unit& u = units_[static_cast<std::size_t>(ui)];
   const double f = factor(gpu);
-  if (f == u.factor || u.stepwise) return;
+  const int b = bound_for(u, f);
+  if ((f == u.factor && b == u.bound) || u.stepwise) return;
   // The first slot of the current segment starting after now (times grow with the slot).
   int lo = u.seg_pos, hi = u.end;
   while (lo < hi) {
@@ -185,13 +253,41 @@ void Schedule::rerate(int gpu) {
       lo = mid + 1;
     }
   }
-  if (lo == u.end) return;
-  const TimeNs t0 = time_of(u, lo);
+  // The kernel running at now (slot lo - 1, started by now) keeps its done work and runs the rest
+  // at the new rate, as the op-level simulator re-rates it (docs/cost-model.md, "Resource
+  // sharing"): with e and s its end and start, it ends at now + llround((e - now) / (e - s) x d'),
+  // d' its duration in the new state. The new segment begins at that kernel, from the virtual
+  // start (new end - d'), so that a second change at the same time finds it and the same fraction.
+  const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
+  const int k = lo - 1;
+  const std::size_t kk = static_cast<std::size_t>(k);
+  int seg = lo;
+  TimeNs t0 = lo < u.end ? time_of(u, lo) : -1;
+  if (k >= u.seg_pos && st.pc[kk + 1] > st.pc[kk] && time_of(u, k) <= now_) {
+    const TimeNs s_k = time_of(u, k), e_k = time_of(u, lo);
+    const TimeNs d_new = slot_kernel_ns(st, kk, f, b);
+    const double left = static_cast<double>(e_k - now_) / static_cast<double>(e_k - s_k);
+    t0 = now_ + static_cast<TimeNs>(std::llround(left * static_cast<double>(d_new))) - d_new;
+    seg = k;
+  } else if (lo == u.end) {
+    return;
+  }
   emit_mem(u, lo);
-  u.seg_pos = lo;
+  u.seg_pos = seg;
   u.t0 = t0;
   u.factor = f;
+  u.bound = b;
   push(time_of(u, u.end), Ev::kChainDone, ui, ++u.gen);
+}
+
+// Slot k's kernel time in state (f, bound), rounded as time_of rounds a one-slot segment.
+TimeNs Schedule::slot_kernel_ns(const StreamSlots& st, std::size_t k, double f, int bound) const {
+  const TimeNs c = st.pc[k + 1] - st.pc[k];
+  if (bound >= 0) {
+    const std::vector<double>& p = st.bound[static_cast<std::size_t>(bound)].prefix;
+    return static_cast<TimeNs>(std::llround(p[k + 1] - p[k]));
+  }
+  return f == 1.0 ? c : static_cast<TimeNs>(std::llround(static_cast<double>(c) * f));
 }
 
 void Schedule::sms_change(int gpu, int delta) {
@@ -225,7 +321,11 @@ void Schedule::finish_unit(int ui, TimeNs end) {
     with_kernels =
         st.pc[static_cast<std::size_t>(u.end)] > st.pc[static_cast<std::size_t>(u.first)];
   } else if (u.kind == UnitKind::kComm) {
+    if (u.hbm_ask > 0) hbm_change(u.gpu, ui, 0);
     sms_change(u.gpu, -u.sms);
+  } else if (u.hbm_ask > 0) {  // a copy
+    hbm_change(u.gpu, ui, 0);
+    if (u.peer_gpu >= 0) hbm_change(u.peer_gpu, ui, 0);
   }
   if (u.step >= 1) {
     TimeNs& e = step_end_[at(u.gpu, u.step)];
@@ -248,6 +348,10 @@ EvalResult Schedule::run() {
   const std::size_t gpus = static_cast<std::size_t>(p_.world_gpus);
   running_chain_.assign(gpus, -1);
   comm_sms_.assign(gpus, 0);
+  hbm_holders_.assign(gpus, {});
+  hbm_bytes_per_ns_ = s_.cluster.gpu.hbm_sharing ? s_.cluster.gpu.mem_bw_bytes_per_s *
+                                                       s_.cluster.gpu.mem_bw_efficiency * 1e-9
+                                                 : 0.0;
   step_begin_.assign(gpus * static_cast<std::size_t>(steps_ + 1), -1);
   step_end_.assign(step_begin_.size(), -1);
   step_drawn_.assign(step_begin_.size(), -1);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/cost/hbm_traffic.hpp"
 #include "core/engine/flow_network.hpp"
 
 namespace csim::block::detail {
@@ -12,7 +13,7 @@ namespace csim::block::detail {
 
 // docs/block-eval.md, "Transfers": a transfer alone on the topology, its mirror images included
 // (the op-level simulator's plan, backends/sim/sim_executor.cpp), timed once per plan key.
-TimeNs Schedule::transfer_of(const Op& op) {
+TransferTime Schedule::transfer_of(const Op& op) {
   PlanKey key;
   if (op.kind == OpKind::kCopy) {
     key = {0, static_cast<int>(op.copy_kind), op.gpu, op.peer_gpu, 0, op.bytes};
@@ -49,7 +50,17 @@ TimeNs Schedule::transfer_of(const Op& op) {
     plan = core::plan_collective(topo_, comm_, op.collective, op.algo, ends, op.root,
                                  static_cast<double>(op.bytes));
   }
-  const TimeNs d = time_plan(std::move(plan), ends);
+  // docs/cost-model.md, "Resource sharing": the HBM traffic the op-level simulator declares.
+  double hbm = 0;
+  if (plan.predicted_ns > 0) {
+    const double moved =
+        op.kind == OpKind::kCopy
+            ? static_cast<double>(op.bytes)
+            : core::nccl_hbm_bytes(op.collective, plan.algo, static_cast<int>(ends.size()),
+                                   static_cast<double>(op.bytes));
+    hbm = moved / static_cast<double>(plan.predicted_ns);
+  }
+  const TransferTime d{time_plan(std::move(plan), ends), hbm};
   transfer_ns_.emplace(key, d);
   transfer_memo_[h] = {key, d};
   return d;

@@ -202,6 +202,7 @@ std::string Schedule::build() {
     }
     if (st.thread != op.thread) return "a stream fed by several threads";
     TimeNs dc = 0, dm = 0;
+    double hbm_ask = 0;
     UnitKind kind = UnitKind::kChain;
     bool mem = false;
     switch (op.kind) {
@@ -214,13 +215,25 @@ std::string Schedule::build() {
         communicates_[static_cast<std::size_t>(op.gpu)] = 1;
         const bool alone =
             op.fixed_ns >= 0 || group_members_[static_cast<std::size_t>(op.group)] == 1;
-        dm = op.fixed_ns >= 0 ? op.fixed_ns : transfer_of(op);
+        if (op.fixed_ns >= 0) {
+          dm = op.fixed_ns;
+        } else {
+          const TransferTime tt = transfer_of(op);
+          dm = tt.ns;
+          hbm_ask = tt.hbm_bytes_per_ns;
+        }
         if (!(compute_stream && alone)) kind = UnitKind::kComm;
         break;
       }
       case OpKind::kCopy:
         if (op.copy_kind == core::CopyKind::kD2D) return "on-device copies";
-        dm = op.fixed_ns >= 0 ? op.fixed_ns : transfer_of(op);
+        if (op.fixed_ns >= 0) {
+          dm = op.fixed_ns;
+        } else {
+          const TransferTime tt = transfer_of(op);
+          dm = tt.ns;
+          hbm_ask = tt.hbm_bytes_per_ns;
+        }
         kind = UnitKind::kCopy;
         break;
       default:
@@ -248,6 +261,9 @@ std::string Schedule::build() {
         u.instance = op.instance;
         u.members = op.group >= 0 ? group_members_[static_cast<std::size_t>(op.group)] : 1;
       }
+      u.hbm_ask = hbm_ask;
+      if (kind == UnitKind::kCopy && op.copy_kind == core::CopyKind::kPeer && op.peer_gpu != op.gpu)
+        u.peer_gpu = op.peer_gpu;
       cur = static_cast<int>(units_.size());
       units_.push_back(u);
       st.units.push_back(cur);
@@ -264,6 +280,10 @@ std::string Schedule::build() {
     }
     const std::size_t f = static_cast<std::size_t>(u.first), k = static_cast<std::size_t>(slot);
     u.host_slack = std::max(u.host_slack, er - (st.pc[k] + st.pm[k] - st.pc[f] - st.pm[f]));
+    // docs/block-eval.md, "Re-rating": a kernel's HBM bytes and demand.
+    const double kernel_hbm = op.kind == OpKind::kCompute ? static_cast<double>(op.bytes) : 0.0;
+    st.hbm.push_back(kernel_hbm);
+    if (dc > 0) st.max_demand = std::max(st.max_demand, kernel_hbm / static_cast<double>(dc));
     st.pc.push_back(st.pc.back() + dc);
     st.pm.push_back(st.pm.back() + dm);
     ++u.end;

@@ -49,6 +49,16 @@ struct StreamSlots {
   std::vector<int> units;            // in order
   std::size_t next = 0;              // run state: the next unit to start
   bool busy = false;
+  // docs/block-eval.md, "Re-rating": each slot's kernel HBM bytes (0 for other ops), the largest
+  // bytes per model ns of its kernels, and per (rate factor f, HBM level L) met while HBM binds the
+  // prefix sums of max(f x d, M / L), built the first time a chain runs in that state.
+  std::vector<double> hbm{};
+  double max_demand = 0;
+  struct Bound {
+    double f = 1, level = 0;
+    std::vector<double> prefix;
+  };
+  std::vector<Bound> bound{};
 };
 
 struct Unit {
@@ -60,10 +70,13 @@ struct Unit {
   int wait_first = 0, wait_end = 0;  // its first op's stream waits: targets in Schedule::waits_
   int instance = -1, members = 0, sms = 0;  // kComm: the collective instance, its NCCL SMs
   bool fixed = false;                       // kComm: a stand-in of fixed duration
+  double hbm_ask = 0;                       // kComm / kCopy: HBM bytes/ns while its data moves
+  int peer_gpu = -1;                        // kCopy: a peer copy's source GPU
   // Run state.
   TimeNs start_ns = -1, t0 = 0;
   int seg_pos = 0, mem_next = 0;
   double factor = 1;
+  int bound = -1;  // >= 0: HBM binds a kernel of the chain: StreamSlots::bound[bound] times it
   std::uint32_t gen = 0;
   bool stepwise = false;  // launches gate the chain: its op times were walked one by one
 };
@@ -117,6 +130,13 @@ struct MemEvent {
 };
 
 using PlanKey = std::tuple<int, int, int, int, int, Bytes>;
+
+// A transfer alone: its time, and the HBM bytes/ns it moves on each GPU taking part
+// (docs/cost-model.md, "Resource sharing").
+struct TransferTime {
+  TimeNs ns = 0;
+  double hbm_bytes_per_ns = 0;
+};
 
 // Direct-mapped memo of compute_duration_ns: a layer's kernel recurs every micro-batch.
 struct ComputeMemo {
@@ -176,8 +196,8 @@ class Schedule {
   const core::Topology& topo_;
   std::vector<int> local_link_;  // time_plan's scratch: topology link -> compact index, -1
   std::vector<int> stamp_;       // images_disjoint's scratch: GPU -> image, -1
-  std::map<PlanKey, TimeNs> transfer_ns_;
-  std::array<std::pair<PlanKey, TimeNs>, 1024> transfer_memo_{};
+  std::map<PlanKey, TransferTime> transfer_ns_;
+  std::array<std::pair<PlanKey, TransferTime>, 1024> transfer_memo_{};
   std::map<std::vector<int>, std::vector<int>> mirrors_;
   ComputeMemo compute_;
   engine::EventQueue<Event> q_;
@@ -198,6 +218,9 @@ class Schedule {
   std::vector<int> woken_first_, woken_;
   std::vector<int> running_chain_;  // per GPU: its running chain with kernels, -1
   std::vector<int> comm_sms_;
+  std::vector<std::vector<std::pair<int, double>>> hbm_holders_;  // per GPU: (unit, HBM ask)
+  std::vector<double> asks_scratch_;
+  double hbm_bytes_per_ns_ = 0;  // mem_bw x mem_bw_efficiency
   std::vector<int> inst_arrived_;
   std::vector<std::vector<int>> inst_units_;
   // Figures.
@@ -218,12 +241,17 @@ class Schedule {
 
   int target(OpId op);
   void end_unit_at(OpId op, std::vector<int>& open);
-  TimeNs transfer_of(const Op& op);
+  TransferTime transfer_of(const Op& op);
   TimeNs time_plan(core::TransferPlan plan, const std::vector<int>& mirror_gpus);
   bool images_disjoint(const core::TransferPlan& plan, const std::vector<int>& gpus);
   void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
   const std::vector<int>& mirrors_of(const std::vector<int>& gpus);
   double factor(int gpu) const;
+  double hbm_level(int gpu);
+  int bound_of(StreamSlots& st, double f, double level);
+  int bound_for(const Unit& u, double f);
+  void hbm_change(int gpu, int unit, double ask);
+  TimeNs slot_kernel_ns(const StreamSlots& st, std::size_t k, double f, int bound) const;
   int sms_of(const Op& op) const {
     const int n = s_.cluster.gpu.nccl_sms;
     return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
@@ -237,6 +265,13 @@ class Schedule {
         st.pc[static_cast<std::size_t>(j)] - st.pc[static_cast<std::size_t>(u.seg_pos)];
     const TimeNs m =
         st.pm[static_cast<std::size_t>(j)] - st.pm[static_cast<std::size_t>(u.seg_pos)];
+    if (u.bound >= 0) {
+      const std::vector<double>& b = st.bound[static_cast<std::size_t>(u.bound)].prefix;
+      return u.t0 +
+             static_cast<TimeNs>(std::llround(b[static_cast<std::size_t>(j)] -
+                                              b[static_cast<std::size_t>(u.seg_pos)])) +
+             m;
+    }
     return u.t0 +
            (u.factor == 1.0
                 ? c

@@ -86,8 +86,8 @@ int run_rank(const std::string& host, int port, int rank, std::int64_t zero, con
 
 Coordinator::Coordinator(const core::Program& p, int ranks, const LaunchOptions& o,
                          LaunchReport* report)
-    : p_(p),
-      o_(o),
+    : program_(p),
+      options_(o),
       report_(report),
       ranks_(static_cast<std::size_t>(ranks)),
       timings_(p.ops.size()) {
@@ -276,13 +276,13 @@ void Coordinator::loop(int& listen_fd, std::int64_t zero, const core::RunControl
       RankState& st = ranks_[r];
       if (st.finished || st.failed) continue;
       const std::int64_t since = st.fd < 0 ? start : st.last_seen_ns;
-      if (now - since > static_cast<std::int64_t>(o_.heartbeat_timeout_ms) * 1'000'000) {
+      if (now - since > static_cast<std::int64_t>(options_.heartbeat_timeout_ms) * 1'000'000) {
         st.failed = true;
         if (st.pid > 0) ::kill(st.pid, SIGKILL);
         abort_all(static_cast<int>(r),
                   "rank " + std::to_string(r) + " (pid " + std::to_string(st.reported_pid) + ") " +
                       (st.fd < 0 ? "never connected" : "stopped sending heartbeats") + " for " +
-                      std::to_string(o_.heartbeat_timeout_ms) + " ms; " +
+                      std::to_string(options_.heartbeat_timeout_ms) + " ms; " +
                       (st.pid > 0 ? "killed" : "declared failed"));
         if (st.fd >= 0) {
           ::close(st.fd);
@@ -290,12 +290,12 @@ void Coordinator::loop(int& listen_fd, std::int64_t zero, const core::RunControl
         }
       }
     }
-    if (o_.on_tick) o_.on_tick((now - start) / 1'000'000);
+    if (options_.on_tick) options_.on_tick((now - start) / 1'000'000);
     if (!cancelled_ && control.cancel && control.cancel->load()) {
       cancelled_ = true;
       abort_all(-1, "interrupted");
     }
-    if (aborted_ && now - abort_at_ns_ > static_cast<std::int64_t>(o_.grace_ms) * 1'000'000) {
+    if (aborted_ && now - abort_at_ns_ > static_cast<std::int64_t>(options_.grace_ms) * 1'000'000) {
       for (RankState& st : ranks_) {
         if (st.pid > 0 && !st.finished) ::kill(st.pid, SIGKILL);
         if (st.fd >= 0) {

@@ -54,8 +54,8 @@ class Coordinator {
   void abort_all(int failed_rank, const std::string& why);
   void gone(int rank);
 
-  const core::Program& p_;
-  const LaunchOptions& o_;
+  const core::Program& program_;
+  const LaunchOptions& options_;
   LaunchReport* report_;
   std::vector<RankState> ranks_;
   std::vector<core::OpTiming> timings_;

@@ -1,7 +1,7 @@
 // Discrete-event execution of a Program (docs/cost-model.md, "Simulation").
 //
 // [SECTION] index
-//   Engine state      threads, streams, transfers, resources
+//   Run state         threads, streams, transfers, resources
 //   Host side         issuing ops: host waits -> GIL -> core -> Python -> dispatch -> enqueue
 //   Device side       stream heads: launch latency, stream waits, compute / copy / collective
 //   Transfers         latency, then flows in the FlowNetwork; completion ends the ops
@@ -10,16 +10,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "backends/sim/copy_engines.hpp"
 #include "backends/sim/host_model.hpp"
-#include "backends/sim/kernel_rates.hpp"
+#include "backends/sim/resources.hpp"
 #include "backends/sim/wait_lists.hpp"
 #include "core/cost/compute_cost.hpp"
+#include "core/cost/hbm_traffic.hpp"
 #include "core/engine/event_queue.hpp"
 #include "core/engine/flow_network.hpp"
 #include "core/error.hpp"
@@ -95,14 +99,19 @@ struct Stage {
   engine::FlowNetwork::BatchId batch = -1;
   int flow_count = 0;
 };
-// A plan's stages flattened (TransferPlan::then), mirror images included: run one after the other.
-using Stages = std::vector<Stage>;
+// A plan's stages flattened (TransferPlan::then), mirror images included: run one after the other;
+// and the HBM bytes/ns the transfer moves on each GPU taking part while it runs
+// (docs/cost-model.md, "Resource sharing").
+struct Stages {
+  std::vector<Stage> stages;
+  double hbm_bytes_per_ns = 0;
+};
 
 struct Transfer {
   // Ops that end when the transfer ends: a copy's one op, or a collective instance's members.
   OpId op = core::kNoOp;
   int instance = -1;
-  const Stages* stages = nullptr;  // in Engine::plans_ (its nodes never move)
+  const Stages* stages = nullptr;  // in SimRun::plans_ (its nodes never move)
   std::size_t stage = 0;
   int flows_left = 0;
 };
@@ -116,27 +125,30 @@ struct Instance {
   int expected = 0;
 };
 
-class Engine {
+class SimRun {
  public:
-  Engine(const core::Scenario& s, const core::CommParams& comm, const core::Program& p,
+  SimRun(const core::Scenario& s, const core::CommParams& comm, const core::Program& p,
          const core::RunControl& ctl)
       : scenario_(s),
         comm_(comm),
         program_(p),
         ctl_(ctl),
         topo_(s.cluster),
-        flows_(topo_.links()) {}
+        copy_engines_(topo_),
+        flows_(copy_engines_.links()) {}
 
   core::ExecutionResult run();
 
  private:
-  // [SECTION] Engine state
+  // [SECTION] Run state
   const core::Scenario& scenario_;
   const core::CommParams& comm_;
   const core::Program& program_;
   const core::RunControl& ctl_;
   core::Topology topo_;
+  CopyEngines copy_engines_;  // the topology's links and each GPU's two copy engines
   engine::FlowNetwork flows_;
+  std::deque<std::vector<core::LinkId>> engine_routes_;  // copy routes through a copy engine
   engine::EventQueue<Event> queue_;
   TimeNs now_ = 0;
   std::vector<core::OpTiming> timings_;
@@ -176,40 +188,40 @@ class Engine {
   bool wants_step(int t) const;
   void complete(OpId id);
   bool process_has_gil(int process) const { return program_.processes[process].has_gil; }
-  // A straggler's kernels take `slowdown` times as long (docs/cost-model.md, "Stragglers"); a
-  // kernel runs on the SMs the NCCL kernels on its GPU leave, re-rated whenever one starts or ends
-  // (docs/cost-model.md, "Compute-communication interference"): the factor on its model duration.
-  double kernel_factor(int gpu) const {
-    double f = scenario_.cluster.slowdown_of(gpu);
-    const core::GpuSpec& g = scenario_.cluster.gpu;
-    const int taken = std::min(comm_sms_[gpu], g.sm_count - 1);
-    if (taken > 0) f *= static_cast<double>(g.sm_count) / static_cast<double>(g.sm_count - taken);
-    return f;
+  // docs/cost-model.md, "Resource sharing": kernels share their GPU's SMs and HBM with the NCCL
+  // kernels and DMA copies there (DeviceShares); a re-rated kernel's older events are dropped by
+  // generation. Starts kernel `id` of model duration `d` moving `hbm_bytes` on `gpu`.
+  void start_kernel(OpId id, int gpu, TimeNs d, double hbm_bytes) {
+    push(shares_.start_kernel(id, gpu, now_, d, hbm_bytes), EvType::kComputeDone, id);
+    push_moved();
   }
-  // Starts kernel `id` of model duration `d` on its GPU; its completion event carries the op and
-  // the generation of its end time (a re-rated kernel's older events are ignored).
-  void start_kernel(OpId id, int gpu, TimeNs d) {
-    push(kernels_.start(id, gpu, now_, d, kernel_factor(gpu)), EvType::kComputeDone, id);
+  void set_holder(OpId id, int gpu, int sms, double hbm_bytes_per_ns) {
+    shares_.set_holder(id, gpu, now_, sms, hbm_bytes_per_ns);
+    push_moved();
   }
-  // NCCL's SMs on `gpu` changed: re-rate the kernels running there.
-  void rerate_kernels(int gpu) {
-    kernels_.rerate(gpu, now_, kernel_factor(gpu), [this](OpId id, std::uint32_t gen, TimeNs end) {
-      push(end, EvType::kComputeDone, static_cast<std::int64_t>(id) | std::int64_t{gen} << 32);
-    });
+  void push_moved() {
+    for (const DeviceShares::Moved& m : shares_.moved())
+      push(m.end_ns, EvType::kComputeDone,
+           static_cast<std::int64_t>(m.op) | std::int64_t{m.generation} << 32);
   }
-  KernelRates kernels_;
+  DeviceShares shares_;
   // SMs an NCCL kernel holds: a collective nccl_sms, a send/recv NCCL's 2 channels per peer.
   int sms_of(const Op& op) const {
     const int n = scenario_.cluster.gpu.nccl_sms;
     return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
   }
-  std::vector<int> comm_sms_;  // per GPU: SMs held by NCCL kernels started and not finished
+  // A DMA copy's GPUs: its own, and a peer copy's source.
+  void set_copy_traffic(const Op& op, double hbm_bytes_per_ns) {
+    set_holder(op.id, op.gpu, 0, hbm_bytes_per_ns);
+    if (op.copy_kind == core::CopyKind::kPeer && op.peer_gpu != op.gpu)
+      set_holder(op.id, op.peer_gpu, 0, hbm_bytes_per_ns);
+  }
   std::string describe_stuck() const;
 };
 
 // [SECTION] Host side ----------------------------------------------------------------------------
 
-void Engine::step_thread(int t) {
+void SimRun::step_thread(int t) {
   ThreadState& th = threads_[t];
   while (th.pos < th.ops.size()) {
     const OpId id = th.ops[th.pos];
@@ -272,7 +284,7 @@ void Engine::step_thread(int t) {
   th.phase = ThreadPhase::kDone;
 }
 
-void Engine::finish_issue(int t) {
+void SimRun::finish_issue(int t) {
   ThreadState& th = threads_[t];
   const OpId id = th.ops[th.pos];
   const Op& op = program_.ops[id];
@@ -301,7 +313,7 @@ void Engine::finish_issue(int t) {
 
 // [SECTION] Device side --------------------------------------------------------------------------
 
-void Engine::check_stream(int s) {
+void SimRun::check_stream(int s) {
   StreamState& st = streams_[s];
   while (st.running == core::kNoOp && !st.queue.empty()) {
     const OpId id = st.queue.front();
@@ -320,7 +332,7 @@ void Engine::check_stream(int s) {
   }
 }
 
-void Engine::start_on_stream(int s, OpId id) {
+void SimRun::start_on_stream(int s, OpId id) {
   const Op& op = program_.ops[id];
   StreamState& st = streams_[s];
   timings_[id].start_ns = now_;
@@ -331,7 +343,8 @@ void Engine::start_on_stream(int s, OpId id) {
       return;
     case OpKind::kCompute: {
       st.running = id;
-      start_kernel(id, op.gpu, core::op_compute_ns(scenario_.cluster.gpu, op));
+      start_kernel(id, op.gpu, core::op_compute_ns(scenario_.cluster.gpu, op),
+                   static_cast<double>(op.bytes));
       return;
     }
     case OpKind::kCopy: {
@@ -346,16 +359,18 @@ void Engine::start_on_stream(int s, OpId id) {
         start_kernel(
             id, op.gpu,
             core::compute_duration_ns(scenario_.cluster.gpu, core::ComputeKind::kElementwise,
-                                      core::Dtype::kFp32, 0, 2 * op.bytes));
+                                      core::Dtype::kFp32, 0, 2 * op.bytes),
+            2.0 * static_cast<double>(op.bytes));
         return;
       }
-      start_transfer(id, -1, copy_plan(op));
+      const Stages& plan = copy_plan(op);
+      set_copy_traffic(op, plan.hbm_bytes_per_ns);
+      start_transfer(id, -1, plan);
       return;
     }
     case OpKind::kCollective: {
       st.running = id;
-      comm_sms_[op.gpu] += sms_of(op);
-      rerate_kernels(op.gpu);
+      set_holder(id, op.gpu, sms_of(op), 0);  // it spins on its SMs until the data moves
       if (op.fixed_ns >= 0) {  // simulated elsewhere (core/program_slice.hpp): a fixed delay
         push(now_ + op.fixed_ns, EvType::kComputeDone, id);
         return;
@@ -365,7 +380,12 @@ void Engine::start_on_stream(int s, OpId id) {
       // NCCL: each GPU's kernel starts (and spins) when its stream reaches it; data moves only
       // once every member has arrived.
       if (static_cast<int>(in.arrived.size()) == in.expected) {
-        start_transfer(core::kNoOp, op.instance, collective_plan(op));
+        const Stages& plan = collective_plan(op);
+        for (OpId m : in.arrived) {
+          const Op& mo = program_.ops[m];
+          set_holder(m, mo.gpu, sms_of(mo), plan.hbm_bytes_per_ns);
+        }
+        start_transfer(core::kNoOp, op.instance, plan);
       }
       return;
     }
@@ -380,17 +400,18 @@ void Engine::start_on_stream(int s, OpId id) {
 
 // The plan and its `then` stages as one list, each stage's flows registered with the flow network
 // once (routes looked up once, isolated-start rates precomputed).
-Stages flatten(const core::Topology& topo, engine::FlowNetwork& net,
-               const core::TransferPlan& plan) {
+// `route_of` gives each flow's route (a copy's passes through a copy engine).
+template <typename RouteOf>
+Stages flatten(engine::FlowNetwork& net, const core::TransferPlan& plan, RouteOf&& route_of) {
   Stages out;
   std::vector<engine::FlowStartRef> flows;
   auto add = [&](const core::TransferPlan& st) {
-    Stage& stage = out.emplace_back();
+    Stage& stage = out.stages.emplace_back();
     stage.latency_ns = st.latency_ns;
     flows.clear();
     for (const core::FlowSpec& f : st.flows) {
       if (f.bytes <= 0) continue;
-      flows.push_back({topo.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s});
+      flows.push_back({route_of(f), f.bytes, f.rate_cap_bytes_per_s});
     }
     stage.batch = net.register_batch(flows);
     stage.flow_count = static_cast<int>(flows.size());
@@ -400,7 +421,7 @@ Stages flatten(const core::Topology& topo, engine::FlowNetwork& net,
   return out;
 }
 
-const Stages& Engine::copy_plan(const Op& op) {
+const Stages& SimRun::copy_plan(const Op& op) {
   const PlanKey key{0, static_cast<int>(op.copy_kind), op.gpu, op.peer_gpu, 0, op.bytes};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
@@ -415,10 +436,27 @@ const Stages& Engine::copy_plan(const Op& op) {
     if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
     add_mirror_flows(plan, mirrors_of_gpus(ends));
   }
-  return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
+  // docs/cost-model.md, "Resource sharing": a host copy's flows cross its GPU's copy engine for
+  // the direction (H2D: into the GPU, D2H: out of it); its DMA reads or writes each byte of HBM
+  // once, spread over the plan's uncontended time.
+  auto route_of = [this](const core::FlowSpec& f) -> std::span<const core::LinkId> {
+    const std::vector<core::LinkId>& r = topo_.route(f.src, f.dst);
+    const bool src_gpu = f.src.kind == core::Endpoint::Kind::kGpu;
+    const bool dst_gpu = f.dst.kind == core::Endpoint::Kind::kGpu;
+    if (src_gpu == dst_gpu) return r;
+    std::vector<core::LinkId>& own = engine_routes_.emplace_back();
+    if (src_gpu) own.push_back(copy_engines_.d2h(f.src.index));
+    own.insert(own.end(), r.begin(), r.end());
+    if (dst_gpu) own.push_back(copy_engines_.h2d(f.dst.index));
+    return own;
+  };
+  Stages st = flatten(flows_, plan, route_of);
+  if (plan.predicted_ns > 0)
+    st.hbm_bytes_per_ns = static_cast<double>(op.bytes) / static_cast<double>(plan.predicted_ns);
+  return plans_.emplace(key, std::move(st)).first->second;
 }
 
-const Stages& Engine::collective_plan(const Op& op) {
+const Stages& SimRun::collective_plan(const Op& op) {
   const PlanKey key{
       1, static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root, op.bytes};
   auto it = plans_.find(key);
@@ -427,18 +465,29 @@ const Stages& Engine::collective_plan(const Op& op) {
   core::TransferPlan plan = core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus,
                                                   op.root, static_cast<double>(op.bytes));
   if (program_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
-  return plans_.emplace(key, flatten(topo_, flows_, plan)).first->second;
+  Stages st =
+      flatten(flows_, plan, [this](const core::FlowSpec& f) -> std::span<const core::LinkId> {
+        return topo_.route(f.src, f.dst);
+      });
+  // docs/cost-model.md, "Resource sharing": the HBM bytes a member's NCCL kernel moves, spread
+  // over the plan's uncontended time.
+  if (plan.predicted_ns > 0)
+    st.hbm_bytes_per_ns =
+        core::nccl_hbm_bytes(op.collective, plan.algo, static_cast<int>(g.gpus.size()),
+                             static_cast<double>(op.bytes)) /
+        static_cast<double>(plan.predicted_ns);
+  return plans_.emplace(key, std::move(st)).first->second;
 }
 
-void Engine::start_transfer(OpId op, int instance, const Stages& stages) {
+void SimRun::start_transfer(OpId op, int instance, const Stages& stages) {
   const int tr = static_cast<int>(transfers_.size());
   transfers_.push_back(Transfer{op, instance, &stages, 0, 0});
-  push(now_ + stages.front().latency_ns, EvType::kTransferGo, tr);
+  push(now_ + stages.stages.front().latency_ns, EvType::kTransferGo, tr);
 }
 
 // Rank symmetry (docs/cost-model.md, "Rank symmetry"): the mirrors whose images of `gpus` differ
 // from the set itself and from each other, so that each image transfer is started once.
-std::vector<int> Engine::distinct_mirrors(const std::vector<int>& gpus) const {
+std::vector<int> SimRun::distinct_mirrors(const std::vector<int>& gpus) const {
   std::vector<int> out;
   std::set<std::vector<int>> seen;
   std::vector<int> key;
@@ -453,13 +502,13 @@ std::vector<int> Engine::distinct_mirrors(const std::vector<int>& gpus) const {
   return out;
 }
 
-const std::vector<int>& Engine::mirrors_of_gpus(const std::vector<int>& gpus) {
+const std::vector<int>& SimRun::mirrors_of_gpus(const std::vector<int>& gpus) {
   auto it = copy_mirrors_.find(gpus);
   if (it == copy_mirrors_.end()) it = copy_mirrors_.emplace(gpus, distinct_mirrors(gpus)).first;
   return it->second;
 }
 
-const std::vector<int>& Engine::mirrors_of_group(int group) {
+const std::vector<int>& SimRun::mirrors_of_group(int group) {
   if (!group_mirrors_known_[group]) {
     group_mirrors_[group] = distinct_mirrors(program_.groups[group].gpus);
     group_mirrors_known_[group] = 1;
@@ -469,7 +518,7 @@ const std::vector<int>& Engine::mirrors_of_group(int group) {
 
 // Appends each mirror's image of the plan's flows: GPU endpoints through the mirror's map, a host
 // endpoint to the node of its flow's GPU's image. The transfer ends when the slowest image ends.
-void Engine::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const {
+void SimRun::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const {
   for (core::TransferPlan& st : plan.then) add_mirror_flows(st, mirrors);
   const std::size_t own = plan.flows.size();
   const int per_node = scenario_.cluster.gpus_per_node;
@@ -488,13 +537,13 @@ void Engine::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& 
   }
 }
 
-void Engine::transfer_go(int tr) {
+void SimRun::transfer_go(int tr) {
   Transfer& x = transfers_[tr];
   // Bring the flows in flight up to now at their old rates before the set changes.
   advance_flows();
   // One batch: the flow network recomputes rates once for all of them; the routes come from the
   // plan cache, so nothing is copied here.
-  const Stage& stage = (*x.stages)[x.stage];
+  const Stage& stage = x.stages->stages[x.stage];
   x.flows_left = stage.flow_count;
   if (x.flows_left == 0) {
     stage_done(tr);
@@ -505,11 +554,11 @@ void Engine::transfer_go(int tr) {
 }
 
 // A stage's flows are done: the next stage starts after its latency, or the ops end.
-void Engine::stage_done(int tr) {
+void SimRun::stage_done(int tr) {
   Transfer& x = transfers_[tr];
-  if (x.stage + 1 < x.stages->size()) {
+  if (x.stage + 1 < x.stages->stages.size()) {
     ++x.stage;
-    push(now_ + (*x.stages)[x.stage].latency_ns, EvType::kTransferGo, tr);
+    push(now_ + x.stages->stages[x.stage].latency_ns, EvType::kTransferGo, tr);
     return;
   }
   if (x.instance < 0) {
@@ -519,19 +568,19 @@ void Engine::stage_done(int tr) {
   for (OpId id : instances_[x.instance].arrived) complete(id);
 }
 
-void Engine::schedule_flow_check() {
+void SimRun::schedule_flow_check() {
   ++flow_gen_;
   const TimeNs next = flows_.next_completion_ns();
   if (next >= 0) push(std::max(next, now_), EvType::kFlowCheck, flow_gen_);
 }
 
-void Engine::on_flow_check(std::int64_t gen) {
+void SimRun::on_flow_check(std::int64_t gen) {
   if (gen != flow_gen_) return;  // rates changed since this was scheduled
   advance_flows();
   schedule_flow_check();
 }
 
-void Engine::advance_flows() {
+void SimRun::advance_flows() {
   // stage_done only queues events, so the flow network's list stays valid while it is read.
   // Runs of one transfer's flows: the count reaches 0 on a run's last flow, where the per-flow
   // countdown did.
@@ -542,16 +591,15 @@ void Engine::advance_flows() {
   }
 }
 
-void Engine::complete(OpId id) {
+void SimRun::complete(OpId id) {
   const Op& op = program_.ops[id];
   timings_[id].end_ns = now_;
   if (timings_[id].start_ns < 0) timings_[id].start_ns = now_;
   done_[id] = 1;
   ++done_count_;
-  if (op.kind == OpKind::kCollective) {
-    comm_sms_[op.gpu] -= sms_of(op);
-    rerate_kernels(op.gpu);
-  }
+  if (op.kind == OpKind::kCollective) set_holder(id, op.gpu, 0, 0);
+  if (op.kind == OpKind::kCopy && op.copy_kind != core::CopyKind::kD2D && op.fixed_ns < 0)
+    set_copy_traffic(op, 0);
   if (op.stream >= 0 && streams_[op.stream].running == id) {
     streams_[op.stream].running = core::kNoOp;
     push(now_, EvType::kStreamCheck, op.stream);
@@ -562,7 +610,7 @@ void Engine::complete(OpId id) {
 
 // [SECTION] Event loop ---------------------------------------------------------------------------
 
-std::string Engine::describe_stuck() const {
+std::string SimRun::describe_stuck() const {
   for (std::size_t t = 0; t < threads_.size(); ++t) {
     const ThreadState& th = threads_[t];
     if (th.pos < th.ops.size()) {
@@ -583,7 +631,7 @@ std::string Engine::describe_stuck() const {
 
 // A wake-up is acted on only in a state that can move on: idle or blocked on a host wait, or
 // waiting for the GIL or a core that has just been handed over.
-bool Engine::wants_step(int t) const {
+bool SimRun::wants_step(int t) const {
   const ThreadState& th = threads_[t];
   switch (th.phase) {
     case ThreadPhase::kIdle:
@@ -598,7 +646,7 @@ bool Engine::wants_step(int t) const {
   }
 }
 
-core::ExecutionResult Engine::run() {
+core::ExecutionResult SimRun::run() {
   const std::size_t n = program_.ops.size();
   timings_.assign(n, core::OpTiming{});
   done_.assign(n, 0);
@@ -632,8 +680,17 @@ core::ExecutionResult Engine::run() {
       cores_[nd] = FifoResource(std::max(1, share));
     }
   }
-  comm_sms_.assign(static_cast<std::size_t>(program_.world_gpus), 0);
-  kernels_.reset(program_.world_gpus, n);
+  {
+    // docs/cost-model.md, "Resource sharing": each GPU's SMs, achieved HBM bandwidth, straggler
+    // factor.
+    const core::GpuSpec& g = scenario_.cluster.gpu;
+    std::vector<GpuCapacity> caps(static_cast<std::size_t>(program_.world_gpus));
+    for (int i = 0; i < program_.world_gpus; ++i)
+      caps[static_cast<std::size_t>(i)] = GpuCapacity{
+          g.sm_count, g.hbm_sharing ? g.mem_bw_bytes_per_s * g.mem_bw_efficiency * 1e-9 : 0.0,
+          scenario_.cluster.slowdown_of(i)};
+    shares_.reset(std::move(caps), n);
+  }
   group_mirrors_.assign(program_.groups.size(), {});
   group_mirrors_known_.assign(program_.groups.size(), 0);
   instances_.resize(static_cast<std::size_t>(program_.collective_instances));
@@ -672,9 +729,11 @@ core::ExecutionResult Engine::run() {
         // subject: op | generation << 32; an older generation's end was moved by a re-rating.
         const auto id = static_cast<OpId>(ev.subject & 0xFFFFFFFF);
         const auto gen = static_cast<std::uint32_t>(ev.subject >> 32);
-        if (done_[id] || gen != kernels_.generation(id)) break;
-        if (program_.ops[id].kind != OpKind::kCollective && program_.ops[id].fixed_ns < 0)
-          kernels_.finish(id, program_.ops[id].gpu);
+        if (done_[id] || gen != shares_.generation(id)) break;
+        if (program_.ops[id].kind != OpKind::kCollective && program_.ops[id].fixed_ns < 0) {
+          shares_.finish_kernel(id, program_.ops[id].gpu, now_);
+          push_moved();
+        }
         complete(id);
         break;
       }
@@ -703,7 +762,7 @@ SimExecutor::SimExecutor(const core::Scenario& scenario)
 
 core::ExecutionResult SimExecutor::run(const core::Program& program,
                                        const core::RunControl& control) {
-  Engine e(scenario_, comm_, program, control);
+  SimRun e(scenario_, comm_, program, control);
   return e.run();
 }
 

@@ -1,4 +1,4 @@
-// The simulator: runs a Program on the cost model in a deterministic discrete-event engine
+// The simulator: runs a Program on the cost model in a deterministic discrete-event simulation (one SimRun per run)
 // (docs/cost-model.md). Contention is resolved for GPU streams (FIFO per stream), links (flows
 // sharing bandwidth by max-min fairness), CPU cores per node and the GIL per Python process.
 #pragma once

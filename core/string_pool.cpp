@@ -7,35 +7,43 @@
 
 namespace csim::core {
 
+namespace {
+std::uint32_t hash32(std::string_view s) {
+  const std::size_t h = std::hash<std::string_view>{}(s);
+  return static_cast<std::uint32_t>(h ^ (h >> 32));
+}
+constexpr std::uint32_t id_of(std::uint64_t slot) { return static_cast<std::uint32_t>(slot) - 1; }
+constexpr std::uint32_t hash_of(std::uint64_t slot) { return static_cast<std::uint32_t>(slot >> 32); }
+}  // namespace
+
 StringPool::StringPool() : slots_(256, 0) {
   intern(std::string_view());
 }
 
-std::uint32_t* StringPool::probe(std::string_view s, std::size_t h) {
+std::uint64_t* StringPool::probe(std::string_view s, std::uint32_t h) {
   const std::size_t mask = slots_.size() - 1;
   for (std::size_t i = h & mask;; i = (i + 1) & mask) {
-    std::uint32_t& slot = slots_[i];
-    if (slot == 0) return &slot;
-    const std::uint32_t id = slot - 1;
-    if (hashes_[id] == h && strings_[id] == s) return &slot;
+    std::uint64_t& slot = slots_[i];
+    if (slot == 0 || (hash_of(slot) == h && strings_[id_of(slot)] == s)) return &slot;
   }
 }
 
 void StringPool::grow() {
-  std::vector<std::uint32_t> bigger(slots_.size() * 2, 0);
+  std::vector<std::uint64_t> bigger(slots_.size() * 2, 0);
   const std::size_t mask = bigger.size() - 1;
-  for (std::uint32_t id = 0; id < hashes_.size(); ++id) {
-    std::size_t i = hashes_[id] & mask;
+  for (const std::uint64_t slot : slots_) {
+    if (slot == 0) continue;
+    std::size_t i = hash_of(slot) & mask;
     while (bigger[i] != 0) i = (i + 1) & mask;
-    bigger[i] = id + 1;
+    bigger[i] = slot;
   }
   slots_ = std::move(bigger);
 }
 
 NameId StringPool::intern(std::string_view s) {
-  const std::size_t h = std::hash<std::string_view>{}(s);
-  std::uint32_t* slot = probe(s, h);
-  if (*slot != 0) return NameId{*slot - 1};
+  const std::uint32_t h = hash32(s);
+  std::uint64_t* slot = probe(s, h);
+  if (*slot != 0) return NameId{id_of(*slot)};
   CSIM_ASSERT_MSG(strings_.size() < UINT32_MAX - 1, "more names than a NameId holds");
   if (2 * (strings_.size() + 1) > slots_.size()) {
     grow();
@@ -43,8 +51,7 @@ NameId StringPool::intern(std::string_view s) {
   }
   const auto id = static_cast<std::uint32_t>(strings_.size());
   strings_.emplace_back(s);
-  hashes_.push_back(h);
-  *slot = id + 1;
+  *slot = (static_cast<std::uint64_t>(h) << 32) | (id + 1);
   return NameId{id};
 }
 
@@ -55,13 +62,13 @@ NameId StringPool::intern_cat(const std::string_view* parts, std::size_t n) {
 }
 
 bool StringPool::find(std::string_view s, NameId* out) const {
-  const std::size_t h = std::hash<std::string_view>{}(s);
+  const std::uint32_t h = hash32(s);
   const std::size_t mask = slots_.size() - 1;
   for (std::size_t i = h & mask;; i = (i + 1) & mask) {
-    const std::uint32_t slot = slots_[i];
+    const std::uint64_t slot = slots_[i];
     if (slot == 0) return false;
-    if (hashes_[slot - 1] == h && strings_[slot - 1] == s) {
-      *out = NameId{slot - 1};
+    if (hash_of(slot) == h && strings_[id_of(slot)] == s) {
+      *out = NameId{id_of(slot)};
       return true;
     }
   }

@@ -169,7 +169,7 @@ TEST_CASE("copy engines: one per direction, shared by the copies of that directi
     Op op;
     op.id = static_cast<OpId>(p.ops.size());
     op.kind = OpKind::kCopy;
-    op.name = "copy";
+    op.name = p.names.intern("copy");
     op.thread = 0;
     op.stream = i;
     op.gpu = 0;

@@ -237,7 +237,7 @@ TEST_CASE("fp8: a GPT step on one H100 is faster than bf16 and slower than 2x", 
   const Run fp8 = simulate(gpt_scenario("H100", fp8_training("delayed")));
   const TimeNs t_bf16 = step2_ns(bf16), t_fp8 = step2_ns(fp8);
   // G = the bf16 step's time in the GEMMs that run FP8 under precision fp8 (the block linear
-  // layers, forward and backward). An FP8 GEMM runs at most r = (1979 x 0.671) / (989.5 x 0.62)
+  // layers, forward and backward). An FP8 GEMM runs at most r = (1979 x 0.700) / (989.5 x 0.62)
   // = 2.1645x the bf16 rate (H100's fitted FP8 tile efficiency, gpu_catalog.cpp, against the bf16
   // gemm curve's, docs/cost-model.md, "GEMM shape"; the tiles' bf16 output stores do not shrink and
   // the memory floor at most halves, so no GEMM gains more), the casts add time, everything else is
@@ -262,7 +262,7 @@ TEST_CASE("fp8: a GPT step on one H100 is faster than bf16 and slower than 2x", 
   CHECK(g < t_bf16);
   CHECK(t_fp8 < t_bf16);
   CHECK(static_cast<double>(t_fp8) >=
-        static_cast<double>(t_bf16 - g) + static_cast<double>(g) / (1979 * 0.671 / (989.5 * 0.62)));
+        static_cast<double>(t_bf16 - g) + static_cast<double>(g) / (1979 * 0.700 / (989.5 * 0.62)));
   CHECK(2 * t_fp8 > t_bf16);
   // The FP8 GEMMs carry dtype fp8; the LM head and the attention core stay bf16.
   const Op* qkv = find_op(fp8.p, "h.0.attn.qkv.fwd");
@@ -281,15 +281,15 @@ TEST_CASE("fp8: a GPT step on one H100 is faster than bf16 and slower than 2x", 
   CHECK(find_op(ph, "lm_head.fwd")->dtype == Dtype::kFp8);
 }
 
-TEST_CASE("fp8: H100's FP8 GEMM curve is the fitted 0.671, the prior bf16 x 1.75/2 elsewhere",
+TEST_CASE("fp8: H100's FP8 GEMM curve is the fitted 0.700, the prior bf16 x 1.75/2 elsewhere",
           "[fp8]") {
   const GpuSpec& h = find_gpu("h100")->gpu;
   const EfficiencyCurve& gemm = h.efficiency[static_cast<int>(ComputeKind::kGemm)];
-  // Fitted on mbridge2509_llama3_8b_h100_8gpu (docs/accuracy.md): 0.671, same half_flops (2e9,
+  // Fitted on mbridge2509_llama3_8b_h100_8gpu (docs/accuracy.md): 0.700, same half_flops (2e9,
   // scaled x2 for fp8 by compute_cost). The prior, kept for the GPUs without a fit (L40S):
   // 0.62 x 1.75 / 2 = 0.5425 from H100's gemm curve.
-  CHECK(h.fp8_gemm_efficiency.max_efficiency == Approx(0.671));
-  CHECK(find_gpu("h200")->gpu.fp8_gemm_efficiency.max_efficiency == Approx(0.671));
+  CHECK(h.fp8_gemm_efficiency.max_efficiency == Approx(0.700));
+  CHECK(find_gpu("h200")->gpu.fp8_gemm_efficiency.max_efficiency == Approx(0.700));
   CHECK(fp8_gemm_prior(gemm).max_efficiency == Approx(0.5425));
   CHECK(h.fp8_gemm_efficiency.half_flops == gemm.half_flops);
   // A 1 TFLOP GEMM: bf16 1e12 / (989.5e12 x 0.62 x 1e12/(1e12+2e9)) + 1.2 us; the FP8 peak is
@@ -299,7 +299,7 @@ TEST_CASE("fp8: H100's FP8 GEMM curve is the fitted 0.671, the prior bf16 x 1.75
   no_fp8.peak_fp8_flops_per_s = 0;
   CHECK(compute_duration_ns(h, ComputeKind::kGemm, Dtype::kBf16, f, 0) ==
         compute_duration_ns(no_fp8, ComputeKind::kGemm, Dtype::kBf16, f, 0));
-  // fp8: 1e12 / (1979e12 x 0.671 x 1e12/(1e12+4e9)) + 1.2 us
+  // fp8: 1e12 / (1979e12 x 0.700 x 1e12/(1e12+4e9)) + 1.2 us
   const double eff = h.fp8_gemm_efficiency.max_efficiency * f / (f + 4e9);
   const double fp8_s = f / (1979e12 * eff);
   CHECK(compute_duration_ns(h, ComputeKind::kGemm, Dtype::kFp8, f, 0) ==

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/cost/collective_cost.hpp"
+#include "tests/collective_test_support.hpp"
 #include "core/engine/flow_network.hpp"
 
 using namespace csim;
@@ -32,26 +33,8 @@ ClusterSpec pcie_node(int gpus, int gen) {
   return c;
 }
 
-std::vector<int> iota(int n) {
-  std::vector<int> v(n);
-  for (int i = 0; i < n; ++i) v[i] = i;
-  return v;
-}
-
-// Runs a plan's flows alone through the flow network: latency, then all flows at once.
-TimeNs simulate(const Topology& t, const TransferPlan& plan) {
-  engine::FlowNetwork net(t.links());
-  std::vector<engine::FlowStart> batch;
-  for (const FlowSpec& f : plan.flows)
-    batch.push_back({t.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s, 0});
-  net.start_batch(plan.latency_ns, batch);
-  TimeNs end = plan.latency_ns;
-  while (net.next_completion_ns() >= 0) {
-    end = net.next_completion_ns();
-    net.advance(end);
-  }
-  return end;
-}
+using csim::test::iota;
+using csim::test::simulate;  // tests/collective_test_support.hpp
 
 double busbw_gb_per_s(CollectiveKind kind, int p, double bytes, TimeNs t) {
   return bytes / (static_cast<double>(t) * 1e-9) * busbw_factor(kind, p) / 1e9;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/cost/collective_cost.hpp"
+#include "tests/collective_test_support.hpp"
 #include "core/cost/host_staging.hpp"
 #include "core/engine/flow_network.hpp"
 
@@ -21,20 +22,7 @@ ClusterSpec pcie_pair(int gen, bool p2p) {
   return c;
 }
 
-// The plan's flows alone through the flow network, stage by stage: latency, then its flows.
-TimeNs simulate(const Topology& t, const TransferPlan& plan) {
-  engine::FlowNetwork net(t.links());
-  std::vector<engine::FlowStart> batch;
-  for (const FlowSpec& f : plan.flows)
-    batch.push_back({t.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s, 0});
-  net.start_batch(plan.latency_ns, batch);
-  TimeNs end = plan.latency_ns;
-  while (net.next_completion_ns() >= 0) {
-    end = net.next_completion_ns();
-    net.advance(end);
-  }
-  return end;
-}
+using csim::test::simulate;  // tests/collective_test_support.hpp
 
 CommParams ring_simple() {
   CommParams c;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/cost/collective_cost.hpp"
+#include "tests/collective_test_support.hpp"
 #include "core/cost/nccl_channels.hpp"
 #include "core/engine/flow_network.hpp"
 #include "core/gpu_catalog.hpp"
@@ -29,25 +30,8 @@ ClusterSpec dgx(const char* gpu, int nodes) {
   return c;
 }
 
-std::vector<int> iota(int n) {
-  std::vector<int> v(n);
-  for (int i = 0; i < n; ++i) v[i] = i;
-  return v;
-}
-
-TimeNs simulate(const Topology& t, const TransferPlan& plan) {
-  engine::FlowNetwork net(t.links());
-  std::vector<engine::FlowStart> batch;
-  for (const FlowSpec& f : plan.flows)
-    batch.push_back({t.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s, 0});
-  net.start_batch(plan.latency_ns, batch);
-  TimeNs end = plan.latency_ns;
-  while (net.next_completion_ns() >= 0) {
-    end = net.next_completion_ns();
-    net.advance(end);
-  }
-  return end;
-}
+using csim::test::iota;
+using csim::test::simulate;  // tests/collective_test_support.hpp
 
 double busbw(CollectiveKind k, int p, double bytes, TimeNs t) {
   return bytes / (static_cast<double>(t) * 1e-9) * busbw_factor(k, p) / 1e9;

@@ -194,6 +194,8 @@ TEST_CASE("trace check: every bundled scenario's trace passes", "[trace_check][s
       {"gpt_pipeline_8xa100.json", {"training.global_batch=8"}},
       // dp 2 x 8 micro-batches: the fewest the interleaved schedule takes at pp 8 (64 in the file).
       {"mbridge2509_llama3_70b_h100_64gpu.json", {"training.global_batch=16"}},
+      // dp 8: 2 micro-batches per GPU in place of 16.
+      {"mbridge2509_llama3_8b_h100_8gpu.json", {"training.global_batch=16"}},
   };
   const fs::path d = csim::test::fresh_dir("csim_trace_check_", "scenarios");
   for (const auto& entry : fs::directory_iterator(csim::test::repo_path("scenarios"))) {

@@ -194,7 +194,12 @@ core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunC
       std::lock_guard<std::mutex> lk(err_mu);
       if (!first_error && !issue.stopped()) first_error = std::current_exception();
     }
-    if (first_error || cancelled) {
+    bool failed = false;
+    {
+      std::lock_guard<std::mutex> lk(err_mu);  // another issuing thread may be setting it
+      failed = static_cast<bool>(first_error);
+    }
+    if (failed || cancelled) {
       issue.stop();
       rt_.abort();
     }

@@ -121,20 +121,6 @@ void set_status(Row& r, double err) {
 
 // [SECTION] Collectives ---------------------------------------------------------------------------
 
-ClusterSpec catalog_cluster(const std::string& gpu, int nodes, int gpus_per_node) {
-  const GpuCatalogEntry* e = find_gpu(gpu);
-  if (!e) throw std::runtime_error("no catalog GPU " + gpu);
-  ClusterSpec c;
-  c.nodes = nodes;
-  c.gpus_per_node = gpus_per_node;
-  c.gpu = e->gpu;
-  c.reserve = e->reserve;
-  c.intra = default_intra(*e, gpus_per_node);
-  c.nics_per_node = e->nics_per_node;
-  c.nic_bytes_per_s = e->nic_bytes_per_s;
-  return c;
-}
-
 std::vector<int> iota(int n) {
   std::vector<int> v(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;

@@ -67,14 +67,7 @@ struct System {
 };
 
 System dgx(const char* gpu, const char* label, int nodes, bool amd) {
-  const GpuCatalogEntry* e = find_gpu(gpu);
-  ClusterSpec c;
-  c.nodes = nodes;
-  c.gpus_per_node = 8;
-  c.gpu = e->gpu;
-  c.intra = default_intra(*e, 8);
-  c.nics_per_node = e->nics_per_node;
-  c.nic_bytes_per_s = e->nic_bytes_per_s;
+  const ClusterSpec c = catalog_cluster(gpu, nodes, 8);
   return {std::string(label) + " x" + std::to_string(nodes), c, amd};
 }
 

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 
 #include "core/gpu_catalog_modern.hpp"
 #include "core/json_diagnostics.hpp"
@@ -382,6 +383,20 @@ IntraNodeSpec default_intra(const GpuCatalogEntry& e, int gpus_per_node) {
     s.kind = IntraNodeKind::kPcie;
   }
   return s;
+}
+
+ClusterSpec catalog_cluster(const std::string& gpu, int nodes, int gpus_per_node) {
+  const GpuCatalogEntry* e = find_gpu(gpu);
+  if (e == nullptr) throw std::invalid_argument("no catalogue GPU " + gpu);
+  ClusterSpec c;
+  c.nodes = nodes;
+  c.gpus_per_node = gpus_per_node;
+  c.gpu = e->gpu;
+  c.reserve = e->reserve;
+  c.intra = default_intra(*e, gpus_per_node);
+  c.nics_per_node = e->nics_per_node;
+  c.nic_bytes_per_s = e->nic_bytes_per_s;
+  return c;
 }
 
 }  // namespace csim::core

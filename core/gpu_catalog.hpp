@@ -51,4 +51,9 @@ std::vector<NvlinkPair> dgx1_nvlink_pairs();
 // generation.
 IntraNodeSpec default_intra(const GpuCatalogEntry& e, int gpus_per_node);
 
+// A cluster of `nodes` x `gpus_per_node` catalogue GPUs `gpu` (find_gpu's names) with the entry's
+// memory reserve, default_intra's interconnect and the entry's NICs, as the scenario parser
+// builds one from "cluster": {"gpu": ...}. Throws std::invalid_argument for an unknown GPU.
+ClusterSpec catalog_cluster(const std::string& gpu, int nodes, int gpus_per_node);
+
 }  // namespace csim::core

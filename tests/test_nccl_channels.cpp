@@ -19,15 +19,7 @@ namespace {
 
 // A DGX-style cluster of the catalogue GPU: 8 GPUs per node on its default NVSwitch, its NICs.
 ClusterSpec dgx(const char* gpu, int nodes) {
-  const GpuCatalogEntry* e = find_gpu(gpu);
-  ClusterSpec c;
-  c.nodes = nodes;
-  c.gpus_per_node = 8;
-  c.gpu = e->gpu;
-  c.intra = default_intra(*e, 8);
-  c.nics_per_node = e->nics_per_node;
-  c.nic_bytes_per_s = e->nic_bytes_per_s;
-  return c;
+  return catalog_cluster(gpu, nodes, 8);
 }
 
 using csim::test::iota;

@@ -66,8 +66,8 @@ struct System {
   bool amd_cpu;  // tuning.cc: multi-node LL limit and getNetOverhead by CPU vendor
 };
 
-System dgx(const char* gpu, const char* label, int nodes, bool amd) {
-  const ClusterSpec c = catalog_cluster(gpu, nodes, 8);
+System dgx(const char* gpu, const char* label, int nodes, bool amd, int gpus_per_node = 8) {
+  const ClusterSpec c = catalog_cluster(gpu, nodes, gpus_per_node);
   return {std::string(label) + " x" + std::to_string(nodes), c, amd};
 }
 
@@ -83,8 +83,9 @@ int log2i(long long n) {
 }
 
 // ncclTopoTuneModel + ncclTopoGetAlgoTime for one collective (coll: 0 all-reduce, 1 all-gather,
-// 2 reduce-scatter) of `bytes` on `sys`, the fastest algorithm x protocol NCCL enables by default.
-NcclTime nccl_time(const System& sys, const Topology& topo, int coll, double bytes) {
+// 2 reduce-scatter) of `bytes` on `sys`, the fastest algorithm x protocol NCCL enables by default
+// (`only` >= 0: that algorithm alone, as NCCL_ALGO forces it).
+NcclTime nccl_time(const System& sys, const Topology& topo, int coll, double bytes, int only = -1) {
   const ClusterSpec& c = sys.cluster;
   const int nNodes = c.nodes, nRanks = c.nodes * c.gpus_per_node;
   const double ppn = static_cast<double>(nRanks) / nNodes;
@@ -96,7 +97,8 @@ NcclTime nccl_time(const System& sys, const Topology& topo, int coll, double byt
   const bool nvls_ok = c.intra.kind == IntraNodeKind::kNvswitch && cc >= 90;
   // NVLS graph: one channel per GPU (search.cc forces min = max channels on one node), at the
   // fastest intra speed with channels x speed <= the GPU's bandwidth x g / (g - 1).
-  const NcclRingGraph one = nccl_ring_graph(topo, std::vector<int>(all.begin(), all.begin() + 8));
+  const NcclRingGraph one =
+      nccl_ring_graph(topo, std::vector<int>(all.begin(), all.begin() + c.gpus_per_node));
   const double gpu_bw = one.graph_channels * one.graph_bw_bytes_per_s / 1e9;
   const int nvls_ch = c.gpus_per_node;
   double nvls_bw = 0;
@@ -128,10 +130,11 @@ NcclTime nccl_time(const System& sys, const Topology& topo, int coll, double byt
   const int intraHw = 0;  // NVLink (graph typeIntra LINK_NVL)
   NcclTime best;
   for (int a = 0; a < kNumAlgos; ++a) {
+    if (only >= 0 && a != only) continue;
     if (coll != 0 && a != kPat && a != kRing && a != kNvls && a != kCollnetDirect) continue;
     if (coll == 0 && a == kPat) continue;
     if (a == kCollnetDirect || a == kCollnetChain) continue;  // no CollNet plugin (default off)
-    if ((a == kNvls || a == kNvlsTree) && !nvls_ok) continue;
+    if ((a == kNvls || a == kNvlsTree) && (!nvls_ok || c.gpus_per_node < 2)) continue;
     if (a == kNvls && nNodes > 1) continue;       // multi-node NVLS needs CollNet
     if (a == kNvlsTree && nNodes == 1) continue;  // disabled on one node
     if (a == kNvls && coll != 0 && nNodes > 1) continue;
@@ -202,6 +205,30 @@ const char* our_algo(CollectiveAlgo a) {
   return to_string(a);
 }
 
+// One row: ours (plan_collective, `algo` forced or auto) next to NCCL's model (`nccl_algo` forced,
+// or its own choice).
+void print_row(const System& sys, int k, double mib, CollectiveAlgo algo, int nccl_algo) {
+  static const CollectiveKind kinds[] = {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
+                                         CollectiveKind::kReduceScatter};
+  static const char* const kind_name[] = {"all_reduce", "all_gather", "reduce_scatter"};
+  const Topology topo(sys.cluster);
+  const int p = sys.cluster.nodes * sys.cluster.gpus_per_node;
+  std::vector<int> all(p);
+  for (int i = 0; i < p; ++i) all[i] = i;
+  const double bytes = mib * 1048576.0;
+  const TransferPlan plan = plan_collective(topo, CommParams{}, kinds[k], algo, all, -1, bytes);
+  const double ours_us = static_cast<double>(plan.predicted_ns) * 1e-3;
+  const double f = busbw_factor(kinds[k], p);
+  const NcclTime n = nccl_time(sys, topo, k, bytes, nccl_algo);
+  char size[32];
+  std::snprintf(size, sizeof size, mib >= 1024 ? "%.0f GiB" : "%.0f MiB",
+                mib >= 1024 ? mib / 1024 : mib);
+  std::printf("| %s | %s | %s | %.1f | %.1f | %s/%s | %.1f | %.1f | %s/%s | %.2f |\n",
+              sys.name.c_str(), kind_name[k], size, ours_us, bytes / (ours_us * 1e3) * f,
+              our_algo(plan.algo), to_string(plan.proto), n.us, bytes / (n.us * 1e3) * f,
+              kAlgoName[n.algo], kProtoName[n.proto], ours_us / n.us);
+}
+
 }  // namespace
 
 int main() {
@@ -210,35 +237,29 @@ int main() {
     systems.push_back(dgx("A100-SXM4-80GB", "DGX A100", nodes, true));   // AMD EPYC 7742
     systems.push_back(dgx("H100-SXM5-80GB", "DGX H100", nodes, false));  // Intel Xeon 8480C
   }
-  const CollectiveKind kinds[] = {CollectiveKind::kAllReduce, CollectiveKind::kAllGather,
-                                  CollectiveKind::kReduceScatter};
-  const char* const kind_name[] = {"all_reduce", "all_gather", "reduce_scatter"};
-  std::printf(
+  const char* const header =
       "| system | collective | size | ours: time (us) | ours: busbw (GB/s) | ours: algo/proto | "
-      "NCCL model: time (us) | NCCL model: busbw (GB/s) | NCCL: algo/proto | ours / NCCL time |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  for (const System& sys : systems) {
-    const Topology topo(sys.cluster);
-    const int p = sys.cluster.nodes * sys.cluster.gpus_per_node;
-    std::vector<int> all(p);
-    for (int i = 0; i < p; ++i) all[i] = i;
-    for (int k = 0; k < 3; ++k) {
-      for (double mib : {1.0, 16.0, 256.0, 1024.0, 8192.0}) {
-        const double bytes = mib * 1048576.0;
-        const TransferPlan plan =
-            plan_collective(topo, CommParams{}, kinds[k], CollectiveAlgo::kAuto, all, -1, bytes);
-        const double ours_us = static_cast<double>(plan.predicted_ns) * 1e-3;
-        const double f = busbw_factor(kinds[k], p);
-        const NcclTime n = nccl_time(sys, topo, k, bytes);
-        char size[32];
-        std::snprintf(size, sizeof size, mib >= 1024 ? "%.0f GiB" : "%.0f MiB",
-                      mib >= 1024 ? mib / 1024 : mib);
-        std::printf("| %s | %s | %s | %.1f | %.1f | %s/%s | %.1f | %.1f | %s/%s | %.2f |\n",
-                    sys.name.c_str(), kind_name[k], size, ours_us, bytes / (ours_us * 1e3) * f,
-                    our_algo(plan.algo), to_string(plan.proto), n.us, bytes / (n.us * 1e3) * f,
-                    kAlgoName[n.algo], kProtoName[n.proto], ours_us / n.us);
-      }
-    }
+      "NCCL model: time (us) | NCCL model: busbw (GB/s) | NCCL: algo/proto | ours / NCCL time |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  const double sizes[] = {1.0, 16.0, 256.0, 1024.0, 8192.0};
+  // Table 1: both automatic choices.
+  std::printf("%s", header);
+  for (const System& sys : systems)
+    for (int k = 0; k < 3; ++k)
+      for (double mib : sizes) print_row(sys, k, mib, CollectiveAlgo::kAuto, -1);
+  // Table 2: NVLS all-gather / reduce-scatter on one H100 node, forced on both sides (NCCL_ALGO;
+  // ours nccl.algo).
+  std::printf("\n%s", header);
+  const System h1 = dgx("H100-SXM5-80GB", "DGX H100", 1, false);
+  for (int k = 1; k < 3; ++k)
+    for (double mib : sizes) print_row(h1, k, mib, CollectiveAlgo::kNvls, kNvls);
+  // Table 3: the automatic choices on nodes of one GPU, where NCCL's PAT competes with the ring
+  // (PAT is not modelled on our side: ours is the ring).
+  std::printf("\n%s", header);
+  for (int nodes : {8, 64}) {
+    System one = dgx("H100-SXM5-80GB", "H100, 1 GPU per node,", nodes, false, 1);
+    for (int k = 1; k < 3; ++k)
+      for (double mib : sizes) print_row(one, k, mib, CollectiveAlgo::kAuto, -1);
   }
   return 0;
 }

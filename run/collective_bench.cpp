@@ -99,7 +99,9 @@ core::CollectiveAlgo parse_collective_algo(const std::string& name, const std::s
   if (n == "tree") return core::CollectiveAlgo::kTree;
   if (n == "nvls") return core::CollectiveAlgo::kNvls;
   if (n == "hierarchical") return core::CollectiveAlgo::kHierarchical;
-  bad_option(option, "unknown algorithm '" + name + "'", "auto, ring, tree, nvls or hierarchical");
+  if (n == "collnet") return core::CollectiveAlgo::kCollnet;
+  bad_option(option, "unknown algorithm '" + name + "'",
+             "auto, ring, tree, nvls, hierarchical or collnet");
 }
 
 core::NcclProto parse_collective_proto(const std::string& name, const std::string& option) {

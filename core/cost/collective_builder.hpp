@@ -20,6 +20,8 @@ struct Builder {
   // Payload rate cap of every flow added (0: none): the channels' limit (docs/cost-model.md,
   // "Channels"); a flow of payload cap C moves at most C / efficiency wire bytes per second.
   double flow_cap_payload = 0;
+  // Network hops are priced with NCCL's tree ratios (tree plans) instead of its ring ratios.
+  bool tree_hops = false;
 
   double alpha(int a, int b) const {
     return topo.route_alpha_ns(Endpoint::gpu(a), Endpoint::gpu(b));
@@ -44,11 +46,20 @@ struct Builder {
                                                             : 0.0;
     return params.nccl_base_latency_us * 1e3 + extra * 1e3;
   }
-  double hops(double alpha_ns) const {
-    const double f = plan.proto == NcclProto::kLL128    ? params.ll128_hop_factor
-                     : plan.proto == NcclProto::kSimple ? params.simple_hop_factor
-                                                        : 1.0;
-    return alpha_ns * f;
+  // The protocol's latency of one hop a -> b: the route alpha times the protocol's factor, NCCL's
+  // NVLink ratios inside a node and its NET ratios (ring or tree) for a hop between nodes
+  // (docs/cost-model.md, "Protocols", "Network hops").
+  double hop(int a, int b) const { return alpha(a, b) * hop_factor(a, b); }
+  double hop_factor(int a, int b) const {
+    const bool net = topo.node_of(a) != topo.node_of(b);
+    if (!net)
+      return plan.proto == NcclProto::kLL128    ? params.ll128_hop_factor
+             : plan.proto == NcclProto::kSimple ? params.simple_hop_factor
+                                                : 1.0;
+    const CommParams::NetHopFactors& f = tree_hops ? params.net_tree : params.net_ring;
+    return plan.proto == NcclProto::kLL128    ? f.ll128
+           : plan.proto == NcclProto::kSimple ? f.simple
+                                              : f.ll;
   }
   double p2p_cap(int a, int b) const {
     return params.p2p_bandwidth_fraction * topo.route_bandwidth(Endpoint::gpu(a), Endpoint::gpu(b));
@@ -76,6 +87,13 @@ TransferPlan parallel_rings(const Topology& topo, const CommParams& params, Nccl
 // Double binary tree over `order`, each flow capped at `cap_payload` (0: none).
 TransferPlan tree_plan(const Topology& topo, const CommParams& params, NcclProto proto,
                        const std::vector<int>& order, double bytes, double cap_payload);
+
+// collective_nvls.cpp -----------------------------------------------------------------------------
+
+// NVLS all-gather / reduce-scatter inside one node (docs/cost-model.md, "NVLS all-gather and
+// reduce-scatter"), Simple only; the caller checks the gate.
+TransferPlan nvls_gather_scatter_plan(const Topology& topo, const CommParams& params,
+                                      const std::vector<int>& gpus, double bytes);
 
 // collective_multinode.cpp ------------------------------------------------------------------------
 

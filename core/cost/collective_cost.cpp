@@ -78,17 +78,17 @@ TransferPlan parallel_rings(const Topology& topo, const CommParams& params, Nccl
   Builder b{topo, params, {}, 0};
   b.set_protocol(proto);
   b.flow_cap_payload = std::isfinite(cap_payload) ? cap_payload : 0;
-  double worst_alpha = 0;
+  double worst_hops = 0;
   for (const std::vector<int>& order : rings) {
     const int p = static_cast<int>(order.size());
-    double sum_alpha = 0;
+    double sum_hops = 0;
     for (int i = 0; i < p && p > 1; ++i) {
-      sum_alpha += b.alpha(order[i], order[(i + 1) % p]);
+      sum_hops += b.hop(order[i], order[(i + 1) % p]);
       b.flow(order[i], order[(i + 1) % p], factor * bytes);
     }
-    worst_alpha = std::max(worst_alpha, sum_alpha);
+    worst_hops = std::max(worst_hops, sum_hops);
   }
-  b.latency_ns = b.base() + factor * b.hops(worst_alpha);
+  b.latency_ns = b.base() + factor * worst_hops;
   b.plan.algo = algo;
   return b.finish();
 }
@@ -103,6 +103,7 @@ TransferPlan tree_plan(const Topology& topo, const CommParams& params, NcclProto
                        const std::vector<int>& order, double bytes, double cap_payload) {
   Builder b{topo, params, {}, 0};
   b.set_protocol(proto);
+  b.tree_hops = true;
   b.flow_cap_payload = std::isfinite(cap_payload) ? cap_payload : 0;
   const int p = static_cast<int>(order.size());
   double worst = 0;
@@ -115,13 +116,13 @@ TransferPlan tree_plan(const Topology& topo, const CommParams& params, NcclProto
       const int parent = (i - 1) / 2;
       const int child_gpu = rank_at(i), parent_gpu = rank_at(parent);
       depth_alpha[i] =
-          depth_alpha[parent] + b.alpha(child_gpu, parent_gpu) + b.alpha(parent_gpu, child_gpu);
+          depth_alpha[parent] + b.hop(child_gpu, parent_gpu) + b.hop(parent_gpu, child_gpu);
       worst = std::max(worst, depth_alpha[i]);
       b.flow(child_gpu, parent_gpu, bytes / 2);
       b.flow(parent_gpu, child_gpu, bytes / 2);
     }
   }
-  b.latency_ns = b.base() + b.hops(worst);
+  b.latency_ns = b.base() + worst;
   b.plan.algo = CollectiveAlgo::kTree;
   return b.finish();
 }
@@ -184,14 +185,14 @@ TransferPlan chain_plan(const Topology& topo, const CommParams& params, NcclProt
     std::vector<int> chain;
     chain.reserve(p);
     for (int i = 0; i < p; ++i) chain.push_back(ring[(r + (toward_root ? 1 : 0) + i) % p]);
-    double sum_alpha = 0;
+    double sum_hops = 0;
     for (int i = 0; i + 1 < p; ++i) {
-      sum_alpha += b.alpha(chain[i], chain[i + 1]);
+      sum_hops += b.hop(chain[i], chain[i + 1]);
       b.flow(chain[i], chain[i + 1], bytes / k);
     }
-    worst_alpha = std::max(worst_alpha, sum_alpha);
+    worst_alpha = std::max(worst_alpha, sum_hops);
   }
-  b.latency_ns = b.base() + b.hops(worst_alpha);
+  b.latency_ns = b.base() + worst_alpha;
   b.plan.algo = CollectiveAlgo::kRing;
   return b.finish();
 }
@@ -336,13 +337,24 @@ TransferPlan plan_collective_on_links(const Topology& topo, const CommParams& pa
   switch (kind) {
     case CollectiveKind::kAllReduce:
       return all_reduce_plan(topo, params, algo, gpus, rings, bytes);
-    // NCCL implements these with rings (PAT and NVLS all-gather / reduce-scatter are not
-    // modelled); a forced kTree falls back to the ring.
+    // Rings, or NVLS inside one Hopper NVSwitch node (docs/cost-model.md, "NVLS all-gather and
+    // reduce-scatter"); PAT is not modelled. A forced algorithm these cannot run (tree,
+    // hierarchical, ...) falls back to the automatic choice.
     case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kAllGather:
-      return best_over_protocols(params, [&](NcclProto pr) {
+    case CollectiveKind::kAllGather: {
+      const CollectiveAlgo want = algo != CollectiveAlgo::kAuto ? algo : params.algo;
+      const bool nvls = nvls_available(topo, gpus);
+      const bool simple_ok = params.proto == NcclProto::kAuto || params.proto == NcclProto::kSimple;
+      if (want == CollectiveAlgo::kNvls && nvls)
+        return detail::nvls_gather_scatter_plan(topo, params, gpus, bytes);
+      TransferPlan best = best_over_protocols(params, [&](NcclProto pr) {
         return ring_plan(topo, params, pr, rings, (n - 1) / n, bytes, gpus);
       });
+      if (want == CollectiveAlgo::kRing) return best;
+      if (nvls && simple_ok)
+        keep_faster(best, detail::nvls_gather_scatter_plan(topo, params, gpus, bytes));
+      return best;
+    }
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
       return best_over_protocols(params, [&](NcclProto pr) {

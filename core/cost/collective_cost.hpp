@@ -50,6 +50,17 @@ struct CommParams {
   // data bytes per 8-byte line (0.5), LL128 120 per 128 (0.9375), Simple all of it.
   double ll128_base_extra_us = 6.4, simple_base_extra_us = 4.8;
   double ll128_hop_factor = 1.9 / 0.6, simple_hop_factor = 3.4 / 0.6;
+  // A hop between nodes (docs/cost-model.md, "Network hops"): the route alpha (NIC, fabric) times
+  // the ratio of NCCL's NET hardware latency for the algorithm and protocol (src/graph/tuning.cc,
+  // hwLatencies[NET]: tree LL 5.0, LL128 8.5, Simple 14; ring LL 2.7, LL128 4.0, Simple 14 us) to
+  // its tree LL latency, the protocol the NIC alpha was fitted with (nccl_2x8h20_ib_latency: an
+  // 8-byte all-reduce, tree/LL).
+  struct NetHopFactors {
+    double ll, ll128, simple;
+  };
+  NetHopFactors net_tree{1.0, 8.5 / 5.0, 14.0 / 5.0};
+  NetHopFactors net_ring{2.7 / 5.0, 4.0 / 5.0, 14.0 / 5.0};
+  double collnet_net_factor = 31.0 / 5.0;  // CollNetDirect, Simple: NET 31 us (tuning.cc)
   double ll_efficiency = 0.5, ll128_efficiency = 120.0 / 128.0;
   // NVLink SHARP (H100/H200 NVSwitch): every GPU sends its buffer up to the switch, which reduces
   // it, and receives the result: S each way per GPU at this fraction of its NVSwitch port's

@@ -144,7 +144,9 @@ TransferPlan collnet_plan(const Topology& topo, const CommParams& params,
       b.flow(a, c, bytes / gd);
     }
   }
-  b.latency_ns = b.base() + 2 * intra_hops + b.hops(crossing);
+  // docs/cost-model.md, "Network hops": CollNetDirect's NET latency ratio (tuning.cc: 31 us
+  // against tree LL's 5.0).
+  b.latency_ns = b.base() + 2 * intra_hops + crossing * params.collnet_net_factor;
   b.plan.algo = CollectiveAlgo::kCollnet;
   return b.finish();
 }

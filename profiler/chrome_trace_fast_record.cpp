@@ -171,7 +171,8 @@ const char* read_args(const char* p, const char* end, Record& rec) {
   if (p < end && *p == '}') return p + 1;
   for (;;) {
     if (p >= end || *p != '"') return nullptr;
-    RawArg a;
+    // Built in place (no temporary RawArg to move and destroy); a null one is dropped again.
+    RawArg& a = rec.args.emplace_back();
     p = read_string(p + 1, end, &a.key);
     if (p == nullptr) return nullptr;
     p = skip_ws(p, end);
@@ -201,7 +202,11 @@ const char* read_args(const char* p, const char* end, Record& rec) {
       a.i = v;
     }
     if (p == nullptr) return nullptr;
-    if (keep) rec.args.push_back(std::move(a));
+    if (!keep) rec.args.pop_back();
+    if (end - p >= 3 && p[0] == ',' && p[1] == ' ' && p[2] == '"') {  // our writer's ", "
+      p += 2;
+      continue;
+    }
     p = skip_ws(p, end);
     if (p >= end) return nullptr;
     if (*p == '}') return p + 1;
@@ -253,8 +258,8 @@ Field field_of(std::string_view key) {
 }
 
 // The known keys as our writer and Kineto write them, quote to the space after the colon
-// ("\"ph\": "), as the first bytes of an eight-byte load: a key is then one compare, tried in the
-// order the writer uses, starting after the previous key.
+// ("\"ph\": "), as the first bytes of an eight-byte load: a key is then one compare, with the
+// literal chosen by the key's first two letters (one jump, whatever order the keys come in).
 struct KeyLiteral {
   std::uint64_t bytes, mask;
   int length;
@@ -274,19 +279,52 @@ constexpr KeyLiteral kKeyLiterals[] = {
     key_literal("\"dur\": ", Field::kDur),   key_literal("\"args\": ", Field::kArgs),
     key_literal("\"id\": ", Field::kId),     key_literal("\"bp\": ", Field::kBp),
 };
-constexpr int kKeyLiteralCount = sizeof kKeyLiterals / sizeof kKeyLiterals[0];
+// read_key picks a literal by its index here.
+static_assert(sizeof kKeyLiterals / sizeof kKeyLiterals[0] == 10 &&
+              kKeyLiterals[0].field == Field::kPh && kKeyLiterals[1].field == Field::kCat &&
+              kKeyLiterals[2].field == Field::kName && kKeyLiterals[3].field == Field::kPid &&
+              kKeyLiterals[4].field == Field::kTid && kKeyLiterals[5].field == Field::kTs &&
+              kKeyLiterals[6].field == Field::kDur && kKeyLiterals[7].field == Field::kArgs &&
+              kKeyLiterals[8].field == Field::kId && kKeyLiterals[9].field == Field::kBp);
 
 // P at a key's opening quote: the key's field, and P moved to its value. nullptr when the key is
 // not a plain string followed by ':'.
-inline const char* read_key(const char* p, const char* end, int* hint, Field* field) {
+inline const char* read_key(const char* p, const char* end, Field* field) {
   if (kLittleEndian && end - p >= 8) {
-    std::uint64_t x;
-    std::memcpy(&x, p, 8);
-    for (int k = 0, i = *hint; k < kKeyLiteralCount;
-         ++k, i = i + 1 == kKeyLiteralCount ? 0 : i + 1) {
-      const KeyLiteral& lit = kKeyLiterals[i];
+    int k = -1;  // index in kKeyLiterals of the only known key that starts with these letters
+    switch (p[1]) {
+      case 'p':
+        k = p[2] == 'h' ? 0 : 3;
+        break;
+      case 'c':
+        k = 1;
+        break;
+      case 'n':
+        k = 2;
+        break;
+      case 't':
+        k = p[2] == 'i' ? 4 : 5;
+        break;
+      case 'd':
+        k = 6;
+        break;
+      case 'a':
+        k = 7;
+        break;
+      case 'i':
+        k = 8;
+        break;
+      case 'b':
+        k = 9;
+        break;
+      default:
+        break;
+    }
+    if (k >= 0) {
+      std::uint64_t x;
+      std::memcpy(&x, p, 8);
+      const KeyLiteral& lit = kKeyLiterals[k];
       if ((x & lit.mask) == lit.bytes) {
-        *hint = i + 1 == kKeyLiteralCount ? 0 : i + 1;
         *field = lit.field;
         return skip_ws(p + lit.length, end);
       }
@@ -308,11 +346,10 @@ const char* parse_record_fast(const char* p, const char* end, Record& rec) {
   rec.clear();
   p = skip_ws(p + 1, end);
   if (p < end && *p == '}') return p + 1;
-  int hint = 0;
   for (;;) {
     if (p >= end || *p != '"') return nullptr;
     Field field = Field::kOther;
-    p = read_key(p, end, &hint, &field);
+    p = read_key(p, end, &field);
     if (p == nullptr || p >= end) return nullptr;
     const char c = *p;
     switch (field) {
@@ -376,6 +413,10 @@ const char* parse_record_fast(const char* p, const char* end, Record& rec) {
         if (p == nullptr) return nullptr;
         break;
       }
+    }
+    if (end - p >= 3 && p[0] == ',' && p[1] == ' ' && p[2] == '"') {  // our writer's ", "
+      p += 2;
+      continue;
     }
     p = skip_ws(p, end);
     if (p >= end) return nullptr;

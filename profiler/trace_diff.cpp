@@ -305,15 +305,20 @@ CriticalPath critical_path(const Trace& t, const std::vector<Lane>& lanes,
   std::sort(incoming.begin(), incoming.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   // GPU work per GPU position, by end time: the implicit predecessors.
+  // A lane's top-level events mostly end in start order: each lane's run is sorted (a check when
+  // it already is) and merged into its GPU's list. The pairs are distinct (event index), so this
+  // is the order one sort of the whole list gives.
   std::map<int, std::vector<std::pair<TimeNs, std::uint32_t>>> gpu_ends;
   for (const Lane& l : lanes) {
     if (l.gpu_pos < 0) continue;
     auto& v = gpu_ends[l.gpu_pos];
+    const auto from = static_cast<std::ptrdiff_t>(v.size());
     for (const std::uint32_t i : l.top) {
       if (is_gpu_work(t.events[i].cls)) v.emplace_back(t.events[i].ts_ns + t.events[i].dur_ns, i);
     }
+    if (!std::is_sorted(v.begin() + from, v.end())) std::sort(v.begin() + from, v.end());
+    std::inplace_merge(v.begin(), v.begin() + from, v.end());
   }
-  for (auto& [pos, v] : gpu_ends) std::sort(v.begin(), v.end());
   // Start: among the events overlapping the window, the GPU work (kernel, copy) with the latest
   // end clipped to the window end (what finishes the step on the GPUs); host events only when the
   // trace has no GPU work there. A host thread's gaps are mostly waits for the GPU that the trace

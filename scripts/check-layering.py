@@ -11,7 +11,7 @@ A folder may include its own headers and those of the folders below it (FOLDERS.
 tests/, bench/ and fuzz/ may include any library but not tools/, except the two in-process entry
 points of the command lines they test (tools/simrun_app.hpp, tools/tracediff_app.hpp). Third-party
 headers that pull in a heavy dependency are confined too: ImGui/GLFW/OpenGL to gui/, CLI11 to the
-command lines (tools/, gui/), MPI to backends/mpi/ and sweep/mpi_sweep.cpp, the CUDA toolkit to
+command lines (tools/, gui/), MPI to backends/mpi/mpi_comm_module.cpp (the MPI module), the CUDA toolkit to
 backends/cuda/, profiler/cupti/ and tests/cuda/.
 
 Usage: check-layering.py [ROOT]      check the tree at ROOT (default: the repository)
@@ -52,7 +52,7 @@ THIRD_PARTY = [
     ("ImGui / GLFW / OpenGL", re.compile(r"^(imgui|GLFW/|GL/)"),
      ("gui/", "tests/test_gui", "bench/bench_gui")),
     ("CLI11", re.compile(r"^CLI/"), ("tools/", "gui/")),
-    ("MPI", re.compile(r"^mpi\.h$"), ("backends/mpi/", "sweep/mpi_sweep.")),
+    ("MPI", re.compile(r"^mpi\.h$"), ("backends/mpi/mpi_comm_module.cpp",)),
     ("the CUDA toolkit", re.compile(r"^(cuda|cublas|nccl|cupti|nvml)"),
      ("backends/cuda/", "profiler/cupti/", "tests/cuda/")),
 ]

@@ -1,22 +1,23 @@
 // docs/sweep.md, "MPI".
 #include "sweep/mpi_sweep.hpp"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <chrono>
 
+#include "backends/mpi/mpi_comm.hpp"
 #include "backends/mpi/mpi_launcher.hpp"
 #include "sweep/results_io.hpp"
 
 namespace csim::sweep {
 namespace {
 
-// Every rank's text on rank 0 (MPI_Gather of the lengths, then MPI_Gatherv).
+// Every rank's text on rank 0 (MPI_Gather of the lengths, then MPI_Gatherv, through the MPI
+// module: backends/mpi/mpi_comm.hpp).
 std::vector<std::string> gather_text(const std::string& mine, int rank, int size) {
   int len = static_cast<int>(mine.size());
   std::vector<int> lens(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
-  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const mpi::MpiComm& comm = mpi::mpi_comm();
+  comm.gather_int(len, lens.data(), 0);
   std::string all;
   if (rank == 0) {
     int total = 0;
@@ -26,8 +27,7 @@ std::vector<std::string> gather_text(const std::string& mine, int rank, int size
     }
     all.resize(static_cast<std::size_t>(total));
   }
-  MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
-              MPI_COMM_WORLD);
+  comm.gatherv_chars(mine.data(), len, all.data(), lens.data(), displs.data(), 0);
   std::vector<std::string> out;
   if (rank == 0)
     for (int r = 0; r < size; ++r)
@@ -86,7 +86,7 @@ MpiSweepResult run_variants_mpi(
       res.outcome.rows.insert(res.outcome.rows.end(), o.rows.begin(), o.rows.end());
     }
     int stop = (!o.complete || (options.cancel && options.cancel->load())) ? 1 : 0, any = 0;
-    MPI_Allreduce(&stop, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    mpi::mpi_comm().allreduce_max_int(stop, &any);
     if (any) {
       res.complete = false;
       break;

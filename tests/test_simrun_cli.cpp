@@ -100,6 +100,24 @@ TEST_CASE("the cuda backend is reported unavailable with exit 3", "[cli]") {
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line, no stack of errors
 }
 
+TEST_CASE("simrun --launch mpi without the MPI module is exit 3, one line naming it", "[cli]") {
+  // Under mpirun (its environment, as backends/mpi/mpi_launcher.cpp started_by_mpirun reads it) the
+  // MPI module is looked for at $CSIM_MPI_MODULE first (backends/mpi/mpi_comm.hpp): pointed at
+  // nothing, MPI cannot start. (A build without MPI says "not part of this build", also exit 3.)
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  setenv("CSIM_MPI_MODULE", "/nonexistent/libcsim_mpi_backend.so", 1);
+  const Result r = simrun({test::scenario_path("dp_vs_ddp_4x1080ti.json"), "--set",
+                           "strategy.kind=ddp", "--set", "training.data_loader.num_workers=0",
+                           "--backend", "standin", "--launch", "mpi", "-q"});
+  unsetenv("CSIM_MPI_MODULE");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  INFO(r.err);
+  CHECK(r.code == 3);
+  const bool built = r.err.find("not part of this build") == std::string::npos;
+  if (built) CHECK(r.err.find("/nonexistent/libcsim_mpi_backend.so") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
 TEST_CASE("simrun --backend cuda without the CUDA module is exit 3, one line naming it", "[cli]") {
   // The module is looked for once per process, at $CSIM_CUDA_MODULE first (run/cuda_loader.hpp):
   // pointed at nothing, the run cannot start. (A build without the CUDA backend says so instead.)

@@ -1,7 +1,7 @@
-// Launch mode "mpi" (docs/real-execution.md, "MPI").
+// Launch mode "mpi" (docs/real-execution.md, "MPI"). MPI itself is called through the MPI module
+// (backends/mpi/mpi_comm.hpp), loaded by the first mpi_world().
 #include "backends/mpi/mpi_launcher.hpp"
 
-#include <mpi.h>
 #include <unistd.h>
 
 #include <array>
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "backends/mpi/mpi_comm.hpp"
 #include "backends/real/coordinator.hpp"
 
 namespace csim::mpi {
@@ -39,25 +40,20 @@ bool started_by_mpirun() {
 }
 
 MpiWorld mpi_world() {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) {
-    int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-      throw BackendUnavailable("MPI_Init_thread failed: launch mode mpi needs mpirun");
-    g_started = true;
-  }
+  const MpiComm& mpi = mpi_comm();
+  int started = 0;
+  if (mpi.init(&started) != 0)
+    throw BackendUnavailable("MPI_Init_thread failed: launch mode mpi needs mpirun");
+  if (started) g_started = true;
   MpiWorld w;
-  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  mpi.rank(&w.rank);
+  mpi.size(&w.size);
   w.host = this_host();
   return w;
 }
 
 void mpi_finish() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (g_started && !finalized) MPI_Finalize();
+  if (g_started) mpi_comm().finalize();  // started: the module is loaded
 }
 
 core::ExecutionResult launch_mpi(const core::Program& p, const real::RuntimeFactory& factory,
@@ -85,7 +81,7 @@ core::ExecutionResult launch_mpi(const core::Program& p, const real::RuntimeFact
     const char* env = std::getenv("CSIM_COORDINATOR_HOST");
     std::strncpy(boot.host, env && *env ? env : w.host.c_str(), sizeof boot.host - 1);
   }
-  MPI_Bcast(&boot, sizeof boot, MPI_BYTE, 0, MPI_COMM_WORLD);
+  mpi_comm().bcast_bytes(&boot, static_cast<int>(sizeof boot), 0);
   // MPI's part ends here: no MPI progress during the timed run. (Open MPI's mpirun still ends
   // the whole job when a rank dies, finalized or not.)
   mpi_finish();

@@ -1,0 +1,25 @@
+// Finding and loading a module of this build: a shared object that the program dlopens only when a
+// run needs it, so that the libraries it links are not mapped otherwise (the CUDA backend,
+// run/cuda_loader.cpp; the MPI calls, backends/mpi/mpi_comm_loader.cpp). Looked for at $ENV_VAR
+// when that is set, else in ../lib next to the running binary (an installed or bundled layout),
+// next to it, and in the build tree that built it.
+#pragma once
+
+#include <string>
+
+namespace csim::backend {
+
+struct ModuleSpec {
+  const char* what = "";     // "the cuda backend module": how messages name it
+  const char* file = "";     // "libcsim_cuda_backend.so"
+  const char* env_var = "";  // "CSIM_CUDA_MODULE"
+  const char* entry = "";    // the one exported symbol
+  bool global = false;       // RTLD_GLOBAL: its libraries' symbols serve the plugins they dlopen
+};
+
+// The address of SPEC.entry in the first candidate that exists, or null with *why set to one line:
+// what was looked for ("not found"), or dlopen's or dlsym's message. *PATH (when given) is the file
+// loaded. A module is never dlclose'd.
+void* load_module_entry(const ModuleSpec& spec, std::string* why, std::string* path = nullptr);
+
+}  // namespace csim::backend

@@ -196,8 +196,13 @@ class ShardingPiece final : public ParallelPiece {
     if (!sh_.params_sharded || !gathered_[static_cast<std::size_t>(u)]) return;
     gathered_[static_cast<std::size_t>(u)] = 0;
     const Bytes bytes = unit_bytes(u);
-    if (bytes > 0)
-      b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, bytes, "gathered params");
+    if (bytes > 0) {
+      const OpId f = b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, bytes,
+                                "gathered params");
+      // FSDP1's _free_unsharded_flat_param (_flat_param.py): _no_dispatch_record_stream on the
+      // compute stream, then _free_storage (docs/memory.md, "Allocation backpressure").
+      if (fsdp1()) b_.program().ops[static_cast<std::size_t>(f)].record_stream = true;
+    }
     gather_op_[static_cast<std::size_t>(u)] = kNoOp;
     // _reshard records a free event on the compute stream (after the unit's kernels).
     if (fsdp1() && e_.spec().fsdp1.limit_all_gathers && r.last_compute != kNoOp)

@@ -645,6 +645,13 @@ Summary summarize(const Trace& trace) {
     for (const nlohmann::json& w : md["warnings"])
       if (w.is_string()) s.notes.push_back("scenario: " + w.get<std::string>());
   }
+  // The simulator's host synchronizations on pending frees (docs/memory.md, "Allocation
+  // backpressure"), from the executor's notes.
+  if (md.is_object() && md.contains("notes") && md["notes"].is_array()) {
+    for (const nlohmann::json& n : md["notes"])
+      if (n.is_string() && n.get<std::string>().rfind("allocator backpressure:", 0) == 0)
+        s.notes.push_back(n.get<std::string>());
+  }
 
   // OOM: the executor's verdict when the metadata has one, else the counters' (docs "OOM").
   if (md.is_object() && md.contains("oom")) {

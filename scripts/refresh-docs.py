@@ -139,6 +139,15 @@ def ci_table(c):
     return "\n```\n" + "\n".join(keep) + "\n```\n"
 
 
+def backpressure_zero3(c):
+    # docs/memory.md, "Allocation backpressure": simrun's step time, peak and notes on the
+    # ZeRO-3 scenario whose host runs ahead.
+    out = c.run(["simrun", "scenarios/gpt_20b_64xa100_zero3.json", "--no-advice"], ok=(0, 1))
+    keep = [l for l in out.splitlines()
+            if l.startswith(("step time:", "memory node", "OOM:", "note: allocator"))]
+    return "\n```\n" + "\n".join(keep) + "\n```\n"
+
+
 def steady_state_example(c):
     # docs/memory.md, "First-step and steady-state peaks": the two lines simrun prints.
     out = c.run(["simrun", "scenarios/gpt_20b_64xa100_3d.json", "--no-advice",
@@ -254,6 +263,7 @@ FIGURES = {
     "hpo_example": (hpo_example, False),
     "gil_variants": (gil_variants, False),
     "steady_state_example": (steady_state_example, False),
+    "backpressure_zero3": (backpressure_zero3, False),
     "ci_table": (ci_table, False),
     "accuracy_table": (accuracy_table, False),
     "accuracy_cases": (accuracy_cases, False),

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/sim/alloc_backpressure.hpp"
 #include "backends/sim/copy_engines.hpp"
 #include "backends/sim/host_model.hpp"
 #include "backends/sim/resources.hpp"
@@ -167,6 +168,7 @@ class SimRun {
   std::int64_t flow_gen_ = 0;
   std::int64_t events_ = 0;
   std::int64_t done_count_ = 0;
+  AllocBackpressure backpressure_;  // docs/memory.md, "Allocation backpressure"
 
   void push(TimeNs t, EvType type, std::int64_t subject) { queue_.push(t, Event{type, subject}); }
   void step_thread(int t);
@@ -236,6 +238,16 @@ void SimRun::step_thread(int t) {
           return;
         }
       }
+      // docs/memory.md, "Allocation backpressure": an alloc that does not fit waits for the
+      // pending cross-stream frees (the caching allocator's retry synchronizes on their events).
+      if (op.kind == OpKind::kAlloc) {
+        const OpId w = backpressure_.wait_before(t, op, done_);
+        if (w != core::kNoOp) {
+          host_waiters_.add(w, t);
+          th.phase = ThreadPhase::kBlocked;
+          return;
+        }
+      }
       tm.ready_ns = now_;
       th.phase = ThreadPhase::kWaitGil;
       if (op.python_ns > 0 && process_has_gil(th.process)) {
@@ -297,6 +309,7 @@ void SimRun::finish_issue(int t) {
     }
   }
   timings_[id].issue_end_ns = now_;
+  if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) backpressure_.on_issue(op);
   if (op.stream < 0) {
     // Host work and markers execute on the thread itself.
     if (op.kind == OpKind::kMarker) timings_[id].start_ns = now_;
@@ -597,6 +610,7 @@ void SimRun::complete(OpId id) {
   if (timings_[id].start_ns < 0) timings_[id].start_ns = now_;
   done_[id] = 1;
   ++done_count_;
+  if (op.kind == OpKind::kFree) backpressure_.on_complete(op);
   if (op.kind == OpKind::kCollective) set_holder(id, op.gpu, 0, 0);
   if (op.kind == OpKind::kCopy && op.copy_kind != core::CopyKind::kD2D && op.fixed_ns < 0)
     set_copy_traffic(op, 0);
@@ -691,6 +705,7 @@ core::ExecutionResult SimRun::run() {
           scenario_.cluster.slowdown_of(i)};
     shares_.reset(std::move(caps), n);
   }
+  backpressure_.reset(program_, usable_memory_by_gpu(program_, scenario_.cluster));
   group_mirrors_.assign(program_.groups.size(), {});
   group_mirrors_known_.assign(program_.groups.size(), 0);
   instances_.resize(static_cast<std::size_t>(program_.collective_instances));
@@ -752,6 +767,7 @@ core::ExecutionResult SimRun::run() {
   }
   res.timings = std::move(timings_);
   res.events_processed = events_;
+  backpressure_notes(backpressure_, &res.notes);
   return res;
 }
 

@@ -320,7 +320,11 @@ class Zero3Piece final : public ParallelPiece {
 
   void free(RankState& r, int m) {
     const Bytes mb = numel_[static_cast<std::size_t>(m)] * e_.precision().weights;
-    b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, mb, "gathered params");
+    const OpId f =
+        b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, mb, "gathered params");
+    // partition_parameters.py, free_param: param.data.record_stream(current_stream()) before
+    // the storage is dropped (docs/memory.md, "Allocation backpressure").
+    b_.program().ops[static_cast<std::size_t>(f)].record_stream = true;
   }
 
   void reduce(SegmentPass& sp, RankData& d) {

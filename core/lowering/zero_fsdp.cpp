@@ -14,6 +14,7 @@
 #include "core/fp8_recipe.hpp"
 #include <algorithm>
 
+#include "core/lowering/fsdp1_flat_param.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
@@ -114,9 +115,21 @@ class ShardingPiece final : public ParallelPiece {
         e_.spec().fsdp1.backward_prefetch == BackwardPrefetch::kBackwardPost && lp.unit > 0 &&
         e_.plan().units[static_cast<std::size_t>(lp.unit - 1)].end > lp.sp.sg.first)
       gather(r, lp.unit - 1, StepPhase::kBackward);
-    const Bytes grads =
-        e_.plan().units[static_cast<std::size_t>(lp.unit)].params * e_.precision().grads;
+    const std::int64_t numel = e_.plan().units[static_cast<std::size_t>(lp.unit)].params;
+    const Bytes g = e_.precision().grads;
+    Bytes grads = numel * g;
     if (e_.spec().dp <= 1 || grads == 0 || !sh_.grads_reduce_scattered) return;
+    // FSDP1's _reduce_grad (docs/memory.md, "FSDP1 flat parameters"): the padded copy of the
+    // unsharded gradient when the unit does not divide evenly, and the reduce-scatter's output
+    // shard, on the post-backward stream; the reduce-scatter carries the padded gradient.
+    const Fsdp1FlatParam fp = fsdp1() ? fsdp1_flat_param(numel, sh_.shard_ranks) : Fsdp1FlatParam{};
+    if (fsdp1()) grads = fp.padded * g;
+    if (fp.pad_copy > 0)
+      b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, fp.pad_copy * g,
+               "fsdp1 padded grad");
+    if (fp.sharded_grad > 0)
+      b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, fp.sharded_grad * g,
+               "fsdp1 sharded grad");
     // ZeRO-2/3, FSDP: reduce-scatter this unit's gradients every micro-batch into the shard.
     const OpId rs =
         e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
@@ -125,6 +138,13 @@ class ShardingPiece final : public ParallelPiece {
     b_.set_dtype(rs, b_.grads_dtype());
     if (bucket_ > 0)
       b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bucket_, "grad bucket");
+    // Accumulated into _saved_grad_shard (the gradient shard of the model state), then dropped.
+    if (fp.pad_copy > 0)
+      b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, fp.pad_copy * g,
+                 "fsdp1 padded grad");
+    if (fp.sharded_grad > 0)
+      b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, fp.sharded_grad * g,
+                 "fsdp1 sharded grad");
     lp.sp.st.optimizer_waits.push_back({rs, DepKind::kStreamWaits});
   }
 
@@ -159,7 +179,11 @@ class ShardingPiece final : public ParallelPiece {
     const Unit& un = e_.plan().units[static_cast<std::size_t>(u)];
     const Bytes w = e_.precision().weights;
     const TrainingSpec& t = b_.scenario().training;
-    if (t.precision != Precision::kFp8 || !t.fp8.fp8_all_gather) return un.params * w;
+    if (t.precision != Precision::kFp8 || !t.fp8.fp8_all_gather) {
+      // FSDP1 gathers its padded flat parameter (docs/memory.md, "FSDP1 flat parameters").
+      if (fsdp1()) return fsdp1_flat_param(un.params, sh_.shard_ranks).padded * w;
+      return un.params * w;
+    }
     std::int64_t fp8 = 0;
     for (int i = un.first; i < un.end; ++i) {
       if (runs_in_fp8(b_.scenario().model.layers[static_cast<std::size_t>(i)], t))
@@ -196,8 +220,13 @@ class ShardingPiece final : public ParallelPiece {
     if (!sh_.params_sharded || !gathered_[static_cast<std::size_t>(u)]) return;
     gathered_[static_cast<std::size_t>(u)] = 0;
     const Bytes bytes = unit_bytes(u);
-    if (bytes > 0)
-      b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, bytes, "gathered params");
+    if (bytes > 0) {
+      const OpId f = b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, bytes,
+                                "gathered params");
+      // FSDP1's _free_unsharded_flat_param (_flat_param.py): _no_dispatch_record_stream on the
+      // compute stream, then _free_storage (docs/memory.md, "Allocation backpressure").
+      if (fsdp1()) b_.program().ops[static_cast<std::size_t>(f)].record_stream = true;
+    }
     gather_op_[static_cast<std::size_t>(u)] = kNoOp;
     // _reshard records a free event on the compute stream (after the unit's kernels).
     if (fsdp1() && e_.spec().fsdp1.limit_all_gathers && r.last_compute != kNoOp)

@@ -1,0 +1,67 @@
+// PyTorch FSDP1's flat-parameter memory (core/lowering/fsdp1_flat_param.{hpp,cpp}; docs/memory.md,
+// "FSDP1 flat parameters"): the padded shard and all-gather buffer, the padded gradient copy and
+// the reduce-scatter's output shard. Every expected value is derived in a comment first.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "core/lowering/fsdp1_flat_param.hpp"
+#include "core/lowering/lowering.hpp"
+#include "core/scenario_parser.hpp"
+
+using namespace csim;
+using namespace csim::core;
+
+TEST_CASE("FSDP1 pads its flat parameter to N x ceil(P / N)", "[memory][fsdp]") {
+  // P = 10 over N = 4: shard ceil(10/4) = 3, padded 12; 10 % 4 != 0, so _reduce_grad's F.pad
+  // makes a 12-element copy; the reduce-scatter's output is one 3-element shard.
+  const Fsdp1FlatParam a = fsdp1_flat_param(10, 4);
+  CHECK(a.shard == 3);
+  CHECK(a.padded == 12);
+  CHECK(a.pad_copy == 12);
+  CHECK(a.sharded_grad == 3);
+  // P = 12 over 4 divides evenly: no padding, no copy (numel_to_pad = 0 keeps the gradient).
+  const Fsdp1FlatParam b = fsdp1_flat_param(12, 4);
+  CHECK(b.padded == 12);
+  CHECK(b.pad_copy == 0);
+  CHECK(b.sharded_grad == 3);
+  // One rank: nothing sharded, nothing reduce-scattered.
+  const Fsdp1FlatParam c = fsdp1_flat_param(10, 1);
+  CHECK(c.padded == 10);
+  CHECK(c.pad_copy == 0);
+  CHECK(c.sharded_grad == 0);
+}
+
+TEST_CASE("an FSDP1 block's gather, padded copy and gradient shard in the Program",
+          "[memory][fsdp]") {
+  // A GPT block of h = 1024: qkv 3h^2 + 3h, proj h^2 + h, fc 4h^2 + 4h, mlp proj 4h^2 + h and two
+  // LayerNorms of 2h: 12 h^2 + 13 h = 12,596,224 elements. Over N = 3 ranks: shard
+  // ceil(12,596,224 / 3) = 4,198,742, padded 12,596,226 (2 elements of padding), so
+  //   gathered params  W x padded = 2 x 12,596,226 = 25,192,452 B (bf16 weights)
+  //   padded grad copy G x padded = 4 x 12,596,226 = 50,384,904 B (bf16 recipe: G = 4)
+  //   sharded grad     G x shard  = 4 x  4,198,742 = 16,794,968 B
+  const std::string json =
+      "{\"cluster\":{\"nodes\":1,\"gpus_per_node\":3,\"gpu\":\"A100-SXM4-80GB\"},"
+      "\"host\":{\"python\":false},\"model\":{\"gpt\":{\"layers\":2,\"hidden\":1024,\"heads\":16,"
+      "\"seq_len\":512,\"vocab\":32000}},\"training\":{\"global_batch\":3,\"precision\":\"bf16\","
+      "\"optimizer\":\"adam\",\"steps\":1},\"strategy\":{\"kind\":\"fsdp\","
+      "\"fsdp_sharding\":\"full_shard\",\"micro_batch_size\":1}}";
+  const Program p = lower(parse_scenario_string(json, "test.json", {}));
+  auto count = [&](OpKind kind, const std::string& name, Bytes bytes) {
+    return std::count_if(p.ops.begin(), p.ops.end(), [&](const Op& op) {
+      return op.kind == kind && op.gpu == 0 && op.bytes == bytes && p.name_of(op) == name;
+    });
+  };
+  // Each of the 2 blocks is gathered for its forward and again for its backward: 4 allocs and 4
+  // frees on GPU 0, each free marked record_stream (FSDP1's _free_unsharded_flat_param).
+  CHECK(count(OpKind::kAlloc, "gathered params", 25'192'452) == 4);
+  CHECK(count(OpKind::kFree, "gathered params", 25'192'452) == 4);
+  for (const Op& op : p.ops)
+    if (op.kind == OpKind::kFree && p.name_of(op) == "gathered params") CHECK(op.record_stream);
+  // One backward per block: one padded copy and one sharded gradient each, allocated and freed.
+  CHECK(count(OpKind::kAlloc, "fsdp1 padded grad", 50'384'904) == 2);
+  CHECK(count(OpKind::kFree, "fsdp1 padded grad", 50'384'904) == 2);
+  CHECK(count(OpKind::kAlloc, "fsdp1 sharded grad", 16'794'968) == 2);
+  CHECK(count(OpKind::kFree, "fsdp1 sharded grad", 16'794'968) == 2);
+}

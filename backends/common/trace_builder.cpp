@@ -182,12 +182,17 @@ void add_step_annotations(prof::Trace& tr, const core::Program& p, const std::ve
 // Memory counters: allocated bytes per GPU, in total and by category.
 void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
   // [SECTION] Memory counters: allocated bytes per GPU, in total and by category.
+  std::size_t samples = 0;
+  for (const core::GpuMemory& g : mem.gpus) samples += g.samples.size();
+  for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) samples += g.samples.size();
+  tr.counters.reserve(tr.counters.size() + samples);
   for (const core::GpuMemory& g : mem.gpus) {
     for (const core::MemorySample& m : g.samples) {
       prof::CounterSample c;
       c.pid = g.gpu;
       c.name = "memory";
       c.ts_ns = m.t_ns;
+      c.values.reserve(1 + core::kNumMemCategories);
       c.values.push_back({"allocated", static_cast<double>(m.total)});
       for (int k = 0; k < core::kNumMemCategories; ++k) {
         c.values.push_back({core::to_string(static_cast<core::MemCategory>(k)), static_cast<double>(m.by_category[k])});
@@ -204,6 +209,7 @@ void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
       c.pid = g.gpu;
       c.name = prof::kReservedMemoryCounter;
       c.ts_ns = m.t_ns;
+      c.values.reserve(5);
       c.values.push_back({"reserved", static_cast<double>(m.reserved_bytes)});
       c.values.push_back({"allocated_blocks", static_cast<double>(m.allocated_bytes)});
       c.values.push_back({"cached_free", static_cast<double>(m.reserved_bytes - m.allocated_bytes)});

@@ -15,6 +15,7 @@
 #include <optional>
 #include <tuple>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace csim::backend {
@@ -56,9 +57,19 @@ void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_n
   e.name = name;
 }
 
-template <class V>
-void add_arg(prof::TraceEvent& e, const char* key, V&& value) {
-  e.args.push_back(prof::Arg{key, prof::ArgValue(std::forward<V>(value))});
+// The key's length known at compile time (no strlen), the arg made in place (no moves).
+template <std::size_t N, class V>
+void add_arg(prof::TraceEvent& e, const char (&key)[N], V&& value) {
+  prof::Arg& a = e.args.emplace_back();
+  a.key.assign(key, N - 1);
+  a.value.emplace<std::decay_t<V>>(std::forward<V>(value));
+}
+// A string arg from a C string (an enum's spelling), without a temporary std::string.
+template <std::size_t N>
+void add_str_arg(prof::TraceEvent& e, const char (&key)[N], const char* value) {
+  prof::Arg& a = e.args.emplace_back();
+  a.key.assign(key, N - 1);
+  a.value.emplace<std::string>(value);
 }
 
 // How many events and flows the op loop of build_trace makes (its branches, counted): the vectors
@@ -405,7 +416,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       prof::TraceEvent& es = tr.events.emplace_back();
       set_event(es, gpu, kCudaSyncTid, t.ready_ns, 0, "Event Sync", "cuda_sync", EventClass::kOther, -1, c);
       es.args.reserve(5);
-      add_arg(es, "cuda_sync_kind", std::string("Event Sync"));
+      add_str_arg(es, "cuda_sync_kind", "Event Sync");
       add_arg(es, "stream", std::int64_t{-1});
       add_arg(es, "wait_on_stream", static_cast<std::int64_t>(stream_tid(so.stream)));
       add_arg(es, "wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
@@ -418,7 +429,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     if (op.kind == OpKind::kHostWork) {
       prof::TraceEvent& e = tr.events.emplace_back();
       set_event(e, pid, htid, t.start_ns, t.end_ns - t.start_ns, name, "cpu_op", EventClass::kHost, op.id, -1);
-      add_arg(e, "phase", std::string(core::to_string(op.phase)));
+      add_str_arg(e, "phase", core::to_string(op.phase));
       continue;
     }
     if (op.kind == OpKind::kMarker || op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
@@ -433,7 +444,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     if (op.python_ns > 0) {
       prof::TraceEvent& e = tr.events.emplace_back();
       set_event(e, pid, htid, dispatch_start - op.python_ns, op.python_ns, name, "cpu_op", EventClass::kHost, op.id, -1);
-      add_arg(e, "phase", std::string(core::to_string(op.phase)));
+      add_str_arg(e, "phase", core::to_string(op.phase));
     }
     const std::vector<OpId>& waits = sync.stream_waits[op.id];
     const bool records = sync.record_corr[op.id] >= 0;
@@ -457,7 +468,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       set_event(ew, st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start, "Stream Wait Event", "cuda_sync", EventClass::kOther,
                 -1, c);
       ew.args.reserve(4);
-      add_arg(ew, "cuda_sync_kind", std::string("Stream Wait Event"));
+      add_str_arg(ew, "cuda_sync_kind", "Stream Wait Event");
       add_arg(ew, "wait_on_stream", static_cast<std::int64_t>(stream_tid(p.ops[src].stream)));
       add_arg(ew, "wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
       add_arg(ew, "wait_on_cuda_event_id", sync.record_event[src]);
@@ -486,8 +497,8 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       e.cat = "kernel";
       e.cls = EventClass::kCompute;
       e.args.reserve(4 + tail_args);
-      add_arg(e, "kind", std::string(core::to_string(op.compute_kind)));
-      add_arg(e, "dtype", std::string(core::to_string(op.dtype)));
+      add_str_arg(e, "kind", core::to_string(op.compute_kind));
+      add_str_arg(e, "dtype", core::to_string(op.dtype));
       add_arg(e, "flops", op.flops);
       add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
     } else if (op.kind == OpKind::kCopy) {
@@ -499,7 +510,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       e.args.reserve(4 + (op.peer_gpu >= 0 ? 1 : 0) + tail_args);
       add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
       add_arg(e, "memory bandwidth (GB/s)", gbps);
-      add_arg(e, "copy_kind", std::string(core::to_string(op.copy_kind)));
+      add_str_arg(e, "copy_kind", core::to_string(op.copy_kind));
       add_arg(e, "op", name);
       if (op.peer_gpu >= 0) add_arg(e, "src_device", static_cast<std::int64_t>(op.peer_gpu));
     } else {
@@ -514,24 +525,24 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       const char* proto_name = nccl_proto_name(proto);
       e.args.reserve(12 + (algo_name ? 1 : 0) + (proto_name ? 1 : 0) + (op.root >= 0 ? 1 : 0) + tail_args);
       // PyTorch's record_param_comms args, as in ../shared/fixtures/kineto/nccl_data.json.gz.
-      add_arg(e, "Collective name", std::string(torch_collective_name(op.collective)));
+      add_str_arg(e, "Collective name", torch_collective_name(op.collective));
       add_arg(e, "In msg nelems", nel.in);
       add_arg(e, "Out msg nelems", nel.out);
       add_arg(e, "Group size", static_cast<std::int64_t>(g.size));
-      add_arg(e, "dtype", std::string(torch_dtype_name(op.dtype)));
-      add_arg(e, "In split size", std::string("[]"));
-      add_arg(e, "Out split size", std::string("[]"));
+      add_str_arg(e, "dtype", torch_dtype_name(op.dtype));
+      add_str_arg(e, "In split size", "[]");
+      add_str_arg(e, "Out split size", "[]");
       add_arg(e, "Process Group Name", g.id);
       add_arg(e, "Process Group Description", g.description);
       add_arg(e, "Process Group Ranks", g.ranks);
       add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
       add_arg(e, "op", name);
-      if (algo_name) add_arg(e, "algorithm", std::string(algo_name));
-      if (proto_name) add_arg(e, "protocol", std::string(proto_name));
+      if (algo_name) add_str_arg(e, "algorithm", algo_name);
+      if (proto_name) add_str_arg(e, "protocol", proto_name);
       if (op.root >= 0) add_arg(e, "root", static_cast<std::int64_t>(op.root));
     }
     if (op.fixed_ns >= 0) add_arg(e, "simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns));
-    add_arg(e, "phase", std::string(core::to_string(op.phase)));
+    add_str_arg(e, "phase", core::to_string(op.phase));
     if (op.batch >= 0) add_arg(e, "batch", op.batch);
     add_arg(e, "step", static_cast<std::int64_t>(op.step));
     if (op.dispatch_ns > 0) {

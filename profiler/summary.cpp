@@ -16,6 +16,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace csim::prof {
 namespace {
@@ -53,9 +54,11 @@ bool step_number(const std::string& name, std::int64_t* n) {
 // user_annotation) in all processes.
 std::vector<Step> find_steps(const Trace& t) {
   std::map<std::int64_t, Step> by_n;
+  // A string_view compares lengths first: most events are rejected without reading their category.
+  constexpr std::string_view kAnnotation = "user_annotation";
   for (const TraceEvent& e : t.events) {
     std::int64_t n = 0;
-    if (e.cat != "user_annotation" || !step_number(e.name, &n)) continue;
+    if (std::string_view(e.cat) != kAnnotation || !step_number(e.name, &n)) continue;
     auto [it, fresh] = by_n.try_emplace(n, Step{n, e.ts_ns, e.ts_ns + e.dur_ns});
     if (!fresh) {
       it->second.start = std::min(it->second.start, e.ts_ns);

@@ -60,7 +60,8 @@ constexpr const char* kUsage =
       rank symmetry on and (up to --full-up-to GPUs) off, each in a fresh process for its RSS
   bench_sim --gpt3-published [--batches 128,1536] [--full 128] [--scenario FILE] [--mem-limit-gib G]
       the bundled GPT-3 175B / 1,024-GPU scenario as is, at each global batch (1,536 is the
-      published one), symmetry on and (for the batches in --full) off; same columns
+      published one), symmetry on and (for the batches in --full) off; the same columns and
+      what `simrun -o` spends after them (summary, write, free; after_ms: all but lowering)
   bench_sim --help
 )";
 

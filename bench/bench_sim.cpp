@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <new>
@@ -42,6 +43,8 @@
 #include "core/lowering/lowering.hpp"
 #include "core/memory_timeline.hpp"
 #include "core/scenario_parser.hpp"
+#include "profiler/chrome_trace_writer.hpp"
+#include "profiler/summary.hpp"
 #include "run/run.hpp"
 
 namespace {
@@ -57,7 +60,8 @@ constexpr const char* kUsage =
       rank symmetry on and (up to --full-up-to GPUs) off, each in a fresh process for its RSS
   bench_sim --gpt3-published [--batches 128,1536] [--full 128] [--scenario FILE] [--mem-limit-gib G]
       the bundled GPT-3 175B / 1,024-GPU scenario as is, at each global batch (1,536 is the
-      published one), symmetry on and (for the batches in --full) off; same columns
+      published one), symmetry on and (for the batches in --full) off; the same columns and
+      what `simrun -o` spends after them (summary, write, free; after_ms: all but lowering)
   bench_sim --help
 )";
 
@@ -181,6 +185,22 @@ int gpt3_one(const std::string& scenario_path, int gpus, bool symmetry, int batc
     t0 = thread_cpu_s();
     csim::prof::Trace trace = csim::backend::build_trace(s, p, res, mem);
     const double trace_s = thread_cpu_s() - t0;
+    // What `simrun -o` does next: the summary from the trace, the file written (a fresh one in
+    // the temporary directory, removed after), the trace freed at exit.
+    t0 = thread_cpu_s();
+    const csim::prof::Summary summary = csim::prof::summarize(trace);
+    const double summary_s = thread_cpu_s() - t0;
+    const std::string out_path = (std::filesystem::temp_directory_path() /
+                                  ("bench_sim_trace." + std::to_string(getpid()) + ".json"))
+                                     .string();
+    t0 = thread_cpu_s();
+    csim::prof::write_chrome_trace_file(trace, out_path);
+    const double write_s = thread_cpu_s() - t0;
+    std::filesystem::remove(out_path);
+    const std::size_t trace_events = trace.events.size();
+    t0 = thread_cpu_s();
+    trace = csim::prof::Trace{};
+    const double free_s = thread_cpu_s() - t0;
 
     long long sim_ranks = 0;
     if (p.symmetry.enabled()) {
@@ -200,10 +220,12 @@ int gpt3_one(const std::string& scenario_path, int gpus, bool symmetry, int batc
     for (const auto& g : mem.gpus) peak_mem = std::max<long long>(peak_mem, g.peak_bytes);
     std::printf(
         "ops=%zu cluster_ops=%lld events=%lld sim_ranks=%lld lower_s=%.6f sim_s=%.6f mem_s=%.6f "
-        "trace_s=%.6f step_ns=%lld gpu_peak_bytes=%lld oom=%d trace_events=%zu rss_kib=%ld\n",
+        "trace_s=%.6f summary_s=%.6f write_s=%.6f free_s=%.6f step_ns=%lld gpu_peak_bytes=%lld "
+        "oom=%d trace_events=%zu rss_kib=%ld summary_step_s=%.6f\n",
         p.ops.size(), cluster_ops, static_cast<long long>(res.events_processed), sim_ranks, lower_s,
-        sim_s, mem_s, trace_s, static_cast<long long>(last / std::max(1, s.training.steps)),
-        peak_mem, mem.oom ? 1 : 0, trace.events.size(), peak_rss_kib());
+        sim_s, mem_s, trace_s, summary_s, write_s, free_s,
+        static_cast<long long>(last / std::max(1, s.training.steps)), peak_mem, mem.oom ? 1 : 0,
+        trace_events, peak_rss_kib(), summary.step_time_s);
     std::fflush(stdout);
   } catch (const csim::InputError& e) {
     std::fprintf(stderr, "bench_sim: %s\n", e.what());
@@ -371,11 +393,13 @@ int gpt3_published_main(int argc, char** argv) {
   const double mem_limit_gib = o.mem_limit_gib;
   std::printf("GPT-3 175B on 1,024 A100s as bundled, one step; scenario %s\n", scenario.c_str());
   std::printf(
-      "lower_ms, sim_ms, mem_ms, trace_ms: CPU time of each phase; total_s: child wall; RSS: "
-      "child VmHWM\n");
-  std::printf("%-6s %-4s %6s %10s %10s %9s %9s %8s %9s %8s %11s %12s %9s\n", "batch", "sym",
-              "ranks", "ops", "events", "lower_ms", "sim_ms", "mem_ms", "trace_ms", "total_s",
-              "sim_ops/s", "step_ms", "RSS_MiB");
+      "lower_ms, sim_ms, mem_ms, trace_ms (build), summ_ms (summary from the trace), write_ms\n"
+      "(a fresh file in the temporary directory), free_ms (the trace freed): CPU time of each\n"
+      "phase, sys included; after_ms: all but lowering; total_s: child wall; RSS: child VmHWM\n");
+  std::printf("%-6s %-4s %6s %10s %10s %9s %9s %8s %9s %8s %9s %8s %9s %8s %11s %12s %9s\n",
+              "batch", "sym", "ranks", "ops", "events", "lower_ms", "sim_ms", "mem_ms", "trace_ms",
+              "summ_ms", "write_ms", "free_ms", "after_ms", "total_s", "sim_ops/s", "step_ms",
+              "RSS_MiB");
   for (int batch : batches) {
     for (bool sym : {true, false}) {
       if (!sym && std::find(full.begin(), full.end(), batch) == full.end()) continue;
@@ -387,12 +411,16 @@ int gpt3_published_main(int argc, char** argv) {
         continue;
       }
       const double rss_kib = r.num("rss_kib") > 0 ? r.num("rss_kib") : r.maxrss_kib;
+      const double after_s = r.num("sim_s") + r.num("mem_s") + r.num("trace_s") +
+                             r.num("summary_s") + r.num("write_s") + r.num("free_s");
       std::printf(
-          "%-6d %-4s %6.0f %10.0f %10.0f %9.1f %9.1f %8.1f %9.1f %8.2f %11.3g %12.3f %9.0f\n",
+          "%-6d %-4s %6.0f %10.0f %10.0f %9.1f %9.1f %8.1f %9.1f %8.1f %9.1f %8.1f %9.1f %8.2f "
+          "%11.3g %12.3f %9.0f\n",
           batch, sym ? "auto" : "off", r.num("sim_ranks"), r.num("ops"), r.num("events"),
           r.num("lower_s") * 1e3, r.num("sim_s") * 1e3, r.num("mem_s") * 1e3,
-          r.num("trace_s") * 1e3, r.wall_s, r.num("ops") / std::max(1e-9, r.num("sim_s")),
-          r.num("step_ns") / 1e6, rss_kib / 1024.0);
+          r.num("trace_s") * 1e3, r.num("summary_s") * 1e3, r.num("write_s") * 1e3,
+          r.num("free_s") * 1e3, after_s * 1e3, r.wall_s,
+          r.num("ops") / std::max(1e-9, r.num("sim_s")), r.num("step_ns") / 1e6, rss_kib / 1024.0);
       std::fflush(stdout);
     }
   }

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace csim::prof {
 namespace {
@@ -53,9 +54,11 @@ bool step_number(const std::string& name, std::int64_t* n) {
 // user_annotation) in all processes.
 std::vector<Step> find_steps(const Trace& t) {
   std::map<std::int64_t, Step> by_n;
+  // A string_view compares lengths first: most events are rejected without reading their category.
+  constexpr std::string_view kAnnotation = "user_annotation";
   for (const TraceEvent& e : t.events) {
     std::int64_t n = 0;
-    if (e.cat != "user_annotation" || !step_number(e.name, &n)) continue;
+    if (std::string_view(e.cat) != kAnnotation || !step_number(e.name, &n)) continue;
     auto [it, fresh] = by_n.try_emplace(n, Step{n, e.ts_ns, e.ts_ns + e.dur_ns});
     if (!fresh) {
       it->second.start = std::min(it->second.start, e.ts_ns);
@@ -116,30 +119,44 @@ int boundary_kind(EventClass c) {
   }
 }
 
-// All starts, then all ends: each lane's events come in time order, so both halves are a few
-// sorted runs (one per lane), which are merged instead of sorted; many runs are sorted.
+// Per lane (tid), its starts and then its ends: a lane's events come in time order and do not
+// overlap, so each of these segments is sorted already (one that is not is sorted), and the
+// segments are merged pairwise instead of sorting every point of the GPU (its lanes interleave in
+// the trace, so the points in trace order form many short runs).
 Boundaries boundaries(const std::vector<const TraceEvent*>& events) {
-  Boundaries pts;
-  for (const bool start : {true, false}) {
-    for (const TraceEvent* ep : events) {
-      const TraceEvent& e = *ep;
-      const int kind = boundary_kind(e.cls);
-      if (e.dur_ns <= 0 || kind < 0) continue;
-      pts.push_back(start ? Point{e.ts_ns, kind, +1} : Point{e.ts_ns + e.dur_ns, kind, -1});
+  std::vector<std::int32_t> lanes;             // tids in first-seen order
+  std::vector<std::vector<const TraceEvent*>> of_lane;
+  std::int32_t last_tid = 0;
+  std::size_t last = 0, total = 0;
+  for (const TraceEvent* ep : events) {
+    if (ep->dur_ns <= 0 || boundary_kind(ep->cls) < 0) continue;
+    if (lanes.empty() || ep->tid != last_tid) {
+      last = std::find(lanes.begin(), lanes.end(), ep->tid) - lanes.begin();
+      if (last == lanes.size()) {
+        lanes.push_back(ep->tid);
+        of_lane.emplace_back();
+      }
+      last_tid = ep->tid;
     }
+    of_lane[last].push_back(ep);
+    ++total;
   }
   // The order among equal times does not matter: a sweep applies them all before measuring.
   const auto by_t = [](const Point& a, const Point& b) { return a.t < b.t; };
+  Boundaries pts;
+  pts.reserve(2 * total);
   std::vector<std::size_t> runs{0};
-  constexpr std::size_t kMaxRuns = 64;
-  for (std::size_t i = 1; i < pts.size() && runs.size() <= kMaxRuns; ++i) {
-    if (pts[i].t < pts[i - 1].t) runs.push_back(i);
+  for (const std::vector<const TraceEvent*>& lane : of_lane) {
+    for (const bool start : {true, false}) {
+      for (const TraceEvent* ep : lane) {
+        const int kind = boundary_kind(ep->cls);
+        pts.push_back(start ? Point{ep->ts_ns, kind, +1} : Point{ep->ts_ns + ep->dur_ns, kind, -1});
+      }
+      const auto from = pts.begin() + static_cast<std::ptrdiff_t>(runs.back());
+      if (!std::is_sorted(from, pts.end(), by_t)) std::sort(from, pts.end(), by_t);
+      runs.push_back(pts.size());
+    }
   }
-  if (runs.size() > kMaxRuns) {
-    std::sort(pts.begin(), pts.end(), by_t);
-    return pts;
-  }
-  runs.push_back(pts.size());
   while (runs.size() > 2) {  // merge neighbouring runs pairwise
     std::vector<std::size_t> next{0};
     for (std::size_t k = 0; k + 2 < runs.size(); k += 2) {

@@ -93,7 +93,9 @@ CudaSyncPlan plan_cuda_sync(const core::Program& p, const std::vector<core::OpTi
     if (op.stream >= 0 && ran(op.id)) by_stream[op.stream].push_back(op.id);
   }
   for (std::vector<OpId>& ids : by_stream) {
-    std::stable_sort(ids.begin(), ids.end(), [&](OpId a, OpId b) { return t[a].start_ns < t[b].start_ns; });
+    // A stream runs its ops in issue order, so the list is usually in start order already.
+    const auto by_start = [&](OpId a, OpId b) { return t[a].start_ns < t[b].start_ns; };
+    if (!std::is_sorted(ids.begin(), ids.end(), by_start)) std::stable_sort(ids.begin(), ids.end(), by_start);
     TimeNs free_at = -1;
     for (OpId id : ids) {
       if (!s.stream_waits[id].empty()) s.stream_free_ns[id] = std::min(free_at, t[id].start_ns);

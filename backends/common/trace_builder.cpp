@@ -15,6 +15,8 @@
 #include <optional>
 #include <tuple>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace csim::backend {
 namespace {
@@ -35,6 +37,117 @@ prof::LaneRole lane_role(core::StreamRole r) {
   }
   return prof::LaneRole::kOther;
 }
+
+// Sets the fields of an event made in place (tr.events.emplace_back()).
+void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const char* name, const char* cat, EventClass cls,
+               std::int64_t op_id, std::int64_t correlation) {
+  e.pid = pid;
+  e.tid = tid;
+  e.ts_ns = ts_ns;
+  e.dur_ns = dur_ns;
+  e.name = name;
+  e.cat = cat;
+  e.cls = cls;
+  e.op_id = op_id;
+  e.correlation = correlation;
+}
+void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const std::string& name, const char* cat,
+               EventClass cls, std::int64_t op_id, std::int64_t correlation) {
+  set_event(e, pid, tid, ts_ns, dur_ns, "", cat, cls, op_id, correlation);
+  e.name = name;
+}
+
+// The key's length known at compile time (no strlen), the arg made in place (no moves).
+template <std::size_t N, class V>
+void add_arg(prof::TraceEvent& e, const char (&key)[N], V&& value) {
+  prof::Arg& a = e.args.emplace_back();
+  a.key.assign(key, N - 1);
+  a.value.emplace<std::decay_t<V>>(std::forward<V>(value));
+}
+// A string arg from a C string (an enum's spelling), without a temporary std::string.
+template <std::size_t N>
+void add_str_arg(prof::TraceEvent& e, const char (&key)[N], const char* value) {
+  prof::Arg& a = e.args.emplace_back();
+  a.key.assign(key, N - 1);
+  a.value.emplace<std::string>(value);
+}
+
+// How many events and flows the op loop of build_trace makes (its branches, counted): the vectors
+// are reserved to these.
+struct OpEventCount {
+  std::size_t events = 0, flows = 0;
+};
+OpEventCount count_op_events(const core::Program& p, const std::vector<core::OpTiming>& timing, const CudaSyncPlan& sync) {
+  OpEventCount n;
+  for (const Op& op : p.ops) {
+    const core::OpTiming& t = timing[op.id];
+    if (t.end_ns < 0) continue;
+    if (sync.host_wait_on[op.id] != core::kNoOp) n.events += 2;
+    if (t.gil_wait_ns > 0) ++n.events;
+    if (op.kind == OpKind::kHostWork) {
+      ++n.events;
+      continue;
+    }
+    if (op.kind == OpKind::kMarker || op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
+    n.events += (op.python_ns > 0 ? 1 : 0) + 2 * sync.stream_waits[op.id].size() + (op.dispatch_ns > 0 ? 1 : 0) +
+                (sync.record_corr[op.id] >= 0 ? 1 : 0) + 1;
+    if (op.dispatch_ns > 0) ++n.flows;
+  }
+  for (const Op& op : p.ops) {
+    if (op.stream < 0 || timing[op.id].start_ns < 0) continue;
+    for (const core::Dep& d : op.deps) {
+      const Op& src = p.ops[d.op];
+      if (d.kind == core::DepKind::kStreamWaits && src.stream >= 0 && src.gpu != op.gpu && timing[d.op].end_ns >= 0) ++n.flows;
+    }
+  }
+  return n;
+}
+
+// A collective's group args (PyTorch's record_param_comms, docs/trace-format.md "Kineto
+// conventions") and NCCL kernel names, formatted once per group and per (kind, dtype, algorithm)
+// instead of once per op.
+class GroupArgs {
+ public:
+  struct Group {
+    int size = 0;
+    std::string id, description, ranks;  // "Process Group Name", "... Description", "... Ranks"
+  };
+  explicit GroupArgs(const core::Program& p) : p_(p), groups_(p.groups.size()), known_(p.groups.size(), 0) {}
+  // -1 (a collective simulated elsewhere, core/program_slice.hpp): no group, "[]".
+  const Group& of(int group) {
+    if (group < 0) {
+      if (none_.ranks.empty()) {
+        none_.id = "-1";
+        none_.ranks = "[]";
+      }
+      return none_;
+    }
+    Group& g = groups_[static_cast<std::size_t>(group)];
+    if (!known_[static_cast<std::size_t>(group)]) {
+      known_[static_cast<std::size_t>(group)] = 1;
+      const core::CommGroup& cg = p_.groups[static_cast<std::size_t>(group)];
+      g.size = static_cast<int>(cg.gpus.size());
+      g.id = std::to_string(group);
+      g.description = cg.name;
+      g.ranks = "[";
+      for (std::size_t i = 0; i < cg.gpus.size(); ++i) g.ranks += (i ? ", " : "") + std::to_string(cg.gpus[i]);
+      g.ranks += "]";
+    }
+    return g;
+  }
+  const std::string& kernel_name(core::CollectiveKind k, core::Dtype d, core::CollectiveAlgo algo) {
+    const auto key = std::make_tuple(static_cast<int>(k), static_cast<int>(d), static_cast<int>(algo));
+    if (auto it = kernel_names_.find(key); it != kernel_names_.end()) return it->second;
+    return kernel_names_.emplace(key, nccl_kernel_name(k, d, algo)).first->second;
+  }
+
+ private:
+  const core::Program& p_;
+  std::vector<Group> groups_;
+  std::vector<char> known_;
+  Group none_;
+  std::map<std::tuple<int, int, int>, std::string> kernel_names_;
+};
 
 }  // namespace
 
@@ -80,12 +193,17 @@ void add_step_annotations(prof::Trace& tr, const core::Program& p, const std::ve
 // Memory counters: allocated bytes per GPU, in total and by category.
 void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
   // [SECTION] Memory counters: allocated bytes per GPU, in total and by category.
+  std::size_t samples = 0;
+  for (const core::GpuMemory& g : mem.gpus) samples += g.samples.size();
+  for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) samples += g.samples.size();
+  tr.counters.reserve(tr.counters.size() + samples);
   for (const core::GpuMemory& g : mem.gpus) {
     for (const core::MemorySample& m : g.samples) {
       prof::CounterSample c;
       c.pid = g.gpu;
       c.name = "memory";
       c.ts_ns = m.t_ns;
+      c.values.reserve(1 + core::kNumMemCategories);
       c.values.push_back({"allocated", static_cast<double>(m.total)});
       for (int k = 0; k < core::kNumMemCategories; ++k) {
         c.values.push_back({core::to_string(static_cast<core::MemCategory>(k)), static_cast<double>(m.by_category[k])});
@@ -102,6 +220,7 @@ void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
       c.pid = g.gpu;
       c.name = prof::kReservedMemoryCounter;
       c.ts_ns = m.t_ns;
+      c.values.reserve(5);
       c.values.push_back({"reserved", static_cast<double>(m.reserved_bytes)});
       c.values.push_back({"allocated_blocks", static_cast<double>(m.allocated_bytes)});
       c.values.push_back({"cached_free", static_cast<double>(m.reserved_bytes - m.allocated_bytes)});
@@ -266,13 +385,21 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     return plans.emplace(key, std::make_pair(tp.algo, tp.proto)).first->second;
   };
   std::vector<char> sync_lane(p.active_gpus.empty() ? 0 : static_cast<std::size_t>(*std::max_element(p.active_gpus.begin(), p.active_gpus.end())) + 1, 0);
-  tr.events.reserve(p.ops.size() * 3);
-  tr.flows.reserve(p.ops.size());
+  // The events and flows counted first, so that each vector is allocated once: growing a vector
+  // of a million events moves every one of them (docs/trace-format.md, "Building speed").
+  {
+    const OpEventCount n = count_op_events(p, timing, sync);
+    tr.events.reserve(n.events + step_spans.size());
+    tr.flows.reserve(n.flows);
+  }
+  GroupArgs group_args(p);
   for (const Op& op : p.ops) {
     const core::OpTiming& t = timing[op.id];
     if (t.end_ns < 0) continue;  // not run (cancelled)
     const int pid = p.threads[op.thread].gpu;
     const int htid = host_tid(op.thread);
+    // The op's name, read once (Program::name_of; docs/program.md, "Names").
+    const std::string& name = p.name_of(op);
     if (const OpId src = sync.host_wait_on[op.id]; src != core::kNoOp) {
       // The thread blocked on a GPU op of its process: cudaEventSynchronize until it was ready,
       // and Kineto's "Event Sync" on the producer's GPU (no stream: tid and stream -1) when the
@@ -286,20 +413,23 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       const Op& so = p.ops[src];
       const int gpu = p.streams[so.stream].gpu;
       if (static_cast<std::size_t>(gpu) < sync_lane.size()) sync_lane[gpu] = 1;
-      tr.events.push_back({gpu, kCudaSyncTid, t.ready_ns, 0, "Event Sync", "cuda_sync", EventClass::kOther, -1, c,
-                           {{"cuda_sync_kind", std::string("Event Sync")}, {"stream", std::int64_t{-1}},
-                            {"wait_on_stream", static_cast<std::int64_t>(stream_tid(so.stream))},
-                            {"wait_on_cuda_event_record_corr_id", sync.record_corr[src]},
-                            {"wait_on_cuda_event_id", sync.record_event[src]}}});
+      prof::TraceEvent& es = tr.events.emplace_back();
+      set_event(es, gpu, kCudaSyncTid, t.ready_ns, 0, "Event Sync", "cuda_sync", EventClass::kOther, -1, c);
+      es.args.reserve(5);
+      add_str_arg(es, "cuda_sync_kind", "Event Sync");
+      add_arg(es, "stream", std::int64_t{-1});
+      add_arg(es, "wait_on_stream", static_cast<std::int64_t>(stream_tid(so.stream)));
+      add_arg(es, "wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
+      add_arg(es, "wait_on_cuda_event_id", sync.record_event[src]);
     }
     if (t.gil_wait_ns > 0) {
       tr.events.push_back({pid, htid, t.ready_ns, t.gil_wait_ns, "GIL wait", "gil_wait", EventClass::kGilWait, op.id, -1, {}});
     }
     const std::int64_t corr = op.id + 1;
     if (op.kind == OpKind::kHostWork) {
-      prof::TraceEvent e{pid, htid, t.start_ns, t.end_ns - t.start_ns, p.name_of(op), "cpu_op", EventClass::kHost, op.id, -1, {}};
-      e.args.push_back({"phase", std::string(core::to_string(op.phase))});
-      tr.events.push_back(std::move(e));
+      prof::TraceEvent& e = tr.events.emplace_back();
+      set_event(e, pid, htid, t.start_ns, t.end_ns - t.start_ns, name, "cpu_op", EventClass::kHost, op.id, -1);
+      add_str_arg(e, "phase", core::to_string(op.phase));
       continue;
     }
     if (op.kind == OpKind::kMarker || op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
@@ -312,8 +442,9 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
                                       ? std::min(t.python_start_ns + op.python_ns, t.issue_end_ns)
                                       : t.issue_end_ns - op.dispatch_ns;
     if (op.python_ns > 0) {
-      tr.events.push_back({pid, htid, dispatch_start - op.python_ns, op.python_ns, p.name_of(op), "cpu_op", EventClass::kHost, op.id, -1,
-                           {{"phase", std::string(core::to_string(op.phase))}}});
+      prof::TraceEvent& e = tr.events.emplace_back();
+      set_event(e, pid, htid, dispatch_start - op.python_ns, op.python_ns, name, "cpu_op", EventClass::kHost, op.id, -1);
+      add_str_arg(e, "phase", core::to_string(op.phase));
     }
     const std::vector<OpId>& waits = sync.stream_waits[op.id];
     const bool records = sync.record_corr[op.id] >= 0;
@@ -333,11 +464,14 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
           std::min(std::max({sync.stream_free_ns[op.id], launch_start, timing[src].end_ns, prev_wait_end}), t.start_ns - 1);
       const TimeNs wait_start = std::min(std::max({sync.stream_free_ns[op.id], launch_start, prev_wait_end}), wait_end);
       prev_wait_end = wait_end;
-      tr.events.push_back({st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start, "Stream Wait Event", "cuda_sync", EventClass::kOther, -1, c,
-                           {{"cuda_sync_kind", std::string("Stream Wait Event")},
-                            {"wait_on_stream", static_cast<std::int64_t>(stream_tid(p.ops[src].stream))},
-                            {"wait_on_cuda_event_record_corr_id", sync.record_corr[src]},
-                            {"wait_on_cuda_event_id", sync.record_event[src]}}});
+      prof::TraceEvent& ew = tr.events.emplace_back();
+      set_event(ew, st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start, "Stream Wait Event", "cuda_sync", EventClass::kOther,
+                -1, c);
+      ew.args.reserve(4);
+      add_str_arg(ew, "cuda_sync_kind", "Stream Wait Event");
+      add_arg(ew, "wait_on_stream", static_cast<std::int64_t>(stream_tid(p.ops[src].stream)));
+      add_arg(ew, "wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
+      add_arg(ew, "wait_on_cuda_event_id", sync.record_event[src]);
       launch_start += call_ns;
     }
     const TimeNs launch_end = t.issue_end_ns - (records ? call_ns : 0);
@@ -356,56 +490,61 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     e.dur_ns = t.end_ns - t.start_ns;
     e.op_id = op.id;
     e.correlation = corr;
+    // The args after the kind's own (below): reserved with them, so the vector is allocated once.
+    const std::size_t tail_args = (op.fixed_ns >= 0 ? 1 : 0) + 1 + (op.batch >= 0 ? 1 : 0) + 1;
     if (op.kind == OpKind::kCompute) {
-      e.name = p.name_of(op);
+      e.name = name;
       e.cat = "kernel";
       e.cls = EventClass::kCompute;
-      e.args = {{"kind", std::string(core::to_string(op.compute_kind))}, {"dtype", std::string(core::to_string(op.dtype))},
-                {"flops", op.flops}, {"bytes", static_cast<std::int64_t>(op.bytes)}};
+      e.args.reserve(4 + tail_args);
+      add_str_arg(e, "kind", core::to_string(op.compute_kind));
+      add_str_arg(e, "dtype", core::to_string(op.dtype));
+      add_arg(e, "flops", op.flops);
+      add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
     } else if (op.kind == OpKind::kCopy) {
       // Kineto's memcpy name and args: bytes, and bytes per ns (= GB/s) over the copy's duration.
       e.name = kineto_memcpy_name(op.copy_kind);
       e.cat = "gpu_memcpy";
       e.cls = EventClass::kCopy;
       const double gbps = e.dur_ns > 0 ? static_cast<double>(op.bytes) / static_cast<double>(e.dur_ns) : 0.0;
-      e.args = {{"bytes", static_cast<std::int64_t>(op.bytes)}, {"memory bandwidth (GB/s)", gbps},
-                {"copy_kind", std::string(core::to_string(op.copy_kind))}, {"op", p.name_of(op)}};
-      if (op.peer_gpu >= 0) e.args.push_back({"src_device", static_cast<std::int64_t>(op.peer_gpu)});
+      e.args.reserve(4 + (op.peer_gpu >= 0 ? 1 : 0) + tail_args);
+      add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
+      add_arg(e, "memory bandwidth (GB/s)", gbps);
+      add_str_arg(e, "copy_kind", core::to_string(op.copy_kind));
+      add_arg(e, "op", name);
+      if (op.peer_gpu >= 0) add_arg(e, "src_device", static_cast<std::int64_t>(op.peer_gpu));
     } else {
       // A collective simulated elsewhere (core/program_slice.hpp) has no group here.
-      std::string ranks = "[";
-      if (op.group >= 0) {
-        const core::CommGroup& g = p.groups[op.group];
-        for (std::size_t i = 0; i < g.gpus.size(); ++i) ranks += (i ? ", " : "") + std::to_string(g.gpus[i]);
-      }
-      ranks += "]";
-      const int group_size = op.group >= 0 ? static_cast<int>(p.groups[op.group].gpus.size()) : 0;
+      const GroupArgs::Group& g = group_args.of(op.group);
       const auto [algo, proto] = plan_of(op);
-      const MsgNelems nel = msg_nelems(op.collective, op.dtype, op.bytes, group_size);
-      e.name = nccl_kernel_name(op.collective, op.dtype, algo);
+      const MsgNelems nel = msg_nelems(op.collective, op.dtype, op.bytes, g.size);
+      e.name = group_args.kernel_name(op.collective, op.dtype, algo);
       e.cat = "kernel";
       e.cls = EventClass::kCommunication;
+      const char* algo_name = nccl_algo_name(algo);
+      const char* proto_name = nccl_proto_name(proto);
+      e.args.reserve(12 + (algo_name ? 1 : 0) + (proto_name ? 1 : 0) + (op.root >= 0 ? 1 : 0) + tail_args);
       // PyTorch's record_param_comms args, as in ../shared/fixtures/kineto/nccl_data.json.gz.
-      e.args = {{"Collective name", std::string(torch_collective_name(op.collective))},
-                {"In msg nelems", nel.in},
-                {"Out msg nelems", nel.out},
-                {"Group size", static_cast<std::int64_t>(group_size)},
-                {"dtype", std::string(torch_dtype_name(op.dtype))},
-                {"In split size", std::string("[]")},
-                {"Out split size", std::string("[]")},
-                {"Process Group Name", std::to_string(op.group)},
-                {"Process Group Description", op.group >= 0 ? p.groups[op.group].name : std::string()},
-                {"Process Group Ranks", ranks},
-                {"bytes", static_cast<std::int64_t>(op.bytes)},
-                {"op", p.name_of(op)}};
-      if (const char* a = nccl_algo_name(algo)) e.args.push_back({"algorithm", std::string(a)});
-      if (const char* pr = nccl_proto_name(proto)) e.args.push_back({"protocol", std::string(pr)});
-      if (op.root >= 0) e.args.push_back({"root", static_cast<std::int64_t>(op.root)});
+      add_str_arg(e, "Collective name", torch_collective_name(op.collective));
+      add_arg(e, "In msg nelems", nel.in);
+      add_arg(e, "Out msg nelems", nel.out);
+      add_arg(e, "Group size", static_cast<std::int64_t>(g.size));
+      add_str_arg(e, "dtype", torch_dtype_name(op.dtype));
+      add_str_arg(e, "In split size", "[]");
+      add_str_arg(e, "Out split size", "[]");
+      add_arg(e, "Process Group Name", g.id);
+      add_arg(e, "Process Group Description", g.description);
+      add_arg(e, "Process Group Ranks", g.ranks);
+      add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
+      add_arg(e, "op", name);
+      if (algo_name) add_str_arg(e, "algorithm", algo_name);
+      if (proto_name) add_str_arg(e, "protocol", proto_name);
+      if (op.root >= 0) add_arg(e, "root", static_cast<std::int64_t>(op.root));
     }
-    if (op.fixed_ns >= 0) e.args.push_back({"simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns)});
-    e.args.push_back({"phase", std::string(core::to_string(op.phase))});
-    if (op.batch >= 0) e.args.push_back({"batch", op.batch});
-    e.args.push_back({"step", static_cast<std::int64_t>(op.step)});
+    if (op.fixed_ns >= 0) add_arg(e, "simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns));
+    add_str_arg(e, "phase", core::to_string(op.phase));
+    if (op.batch >= 0) add_arg(e, "batch", op.batch);
+    add_arg(e, "step", static_cast<std::int64_t>(op.step));
     if (op.dispatch_ns > 0) {
       tr.flows.push_back({corr, "ac2g", "ac2g", pid, htid, launch_start, e.pid, e.tid, e.ts_ns});
     }

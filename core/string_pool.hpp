@@ -6,7 +6,7 @@
 //
 // A structured name is a pattern holding one kNameField byte plus an integer kept beside the id
 // (NameId::field): "mb\x1f h.5.attn.qkv.fwd" with field 37 reads "mb37 h.5.attn.qkv.fwd". The pool
-// then holds the few hundred patterns of a 3D Program, not one string per micro-batch.
+// then holds a 3D Program's patterns (per layer and pass), not one string per micro-batch.
 #pragma once
 
 #include <cstddef>

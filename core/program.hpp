@@ -227,10 +227,12 @@ struct Program {
   double model_flops_per_step = 0;     // MFU numerator, all GPUs (core/flops.hpp)
   double hardware_flops_per_step = 0;  // HFU numerator: model FLOPs + recompute (core/flops.hpp)
 
-  const std::string& name_of(const Op& op) const { return names.str(op.name); }
-  const std::string& name_of(OpId id) const {
-    return names.str(ops[static_cast<std::size_t>(id)].name);
-  }
+  // An op's name as text (docs/program.md, "Names"): the one accessor every reader uses, so a
+  // structured name (a pattern and its micro-batch field) reads exactly as the text it stands for.
+  std::string name_of(const Op& op) const { return names.str(op.name); }
+  std::string name_of(OpId id) const { return names.str(ops[static_cast<std::size_t>(id)].name); }
+  // The same text appended to `out` (a writer that reuses one buffer allocates nothing per op).
+  void append_name(const Op& op, std::string& out) const { names.append(op.name, out); }
 };
 
 // Structural checks (deps point backwards or to other threads, streams exist, collective instances

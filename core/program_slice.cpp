@@ -87,7 +87,7 @@ RankSlice slice_rank(const Program& p, int gpu, const std::vector<OpTiming>& sim
       const OpTiming& tm = simulated[static_cast<std::size_t>(op.id)];
       n2.fixed_ns = tm.end_ns >= tm.start_ns && tm.start_ns >= 0 ? tm.end_ns - tm.start_ns : 0;
       n2.group = n2.instance = n2.root = n2.peer_gpu = -1;
-      n2.name = s.names.intern_cat({p.names.view(op.name), " (simulated)"});
+      n2.name = s.names.intern_cat({p.names.pattern(op.name), " (simulated)"}, op.name.field);
       ++out.replaced;
     }
     n2.deps.clear();

@@ -172,11 +172,14 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   const ShardedLayer& sl = plan_.sharded[static_cast<std::size_t>(lp.layer)];
   const double bsz = static_cast<double>(ps_.micro_batch_size);
   const Lane lane{r.thread, r.gpu, r.compute};
-  const NameRef name = op_names::layer_kernel(lp.sp.prefix, l.name, lp.phase);
+  const NameRef name = op_names::layer_kernel(lp.sp.prefix, lp.sp.micro, l.name, lp.phase);
   OpId c = kNoOp;
-  // FP8 casts (docs/fp8.md): the label only for a layer that has them (no string per kernel).
+  // FP8 casts (docs/fp8.md): the label, as text, only for a layer that has them (no string per
+  // kernel).
   const std::string fp8_label =
-      b_.fp8().fp8_layer(lp.layer) ? lp.sp.prefix + l.name : std::string();
+      b_.fp8().fp8_layer(lp.layer)
+          ? NameRef::cat({lp.sp.prefix, l.name}, lp.sp.micro).str(b_.names())
+          : std::string();
   if (lp.forward()) {
     const Bytes traffic = per_micro_batch(sl.traffic_per_sample) + sl.params * pb_.weights;
     lp.deps = b_.fp8().before_forward(b_, lane, lp.layer, sl.params, sl.act_bytes_per_sample,
@@ -259,8 +262,8 @@ ModelStateBytes Emitter::model_states(const RankState& r) const {
   // Megatron's fp32 main gradients under fp16, sharded with the optimizer state.
   const int main_grads = megatron_main_grad_bytes(s_);
   if (main_grads > 0) {
-    const std::int64_t n = plan_.sharding.optimizer_sharded ? (r.params + ps_.dp - 1) / ps_.dp
-                                                            : r.params;
+    const std::int64_t n =
+        plan_.sharding.optimizer_sharded ? (r.params + ps_.dp - 1) / ps_.dp : r.params;
     m.optimizer += n * main_grads;
   }
   return m;
@@ -278,7 +281,7 @@ void Emitter::emit_step(RankState& r, int step) {
     const int seg = ps.chunk * p + r.c.pp;
     SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], ps.micro, ps.forward};
     sp.last_micro = ps.micro == m - 1;
-    sp.prefix = op_names::micro_prefix(ps.micro, m);
+    sp.prefix = op_names::micro_prefix(m);
     if (ps.forward) {
       emit_forward(sp);
     } else {
@@ -310,9 +313,9 @@ void Emitter::emit_optimizer(StepState& st) {
   const OptimizerTemporary tmp = optimizer_step_temporary(s_, n);
   if (tmp.bytes > 0)
     b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
-  OpId end = b_.compute(lane, op_names::optimizer_step(s_.training.optimizer),
-                        ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
-                        st.optimizer_waits, StepPhase::kOptimizer);
+  OpId end =
+      b_.compute(lane, op_names::optimizer_step(s_.training.optimizer), ComputeKind::kElementwise,
+                 cost.flops, cost.traffic, 5, true, st.optimizer_waits, StepPhase::kOptimizer);
   if (tmp.bytes > 0)
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
   r.last_compute = end;

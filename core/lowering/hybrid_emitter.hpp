@@ -84,7 +84,9 @@ struct SegmentPass {
   bool forward = true;
   bool eval = false;
   bool last_micro = false;
-  std::string prefix;      // op_names::micro_prefix, "eval (grad on): " first for eval
+  // op_names::micro_prefix's pattern, "eval (grad on): " first for eval; its field is `micro`
+  // (NameRef::cat({sp.prefix, ...}, sp.micro)).
+  std::string prefix;
   std::vector<Dep> first;  // what the pass's first kernel waits for
 };
 
@@ -143,8 +145,8 @@ class Emitter {
   }
   // A collective of `group` on `stream`; instances are matched by order (the k-th op of every
   // member on a group is the k-th instance). Forward collectives cost one framework op of Python.
-  OpId coll(RankState& r, int stream, const NameRef& name, CollectiveKind k, int group,
-            Bytes bytes, std::vector<Dep> deps, StepPhase phase);
+  OpId coll(RankState& r, int stream, const NameRef& name, CollectiveKind k, int group, Bytes bytes,
+            std::vector<Dep> deps, StepPhase phase);
   // Group `rks` (ranks) as GPUs.
   int add_group(const std::vector<int>& rks, const std::string& name);
   // One layer's kernel with the pieces' layer hooks around it (recompute re-runs call it too).

@@ -88,7 +88,7 @@ void Emitter::eval_forward(StepState& st) {
     for (int chunk = 0; chunk < v; ++chunk) {
       const int seg = chunk * p + st.r.c.pp;
       SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], j, true, true};
-      sp.prefix = "eval (grad on): " + op_names::micro_prefix(j, m);
+      sp.prefix = "eval (grad on): " + op_names::micro_prefix(m);
       emit_forward(sp);
     }
   }

@@ -4,15 +4,15 @@ namespace csim::core {
 
 namespace op_names {
 
-std::string micro_prefix(int micro, std::int64_t micro_batches) {
-  return micro_batches > 1 ? "mb" + std::to_string(micro) + " " : std::string();
+std::string micro_prefix(std::int64_t micro_batches) {
+  return micro_batches > 1 ? std::string{'m', 'b', kNameField, ' '} : std::string();
 }
 
-NameRef layer_kernel(const std::string& prefix, const std::string& layer, StepPhase p) {
+NameRef layer_kernel(const std::string& prefix, int micro, const std::string& layer, StepPhase p) {
   const char* suffix = p == StepPhase::kBackward    ? ".bwd"
                        : p == StepPhase::kRecompute ? ".recompute"
                                                     : ".fwd";
-  return NameRef::cat({prefix, layer, suffix});
+  return NameRef::cat({prefix, layer, suffix}, micro);
 }
 
 NameRef collective(const char* dim, CollectiveKind k, const char* what) {

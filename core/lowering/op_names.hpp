@@ -19,10 +19,13 @@ using StepPhase = Phase;
 
 namespace op_names {
 
-// "mb3 " in front of a micro-batch's ops when a step has several micro-batches, else "".
-std::string micro_prefix(int micro, std::int64_t micro_batches);
-// A layer's kernel: "mb3 h.0.attn.qkv.fwd", ".bwd", ".recompute".
-NameRef layer_kernel(const std::string& prefix, const std::string& layer, StepPhase p);
+// "mb3 " in front of a micro-batch's ops when a step has several micro-batches, else "": as a
+// pattern, "mb\x1f " (kNameField), whose names carry the micro-batch index as their field
+// (core/string_pool.hpp), so one pattern serves every micro-batch.
+std::string micro_prefix(std::int64_t micro_batches);
+// A layer's kernel: "mb3 h.0.attn.qkv.fwd", ".bwd", ".recompute" (`prefix` micro_prefix's
+// pattern, `micro` its field).
+NameRef layer_kernel(const std::string& prefix, int micro, const std::string& layer, StepPhase p);
 // A collective of a parallel dimension: "tp all_reduce", "dp all_reduce grads",
 // "zero all_gather params" (dim "tp", "dp", "zero"; what "" / "grads" / "params").
 NameRef collective(const char* dim, CollectiveKind k, const char* what);

@@ -178,7 +178,7 @@ class PipelinePiece final : public ParallelPiece {
     if (!sp.eval) act_[act_index(sp)] = act;
     if (act > 0)
       b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, act,
-               sp.prefix + "activations");
+               NameRef::cat({sp.prefix, "activations"}, sp.micro));
   }
 
   void end_segment(SegmentPass& sp) override {
@@ -198,11 +198,12 @@ class PipelinePiece final : public ParallelPiece {
         // Loss on the (vocabulary-split) logits: 5 FLOPs per element, 3 framework ops.
         if (logits > 0)
           b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, logits,
-                   sp.prefix + "logits");
-        r.last_compute = b_.compute(
-            Lane{r.thread, r.gpu, r.compute}, sp.prefix + "loss", ComputeKind::kElementwise,
-            5.0 * static_cast<double>(logits) / dtype_bytes(e_.precision().compute), logits, 3,
-            true, {}, StepPhase::kLoss, e_.spec().micro_batch_size);
+                   NameRef::cat({sp.prefix, "logits"}, sp.micro));
+        r.last_compute =
+            b_.compute(Lane{r.thread, r.gpu, r.compute},
+                       NameRef::cat({sp.prefix, "loss"}, sp.micro), ComputeKind::kElementwise,
+                       5.0 * static_cast<double>(logits) / dtype_bytes(e_.precision().compute),
+                       logits, 3, true, {}, StepPhase::kLoss, e_.spec().micro_batch_size);
       }
       return;
     }
@@ -213,14 +214,15 @@ class PipelinePiece final : public ParallelPiece {
     const Bytes act = act_[act_index(sp)];
     if (act > 0)
       b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, act,
-                 sp.prefix + "activations");
+                 NameRef::cat({sp.prefix, "activations"}, sp.micro));
     if (last_segment && logits > 0) {
       // del_temporaries false: the script holds the step's outputs (docs/memory.md).
       if (e_.scenario().training.del_temporaries) {
         b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, logits,
-                   sp.prefix + "logits");
+                   NameRef::cat({sp.prefix, "logits"}, sp.micro));
       } else {
-        kept_logits_.emplace_back(sp.prefix + "logits", logits);
+        kept_logits_.emplace_back(NameRef::cat({sp.prefix, "logits"}, sp.micro).intern(b_.names()),
+                                  logits);
       }
     }
   }
@@ -241,7 +243,7 @@ class PipelinePiece final : public ParallelPiece {
   std::unordered_map<std::int64_t, int> groups_;  // (src, dst, direction) -> 2-GPU group
   std::vector<Bytes> act_;  // per (segment, micro-batch): saved activations of the step
   OpId last_send_ = kNoOp;  // the host waits for it at the step's end
-  std::vector<std::pair<std::string, Bytes>> kept_logits_;  // del_temporaries false
+  std::vector<std::pair<NameId, Bytes>> kept_logits_;  // del_temporaries false
 
   std::size_t act_index(const SegmentPass& sp) const {
     return static_cast<std::size_t>(sp.seg) * static_cast<std::size_t>(e_.spec().micro_batches) +

@@ -91,7 +91,7 @@ class RecomputePiece final : public ParallelPiece {
       }
       if (block_bytes_ > 0)
         b.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, block_bytes_,
-                lp.sp.prefix + "recomputed block");
+                NameRef::cat({lp.sp.prefix, "recomputed block"}, lp.sp.micro));
       rerun(lp, block_first_, i);
     }
     // Selective recompute: at the last layer of a run the model marks (the attention core),
@@ -111,7 +111,7 @@ class RecomputePiece final : public ParallelPiece {
       }
       if (core_bytes_ > 0)
         b.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, core_bytes_,
-                lp.sp.prefix + "recomputed attention");
+                NameRef::cat({lp.sp.prefix, "recomputed attention"}, lp.sp.micro));
       rerun(lp, core_first_, i);
     }
   }
@@ -123,13 +123,13 @@ class RecomputePiece final : public ParallelPiece {
     if (lp.layer == block_first_) {
       if (block_bytes_ > 0)
         b.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, block_bytes_,
-                  lp.sp.prefix + "recomputed block");
+                  NameRef::cat({lp.sp.prefix, "recomputed block"}, lp.sp.micro));
       block_first_ = -1;
     }
     if (lp.layer == core_first_) {
       if (core_bytes_ > 0)
         b.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, core_bytes_,
-                  lp.sp.prefix + "recomputed attention");
+                  NameRef::cat({lp.sp.prefix, "recomputed attention"}, lp.sp.micro));
       core_first_ = -1;
     }
   }
@@ -165,7 +165,7 @@ class RecomputePiece final : public ParallelPiece {
     RankState& r = lp.r();
     if (block_bytes_ > 0)
       e_.builder().alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, block_bytes_,
-                         lp.sp.prefix + "recomputed block");
+                         NameRef::cat({lp.sp.prefix, "recomputed block"}, lp.sp.micro));
     bool first = true;
     for (int k = block_first_; k <= i; ++k) {
       if (sac_op_output_saved(e_.scenario().model, k)) continue;

@@ -24,7 +24,7 @@ OpId split_wgrad(Emitter& e, RankState& r, OpId bwd) {
   ProgramBuilder& b = e.builder();
   Op d = b.program().ops[static_cast<std::size_t>(bwd)];
   const Lane lane{d.thread, d.gpu, d.stream};
-  const OpId w = b.compute(lane, NameRef::cat({b.names().view(d.name), " (wgrad)"}), ComputeKind::kGemm, d.flops / 2,
+  const OpId w = b.compute(lane, NameRef::cat({b.names().pattern(d.name), " (wgrad)"}, d.name.field), ComputeKind::kGemm, d.flops / 2,
                            d.bytes - d.bytes / 2, 0, false, {}, d.phase, d.batch);
   Op& wo = b.program().ops[static_cast<std::size_t>(w)];
   wo.dtype = d.dtype;

@@ -9,6 +9,7 @@
 #include "core/cost/compute_cost.hpp"
 #include "core/gpu_catalog.hpp"
 #include "core/memory_timeline.hpp"
+#include "sim_test_scenario.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -16,19 +17,7 @@ using namespace csim::core;
 namespace {
 
 Scenario one_gpu_scenario() {
-  Scenario s;
-  const GpuCatalogEntry* e = find_gpu("A100-SXM4-80GB");
-  REQUIRE(e != nullptr);
-  s.cluster.gpu = e->gpu;
-  s.cluster.reserve = e->reserve;
-  s.cluster.nodes = 1;
-  s.cluster.gpus_per_node = 1;
-  s.cluster.intra = default_intra(*e, 1);
-  s.host.python_us_per_op = 4.8;
-  s.host.dispatch_us_per_op = 2.0;
-  s.host.launch_latency_us = 4.0;
-  s.host.cpu_cores = 8;
-  return s;
+  return test::a100_node(1);
 }
 
 // One GPU, one thread, stream 0 = compute, stream 1 = a side stream (DeepSpeed's all-gather

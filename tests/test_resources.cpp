@@ -11,6 +11,7 @@
 #include "core/cost/hbm_traffic.hpp"
 #include "core/gpu_catalog.hpp"
 #include "core/topology.hpp"
+#include "sim_test_scenario.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -123,19 +124,11 @@ TEST_CASE("NCCL HBM traffic per member", "[resources]") {
 namespace {
 
 Scenario one_a100() {
-  Scenario s;
-  const GpuCatalogEntry* e = find_gpu("A100-SXM4-80GB");
-  REQUIRE(e != nullptr);
-  s.cluster.gpu = e->gpu;
-  s.cluster.reserve = e->reserve;
-  s.cluster.nodes = 1;
-  s.cluster.gpus_per_node = 1;
-  s.cluster.intra = default_intra(*e, 1);
+  Scenario s = test::a100_node(1);  // with a free host: no Python, dispatch or launch latency
   s.host.python = false;
   s.host.python_us_per_op = 0;
   s.host.dispatch_us_per_op = 0;
   s.host.launch_latency_us = 0;
-  s.host.cpu_cores = 8;
   return s;
 }
 

@@ -18,20 +18,7 @@ namespace {
 // add_memory_counters), each with its five named series: in a 8-GPU GPT-2 run those made a third
 // of simrun's time and 18 MiB of its peak memory.
 void add_summary_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
-  for (const core::GpuMemory& g : mem.gpus) {
-    for (const core::MemorySample& m : g.samples) {
-      prof::CounterSample& c = tr.counters.emplace_back();
-      c.pid = g.gpu;
-      c.name = "memory";
-      c.ts_ns = m.t_ns;
-      c.values.reserve(1 + core::kNumMemCategories);
-      c.values.push_back({"allocated", static_cast<double>(m.total)});
-      for (int k = 0; k < core::kNumMemCategories; ++k) {
-        c.values.push_back({core::to_string(static_cast<core::MemCategory>(k)),
-                            static_cast<double>(m.by_category[k])});
-      }
-    }
-  }
+  detail::add_allocated_counters(tr, mem);
   for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) {
     if (g.samples.empty()) continue;
     Bytes peak = g.samples.front().reserved_bytes;

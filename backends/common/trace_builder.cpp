@@ -190,6 +190,24 @@ void add_step_annotations(prof::Trace& tr, const core::Program& p, const std::ve
   }
 }
 
+// The "memory" counter: allocated bytes per GPU, in total and by category, one sample per change.
+void add_allocated_counters(prof::Trace& tr, const core::MemoryReport& mem) {
+  for (const core::GpuMemory& g : mem.gpus) {
+    for (const core::MemorySample& m : g.samples) {
+      prof::CounterSample& c = tr.counters.emplace_back();
+      c.pid = g.gpu;
+      c.name = "memory";
+      c.ts_ns = m.t_ns;
+      c.values.reserve(1 + core::kNumMemCategories);
+      c.values.push_back({"allocated", static_cast<double>(m.total)});
+      for (int k = 0; k < core::kNumMemCategories; ++k) {
+        c.values.push_back({core::to_string(static_cast<core::MemCategory>(k)),
+                            static_cast<double>(m.by_category[k])});
+      }
+    }
+  }
+}
+
 // Memory counters: allocated bytes per GPU, in total and by category.
 void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
   // [SECTION] Memory counters: allocated bytes per GPU, in total and by category.
@@ -197,20 +215,7 @@ void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
   for (const core::GpuMemory& g : mem.gpus) samples += g.samples.size();
   for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) samples += g.samples.size();
   tr.counters.reserve(tr.counters.size() + samples);
-  for (const core::GpuMemory& g : mem.gpus) {
-    for (const core::MemorySample& m : g.samples) {
-      prof::CounterSample c;
-      c.pid = g.gpu;
-      c.name = "memory";
-      c.ts_ns = m.t_ns;
-      c.values.reserve(1 + core::kNumMemCategories);
-      c.values.push_back({"allocated", static_cast<double>(m.total)});
-      for (int k = 0; k < core::kNumMemCategories; ++k) {
-        c.values.push_back({core::to_string(static_cast<core::MemCategory>(k)), static_cast<double>(m.by_category[k])});
-      }
-      tr.counters.push_back(std::move(c));
-    }
-  }
+  add_allocated_counters(tr, mem);
   // Caching allocator (docs/memory.md; docs/trace-format.md "Events"): reserved bytes next to the
   // allocated ones, in a counter of its own so that viewers stacking the "memory" series by
   // category do not stack it.

@@ -19,6 +19,8 @@ void add_gpu_processes(prof::Trace& tr, const core::Program& p, const core::Memo
 // The ProfilerStep#N spans (core/step_spans.cpp) on each GPU's first host thread.
 void add_step_annotations(prof::Trace& tr, const core::Program& p,
                           const std::vector<core::StepSpan>& step_spans);
+// The "memory" counter alone: allocated bytes per GPU, in total and by category.
+void add_allocated_counters(prof::Trace& tr, const core::MemoryReport& mem);
 // Allocated bytes per GPU (total and by category) and the caching allocator's reserved bytes.
 void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem);
 // docs/trace-format.md, "Metadata".

@@ -124,7 +124,7 @@ int boundary_kind(EventClass c) {
 // segments are merged pairwise instead of sorting every point of the GPU (its lanes interleave in
 // the trace, so the points in trace order form many short runs).
 Boundaries boundaries(const std::vector<const TraceEvent*>& events) {
-  std::vector<std::int32_t> lanes;             // tids in first-seen order
+  std::vector<std::int32_t> lanes;  // tids in first-seen order
   std::vector<std::vector<const TraceEvent*>> of_lane;
   std::int32_t last_tid = 0;
   std::size_t last = 0, total = 0;
@@ -317,24 +317,40 @@ std::optional<MemoryGrowth> memory_growth(std::vector<const CounterSample*> samp
     }
     return v;
   };
-  std::vector<double> ends;                         // E_k
-  std::vector<std::map<std::string, double>> cats;  // per category at step ends
+  // Each category's level, by series name, in first-seen order: a sample's series usually come
+  // in the order of the previous sample's, so series j is looked for at slot j first (the trace
+  // builder writes every "memory" sample with the same series in the same order).
+  std::vector<std::string> cat_names;
+  std::vector<double> cat_level;
+  auto slot_of = [&](std::size_t j, const std::string& series) {
+    if (j < cat_names.size() && cat_names[j] == series) return j;
+    for (std::size_t k = 0; k < cat_names.size(); ++k) {
+      if (cat_names[k] == series) return k;
+    }
+    cat_names.push_back(series);
+    cat_level.push_back(0);
+    return cat_names.size() - 1;
+  };
+  std::vector<double> ends;                   // E_k
+  std::vector<double> first_cats, last_cats;  // the levels at the first and last compared ends
   std::size_t i = 0;
   double level = 0, peak_last = 0;
-  std::map<std::string, double> cat_level;
   for (std::size_t k = 0; k < compared; ++k) {
     const bool last = k + 1 == compared;
     if (last) peak_last = level;
     for (; i < samples.size() && samples[i]->ts_ns <= steps[k].end; ++i) {
       level = total_of(samples[i]);
+      std::size_t j = 0;
       for (const auto& [series, value] : samples[i]->values) {
-        if (series != "allocated") cat_level[series] = value;
+        if (series != "allocated") cat_level[slot_of(j, series)] = value;
+        ++j;
       }
       if (last) peak_last = std::max(peak_last, level);
     }
     ends.push_back(level);
-    cats.push_back(cat_level);
+    if (k == 0) first_cats = cat_level;
   }
+  last_cats = cat_level;
   for (std::size_t k = 1; k < ends.size(); ++k) {
     if (!(ends[k] > ends[k - 1])) return std::nullopt;
   }
@@ -343,9 +359,15 @@ std::optional<MemoryGrowth> memory_growth(std::vector<const CounterSample*> samp
   g.first_step = static_cast<int>(steps.front().n);
   g.last_step = static_cast<int>(steps[compared - 1].n);
   g.bytes_per_step = (ends.back() - ends.front()) / n;
-  for (const auto& [series, value] : cats.back()) {
-    const auto it = cats.front().find(series);
-    const double rate = (value - (it == cats.front().end() ? 0.0 : it->second)) / n;
+  // The categories in name order, as the fastest-growing one is chosen (the first of equal rates).
+  std::vector<std::size_t> by_name(cat_names.size());
+  for (std::size_t k = 0; k < by_name.size(); ++k) by_name[k] = k;
+  std::sort(by_name.begin(), by_name.end(),
+            [&](std::size_t a, std::size_t b) { return cat_names[a] < cat_names[b]; });
+  for (const std::size_t c : by_name) {
+    const std::string& series = cat_names[c];
+    const double value = last_cats[c];
+    const double rate = (value - (c < first_cats.size() ? first_cats[c] : 0.0)) / n;
     if (rate > g.category_bytes_per_step) {
       g.category_bytes_per_step = rate;
       g.category = series;

@@ -10,15 +10,64 @@
 namespace csim::backend {
 namespace {
 
-// The memory counters as prof::summarize reads them (docs/summary.md, "Memory"): "memory" whole
-// (its peak, the peaks per step and the levels by category at step ends read the series), and of
-// the caching allocator's "memory reserved" only the largest "reserved" value and whether a GPU
-// has any (profiler/summary.cpp, reserved_peak). One sample per GPU holding that largest value
-// therefore gives the same summary as the thousands build_trace writes (detail::
-// add_memory_counters), each with its five named series: in a 8-GPU GPT-2 run those made a third
-// of simrun's time and 18 MiB of its peak memory.
+// The memory counters as prof::summarize reads them (docs/summary.md, "Memory" and "Without a
+// trace"). Of the "memory" samples of a GPU (time order) it reads only: the largest allocated
+// total; the first total above the GPU's capacity (its time); for each step window [s, e] the
+// last sample before s and the largest in [s, e]; for each step end e the last sample at or before
+// e (its total and its categories: every sample carries all of them) and the largest in the
+// step before. With the step spans' starts and ends as cut times c_1 < ... < c_n, each of those
+// is the last or the largest sample of one or more of the regions (-inf, c_1), {c_1},
+// (c_1, c_2), ..., {c_n}, (c_n, inf). So the last and the largest sample of every region, and
+// the first above capacity, in their order, give the same summary as all of them (the
+// thousands build_trace writes, detail::add_allocated_counters: in an 8-GPU GPT-2 run building
+// them and reading them back were a fifth of simrun's instructions), written by the same
+// detail::add_allocated_counters.
+// Of the caching allocator's "memory reserved" the summary reads only the largest "reserved"
+// value and whether a GPU has any (profiler/summary.cpp, reserved_peak): one sample per GPU
+// holding that largest value.
 void add_summary_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
-  detail::add_allocated_counters(tr, mem);
+  std::vector<TimeNs> cuts;
+  for (const prof::TraceEvent& e : tr.events) {
+    if (e.cls != prof::EventClass::kAnnotation) continue;
+    cuts.push_back(e.ts_ns);
+    cuts.push_back(e.ts_ns + e.dur_ns);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  // Region of t: 2i + 1 for t == c_i (1-based), 2i for c_i < t < c_{i+1}.
+  const auto region_of = [&](TimeNs t) {
+    const auto it = std::lower_bound(cuts.begin(), cuts.end(), t);
+    const auto i = static_cast<std::size_t>(it - cuts.begin());
+    return it != cuts.end() && *it == t ? 2 * i + 1 : 2 * i;
+  };
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> last(2 * cuts.size() + 1), largest(2 * cuts.size() + 1);
+  std::vector<std::size_t> kept;
+  core::MemoryReport few;  // the kept samples, written as build_trace writes them all
+  for (const core::GpuMemory& g : mem.gpus) {
+    const std::vector<core::MemorySample>& ss = g.samples;
+    std::fill(last.begin(), last.end(), kNone);
+    std::fill(largest.begin(), largest.end(), kNone);
+    kept.clear();
+    for (std::size_t i = 0; i < ss.size(); ++i) {
+      const std::size_t r = region_of(ss[i].t_ns);
+      last[r] = i;
+      if (largest[r] == kNone || ss[i].total > ss[largest[r]].total) largest[r] = i;
+      if (g.capacity_bytes > 0 && ss[i].total > g.capacity_bytes && kept.empty()) kept.push_back(i);
+    }
+    for (std::size_t r = 0; r < last.size(); ++r) {
+      if (last[r] == kNone) continue;
+      kept.push_back(last[r]);
+      kept.push_back(largest[r]);
+    }
+    std::sort(kept.begin(), kept.end());
+    kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    core::GpuMemory& f = few.gpus.emplace_back();
+    f.gpu = g.gpu;
+    f.samples.reserve(kept.size());
+    for (const std::size_t i : kept) f.samples.push_back(ss[i]);
+  }
+  detail::add_allocated_counters(tr, few);
   for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) {
     if (g.samples.empty()) continue;
     Bytes peak = g.samples.front().reserved_bytes;

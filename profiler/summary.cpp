@@ -93,9 +93,9 @@ struct Split {
 // compute > comm > copy > host-wait, else idle; so the five sum to the window's length exactly.
 // Overlapped communication = segments where comm and compute are both active.
 //
-// The boundaries of a pid's events are sorted once (Boundaries) and swept for each window (the
-// whole window, then every step for the utilisation over time): the sweep merges the window's
-// own boundaries in, so the segments are those of one sort of all points together.
+// The boundaries of a pid's events are sorted once (Boundaries) and swept once for the whole
+// window and every step together (the utilisation over time): the sweep merges the windows' own
+// boundaries in, so the segments are those of one sort of all points together.
 enum : int { kCompute = 0, kComm = 1, kCopy = 2, kHostWait = 3, kWindow = 4, kKinds = 5 };
 struct Point {
   TimeNs t;
@@ -170,33 +170,51 @@ Boundaries boundaries(const std::vector<const TraceEvent*>& events) {
   return pts;
 }
 
-Split split_time(const Boundaries& pts, const std::vector<Interval>& window) {
-  Boundaries win;
+// The split of `window` (a union of intervals) and of each of `steps` alone, in one sweep: the
+// points of the windows and of the steps are merged with the events' (Boundaries), and each
+// elementary segment between consecutive points goes to the union window when it is inside one of
+// its intervals and to every step that contains it. A window's segments in this sweep are its
+// segments in a sweep of its own points alone, cut further only where no class and no window
+// changes, so its integer sums are the same.
+struct Splits {
+  Split window;
+  std::vector<Split> steps;
+};
+Splits split_time(const Boundaries& pts, const std::vector<Interval>& window,
+                  const std::vector<Interval>& steps) {
+  struct WindowPoint {
+    TimeNs t;
+    int window;  // -1: `window`, else the step's index
+    int delta;
+  };
+  std::vector<WindowPoint> win;
+  win.reserve(2 * (window.size() + steps.size()));
   for (const Interval& w : window) {
     if (w.end <= w.start) continue;
-    win.push_back({w.start, kWindow, +1});
-    win.push_back({w.end, kWindow, -1});
+    win.push_back({w.start, -1, +1});
+    win.push_back({w.end, -1, -1});
   }
-  std::sort(win.begin(), win.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const Interval& w = steps[k];
+    if (w.end <= w.start) continue;
+    win.push_back({w.start, static_cast<int>(k), +1});
+    win.push_back({w.end, static_cast<int>(k), -1});
+  }
+  std::sort(win.begin(), win.end(),
+            [](const WindowPoint& a, const WindowPoint& b) { return a.t < b.t; });
   std::array<int, kKinds> active{};
-  Split s;
+  int in_window = 0;
+  std::vector<int> step_count(steps.size(), 0);
+  std::vector<int> open;  // the steps with step_count > 0
+  Splits out;
+  out.steps.resize(steps.size());
   std::size_t i = 0, j = 0;  // next point of pts, of win
   const auto next_t = [&] {
     if (i == pts.size()) return win[j].t;
     if (j == win.size()) return pts[i].t;
     return std::min(pts[i].t, win[j].t);
   };
-  while (i < pts.size() || j < win.size()) {
-    const TimeNs now = next_t();
-    for (; i < pts.size() && pts[i].t == now; ++i) active[pts[i].kind] += pts[i].delta;
-    for (; j < win.size() && win[j].t == now; ++j) active[kWindow] += win[j].delta;
-    if (i == pts.size() && j == win.size()) break;
-    if (active[kWindow] <= 0) {
-      if (j == win.size()) break;  // no window left: the remaining segments count for nothing
-      continue;
-    }
-    const TimeNs len = next_t() - now;
-    if (len <= 0) continue;
+  const auto add = [&](Split& s, TimeNs len) {
     if (active[kCompute] > 0) {
       s.compute += len;
       if (active[kComm] > 0) s.overlapped += len;
@@ -209,8 +227,33 @@ Split split_time(const Boundaries& pts, const std::vector<Interval>& window) {
     } else {
       s.idle += len;
     }
+  };
+  while (i < pts.size() || j < win.size()) {
+    const TimeNs now = next_t();
+    for (; i < pts.size() && pts[i].t == now; ++i) active[pts[i].kind] += pts[i].delta;
+    for (; j < win.size() && win[j].t == now; ++j) {
+      const WindowPoint& w = win[j];
+      if (w.window < 0) {
+        in_window += w.delta;
+        continue;
+      }
+      int& c = step_count[static_cast<std::size_t>(w.window)];
+      const bool was_open = c > 0;
+      c += w.delta;
+      if (!was_open && c > 0) open.push_back(w.window);
+      if (was_open && c <= 0) open.erase(std::find(open.begin(), open.end(), w.window));
+    }
+    if (i == pts.size() && j == win.size()) break;
+    if (in_window <= 0 && open.empty()) {
+      if (j == win.size()) break;  // no window left: the remaining segments count for nothing
+      continue;
+    }
+    const TimeNs len = next_t() - now;
+    if (len <= 0) continue;
+    if (in_window > 0) add(out.window, len);
+    for (const int k : open) add(out.steps[static_cast<std::size_t>(k)], len);
   }
-  return s;
+  return out;
 }
 
 // [SECTION] Memory -------------------------------------------------------------------------------
@@ -253,7 +296,7 @@ MemoryPeak memory_peak(std::vector<const CounterSample*> samples, Bytes capacity
 // Per step (docs/summary.md, "Utilisation over time"): busy = (compute + comm + copy) / |step|,
 // with the time split of "Time split" on the step alone; peak = the largest allocated total of the
 // samples inside the step, starting from the level the last earlier sample left.
-std::vector<StepUtilisation> utilisation_by_step(const Boundaries& events,
+std::vector<StepUtilisation> utilisation_by_step(const std::vector<Split>& splits,
                                                  std::vector<const CounterSample*> memory,
                                                  const std::vector<std::int64_t>& step_ns,
                                                  const std::vector<Interval>& intervals) {
@@ -267,7 +310,7 @@ std::vector<StepUtilisation> utilisation_by_step(const Boundaries& events,
     const Interval& w = intervals[k];
     StepUtilisation u;
     u.step = step_ns[k];
-    const Split sp = split_time(events, {w});
+    const Split& sp = splits[k];
     const TimeNs len = w.end - w.start;
     u.busy_fraction =
         len > 0 ? static_cast<double>(sp.compute + sp.comm + sp.copy) / static_cast<double>(len)
@@ -586,9 +629,21 @@ Summary summarize(const Trace& trace) {
   std::map<std::int32_t, std::vector<const TraceEvent*>> events_of;
   std::map<std::int32_t, std::vector<const CounterSample*>> memory_of;
   std::map<std::int32_t, std::vector<const CounterSample*>> reserved_of;  // caching allocator
+  // A trace's events come in runs of one pid: the last pid's entries are kept at hand.
+  std::vector<const TraceEvent*>* last_events = nullptr;
+  std::int32_t last_pid = 0;
+  bool last_has_work = false;
   for (const TraceEvent& e : trace.events) {
-    if (is_gpu_work(e.cls)) with_work.insert(e.pid);
-    events_of[e.pid].push_back(&e);
+    if (last_events == nullptr || e.pid != last_pid) {
+      last_events = &events_of[e.pid];
+      last_pid = e.pid;
+      last_has_work = with_work.count(e.pid) > 0;
+    }
+    if (!last_has_work && is_gpu_work(e.cls)) {
+      with_work.insert(e.pid);
+      last_has_work = true;
+    }
+    last_events->push_back(&e);
   }
   for (const CounterSample& c : trace.counters) {
     if (c.name.compare(0, 6, "memory") != 0) continue;
@@ -619,7 +674,8 @@ Summary summarize(const Trace& trace) {
     g.capacity_bytes = p.capacity_bytes;
     g.stands_for = stands_for(p.gpu);
     const Boundaries bounds = boundaries(events_of[pid]);
-    const Split sp = split_time(bounds, window);
+    const Splits splits = split_time(bounds, window, every_step);
+    const Split& sp = splits.window;
     g.compute_s = ns_to_s(sp.compute) * per_step;
     g.comm_s = ns_to_s(sp.comm) * per_step;
     g.copy_s = ns_to_s(sp.copy) * per_step;
@@ -635,7 +691,7 @@ Summary summarize(const Trace& trace) {
     g.has_memory_data = m.any;
     g.peak_bytes = m.peak;
     apply_memory_peaks(peaks, &g);
-    g.by_step = utilisation_by_step(bounds, memory_of[pid], step_numbers, every_step);
+    g.by_step = utilisation_by_step(splits.steps, memory_of[pid], step_numbers, every_step);
     g.has_reserved_data = !reserved_of[pid].empty();
     g.peak_reserved_bytes = reserved_peak(reserved_of[pid]);
     if (m.any) {

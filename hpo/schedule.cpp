@@ -166,18 +166,18 @@ using Rung = std::vector<std::pair<double, int>>;
 class Search {
  public:
   Search(const std::vector<TrialInput>& in, const CurveFn& metric, const SearchOptions& o)
-      : in_(in), metric_(metric), o_(o), cluster_(o) {
-    s_.rungs = rung_iterations(o.scheduler, o.asha);
-    s_.gpus = o.cluster.nodes * o.cluster.gpus_per_node;
-    s_.stopped_at_rung.assign(s_.rungs.size(), 0);
-    recorded_.resize(s_.rungs.size());
-    promoted_.assign(s_.rungs.size(), std::vector<bool>(in.size(), false));
+      : in_(in), metric_(metric), options_(o), cluster_(o) {
+    schedule_.rungs = rung_iterations(o.scheduler, o.asha);
+    schedule_.gpus = o.cluster.nodes * o.cluster.gpus_per_node;
+    schedule_.stopped_at_rung.assign(schedule_.rungs.size(), 0);
+    recorded_.resize(schedule_.rungs.size());
+    promoted_.assign(schedule_.rungs.size(), std::vector<bool>(in.size(), false));
     for (std::size_t i = 0; i < in.size(); ++i) {
       TrialResult t;
       t.id = static_cast<int>(i);
       t.step_ns = in[i].step_ns;
       t.failure = in[i].failure;
-      s_.trials.push_back(t);
+      schedule_.trials.push_back(t);
     }
   }
 
@@ -188,7 +188,7 @@ class Search {
   int next_new_trial() {
     while (next_new_ < static_cast<int>(in_.size()) &&
            in_[static_cast<std::size_t>(next_new_)].failed)
-      s_.trials[static_cast<std::size_t>(next_new_++)].outcome = Outcome::kFailed;
+      schedule_.trials[static_cast<std::size_t>(next_new_++)].outcome = Outcome::kFailed;
     return next_new_ < static_cast<int>(in_.size()) ? next_new_++ : -1;
   }
 
@@ -197,11 +197,12 @@ class Search {
   // to rung k + 1; if there is none, a new configuration starts at rung 0. Ranks break ties by
   // trial id. FIFO and asha-stop only ever start new trials at rung 0.
   bool get_job(Job* job) {
-    if (o_.scheduler == SchedulerKind::kAsha) {
-      for (int k = static_cast<int>(s_.rungs.size()) - 2; k >= 0; --k) {
+    if (options_.scheduler == SchedulerKind::kAsha) {
+      for (int k = static_cast<int>(schedule_.rungs.size()) - 2; k >= 0; --k) {
         Rung ranked = recorded_[static_cast<std::size_t>(k)];
         std::sort(ranked.begin(), ranked.end());
-        const std::size_t top = ranked.size() / static_cast<std::size_t>(o_.asha.reduction_factor);
+        const std::size_t top =
+            ranked.size() / static_cast<std::size_t>(options_.asha.reduction_factor);
         for (std::size_t i = 0; i < top; ++i) {
           const int t = ranked[i].second;
           if (promoted_[static_cast<std::size_t>(k)][static_cast<std::size_t>(t)]) continue;
@@ -227,7 +228,7 @@ class Search {
     if (!r.empty()) {
       std::vector<double> rewards;
       for (const auto& [m, t] : r) rewards.push_back(-m);
-      const double q = (1.0 - 1.0 / static_cast<double>(o_.asha.reduction_factor)) * 100.0;
+      const double q = (1.0 - 1.0 / static_cast<double>(options_.asha.reduction_factor)) * 100.0;
       stop = -metric < percentile_linear(rewards, q);
     }
     r.emplace_back(metric, trial);
@@ -248,9 +249,9 @@ class Search {
 
   const std::vector<TrialInput>& in_;
   const CurveFn& metric_;
-  const SearchOptions& o_;
+  const SearchOptions& options_;
   Cluster cluster_;
-  Schedule s_;
+  Schedule schedule_;
   std::vector<Rung> recorded_;
   std::vector<std::vector<bool>> promoted_;  // [rung][trial]
   int next_new_ = 0;
@@ -263,32 +264,33 @@ class Search {
 void Search::start(const Job& job, std::vector<int> gpus, TimeNs now, bool with_startup) {
   Segment seg;
   seg.trial = job.trial;
-  seg.node = gpus.front() / o_.cluster.gpus_per_node;
+  seg.node = gpus.front() / options_.cluster.gpus_per_node;
   seg.gpus = std::move(gpus);
   seg.rung = job.rung;
   seg.promotion = job.promotion;
-  seg.from_iter = job.rung == 0 ? 0 : s_.rungs[static_cast<std::size_t>(job.rung - 1)];
-  seg.to_iter = s_.rungs[static_cast<std::size_t>(job.rung)];
+  seg.from_iter = job.rung == 0 ? 0 : schedule_.rungs[static_cast<std::size_t>(job.rung - 1)];
+  seg.to_iter = schedule_.rungs[static_cast<std::size_t>(job.rung)];
   const TimeNs step = in_[static_cast<std::size_t>(job.trial)].step_ns;
   seg.start_ns = now;
-  seg.end_ns = now + (with_startup ? o_.startup_ns : 0) + (seg.to_iter - seg.from_iter) * step;
+  seg.end_ns =
+      now + (with_startup ? options_.startup_ns : 0) + (seg.to_iter - seg.from_iter) * step;
   seg.metric = metric_(job.trial, seg.to_iter);
-  TrialResult& t = s_.trials[static_cast<std::size_t>(job.trial)];
+  TrialResult& t = schedule_.trials[static_cast<std::size_t>(job.trial)];
   if (t.start_ns < 0) t.start_ns = now;
-  running_.push({seg.end_ns, seq_++, s_.segments.size()});
-  s_.segments.push_back(std::move(seg));
+  running_.push({seg.end_ns, seq_++, schedule_.segments.size()});
+  schedule_.segments.push_back(std::move(seg));
 }
 
 // A job ends: record its result; asha-stop continues or stops the trial in place.
 void Search::finish(std::size_t i, TimeNs now) {
-  const Segment seg = s_.segments[i];
-  TrialResult& t = s_.trials[static_cast<std::size_t>(seg.trial)];
+  const Segment seg = schedule_.segments[i];
+  TrialResult& t = schedule_.trials[static_cast<std::size_t>(seg.trial)];
   t.end_ns = now;
   t.rung = seg.rung;
   t.iterations = seg.to_iter;
   t.metric = seg.metric;
-  const bool top = seg.rung + 1 == static_cast<int>(s_.rungs.size());
-  if (o_.scheduler == SchedulerKind::kAshaStop && !top) {
+  const bool top = seg.rung + 1 == static_cast<int>(schedule_.rungs.size());
+  if (options_.scheduler == SchedulerKind::kAshaStop && !top) {
     if (!ray_should_stop(seg.rung, seg.trial, seg.metric)) {
       start({seg.trial, seg.rung + 1, false}, seg.gpus, now, false);  // keeps its GPUs
       return;
@@ -325,30 +327,33 @@ Schedule Search::run() {
   }
 
   // [SECTION] Totals
-  const int top = static_cast<int>(s_.rungs.size()) - 1;
-  for (TrialResult& t : s_.trials) {
+  const int top = static_cast<int>(schedule_.rungs.size()) - 1;
+  for (TrialResult& t : schedule_.trials) {
     if (t.outcome == Outcome::kFailed) {
-      ++s_.failed;
+      ++schedule_.failed;
     } else if (t.rung < 0) {
       t.outcome = Outcome::kNotRun;
-      ++s_.not_run;
+      ++schedule_.not_run;
     } else if (t.rung == top) {
       t.outcome = Outcome::kCompleted;
-      ++s_.completed;
-      if (s_.best_trial < 0 || t.metric < s_.trials[static_cast<std::size_t>(s_.best_trial)].metric)
-        s_.best_trial = t.id;
+      ++schedule_.completed;
+      if (schedule_.best_trial < 0 ||
+          t.metric < schedule_.trials[static_cast<std::size_t>(schedule_.best_trial)].metric)
+        schedule_.best_trial = t.id;
     } else {
       t.outcome = Outcome::kStoppedEarly;
-      ++s_.stopped_early;
-      ++s_.stopped_at_rung[static_cast<std::size_t>(t.rung)];
+      ++schedule_.stopped_early;
+      ++schedule_.stopped_at_rung[static_cast<std::size_t>(t.rung)];
     }
   }
-  for (const Segment& seg : s_.segments) {
-    s_.wall_ns = std::max(s_.wall_ns, seg.end_ns);
-    s_.gpu_busy_ns += (seg.end_ns - seg.start_ns) * static_cast<std::int64_t>(seg.gpus.size());
+  for (const Segment& seg : schedule_.segments) {
+    schedule_.wall_ns = std::max(schedule_.wall_ns, seg.end_ns);
+    schedule_.gpu_busy_ns +=
+        (seg.end_ns - seg.start_ns) * static_cast<std::int64_t>(seg.gpus.size());
   }
-  s_.gpu_idle_ns = static_cast<std::int64_t>(s_.gpus) * s_.wall_ns - s_.gpu_busy_ns;
-  return std::move(s_);
+  schedule_.gpu_idle_ns =
+      static_cast<std::int64_t>(schedule_.gpus) * schedule_.wall_ns - schedule_.gpu_busy_ns;
+  return std::move(schedule_);
 }
 
 }  // namespace

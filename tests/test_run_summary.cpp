@@ -21,7 +21,7 @@ using namespace csim;
 
 namespace {
 
-void same_summary(const std::string& file, const std::vector<std::string>& sets = {}) {
+prof::Summary same_summary(const std::string& file, const std::vector<std::string>& sets = {}) {
   INFO(file);
   const core::Scenario sc = core::parse_scenario_file(test::scenario_path(file), sets);
   const core::Program p = core::lower(sc);
@@ -36,6 +36,7 @@ void same_summary(const std::string& file, const std::vector<std::string>& sets 
   CHECK(lean.exposed_comm_s == full.exposed_comm_s);
   CHECK(lean.per_gpu.size() == full.per_gpu.size());
   CHECK(lean.oom.has_value() == full.oom.has_value());
+  return lean;
 }
 
 }  // namespace
@@ -52,4 +53,9 @@ TEST_CASE("summary without a trace equals the trace's summary", "[summary][run_s
   same_summary("resnet50_model_parallel_2gpu.json");
   // GPipe holds every micro-batch's activations: an OOM verdict.
   same_summary("gpt_20b_64xa100_3d.json", {"strategy.schedule=gpipe"});
+  // A loss kept as a tensor grows memory every step: "Memory growth" reads the level at each
+  // step end, which summarize_run keeps of the memory samples (the last of each stretch).
+  const prof::Summary leak = same_summary(
+      "dp_vs_ddp_4x1080ti.json", {"training.leaks.loss_as_tensor=true", "training.steps=6"});
+  CHECK(!leak.memory_growth.empty());
 }

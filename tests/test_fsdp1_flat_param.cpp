@@ -33,6 +33,54 @@ TEST_CASE("FSDP1 pads its flat parameter to N x ceil(P / N)", "[memory][fsdp]") 
   CHECK(c.sharded_grad == 0);
 }
 
+TEST_CASE("FSDP1's low-precision shard exists only under parameter mixed precision",
+          "[memory][fsdp]") {
+  // _mp_shard = torch.empty_like(_local_shard, dtype=param_dtype): one shard, ceil(10/4) = 3
+  // elements, with MixedPrecision; none without it, and none on one rank (post_unshard frees it
+  // only for sharded strategies).
+  CHECK(fsdp1_flat_param(10, 4, true).mp_shard == 3);
+  CHECK(fsdp1_flat_param(10, 4, false).mp_shard == 0);
+  CHECK(fsdp1_flat_param(10, 1, true).mp_shard == 0);
+  CHECK(fsdp1_flat_param(0, 4, true).mp_shard == 0);
+}
+
+TEST_CASE("FSDP1's model state: the sharded flat parameter is the fp32 copy", "[memory][fsdp]") {
+  // Psi = 1000 over N = 8: S = ceil(1000 / 8) = 125.
+  TrainingSpec t;
+  t.optimizer = OptimizerKind::kAdam;
+  // bf16 + Adam (W 2, G 4, master 4, K 12): the fp32 _local_shard 4 S = 500, the fp32 gradient
+  // shard 4 S = 500, Adam's moments (12 - 4) S = 1000: 2000 B = 16 Psi / N, where
+  // model_state_bytes at stage 3 counts a bf16 copy besides the master: 2 S + 4 S + 12 S = 2250.
+  t.precision = Precision::kBf16;
+  ModelStateBytes m = fsdp1_state_bytes(1000, t, 8);
+  CHECK(m.params == 500);
+  CHECK(m.grads == 500);
+  CHECK(m.optimizer == 1000);
+  const ModelStateBytes z = model_state_bytes(1000, t, 3, 8);
+  CHECK(z.params + z.grads + z.optimizer == 2250);
+  // fp16 (W = G = 2, master 4): the fp16 gradient shard is cast back to fp32
+  // (_cast_grad_to_param_dtype): the same 500 + 500 + 1000.
+  t.precision = Precision::kFp16;
+  m = fsdp1_state_bytes(1000, t, 8);
+  CHECK(m.params == 500);
+  CHECK(m.grads == 500);
+  CHECK(m.optimizer == 1000);
+  // fp32 without a master: W = 4, Adam 8 S = 1000.
+  t.precision = Precision::kFp32;
+  m = fsdp1_state_bytes(1000, t, 8);
+  CHECK(m.params == 500);
+  CHECK(m.grads == 500);
+  CHECK(m.optimizer == 1000);
+  // bf16 + SGD with momentum (K = master 4 + momentum 4): the momentum alone, 4 S = 500; without
+  // momentum (K = master 4) nothing.
+  t.precision = Precision::kBf16;
+  t.optimizer = OptimizerKind::kSgd;
+  t.sgd_momentum = 0.9;
+  CHECK(fsdp1_state_bytes(1000, t, 8).optimizer == 500);
+  t.sgd_momentum = 0;
+  CHECK(fsdp1_state_bytes(1000, t, 8).optimizer == 0);
+}
+
 TEST_CASE("an FSDP1 block's gather, padded copy and gradient shard in the Program",
           "[memory][fsdp]") {
   // A GPT block of h = 1024: qkv 3h^2 + 3h, proj h^2 + h, fc 4h^2 + 4h, mlp proj 4h^2 + h and two

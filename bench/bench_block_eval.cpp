@@ -21,12 +21,17 @@ using namespace csim;
 const char* kHelp =
     "bench_block_eval: CPU ms per evaluation, block path vs op-level simulator\n"
     "\n"
-    "usage: bench_block_eval [--reps N] [--no-op-level] [--markdown-accuracy | --markdown-speed]\n"
+    "usage: bench_block_eval [--reps N] [--no-op-level] [--sweep-only]\n"
+    "                        [--markdown-accuracy | --markdown-speed]\n"
     "                        [SCENARIO.json [key=value ...]] ...\n"
     "\n"
     "  --reps N        evaluations of the block path per scenario (default 20); the op-level\n"
     "                  simulator and the lowering run once each\n"
     "  --no-op-level   skip the op-level simulation (no accuracy columns)\n"
+    "  --sweep-only    only the sweep's evaluation (block::evaluate_scenario), N times: its CPU "
+    "ms\n"
+    "                  and its exact figures (step and exposed ns, every GPU's peak bytes), to\n"
+    "                  profile it alone and to compare two builds' figures\n"
     "  --markdown-accuracy  docs/block-eval.md's accuracy table (no timings; deterministic;\n"
     "                  adds the pipeline, ZeRO-3 and FSDP scenarios to the default list)\n"
     "  --markdown-speed     docs/block-eval.md's speed table (CPU ms, as measured)\n"
@@ -86,11 +91,31 @@ std::string fmt(const char* f, double a, double b, double c) {
   return buf;
 }
 
+std::string path_of(const Case& c) {
+  return c.scenario.find('/') == std::string::npos
+             ? std::string(CSIM_SOURCE_DIR) + "/scenarios/" + c.scenario
+             : c.scenario;
+}
+
+// --sweep-only: what a sweep pays per variant, and its figures to the nanosecond and byte.
+void run_sweep_only(const Case& c, int reps) {
+  const core::Scenario sc = core::parse_scenario_file(path_of(c), c.sets);
+  block::EvalResult r;
+  const double t = cpu_ms();
+  for (int i = 0; i < reps; ++i) r = block::evaluate_scenario(sc);
+  const double sweep_ms = (cpu_ms() - t) / reps;
+  std::printf("%s: sweep_ms %.2f  %s", name_of(c).c_str(), sweep_ms, block::to_string(r.path));
+  if (r.periodic())
+    std::printf(" (periodic: m %d, %d)", r.periodic_micro_batches[0], r.periodic_micro_batches[1]);
+  std::printf("  step_ns %lld exposed_ns %lld peaks", static_cast<long long>(r.step_time_ns),
+              static_cast<long long>(r.exposed_comm_ns));
+  for (const block::GpuPeak& g : r.peaks)
+    std::printf(" %d:%lld", g.gpu, static_cast<long long>(g.peak_bytes));
+  std::printf("\n");
+}
+
 void run(const Case& c, int reps, bool op_level, Format format) {
-  const std::string path = c.scenario.find('/') == std::string::npos
-                               ? std::string(CSIM_SOURCE_DIR) + "/scenarios/" + c.scenario
-                               : c.scenario;
-  const core::Scenario sc = core::parse_scenario_file(path, c.sets);
+  const core::Scenario sc = core::parse_scenario_file(path_of(c), c.sets);
   double t = cpu_ms();
   const core::Program p = core::lower(sc);
   const double lower_ms = cpu_ms() - t;
@@ -168,7 +193,7 @@ void run(const Case& c, int reps, bool op_level, Format format) {
 
 int main(int argc, char** argv) {
   int reps = 20;
-  bool op_level = true;
+  bool op_level = true, sweep_only = false;
   Format format = Format::kText;
   std::vector<Case> cases;
   for (int i = 1; i < argc; ++i) {
@@ -179,6 +204,8 @@ int main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--no-op-level") == 0) {
       op_level = false;
+    } else if (std::strcmp(argv[i], "--sweep-only") == 0) {
+      sweep_only = true;
     } else if (std::strcmp(argv[i], "--markdown-accuracy") == 0) {
       format = Format::kAccuracy;
       reps = 1;
@@ -204,6 +231,10 @@ int main(int argc, char** argv) {
       cases.push_back({"gpt_20b_64xa100_zero3.json", {}});
       cases.push_back({"llama3_8b_64xh100_fsdp.json", {}});
     }
+  }
+  if (sweep_only) {
+    for (const Case& c : cases) run_sweep_only(c, reps);
+    return 0;
   }
   if (format == Format::kAccuracy) {
     std::printf(

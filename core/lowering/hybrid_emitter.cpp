@@ -165,6 +165,28 @@ OpId Emitter::coll(RankState& r, int stream, const NameRef& name, CollectiveKind
 
 // [SECTION] Passes --------------------------------------------------------------------------------
 
+NameId Emitter::kernel_name(const LayerPass& lp) {
+  const LayerSpec& l = s_.model.layers[static_cast<std::size_t>(lp.layer)];
+  if (lp.sp.micro < 0)  // no field to tell whether the pattern has one: not remembered
+    return op_names::layer_kernel(lp.sp.prefix, lp.sp.micro, l.name, lp.phase).intern(b_.names());
+  if (kernel_names_.empty() || lp.sp.prefix != kernel_prefix_) {
+    kernel_prefix_ = lp.sp.prefix;
+    kernel_names_.assign(s_.model.layers.size(), {});
+  }
+  const int phase = lp.phase == StepPhase::kBackward    ? 2
+                    : lp.phase == StepPhase::kRecompute ? 1
+                                                        : 0;
+  KernelName& k =
+      kernel_names_[static_cast<std::size_t>(lp.layer)][static_cast<std::size_t>(phase)];
+  if (k.index != 0) return NameId{k.index - 1, k.has_field ? lp.sp.micro : -1};
+  // As StringPool::intern: the id carries the field where the pattern has the field's byte.
+  const NameId id =
+      op_names::layer_kernel(lp.sp.prefix, lp.sp.micro, l.name, lp.phase).intern(b_.names());
+  k.index = id.index + 1;
+  k.has_field = id.field >= 0;
+  return id;
+}
+
 OpId Emitter::emit_layer(LayerPass& lp) {
   each_piece([&](ParallelPiece& p) { p.begin_layer(lp); });
   RankState& r = lp.r();
@@ -172,7 +194,7 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   const ShardedLayer& sl = plan_.sharded[static_cast<std::size_t>(lp.layer)];
   const double bsz = static_cast<double>(ps_.micro_batch_size);
   const Lane lane{r.thread, r.gpu, r.compute};
-  const NameRef name = op_names::layer_kernel(lp.sp.prefix, lp.sp.micro, l.name, lp.phase);
+  const NameRef name = kernel_name(lp);
   OpId c = kNoOp;
   // FP8 casts (docs/fp8.md): the label, as text, only for a layer that has them (no string per
   // kernel).

@@ -21,6 +21,7 @@
 // piece order, end_* hooks (and the structure hooks) in reverse. hybrid_3d.cpp composes them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -171,6 +172,17 @@ class Emitter {
       open_;                       // (group, index) -> instance, ops left
   bool symmetric_ = false;         // rank symmetry (docs/program.md)
   std::vector<char> emitted_gpu_;  // per world GPU
+  // The layer kernels' names (docs/program.md, "Names"): a kernel's pattern is the same for
+  // every micro-batch (only the field differs), so it is interned once per layer and phase
+  // (forward, recompute, backward) under the prefix `kernel_prefix_`, and later kernels take
+  // the id with their own field; a pass with another prefix (an evaluation forward) starts over.
+  struct KernelName {
+    std::uint32_t index = 0;  // the pattern's id in the pool + 1; 0: not interned yet
+    bool has_field = false;   // the pattern holds kNameField (the id carries the micro-batch)
+  };
+  std::string kernel_prefix_;
+  std::vector<std::array<KernelName, 3>> kernel_names_;  // per layer
+  NameId kernel_name(const LayerPass& lp);
 
   void make_plan();
   void lay_out_ranks();

@@ -37,6 +37,7 @@ void Emitter::make_plan() {
         s_.model, sg, ps_.tp, ps_.sequence_parallel, ps_.recompute, ps_.recompute_every));
   }
   plan_.sharding = sharding_plan(ps_, s_.strategy.kind);
+  kernel_ops_.assign(layers.size(), {});
   // Units: blocks (GPT) or a layer with parameters and the parameter-free layers after it; a
   // unit never crosses a segment boundary.
   std::vector<char> seg_start(layers.size() + 1, 0);
@@ -165,6 +166,10 @@ OpId Emitter::coll(RankState& r, int stream, const NameRef& name, CollectiveKind
 
 // [SECTION] Passes --------------------------------------------------------------------------------
 
+std::size_t Emitter::kernel_phase(StepPhase p) {
+  return p == StepPhase::kBackward ? 2 : p == StepPhase::kRecompute ? 1 : 0;
+}
+
 NameId Emitter::kernel_name(const LayerPass& lp) {
   const LayerSpec& l = s_.model.layers[static_cast<std::size_t>(lp.layer)];
   if (lp.sp.micro < 0)  // no field to tell whether the pattern has one: not remembered
@@ -173,11 +178,7 @@ NameId Emitter::kernel_name(const LayerPass& lp) {
     kernel_prefix_ = lp.sp.prefix;
     kernel_names_.assign(s_.model.layers.size(), {});
   }
-  const int phase = lp.phase == StepPhase::kBackward    ? 2
-                    : lp.phase == StepPhase::kRecompute ? 1
-                                                        : 0;
-  KernelName& k =
-      kernel_names_[static_cast<std::size_t>(lp.layer)][static_cast<std::size_t>(phase)];
+  KernelName& k = kernel_names_[static_cast<std::size_t>(lp.layer)][kernel_phase(lp.phase)];
   if (k.index != 0) return NameId{k.index - 1, k.has_field ? lp.sp.micro : -1};
   // As StringPool::intern: the id carries the field where the pattern has the field's byte.
   const NameId id =
@@ -196,6 +197,25 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   const Lane lane{r.thread, r.gpu, r.compute};
   const NameRef name = kernel_name(lp);
   OpId c = kNoOp;
+  // A layer kernel outside FP8 (no casts around it) repeats its layer and phase's first one but
+  // for the fields set here (kernel_ops_).
+  const bool repeatable = !b_.fp8().fp8_layer(lp.layer);
+  const std::size_t phase = kernel_phase(lp.phase);
+  KernelOp* const t =
+      repeatable ? &kernel_ops_[static_cast<std::size_t>(lp.layer)][phase] : nullptr;
+  if (t != nullptr && t->valid) {
+    Op op = t->op;
+    op.name = name.intern(b_.names());
+    op.thread = lane.thread;
+    op.stream = lane.stream;
+    op.gpu = lane.gpu;
+    op.deps = std::move(lp.deps);
+    c = b_.add(std::move(op));
+    r.last_compute = c;
+    lp.kernel = c;
+    each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });
+    return c;
+  }
   // FP8 casts (docs/fp8.md): the label, as text, only for a layer that has them (no string per
   // kernel).
   const std::string fp8_label =
@@ -227,6 +247,11 @@ OpId Emitter::emit_layer(LayerPass& lp) {
     b_.set_layer_efficiency(c, l, true);
   }
   b_.fp8().mark(b_, c, lp.layer);
+  if (t != nullptr) {  // as emitted, before any piece's end_layer hook changes it
+    t->op = b_.program().ops[static_cast<std::size_t>(c)];
+    t->op.deps.clear();
+    t->valid = true;
+  }
   r.last_compute = c;
   lp.kernel = c;
   each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });

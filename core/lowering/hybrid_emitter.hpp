@@ -183,6 +183,16 @@ class Emitter {
   std::string kernel_prefix_;
   std::vector<std::array<KernelName, 3>> kernel_names_;  // per layer
   NameId kernel_name(const LayerPass& lp);
+  static std::size_t kernel_phase(StepPhase p);  // forward 0, recompute 1, backward 2
+  // The layer kernels outside FP8: every field of one is a function of its layer, its phase and
+  // the scenario, except its id, step, name field, lane and deps; the first kernel of each layer
+  // and phase is emitted in full and kept (before the pieces' end_layer hooks), and the later
+  // ones are copies of it with those fields set (emit_layer).
+  struct KernelOp {
+    Op op;
+    bool valid = false;
+  };
+  std::vector<std::array<KernelOp, 3>> kernel_ops_;  // per layer, by kernel_phase
 
   void make_plan();
   void lay_out_ranks();

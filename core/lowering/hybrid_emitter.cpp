@@ -204,13 +204,17 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   KernelOp* const t =
       repeatable ? &kernel_ops_[static_cast<std::size_t>(lp.layer)][phase] : nullptr;
   if (t != nullptr && t->valid) {
-    Op op = t->op;
+    // Copied into place (ProgramBuilder::add's id and step), not through a temporary Op.
+    std::vector<Op>& ops = b_.program().ops;
+    c = static_cast<OpId>(ops.size());
+    Op& op = ops.emplace_back(t->op);
+    op.id = c;
+    op.step = b_.step();
     op.name = name.intern(b_.names());
     op.thread = lane.thread;
     op.stream = lane.stream;
     op.gpu = lane.gpu;
     op.deps = std::move(lp.deps);
-    c = b_.add(std::move(op));
     r.last_compute = c;
     lp.kernel = c;
     each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });

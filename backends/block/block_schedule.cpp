@@ -391,6 +391,16 @@ EvalResult Schedule::run() {
   return figures();
 }
 
+std::optional<EvalResult> evaluate_block_shared(const core::Scenario& scenario,
+                                                const core::Program& program, std::string* why,
+                                                TransferTable* shared) {
+  Schedule s(scenario, program, shared);
+  std::string reason = s.build();
+  if (reason.empty()) return s.run();
+  if (why) *why = std::move(reason);
+  return std::nullopt;
+}
+
 }  // namespace csim::block::detail
 
 namespace csim::block {
@@ -404,11 +414,7 @@ std::string block_path_unsupported(const core::Scenario& scenario, const core::P
 
 std::optional<EvalResult> evaluate_block(const core::Scenario& scenario,
                                          const core::Program& program, std::string* why) {
-  Schedule s(scenario, program);
-  std::string reason = s.build();
-  if (reason.empty()) return s.run();
-  if (why) *why = std::move(reason);
-  return std::nullopt;
+  return detail::evaluate_block_shared(scenario, program, why, nullptr);
 }
 
 EvalResult evaluate(const core::Scenario& scenario, const core::Program& program) {

@@ -35,6 +35,26 @@ TransferTime Schedule::transfer_of(const Op& op) {
     transfer_memo_[h] = {key, it->second};
     return it->second;
   }
+  // Timed by the previous Schedule of this configuration (TransferTable).
+  TransferTable::Key shared_key;
+  if (shared_ != nullptr) {
+    if (op.kind == OpKind::kCopy) {
+      shared_key = {0, static_cast<int>(op.copy_kind), 0, 0, op.bytes, {op.gpu, op.peer_gpu}};
+    } else {
+      shared_key = {1,
+                    static_cast<int>(op.collective),
+                    static_cast<int>(op.algo),
+                    op.root,
+                    op.bytes,
+                    p_.groups[static_cast<std::size_t>(op.group)].gpus};
+    }
+    const auto sh = shared_->times.find(shared_key);
+    if (sh != shared_->times.end()) {
+      transfer_ns_.emplace(key, sh->second);
+      transfer_memo_[h] = {key, sh->second};
+      return sh->second;
+    }
+  }
   core::TransferPlan plan;
   std::vector<int> ends;
   if (op.kind == OpKind::kCopy) {
@@ -62,6 +82,7 @@ TransferTime Schedule::transfer_of(const Op& op) {
   }
   const TransferTime d{time_plan(std::move(plan), ends), hbm};
   transfer_ns_.emplace(key, d);
+  if (shared_ != nullptr) shared_->times.emplace(std::move(shared_key), d);
   transfer_memo_[h] = {key, d};
   return d;
 }

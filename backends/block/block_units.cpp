@@ -65,6 +65,15 @@ void Schedule::end_unit_at(OpId op, std::vector<int>& open) {
 
 std::string Schedule::build() {
   steps_ = std::max(1, p_.steps);
+  if (shared_ != nullptr) {  // TransferTable: the same topology and mirrors, or not shared
+    if (!shared_->filled) {
+      shared_->filled = true;
+      shared_->topology = topology_.get();
+      shared_->images = p_.symmetry.images;
+    } else if (shared_->topology != topology_.get() || shared_->images != p_.symmetry.images) {
+      shared_ = nullptr;
+    }
+  }
   if (p_.threads.empty()) return "no host threads";
   // Layouts whose block-level schedule was measured off the op level by more than 1 % when they
   // were added (docs/block-eval.md, "Scope"; tests/test_block_eval.cpp): the op level runs them

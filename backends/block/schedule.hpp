@@ -138,6 +138,22 @@ struct TransferTime {
   double hbm_bytes_per_ns = 0;
 };
 
+// Transfers timed by one Schedule, handed to the next of the same configuration
+// (docs/block-eval.md, "Periodic steady state": the two short pipelines move the same transfers).
+// A transfer's time is a function of its plan key with the group's GPUs in place of the group's
+// id (group ids are the lowering's order of first use), the topology and the rank symmetry's
+// images (its mirrors); a Schedule takes the table only when the last two are the ones it was
+// filled with.
+struct TransferTable {
+  // (copy 0 / collective 1, copy kind or collective, algorithm, root, bytes, GPUs: a copy's GPU
+  // and peer, a collective's group)
+  using Key = std::tuple<int, int, int, int, Bytes, std::vector<int>>;
+  std::map<Key, TransferTime> times;
+  const core::Topology* topology = nullptr;  // held alive by the Schedules' shared_ptr
+  std::vector<std::vector<int>> images;      // core::RankSymmetry::images of the Programs
+  bool filled = false;
+};
+
 // Direct-mapped memo of compute_duration_ns: a layer's kernel recurs every micro-batch.
 struct ComputeMemo {
   struct Entry {
@@ -178,12 +194,14 @@ struct ComputeMemo {
 
 class Schedule {
  public:
-  Schedule(const core::Scenario& s, const core::Program& p)
+  // `shared`, when given, is consulted and filled in transfer_of (TransferTable).
+  Schedule(const core::Scenario& s, const core::Program& p, TransferTable* shared = nullptr)
       : s_(s),
         p_(p),
         comm_(core::comm_params_for(s)),
         topology_(core::shared_topology(s.cluster)),
-        topo_(*topology_) {}
+        topo_(*topology_),
+        shared_(shared) {}
   std::string build();  // empty when the block path applies, else why not
   EvalResult run();
 
@@ -197,6 +215,7 @@ class Schedule {
   std::vector<int> local_link_;  // time_plan's scratch: topology link -> compact index, -1
   std::vector<int> stamp_;       // images_disjoint's scratch: GPU -> image, -1
   std::map<PlanKey, TransferTime> transfer_ns_;
+  TransferTable* shared_ = nullptr;  // null, or checked against this Program in build()
   std::array<std::pair<PlanKey, TransferTime>, 1024> transfer_memo_{};
   std::map<std::vector<int>, std::vector<int>> mirrors_;
   ComputeMemo compute_;
@@ -289,5 +308,11 @@ class Schedule {
   void target_done(OpId op, TimeNs t);
   EvalResult figures() const;
 };
+
+// evaluate_block with a TransferTable shared by the Schedules of one configuration
+// (block_periodic.cpp's two short pipelines).
+std::optional<EvalResult> evaluate_block_shared(const core::Scenario& scenario,
+                                                const core::Program& program, std::string* why,
+                                                TransferTable* shared);
 
 }  // namespace csim::block::detail

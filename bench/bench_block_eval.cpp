@@ -33,7 +33,8 @@ const char* kHelp =
     "                  and its exact figures (step and exposed ns, every GPU's peak bytes), to\n"
     "                  profile it alone and to compare two builds' figures\n"
     "  --program-digest  per scenario, the lowered Program's op count and a digest of every\n"
-    "                  field of every op (its name as text, its deps): two builds whose digests\n"
+    "                  field of every op (its name as text, its deps), its groups, streams,\n"
+    "                  threads and rank symmetry: two builds whose digests\n"
     "                  agree lowered the same Program\n"
     "  --markdown-accuracy  docs/block-eval.md's accuracy table (no timings; deterministic;\n"
     "                  adds the pipeline, ZeRO-3 and FSDP scenarios to the default list)\n"
@@ -178,6 +179,25 @@ void run_program_digest(const Case& c) {
     d.add(op.phase);
   }
   d.add(p.names.size());
+  // The Program's structure: groups, streams, threads, the rank symmetry.
+  for (const core::CommGroup& g : p.groups) {
+    d.add_str(g.name);
+    for (int gpu : g.gpus) d.add(gpu);
+  }
+  for (const core::StreamDesc& st : p.streams) {
+    d.add(st.gpu);
+    d.add(st.role);
+    d.add_str(st.name);
+  }
+  for (const core::ThreadDesc& t : p.threads) {
+    d.add(t.process);
+    d.add(t.gpu);
+    d.add_str(t.name);
+  }
+  for (const std::vector<int>& img : p.symmetry.images)
+    for (int g : img) d.add(g);
+  for (int w : p.symmetry.weight_of_gpu) d.add(w);
+  d.add(p.collective_instances);
   std::printf("%s: %zu ops, %zu names, digest %016llx\n", name_of(c).c_str(), p.ops.size(),
               p.names.size(), static_cast<unsigned long long>(d.h));
 }

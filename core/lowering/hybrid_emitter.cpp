@@ -112,12 +112,25 @@ void Emitter::set_up_symmetry() {
   RankSymmetry& sym = b_.program().symmetry;
   const std::size_t world = static_cast<std::size_t>(b_.program().world_gpus);
   sym.weight_of_gpu.assign(world, 0);
+  // RankGrid::rank is linear in the coordinates (rank_grid.cpp): the image of rank r is
+  // r + (its shifted dp - dp) x stride_dp + (its shifted tp - tp) x stride_tp, computed from the
+  // strides and per-shift tables instead of a rank() call per rank and mirror.
+  const int origin = grid_.rank({0, 0, 0});
+  const int stride_dp = grid_.rank({1 % ps_.dp, 0, 0}) - origin;
+  const int stride_tp = grid_.rank({0, 1 % ps_.tp, 0}) - origin;
+  std::vector<int> dp_shift(static_cast<std::size_t>(ps_.dp)),
+      tp_shift(static_cast<std::size_t>(ps_.tp));
   for (int kd = 0; kd < ps_.dp; ++kd) {
+    for (int d = 0; d < ps_.dp; ++d)
+      dp_shift[static_cast<std::size_t>(d)] = ((d + kd) % ps_.dp - d) * stride_dp;
     for (int kt = 0; kt < ps_.tp; ++kt) {
+      for (int t = 0; t < ps_.tp; ++t)
+        tp_shift[static_cast<std::size_t>(t)] = ((t + kt) % ps_.tp - t) * stride_tp;
       std::vector<int> img(world, -1);
       for (const RankState& r : ranks_) {
-        const RankCoord c{(r.c.dp + kd) % ps_.dp, (r.c.tp + kt) % ps_.tp, r.c.pp};
-        img[static_cast<std::size_t>(r.gpu)] = ranks_[static_cast<std::size_t>(grid_.rank(c))].gpu;
+        const int to = r.rank + dp_shift[static_cast<std::size_t>(r.c.dp)] +
+                       tp_shift[static_cast<std::size_t>(r.c.tp)];
+        img[static_cast<std::size_t>(r.gpu)] = ranks_[static_cast<std::size_t>(to)].gpu;
       }
       sym.images.push_back(std::move(img));
     }

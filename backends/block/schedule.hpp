@@ -120,7 +120,7 @@ enum class Ev : std::uint8_t { kStreamCheck, kChainDone, kTransferDone, kThreadR
 struct Event {
   Ev type;
   std::uint32_t gen;
-  std::int64_t a;
+  std::int64_t subject;  // the stream, thread, op, unit or (-1 - instance) it is about
 };
 
 struct MemEvent {
@@ -196,8 +196,8 @@ class Schedule {
  public:
   // `shared`, when given, is consulted and filled in transfer_of (TransferTable).
   Schedule(const core::Scenario& s, const core::Program& p, TransferTable* shared = nullptr)
-      : s_(s),
-        p_(p),
+      : scenario_(s),
+        program_(p),
         comm_(core::comm_params_for(s)),
         topology_(core::shared_topology(s.cluster)),
         topo_(*topology_),
@@ -206,8 +206,8 @@ class Schedule {
   EvalResult run();
 
  private:
-  const core::Scenario& s_;
-  const core::Program& p_;
+  const core::Scenario& scenario_;
+  const core::Program& program_;
   core::CommParams comm_;
   // Shared with every evaluation of the same cluster (core/topology_cache.hpp).
   std::shared_ptr<const core::Topology> topology_;
@@ -219,7 +219,7 @@ class Schedule {
   std::array<std::pair<PlanKey, TransferTime>, 1024> transfer_memo_{};
   std::map<std::vector<int>, std::vector<int>> mirrors_;
   ComputeMemo compute_;
-  engine::EventQueue<Event> q_;
+  engine::EventQueue<Event> events_;
   TimeNs now_ = 0;
 
   std::vector<Unit> units_;
@@ -272,11 +272,11 @@ class Schedule {
   void hbm_change(int gpu, int unit, double ask);
   TimeNs slot_kernel_ns(const StreamSlots& st, std::size_t k, double f, int bound) const;
   int sms_of(const Op& op) const {
-    const int n = s_.cluster.gpu.nccl_sms;
+    const int n = scenario_.cluster.gpu.nccl_sms;
     return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
   }
-  void push(TimeNs t, Ev type, std::int64_t a, std::uint32_t gen = 0) {
-    q_.push(t, Event{type, gen, a});
+  void push(TimeNs t, Ev type, std::int64_t subject, std::uint32_t gen = 0) {
+    events_.push(t, Event{type, gen, subject});
   }
   TimeNs time_of(const Unit& u, int j) const {
     const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];

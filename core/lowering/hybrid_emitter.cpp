@@ -18,7 +18,13 @@
 namespace csim::core::hybrid {
 
 Emitter::Emitter(const Scenario& s, ProgramBuilder& b)
-    : s_(s), ps_(s.strategy.parallel), b_(b), grid_(ps_), pb_(b.precision()) {}
+    : s_(s),
+      ps_(s.strategy.parallel),
+      b_(b),
+      grid_(ps_),
+      pb_(b.precision()),
+      coll_python_ns_(b.python_ns(1)),
+      coll_dispatch_ns_(b.dispatch_ns(1)) {}
 
 Bytes Emitter::per_micro_batch(double per_sample) const {
   return static_cast<Bytes>(std::llround(per_sample * static_cast<double>(ps_.micro_batch_size)));
@@ -151,17 +157,29 @@ int Emitter::add_group(const std::vector<int>& rks, const std::string& name) {
 int Emitter::instance_for(int rank, int group) {
   // Every member issues the same sequence of collectives on a group, so the k-th op of each
   // member on the group belongs to the k-th instance.
-  const std::int64_t world = static_cast<std::int64_t>(ranks_.size());
-  const int k = seq_[static_cast<std::int64_t>(group) * world + rank]++;
+  const auto g = static_cast<std::size_t>(group);
+  if (g >= issuing_members_.size()) {
+    issuing_members_.resize(b_.program().groups.size(), -1);
+    next_index_.resize(b_.program().groups.size());
+  }
+  int& members = issuing_members_[g];
+  if (members < 0) {
+    // Members that issue ops: all of them, or under rank symmetry the representatives only.
+    members = 0;
+    for (int gpu : b_.program().groups[g].gpus)
+      members += emitted_gpu_[static_cast<std::size_t>(gpu)] ? 1 : 0;
+  }
+  std::vector<std::pair<int, int>>& next = next_index_[g];
+  auto at = std::find_if(next.begin(), next.end(), [&](const auto& e) { return e.first == rank; });
+  if (at == next.end()) at = next.insert(next.end(), {rank, 0});
+  const int k = at->second++;
+  // A group with one issuing member: every op is an instance of its own.
+  if (members <= 1) return b_.new_instance();
   const std::int64_t key = (static_cast<std::int64_t>(group) << 32) | static_cast<std::uint32_t>(k);
   auto it = open_.find(key);
   if (it == open_.end()) {
     const int inst = b_.new_instance();
-    // Members that issue ops: all of them, or under rank symmetry the representatives only.
-    int members = 0;
-    for (int gpu : b_.program().groups[static_cast<std::size_t>(group)].gpus)
-      members += emitted_gpu_[static_cast<std::size_t>(gpu)] ? 1 : 0;
-    if (members > 1) open_[key] = {inst, members - 1};
+    open_[key] = {inst, members - 1};
     return inst;
   }
   const int inst = it->second.first;
@@ -174,7 +192,7 @@ OpId Emitter::coll(RankState& r, int stream, const NameRef& name, CollectiveKind
   const int inst = instance_for(r.rank, group);
   const bool fwd = phase == StepPhase::kForward;
   return b_.collective(r.thread, stream, r.gpu, name, k, group, -1, inst, bytes, std::move(deps),
-                       phase, fwd ? b_.python_ns(1) : 0, b_.dispatch_ns(1));
+                       phase, fwd ? coll_python_ns_ : 0, coll_dispatch_ns_);
 }
 
 // [SECTION] Passes --------------------------------------------------------------------------------

@@ -167,7 +167,12 @@ class Emitter {
   Plan plan_;
   std::vector<std::unique_ptr<ParallelPiece>> pieces_;
   std::vector<RankState> ranks_;
-  std::unordered_map<std::int64_t, int> seq_;  // (group, rank) -> next index
+  // instance_for's state, by group id: the members that issue ops (-1 until counted; groups do
+  // not change once added) and, per issuing rank, its next index on the group ((rank, index)
+  // pairs: a group has few issuing ranks, one per group under rank symmetry).
+  std::vector<int> issuing_members_;
+  std::vector<std::vector<std::pair<int, int>>> next_index_;
+  TimeNs coll_python_ns_ = 0, coll_dispatch_ns_ = 0;  // one framework op (coll)
   std::unordered_map<std::int64_t, std::pair<int, int>>
       open_;                       // (group, index) -> instance, ops left
   bool symmetric_ = false;         // rank symmetry (docs/program.md)

@@ -21,12 +21,21 @@ using namespace csim;
 const char* kHelp =
     "bench_block_eval: CPU ms per evaluation, block path vs op-level simulator\n"
     "\n"
-    "usage: bench_block_eval [--reps N] [--no-op-level] [--markdown-accuracy | --markdown-speed]\n"
+    "usage: bench_block_eval [--reps N] [--no-op-level] [--sweep-only] [--program-digest]\n"
+    "                        [--markdown-accuracy | --markdown-speed]\n"
     "                        [SCENARIO.json [key=value ...]] ...\n"
     "\n"
     "  --reps N        evaluations of the block path per scenario (default 20); the op-level\n"
     "                  simulator and the lowering run once each\n"
     "  --no-op-level   skip the op-level simulation (no accuracy columns)\n"
+    "  --sweep-only    only the sweep's evaluation (block::evaluate_scenario), N times: its CPU "
+    "ms\n"
+    "                  and its exact figures (step and exposed ns, every GPU's peak bytes), to\n"
+    "                  profile it alone and to compare two builds' figures\n"
+    "  --program-digest  per scenario, the lowered Program's op count and a digest of every\n"
+    "                  field of every op (its name as text, its deps), its groups, streams,\n"
+    "                  threads and rank symmetry: two builds whose digests\n"
+    "                  agree lowered the same Program\n"
     "  --markdown-accuracy  docs/block-eval.md's accuracy table (no timings; deterministic;\n"
     "                  adds the pipeline, ZeRO-3 and FSDP scenarios to the default list)\n"
     "  --markdown-speed     docs/block-eval.md's speed table (CPU ms, as measured)\n"
@@ -86,11 +95,115 @@ std::string fmt(const char* f, double a, double b, double c) {
   return buf;
 }
 
+std::string path_of(const Case& c) {
+  return c.scenario.find('/') == std::string::npos
+             ? std::string(CSIM_SOURCE_DIR) + "/scenarios/" + c.scenario
+             : c.scenario;
+}
+
+// --sweep-only: what a sweep pays per variant, and its figures to the nanosecond and byte.
+void run_sweep_only(const Case& c, int reps) {
+  const core::Scenario sc = core::parse_scenario_file(path_of(c), c.sets);
+  block::EvalResult r;
+  const double t = cpu_ms();
+  for (int i = 0; i < reps; ++i) r = block::evaluate_scenario(sc);
+  const double sweep_ms = (cpu_ms() - t) / reps;
+  std::printf("%s: sweep_ms %.2f  %s", name_of(c).c_str(), sweep_ms, block::to_string(r.path));
+  if (r.periodic())
+    std::printf(" (periodic: m %d, %d)", r.periodic_micro_batches[0], r.periodic_micro_batches[1]);
+  std::printf("  step_ns %lld exposed_ns %lld peaks", static_cast<long long>(r.step_time_ns),
+              static_cast<long long>(r.exposed_comm_ns));
+  for (const block::GpuPeak& g : r.peaks)
+    std::printf(" %d:%lld", g.gpu, static_cast<long long>(g.peak_bytes));
+  std::printf("\n");
+}
+
+// --program-digest: FNV-1a over every field of every op, in order.
+struct Digest {
+  std::uint64_t h = 1469598103934665603ull;
+  template <typename T>
+  void add(const T& v) {
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    for (unsigned char x : b) h = (h ^ x) * 1099511628211ull;
+  }
+  void add_str(const std::string& s) {
+    add(s.size());
+    for (unsigned char x : s) h = (h ^ x) * 1099511628211ull;
+  }
+};
+
+void run_program_digest(const Case& c) {
+  const core::Scenario sc = core::parse_scenario_file(path_of(c), c.sets);
+  const core::Program p = core::lower(sc);
+  Digest d;
+  std::string name;
+  for (const core::Op& op : p.ops) {
+    name.clear();
+    p.append_name(op, name);
+    d.add_str(name);
+    d.add(op.id);
+    d.add(op.kind);
+    d.add(op.thread);
+    d.add(op.stream);
+    d.add(op.gpu);
+    d.add(op.step);
+    d.add(op.python_ns);
+    d.add(op.dispatch_ns);
+    d.add(op.deps.size());
+    for (const core::Dep& dep : op.deps) {
+      d.add(dep.op);
+      d.add(dep.kind);
+    }
+    d.add(op.compute_kind);
+    d.add(op.dtype);
+    d.add(op.flops);
+    d.add(op.max_efficiency);
+    d.add(op.gemm.batch);
+    d.add(op.gemm.m);
+    d.add(op.gemm.n);
+    d.add(op.gemm.k);
+    d.add(op.gemm_pass);
+    d.add(op.bytes);
+    d.add(op.copy_kind);
+    d.add(op.peer_gpu);
+    d.add(op.collective);
+    d.add(op.algo);
+    d.add(op.group);
+    d.add(op.root);
+    d.add(op.instance);
+    d.add(op.mem_category);
+    d.add(op.record_stream);
+    d.add(op.fixed_ns);
+    d.add(op.batch);
+    d.add(op.phase);
+  }
+  d.add(p.names.size());
+  // The Program's structure: groups, streams, threads, the rank symmetry.
+  for (const core::CommGroup& g : p.groups) {
+    d.add_str(g.name);
+    for (int gpu : g.gpus) d.add(gpu);
+  }
+  for (const core::StreamDesc& st : p.streams) {
+    d.add(st.gpu);
+    d.add(st.role);
+    d.add_str(st.name);
+  }
+  for (const core::ThreadDesc& t : p.threads) {
+    d.add(t.process);
+    d.add(t.gpu);
+    d.add_str(t.name);
+  }
+  for (const std::vector<int>& img : p.symmetry.images)
+    for (int g : img) d.add(g);
+  for (int w : p.symmetry.weight_of_gpu) d.add(w);
+  d.add(p.collective_instances);
+  std::printf("%s: %zu ops, %zu names, digest %016llx\n", name_of(c).c_str(), p.ops.size(),
+              p.names.size(), static_cast<unsigned long long>(d.h));
+}
+
 void run(const Case& c, int reps, bool op_level, Format format) {
-  const std::string path = c.scenario.find('/') == std::string::npos
-                               ? std::string(CSIM_SOURCE_DIR) + "/scenarios/" + c.scenario
-                               : c.scenario;
-  const core::Scenario sc = core::parse_scenario_file(path, c.sets);
+  const core::Scenario sc = core::parse_scenario_file(path_of(c), c.sets);
   double t = cpu_ms();
   const core::Program p = core::lower(sc);
   const double lower_ms = cpu_ms() - t;
@@ -168,7 +281,7 @@ void run(const Case& c, int reps, bool op_level, Format format) {
 
 int main(int argc, char** argv) {
   int reps = 20;
-  bool op_level = true;
+  bool op_level = true, sweep_only = false, digest = false;
   Format format = Format::kText;
   std::vector<Case> cases;
   for (int i = 1; i < argc; ++i) {
@@ -179,6 +292,10 @@ int main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--no-op-level") == 0) {
       op_level = false;
+    } else if (std::strcmp(argv[i], "--sweep-only") == 0) {
+      sweep_only = true;
+    } else if (std::strcmp(argv[i], "--program-digest") == 0) {
+      digest = true;
     } else if (std::strcmp(argv[i], "--markdown-accuracy") == 0) {
       format = Format::kAccuracy;
       reps = 1;
@@ -204,6 +321,14 @@ int main(int argc, char** argv) {
       cases.push_back({"gpt_20b_64xa100_zero3.json", {}});
       cases.push_back({"llama3_8b_64xh100_fsdp.json", {}});
     }
+  }
+  if (digest) {
+    for (const Case& c : cases) run_program_digest(c);
+    return 0;
+  }
+  if (sweep_only) {
+    for (const Case& c : cases) run_sweep_only(c, reps);
+    return 0;
   }
   if (format == Format::kAccuracy) {
     std::printf(

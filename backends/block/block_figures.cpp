@@ -94,14 +94,15 @@ EvalResult Schedule::figures() const {
     return a.t != b.t ? a.t < b.t : a.op < b.op;
   });
   using ByCategory = std::array<Bytes, core::kNumMemCategories>;
-  std::vector<int> index(static_cast<std::size_t>(p_.world_gpus), -1);
-  for (int g : p_.active_gpus) {
-    if (p_.symmetry.enabled() && p_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] == 0)
+  std::vector<int> index(static_cast<std::size_t>(program_.world_gpus), -1);
+  for (int g : program_.active_gpus) {
+    if (program_.symmetry.enabled() &&
+        program_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] == 0)
       continue;
     index[static_cast<std::size_t>(g)] = static_cast<int>(r.peaks.size());
-    r.peaks.push_back(
-        {g, 0,
-         core::usable_memory_bytes(s_.cluster, communicates_[static_cast<std::size_t>(g)] != 0)});
+    r.peaks.push_back({g, 0,
+                       core::usable_memory_bytes(scenario_.cluster,
+                                                 communicates_[static_cast<std::size_t>(g)] != 0)});
   }
   const std::size_t n = r.peaks.size();
   std::vector<ByCategory> cur(n, ByCategory{}), resident(n, ByCategory{});
@@ -145,7 +146,7 @@ EvalResult Schedule::figures() const {
   TimeNs exposed = 0;
   for (const GpuPeak& pk : r.peaks) {
     const std::size_t g = static_cast<std::size_t>(pk.gpu);
-    const int w = p_.symmetry.enabled() ? p_.symmetry.weight_of_gpu[g] : 1;
+    const int w = program_.symmetry.enabled() ? program_.symmetry.weight_of_gpu[g] : 1;
     TimeNs e = 0;
     for (const auto& [lo, hi] : window) {
       e += minus_measure(comm_iv_[g], busy_[g], lo, hi);

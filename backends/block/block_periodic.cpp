@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backends/block/block_eval.hpp"
+#include "backends/block/schedule.hpp"
 #include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
 
@@ -97,12 +98,14 @@ std::optional<EvalResult> evaluate_periodic(const core::Scenario& s, std::string
   } catch (const InputError& e) {
     return no(std::string("a short pipeline does not lower: ") + e.what());
   }
+  // The two pipelines move the same transfers: each is timed once (detail::TransferTable).
+  detail::TransferTable transfers;
   std::string wa;
-  std::optional<EvalResult> a = evaluate_block(sa, pa, &wa);
+  std::optional<EvalResult> a = detail::evaluate_block_shared(sa, pa, &wa, &transfers);
   if (!a) return no(wa);
   if (a->oom) return no("out of memory at " + std::to_string(ma) + " micro-batches");
   std::string wb;
-  std::optional<EvalResult> b = evaluate_block(sb, pb, &wb);
+  std::optional<EvalResult> b = detail::evaluate_block_shared(sb, pb, &wb, &transfers);
   if (!b) return no(wb);
   if (b->oom) return no("out of memory at " + std::to_string(mb) + " micro-batches");
   if (a->peaks.size() != b->peaks.size()) return no("different GPUs simulated");

@@ -61,8 +61,8 @@ void Schedule::release_segments(int t) {
 // docs/cost-model.md, "Resource sharing" and "Stragglers": the rate factor of a
 // kernel that starts now on `gpu`.
 double Schedule::factor(int gpu) const {
-  double f = s_.cluster.slowdown_of(gpu);
-  const core::GpuSpec& g = s_.cluster.gpu;
+  double f = scenario_.cluster.slowdown_of(gpu);
+  const core::GpuSpec& g = scenario_.cluster.gpu;
   const int taken = std::min(comm_sms_[static_cast<std::size_t>(gpu)], g.sm_count - 1);
   if (taken > 0) f *= static_cast<double>(g.sm_count) / static_cast<double>(g.sm_count - taken);
   return f;
@@ -345,13 +345,14 @@ void Schedule::finish_unit(int ui, TimeNs end) {
 }
 
 EvalResult Schedule::run() {
-  const std::size_t gpus = static_cast<std::size_t>(p_.world_gpus);
+  const std::size_t gpus = static_cast<std::size_t>(program_.world_gpus);
   running_chain_.assign(gpus, -1);
   comm_sms_.assign(gpus, 0);
   hbm_holders_.assign(gpus, {});
-  hbm_bytes_per_ns_ = s_.cluster.gpu.hbm_sharing ? s_.cluster.gpu.mem_bw_bytes_per_s *
-                                                       s_.cluster.gpu.mem_bw_efficiency * 1e-9
-                                                 : 0.0;
+  hbm_bytes_per_ns_ = scenario_.cluster.gpu.hbm_sharing
+                          ? scenario_.cluster.gpu.mem_bw_bytes_per_s *
+                                scenario_.cluster.gpu.mem_bw_efficiency * 1e-9
+                          : 0.0;
   step_begin_.assign(gpus * static_cast<std::size_t>(steps_ + 1), -1);
   step_end_.assign(step_begin_.size(), -1);
   step_drawn_.assign(step_begin_.size(), -1);
@@ -361,27 +362,27 @@ EvalResult Schedule::run() {
   comm_iv_.assign(gpus, {});
   for (std::size_t t = 0; t < threads_.size(); ++t)
     push(0, Ev::kThreadResume, static_cast<std::int64_t>(t));
-  while (!q_.empty()) {
-    const Event ev = q_.pop(&now_);
+  while (!events_.empty()) {
+    const Event ev = events_.pop(&now_);
     switch (ev.type) {
       case Ev::kStreamCheck:
-        check_stream(static_cast<int>(ev.a));
+        check_stream(static_cast<int>(ev.subject));
         break;
       case Ev::kThreadResume:
-        release_segments(static_cast<int>(ev.a));
+        release_segments(static_cast<int>(ev.subject));
         break;
       case Ev::kHostDone:
-        target_done(static_cast<OpId>(ev.a), now_);
+        target_done(static_cast<OpId>(ev.subject), now_);
         break;
       case Ev::kChainDone:
-        if (units_[static_cast<std::size_t>(ev.a)].gen == ev.gen)
-          finish_unit(static_cast<int>(ev.a), now_);
+        if (units_[static_cast<std::size_t>(ev.subject)].gen == ev.gen)
+          finish_unit(static_cast<int>(ev.subject), now_);
         break;
       case Ev::kTransferDone:
-        if (ev.a >= 0) {
-          finish_unit(static_cast<int>(ev.a), now_);
+        if (ev.subject >= 0) {
+          finish_unit(static_cast<int>(ev.subject), now_);
         } else {
-          for (int u : inst_units_[static_cast<std::size_t>(-1 - ev.a)]) finish_unit(u, now_);
+          for (int u : inst_units_[static_cast<std::size_t>(-1 - ev.subject)]) finish_unit(u, now_);
         }
         break;
     }
@@ -389,6 +390,16 @@ EvalResult Schedule::run() {
   for (const StreamSlots& st : streams_)
     CSIM_ASSERT_MSG(st.next == st.units.size() && !st.busy, "block schedule: a unit never started");
   return figures();
+}
+
+std::optional<EvalResult> evaluate_block_shared(const core::Scenario& scenario,
+                                                const core::Program& program, std::string* why,
+                                                TransferTable* shared) {
+  Schedule s(scenario, program, shared);
+  std::string reason = s.build();
+  if (reason.empty()) return s.run();
+  if (why) *why = std::move(reason);
+  return std::nullopt;
 }
 
 }  // namespace csim::block::detail
@@ -404,11 +415,7 @@ std::string block_path_unsupported(const core::Scenario& scenario, const core::P
 
 std::optional<EvalResult> evaluate_block(const core::Scenario& scenario,
                                          const core::Program& program, std::string* why) {
-  Schedule s(scenario, program);
-  std::string reason = s.build();
-  if (reason.empty()) return s.run();
-  if (why) *why = std::move(reason);
-  return std::nullopt;
+  return detail::evaluate_block_shared(scenario, program, why, nullptr);
 }
 
 EvalResult evaluate(const core::Scenario& scenario, const core::Program& program) {

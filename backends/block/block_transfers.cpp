@@ -35,10 +35,30 @@ TransferTime Schedule::transfer_of(const Op& op) {
     transfer_memo_[h] = {key, it->second};
     return it->second;
   }
+  // Timed by the previous Schedule of this configuration (TransferTable).
+  TransferTable::Key shared_key;
+  if (shared_ != nullptr) {
+    if (op.kind == OpKind::kCopy) {
+      shared_key = {0, static_cast<int>(op.copy_kind), 0, 0, op.bytes, {op.gpu, op.peer_gpu}};
+    } else {
+      shared_key = {1,
+                    static_cast<int>(op.collective),
+                    static_cast<int>(op.algo),
+                    op.root,
+                    op.bytes,
+                    program_.groups[static_cast<std::size_t>(op.group)].gpus};
+    }
+    const auto sh = shared_->times.find(shared_key);
+    if (sh != shared_->times.end()) {
+      transfer_ns_.emplace(key, sh->second);
+      transfer_memo_[h] = {key, sh->second};
+      return sh->second;
+    }
+  }
   core::TransferPlan plan;
   std::vector<int> ends;
   if (op.kind == OpKind::kCopy) {
-    const int node = op.gpu / s_.cluster.gpus_per_node;
+    const int node = op.gpu / scenario_.cluster.gpus_per_node;
     core::Endpoint src = core::Endpoint::host(node), dst = core::Endpoint::gpu(op.gpu);
     if (op.copy_kind == core::CopyKind::kPeer) src = core::Endpoint::gpu(op.peer_gpu);
     if (op.copy_kind == core::CopyKind::kD2H) std::swap(src, dst);
@@ -46,7 +66,7 @@ TransferTime Schedule::transfer_of(const Op& op) {
     ends.push_back(op.gpu);
     if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
   } else {
-    ends = p_.groups[static_cast<std::size_t>(op.group)].gpus;
+    ends = program_.groups[static_cast<std::size_t>(op.group)].gpus;
     plan = core::plan_collective(topo_, comm_, op.collective, op.algo, ends, op.root,
                                  static_cast<double>(op.bytes));
   }
@@ -62,6 +82,7 @@ TransferTime Schedule::transfer_of(const Op& op) {
   }
   const TransferTime d{time_plan(std::move(plan), ends), hbm};
   transfer_ns_.emplace(key, d);
+  if (shared_ != nullptr) shared_->times.emplace(std::move(shared_key), d);
   transfer_memo_[h] = {key, d};
   return d;
 }
@@ -73,9 +94,9 @@ const std::vector<int>& Schedule::mirrors_of(const std::vector<int>& gpus) {
   if (it != mirrors_.end()) return it->second;
   std::vector<int> out;
   std::set<std::vector<int>> seen;
-  for (std::size_t m = 0; m < p_.symmetry.images.size(); ++m) {
+  for (std::size_t m = 0; m < program_.symmetry.images.size(); ++m) {
     std::vector<int> key;
-    for (int g : gpus) key.push_back(p_.symmetry.images[m][static_cast<std::size_t>(g)]);
+    for (int g : gpus) key.push_back(program_.symmetry.images[m][static_cast<std::size_t>(g)]);
     std::sort(key.begin(), key.end());
     if (!seen.insert(key).second) continue;
     if (m > 0) out.push_back(static_cast<int>(m));
@@ -86,9 +107,9 @@ const std::vector<int>& Schedule::mirrors_of(const std::vector<int>& gpus) {
 void Schedule::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const {
   for (core::TransferPlan& st : plan.then) add_mirror_flows(st, mirrors);
   const std::size_t own = plan.flows.size();
-  const int per_node = s_.cluster.gpus_per_node;
+  const int per_node = scenario_.cluster.gpus_per_node;
   for (int m : mirrors) {
-    const std::vector<int>& img = p_.symmetry.images[static_cast<std::size_t>(m)];
+    const std::vector<int>& img = program_.symmetry.images[static_cast<std::size_t>(m)];
     for (std::size_t i = 0; i < own; ++i) {
       core::FlowSpec f = plan.flows[i];
       const bool src_gpu = f.src.kind == core::Endpoint::Kind::kGpu;
@@ -107,7 +128,7 @@ void Schedule::add_mirror_flows(core::TransferPlan& plan, const std::vector<int>
 // between nodes), the plan moves data between GPUs only, and the images' GPU sets are pairwise
 // equal or disjoint; then the transfer alone takes as long as with its images.
 bool Schedule::images_disjoint(const core::TransferPlan& plan, const std::vector<int>& gpus) {
-  const core::ClusterSpec& c = s_.cluster;
+  const core::ClusterSpec& c = scenario_.cluster;
   const bool per_gpu_links =
       (c.gpus_per_node == 1 || c.intra.kind == core::IntraNodeKind::kNvswitch) &&
       (c.nodes == 1 || (c.nics_per_node >= c.gpus_per_node && c.fabric.nodes_per_leaf <= 0));
@@ -118,10 +139,10 @@ bool Schedule::images_disjoint(const core::TransferPlan& plan, const std::vector
     for (const core::FlowSpec& f : st->flows)
       if (f.src.kind != core::Endpoint::Kind::kGpu || f.dst.kind != core::Endpoint::Kind::kGpu)
         return false;
-  if (stamp_.empty()) stamp_.assign(static_cast<std::size_t>(p_.world_gpus), -1);
+  if (stamp_.empty()) stamp_.assign(static_cast<std::size_t>(program_.world_gpus), -1);
   bool ok = true;
-  for (std::size_t m = 0; m < p_.symmetry.images.size() && ok; ++m) {
-    const std::vector<int>& img = p_.symmetry.images[m];
+  for (std::size_t m = 0; m < program_.symmetry.images.size() && ok; ++m) {
+    const std::vector<int>& img = program_.symmetry.images[m];
     const int first = stamp_[static_cast<std::size_t>(img[static_cast<std::size_t>(gpus[0])])];
     if (first >= 0) {  // the same set as an earlier image's, or overlapping it
       for (int g : gpus)
@@ -134,7 +155,7 @@ bool Schedule::images_disjoint(const core::TransferPlan& plan, const std::vector
       st = static_cast<int>(m);
     }
   }
-  for (const std::vector<int>& img : p_.symmetry.images)
+  for (const std::vector<int>& img : program_.symmetry.images)
     for (int g : gpus) stamp_[static_cast<std::size_t>(img[static_cast<std::size_t>(g)])] = -1;
   return ok;
 }
@@ -142,7 +163,7 @@ bool Schedule::images_disjoint(const core::TransferPlan& plan, const std::vector
 // Each stage after its latency: its flows (mirror images included) alone on a flow network of
 // just the links they cross, so that the cost grows with the transfer, not with the cluster.
 TimeNs Schedule::time_plan(core::TransferPlan plan, const std::vector<int>& mirror_gpus) {
-  if (p_.symmetry.enabled() && !images_disjoint(plan, mirror_gpus))
+  if (program_.symmetry.enabled() && !images_disjoint(plan, mirror_gpus))
     add_mirror_flows(plan, mirrors_of(mirror_gpus));
   std::vector<core::TransferPlan> stages{plan};
   for (core::TransferPlan& st : plan.then) stages.push_back(st);

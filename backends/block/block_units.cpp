@@ -21,7 +21,7 @@ int Schedule::target(OpId op) {
 // Others wait for `op`: it must end its unit, so that its end is an event. Splits the chain that
 // holds it when it is not the chain's last op (docs/block-eval.md, "Chains").
 void Schedule::end_unit_at(OpId op, std::vector<int>& open) {
-  const Op& o = p_.ops[static_cast<std::size_t>(op)];
+  const Op& o = program_.ops[static_cast<std::size_t>(op)];
   if (o.stream < 0) return;
   StreamSlots& st = streams_[static_cast<std::size_t>(o.stream)];
   if (!st.op.empty() && st.op.back() == op) {  // the common case: the stream's latest op
@@ -64,52 +64,64 @@ void Schedule::end_unit_at(OpId op, std::vector<int>& open) {
 }
 
 std::string Schedule::build() {
-  steps_ = std::max(1, p_.steps);
-  if (p_.threads.empty()) return "no host threads";
+  steps_ = std::max(1, program_.steps);
+  if (shared_ != nullptr) {  // TransferTable: the same topology and mirrors, or not shared
+    if (!shared_->filled) {
+      shared_->filled = true;
+      shared_->topology = topology_.get();
+      shared_->images = program_.symmetry.images;
+    } else if (shared_->topology != topology_.get() ||
+               shared_->images != program_.symmetry.images) {
+      shared_ = nullptr;
+    }
+  }
+  if (program_.threads.empty()) return "no host threads";
   // Layouts whose block-level schedule was measured off the op level by more than 1 % when they
   // were added (docs/block-eval.md, "Scope"; tests/test_block_eval.cpp): the op level runs them
   // until the block path reproduces them.
-  const core::ParallelSpec& ps = s_.strategy.parallel;
+  const core::ParallelSpec& ps = scenario_.strategy.parallel;
   if (ps.fsdp2.enabled && ps.pp > 1)
     return "FSDP2 with pipeline stages (the block path was 2.1 % off the op level)";
-  if (s_.training.precision == core::Precision::kFp8 &&
+  if (scenario_.training.precision == core::Precision::kFp8 &&
       ps.recompute == core::RecomputeMode::kSelectiveOp)
     return "FP8 with per-op selective recompute (the block path was 1.1 % off the op level)";
-  if (s_.strategy.kind == core::StrategyKind::kZero && ps.zero_stage == 3)
+  if (scenario_.strategy.kind == core::StrategyKind::kZero && ps.zero_stage == 3)
     return "DeepSpeed ZeRO-3's per-module fetch (the block path was 5.1 % off the op level in "
            "step time, 36 % in peak memory)";
-  const std::size_t gpus = static_cast<std::size_t>(p_.world_gpus);
+  const std::size_t gpus = static_cast<std::size_t>(program_.world_gpus);
   // One thread per process (no GIL waits) and per GPU.
-  std::vector<int> per_process(p_.processes.size(), 0), per_gpu(gpus, 0);
-  std::vector<int> per_node(static_cast<std::size_t>(s_.cluster.nodes), 0);
-  threads_.resize(p_.threads.size());
-  for (const core::ThreadDesc& t : p_.threads) {
-    if (t.gpu < 0 || t.gpu >= p_.world_gpus) return "a host thread without a GPU";
+  std::vector<int> per_process(program_.processes.size(), 0), per_gpu(gpus, 0);
+  std::vector<int> per_node(static_cast<std::size_t>(scenario_.cluster.nodes), 0);
+  threads_.resize(program_.threads.size());
+  for (const core::ThreadDesc& t : program_.threads) {
+    if (t.gpu < 0 || t.gpu >= program_.world_gpus) return "a host thread without a GPU";
     if (++per_process[static_cast<std::size_t>(t.process)] > 1)
       return "a process with several threads (GIL, data-loader workers)";
     if (++per_gpu[static_cast<std::size_t>(t.gpu)] > 1) return "a GPU driven by several threads";
-    ++per_node[static_cast<std::size_t>(p_.processes[static_cast<std::size_t>(t.process)].node)];
+    ++per_node[static_cast<std::size_t>(
+        program_.processes[static_cast<std::size_t>(t.process)].node)];
     threads_[static_cast<std::size_t>(t.id)].gpu = t.gpu;
   }
   // Enough CPU cores that no thread waits for one (the op-level share under rank symmetry:
   // cores x simulated / active GPUs of the node, backends/sim/sim_executor.cpp).
   std::vector<int> active(per_node.size(), 0), simulated(per_node.size(), 0);
-  for (int g : p_.active_gpus) {
-    ++active[static_cast<std::size_t>(g / s_.cluster.gpus_per_node)];
-    if (!p_.symmetry.enabled() || p_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] > 0)
-      ++simulated[static_cast<std::size_t>(g / s_.cluster.gpus_per_node)];
+  for (int g : program_.active_gpus) {
+    ++active[static_cast<std::size_t>(g / scenario_.cluster.gpus_per_node)];
+    if (!program_.symmetry.enabled() ||
+        program_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] > 0)
+      ++simulated[static_cast<std::size_t>(g / scenario_.cluster.gpus_per_node)];
   }
   for (std::size_t nd = 0; nd < per_node.size(); ++nd) {
-    int cores = std::max(1, s_.host.cpu_cores);
-    if (p_.symmetry.enabled() && active[nd] > 0 && simulated[nd] > 0)
-      cores = std::max(1, static_cast<int>(static_cast<std::int64_t>(s_.host.cpu_cores) *
+    int cores = std::max(1, scenario_.host.cpu_cores);
+    if (program_.symmetry.enabled() && active[nd] > 0 && simulated[nd] > 0)
+      cores = std::max(1, static_cast<int>(static_cast<std::int64_t>(scenario_.host.cpu_cores) *
                                            simulated[nd] / active[nd]));
     if (per_node[nd] > cores) return "more threads than CPU cores on a node";
   }
-  streams_.resize(p_.streams.size());
+  streams_.resize(program_.streams.size());
   streams_of_gpu_.assign(gpus, {});
   compute_stream_of_gpu_.assign(gpus, -1);
-  for (const core::StreamDesc& sd : p_.streams) {
+  for (const core::StreamDesc& sd : program_.streams) {
     streams_[static_cast<std::size_t>(sd.id)].gpu = sd.gpu;
     streams_of_gpu_[static_cast<std::size_t>(sd.gpu)].push_back(sd.id);
     if (sd.role != core::StreamRole::kCompute) continue;
@@ -119,19 +131,20 @@ std::string Schedule::build() {
   }
   // A collective instance holds one op per member that issues ops (docs/program.md, "Rank
   // symmetry": the representatives).
-  group_members_.assign(p_.groups.size(), 0);
-  for (const core::CommGroup& g : p_.groups)
+  group_members_.assign(program_.groups.size(), 0);
+  for (const core::CommGroup& g : program_.groups)
     for (int gpu : g.gpus)
       group_members_[static_cast<std::size_t>(g.id)] +=
-          !p_.symmetry.enabled() || p_.symmetry.weight_of_gpu[static_cast<std::size_t>(gpu)] > 0;
-  target_of_op_.assign(p_.ops.size(), -1);
+          !program_.symmetry.enabled() ||
+          program_.symmetry.weight_of_gpu[static_cast<std::size_t>(gpu)] > 0;
+  target_of_op_.assign(program_.ops.size(), -1);
   communicates_.assign(gpus, 0);
-  const core::GpuSpec& gpu = s_.cluster.gpu;
-  const TimeNs latency = us_to_ns(s_.host.launch_latency_us);
-  std::vector<int> open(p_.streams.size(), -1);  // open chain per stream
+  const core::GpuSpec& gpu = scenario_.cluster.gpu;
+  const TimeNs latency = us_to_ns(scenario_.host.launch_latency_us);
+  std::vector<int> open(program_.streams.size(), -1);  // open chain per stream
   bool any_compute = false;
-  const Op* const ops_end = p_.ops.data() + p_.ops.size();
-  for (const Op& op : p_.ops) {
+  const Op* const ops_end = program_.ops.data() + program_.ops.size();
+  for (const Op& op : program_.ops) {
     // The pass is bound by reading the ops (200 bytes each): ask for the lines a few ops ahead.
     constexpr std::ptrdiff_t kAhead = 16;
     if (ops_end - &op > kAhead) {
@@ -193,7 +206,7 @@ std::string Schedule::build() {
     if (st.thread < 0) {
       st.thread = op.thread;
       if (compute_stream) {  // most of a thread's ops: reserve once rather than grow
-        const std::size_t guess = p_.ops.size() / p_.threads.size() + 16;
+        const std::size_t guess = program_.ops.size() / program_.threads.size() + 16;
         st.op.reserve(guess);
         st.er.reserve(guess);
         st.pc.reserve(guess + 1);
@@ -303,8 +316,8 @@ std::string Schedule::build() {
   std::vector<int> fill(woken_first_.begin(), woken_first_.end() - 1);
   for (const auto& [k, w] : waiters_)
     woken_[static_cast<std::size_t>(fill[static_cast<std::size_t>(k)]++)] = w;
-  inst_arrived_.assign(static_cast<std::size_t>(p_.collective_instances), 0);
-  inst_units_.assign(static_cast<std::size_t>(p_.collective_instances), {});
+  inst_arrived_.assign(static_cast<std::size_t>(program_.collective_instances), 0);
+  inst_units_.assign(static_cast<std::size_t>(program_.collective_instances), {});
   return {};
 }
 

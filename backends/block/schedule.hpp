@@ -120,7 +120,7 @@ enum class Ev : std::uint8_t { kStreamCheck, kChainDone, kTransferDone, kThreadR
 struct Event {
   Ev type;
   std::uint32_t gen;
-  std::int64_t a;
+  std::int64_t subject;  // the stream, thread, op, unit or (-1 - instance) it is about
 };
 
 struct MemEvent {
@@ -136,6 +136,22 @@ using PlanKey = std::tuple<int, int, int, int, int, Bytes>;
 struct TransferTime {
   TimeNs ns = 0;
   double hbm_bytes_per_ns = 0;
+};
+
+// Transfers timed by one Schedule, handed to the next of the same configuration
+// (docs/block-eval.md, "Periodic steady state": the two short pipelines move the same transfers).
+// A transfer's time is a function of its plan key with the group's GPUs in place of the group's
+// id (group ids are the lowering's order of first use), the topology and the rank symmetry's
+// images (its mirrors); a Schedule takes the table only when the last two are the ones it was
+// filled with.
+struct TransferTable {
+  // (copy 0 / collective 1, copy kind or collective, algorithm, root, bytes, GPUs: a copy's GPU
+  // and peer, a collective's group)
+  using Key = std::tuple<int, int, int, int, Bytes, std::vector<int>>;
+  std::map<Key, TransferTime> times;
+  const core::Topology* topology = nullptr;  // held alive by the Schedules' shared_ptr
+  std::vector<std::vector<int>> images;      // core::RankSymmetry::images of the Programs
+  bool filled = false;
 };
 
 // Direct-mapped memo of compute_duration_ns: a layer's kernel recurs every micro-batch.
@@ -178,18 +194,20 @@ struct ComputeMemo {
 
 class Schedule {
  public:
-  Schedule(const core::Scenario& s, const core::Program& p)
-      : s_(s),
-        p_(p),
+  // `shared`, when given, is consulted and filled in transfer_of (TransferTable).
+  Schedule(const core::Scenario& s, const core::Program& p, TransferTable* shared = nullptr)
+      : scenario_(s),
+        program_(p),
         comm_(core::comm_params_for(s)),
         topology_(core::shared_topology(s.cluster)),
-        topo_(*topology_) {}
+        topo_(*topology_),
+        shared_(shared) {}
   std::string build();  // empty when the block path applies, else why not
   EvalResult run();
 
  private:
-  const core::Scenario& s_;
-  const core::Program& p_;
+  const core::Scenario& scenario_;
+  const core::Program& program_;
   core::CommParams comm_;
   // Shared with every evaluation of the same cluster (core/topology_cache.hpp).
   std::shared_ptr<const core::Topology> topology_;
@@ -197,10 +215,11 @@ class Schedule {
   std::vector<int> local_link_;  // time_plan's scratch: topology link -> compact index, -1
   std::vector<int> stamp_;       // images_disjoint's scratch: GPU -> image, -1
   std::map<PlanKey, TransferTime> transfer_ns_;
+  TransferTable* shared_ = nullptr;  // null, or checked against this Program in build()
   std::array<std::pair<PlanKey, TransferTime>, 1024> transfer_memo_{};
   std::map<std::vector<int>, std::vector<int>> mirrors_;
   ComputeMemo compute_;
-  engine::EventQueue<Event> q_;
+  engine::EventQueue<Event> events_;
   TimeNs now_ = 0;
 
   std::vector<Unit> units_;
@@ -253,11 +272,11 @@ class Schedule {
   void hbm_change(int gpu, int unit, double ask);
   TimeNs slot_kernel_ns(const StreamSlots& st, std::size_t k, double f, int bound) const;
   int sms_of(const Op& op) const {
-    const int n = s_.cluster.gpu.nccl_sms;
+    const int n = scenario_.cluster.gpu.nccl_sms;
     return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
   }
-  void push(TimeNs t, Ev type, std::int64_t a, std::uint32_t gen = 0) {
-    q_.push(t, Event{type, gen, a});
+  void push(TimeNs t, Ev type, std::int64_t subject, std::uint32_t gen = 0) {
+    events_.push(t, Event{type, gen, subject});
   }
   TimeNs time_of(const Unit& u, int j) const {
     const StreamSlots& st = streams_[static_cast<std::size_t>(u.stream)];
@@ -289,5 +308,11 @@ class Schedule {
   void target_done(OpId op, TimeNs t);
   EvalResult figures() const;
 };
+
+// evaluate_block with a TransferTable shared by the Schedules of one configuration
+// (block_periodic.cpp's two short pipelines).
+std::optional<EvalResult> evaluate_block_shared(const core::Scenario& scenario,
+                                                const core::Program& program, std::string* why,
+                                                TransferTable* shared);
 
 }  // namespace csim::block::detail

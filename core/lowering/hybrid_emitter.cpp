@@ -18,7 +18,13 @@
 namespace csim::core::hybrid {
 
 Emitter::Emitter(const Scenario& s, ProgramBuilder& b)
-    : s_(s), ps_(s.strategy.parallel), b_(b), grid_(ps_), pb_(b.precision()) {}
+    : s_(s),
+      ps_(s.strategy.parallel),
+      b_(b),
+      grid_(ps_),
+      pb_(b.precision()),
+      coll_python_ns_(b.python_ns(1)),
+      coll_dispatch_ns_(b.dispatch_ns(1)) {}
 
 Bytes Emitter::per_micro_batch(double per_sample) const {
   return static_cast<Bytes>(std::llround(per_sample * static_cast<double>(ps_.micro_batch_size)));
@@ -37,6 +43,7 @@ void Emitter::make_plan() {
         s_.model, sg, ps_.tp, ps_.sequence_parallel, ps_.recompute, ps_.recompute_every));
   }
   plan_.sharding = sharding_plan(ps_, s_.strategy.kind);
+  kernel_ops_.assign(layers.size(), {});
   // Units: blocks (GPT) or a layer with parameters and the parameter-free layers after it; a
   // unit never crosses a segment boundary.
   std::vector<char> seg_start(layers.size() + 1, 0);
@@ -111,12 +118,25 @@ void Emitter::set_up_symmetry() {
   RankSymmetry& sym = b_.program().symmetry;
   const std::size_t world = static_cast<std::size_t>(b_.program().world_gpus);
   sym.weight_of_gpu.assign(world, 0);
+  // RankGrid::rank is linear in the coordinates (rank_grid.cpp): the image of rank r is
+  // r + (its shifted dp - dp) x stride_dp + (its shifted tp - tp) x stride_tp, computed from the
+  // strides and per-shift tables instead of a rank() call per rank and mirror.
+  const int origin = grid_.rank({0, 0, 0});
+  const int stride_dp = grid_.rank({1 % ps_.dp, 0, 0}) - origin;
+  const int stride_tp = grid_.rank({0, 1 % ps_.tp, 0}) - origin;
+  std::vector<int> dp_shift(static_cast<std::size_t>(ps_.dp)),
+      tp_shift(static_cast<std::size_t>(ps_.tp));
   for (int kd = 0; kd < ps_.dp; ++kd) {
+    for (int d = 0; d < ps_.dp; ++d)
+      dp_shift[static_cast<std::size_t>(d)] = ((d + kd) % ps_.dp - d) * stride_dp;
     for (int kt = 0; kt < ps_.tp; ++kt) {
+      for (int t = 0; t < ps_.tp; ++t)
+        tp_shift[static_cast<std::size_t>(t)] = ((t + kt) % ps_.tp - t) * stride_tp;
       std::vector<int> img(world, -1);
       for (const RankState& r : ranks_) {
-        const RankCoord c{(r.c.dp + kd) % ps_.dp, (r.c.tp + kt) % ps_.tp, r.c.pp};
-        img[static_cast<std::size_t>(r.gpu)] = ranks_[static_cast<std::size_t>(grid_.rank(c))].gpu;
+        const int to = r.rank + dp_shift[static_cast<std::size_t>(r.c.dp)] +
+                       tp_shift[static_cast<std::size_t>(r.c.tp)];
+        img[static_cast<std::size_t>(r.gpu)] = ranks_[static_cast<std::size_t>(to)].gpu;
       }
       sym.images.push_back(std::move(img));
     }
@@ -137,17 +157,29 @@ int Emitter::add_group(const std::vector<int>& rks, const std::string& name) {
 int Emitter::instance_for(int rank, int group) {
   // Every member issues the same sequence of collectives on a group, so the k-th op of each
   // member on the group belongs to the k-th instance.
-  const std::int64_t world = static_cast<std::int64_t>(ranks_.size());
-  const int k = seq_[static_cast<std::int64_t>(group) * world + rank]++;
+  const auto g = static_cast<std::size_t>(group);
+  if (g >= issuing_members_.size()) {
+    issuing_members_.resize(b_.program().groups.size(), -1);
+    next_index_.resize(b_.program().groups.size());
+  }
+  int& members = issuing_members_[g];
+  if (members < 0) {
+    // Members that issue ops: all of them, or under rank symmetry the representatives only.
+    members = 0;
+    for (int gpu : b_.program().groups[g].gpus)
+      members += emitted_gpu_[static_cast<std::size_t>(gpu)] ? 1 : 0;
+  }
+  std::vector<std::pair<int, int>>& next = next_index_[g];
+  auto at = std::find_if(next.begin(), next.end(), [&](const auto& e) { return e.first == rank; });
+  if (at == next.end()) at = next.insert(next.end(), {rank, 0});
+  const int k = at->second++;
+  // A group with one issuing member: every op is an instance of its own.
+  if (members <= 1) return b_.new_instance();
   const std::int64_t key = (static_cast<std::int64_t>(group) << 32) | static_cast<std::uint32_t>(k);
   auto it = open_.find(key);
   if (it == open_.end()) {
     const int inst = b_.new_instance();
-    // Members that issue ops: all of them, or under rank symmetry the representatives only.
-    int members = 0;
-    for (int gpu : b_.program().groups[static_cast<std::size_t>(group)].gpus)
-      members += emitted_gpu_[static_cast<std::size_t>(gpu)] ? 1 : 0;
-    if (members > 1) open_[key] = {inst, members - 1};
+    open_[key] = {inst, members - 1};
     return inst;
   }
   const int inst = it->second.first;
@@ -160,10 +192,32 @@ OpId Emitter::coll(RankState& r, int stream, const NameRef& name, CollectiveKind
   const int inst = instance_for(r.rank, group);
   const bool fwd = phase == StepPhase::kForward;
   return b_.collective(r.thread, stream, r.gpu, name, k, group, -1, inst, bytes, std::move(deps),
-                       phase, fwd ? b_.python_ns(1) : 0, b_.dispatch_ns(1));
+                       phase, fwd ? coll_python_ns_ : 0, coll_dispatch_ns_);
 }
 
 // [SECTION] Passes --------------------------------------------------------------------------------
+
+std::size_t Emitter::kernel_phase(StepPhase p) {
+  return p == StepPhase::kBackward ? 2 : p == StepPhase::kRecompute ? 1 : 0;
+}
+
+NameId Emitter::kernel_name(const LayerPass& lp) {
+  const LayerSpec& l = s_.model.layers[static_cast<std::size_t>(lp.layer)];
+  if (lp.sp.micro < 0)  // no field to tell whether the pattern has one: not remembered
+    return op_names::layer_kernel(lp.sp.prefix, lp.sp.micro, l.name, lp.phase).intern(b_.names());
+  if (kernel_names_.empty() || lp.sp.prefix != kernel_prefix_) {
+    kernel_prefix_ = lp.sp.prefix;
+    kernel_names_.assign(s_.model.layers.size(), {});
+  }
+  KernelName& k = kernel_names_[static_cast<std::size_t>(lp.layer)][kernel_phase(lp.phase)];
+  if (k.index != 0) return NameId{k.index - 1, k.has_field ? lp.sp.micro : -1};
+  // As StringPool::intern: the id carries the field where the pattern has the field's byte.
+  const NameId id =
+      op_names::layer_kernel(lp.sp.prefix, lp.sp.micro, l.name, lp.phase).intern(b_.names());
+  k.index = id.index + 1;
+  k.has_field = id.field >= 0;
+  return id;
+}
 
 OpId Emitter::emit_layer(LayerPass& lp) {
   each_piece([&](ParallelPiece& p) { p.begin_layer(lp); });
@@ -172,8 +226,31 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   const ShardedLayer& sl = plan_.sharded[static_cast<std::size_t>(lp.layer)];
   const double bsz = static_cast<double>(ps_.micro_batch_size);
   const Lane lane{r.thread, r.gpu, r.compute};
-  const NameRef name = op_names::layer_kernel(lp.sp.prefix, lp.sp.micro, l.name, lp.phase);
+  const NameRef name = kernel_name(lp);
   OpId c = kNoOp;
+  // A layer kernel outside FP8 (no casts around it) repeats its layer and phase's first one but
+  // for the fields set here (kernel_ops_).
+  const bool repeatable = !b_.fp8().fp8_layer(lp.layer);
+  const std::size_t phase = kernel_phase(lp.phase);
+  KernelOp* const t =
+      repeatable ? &kernel_ops_[static_cast<std::size_t>(lp.layer)][phase] : nullptr;
+  if (t != nullptr && t->valid) {
+    // Copied into place (ProgramBuilder::add's id and step), not through a temporary Op.
+    std::vector<Op>& ops = b_.program().ops;
+    c = static_cast<OpId>(ops.size());
+    Op& op = ops.emplace_back(t->op);
+    op.id = c;
+    op.step = b_.step();
+    op.name = name.intern(b_.names());
+    op.thread = lane.thread;
+    op.stream = lane.stream;
+    op.gpu = lane.gpu;
+    op.deps = std::move(lp.deps);
+    r.last_compute = c;
+    lp.kernel = c;
+    each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });
+    return c;
+  }
   // FP8 casts (docs/fp8.md): the label, as text, only for a layer that has them (no string per
   // kernel).
   const std::string fp8_label =
@@ -205,6 +282,11 @@ OpId Emitter::emit_layer(LayerPass& lp) {
     b_.set_layer_efficiency(c, l, true);
   }
   b_.fp8().mark(b_, c, lp.layer);
+  if (t != nullptr) {  // as emitted, before any piece's end_layer hook changes it
+    t->op = b_.program().ops[static_cast<std::size_t>(c)];
+    t->op.deps.clear();
+    t->valid = true;
+  }
   r.last_compute = c;
   lp.kernel = c;
   each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });

@@ -21,6 +21,7 @@
 // piece order, end_* hooks (and the structure hooks) in reverse. hybrid_3d.cpp composes them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -166,11 +167,37 @@ class Emitter {
   Plan plan_;
   std::vector<std::unique_ptr<ParallelPiece>> pieces_;
   std::vector<RankState> ranks_;
-  std::unordered_map<std::int64_t, int> seq_;  // (group, rank) -> next index
+  // instance_for's state, by group id: the members that issue ops (-1 until counted; groups do
+  // not change once added) and, per issuing rank, its next index on the group ((rank, index)
+  // pairs: a group has few issuing ranks, one per group under rank symmetry).
+  std::vector<int> issuing_members_;
+  std::vector<std::vector<std::pair<int, int>>> next_index_;
+  TimeNs coll_python_ns_ = 0, coll_dispatch_ns_ = 0;  // one framework op (coll)
   std::unordered_map<std::int64_t, std::pair<int, int>>
       open_;                       // (group, index) -> instance, ops left
   bool symmetric_ = false;         // rank symmetry (docs/program.md)
   std::vector<char> emitted_gpu_;  // per world GPU
+  // The layer kernels' names (docs/program.md, "Names"): a kernel's pattern is the same for
+  // every micro-batch (only the field differs), so it is interned once per layer and phase
+  // (forward, recompute, backward) under the prefix `kernel_prefix_`, and later kernels take
+  // the id with their own field; a pass with another prefix (an evaluation forward) starts over.
+  struct KernelName {
+    std::uint32_t index = 0;  // the pattern's id in the pool + 1; 0: not interned yet
+    bool has_field = false;   // the pattern holds kNameField (the id carries the micro-batch)
+  };
+  std::string kernel_prefix_;
+  std::vector<std::array<KernelName, 3>> kernel_names_;  // per layer
+  NameId kernel_name(const LayerPass& lp);
+  static std::size_t kernel_phase(StepPhase p);  // forward 0, recompute 1, backward 2
+  // The layer kernels outside FP8: every field of one is a function of its layer, its phase and
+  // the scenario, except its id, step, name field, lane and deps; the first kernel of each layer
+  // and phase is emitted in full and kept (before the pieces' end_layer hooks), and the later
+  // ones are copies of it with those fields set (emit_layer).
+  struct KernelOp {
+    Op op;
+    bool valid = false;
+  };
+  std::vector<std::array<KernelOp, 3>> kernel_ops_;  // per layer, by kernel_phase
 
   void make_plan();
   void lay_out_ranks();

@@ -14,73 +14,73 @@
 
 namespace csim::core {
 
-ProgramBuilder::ProgramBuilder(const Scenario& scenario) : s_(scenario), fp8_(scenario) {
-  p_.world_gpus = scenario.cluster.world_gpus();
-  p_.gpus_per_node = scenario.cluster.gpus_per_node;
-  p_.steps = scenario.training.steps;
+ProgramBuilder::ProgramBuilder(const Scenario& scenario) : scenario_(scenario), fp8_(scenario) {
+  program_.world_gpus = scenario.cluster.world_gpus();
+  program_.gpus_per_node = scenario.cluster.gpus_per_node;
+  program_.steps = scenario.training.steps;
 }
 
 // [SECTION] Structure -----------------------------------------------------------------------------
 
 int ProgramBuilder::add_process(int node, std::string name, bool runs_python) {
   ProcessDesc d;
-  d.id = static_cast<int>(p_.processes.size());
+  d.id = static_cast<int>(program_.processes.size());
   d.node = node;
   d.name = std::move(name);
-  d.has_gil = runs_python && s_.host.python && s_.host.gil;
-  p_.processes.push_back(std::move(d));
-  return p_.processes.back().id;
+  d.has_gil = runs_python && scenario_.host.python && scenario_.host.gil;
+  program_.processes.push_back(std::move(d));
+  return program_.processes.back().id;
 }
 
 int ProgramBuilder::add_thread(int process, int gpu, std::string name) {
   ThreadDesc t;
-  t.id = static_cast<int>(p_.threads.size());
+  t.id = static_cast<int>(program_.threads.size());
   t.process = process;
   t.gpu = gpu;
   t.name = std::move(name);
-  p_.threads.push_back(std::move(t));
-  return p_.threads.back().id;
+  program_.threads.push_back(std::move(t));
+  return program_.threads.back().id;
 }
 
 int ProgramBuilder::add_stream(int gpu, StreamRole role, std::string name) {
   StreamDesc st;
-  st.id = static_cast<int>(p_.streams.size());
+  st.id = static_cast<int>(program_.streams.size());
   st.gpu = gpu;
   st.role = role;
   st.name = std::move(name);
-  p_.streams.push_back(std::move(st));
-  return p_.streams.back().id;
+  program_.streams.push_back(std::move(st));
+  return program_.streams.back().id;
 }
 
 int ProgramBuilder::add_group(std::vector<int> gpus, std::string name) {
   CommGroup g;
-  g.id = static_cast<int>(p_.groups.size());
+  g.id = static_cast<int>(program_.groups.size());
   g.gpus = std::move(gpus);
   g.name = std::move(name);
-  p_.groups.push_back(std::move(g));
-  return p_.groups.back().id;
+  program_.groups.push_back(std::move(g));
+  return program_.groups.back().id;
 }
 
 // [SECTION] Host costs ----------------------------------------------------------------------------
 
 TimeNs ProgramBuilder::python_ns(double framework_ops) const {
   // docs/program.md, "Host costs": Python time = ops x python_us_per_op (GIL held).
-  if (!s_.host.python) return 0;
-  return us_to_ns(framework_ops * s_.host.python_us_per_op);
+  if (!scenario_.host.python) return 0;
+  return us_to_ns(framework_ops * scenario_.host.python_us_per_op);
 }
 
 TimeNs ProgramBuilder::dispatch_ns(double framework_ops) const {
   // docs/program.md, "Host costs": dispatch time = ops x dispatch_us_per_op (GIL released).
-  return us_to_ns(framework_ops * s_.host.dispatch_us_per_op);
+  return us_to_ns(framework_ops * scenario_.host.dispatch_us_per_op);
 }
 
 // [SECTION] Op factories --------------------------------------------------------------------------
 
 OpId ProgramBuilder::add(Op op) {
-  op.id = static_cast<OpId>(p_.ops.size());
+  op.id = static_cast<OpId>(program_.ops.size());
   op.step = step_;
-  p_.ops.push_back(std::move(op));
-  return p_.ops.back().id;
+  program_.ops.push_back(std::move(op));
+  return program_.ops.back().id;
 }
 
 namespace {
@@ -106,7 +106,7 @@ Op base_op(OpKind kind, NameId name, int thread, int stream, int gpu, TimeNs pyt
 OpId ProgramBuilder::compute(const Lane& l, const NameRef& name, ComputeKind kind, double flops,
                              Bytes bytes, double framework_ops, bool python, std::vector<Dep> deps,
                              Phase phase, std::int64_t batch) {
-  Op op = base_op(OpKind::kCompute, name.intern(p_.names), l.thread, l.stream, l.gpu,
+  Op op = base_op(OpKind::kCompute, name.intern(program_.names), l.thread, l.stream, l.gpu,
                   python ? python_ns(framework_ops) : 0, dispatch_ns(framework_ops),
                   std::move(deps), phase);
   op.compute_kind = kind;
@@ -118,20 +118,20 @@ OpId ProgramBuilder::compute(const Lane& l, const NameRef& name, ComputeKind kin
 }
 
 void ProgramBuilder::set_layer_efficiency(OpId op, const LayerSpec& layer, bool backward) {
-  Op& o = p_.ops[static_cast<std::size_t>(op)];
+  Op& o = program_.ops[static_cast<std::size_t>(op)];
   // docs/cost-model.md, "GEMM shape": a linear layer's kernel is timed from its shape; its
   // backward is the input- and weight-gradient GEMMs.
-  o.gemm = rank_gemm_shape(layer, o.batch, s_.strategy.parallel.tp, o.flops, backward);
+  o.gemm = rank_gemm_shape(layer, o.batch, scenario_.strategy.parallel.tp, o.flops, backward);
   o.gemm_pass = backward ? GemmPass::kBackward : GemmPass::kForward;
   if (layer.fused_attention.kernel == AttentionKernel::kEager) return;
-  p_.ops[static_cast<std::size_t>(op)].max_efficiency =
-      fused_attention_max_efficiency(s_.cluster.gpu, layer.fused_attention, backward);
+  program_.ops[static_cast<std::size_t>(op)].max_efficiency =
+      fused_attention_max_efficiency(scenario_.cluster.gpu, layer.fused_attention, backward);
 }
 
 OpId ProgramBuilder::copy(int thread, int stream, int gpu, const NameRef& name, CopyKind kind,
                           Bytes bytes, int src_gpu, std::vector<Dep> deps, Phase phase,
                           TimeNs python, TimeNs dispatch) {
-  Op op = base_op(OpKind::kCopy, name.intern(p_.names), thread, stream, gpu, python, dispatch,
+  Op op = base_op(OpKind::kCopy, name.intern(program_.names), thread, stream, gpu, python, dispatch,
                   std::move(deps), phase);
   op.copy_kind = kind;
   op.bytes = bytes;
@@ -143,8 +143,8 @@ OpId ProgramBuilder::collective(int thread, int stream, int gpu, const NameRef& 
                                 CollectiveKind kind, int group, int root, int instance, Bytes bytes,
                                 std::vector<Dep> deps, Phase phase, TimeNs python,
                                 TimeNs dispatch) {
-  Op op = base_op(OpKind::kCollective, name.intern(p_.names), thread, stream, gpu, python, dispatch,
-                  std::move(deps), phase);
+  Op op = base_op(OpKind::kCollective, name.intern(program_.names), thread, stream, gpu, python,
+                  dispatch, std::move(deps), phase);
   op.collective = kind;
   op.dtype = precision().compute == Dtype::kTf32 ? Dtype::kFp32 : precision().compute;
   op.group = group;
@@ -156,7 +156,8 @@ OpId ProgramBuilder::collective(int thread, int stream, int gpu, const NameRef& 
 
 OpId ProgramBuilder::alloc(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
                            const NameRef& name) {
-  Op op = base_op(OpKind::kAlloc, name.intern(p_.names), thread, stream, gpu, 0, 0, {}, Phase::kMemory);
+  Op op = base_op(OpKind::kAlloc, name.intern(program_.names), thread, stream, gpu, 0, 0, {},
+                  Phase::kMemory);
   op.mem_category = cat;
   op.bytes = bytes;
   return add(std::move(op));
@@ -164,7 +165,8 @@ OpId ProgramBuilder::alloc(int thread, int stream, int gpu, MemCategory cat, Byt
 
 OpId ProgramBuilder::release(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
                              const NameRef& name) {
-  Op op = base_op(OpKind::kFree, name.intern(p_.names), thread, stream, gpu, 0, 0, {}, Phase::kMemory);
+  Op op = base_op(OpKind::kFree, name.intern(program_.names), thread, stream, gpu, 0, 0, {},
+                  Phase::kMemory);
   op.mem_category = cat;
   op.bytes = bytes;
   return add(std::move(op));
@@ -172,20 +174,20 @@ OpId ProgramBuilder::release(int thread, int stream, int gpu, MemCategory cat, B
 
 OpId ProgramBuilder::host_work(int thread, int gpu, const NameRef& name, TimeNs python,
                                TimeNs dispatch, std::vector<Dep> deps, Phase phase) {
-  return add(base_op(OpKind::kHostWork, name.intern(p_.names), thread, -1, gpu, python, dispatch,
-                     std::move(deps), phase));
+  return add(base_op(OpKind::kHostWork, name.intern(program_.names), thread, -1, gpu, python,
+                     dispatch, std::move(deps), phase));
 }
 
 OpId ProgramBuilder::marker(int thread, int gpu, const NameRef& name, std::vector<Dep> deps,
                             Phase phase) {
-  return add(base_op(OpKind::kMarker, name.intern(p_.names), thread, -1, gpu, 0, 0, std::move(deps),
-                     phase));
+  return add(base_op(OpKind::kMarker, name.intern(program_.names), thread, -1, gpu, 0, 0,
+                     std::move(deps), phase));
 }
 
 // [SECTION] Model pieces --------------------------------------------------------------------------
 
 PrecisionBytes ProgramBuilder::precision() const {
-  return precision_bytes(s_.training.precision, s_.training.amp_dtype);
+  return precision_bytes(scenario_.training.precision, scenario_.training.amp_dtype);
 }
 
 namespace {
@@ -205,19 +207,19 @@ Dtype ProgramBuilder::weights_dtype() const {
 }
 
 Bytes ProgramBuilder::weight_bytes() const {
-  return s_.model.total_params() * precision().weights;
+  return scenario_.model.total_params() * precision().weights;
 }
 Bytes ProgramBuilder::grad_bytes() const {
-  return s_.model.total_params() * precision().grads;
+  return scenario_.model.total_params() * precision().grads;
 }
 Bytes ProgramBuilder::buffer_bytes() const {
-  return s_.model.total_buffer_elems() * 4;
+  return scenario_.model.total_buffer_elems() * 4;
 }
 
 Bytes ProgramBuilder::optimizer_bytes() const {
   // docs/scenario.md, "training.precision": Adam keeps two fp32 moments (8 B/param), SGD with
   // momentum one (4 B/param), plus the fp32 master copy of mixed-precision recipes.
-  return s_.model.total_params() * optimizer_bytes_per_param(s_.training);
+  return scenario_.model.total_params() * optimizer_bytes_per_param(scenario_.training);
 }
 
 // The model builders already size activations in the precision's element bytes (docs/scenario.md,
@@ -231,7 +233,7 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
   ForwardOps f;
   const double scale = act_scale();
   const double b = static_cast<double>(batch);
-  const auto& layers = s_.model.layers;
+  const auto& layers = scenario_.model.layers;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const LayerSpec& layer = layers[i];
     // Saved activations (and the last layer's output) are allocated before the kernel writes them.
@@ -256,8 +258,8 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
                      traffic, layer.kernels, true, std::move(deps), Phase::kForward, batch);
     set_layer_efficiency(c, layer, false);
     fp8_.mark(*this, c, li);
-    if (layer.extra_python_us > 0 && s_.host.python)
-      p_.ops[c].python_ns += us_to_ns(layer.extra_python_us);
+    if (layer.extra_python_us > 0 && scenario_.host.python)
+      program_.ops[c].python_ns += us_to_ns(layer.extra_python_us);
     f.layer_ops.push_back(c);
     f.last = c;
   }
@@ -274,8 +276,9 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
   BackwardOps bw;
   const double scale = act_scale();
   const double b = static_cast<double>(batch);
-  const auto& layers = s_.model.layers;
-  const bool hooks = s_.model.python_hooks;  // Python hooks make autograd threads take the GIL
+  const auto& layers = scenario_.model.layers;
+  const bool hooks =
+      scenario_.model.python_hooks;  // Python hooks make autograd threads take the GIL
   for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
     const LayerSpec& layer = layers[i];
     // docs/program.md, "A training step": grad-input and grad-weight GEMMs, 2x the forward FLOPs
@@ -288,9 +291,10 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
         i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
     deps = fp8_.before_backward(*this, l, i, layer.params, layer.output_bytes_per_sample * scale,
                                 batch, prefix + layer.name, hooks, std::move(deps));
-    OpId c = compute(l, prefix + layer.name + ".bwd", layer.kind,
-                     backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b),
-                     traffic, backward_kernels(layer), hooks, std::move(deps), Phase::kBackward, batch);
+    OpId c =
+        compute(l, prefix + layer.name + ".bwd", layer.kind,
+                backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b), traffic,
+                backward_kernels(layer), hooks, std::move(deps), Phase::kBackward, batch);
     set_layer_efficiency(c, layer, true);
     fp8_.mark(*this, c, i);
     bw.layer_ops.push_back(c);
@@ -298,31 +302,32 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
     if (on_layer_done) on_layer_done(i, c);
     const OpId a = fwd.activation_allocs[i];
     if (a != kNoOp)
-      release(l.thread, l.stream, l.gpu, MemCategory::kActivations, p_.ops[a].bytes,
+      release(l.thread, l.stream, l.gpu, MemCategory::kActivations, program_.ops[a].bytes,
               prefix + layer.name + ".act");
   }
   return bw;
 }
 
 OpId ProgramBuilder::optimizer_step(const Lane& l, std::vector<Dep> deps, bool first_step) {
-  const std::int64_t n = s_.model.total_params();
+  const std::int64_t n = scenario_.model.total_params();
   if (first_step) {
     const Bytes state = optimizer_bytes();
     if (state > 0)
       alloc(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, state, "optimizer state");
   }
   // docs/program.md, "A training step": optimizer_cost; 5 multi-tensor kernels per step.
-  const OptimizerCost cost = optimizer_cost(s_.training, precision(), n);
+  const OptimizerCost cost = optimizer_cost(scenario_.training, precision(), n);
   const double kernels = 5;
   // Python side of optimizer.step(): the per-parameter-group loop, about one framework op per
   // parameter tensor on top of the kernels (one tensor per layer here).
-  const double py_ops = kernels + static_cast<double>(s_.model.layers.size());
+  const double py_ops = kernels + static_cast<double>(scenario_.model.layers.size());
   // docs/memory.md, "Optimizer step temporaries": foreach Adam's exp_avg_sq_sqrt.
-  const OptimizerTemporary tmp = optimizer_step_temporary(s_, n);
+  const OptimizerTemporary tmp = optimizer_step_temporary(scenario_, n);
   if (tmp.bytes > 0) alloc(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
-  OpId id = compute(l, op_names::optimizer_step(s_.training.optimizer), ComputeKind::kElementwise,
-                    cost.flops, cost.traffic, kernels, true, std::move(deps), Phase::kOptimizer);
-  p_.ops[id].python_ns = python_ns(py_ops);
+  OpId id =
+      compute(l, op_names::optimizer_step(scenario_.training.optimizer), ComputeKind::kElementwise,
+              cost.flops, cost.traffic, kernels, true, std::move(deps), Phase::kOptimizer);
+  program_.ops[id].python_ns = python_ns(py_ops);
   if (tmp.bytes > 0)
     release(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
   return id;
@@ -425,7 +430,7 @@ std::int64_t batch_for_step(std::int64_t batch, std::int64_t dataset, int step) 
 
 DataFeed::DataFeed(ProgramBuilder& b, int node, int main_thread, int gpu, int copy_stream,
                    const std::string& rank_label)
-    : b_(b), gpu_(gpu), copy_stream_(copy_stream) {
+    : builder_(b), gpu_(gpu), copy_stream_(copy_stream) {
   (void)main_thread;
   const int workers = b.scenario().training.loader.num_workers;
   for (int w = 0; w < workers; ++w) {
@@ -436,7 +441,7 @@ DataFeed::DataFeed(ProgramBuilder& b, int node, int main_thread, int gpu, int co
 }
 
 FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
-  const Scenario& s = b_.scenario();
+  const Scenario& s = builder_.scenario();
   const DataLoaderSpec& ld = s.training.loader;
   const int k = next_index_++;
   // docs/program.md, "A training step": loading a batch costs samples x per_sample_load_us of
@@ -446,8 +451,9 @@ FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
       std::llround(static_cast<double>(samples) * s.model.input_bytes_per_sample));
   OpId got;
   if (worker_threads_.empty()) {
-    got = b_.host_work(main.thread, main.gpu, "load batch " + std::to_string(k),
-                       s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns, {}, Phase::kData);
+    got = builder_.host_work(main.thread, main.gpu, "load batch " + std::to_string(k),
+                             s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns, {},
+                             Phase::kData);
   } else {
     const int n = static_cast<int>(worker_threads_.size());
     const int w = k % n;
@@ -455,29 +461,30 @@ FedBatch DataFeed::next_batch(std::int64_t samples, const Lane& main) {
     std::vector<Dep> deps;
     const int ahead = std::max(1, ld.prefetch_factor) * n;
     if (k - ahead >= 0) deps.push_back({consumed_[k - ahead], DepKind::kHostWaits});
-    const OpId load = b_.host_work(worker_threads_[w], main.gpu, "load batch " + std::to_string(k),
-                                   s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns,
-                                   std::move(deps), Phase::kData);
-    got = b_.marker(main.thread, main.gpu, "next(loader) batch " + std::to_string(k),
-                    {{load, DepKind::kHostWaits}}, Phase::kData);
+    const OpId load = builder_.host_work(
+        worker_threads_[w], main.gpu, "load batch " + std::to_string(k),
+        s.host.python ? load_ns : 0, s.host.python ? 0 : load_ns, std::move(deps), Phase::kData);
+    got = builder_.marker(main.thread, main.gpu, "next(loader) batch " + std::to_string(k),
+                          {{load, DepKind::kHostWaits}}, Phase::kData);
   }
   if (ld.pin_memory) {
     // The batch is copied into page-locked memory (GIL released) before the async H2D copy.
     const TimeNs pin_ns = round_to_ns(static_cast<double>(bytes) / s.host.host_memcpy_bytes_per_s);
-    got = b_.host_work(main.thread, main.gpu, "pin_memory batch " + std::to_string(k), 0, pin_ns,
-                       {}, Phase::kData);
+    got = builder_.host_work(main.thread, main.gpu, "pin_memory batch " + std::to_string(k), 0,
+                             pin_ns, {}, Phase::kData);
   }
   consumed_.push_back(got);
   const bool pinned = ld.pin_memory;
   const CopyKind kind = pinned ? CopyKind::kH2DPinned : CopyKind::kH2DPageable;
   const int stream = pinned ? copy_stream_ : main.stream;
-  b_.alloc(main.thread, stream, gpu_, MemCategory::kActivations, bytes, "input batch");
-  const OpId cp =
-      b_.copy(main.thread, stream, gpu_, "input H2D (" + std::string(to_string(kind)) + ")", kind,
-              bytes, -1, {}, Phase::kData, b_.python_ns(1), b_.dispatch_ns(1));
+  builder_.alloc(main.thread, stream, gpu_, MemCategory::kActivations, bytes, "input batch");
+  const OpId cp = builder_.copy(main.thread, stream, gpu_,
+                                "input H2D (" + std::string(to_string(kind)) + ")", kind, bytes, -1,
+                                {}, Phase::kData, builder_.python_ns(1), builder_.dispatch_ns(1));
   if (!pinned) {
     // A pageable copy returns to the host only when done (cudaMemcpy semantics).
-    b_.marker(main.thread, main.gpu, "wait pageable copy", {{cp, DepKind::kHostWaits}}, Phase::kData);
+    builder_.marker(main.thread, main.gpu, "wait pageable copy", {{cp, DepKind::kHostWaits}},
+                    Phase::kData);
   }
   return FedBatch{cp, bytes};
 }

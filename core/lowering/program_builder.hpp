@@ -37,20 +37,20 @@ class ProgramBuilder {
  public:
   explicit ProgramBuilder(const Scenario& scenario);
 
-  Program& program() { return p_; }
-  const Scenario& scenario() const { return s_; }
+  Program& program() { return program_; }
+  const Scenario& scenario() const { return scenario_; }
   // Precision "fp8": the casts and amax kernels around the FP8 GEMMs (docs/fp8.md).
   Fp8Lowering& fp8() { return fp8_; }
-  Program take() { return std::move(p_); }
+  Program take() { return std::move(program_); }
   // The Program's name pool (Op::name; docs/program.md, "Names").
-  StringPool& names() { return p_.names; }
+  StringPool& names() { return program_.names; }
 
   // [SECTION] Structure
   int add_process(int node, std::string name, bool runs_python);
   int add_thread(int process, int gpu, std::string name);
   int add_stream(int gpu, StreamRole role, std::string name);
   int add_group(std::vector<int> gpus, std::string name);
-  int new_instance() { return p_.collective_instances++; }
+  int new_instance() { return program_.collective_instances++; }
   void set_step(int step) { step_ = step; }
   int step() const { return step_; }
 
@@ -64,11 +64,10 @@ class ProgramBuilder {
                double framework_ops, bool python, std::vector<Dep> deps, Phase phase,
                std::int64_t batch = -1);
   OpId copy(int thread, int stream, int gpu, const NameRef& name, CopyKind kind, Bytes bytes,
-            int src_gpu, std::vector<Dep> deps, Phase phase, TimeNs python_ns,
-            TimeNs dispatch_ns);
-  OpId collective(int thread, int stream, int gpu, const NameRef& name, CollectiveKind kind, int group,
-                  int root, int instance, Bytes bytes, std::vector<Dep> deps, Phase phase,
-                  TimeNs python_ns, TimeNs dispatch_ns);
+            int src_gpu, std::vector<Dep> deps, Phase phase, TimeNs python_ns, TimeNs dispatch_ns);
+  OpId collective(int thread, int stream, int gpu, const NameRef& name, CollectiveKind kind,
+                  int group, int root, int instance, Bytes bytes, std::vector<Dep> deps,
+                  Phase phase, TimeNs python_ns, TimeNs dispatch_ns);
   OpId alloc(int thread, int stream, int gpu, MemCategory cat, Bytes bytes, const NameRef& name);
   OpId release(int thread, int stream, int gpu, MemCategory cat, Bytes bytes, const NameRef& name);
   OpId host_work(int thread, int gpu, const NameRef& name, TimeNs python_ns, TimeNs dispatch_ns,
@@ -82,7 +81,7 @@ class ProgramBuilder {
   // carry .grad's dtype, parameter broadcasts and gathers the parameters' as stored.
   Dtype grads_dtype() const;
   Dtype weights_dtype() const;
-  void set_dtype(OpId op, Dtype d) { p_.ops[static_cast<std::size_t>(op)].dtype = d; }
+  void set_dtype(OpId op, Dtype d) { program_.ops[static_cast<std::size_t>(op)].dtype = d; }
   // A fused attention layer's kernel `op` gets that kernel's own efficiency on this GPU
   // (Op::max_efficiency; docs/attention.md, "Efficiency"); other layers keep their kind's curve.
   void set_layer_efficiency(OpId op, const LayerSpec& layer, bool backward);
@@ -104,8 +103,8 @@ class ProgramBuilder {
   OpId optimizer_step(const Lane& l, std::vector<Dep> deps, bool first_step);
 
  private:
-  const Scenario& s_;
-  Program p_;
+  const Scenario& scenario_;
+  Program program_;
   int step_ = 0;
   Fp8Lowering fp8_;
 };
@@ -127,7 +126,7 @@ class DataFeed {
   FedBatch next_batch(std::int64_t samples, const Lane& main);
 
  private:
-  ProgramBuilder& b_;
+  ProgramBuilder& builder_;
   int gpu_, copy_stream_;
   std::vector<int> worker_threads_;
   std::vector<OpId> consumed_;  // main-thread op that took batch k

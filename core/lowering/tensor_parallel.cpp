@@ -11,6 +11,7 @@
 // makes one TP group per (dp, pp) position and issues the layer's collectives around its kernel,
 // in line on the compute stream (the next kernel needs their result; Megatron runs them on the
 // default stream).
+#include <array>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -132,6 +133,18 @@ class TensorParallelPiece final : public ParallelPiece {
   std::unordered_map<int, int> tp_stream_;  // rank -> its "tp" stream (overlap only)
   std::unordered_map<int, OpId> pending_;   // rank -> all-reduce the next kernel waits for
 
+  // "tp all_reduce", ...: interned once per kind (a plain name; one per layer pass otherwise).
+  std::array<NameId, 16> names_{};
+  std::array<bool, 16> named_{};
+  NameId name_of(CollectiveKind k) {
+    const auto i = static_cast<std::size_t>(k);
+    if (!named_[i]) {
+      names_[i] = op_names::collective("tp", k, "").intern(e_.builder().names());
+      named_[i] = true;
+    }
+    return names_[i];
+  }
+
   const ShardedLayer& layer(const LayerPass& lp) const {
     return e_.plan().sharded[static_cast<std::size_t>(lp.layer)];
   }
@@ -143,8 +156,7 @@ class TensorParallelPiece final : public ParallelPiece {
     if (c == TpComm::kAllGather) k = CollectiveKind::kAllGather;
     RankState& r = lp.r();
     const Bytes bytes = e_.per_micro_batch(layer(lp).comm_bytes_per_sample);
-    r.last_compute = e_.coll(r, r.compute, op_names::collective("tp", k, ""), k, r.tp_group, bytes,
-                             {}, lp.phase);
+    r.last_compute = e_.coll(r, r.compute, name_of(k), k, r.tp_group, bytes, {}, lp.phase);
   }
 };
 

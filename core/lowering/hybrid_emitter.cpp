@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/lowering/fsdp1_flat_param.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 
@@ -338,6 +339,9 @@ void Emitter::emit_backward(SegmentPass& sp) {
 ModelStateBytes Emitter::model_states(const RankState& r) const {
   if (ps_.fsdp2.enabled)
     return fsdp2_state_bytes(r.params, s_.training, plan_.sharding.shard_ranks, ps_.fsdp2.megatron);
+  // FSDP1: the sharded flat parameter is the fp32 copy (docs/memory.md, "FSDP1 flat parameters").
+  if (s_.strategy.kind == StrategyKind::kFsdp && ps_.fsdp_version == 1)
+    return fsdp1_state_bytes(r.params, s_.training, plan_.sharding.shard_ranks);
   ModelStateBytes m = model_state_bytes(r.params, s_.training, plan_.sharding.state_stage, ps_.dp);
   // DeepSpeed ZeRO-3 keeps the gradient shard in the model's dtype (optimizer_memory.hpp).
   if (deepspeed_zero3(s_)) m.grads = (r.params + ps_.dp - 1) / ps_.dp * deepspeed_grad_bytes(pb_);

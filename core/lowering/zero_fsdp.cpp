@@ -192,12 +192,27 @@ class ShardingPiece final : public ParallelPiece {
     return fp8_all_gather_bytes(fp8, t.fp8, static_cast<int>(w)) + (un.params - fp8) * w;
   }
 
+  // FSDP1's _mp_shard of unit u: W x shard when the recipe keeps an fp32 master and the unit is
+  // gathered unquantised, else 0.
+  Bytes mp_shard_bytes(int u) const {
+    const TrainingSpec& t = b_.scenario().training;
+    if (!fsdp1() || (t.precision == Precision::kFp8 && t.fp8.fp8_all_gather)) return 0;
+    const Unit& un = e_.plan().units[static_cast<std::size_t>(u)];
+    return fsdp1_flat_param(un.params, sh_.shard_ranks, e_.precision().master > 0).mp_shard *
+           e_.precision().weights;
+  }
+
   void gather(RankState& r, int u, StepPhase phase) {
     if (gathered_[static_cast<std::size_t>(u)]) return;
     const Bytes bytes = unit_bytes(u);
     gathered_[static_cast<std::size_t>(u)] = 1;
     if (bytes == 0) return;
     b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bytes, "gathered params");
+    // FSDP1 parameter mixed precision: the low-precision copy of the local shard, _mp_shard, is
+    // what the all-gather sends; freed once it is issued (docs/memory.md, "FSDP1 flat
+    // parameters").
+    const Bytes mp = mp_shard_bytes(u);
+    if (mp > 0) b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, mp, "fsdp1 mp shard");
     std::vector<Dep> deps;
     // Without prefetch the gather starts only once the previous kernel is done (no overlap).
     if (!e_.spec().prefetch && r.last_compute != kNoOp)
@@ -213,6 +228,7 @@ class ShardingPiece final : public ParallelPiece {
         e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kAllGather, "params"),
                 CollectiveKind::kAllGather, r.dp_group, bytes, std::move(deps), phase);
     b_.set_dtype(g, b_.weights_dtype());
+    if (mp > 0) b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, mp, "fsdp1 mp shard");
     gather_op_[static_cast<std::size_t>(u)] = g;
   }
 

@@ -17,7 +17,6 @@
 // error or a truncated file fails the read with the byte offset.
 #include "profiler/chrome_trace_reader.hpp"
 
-#include <sys/mman.h>
 #include <zlib.h>
 
 #include <simdjson.h>
@@ -33,6 +32,7 @@
 
 #include "core/error.hpp"
 #include "profiler/chrome_trace_record.hpp"
+#include "profiler/huge_pages.hpp"
 #include "profiler/trace_classify.hpp"
 
 namespace csim::prof {
@@ -425,22 +425,6 @@ void read_record(dom::object obj, Record& rec) {
 }
 
 // [SECTION] Reader -------------------------------------------------------------------------------
-
-// Asks for transparent huge pages on the storage V has reserved and not yet touched, when it is
-// large (docs/trace-format.md, "Reading"): a 1 M-event trace is a few hundred MiB of fresh memory,
-// and with 4 KiB pages its page faults cost about as much as a tenth of the parsing. Where the
-// kernel offers huge pages only on request (transparent_hugepage "madvise"), this request is what
-// gets them; with "always" or "never" it changes nothing. Only whole 2 MiB pages inside the
-// storage are advised; the contents are never affected.
-template <typename T>
-void advise_huge_pages(const std::vector<T>& v) {
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  const std::size_t bytes = v.capacity() * sizeof(T);
-  if (bytes < 4 * kHuge) return;
-  const auto at = reinterpret_cast<std::uintptr_t>(v.data());
-  const std::uintptr_t from = (at + kHuge - 1) & ~(kHuge - 1), to = (at + bytes) & ~(kHuge - 1);
-  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
-}
 
 std::uint64_t lane_key(std::int32_t pid, std::int32_t tid) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32) |

@@ -8,6 +8,7 @@
 #include "core/step_spans.hpp"
 #include "core/topology.hpp"
 #include "core/transformer_flops.hpp"
+#include "profiler/huge_pages.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -396,6 +397,8 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     const OpEventCount n = count_op_events(p, timing, sync);
     tr.events.reserve(n.events + step_spans.size());
     tr.flows.reserve(n.flows);
+    prof::advise_huge_pages(tr.events);
+    prof::advise_huge_pages(tr.flows);
   }
   GroupArgs group_args(p);
   for (const Op& op : p.ops) {

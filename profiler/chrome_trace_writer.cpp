@@ -402,7 +402,7 @@ class Writer {
         cached_tid = e.tid;
         cached = true;
       }
-      const char* const cls = to_string(e.cls);
+      const std::string_view cls = class_names_[static_cast<std::size_t>(e.cls)];
       std::size_t bound =
           400 + raw_string_bound(e.cat) + raw_string_bound(e.name) + raw_string_bound(cls);
       for (const Arg& a : e.args) {
@@ -542,6 +542,12 @@ class Writer {
     return l;
   }
 
+  // to_string(EventClass) of each class, its length known (no strlen per event).
+  const std::array<std::string_view, kEventClassCount> class_names_ = [] {
+    std::array<std::string_view, kEventClassCount> names;
+    for (int c = 0; c < kEventClassCount; ++c) names[c] = to_string(static_cast<EventClass>(c));
+    return names;
+  }();
   const Trace& trace_;
   Sink sink_;
   bool first_line_ = true;

@@ -39,38 +39,41 @@ prof::LaneRole lane_role(core::StreamRole r) {
   return prof::LaneRole::kOther;
 }
 
-// Sets the fields of an event made in place (tr.events.emplace_back()).
-void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const char* name, const char* cat, EventClass cls,
-               std::int64_t op_id, std::int64_t correlation) {
+// Sets the fields of an event made in place (tr.events.emplace_back()). Its strings are empty:
+// constructed and moved in (assign() on an empty string takes basic_string's general replace
+// path; docs/trace-format.md, "Building speed").
+template <class Name>
+void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name, const char* cat,
+               EventClass cls, std::int64_t op_id, std::int64_t correlation) {
   e.pid = pid;
   e.tid = tid;
   e.ts_ns = ts_ns;
   e.dur_ns = dur_ns;
-  e.name = name;
-  e.cat = cat;
+  e.name = std::string(name);
+  e.cat = std::string(cat);
   e.cls = cls;
   e.op_id = op_id;
   e.correlation = correlation;
 }
-void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const std::string& name, const char* cat,
-               EventClass cls, std::int64_t op_id, std::int64_t correlation) {
-  set_event(e, pid, tid, ts_ns, dur_ns, "", cat, cls, op_id, correlation);
-  e.name = name;
+// An event without args, made in place at the end of the event list (no temporary to move).
+template <class Name>
+void add_event(prof::Trace& tr, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name, const char* cat, EventClass cls,
+               std::int64_t op_id, std::int64_t correlation) {
+  set_event(tr.events.emplace_back(), pid, tid, ts_ns, dur_ns, name, cat, cls, op_id, correlation);
 }
 
-// The key's length known at compile time (no strlen), the arg made in place (no moves).
+// The key's length known at compile time (no strlen); the key and the value constructed once,
+// the arg moved in (default-constructing it in place and assigning both costs more: variant's
+// emplace of a string goes through a temporary variant).
 template <std::size_t N, class V>
 void add_arg(prof::TraceEvent& e, const char (&key)[N], V&& value) {
-  prof::Arg& a = e.args.emplace_back();
-  a.key.assign(key, N - 1);
-  a.value.emplace<std::decay_t<V>>(std::forward<V>(value));
+  e.args.push_back(
+      prof::Arg{std::string(key, N - 1), prof::ArgValue(std::in_place_type<std::decay_t<V>>, std::forward<V>(value))});
 }
 // A string arg from a C string (an enum's spelling), without a temporary std::string.
 template <std::size_t N>
 void add_str_arg(prof::TraceEvent& e, const char (&key)[N], const char* value) {
-  prof::Arg& a = e.args.emplace_back();
-  a.key.assign(key, N - 1);
-  a.value.emplace<std::string>(value);
+  e.args.push_back(prof::Arg{std::string(key, N - 1), prof::ArgValue(std::in_place_type<std::string>, value)});
 }
 
 // How many events and flows the op loop of build_trace makes (its branches, counted): the vectors
@@ -417,7 +420,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       if (const auto first = first_thread_of_gpu.find(pid); first != first_thread_of_gpu.end() && first->second == op.thread) {
         if (const auto st = step_start.find({pid, op.step}); st != step_start.end()) from = std::min(std::max(from, st->second), t.ready_ns);
       }
-      tr.events.push_back({pid, htid, from, t.ready_ns - from, "cudaEventSynchronize", "cuda_runtime", EventClass::kHost, -1, c, {}});
+      add_event(tr, pid, htid, from, t.ready_ns - from, "cudaEventSynchronize", "cuda_runtime", EventClass::kHost, -1, c);
       const Op& so = p.ops[src];
       const int gpu = p.streams[so.stream].gpu;
       if (static_cast<std::size_t>(gpu) < sync_lane.size()) sync_lane[gpu] = 1;
@@ -431,7 +434,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       add_arg(es, "wait_on_cuda_event_id", sync.record_event[src]);
     }
     if (t.gil_wait_ns > 0) {
-      tr.events.push_back({pid, htid, t.ready_ns, t.gil_wait_ns, "GIL wait", "gil_wait", EventClass::kGilWait, op.id, -1, {}});
+      add_event(tr, pid, htid, t.ready_ns, t.gil_wait_ns, "GIL wait", "gil_wait", EventClass::kGilWait, op.id, -1);
     }
     const std::int64_t corr = op.id + 1;
     if (op.kind == OpKind::kHostWork) {
@@ -467,7 +470,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       // becoming free (or the call) to the producer's end, ending before this op starts so that
       // it sorts before it and nests with the stream's kernels.
       const std::int64_t c = next_corr++;
-      tr.events.push_back({pid, htid, launch_start, call_ns, "cudaStreamWaitEvent", "cuda_runtime", EventClass::kHost, op.id, c, {}});
+      add_event(tr, pid, htid, launch_start, call_ns, "cudaStreamWaitEvent", "cuda_runtime", EventClass::kHost, op.id, c);
       const TimeNs wait_end =
           std::min(std::max({sync.stream_free_ns[op.id], launch_start, timing[src].end_ns, prev_wait_end}), t.start_ns - 1);
       const TimeNs wait_start = std::min(std::max({sync.stream_free_ns[op.id], launch_start, prev_wait_end}), wait_end);
@@ -485,13 +488,14 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     const TimeNs launch_end = t.issue_end_ns - (records ? call_ns : 0);
     const LaunchCall call = launch_call(op.kind);
     if (op.dispatch_ns > 0) {
-      tr.events.push_back({pid, htid, launch_start, launch_end - launch_start, call.name, call.cat, EventClass::kHost, op.id, corr, {}});
+      add_event(tr, pid, htid, launch_start, launch_end - launch_start, call.name, call.cat, EventClass::kHost, op.id, corr);
     }
     if (records) {
-      tr.events.push_back({pid, htid, launch_end, t.issue_end_ns - launch_end, "cudaEventRecord", "cuda_runtime", EventClass::kHost, op.id,
-                           sync.record_corr[op.id], {}});
+      add_event(tr, pid, htid, launch_end, t.issue_end_ns - launch_end, "cudaEventRecord", "cuda_runtime", EventClass::kHost, op.id,
+                sync.record_corr[op.id]);
     }
-    prof::TraceEvent e;
+    // The device event, made in place (the list is reserved: the reference stays valid).
+    prof::TraceEvent& e = tr.events.emplace_back();
     e.pid = st.gpu;
     e.tid = stream_tid(st.id);
     e.ts_ns = t.start_ns;
@@ -501,8 +505,8 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     // The args after the kind's own (below): reserved with them, so the vector is allocated once.
     const std::size_t tail_args = (op.fixed_ns >= 0 ? 1 : 0) + 1 + (op.batch >= 0 ? 1 : 0) + 1;
     if (op.kind == OpKind::kCompute) {
-      e.name = name;
-      e.cat = "kernel";
+      e.name = std::string(name);
+      e.cat = std::string("kernel");
       e.cls = EventClass::kCompute;
       e.args.reserve(4 + tail_args);
       add_str_arg(e, "kind", core::to_string(op.compute_kind));
@@ -511,8 +515,8 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
     } else if (op.kind == OpKind::kCopy) {
       // Kineto's memcpy name and args: bytes, and bytes per ns (= GB/s) over the copy's duration.
-      e.name = kineto_memcpy_name(op.copy_kind);
-      e.cat = "gpu_memcpy";
+      e.name = std::string(kineto_memcpy_name(op.copy_kind));
+      e.cat = std::string("gpu_memcpy");
       e.cls = EventClass::kCopy;
       const double gbps = e.dur_ns > 0 ? static_cast<double>(op.bytes) / static_cast<double>(e.dur_ns) : 0.0;
       e.args.reserve(4 + (op.peer_gpu >= 0 ? 1 : 0) + tail_args);
@@ -526,8 +530,8 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       const GroupArgs::Group& g = group_args.of(op.group);
       const auto [algo, proto] = plan_of(op);
       const MsgNelems nel = msg_nelems(op.collective, op.dtype, op.bytes, g.size);
-      e.name = group_args.kernel_name(op.collective, op.dtype, algo);
-      e.cat = "kernel";
+      e.name = std::string(group_args.kernel_name(op.collective, op.dtype, algo));
+      e.cat = std::string("kernel");
       e.cls = EventClass::kCommunication;
       const char* algo_name = nccl_algo_name(algo);
       const char* proto_name = nccl_proto_name(proto);
@@ -556,7 +560,6 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     if (op.dispatch_ns > 0) {
       tr.flows.push_back({corr, "ac2g", "ac2g", pid, htid, launch_start, e.pid, e.tid, e.ts_ns});
     }
-    tr.events.push_back(std::move(e));
   }
   // The lane of Kineto's stream-less synchronisation records ("Event Sync": tid -1).
   for (std::size_t g = 0; g < sync_lane.size(); ++g) {

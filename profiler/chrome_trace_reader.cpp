@@ -17,7 +17,6 @@
 // error or a truncated file fails the read with the byte offset.
 #include "profiler/chrome_trace_reader.hpp"
 
-#include <sys/mman.h>
 #include <zlib.h>
 
 #include <simdjson.h>
@@ -33,6 +32,7 @@
 
 #include "core/error.hpp"
 #include "profiler/chrome_trace_record.hpp"
+#include "profiler/huge_pages.hpp"
 #include "profiler/trace_classify.hpp"
 
 namespace csim::prof {
@@ -52,28 +52,28 @@ namespace dom = simdjson::dom;
 // it can be parsed in place.
 class ByteBuffer {
  public:
-  const char* data() const { return p_.get(); }
-  char* data() { return p_.get(); }
+  const char* data() const { return storage_.get(); }
+  char* data() { return storage_.get(); }
   std::size_t size() const { return size_; }
   // Room for n more bytes at data() + size(); commit(k) then makes k of them part of the buffer.
   char* append_space(std::size_t n) {
     if (size_ + n + simdjson::SIMDJSON_PADDING > cap_) {
       const std::size_t cap = std::max(size_ + n + simdjson::SIMDJSON_PADDING, 2 * cap_);
       std::unique_ptr<char[]> p(new char[cap]);
-      if (size_ > 0) std::memcpy(p.get(), p_.get(), size_);
-      p_ = std::move(p);
+      if (size_ > 0) std::memcpy(p.get(), storage_.get(), size_);
+      storage_ = std::move(p);
       cap_ = cap;
     }
-    return p_.get() + size_;
+    return storage_.get() + size_;
   }
   void commit(std::size_t k) { size_ += k; }
   void drop_front(std::size_t n) {
-    std::memmove(p_.get(), p_.get() + n, size_ - n);
+    std::memmove(storage_.get(), storage_.get() + n, size_ - n);
     size_ -= n;
   }
 
  private:
-  std::unique_ptr<char[]> p_;
+  std::unique_ptr<char[]> storage_;
   std::size_t size_ = 0, cap_ = 0;
 };
 
@@ -136,18 +136,18 @@ class GzipSource final : public Source {
 
 class StringSource final : public Source {
  public:
-  explicit StringSource(const std::string& s) : s_(s) {}
-  std::size_t size_hint() const override { return s_.size(); }
+  explicit StringSource(const std::string& s) : text_(s) {}
+  std::size_t size_hint() const override { return text_.size(); }
   std::size_t read(ByteBuffer& out, std::size_t n) override {
-    const std::size_t k = std::min(n, s_.size() - at_);
-    if (k > 0) std::memcpy(out.append_space(k), s_.data() + at_, k);
+    const std::size_t k = std::min(n, text_.size() - at_);
+    if (k > 0) std::memcpy(out.append_space(k), text_.data() + at_, k);
     out.commit(k);
     at_ += k;
     return k;
   }
 
  private:
-  const std::string& s_;
+  const std::string& text_;
   std::size_t at_ = 0;
 };
 
@@ -425,22 +425,6 @@ void read_record(dom::object obj, Record& rec) {
 }
 
 // [SECTION] Reader -------------------------------------------------------------------------------
-
-// Asks for transparent huge pages on the storage V has reserved and not yet touched, when it is
-// large (docs/trace-format.md, "Reading"): a 1 M-event trace is a few hundred MiB of fresh memory,
-// and with 4 KiB pages its page faults cost about as much as a tenth of the parsing. Where the
-// kernel offers huge pages only on request (transparent_hugepage "madvise"), this request is what
-// gets them; with "always" or "never" it changes nothing. Only whole 2 MiB pages inside the
-// storage are advised; the contents are never affected.
-template <typename T>
-void advise_huge_pages(const std::vector<T>& v) {
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  const std::size_t bytes = v.capacity() * sizeof(T);
-  if (bytes < 4 * kHuge) return;
-  const auto at = reinterpret_cast<std::uintptr_t>(v.data());
-  const std::uintptr_t from = (at + kHuge - 1) & ~(kHuge - 1), to = (at + bytes) & ~(kHuge - 1);
-  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
-}
 
 std::uint64_t lane_key(std::int32_t pid, std::int32_t tid) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32) |

@@ -252,9 +252,9 @@ std::vector<std::uint32_t> event_order(const std::vector<TraceEvent>& ev) {
 
 class Writer {
  public:
-  Writer(const Trace& t, std::ostream& out) : t_(t), sink_(out) {
-    for (const ProcessInfo& p : t_.processes) gpu_of_pid_[p.pid] = p.gpu;
-    for (const ThreadInfo& th : t_.threads) {
+  Writer(const Trace& t, std::ostream& out) : trace_(t), sink_(out) {
+    for (const ProcessInfo& p : trace_.processes) gpu_of_pid_[p.pid] = p.gpu;
+    for (const ThreadInfo& th : trace_.threads) {
       gpu_lane_[key(th.pid, th.tid)] = is_gpu_lane(th.role);
     }
   }
@@ -262,11 +262,11 @@ class Writer {
   void write() {
     std::string& b = sink_.buf();
     put_lit(b, "{\n  \"schemaVersion\": 1,\n  \"distributedInfo\": {\"rank\": ");
-    put_int(b, t_.rank);
+    put_int(b, trace_.rank);
     put_lit(b, ", \"world_size\": ");
-    put_int(b, t_.world_size);
-    if (const auto it = t_.metadata.find("distributedInfo");
-        it != t_.metadata.end() && it->is_object()) {
+    put_int(b, trace_.world_size);
+    if (const auto it = trace_.metadata.find("distributedInfo");
+        it != trace_.metadata.end() && it->is_object()) {
       for (auto kv = it->begin(); kv != it->end(); ++kv) {
         if (kv.key() == "rank" || kv.key() == "world_size") continue;
         put_lit(b, ", ");
@@ -276,8 +276,8 @@ class Writer {
       }
     }
     put_lit(b, "},\n");
-    if (const auto it = t_.metadata.find("deviceProperties");
-        it != t_.metadata.end() && it->is_array()) {
+    if (const auto it = trace_.metadata.find("deviceProperties");
+        it != trace_.metadata.end() && it->is_array()) {
       put_lit(b, "  \"deviceProperties\": [");
       bool first = true;
       for (const auto& d : *it) {
@@ -288,11 +288,11 @@ class Writer {
       put_lit(b, "\n  ],\n");
     }
     put_lit(b, "  \"baseTimeNanoseconds\": ");
-    put_int(b, t_.base_ns);
+    put_int(b, trace_.base_ns);
     put_lit(b, ",\n  \"clustersim\": ");
     // Metadata (scenario, strategy, backend, …) indented over several lines so that diffs of
     // golden traces show which key changed; nlohmann's dump(2) writes "key": value.
-    nlohmann::json meta = t_.metadata.is_object() ? t_.metadata : nlohmann::json::object();
+    nlohmann::json meta = trace_.metadata.is_object() ? trace_.metadata : nlohmann::json::object();
     meta.erase("deviceProperties");
     meta.erase("distributedInfo");
     const std::string dumped = meta.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -334,7 +334,7 @@ class Writer {
 
   void write_metadata_events() {
     std::vector<const ProcessInfo*> procs;
-    for (const ProcessInfo& p : t_.processes) procs.push_back(&p);
+    for (const ProcessInfo& p : trace_.processes) procs.push_back(&p);
     std::stable_sort(procs.begin(), procs.end(),
                      [](const ProcessInfo* a, const ProcessInfo* b) { return a->pid < b->pid; });
     for (const ProcessInfo* p : procs) {
@@ -360,7 +360,7 @@ class Writer {
       put_lit(c, "}}");
     }
     std::vector<const ThreadInfo*> threads;
-    for (const ThreadInfo& th : t_.threads) threads.push_back(&th);
+    for (const ThreadInfo& th : trace_.threads) threads.push_back(&th);
     std::stable_sort(threads.begin(), threads.end(), [](const ThreadInfo* a, const ThreadInfo* b) {
       return a->pid != b->pid ? a->pid < b->pid : a->tid < b->tid;
     });
@@ -389,7 +389,7 @@ class Writer {
   // [SECTION] Events, counters, flows ----------------------------------------------------------
 
   void write_events() {
-    const auto& ev = t_.events;
+    const auto& ev = trace_.events;
     const std::vector<std::uint32_t> order = event_order(ev);
     std::int32_t cached_pid = 0, cached_tid = 0;
     LaneInfo lane;
@@ -402,7 +402,7 @@ class Writer {
         cached_tid = e.tid;
         cached = true;
       }
-      const char* const cls = to_string(e.cls);
+      const std::string_view cls = class_names_[static_cast<std::size_t>(e.cls)];
       std::size_t bound =
           400 + raw_string_bound(e.cat) + raw_string_bound(e.name) + raw_string_bound(cls);
       for (const Arg& a : e.args) {
@@ -419,7 +419,7 @@ class Writer {
       p = raw_lit(p, ", \"tid\": ");
       p = raw_int(p, e.tid);
       p = raw_lit(p, ", \"ts\": ");
-      p = raw_us(p, e.ts_ns - t_.base_ns);
+      p = raw_us(p, e.ts_ns - trace_.base_ns);
       p = raw_lit(p, ", \"dur\": ");
       p = raw_us(p, e.dur_ns);
       p = raw_lit(p, ", \"args\": {");
@@ -463,7 +463,7 @@ class Writer {
   }
 
   void write_counters() {
-    const auto& cs = t_.counters;
+    const auto& cs = trace_.counters;
     std::vector<std::uint32_t> order(cs.size());
     std::iota(order.begin(), order.end(), 0u);
     const auto less = [&](std::uint32_t a, std::uint32_t b) {
@@ -485,7 +485,7 @@ class Writer {
       p = raw_lit(p, ", \"pid\": ");
       p = raw_int(p, c.pid);
       p = raw_lit(p, ", \"ts\": ");
-      p = raw_us(p, c.ts_ns - t_.base_ns);
+      p = raw_us(p, c.ts_ns - trace_.base_ns);
       p = raw_lit(p, ", \"args\": {");
       bool first = true;
       for (const auto& [series, value] : c.values) {
@@ -501,7 +501,7 @@ class Writer {
   }
 
   void write_flows() {
-    const auto& fs = t_.flows;
+    const auto& fs = trace_.flows;
     std::vector<std::uint32_t> order(fs.size());
     std::iota(order.begin(), order.end(), 0u);
     const auto less = [&](std::uint32_t a, std::uint32_t b) {
@@ -521,7 +521,7 @@ class Writer {
         p = raw_lit(p, ", \"tid\": ");
         p = raw_int(p, end == 0 ? f.from_tid : f.to_tid);
         p = raw_lit(p, ", \"ts\": ");
-        p = raw_us(p, (end == 0 ? f.from_ts_ns : f.to_ts_ns) - t_.base_ns);
+        p = raw_us(p, (end == 0 ? f.from_ts_ns : f.to_ts_ns) - trace_.base_ns);
         p = raw_lit(p, ", \"cat\": ");
         p = raw_string(p, f.cat);
         p = raw_lit(p, ", \"name\": ");
@@ -542,7 +542,13 @@ class Writer {
     return l;
   }
 
-  const Trace& t_;
+  // to_string(EventClass) of each class, its length known (no strlen per event).
+  const std::array<std::string_view, kEventClassCount> class_names_ = [] {
+    std::array<std::string_view, kEventClassCount> names;
+    for (int c = 0; c < kEventClassCount; ++c) names[c] = to_string(static_cast<EventClass>(c));
+    return names;
+  }();
+  const Trace& trace_;
   Sink sink_;
   bool first_line_ = true;
   std::unordered_map<std::int32_t, int> gpu_of_pid_;

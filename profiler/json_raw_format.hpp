@@ -20,8 +20,66 @@ inline char* raw_lit(char* p, const char (&s)[N]) {
   return p + N - 1;
 }
 
+// "00" "01" … "99": two decimal digits per lookup.
+inline constexpr char kDigitPairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+// Decimal digits of V (1 for 0): from the bit width, log10(2) ~ 1233 / 4096, then one compare
+// with the power of ten (the usual digit count without a loop; exact for every uint64).
+inline int decimal_digits(std::uint64_t v) {
+  static constexpr std::uint64_t kPow10[20] = {1ULL,
+                                               10ULL,
+                                               100ULL,
+                                               1000ULL,
+                                               10000ULL,
+                                               100000ULL,
+                                               1000000ULL,
+                                               10000000ULL,
+                                               100000000ULL,
+                                               1000000000ULL,
+                                               10000000000ULL,
+                                               100000000000ULL,
+                                               1000000000000ULL,
+                                               10000000000000ULL,
+                                               100000000000000ULL,
+                                               1000000000000000ULL,
+                                               10000000000000000ULL,
+                                               100000000000000000ULL,
+                                               1000000000000000000ULL,
+                                               10000000000000000000ULL};
+  const std::uint64_t w = v | 1;  // 0 has one digit, as 1; the powers of ten above 1 are even
+  const int t = (std::bit_width(w) * 1233) >> 12;
+  return t - (w < kPow10[t] ? 1 : 0) + 1;
+}
+
+// V in decimal, as std::to_chars writes it (tests/test_trace_writer_format.cpp compares them),
+// inlined: the digit count first, then two digits per step from the end.
+inline char* raw_uint(char* p, std::uint64_t v) {
+  char* const end = p + decimal_digits(v);
+  char* q = end;
+  while (v >= 100) {
+    const auto r = static_cast<unsigned>(v % 100);
+    v /= 100;
+    q -= 2;
+    std::memcpy(q, kDigitPairs + 2 * r, 2);
+  }
+  // The leading one or two digits, at P.
+  if (v >= 10) {
+    std::memcpy(p, kDigitPairs + 2 * v, 2);
+  } else {
+    *p = static_cast<char>('0' + v);
+  }
+  return end;
+}
+
 inline char* raw_int(char* p, std::int64_t v) {
-  return std::to_chars(p, p + 20, v).ptr;
+  if (v < 0) {
+    *p++ = '-';
+    return raw_uint(p, 0 - static_cast<std::uint64_t>(v));
+  }
+  return raw_uint(p, static_cast<std::uint64_t>(v));
 }
 
 // Integer ns → µs with exactly three decimals, no floating point: 1234567 → "1234.567",
@@ -30,7 +88,7 @@ inline char* raw_us(char* p, TimeNs ns) {
   const std::uint64_t mag =
       ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
   if (ns < 0) *p++ = '-';
-  p = std::to_chars(p, p + 20, mag / 1000).ptr;
+  p = raw_uint(p, mag / 1000);
   const auto frac = static_cast<unsigned>(mag % 1000);
   p[0] = '.';
   p[1] = static_cast<char>('0' + frac / 100);

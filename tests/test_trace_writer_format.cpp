@@ -3,6 +3,9 @@
 // every other byte (UTF-8 included); µs are ns / 1000 with exactly three decimals.
 #include <catch2/catch.hpp>
 
+#include <charconv>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -110,4 +113,38 @@ TEST_CASE("in-place µs and numbers", "[trace]") {
   CHECK(counter(1e9) == "1000000000");
   CHECK(counter(2.5) == "2.5");
   CHECK(counter(1e300) == "1e+300");
+}
+
+TEST_CASE("in-place integers are std::to_chars's digits", "[trace]") {
+  const auto mine = [](std::int64_t v) {
+    char buf[24];
+    return std::string(buf, raw_int(buf, v));
+  };
+  const auto reference = [](std::int64_t v) {
+    char buf[24];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  };
+  // Every power of ten and its neighbours (where the digit count changes), both signs, and the
+  // extremes of int64.
+  std::int64_t pow10 = 1;
+  for (int k = 0; k <= 18; ++k, pow10 *= 10) {
+    for (const std::int64_t v : {pow10 - 1, pow10, pow10 + 1}) {
+      INFO(v);
+      CHECK(mine(v) == reference(v));
+      CHECK(mine(-v) == reference(-v));
+    }
+  }
+  CHECK(mine(0) == "0");
+  CHECK(mine(std::numeric_limits<std::int64_t>::max()) == "9223372036854775807");
+  CHECK(mine(std::numeric_limits<std::int64_t>::min()) == "-9223372036854775808");
+  // Random values of every magnitude: a random bit width, then random bits.
+  std::mt19937_64 rng(17);
+  for (int k = 0; k < 20000; ++k) {
+    const auto v = static_cast<std::int64_t>(rng() >> (rng() % 64));
+    INFO(v);
+    REQUIRE(mine(v) == reference(v));
+  }
+  // µs of large times: the integer part is the same digits.
+  char buf[32];
+  CHECK(std::string(buf, raw_us(buf, 9223372036854775807)) == "9223372036854775.807");
 }

@@ -8,13 +8,14 @@
 #include "core/step_spans.hpp"
 #include "core/topology.hpp"
 #include "core/transformer_flops.hpp"
+#include "profiler/huge_pages.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -31,45 +32,53 @@ constexpr int kCudaSyncTid = -1;
 
 prof::LaneRole lane_role(core::StreamRole r) {
   switch (r) {
-    case core::StreamRole::kCompute: return prof::LaneRole::kCompute;
-    case core::StreamRole::kComm: return prof::LaneRole::kComm;
-    case core::StreamRole::kCopy: return prof::LaneRole::kCopy;
+    case core::StreamRole::kCompute:
+      return prof::LaneRole::kCompute;
+    case core::StreamRole::kComm:
+      return prof::LaneRole::kComm;
+    case core::StreamRole::kCopy:
+      return prof::LaneRole::kCopy;
   }
   return prof::LaneRole::kOther;
 }
 
-// Sets the fields of an event made in place (tr.events.emplace_back()).
-void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const char* name, const char* cat, EventClass cls,
-               std::int64_t op_id, std::int64_t correlation) {
+// Sets the fields of an event made in place (tr.events.emplace_back()). Its strings are empty:
+// constructed and moved in (assign() on an empty string takes basic_string's general replace
+// path; docs/trace-format.md, "Building speed").
+template <class Name>
+void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name,
+               const char* cat, EventClass cls, std::int64_t op_id, std::int64_t correlation) {
   e.pid = pid;
   e.tid = tid;
   e.ts_ns = ts_ns;
   e.dur_ns = dur_ns;
-  e.name = name;
-  e.cat = cat;
+  e.name = std::string(name);
+  e.cat = std::string(cat);
   e.cls = cls;
   e.op_id = op_id;
   e.correlation = correlation;
 }
-void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const std::string& name, const char* cat,
-               EventClass cls, std::int64_t op_id, std::int64_t correlation) {
-  set_event(e, pid, tid, ts_ns, dur_ns, "", cat, cls, op_id, correlation);
-  e.name = name;
+// An event without args, made in place at the end of the event list (no temporary to move).
+template <class Name>
+void add_event(prof::Trace& tr, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name,
+               const char* cat, EventClass cls, std::int64_t op_id, std::int64_t correlation) {
+  set_event(tr.events.emplace_back(), pid, tid, ts_ns, dur_ns, name, cat, cls, op_id, correlation);
 }
 
-// The key's length known at compile time (no strlen), the arg made in place (no moves).
+// The key's length known at compile time (no strlen); the key and the value constructed once,
+// the arg moved in (default-constructing it in place and assigning both costs more: variant's
+// emplace of a string goes through a temporary variant).
 template <std::size_t N, class V>
 void add_arg(prof::TraceEvent& e, const char (&key)[N], V&& value) {
-  prof::Arg& a = e.args.emplace_back();
-  a.key.assign(key, N - 1);
-  a.value.emplace<std::decay_t<V>>(std::forward<V>(value));
+  e.args.push_back(
+      prof::Arg{std::string(key, N - 1),
+                prof::ArgValue(std::in_place_type<std::decay_t<V>>, std::forward<V>(value))});
 }
 // A string arg from a C string (an enum's spelling), without a temporary std::string.
 template <std::size_t N>
 void add_str_arg(prof::TraceEvent& e, const char (&key)[N], const char* value) {
-  prof::Arg& a = e.args.emplace_back();
-  a.key.assign(key, N - 1);
-  a.value.emplace<std::string>(value);
+  e.args.push_back(
+      prof::Arg{std::string(key, N - 1), prof::ArgValue(std::in_place_type<std::string>, value)});
 }
 
 // How many events and flows the op loop of build_trace makes (its branches, counted): the vectors
@@ -77,7 +86,8 @@ void add_str_arg(prof::TraceEvent& e, const char (&key)[N], const char* value) {
 struct OpEventCount {
   std::size_t events = 0, flows = 0;
 };
-OpEventCount count_op_events(const core::Program& p, const std::vector<core::OpTiming>& timing, const CudaSyncPlan& sync) {
+OpEventCount count_op_events(const core::Program& p, const std::vector<core::OpTiming>& timing,
+                             const CudaSyncPlan& sync) {
   OpEventCount n;
   for (const Op& op : p.ops) {
     const core::OpTiming& t = timing[op.id];
@@ -88,16 +98,19 @@ OpEventCount count_op_events(const core::Program& p, const std::vector<core::OpT
       ++n.events;
       continue;
     }
-    if (op.kind == OpKind::kMarker || op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
-    n.events += (op.python_ns > 0 ? 1 : 0) + 2 * sync.stream_waits[op.id].size() + (op.dispatch_ns > 0 ? 1 : 0) +
-                (sync.record_corr[op.id] >= 0 ? 1 : 0) + 1;
+    if (op.kind == OpKind::kMarker || op.kind == OpKind::kAlloc || op.kind == OpKind::kFree)
+      continue;
+    n.events += (op.python_ns > 0 ? 1 : 0) + 2 * sync.stream_waits[op.id].size() +
+                (op.dispatch_ns > 0 ? 1 : 0) + (sync.record_corr[op.id] >= 0 ? 1 : 0) + 1;
     if (op.dispatch_ns > 0) ++n.flows;
   }
   for (const Op& op : p.ops) {
     if (op.stream < 0 || timing[op.id].start_ns < 0) continue;
     for (const core::Dep& d : op.deps) {
       const Op& src = p.ops[d.op];
-      if (d.kind == core::DepKind::kStreamWaits && src.stream >= 0 && src.gpu != op.gpu && timing[d.op].end_ns >= 0) ++n.flows;
+      if (d.kind == core::DepKind::kStreamWaits && src.stream >= 0 && src.gpu != op.gpu &&
+          timing[d.op].end_ns >= 0)
+        ++n.flows;
     }
   }
   return n;
@@ -112,7 +125,8 @@ class GroupArgs {
     int size = 0;
     std::string id, description, ranks;  // "Process Group Name", "... Description", "... Ranks"
   };
-  explicit GroupArgs(const core::Program& p) : p_(p), groups_(p.groups.size()), known_(p.groups.size(), 0) {}
+  explicit GroupArgs(const core::Program& p)
+      : p_(p), groups_(p.groups.size()), known_(p.groups.size(), 0) {}
   // -1 (a collective simulated elsewhere, core/program_slice.hpp): no group, "[]".
   const Group& of(int group) {
     if (group < 0) {
@@ -130,13 +144,15 @@ class GroupArgs {
       g.id = std::to_string(group);
       g.description = cg.name;
       g.ranks = "[";
-      for (std::size_t i = 0; i < cg.gpus.size(); ++i) g.ranks += (i ? ", " : "") + std::to_string(cg.gpus[i]);
+      for (std::size_t i = 0; i < cg.gpus.size(); ++i)
+        g.ranks += (i ? ", " : "") + std::to_string(cg.gpus[i]);
       g.ranks += "]";
     }
     return g;
   }
   const std::string& kernel_name(core::CollectiveKind k, core::Dtype d, core::CollectiveAlgo algo) {
-    const auto key = std::make_tuple(static_cast<int>(k), static_cast<int>(d), static_cast<int>(algo));
+    const auto key =
+        std::make_tuple(static_cast<int>(k), static_cast<int>(d), static_cast<int>(algo));
     if (auto it = kernel_names_.find(key); it != kernel_names_.end()) return it->second;
     return kernel_names_.emplace(key, nccl_kernel_name(k, d, algo)).first->second;
   }
@@ -151,14 +167,14 @@ class GroupArgs {
 
 }  // namespace
 
-
 namespace detail {
 
 // [SECTION] Parts shared with the summary input (backends/common/run_summary.cpp)
 
 void add_gpu_processes(prof::Trace& tr, const core::Program& p, const core::MemoryReport& mem) {
   std::map<int, int> rank_of;  // gpu -> rank (position in active_gpus)
-  for (std::size_t i = 0; i < p.active_gpus.size(); ++i) rank_of[p.active_gpus[i]] = static_cast<int>(i);
+  for (std::size_t i = 0; i < p.active_gpus.size(); ++i)
+    rank_of[p.active_gpus[i]] = static_cast<int>(i);
   std::map<int, Bytes> capacity;
   for (const core::GpuMemory& g : mem.gpus) capacity[g.gpu] = g.capacity_bytes;
   for (int g : p.active_gpus) {
@@ -181,12 +197,21 @@ void add_gpu_processes(prof::Trace& tr, const core::Program& p, const core::Memo
 // last op on that GPU. Other threads' early starts (data-loader workers prefetching later
 // batches) do not move the start; they still count for the end.
 // core/step_spans.cpp computes them (sweeps read the step time from the same spans).
-void add_step_annotations(prof::Trace& tr, const core::Program& p, const std::vector<core::StepSpan>& step_spans) {
+void add_step_annotations(prof::Trace& tr, const core::Program& p,
+                          const std::vector<core::StepSpan>& step_spans) {
   std::map<int, int> first_thread_of_gpu;
   for (const core::ThreadDesc& t : p.threads) first_thread_of_gpu.emplace(t.gpu, t.id);
   for (const core::StepSpan& ss : step_spans) {
-    tr.events.push_back({ss.gpu, host_tid(first_thread_of_gpu[ss.gpu]), ss.start_ns, ss.end_ns - ss.start_ns,
-                         "ProfilerStep#" + std::to_string(ss.step), "user_annotation", EventClass::kAnnotation, -1, -1, {}});
+    tr.events.push_back({ss.gpu,
+                         host_tid(first_thread_of_gpu[ss.gpu]),
+                         ss.start_ns,
+                         ss.end_ns - ss.start_ns,
+                         "ProfilerStep#" + std::to_string(ss.step),
+                         "user_annotation",
+                         EventClass::kAnnotation,
+                         -1,
+                         -1,
+                         {}});
   }
 }
 
@@ -228,7 +253,8 @@ void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
       c.values.reserve(5);
       c.values.push_back({"reserved", static_cast<double>(m.reserved_bytes)});
       c.values.push_back({"allocated_blocks", static_cast<double>(m.allocated_bytes)});
-      c.values.push_back({"cached_free", static_cast<double>(m.reserved_bytes - m.allocated_bytes)});
+      c.values.push_back(
+          {"cached_free", static_cast<double>(m.reserved_bytes - m.allocated_bytes)});
       c.values.push_back({"largest_free_block", static_cast<double>(m.largest_free_block_bytes)});
       c.values.push_back({"segments", static_cast<double>(m.segments)});
       tr.counters.push_back(std::move(c));
@@ -236,50 +262,70 @@ void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
   }
 }
 
-void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program& p, const core::ExecutionResult& r,
-                  const core::MemoryReport& mem) {
+void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program& p,
+                  const core::ExecutionResult& r, const core::MemoryReport& mem) {
   std::map<int, int> rank_of;  // gpu -> rank (position in active_gpus)
-  for (std::size_t i = 0; i < p.active_gpus.size(); ++i) rank_of[p.active_gpus[i]] = static_cast<int>(i);
+  for (std::size_t i = 0; i < p.active_gpus.size(); ++i)
+    rank_of[p.active_gpus[i]] = static_cast<int>(i);
   nlohmann::json& md = tr.metadata;
   md["scenario"] = {{"name", s.name}, {"description", s.description}, {"file", s.file}};
-  md["strategy"] = {{"kind", core::to_string(s.strategy.kind)}, {"label", p.strategy_label}, {"device_ids", s.strategy.device_ids}};
-  if (s.strategy.kind == core::StrategyKind::kDataParallel) md["strategy"]["output_device"] = s.strategy.output_device;
+  md["strategy"] = {{"kind", core::to_string(s.strategy.kind)},
+                    {"label", p.strategy_label},
+                    {"device_ids", s.strategy.device_ids}};
+  if (s.strategy.kind == core::StrategyKind::kDataParallel)
+    md["strategy"]["output_device"] = s.strategy.output_device;
   md["backend"] = r.backend;
   md["measured"] = r.measured;
   md["complete"] = r.complete;
   if (!r.complete) md["steps_completed"] = completed_steps(p, r);
   md["samples_per_step"] = p.samples_per_step;
   md["steps"] = p.steps;
-  md["cluster"] = {{"nodes", s.cluster.nodes}, {"gpus_per_node", s.cluster.gpus_per_node}, {"gpu", s.cluster.gpu.name},
+  md["cluster"] = {{"nodes", s.cluster.nodes},
+                   {"gpus_per_node", s.cluster.gpus_per_node},
+                   {"gpu", s.cluster.gpu.name},
                    {"intra", core::to_string(s.cluster.intra.kind)}};
-  md["model"] = {{"name", s.model.name}, {"params", s.model.total_params()}, {"layers", s.model.layers.size()}};
+  md["model"] = {{"name", s.model.name},
+                 {"params", s.model.total_params()},
+                 {"layers", s.model.layers.size()}};
   md["precision"] = core::to_string(s.training.precision);
   // MFU/HFU inputs (docs/program.md, "FLOPs utilisation"; docs/summary.md, "MFU and HFU").
   md["model_flops_per_step"] = p.model_flops_per_step;
   md["hardware_flops_per_step"] = p.hardware_flops_per_step;
-  md["peak_flops_per_gpu"] = s.cluster.gpu.peak_flops_per_s(core::precision_bytes(s.training.precision, s.training.amp_dtype).compute);
+  md["peak_flops_per_gpu"] = s.cluster.gpu.peak_flops_per_s(
+      core::precision_bytes(s.training.precision, s.training.amp_dtype).compute);
   // The general decoder block only (model.transformer, model.hf_config; older models' metadata is
   // unchanged): tokens per step and the per-token FLOPs counts (docs/summary.md, "Tokens and
   // FLOPs per token"; docs/transformer.md, "FLOPs per token").
   if (s.model.transformer_config.layers > 0) {
     const core::FlopsPerToken f = core::transformer_flops_per_token(s.model);
-    md["transformer"] = {{"params", s.model.total_params()},
-                         {"seq_len", s.model.transformer_config.seq_len},
-                         {"tokens_per_step", p.samples_per_step * s.model.transformer_config.seq_len},
-                         {"flops_per_token", {{"model", f.model}, {"six_n_attention", f.six_n_attention},
-                                              {"megatron", f.megatron}, {"torchtitan", f.torchtitan}}}};
+    md["transformer"] = {
+        {"params", s.model.total_params()},
+        {"seq_len", s.model.transformer_config.seq_len},
+        {"tokens_per_step", p.samples_per_step * s.model.transformer_config.seq_len},
+        {"flops_per_token",
+         {{"model", f.model},
+          {"six_n_attention", f.six_n_attention},
+          {"megatron", f.megatron},
+          {"torchtitan", f.torchtitan}}}};
   }
   // First-step and steady-state peaks per GPU (docs/memory.md): the summary reports the larger.
   nlohmann::json peaks = nlohmann::json::array();
   for (const core::GpuMemory& g : mem.gpus) {
-    peaks.push_back({{"gpu", g.gpu}, {"first_step_peak_bytes", g.first_step_peak_bytes},
-                     {"steady_state_peak_bytes", g.steady_peak_bytes}, {"projected", g.steady_projected}});
+    peaks.push_back({{"gpu", g.gpu},
+                     {"first_step_peak_bytes", g.first_step_peak_bytes},
+                     {"steady_state_peak_bytes", g.steady_peak_bytes},
+                     {"projected", g.steady_projected}});
   }
   md["memory_peaks"] = peaks;
   if (mem.oom) {
-    md["oom"] = {{"gpu", mem.oom->gpu}, {"op", mem.oom->op_name}, {"shortfall_bytes", mem.oom->shortfall_bytes},
-                 {"at_ns", mem.oom->at_ns}, {"requested_bytes", mem.oom->requested_bytes}, {"capacity_bytes", mem.oom->capacity_bytes},
-                 {"would_be_peak_bytes", mem.oom->would_be_peak_bytes}, {"over_capacity_bytes", mem.oom->over_capacity_bytes},
+    md["oom"] = {{"gpu", mem.oom->gpu},
+                 {"op", mem.oom->op_name},
+                 {"shortfall_bytes", mem.oom->shortfall_bytes},
+                 {"at_ns", mem.oom->at_ns},
+                 {"requested_bytes", mem.oom->requested_bytes},
+                 {"capacity_bytes", mem.oom->capacity_bytes},
+                 {"would_be_peak_bytes", mem.oom->would_be_peak_bytes},
+                 {"over_capacity_bytes", mem.oom->over_capacity_bytes},
                  {"steady_state", mem.oom->steady_state}};
   } else {
     md["oom"] = nullptr;
@@ -289,17 +335,26 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
   // every torch.cuda.empty_cache() with what it released.
   if (mem.allocator.oom) {
     const core::AllocatorOom& o = *mem.allocator.oom;
-    md["allocator_oom"] = {{"gpu", o.gpu}, {"op", o.op_name}, {"requested_bytes", o.requested_bytes},
-                           {"segment_bytes", o.segment_bytes}, {"reserved_bytes", o.reserved_bytes},
-                           {"allocated_bytes", o.allocated_bytes}, {"capacity_bytes", o.capacity_bytes}, {"at_ns", o.at_ns}};
+    md["allocator_oom"] = {{"gpu", o.gpu},
+                           {"op", o.op_name},
+                           {"requested_bytes", o.requested_bytes},
+                           {"segment_bytes", o.segment_bytes},
+                           {"reserved_bytes", o.reserved_bytes},
+                           {"allocated_bytes", o.allocated_bytes},
+                           {"capacity_bytes", o.capacity_bytes},
+                           {"at_ns", o.at_ns}};
   } else {
     md["allocator_oom"] = nullptr;
   }
   nlohmann::json empties = nlohmann::json::array();
   for (const core::GpuAllocatorTimeline& g : mem.allocator.gpus) {
     for (const core::EmptyCacheEffect& e : g.empty_cache) {
-      empties.push_back({{"gpu", g.gpu}, {"step", e.step}, {"at_ns", e.t_ns}, {"released_bytes", e.released_bytes},
-                         {"reserved_after_bytes", e.reserved_after_bytes}, {"allocated_bytes", e.allocated_bytes}});
+      empties.push_back({{"gpu", g.gpu},
+                         {"step", e.step},
+                         {"at_ns", e.t_ns},
+                         {"released_bytes", e.released_bytes},
+                         {"reserved_after_bytes", e.reserved_after_bytes},
+                         {"allocated_bytes", e.allocated_bytes}});
     }
   }
   if (!empties.empty()) md["empty_cache"] = empties;
@@ -327,14 +382,15 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
       }
       mirrors.push_back({g, rank_of[g], rep});
     }
-    md["rank_symmetry"] = {{"active_gpus", p.active_gpus.size()}, {"simulated_gpus", simulated}, {"mirrors", mirrors}};
+    md["rank_symmetry"] = {
+        {"active_gpus", p.active_gpus.size()}, {"simulated_gpus", simulated}, {"mirrors", mirrors}};
   }
 }
 
 }  // namespace detail
 
-prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const core::ExecutionResult& r,
-                        const core::MemoryReport& mem) {
+prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
+                        const core::ExecutionResult& r, const core::MemoryReport& mem) {
   prof::Trace tr;
   tr.base_ns = 0;
   tr.world_size = static_cast<int>(p.active_gpus.size());
@@ -379,23 +435,33 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
   // own choice: same topology, parameters and planning as backends/sim), planned once per shape.
   std::optional<core::Topology> topo;
   const core::CommParams comm = core::comm_params_for(s);
-  std::map<std::tuple<int, int, int, int, Bytes>, std::pair<core::CollectiveAlgo, core::NcclProto>> plans;
+  std::map<std::tuple<int, int, int, int, Bytes>, std::pair<core::CollectiveAlgo, core::NcclProto>>
+      plans;
   const auto plan_of = [&](const Op& op) -> std::pair<core::CollectiveAlgo, core::NcclProto> {
     if (op.group < 0) return {op.algo, core::NcclProto::kAuto};
-    const auto key = std::make_tuple(static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root, op.bytes);
+    const auto key = std::make_tuple(static_cast<int>(op.collective), static_cast<int>(op.algo),
+                                     op.group, op.root, op.bytes);
     if (auto it = plans.find(key); it != plans.end()) return it->second;
     if (!topo) topo.emplace(s.cluster);
-    const core::TransferPlan tp = core::plan_collective(*topo, comm, op.collective, op.algo, p.groups[op.group].gpus, op.root,
-                                                        static_cast<double>(op.bytes));
+    const core::TransferPlan tp =
+        core::plan_collective(*topo, comm, op.collective, op.algo, p.groups[op.group].gpus, op.root,
+                              static_cast<double>(op.bytes));
     return plans.emplace(key, std::make_pair(tp.algo, tp.proto)).first->second;
   };
-  std::vector<char> sync_lane(p.active_gpus.empty() ? 0 : static_cast<std::size_t>(*std::max_element(p.active_gpus.begin(), p.active_gpus.end())) + 1, 0);
+  std::vector<char> sync_lane(p.active_gpus.empty()
+                                  ? 0
+                                  : static_cast<std::size_t>(*std::max_element(
+                                        p.active_gpus.begin(), p.active_gpus.end())) +
+                                        1,
+                              0);
   // The events and flows counted first, so that each vector is allocated once: growing a vector
   // of a million events moves every one of them (docs/trace-format.md, "Building speed").
   {
     const OpEventCount n = count_op_events(p, timing, sync);
     tr.events.reserve(n.events + step_spans.size());
     tr.flows.reserve(n.flows);
+    prof::advise_huge_pages(tr.events);
+    prof::advise_huge_pages(tr.flows);
   }
   GroupArgs group_args(p);
   for (const Op& op : p.ops) {
@@ -411,15 +477,19 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       // wait ended. Args as CUPTI's synchronisation record, the record's correlation resolved.
       const std::int64_t c = next_corr++;
       TimeNs from = sync.host_wait_from[op.id];
-      if (const auto first = first_thread_of_gpu.find(pid); first != first_thread_of_gpu.end() && first->second == op.thread) {
-        if (const auto st = step_start.find({pid, op.step}); st != step_start.end()) from = std::min(std::max(from, st->second), t.ready_ns);
+      if (const auto first = first_thread_of_gpu.find(pid);
+          first != first_thread_of_gpu.end() && first->second == op.thread) {
+        if (const auto st = step_start.find({pid, op.step}); st != step_start.end())
+          from = std::min(std::max(from, st->second), t.ready_ns);
       }
-      tr.events.push_back({pid, htid, from, t.ready_ns - from, "cudaEventSynchronize", "cuda_runtime", EventClass::kHost, -1, c, {}});
+      add_event(tr, pid, htid, from, t.ready_ns - from, "cudaEventSynchronize", "cuda_runtime",
+                EventClass::kHost, -1, c);
       const Op& so = p.ops[src];
       const int gpu = p.streams[so.stream].gpu;
       if (static_cast<std::size_t>(gpu) < sync_lane.size()) sync_lane[gpu] = 1;
       prof::TraceEvent& es = tr.events.emplace_back();
-      set_event(es, gpu, kCudaSyncTid, t.ready_ns, 0, "Event Sync", "cuda_sync", EventClass::kOther, -1, c);
+      set_event(es, gpu, kCudaSyncTid, t.ready_ns, 0, "Event Sync", "cuda_sync", EventClass::kOther,
+                -1, c);
       es.args.reserve(5);
       add_str_arg(es, "cuda_sync_kind", "Event Sync");
       add_arg(es, "stream", std::int64_t{-1});
@@ -428,16 +498,19 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       add_arg(es, "wait_on_cuda_event_id", sync.record_event[src]);
     }
     if (t.gil_wait_ns > 0) {
-      tr.events.push_back({pid, htid, t.ready_ns, t.gil_wait_ns, "GIL wait", "gil_wait", EventClass::kGilWait, op.id, -1, {}});
+      add_event(tr, pid, htid, t.ready_ns, t.gil_wait_ns, "GIL wait", "gil_wait",
+                EventClass::kGilWait, op.id, -1);
     }
     const std::int64_t corr = op.id + 1;
     if (op.kind == OpKind::kHostWork) {
       prof::TraceEvent& e = tr.events.emplace_back();
-      set_event(e, pid, htid, t.start_ns, t.end_ns - t.start_ns, name, "cpu_op", EventClass::kHost, op.id, -1);
+      set_event(e, pid, htid, t.start_ns, t.end_ns - t.start_ns, name, "cpu_op", EventClass::kHost,
+                op.id, -1);
       add_str_arg(e, "phase", core::to_string(op.phase));
       continue;
     }
-    if (op.kind == OpKind::kMarker || op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) continue;
+    if (op.kind == OpKind::kMarker || op.kind == OpKind::kAlloc || op.kind == OpKind::kFree)
+      continue;
     // Python part (GIL held), then the dispatch + launch call (GIL released): the stream waits
     // first, the launch, then the event record, sharing the dispatch time.
     // Real runs: the launch call spans from the measured end of the Python part to the measured
@@ -448,12 +521,14 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
                                       : t.issue_end_ns - op.dispatch_ns;
     if (op.python_ns > 0) {
       prof::TraceEvent& e = tr.events.emplace_back();
-      set_event(e, pid, htid, dispatch_start - op.python_ns, op.python_ns, name, "cpu_op", EventClass::kHost, op.id, -1);
+      set_event(e, pid, htid, dispatch_start - op.python_ns, op.python_ns, name, "cpu_op",
+                EventClass::kHost, op.id, -1);
       add_str_arg(e, "phase", core::to_string(op.phase));
     }
     const std::vector<OpId>& waits = sync.stream_waits[op.id];
     const bool records = sync.record_corr[op.id] >= 0;
-    const TimeNs call_ns = sync_call_ns(op.dispatch_ns, static_cast<int>(waits.size()) + (records ? 1 : 0));
+    const TimeNs call_ns =
+        sync_call_ns(op.dispatch_ns, static_cast<int>(waits.size()) + (records ? 1 : 0));
     const core::StreamDesc& st = p.streams[op.stream];
     TimeNs launch_start = dispatch_start;
     // Several waits of one op are waited one after the other by the stream (each
@@ -464,14 +539,17 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       // becoming free (or the call) to the producer's end, ending before this op starts so that
       // it sorts before it and nests with the stream's kernels.
       const std::int64_t c = next_corr++;
-      tr.events.push_back({pid, htid, launch_start, call_ns, "cudaStreamWaitEvent", "cuda_runtime", EventClass::kHost, op.id, c, {}});
-      const TimeNs wait_end =
-          std::min(std::max({sync.stream_free_ns[op.id], launch_start, timing[src].end_ns, prev_wait_end}), t.start_ns - 1);
-      const TimeNs wait_start = std::min(std::max({sync.stream_free_ns[op.id], launch_start, prev_wait_end}), wait_end);
+      add_event(tr, pid, htid, launch_start, call_ns, "cudaStreamWaitEvent", "cuda_runtime",
+                EventClass::kHost, op.id, c);
+      const TimeNs wait_end = std::min(
+          std::max({sync.stream_free_ns[op.id], launch_start, timing[src].end_ns, prev_wait_end}),
+          t.start_ns - 1);
+      const TimeNs wait_start =
+          std::min(std::max({sync.stream_free_ns[op.id], launch_start, prev_wait_end}), wait_end);
       prev_wait_end = wait_end;
       prof::TraceEvent& ew = tr.events.emplace_back();
-      set_event(ew, st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start, "Stream Wait Event", "cuda_sync", EventClass::kOther,
-                -1, c);
+      set_event(ew, st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start,
+                "Stream Wait Event", "cuda_sync", EventClass::kOther, -1, c);
       ew.args.reserve(4);
       add_str_arg(ew, "cuda_sync_kind", "Stream Wait Event");
       add_arg(ew, "wait_on_stream", static_cast<std::int64_t>(stream_tid(p.ops[src].stream)));
@@ -482,13 +560,15 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     const TimeNs launch_end = t.issue_end_ns - (records ? call_ns : 0);
     const LaunchCall call = launch_call(op.kind);
     if (op.dispatch_ns > 0) {
-      tr.events.push_back({pid, htid, launch_start, launch_end - launch_start, call.name, call.cat, EventClass::kHost, op.id, corr, {}});
+      add_event(tr, pid, htid, launch_start, launch_end - launch_start, call.name, call.cat,
+                EventClass::kHost, op.id, corr);
     }
     if (records) {
-      tr.events.push_back({pid, htid, launch_end, t.issue_end_ns - launch_end, "cudaEventRecord", "cuda_runtime", EventClass::kHost, op.id,
-                           sync.record_corr[op.id], {}});
+      add_event(tr, pid, htid, launch_end, t.issue_end_ns - launch_end, "cudaEventRecord",
+                "cuda_runtime", EventClass::kHost, op.id, sync.record_corr[op.id]);
     }
-    prof::TraceEvent e;
+    // The device event, made in place (the list is reserved: the reference stays valid).
+    prof::TraceEvent& e = tr.events.emplace_back();
     e.pid = st.gpu;
     e.tid = stream_tid(st.id);
     e.ts_ns = t.start_ns;
@@ -498,8 +578,8 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     // The args after the kind's own (below): reserved with them, so the vector is allocated once.
     const std::size_t tail_args = (op.fixed_ns >= 0 ? 1 : 0) + 1 + (op.batch >= 0 ? 1 : 0) + 1;
     if (op.kind == OpKind::kCompute) {
-      e.name = name;
-      e.cat = "kernel";
+      e.name = std::string(name);
+      e.cat = std::string("kernel");
       e.cls = EventClass::kCompute;
       e.args.reserve(4 + tail_args);
       add_str_arg(e, "kind", core::to_string(op.compute_kind));
@@ -508,10 +588,11 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
     } else if (op.kind == OpKind::kCopy) {
       // Kineto's memcpy name and args: bytes, and bytes per ns (= GB/s) over the copy's duration.
-      e.name = kineto_memcpy_name(op.copy_kind);
-      e.cat = "gpu_memcpy";
+      e.name = std::string(kineto_memcpy_name(op.copy_kind));
+      e.cat = std::string("gpu_memcpy");
       e.cls = EventClass::kCopy;
-      const double gbps = e.dur_ns > 0 ? static_cast<double>(op.bytes) / static_cast<double>(e.dur_ns) : 0.0;
+      const double gbps =
+          e.dur_ns > 0 ? static_cast<double>(op.bytes) / static_cast<double>(e.dur_ns) : 0.0;
       e.args.reserve(4 + (op.peer_gpu >= 0 ? 1 : 0) + tail_args);
       add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
       add_arg(e, "memory bandwidth (GB/s)", gbps);
@@ -523,12 +604,13 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       const GroupArgs::Group& g = group_args.of(op.group);
       const auto [algo, proto] = plan_of(op);
       const MsgNelems nel = msg_nelems(op.collective, op.dtype, op.bytes, g.size);
-      e.name = group_args.kernel_name(op.collective, op.dtype, algo);
-      e.cat = "kernel";
+      e.name = std::string(group_args.kernel_name(op.collective, op.dtype, algo));
+      e.cat = std::string("kernel");
       e.cls = EventClass::kCommunication;
       const char* algo_name = nccl_algo_name(algo);
       const char* proto_name = nccl_proto_name(proto);
-      e.args.reserve(12 + (algo_name ? 1 : 0) + (proto_name ? 1 : 0) + (op.root >= 0 ? 1 : 0) + tail_args);
+      e.args.reserve(12 + (algo_name ? 1 : 0) + (proto_name ? 1 : 0) + (op.root >= 0 ? 1 : 0) +
+                     tail_args);
       // PyTorch's record_param_comms args, as in ../shared/fixtures/kineto/nccl_data.json.gz.
       add_str_arg(e, "Collective name", torch_collective_name(op.collective));
       add_arg(e, "In msg nelems", nel.in);
@@ -546,14 +628,14 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
       if (proto_name) add_str_arg(e, "protocol", proto_name);
       if (op.root >= 0) add_arg(e, "root", static_cast<std::int64_t>(op.root));
     }
-    if (op.fixed_ns >= 0) add_arg(e, "simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns));
+    if (op.fixed_ns >= 0)
+      add_arg(e, "simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns));
     add_str_arg(e, "phase", core::to_string(op.phase));
     if (op.batch >= 0) add_arg(e, "batch", op.batch);
     add_arg(e, "step", static_cast<std::int64_t>(op.step));
     if (op.dispatch_ns > 0) {
       tr.flows.push_back({corr, "ac2g", "ac2g", pid, htid, launch_start, e.pid, e.tid, e.ts_ns});
     }
-    tr.events.push_back(std::move(e));
   }
   // The lane of Kineto's stream-less synchronisation records ("Event Sync": tid -1).
   for (std::size_t g = 0; g < sync_lane.size(); ++g) {
@@ -573,13 +655,15 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p, const c
     if (op.stream < 0 || timing[op.id].start_ns < 0) continue;
     for (const core::Dep& d : op.deps) {
       const Op& src = p.ops[d.op];
-      if (d.kind != core::DepKind::kStreamWaits || src.stream < 0 || src.gpu == op.gpu || timing[d.op].end_ns < 0) continue;
+      if (d.kind != core::DepKind::kStreamWaits || src.stream < 0 || src.gpu == op.gpu ||
+          timing[d.op].end_ns < 0)
+        continue;
       // The flow leaves the producer's slice at its last nanosecond (slices are half-open, as in
       // Perfetto's slice stack, so its end instant belongs to no slice; a zero-length producer is
       // left at its start) and enters the consumer at its start.
       const TimeNs from = std::max(timing[d.op].start_ns, timing[d.op].end_ns - 1);
-      tr.flows.push_back({flow_id++, "dependency", "dependency", src.gpu, stream_tid(src.stream), from, op.gpu,
-                          stream_tid(op.stream), timing[op.id].start_ns});
+      tr.flows.push_back({flow_id++, "dependency", "dependency", src.gpu, stream_tid(src.stream),
+                          from, op.gpu, stream_tid(op.stream), timing[op.id].start_ns});
     }
   }
 

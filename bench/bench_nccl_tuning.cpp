@@ -253,13 +253,26 @@ int main() {
   const System h1 = dgx("H100-SXM5-80GB", "DGX H100", 1, false);
   for (int k = 1; k < 3; ++k)
     for (double mib : sizes) print_row(h1, k, mib, CollectiveAlgo::kNvls, kNvls);
-  // Table 3: the automatic choices on nodes of one GPU, where NCCL's PAT competes with the ring
-  // (PAT is not modelled on our side: ours is the ring).
+  // Table 3: the automatic choices on nodes of one GPU, where PAT competes with the ring.
   std::printf("\n%s", header);
   for (int nodes : {8, 64}) {
     System one = dgx("H100-SXM5-80GB", "H100, 1 GPU per node,", nodes, false, 1);
     for (int k = 1; k < 3; ++k)
       for (double mib : sizes) print_row(one, k, mib, CollectiveAlgo::kAuto, -1);
+  }
+  // Table 4: NVLSTree all-reduce forced on both sides (NCCL_ALGO=NVLSTree; ours nccl.algo) on 2
+  // and 8 DGX H100 nodes.
+  std::printf("\n%s", header);
+  for (int nodes : {2, 8}) {
+    const System h = dgx("H100-SXM5-80GB", "DGX H100", nodes, false);
+    for (double mib : sizes) print_row(h, 0, mib, CollectiveAlgo::kNvlsTree, kNvlsTree);
+  }
+  // Table 5: PAT forced on both sides on nodes of one GPU (all-gather; the reduce-scatter is the
+  // same in both models).
+  std::printf("\n%s", header);
+  for (int nodes : {8, 64}) {
+    const System one = dgx("H100-SXM5-80GB", "H100, 1 GPU per node,", nodes, false, 1);
+    for (double mib : sizes) print_row(one, 1, mib, CollectiveAlgo::kPat, kPat);
   }
   return 0;
 }

@@ -10,9 +10,10 @@
 
 namespace csim::core::parse {
 
-// Why the cluster cannot run NCCL algorithm `algo` (kNvls, kCollnet; the others always can),
-// or empty: NVLS needs sm_90+ GPUs on NVSwitch and, across nodes, CollNet; CollNet needs two or
-// more nodes whose fabric has SHARP switches.
+// Why the cluster cannot run NCCL algorithm `algo` (kNvls, kCollnet, kNvlsTree, kPat; the others
+// always can), or empty: NVLS needs sm_90+ GPUs on NVSwitch and, across nodes, CollNet; CollNet
+// needs two or more nodes whose fabric has SHARP switches; NVLSTree needs NVLS's GPUs and two or
+// more nodes of two or more GPUs; PAT needs one GPU per node on two or more nodes (sm_60+).
 std::string nccl_algo_gate(CollectiveAlgo algo, const ClusterSpec& c);
 
 // Exit 2 at `path` (nccl.algo) when the forced algorithm is gated off on sc.cluster.

@@ -8,7 +8,8 @@ namespace csim::core {
 // [SECTION] NCCL spellings (the scenario's "nccl" object) ---------------------------------------
 
 const std::vector<std::string>& collective_algo_names() {
-  static const std::vector<std::string> kNames{"auto", "ring", "tree", "nvls", "hierarchical", "collnet"};
+  static const std::vector<std::string> kNames{"auto",         "ring",    "tree",     "nvls",
+                                               "hierarchical", "collnet", "nvlstree", "pat"};
   return kNames;
 }
 

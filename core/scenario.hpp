@@ -487,15 +487,26 @@ struct StrategySpec {
 // [SECTION] NCCL ---------------------------------------------------------------------------------
 
 // A collective's algorithm (Op::algo; kAuto: the cost model picks, as NCCL's tuner does).
-// kCollnet: NCCL's CollNet (in-network reduction on SHARP InfiniBand switches).
-enum class CollectiveAlgo : std::uint8_t { kAuto, kRing, kTree, kNvls, kHierarchical, kCollnet };
-inline constexpr int kNumCollectiveAlgos = 6;
+// kCollnet: NCCL's CollNet (in-network reduction on SHARP InfiniBand switches). kNvlsTree: NCCL's
+// NVLSTree (NVLS inside each node, a double binary tree across nodes; all-reduce). kPat: NCCL's
+// PAT (all-gather, reduce-scatter with one GPU per node). docs/cost-model.md, "NVLSTree", "PAT".
+enum class CollectiveAlgo : std::uint8_t {
+  kAuto,
+  kRing,
+  kTree,
+  kNvls,
+  kHierarchical,
+  kCollnet,
+  kNvlsTree,
+  kPat
+};
+inline constexpr int kNumCollectiveAlgos = 8;
 // NCCL protocols (docs/cost-model.md, "Protocols"): LL (8-byte lines, 4 bytes of data), LL128
 // (128-byte lines, 120 of data), Simple (bulk copies with a flag per chunk).
 enum class NcclProto : std::uint8_t { kAuto, kLL, kLL128, kSimple };
 inline constexpr int kNumNcclProtos = 4;
 // The scenario's spelling, one table each (core/scenario.cpp): auto, ring, tree, nvls,
-// hierarchical; auto, LL, LL128, Simple (NCCL_PROTO's). The trace's NCCL spelling (RING, SIMPLE)
+// hierarchical, collnet, nvlstree, pat (NCCL_ALGO's, lower case); auto, LL, LL128, Simple (NCCL_PROTO's). The trace's NCCL spelling (RING, SIMPLE)
 // is backends/common/kineto_names.hpp's.
 const char* to_string(CollectiveAlgo a);
 const char* to_string(NcclProto p);

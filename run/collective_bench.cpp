@@ -100,8 +100,10 @@ core::CollectiveAlgo parse_collective_algo(const std::string& name, const std::s
   if (n == "nvls") return core::CollectiveAlgo::kNvls;
   if (n == "hierarchical") return core::CollectiveAlgo::kHierarchical;
   if (n == "collnet") return core::CollectiveAlgo::kCollnet;
+  if (n == "nvlstree") return core::CollectiveAlgo::kNvlsTree;
+  if (n == "pat") return core::CollectiveAlgo::kPat;
   bad_option(option, "unknown algorithm '" + name + "'",
-             "auto, ring, tree, nvls, hierarchical or collnet");
+             "auto, ring, tree, nvls, hierarchical, collnet, nvlstree or pat");
 }
 
 core::NcclProto parse_collective_proto(const std::string& name, const std::string& option) {

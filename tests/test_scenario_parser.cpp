@@ -351,6 +351,17 @@ TEST_CASE("nccl keys: algo and proto as NCCL_ALGO / NCCL_PROTO", "[scenario][ncc
   // a misspelt protocol is an error that names the key and suggests the nearest value
   CHECK_THROWS_WITH(csim::core::parse_scenario_string(base, "t.json", {"nccl.proto=LL12"}),
                     Catch::Contains("nccl.proto"));
+  // NCCL's gates (docs/cost-model.md, "Algorithm gates"): PAT only with one GPU per node,
+  // NVLSTree only across nodes; the error names the key and the reason.
+  CHECK_THROWS_WITH(csim::core::parse_scenario_string(base, "t.json", {"nccl.algo=pat"}),
+                    Catch::Contains("nccl.algo") && Catch::Contains("one GPU per node"));
+  CHECK_THROWS_WITH(csim::core::parse_scenario_string(base, "t.json", {"nccl.algo=nvlstree"}),
+                    Catch::Contains("nccl.algo") && Catch::Contains("single node"));
+  CHECK(csim::core::parse_scenario_string(base, "t.json", {"nccl.algo=nvlstree", "cluster.nodes=2"})
+            .nccl.algo == csim::core::CollectiveAlgo::kNvlsTree);
+  CHECK(csim::core::parse_scenario_string(
+            base, "t.json", {"nccl.algo=pat", "cluster.nodes=4", "cluster.gpus_per_node=1"})
+            .nccl.algo == csim::core::CollectiveAlgo::kPat);
 }
 
 namespace {

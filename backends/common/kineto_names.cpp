@@ -80,6 +80,8 @@ const char* nccl_algo_name(core::CollectiveAlgo a) {
     case core::CollectiveAlgo::kNvls: return "NVLS";
     case core::CollectiveAlgo::kHierarchical: return "HIERARCHICAL";
     case core::CollectiveAlgo::kCollnet: return "COLLNET_DIRECT";
+    case core::CollectiveAlgo::kNvlsTree: return "NVLS_TREE";
+    case core::CollectiveAlgo::kPat: return "PAT";
   }
   return nullptr;
 }

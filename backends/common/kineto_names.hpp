@@ -37,9 +37,10 @@ std::string nccl_kernel_name(core::CollectiveKind k, core::Dtype d, core::Collec
 // _reduce_scatter_base, broadcast, reduce, scatter, gather, alltoall_base, sendrecv.
 const char* torch_collective_name(core::CollectiveKind k);
 
-// NCCL's spelling of an algorithm and protocol in args: RING, TREE, NVLS; LL, LL128, SIMPLE.
-// Our hierarchical (intra-node reduce-scatter, inter-node ring, intra-node all-gather) is not
-// an NCCL algorithm: "HIERARCHICAL". nullptr for kAuto (direct patterns: no algorithm).
+// NCCL's spelling of an algorithm and protocol in args (the NCCL_ALGO_* names of
+// src/include/plugin/nccl_tuner.h): RING, TREE, NVLS, COLLNET_DIRECT, NVLS_TREE, PAT; LL, LL128,
+// SIMPLE. Our hierarchical (intra-node reduce-scatter, inter-node ring, intra-node all-gather) is
+// not an NCCL algorithm: "HIERARCHICAL". nullptr for kAuto (direct patterns: no algorithm).
 const char* nccl_algo_name(core::CollectiveAlgo a);
 const char* nccl_proto_name(core::NcclProto p);
 

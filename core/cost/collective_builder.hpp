@@ -88,12 +88,38 @@ TransferPlan parallel_rings(const Topology& topo, const CommParams& params, Nccl
 TransferPlan tree_plan(const Topology& topo, const CommParams& params, NcclProto proto,
                        const std::vector<int>& order, double bytes, double cap_payload);
 
+// Rate cap (wire bytes/s) of a flow of `wire_bytes` in a collective of nccl-tests size `bytes`
+// and bus-bandwidth factor `factor` so that, alone at the cap, it ends when the collective's
+// busbw reaches `busbw_cap` (payload bytes/s): wire_bytes x busbw_cap / (factor x bytes). 0 (no
+// cap) for an infinite cap or an empty collective (docs/cost-model.md, "Channels").
+double busbw_flow_cap(double wire_bytes, double busbw_cap, double factor, double bytes);
+
 // collective_nvls.cpp -----------------------------------------------------------------------------
 
-// NVLS all-gather / reduce-scatter inside one node (docs/cost-model.md, "NVLS all-gather and
-// reduce-scatter"), Simple only; the caller checks the gate.
-TransferPlan nvls_gather_scatter_plan(const Topology& topo, const CommParams& params,
-                                      const std::vector<int>& gpus, double bytes);
+// NVLS through one node's switch (docs/cost-model.md, "NVLS", "NVLS all-gather and
+// reduce-scatter"), Simple only; the caller checks the gate: flows GPU i -> GPU i+1 of
+// `flow_bytes` each at nvls_efficiency (all-reduce: S; all-gather, reduce-scatter: (p-1)/p S).
+// Latency = base + NVLS setup + the slowest switch route's alpha.
+TransferPlan nvls_ring_plan(const Topology& topo, const CommParams& params,
+                            const std::vector<int>& gpus, double flow_bytes);
+
+// collective_nvlstree.cpp -------------------------------------------------------------------------
+
+// NCCL's NVLSTree all-reduce over N >= 2 nodes of g >= 2 GPUs (`by_node`, docs/cost-model.md,
+// "NVLSTree"), Simple only; the caller checks the gate.
+TransferPlan nvlstree_plan(const Topology& topo, const CommParams& params,
+                           const std::vector<std::vector<int>>& by_node, double bytes);
+
+// collective_pat.cpp ------------------------------------------------------------------------------
+
+// True when NCCL would enable PAT for the group (tuning.cc ncclPatEnable): sm_60+, p >= 2 GPUs
+// each on its own node (nNodes == nRanks).
+bool pat_available(const Topology& topo, const std::vector<int>& gpus);
+
+// NCCL's PAT all-gather / reduce-scatter (docs/cost-model.md, "PAT"), Simple only; the caller
+// checks pat_available.
+TransferPlan pat_plan(const Topology& topo, const CommParams& params, const std::vector<int>& gpus,
+                      double bytes, bool reduce_scatter);
 
 // collective_multinode.cpp ------------------------------------------------------------------------
 

@@ -69,6 +69,13 @@ double channel_busbw_cap(const Topology& topo, const CommParams& params,
   return nccl_busbw_cap(g, nccl_arch(topo.gpu_spec().compute_capability), proto, tree, c);
 }
 
+// docs/cost-model.md, "Channels": a busbw cap B over a collective of size S and factor f is
+// reached when the collective takes f S / B; a flow of w wire bytes then moves at w B / (f S).
+double busbw_flow_cap(double wire_bytes, double busbw_cap, double factor, double bytes) {
+  if (!std::isfinite(busbw_cap) || !(busbw_cap > 0) || !(factor * bytes > 0)) return 0;
+  return wire_bytes * busbw_cap / (factor * bytes);
+}
+
 // Rings run side by side, each over its own GPUs, each edge carrying factor * bytes: the k rings
 // of one ring algorithm (bytes = S/k each), or one stage of the hierarchical all-reduce. Latency =
 // base + factor * the slowest ring's alphas.
@@ -197,27 +204,6 @@ TransferPlan chain_plan(const Topology& topo, const CommParams& params, NcclProt
   return b.finish();
 }
 
-// NVLink SHARP all-reduce (docs/cost-model.md, "NVLS"): the NVSwitch reduces; every GPU sends its
-// S bytes up its switch port and receives S down, at nvls_efficiency of the port. Expressed as
-// flows GPU i -> GPU i+1, each loading one up port and one down port with S / efficiency.
-// Latency = base + NVLS setup + one switch round trip. Simple protocol only.
-TransferPlan nvls_plan(const Topology& topo, const CommParams& params, const std::vector<int>& gpus,
-                       double bytes) {
-  Builder b{topo, params, {}, 0};
-  b.set_protocol(NcclProto::kSimple);
-  b.efficiency = params.nvls_efficiency;
-  const int p = static_cast<int>(gpus.size());
-  double worst = 0;
-  for (int i = 0; i < p; ++i) {
-    const int a = gpus[i], c = gpus[(i + 1) % p];
-    worst = std::max(worst, b.alpha(a, c));
-    b.flow(a, c, bytes);
-  }
-  b.latency_ns = params.nccl_base_latency_us * 1e3 + params.nvls_extra_latency_us * 1e3 + worst;
-  b.plan.algo = CollectiveAlgo::kNvls;
-  return b.finish();
-}
-
 // Algorithm gates (docs/cost-model.md, "Algorithm gates"; NCCL 2.2x src/graph/search.cc skips the
 // NVLS graph without NVSwitch or below sm_90, src/graph/tuning.cc disables NVLS across nodes
 // unless CollNet is enabled). Here NVLS runs inside one node only; across nodes with SHARP
@@ -272,6 +258,10 @@ TransferPlan all_reduce_plan(const Topology& topo, const CommParams& params, Col
   const std::vector<std::vector<int>> blocks1 = detail::node_blocks(topo, ring, 1);
   const bool hier = !blocks.empty();
   const bool collnet = topo.fabric().sharp && !blocks1.empty();
+  // NVLSTree (docs/cost-model.md, "NVLSTree"): NVLS inside every node (the NVLS graph's gate), N
+  // >= 2 nodes of g >= 2 GPUs; tuning.cc disables it on one node.
+  const bool nvlstree = hier && topo.intra_kind() == IntraNodeKind::kNvswitch &&
+                        topo.gpu_spec().compute_capability >= 90;
   const bool simple_ok = params.proto == NcclProto::kAuto || params.proto == NcclProto::kSimple;
   auto ring_f = [&](NcclProto pr) {
     return ring_plan(topo, params, pr, rings, 2 * (n - 1) / n, bytes, gpus);
@@ -284,15 +274,19 @@ TransferPlan all_reduce_plan(const Topology& topo, const CommParams& params, Col
   };
   if (want == CollectiveAlgo::kRing) return best_over_protocols(params, ring_f);
   if (want == CollectiveAlgo::kTree) return best_over_protocols(params, tree_f);
-  if (want == CollectiveAlgo::kNvls && nvls) return nvls_plan(topo, params, gpus, bytes);
+  if (want == CollectiveAlgo::kNvls && nvls)
+    return detail::nvls_ring_plan(topo, params, gpus, bytes);
   if ((want == CollectiveAlgo::kCollnet || want == CollectiveAlgo::kNvls) && collnet)
     return detail::collnet_plan(topo, params, blocks1, bytes);
   if (want == CollectiveAlgo::kHierarchical && hier) return best_over_protocols(params, hier_f);
+  if (want == CollectiveAlgo::kNvlsTree && nvlstree)
+    return detail::nvlstree_plan(topo, params, blocks, bytes);
   TransferPlan best = best_over_protocols(params, ring_f);  // ties: ring, tree, hierarchical, ...
   keep_faster(best, best_over_protocols(params, tree_f));
   if (hier) keep_faster(best, best_over_protocols(params, hier_f));
-  if (nvls && simple_ok) keep_faster(best, nvls_plan(topo, params, gpus, bytes));
+  if (nvls && simple_ok) keep_faster(best, detail::nvls_ring_plan(topo, params, gpus, bytes));
   if (collnet && simple_ok) keep_faster(best, detail::collnet_plan(topo, params, blocks1, bytes));
+  if (nvlstree && simple_ok) keep_faster(best, detail::nvlstree_plan(topo, params, blocks, bytes));
   return best;
 }
 
@@ -337,22 +331,27 @@ TransferPlan plan_collective_on_links(const Topology& topo, const CommParams& pa
   switch (kind) {
     case CollectiveKind::kAllReduce:
       return all_reduce_plan(topo, params, algo, gpus, rings, bytes);
-    // Rings, or NVLS inside one Hopper NVSwitch node (docs/cost-model.md, "NVLS all-gather and
-    // reduce-scatter"); PAT is not modelled. A forced algorithm these cannot run (tree,
-    // hierarchical, ...) falls back to the automatic choice.
+    // Rings, NVLS inside one Hopper NVSwitch node (docs/cost-model.md, "NVLS all-gather and
+    // reduce-scatter"), or PAT when every GPU is on its own node ("PAT"). A forced algorithm
+    // these cannot run (tree, hierarchical, ...) falls back to the automatic choice.
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather: {
       const CollectiveAlgo want = algo != CollectiveAlgo::kAuto ? algo : params.algo;
       const bool nvls = nvls_available(topo, gpus);
+      const bool pat = detail::pat_available(topo, gpus);
+      const bool rs = kind == CollectiveKind::kReduceScatter;
       const bool simple_ok = params.proto == NcclProto::kAuto || params.proto == NcclProto::kSimple;
       if (want == CollectiveAlgo::kNvls && nvls)
-        return detail::nvls_gather_scatter_plan(topo, params, gpus, bytes);
+        return detail::nvls_ring_plan(topo, params, gpus, (n - 1) / n * bytes);
+      if (want == CollectiveAlgo::kPat && pat)
+        return detail::pat_plan(topo, params, gpus, bytes, rs);
       TransferPlan best = best_over_protocols(params, [&](NcclProto pr) {
         return ring_plan(topo, params, pr, rings, (n - 1) / n, bytes, gpus);
       });
       if (want == CollectiveAlgo::kRing) return best;
       if (nvls && simple_ok)
-        keep_faster(best, detail::nvls_gather_scatter_plan(topo, params, gpus, bytes));
+        keep_faster(best, detail::nvls_ring_plan(topo, params, gpus, (n - 1) / n * bytes));
+      if (pat && simple_ok) keep_faster(best, detail::pat_plan(topo, params, gpus, bytes, rs));
       return best;
     }
     case CollectiveKind::kBroadcast:

@@ -69,6 +69,17 @@ struct CommParams {
   // NVLS setup cost on top of the base latency: NCCL's tuning model charges 25 us of hardware
   // latency for NVLS Simple (src/graph/tuning.cc); not fitted (no small-message NVLS case).
   double nvls_extra_latency_us = 25.0;
+  // NVLSTree (docs/cost-model.md, "NVLSTree"): the factor on a network hop's route alpha in its
+  // trees, fitted to nccl_2x8h20_ib_latency (2 x 8 H20, NCCL_ALGO=NVLSTree, 8 B: 47.5 us) =
+  // base 4 + NVLS 25 + switch alpha 0.7 + 2 x 19.6 us x f: f = 17.8 / 39.2. NCCL's ratio rule
+  // ("Network hops": NET NVLSTree Simple 20.9 us / tree LL 5.0 = 4.18) would give 193.6 us.
+  double nvlstree_net_factor = 17.8 / 39.2;
+  // PAT (docs/cost-model.md, "PAT"), NCCL's tuning model (src/graph/tuning.cc): busBw = 0.75 x
+  // the ring graph's channels; latency per step interLat / 3.5 with interLat = NET tree Simple
+  // 14 us, i.e. a route alpha times (14 / 3.5) / 5.0 against tree LL's 5.0; plus nRanks x 2.8 us.
+  double pat_bandwidth_fraction = 0.75;
+  double pat_net_factor = 14.0 / 3.5 / 5.0;
+  double pat_per_rank_us = 2.8;
   // NCCL's channels (docs/cost-model.md, "Channels"): the ring graph's channels, how many a
   // collective of a given size runs on, and each protocol's per-channel limit cap the flows of
   // ring, tree and chain plans. false: links only (the pure alpha-beta model).

@@ -8,7 +8,9 @@
 namespace csim::core {
 
 double nccl_hbm_bytes(CollectiveKind kind, CollectiveAlgo algo, int p, double bytes) {
-  if (algo == CollectiveAlgo::kNvls) return 2 * bytes;
+  // NVLS: each GPU reads its buffer into the switch and writes the result (2 S). NVLSTree: the
+  // same inside the node; its trees' S/g share across nodes is not counted.
+  if (algo == CollectiveAlgo::kNvls || algo == CollectiveAlgo::kNvlsTree) return 2 * bytes;
   // Accesses per received byte: the sender's store into this GPU's buffer (1), the local kernel's
   // read of it (1), a reduction's read of the local operand (1), the write of the result or of
   // the copy into the output buffer (1). A send/recv pair splits the store, read and write of each

@@ -83,6 +83,13 @@ double nccl_per_ch_tree_ll128_gbps(NcclArch a, int nodes) {
       {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
   return t[col(a)][row(nodes)];
 }
+// perChMaxNVLSTreeBws (same file, table and layout; the one-node column is 0 on Hopper and
+// Blackwell: NVLSTree is disabled on one node).
+double nccl_per_ch_nvls_tree_gbps(NcclArch a, int nodes) {
+  static const double t[4][3] = {
+      {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+  return t[col(a)][row(nodes)];
+}
 
 // [SECTION] Graph search -------------------------------------------------------------------------
 

@@ -54,5 +54,6 @@ double nccl_ll_max_bw_gbps(NcclArch arch, int nodes);
 double nccl_per_ch_ring_ll128_gbps(NcclArch arch, int nodes);
 double nccl_per_ch_tree_gbps(NcclArch arch, int nodes);
 double nccl_per_ch_tree_ll128_gbps(NcclArch arch, int nodes);
+double nccl_per_ch_nvls_tree_gbps(NcclArch arch, int nodes);  // perChMaxNVLSTreeBws
 
 }  // namespace csim::core

@@ -5,6 +5,7 @@
 //            (the per-line primitives are in json_raw_format.hpp)
 //  [SECTION] Top-level object and metadata
 //  [SECTION] Events, counters, flows
+//  [SECTION] Formatting while building (FormattedTrace: the lines' blocks, the writer's order)
 //  [SECTION] Files and per-rank files
 //
 // The output is built in a 1 MiB chunk flushed to the stream when full. An event, counter or flow
@@ -16,8 +17,10 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -58,6 +61,22 @@ class Sink {
     return room(n);
   }
   void commit(char* end) { size_ = static_cast<std::size_t>(end - data_.get()); }
+  // N bytes at D: copied into the chunk when they fit, else written directly after it.
+  void write_through(const char* d, std::size_t n) {
+    if (!text_.empty()) move_text();
+    if (size_ + n <= cap_) {
+      std::memcpy(data_.get() + size_, d, n);
+      size_ += n;
+      return;
+    }
+    write_out();
+    if (n <= cap_) {
+      std::memcpy(data_.get(), d, n);
+      size_ = n;
+      return;
+    }
+    out_.write(d, static_cast<std::streamsize>(n));
+  }
   void flush() {
     move_text();
     write_out();
@@ -190,10 +209,7 @@ void put_json_inline(std::string& b, const nlohmann::json& j) {
 
 // [SECTION] Top-level object and metadata ------------------------------------------------------
 
-struct LaneInfo {
-  int gpu = -1;           // the pid's GPU index, -1 when the process has none
-  bool gpu_lane = false;  // the (pid, tid) lane is a CUDA stream
-};
+using LaneInfo = detail::LaneArgs;
 
 // The order events are written in: by (pid, tid, ts), then by position in the trace. Events are
 // first grouped by lane (pid, tid), keeping their positions in order, and a lane is sorted by ts
@@ -252,7 +268,9 @@ std::vector<std::uint32_t> event_order(const std::vector<TraceEvent>& ev) {
 
 class Writer {
  public:
-  Writer(const Trace& t, std::ostream& out) : trace_(t), sink_(out) {
+  // BODY: the events and flows already formatted, written instead of T's (T is its `rest`).
+  Writer(const Trace& t, std::ostream& out, const FormattedTrace* body = nullptr)
+      : trace_(t), body_(body), sink_(out) {
     for (const ProcessInfo& p : trace_.processes) gpu_of_pid_[p.pid] = p.gpu;
     for (const ThreadInfo& th : trace_.threads) {
       gpu_lane_[key(th.pid, th.tid)] = is_gpu_lane(th.role);
@@ -302,9 +320,17 @@ class Writer {
     }
     put_lit(b, ",\n  \"traceEvents\": [");
     write_metadata_events();
-    write_events();
+    if (body_) {
+      write_formatted_events();
+    } else {
+      write_events();
+    }
     write_counters();
-    write_flows();
+    if (body_) {
+      body_->emit_flows([this](const char* d, std::size_t n) { put_formatted(d, n); });
+    } else {
+      write_flows();
+    }
     put_lit(b, "\n  ],\n  \"displayTimeUnit\": \"ns\"\n}\n");
     sink_.flush();
   }
@@ -388,6 +414,24 @@ class Writer {
 
   // [SECTION] Events, counters, flows ----------------------------------------------------------
 
+  // Lines formatted beforehand, each ",\n    {…}": the first line of traceEvents drops its comma.
+  void put_formatted(const char* d, std::size_t n) {
+    if (n == 0) return;
+    if (first_line_) {
+      ++d;
+      --n;
+      first_line_ = false;
+    }
+    sink_.write_through(d, n);
+  }
+
+  void write_formatted_events() {
+    if (body_->formatted_base_ns() != trace_.base_ns && body_->event_count() + body_->flow_count())
+      throw std::logic_error("FormattedTrace: base_ns changed after the first event");
+    body_->emit_events([this](const char* d, std::size_t n) { put_formatted(d, n); },
+                       [this](std::int32_t pid, std::int32_t tid) { return lane_info(pid, tid); });
+  }
+
   void write_events() {
     const auto& ev = trace_.events;
     const std::vector<std::uint32_t> order = event_order(ev);
@@ -402,62 +446,25 @@ class Writer {
         cached_tid = e.tid;
         cached = true;
       }
-      const std::string_view cls = class_names_[static_cast<std::size_t>(e.cls)];
-      std::size_t bound =
-          400 + raw_string_bound(e.cat) + raw_string_bound(e.name) + raw_string_bound(cls);
+      const std::string_view cls = detail::class_name(e.cls);
+      std::size_t bound = detail::event_head_bound(e.name, e.cat, cls);
       for (const Arg& a : e.args) {
         const auto* sv = std::get_if<std::string>(&a.value);
-        bound += 4 + raw_string_bound(a.key) + (sv ? raw_string_bound(*sv) : kRawNumberBound);
+        bound += sv ? detail::arg_bound(a.key, *sv) : detail::arg_bound(a.key);
       }
       char* p = open_line(bound);
-      p = raw_lit(p, "\"ph\": \"X\", \"cat\": ");
-      p = raw_string(p, e.cat);
-      p = raw_lit(p, ", \"name\": ");
-      p = raw_string(p, e.name);
-      p = raw_lit(p, ", \"pid\": ");
-      p = raw_int(p, e.pid);
-      p = raw_lit(p, ", \"tid\": ");
-      p = raw_int(p, e.tid);
-      p = raw_lit(p, ", \"ts\": ");
-      p = raw_us(p, e.ts_ns - trace_.base_ns);
-      p = raw_lit(p, ", \"dur\": ");
-      p = raw_us(p, e.dur_ns);
-      p = raw_lit(p, ", \"args\": {");
-      if (lane.gpu >= 0) {
-        p = raw_lit(p, "\"device\": ");
-        p = raw_int(p, lane.gpu);
-        p = raw_lit(p, ", ");
-      }
-      if (lane.gpu_lane) {
-        p = raw_lit(p, "\"stream\": ");
-        p = raw_int(p, e.tid);
-        p = raw_lit(p, ", ");
-      }
-      if (e.correlation >= 0) {
-        p = raw_lit(p, "\"correlation\": ");
-        p = raw_int(p, e.correlation);
-        p = raw_lit(p, ", ");
-      }
-      if (e.op_id >= 0) {
-        p = raw_lit(p, "\"op_id\": ");
-        p = raw_int(p, e.op_id);
-        p = raw_lit(p, ", ");
-      }
-      p = raw_lit(p, "\"class\": ");
-      p = raw_string(p, cls);
+      p = detail::put_event_head(p, e.cat, e.name, e.pid, e.tid, e.ts_ns - trace_.base_ns, e.dur_ns,
+                                 lane, e.correlation, e.op_id, cls);
       for (const Arg& a : e.args) {
-        p = raw_lit(p, ", ");
-        p = raw_string(p, a.key);
-        p = raw_lit(p, ": ");
         if (const auto* iv = std::get_if<std::int64_t>(&a.value)) {
-          p = raw_int(p, *iv);
+          p = detail::put_arg(p, a.key, *iv);
         } else if (const auto* dv = std::get_if<double>(&a.value)) {
-          p = raw_double_arg(p, *dv);
+          p = detail::put_arg(p, a.key, *dv);
         } else {
-          p = raw_string(p, std::get<std::string>(a.value));
+          p = detail::put_arg(p, a.key, std::string_view(std::get<std::string>(a.value)));
         }
       }
-      p = raw_lit(p, "}}");
+      p = detail::put_event_end(p);
       sink_.commit(p);
     }
   }
@@ -512,22 +519,10 @@ class Writer {
     for (const std::uint32_t i : order) {
       const FlowEvent& f = fs[i];
       for (int end = 0; end < 2; ++end) {
-        char* p = open_line(200 + raw_string_bound(f.cat) + raw_string_bound(f.name));
-        p = end == 0 ? raw_lit(p, "\"ph\": \"s\", \"id\": ")
-                     : raw_lit(p, "\"ph\": \"f\", \"id\": ");
-        p = raw_int(p, f.id);
-        p = raw_lit(p, ", \"pid\": ");
-        p = raw_int(p, end == 0 ? f.from_pid : f.to_pid);
-        p = raw_lit(p, ", \"tid\": ");
-        p = raw_int(p, end == 0 ? f.from_tid : f.to_tid);
-        p = raw_lit(p, ", \"ts\": ");
-        p = raw_us(p, (end == 0 ? f.from_ts_ns : f.to_ts_ns) - trace_.base_ns);
-        p = raw_lit(p, ", \"cat\": ");
-        p = raw_string(p, f.cat);
-        p = raw_lit(p, ", \"name\": ");
-        p = raw_string(p, f.name);
-        // "bp": "e" binds the flow's end to the enclosing slice (the kernel), as Kineto does.
-        p = end == 0 ? raw_lit(p, "}") : raw_lit(p, ", \"bp\": \"e\"}");
+        char* p = open_line(detail::flow_end_bound(f.name, f.cat));
+        p = detail::put_flow_end(
+            p, end, f.id, end == 0 ? f.from_pid : f.to_pid, end == 0 ? f.from_tid : f.to_tid,
+            (end == 0 ? f.from_ts_ns : f.to_ts_ns) - trace_.base_ns, f.cat, f.name);
         sink_.commit(p);
       }
     }
@@ -542,13 +537,8 @@ class Writer {
     return l;
   }
 
-  // to_string(EventClass) of each class, its length known (no strlen per event).
-  const std::array<std::string_view, kEventClassCount> class_names_ = [] {
-    std::array<std::string_view, kEventClassCount> names;
-    for (int c = 0; c < kEventClassCount; ++c) names[c] = to_string(static_cast<EventClass>(c));
-    return names;
-  }();
   const Trace& trace_;
+  const FormattedTrace* body_ = nullptr;
   Sink sink_;
   bool first_line_ = true;
   std::unordered_map<std::int32_t, int> gpu_of_pid_;
@@ -561,9 +551,179 @@ void write_chrome_trace(const Trace& trace, std::ostream& out) {
   Writer(trace, out).write();
 }
 
+void write_chrome_trace(const FormattedTrace& trace, std::ostream& out) {
+  Writer(trace.rest, out, &trace).write();
+}
+
+// [SECTION] Formatting while building (FormattedTrace) ----------------------------------------
+
+namespace {
+
+// Blocks of a lane's lines: 64 KiB first, doubling to 16 MiB. Plain malloc: asking for
+// transparent huge pages on them (madvise, as build_trace's event vector does) cost more system
+// time than it saved here, the kernel compacting memory on first touch (defrag "madvise";
+// docs/trace-format.md, "Formatting while building").
+constexpr std::size_t kFirstBlock = std::size_t{64} << 10, kMaxBlock = std::size_t{16} << 20;
+
+char* new_block(std::size_t bytes) {
+  void* p = std::malloc(bytes);
+  if (!p) throw std::bad_alloc();
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
+void FormattedTrace::Text::grow(std::size_t n) {
+  const std::size_t partial = static_cast<std::size_t>(cur - line);
+  if (!blocks.empty())
+    blocks.back().used = static_cast<std::size_t>(line - blocks.back().data.get());
+  const std::size_t next =
+      blocks.empty() ? kFirstBlock : std::min(2 * blocks.back().cap, kMaxBlock);
+  const std::size_t cap = std::max(next, partial + n);
+  Block b;
+  b.data.reset(new_block(cap));
+  b.cap = cap;
+  if (partial) std::memcpy(b.data.get(), line, partial);
+  line = b.data.get();
+  cur = line + partial;
+  lim = line + cap;
+  blocks.push_back(std::move(b));
+}
+
+template <class F>
+void FormattedTrace::Text::for_each_block(F&& f) const {
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const std::size_t used = i + 1 == blocks.size()
+                                 ? static_cast<std::size_t>(line - blocks[i].data.get())
+                                 : blocks[i].used;
+    f(blocks[i].data.get(), used);
+  }
+}
+
+void FormattedTrace::start() {
+  started_ = true;
+  base_ns_ = rest.base_ns;
+  for (const ProcessInfo& p : rest.processes) gpu_of_pid_[p.pid] = p.gpu;
+  for (const ThreadInfo& th : rest.threads) gpu_lane_[key(th.pid, th.tid)] = is_gpu_lane(th.role);
+}
+
+FormattedTrace::Lane* FormattedTrace::find_lane(std::uint64_t k, std::int32_t pid,
+                                                std::int32_t tid) {
+  if (!started_) start();
+  if (const auto it = lane_of_.find(k); it != lane_of_.end()) return it->second;
+  auto l = std::make_unique<Lane>();
+  l->pid = pid;
+  l->tid = tid;
+  if (const auto it = gpu_of_pid_.find(pid); it != gpu_of_pid_.end()) l->args.gpu = it->second;
+  if (const auto it = gpu_lane_.find(k); it != gpu_lane_.end()) l->args.gpu_lane = it->second;
+  l->last_ts_ns = std::numeric_limits<TimeNs>::min();
+  Lane* raw = l.get();
+  lanes_.push_back(std::move(l));
+  lane_of_.emplace(k, raw);
+  return raw;
+}
+
+namespace {
+
+// The starts of the lines (each ",\n    {…}", no other newline in a line) of a text's blocks,
+// PER lines to a unit (an event: 1, a flow: 2), each unit as its bytes.
+template <class Blocks>
+std::vector<std::string_view> units_of(const Blocks& for_each_block, int per) {
+  std::vector<std::string_view> units;
+  for_each_block([&](const char* d, std::size_t n) {
+    const char* const end = d + n;
+    const char* at = d;  // start of the current unit
+    int lines = 0;
+    const char* q = d;
+    while (q < end) {
+      const char* nl =
+          static_cast<const char*>(std::memchr(q + 2, '\n', static_cast<std::size_t>(end - q - 2)));
+      const char* next = nl ? nl - 1 : end;  // the next line's comma
+      q = next;
+      if (++lines == per) {
+        units.emplace_back(at, static_cast<std::size_t>(next - at));
+        at = next;
+        lines = 0;
+      }
+      if (!nl) break;
+    }
+  });
+  return units;
+}
+
+// Emits UNITS in ORDER, adjacent units as one run.
+void emit_in_order(const std::vector<std::string_view>& units,
+                   const std::vector<std::uint32_t>& order, const FormattedTrace::Emit& emit) {
+  const char* run = nullptr;
+  std::size_t len = 0;
+  for (const std::uint32_t i : order) {
+    const std::string_view u = units[i];
+    if (run && run + len == u.data()) {
+      len += u.size();
+      continue;
+    }
+    if (run) emit(run, len);
+    run = u.data();
+    len = u.size();
+  }
+  if (run) emit(run, len);
+}
+
+}  // namespace
+
+void FormattedTrace::emit_events(
+    const Emit& emit,
+    const std::function<detail::LaneArgs(std::int32_t, std::int32_t)>& lane_args) const {
+  // Lanes by (pid, tid), signed, as the writer's event_order.
+  std::vector<const Lane*> lanes;
+  for (const auto& l : lanes_) lanes.push_back(l.get());
+  std::sort(lanes.begin(), lanes.end(), [](const Lane* a, const Lane* b) {
+    return a->pid != b->pid ? a->pid < b->pid : a->tid < b->tid;
+  });
+  for (const Lane* l : lanes) {
+    if (!(lane_args(l->pid, l->tid) == l->args))
+      throw std::logic_error(
+          "FormattedTrace: a lane's process or thread changed after its first event");
+    const auto blocks = [&](auto&& f) { l->text.for_each_block(f); };
+    if (l->sorted) {
+      blocks(emit);
+      continue;
+    }
+    // Out of ts order (the ProfilerStep#N spans come last on their thread): stably by ts.
+    const std::vector<std::string_view> units = units_of(blocks, 1);
+    if (units.size() != l->ts_ns.size())
+      throw std::logic_error("FormattedTrace: lines and events differ");
+    std::vector<std::uint32_t> order(units.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return l->ts_ns[a] < l->ts_ns[b]; });
+    emit_in_order(units, order, emit);
+  }
+}
+
+void FormattedTrace::emit_flows(const Emit& emit) const {
+  const auto blocks = [&](auto&& f) { flows_.for_each_block(f); };
+  if (flows_sorted_) {
+    blocks(emit);
+    return;
+  }
+  const std::vector<std::string_view> units = units_of(blocks, 2);
+  if (units.size() != flow_ids_.size())
+    throw std::logic_error("FormattedTrace: lines and flows differ");
+  std::vector<std::uint32_t> order(units.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return flow_ids_[a] < flow_ids_[b]; });
+  emit_in_order(units, order, emit);
+}
+
 // [SECTION] Files and per-rank files -------------------------------------------------------------
 
 void write_chrome_trace_file(const Trace& trace, const std::string& path) {
+  write_file_atomically(path, [&](std::ostream& out) { write_chrome_trace(trace, out); });
+}
+
+void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path) {
   write_file_atomically(path, [&](std::ostream& out) { write_chrome_trace(trace, out); });
 }
 

@@ -1,4 +1,4 @@
-// Formatting primitives of the Chrome-trace writer (internal to chrome_trace_writer.cpp): each
+// Formatting primitives of the Chrome-trace writer (its lines: chrome_trace_lines.hpp): each
 // writes at P, which has room for what it writes (the caller reserves a bound per line), and
 // returns the end. No capacity checks and no std::string on the per-event path.
 #pragma once

@@ -71,7 +71,13 @@ RunResult run_sim(const RunRequest& rq) {
   run.warnings = scenario.warnings;
   run.warnings.insert(run.warnings.end(), run.program.warnings.begin(), run.program.warnings.end());
   run.notes = run.result.notes;
-  if (rq.trace) run.trace = backend::build_trace(scenario, run.program, run.result, run.memory);
+  if (rq.trace && rq.format_trace) {
+    run.formatted_trace =
+        backend::build_formatted_trace(scenario, run.program, run.result, run.memory);
+    run.trace_formatted = true;
+  } else if (rq.trace) {
+    run.trace = backend::build_trace(scenario, run.program, run.result, run.memory);
+  }
   return run;
 }
 

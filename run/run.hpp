@@ -17,6 +17,7 @@
 #include "core/memory_timeline.hpp"
 #include "core/program.hpp"
 #include "core/scenario.hpp"
+#include "profiler/chrome_trace_writer.hpp"
 #include "profiler/trace.hpp"
 
 namespace csim::run {
@@ -60,6 +61,11 @@ struct RunRequest {
   Backend backend = Backend::kSim;
   Launch launch = Launch::kThreads;  // real backends only
   bool trace = true;                 // build RunResult::trace (false: sweeps, tune, OOM advice)
+  // With trace, for a front end that only writes the trace (simrun -o): the simulator formats it
+  // while building it (RunResult::formatted_trace, trace_formatted true; RunResult::trace stays
+  // empty), the same file without TraceEvent objects (docs/trace-format.md, "Formatting while
+  // building"). Real backends ignore it and fill RunResult::trace.
+  bool format_trace = false;
   core::RunControl control;          // cancel flag, ops-done counter
   ProgressSink* progress = nullptr;  // optional; control.ops_done is its counter
   // Real backends (docs/real-execution.md):
@@ -75,10 +81,12 @@ struct RunResult {
   core::Program program;
   core::ExecutionResult result;
   core::MemoryReport memory;
-  prof::Trace trace;                  // empty unless RunRequest::trace
-  std::vector<std::string> warnings;  // the scenario's and the lowering's (also in the trace)
-  std::vector<std::string> notes;     // the executor's (result.notes; also in the trace)
-  std::string failure;                // real runs: why a rank failed ("" when none did)
+  prof::Trace trace;                     // empty unless RunRequest::trace (and not trace_formatted)
+  prof::FormattedTrace formatted_trace;  // RunRequest::format_trace on the simulator
+  bool trace_formatted = false;          // the trace is formatted_trace
+  std::vector<std::string> warnings;     // the scenario's and the lowering's (also in the trace)
+  std::vector<std::string> notes;        // the executor's (result.notes; also in the trace)
+  std::string failure;                   // real runs: why a rank failed ("" when none did)
   nlohmann::json metadata = nlohmann::json::object();  // real runs: launch details (in the trace)
   // Launch mode mpi: only rank 0 holds the merged result and writes outputs; the other ranks'
   // runs end with writer false.

@@ -193,6 +193,11 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     // -o and --per-rank, and for a real run's summary.
     const bool wants_summary = !summary_path.empty() || !quiet;
     rq.trace = writes_trace || (wants_summary && rq.backend != run::Backend::kSim);
+    // A simulated trace that is only written to -o (no per-rank files, no mirrors to expand) is
+    // formatted while it is built (docs/trace-format.md, "Formatting while building"); its summary
+    // is then the run's own (backend::summarize_run, the same Summary).
+    rq.format_trace = rq.backend == run::Backend::kSim && !trace_path.empty() &&
+                      per_rank_dir.empty() && !expand_mirrors;
     std::atomic<std::int64_t> ops_done{0};
     rq.control.ops_done = &ops_done;
     RunProgress progress(err, progress_mode(quiet, progress_lines),
@@ -209,7 +214,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     // Ctrl-C / SIGTERM: write what completed (whole steps, "complete": false), then exit 130.
     const bool interrupted = !run.result.complete && run.failure.empty();
     const prof::Summary summary =
-        rq.trace        ? prof::summarize(run.trace)
+        rq.trace && !run.trace_formatted ? prof::summarize(run.trace)
         : wants_summary ? backend::summarize_run(scenario, run.program, run.result, run.memory)
                         : prof::Summary{};
     if (!quiet) prof::print_summary_table(summary, out);
@@ -223,7 +228,13 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     for (const std::string& w : run.warnings) err << "simrun: warning: " << w << "\n";
     set_writing(true);
-    if (!trace_path.empty()) prof::write_chrome_trace_file(run.trace, trace_path);
+    if (!trace_path.empty()) {
+      if (run.trace_formatted) {
+        prof::write_chrome_trace_file(run.formatted_trace, trace_path);
+      } else {
+        prof::write_chrome_trace_file(run.trace, trace_path);
+      }
+    }
     if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);
     if (!summary_path.empty()) {
       prof::write_file_atomically(summary_path, [&](std::ostream& os) {

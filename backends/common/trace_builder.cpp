@@ -58,27 +58,95 @@ void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_n
   e.op_id = op_id;
   e.correlation = correlation;
 }
-// An event without args, made in place at the end of the event list (no temporary to move).
-template <class Name>
-void add_event(prof::Trace& tr, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name,
-               const char* cat, EventClass cls, std::int64_t op_id, std::int64_t correlation) {
-  set_event(tr.events.emplace_back(), pid, tid, ts_ns, dur_ns, name, cat, cls, op_id, correlation);
-}
 
-// The key's length known at compile time (no strlen); the key and the value constructed once,
-// the arg moved in (default-constructing it in place and assigning both costs more: variant's
-// emplace of a string goes through a temporary variant).
-template <std::size_t N, class V>
-void add_arg(prof::TraceEvent& e, const char (&key)[N], V&& value) {
-  e.args.push_back(
-      prof::Arg{std::string(key, N - 1),
-                prof::ArgValue(std::in_place_type<std::decay_t<V>>, std::forward<V>(value))});
-}
-// A string arg from a C string (an enum's spelling), without a temporary std::string.
-template <std::size_t N>
-void add_str_arg(prof::TraceEvent& e, const char (&key)[N], const char* value) {
-  e.args.push_back(
-      prof::Arg{std::string(key, N - 1), prof::ArgValue(std::in_place_type<std::string>, value)});
+// The two sinks the builder writes its events and flows to (docs/trace-format.md, "Formatting
+// while building"); the rest of the trace (processes, threads, counters, metadata) goes to rest()
+// in both. An event is begin(), its args in order, end().
+//
+// TraceSink: into a prof::Trace (every reader of the trace: per-rank files, --expand-mirrors, real
+// runs, the summary, the GUI, the tests).
+class TraceSink {
+ public:
+  explicit TraceSink(prof::Trace& tr) : tr_(tr) {}
+  prof::Trace& rest() { return tr_; }
+  void reserve(std::size_t events, std::size_t flows) {
+    tr_.events.reserve(tr_.events.size() + events);
+    tr_.flows.reserve(tr_.flows.size() + flows);
+    prof::advise_huge_pages(tr_.events);
+    prof::advise_huge_pages(tr_.flows);
+  }
+  // NARGS: the args that follow (reserved once).
+  template <class Name>
+  void begin(int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name, const char* cat,
+             EventClass cls, std::int64_t op_id, std::int64_t correlation, std::size_t nargs) {
+    e_ = &tr_.events.emplace_back();  // made in place, no temporary to move
+    set_event(*e_, pid, tid, ts_ns, dur_ns, name, cat, cls, op_id, correlation);
+    if (nargs) e_->args.reserve(nargs);
+  }
+  // The key's length known at compile time (no strlen); the key and the value constructed once,
+  // the arg moved in (default-constructing it in place and assigning both costs more: variant's
+  // emplace of a string goes through a temporary variant).
+  template <std::size_t N, class V>
+  void arg(const char (&key)[N], const V& value) {
+    e_->args.push_back(
+        prof::Arg{std::string(key, N - 1), prof::ArgValue(std::in_place_type<V>, value)});
+  }
+  // A string arg from a C string (an enum's spelling), without a temporary std::string.
+  template <std::size_t N>
+  void str_arg(const char (&key)[N], const char* value) {
+    e_->args.push_back(
+        prof::Arg{std::string(key, N - 1), prof::ArgValue(std::in_place_type<std::string>, value)});
+  }
+  void end() {}
+  void flow(std::int64_t id, const char* name, int from_pid, int from_tid, TimeNs from_ts_ns,
+            int to_pid, int to_tid, TimeNs to_ts_ns) {
+    tr_.flows.push_back({id, name, name, from_pid, from_tid, from_ts_ns, to_pid, to_tid, to_ts_ns});
+  }
+
+ private:
+  prof::Trace& tr_;
+  prof::TraceEvent* e_ = nullptr;
+};
+
+// FormattedSink: each event and flow formatted into its Chrome-trace line as it comes
+// (prof::FormattedTrace), for a run whose trace is only written (simrun -o).
+class FormattedSink {
+ public:
+  explicit FormattedSink(prof::FormattedTrace& ft) : ft_(ft) {}
+  prof::Trace& rest() { return ft_.rest; }
+  void reserve(std::size_t, std::size_t) {}
+  template <class Name>
+  void begin(int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name, const char* cat,
+             EventClass cls, std::int64_t op_id, std::int64_t correlation, std::size_t) {
+    ft_.begin_event(pid, tid, ts_ns, dur_ns, std::string_view(name), std::string_view(cat), cls,
+                    op_id, correlation);
+  }
+  template <std::size_t N, class V>
+  void arg(const char (&key)[N], const V& value) {
+    static_assert(std::is_same_v<V, std::int64_t> || std::is_same_v<V, double> ||
+                  std::is_same_v<V, std::string>);
+    ft_.arg(std::string_view(key, N - 1), value);
+  }
+  template <std::size_t N>
+  void str_arg(const char (&key)[N], const char* value) {
+    ft_.arg(std::string_view(key, N - 1), std::string_view(value));
+  }
+  void end() { ft_.end_event(); }
+  void flow(std::int64_t id, const char* name, int from_pid, int from_tid, TimeNs from_ts_ns,
+            int to_pid, int to_tid, TimeNs to_ts_ns) {
+    ft_.add_flow(id, name, name, from_pid, from_tid, from_ts_ns, to_pid, to_tid, to_ts_ns);
+  }
+
+ private:
+  prof::FormattedTrace& ft_;
+};
+
+// An event without args.
+template <class Sink, class Name>
+void add_event(Sink& sink, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name,
+               const char* cat, EventClass cls, std::int64_t op_id, std::int64_t correlation) {
+  sink.begin(pid, tid, ts_ns, dur_ns, name, cat, cls, op_id, correlation, 0);
+  sink.end();
 }
 
 // How many events and flows the op loop of build_trace makes (its branches, counted): the vectors
@@ -165,6 +233,23 @@ class GroupArgs {
   std::map<std::tuple<int, int, int>, std::string> kernel_names_;
 };
 
+// The ProfilerStep#N spans per GPU, on the GPU's first host thread (its training loop, as
+// profiler.step() marks it): from the loop reaching the step's first op to the end of the step's
+// last op on that GPU. Other threads' early starts (data-loader workers prefetching later
+// batches) do not move the start; they still count for the end.
+// core/step_spans.cpp computes them (sweeps read the step time from the same spans).
+template <class Sink>
+void step_annotations(Sink& sink, const core::Program& p,
+                      const std::vector<core::StepSpan>& step_spans) {
+  std::map<int, int> first_thread_of_gpu;
+  for (const core::ThreadDesc& t : p.threads) first_thread_of_gpu.emplace(t.gpu, t.id);
+  for (const core::StepSpan& ss : step_spans) {
+    add_event(sink, ss.gpu, host_tid(first_thread_of_gpu[ss.gpu]), ss.start_ns,
+              ss.end_ns - ss.start_ns, "ProfilerStep#" + std::to_string(ss.step), "user_annotation",
+              EventClass::kAnnotation, -1, -1);
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -192,27 +277,11 @@ void add_gpu_processes(prof::Trace& tr, const core::Program& p, const core::Memo
   }
 }
 
-// The ProfilerStep#N spans per GPU, on the GPU's first host thread (its training loop, as
-// profiler.step() marks it): from the loop reaching the step's first op to the end of the step's
-// last op on that GPU. Other threads' early starts (data-loader workers prefetching later
-// batches) do not move the start; they still count for the end.
-// core/step_spans.cpp computes them (sweeps read the step time from the same spans).
+// The ProfilerStep#N spans (step_annotations above), into a prof::Trace.
 void add_step_annotations(prof::Trace& tr, const core::Program& p,
                           const std::vector<core::StepSpan>& step_spans) {
-  std::map<int, int> first_thread_of_gpu;
-  for (const core::ThreadDesc& t : p.threads) first_thread_of_gpu.emplace(t.gpu, t.id);
-  for (const core::StepSpan& ss : step_spans) {
-    tr.events.push_back({ss.gpu,
-                         host_tid(first_thread_of_gpu[ss.gpu]),
-                         ss.start_ns,
-                         ss.end_ns - ss.start_ns,
-                         "ProfilerStep#" + std::to_string(ss.step),
-                         "user_annotation",
-                         EventClass::kAnnotation,
-                         -1,
-                         -1,
-                         {}});
-  }
+  TraceSink sink(tr);
+  step_annotations(sink, p, step_spans);
 }
 
 // The "memory" counter: allocated bytes per GPU, in total and by category, one sample per change.
@@ -389,9 +458,13 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
 
 }  // namespace detail
 
-prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
-                        const core::ExecutionResult& r, const core::MemoryReport& mem) {
-  prof::Trace tr;
+namespace {
+
+// build_trace's body, into either sink: the one builder of both paths.
+template <class Sink>
+void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
+                const core::ExecutionResult& r, const core::MemoryReport& mem) {
+  prof::Trace& tr = sink.rest();
   tr.base_ns = 0;
   tr.world_size = static_cast<int>(p.active_gpus.size());
   const auto& timing = r.timings;
@@ -458,10 +531,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
   // of a million events moves every one of them (docs/trace-format.md, "Building speed").
   {
     const OpEventCount n = count_op_events(p, timing, sync);
-    tr.events.reserve(n.events + step_spans.size());
-    tr.flows.reserve(n.flows);
-    prof::advise_huge_pages(tr.events);
-    prof::advise_huge_pages(tr.flows);
+    sink.reserve(n.events + step_spans.size(), n.flows);
   }
   GroupArgs group_args(p);
   for (const Op& op : p.ops) {
@@ -482,31 +552,30 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
         if (const auto st = step_start.find({pid, op.step}); st != step_start.end())
           from = std::min(std::max(from, st->second), t.ready_ns);
       }
-      add_event(tr, pid, htid, from, t.ready_ns - from, "cudaEventSynchronize", "cuda_runtime",
+      add_event(sink, pid, htid, from, t.ready_ns - from, "cudaEventSynchronize", "cuda_runtime",
                 EventClass::kHost, -1, c);
       const Op& so = p.ops[src];
       const int gpu = p.streams[so.stream].gpu;
       if (static_cast<std::size_t>(gpu) < sync_lane.size()) sync_lane[gpu] = 1;
-      prof::TraceEvent& es = tr.events.emplace_back();
-      set_event(es, gpu, kCudaSyncTid, t.ready_ns, 0, "Event Sync", "cuda_sync", EventClass::kOther,
-                -1, c);
-      es.args.reserve(5);
-      add_str_arg(es, "cuda_sync_kind", "Event Sync");
-      add_arg(es, "stream", std::int64_t{-1});
-      add_arg(es, "wait_on_stream", static_cast<std::int64_t>(stream_tid(so.stream)));
-      add_arg(es, "wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
-      add_arg(es, "wait_on_cuda_event_id", sync.record_event[src]);
+      sink.begin(gpu, kCudaSyncTid, t.ready_ns, 0, "Event Sync", "cuda_sync", EventClass::kOther,
+                 -1, c, 5);
+      sink.str_arg("cuda_sync_kind", "Event Sync");
+      sink.arg("stream", std::int64_t{-1});
+      sink.arg("wait_on_stream", static_cast<std::int64_t>(stream_tid(so.stream)));
+      sink.arg("wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
+      sink.arg("wait_on_cuda_event_id", sync.record_event[src]);
+      sink.end();
     }
     if (t.gil_wait_ns > 0) {
-      add_event(tr, pid, htid, t.ready_ns, t.gil_wait_ns, "GIL wait", "gil_wait",
+      add_event(sink, pid, htid, t.ready_ns, t.gil_wait_ns, "GIL wait", "gil_wait",
                 EventClass::kGilWait, op.id, -1);
     }
     const std::int64_t corr = op.id + 1;
     if (op.kind == OpKind::kHostWork) {
-      prof::TraceEvent& e = tr.events.emplace_back();
-      set_event(e, pid, htid, t.start_ns, t.end_ns - t.start_ns, name, "cpu_op", EventClass::kHost,
-                op.id, -1);
-      add_str_arg(e, "phase", core::to_string(op.phase));
+      sink.begin(pid, htid, t.start_ns, t.end_ns - t.start_ns, name, "cpu_op", EventClass::kHost,
+                 op.id, -1, 1);
+      sink.str_arg("phase", core::to_string(op.phase));
+      sink.end();
       continue;
     }
     if (op.kind == OpKind::kMarker || op.kind == OpKind::kAlloc || op.kind == OpKind::kFree)
@@ -520,10 +589,10 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
                                       ? std::min(t.python_start_ns + op.python_ns, t.issue_end_ns)
                                       : t.issue_end_ns - op.dispatch_ns;
     if (op.python_ns > 0) {
-      prof::TraceEvent& e = tr.events.emplace_back();
-      set_event(e, pid, htid, dispatch_start - op.python_ns, op.python_ns, name, "cpu_op",
-                EventClass::kHost, op.id, -1);
-      add_str_arg(e, "phase", core::to_string(op.phase));
+      sink.begin(pid, htid, dispatch_start - op.python_ns, op.python_ns, name, "cpu_op",
+                 EventClass::kHost, op.id, -1, 1);
+      sink.str_arg("phase", core::to_string(op.phase));
+      sink.end();
     }
     const std::vector<OpId>& waits = sync.stream_waits[op.id];
     const bool records = sync.record_corr[op.id] >= 0;
@@ -539,7 +608,7 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
       // becoming free (or the call) to the producer's end, ending before this op starts so that
       // it sorts before it and nests with the stream's kernels.
       const std::int64_t c = next_corr++;
-      add_event(tr, pid, htid, launch_start, call_ns, "cudaStreamWaitEvent", "cuda_runtime",
+      add_event(sink, pid, htid, launch_start, call_ns, "cudaStreamWaitEvent", "cuda_runtime",
                 EventClass::kHost, op.id, c);
       const TimeNs wait_end = std::min(
           std::max({sync.stream_free_ns[op.id], launch_start, timing[src].end_ns, prev_wait_end}),
@@ -547,95 +616,86 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
       const TimeNs wait_start =
           std::min(std::max({sync.stream_free_ns[op.id], launch_start, prev_wait_end}), wait_end);
       prev_wait_end = wait_end;
-      prof::TraceEvent& ew = tr.events.emplace_back();
-      set_event(ew, st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start,
-                "Stream Wait Event", "cuda_sync", EventClass::kOther, -1, c);
-      ew.args.reserve(4);
-      add_str_arg(ew, "cuda_sync_kind", "Stream Wait Event");
-      add_arg(ew, "wait_on_stream", static_cast<std::int64_t>(stream_tid(p.ops[src].stream)));
-      add_arg(ew, "wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
-      add_arg(ew, "wait_on_cuda_event_id", sync.record_event[src]);
+      sink.begin(st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start, "Stream Wait Event",
+                 "cuda_sync", EventClass::kOther, -1, c, 4);
+      sink.str_arg("cuda_sync_kind", "Stream Wait Event");
+      sink.arg("wait_on_stream", static_cast<std::int64_t>(stream_tid(p.ops[src].stream)));
+      sink.arg("wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
+      sink.arg("wait_on_cuda_event_id", sync.record_event[src]);
+      sink.end();
       launch_start += call_ns;
     }
     const TimeNs launch_end = t.issue_end_ns - (records ? call_ns : 0);
     const LaunchCall call = launch_call(op.kind);
     if (op.dispatch_ns > 0) {
-      add_event(tr, pid, htid, launch_start, launch_end - launch_start, call.name, call.cat,
+      add_event(sink, pid, htid, launch_start, launch_end - launch_start, call.name, call.cat,
                 EventClass::kHost, op.id, corr);
     }
     if (records) {
-      add_event(tr, pid, htid, launch_end, t.issue_end_ns - launch_end, "cudaEventRecord",
+      add_event(sink, pid, htid, launch_end, t.issue_end_ns - launch_end, "cudaEventRecord",
                 "cuda_runtime", EventClass::kHost, op.id, sync.record_corr[op.id]);
     }
-    // The device event, made in place (the list is reserved: the reference stays valid).
-    prof::TraceEvent& e = tr.events.emplace_back();
-    e.pid = st.gpu;
-    e.tid = stream_tid(st.id);
-    e.ts_ns = t.start_ns;
-    e.dur_ns = t.end_ns - t.start_ns;
-    e.op_id = op.id;
-    e.correlation = corr;
+    // The device event: its name, category and class by kind, then its args.
+    const int dev_pid = st.gpu, dev_tid = stream_tid(st.id);
+    const TimeNs dur_ns = t.end_ns - t.start_ns;
     // The args after the kind's own (below): reserved with them, so the vector is allocated once.
     const std::size_t tail_args = (op.fixed_ns >= 0 ? 1 : 0) + 1 + (op.batch >= 0 ? 1 : 0) + 1;
     if (op.kind == OpKind::kCompute) {
-      e.name = std::string(name);
-      e.cat = std::string("kernel");
-      e.cls = EventClass::kCompute;
-      e.args.reserve(4 + tail_args);
-      add_str_arg(e, "kind", core::to_string(op.compute_kind));
-      add_str_arg(e, "dtype", core::to_string(op.dtype));
-      add_arg(e, "flops", op.flops);
-      add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
+      sink.begin(dev_pid, dev_tid, t.start_ns, dur_ns, name, "kernel", EventClass::kCompute, op.id,
+                 corr, 4 + tail_args);
+      sink.str_arg("kind", core::to_string(op.compute_kind));
+      sink.str_arg("dtype", core::to_string(op.dtype));
+      sink.arg("flops", op.flops);
+      sink.arg("bytes", static_cast<std::int64_t>(op.bytes));
     } else if (op.kind == OpKind::kCopy) {
       // Kineto's memcpy name and args: bytes, and bytes per ns (= GB/s) over the copy's duration.
-      e.name = std::string(kineto_memcpy_name(op.copy_kind));
-      e.cat = std::string("gpu_memcpy");
-      e.cls = EventClass::kCopy;
       const double gbps =
-          e.dur_ns > 0 ? static_cast<double>(op.bytes) / static_cast<double>(e.dur_ns) : 0.0;
-      e.args.reserve(4 + (op.peer_gpu >= 0 ? 1 : 0) + tail_args);
-      add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
-      add_arg(e, "memory bandwidth (GB/s)", gbps);
-      add_str_arg(e, "copy_kind", core::to_string(op.copy_kind));
-      add_arg(e, "op", name);
-      if (op.peer_gpu >= 0) add_arg(e, "src_device", static_cast<std::int64_t>(op.peer_gpu));
+          dur_ns > 0 ? static_cast<double>(op.bytes) / static_cast<double>(dur_ns) : 0.0;
+      sink.begin(dev_pid, dev_tid, t.start_ns, dur_ns, kineto_memcpy_name(op.copy_kind),
+                 "gpu_memcpy", EventClass::kCopy, op.id, corr,
+                 4 + (op.peer_gpu >= 0 ? 1 : 0) + tail_args);
+      sink.arg("bytes", static_cast<std::int64_t>(op.bytes));
+      sink.arg("memory bandwidth (GB/s)", gbps);
+      sink.str_arg("copy_kind", core::to_string(op.copy_kind));
+      sink.arg("op", name);
+      if (op.peer_gpu >= 0) sink.arg("src_device", static_cast<std::int64_t>(op.peer_gpu));
     } else {
       // A collective simulated elsewhere (core/program_slice.hpp) has no group here.
       const GroupArgs::Group& g = group_args.of(op.group);
       const auto [algo, proto] = plan_of(op);
       const MsgNelems nel = msg_nelems(op.collective, op.dtype, op.bytes, g.size);
-      e.name = std::string(group_args.kernel_name(op.collective, op.dtype, algo));
-      e.cat = std::string("kernel");
-      e.cls = EventClass::kCommunication;
       const char* algo_name = nccl_algo_name(algo);
       const char* proto_name = nccl_proto_name(proto);
-      e.args.reserve(12 + (algo_name ? 1 : 0) + (proto_name ? 1 : 0) + (op.root >= 0 ? 1 : 0) +
-                     tail_args);
+      sink.begin(
+          dev_pid, dev_tid, t.start_ns, dur_ns,
+          group_args.kernel_name(op.collective, op.dtype, algo), "kernel",
+          EventClass::kCommunication, op.id, corr,
+          12 + (algo_name ? 1 : 0) + (proto_name ? 1 : 0) + (op.root >= 0 ? 1 : 0) + tail_args);
       // PyTorch's record_param_comms args, as in ../shared/fixtures/kineto/nccl_data.json.gz.
-      add_str_arg(e, "Collective name", torch_collective_name(op.collective));
-      add_arg(e, "In msg nelems", nel.in);
-      add_arg(e, "Out msg nelems", nel.out);
-      add_arg(e, "Group size", static_cast<std::int64_t>(g.size));
-      add_str_arg(e, "dtype", torch_dtype_name(op.dtype));
-      add_str_arg(e, "In split size", "[]");
-      add_str_arg(e, "Out split size", "[]");
-      add_arg(e, "Process Group Name", g.id);
-      add_arg(e, "Process Group Description", g.description);
-      add_arg(e, "Process Group Ranks", g.ranks);
-      add_arg(e, "bytes", static_cast<std::int64_t>(op.bytes));
-      add_arg(e, "op", name);
-      if (algo_name) add_str_arg(e, "algorithm", algo_name);
-      if (proto_name) add_str_arg(e, "protocol", proto_name);
-      if (op.root >= 0) add_arg(e, "root", static_cast<std::int64_t>(op.root));
+      sink.str_arg("Collective name", torch_collective_name(op.collective));
+      sink.arg("In msg nelems", nel.in);
+      sink.arg("Out msg nelems", nel.out);
+      sink.arg("Group size", static_cast<std::int64_t>(g.size));
+      sink.str_arg("dtype", torch_dtype_name(op.dtype));
+      sink.str_arg("In split size", "[]");
+      sink.str_arg("Out split size", "[]");
+      sink.arg("Process Group Name", g.id);
+      sink.arg("Process Group Description", g.description);
+      sink.arg("Process Group Ranks", g.ranks);
+      sink.arg("bytes", static_cast<std::int64_t>(op.bytes));
+      sink.arg("op", name);
+      if (algo_name) sink.str_arg("algorithm", algo_name);
+      if (proto_name) sink.str_arg("protocol", proto_name);
+      if (op.root >= 0) sink.arg("root", static_cast<std::int64_t>(op.root));
     }
     if (op.fixed_ns >= 0)
-      add_arg(e, "simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns));
-    add_str_arg(e, "phase", core::to_string(op.phase));
-    if (op.batch >= 0) add_arg(e, "batch", op.batch);
-    add_arg(e, "step", static_cast<std::int64_t>(op.step));
-    if (op.dispatch_ns > 0) {
-      tr.flows.push_back({corr, "ac2g", "ac2g", pid, htid, launch_start, e.pid, e.tid, e.ts_ns});
-    }
+      sink.arg("simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns));
+    sink.str_arg("phase", core::to_string(op.phase));
+    if (op.batch >= 0) sink.arg("batch", op.batch);
+    sink.arg("step", static_cast<std::int64_t>(op.step));
+    sink.end();
+    if (op.dispatch_ns > 0)
+      sink.flow(corr, "ac2g", pid, htid, launch_start, dev_pid, dev_tid, t.start_ns);
   }
   // The lane of Kineto's stream-less synchronisation records ("Event Sync": tid -1).
   for (std::size_t g = 0; g < sync_lane.size(); ++g) {
@@ -662,20 +722,38 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
       // Perfetto's slice stack, so its end instant belongs to no slice; a zero-length producer is
       // left at its start) and enters the consumer at its start.
       const TimeNs from = std::max(timing[d.op].start_ns, timing[d.op].end_ns - 1);
-      tr.flows.push_back({flow_id++, "dependency", "dependency", src.gpu, stream_tid(src.stream),
-                          from, op.gpu, stream_tid(op.stream), timing[op.id].start_ns});
+      sink.flow(flow_id++, "dependency", src.gpu, stream_tid(src.stream), from, op.gpu,
+                stream_tid(op.stream), timing[op.id].start_ns);
     }
   }
 
   // [SECTION] ProfilerStep#N spans per GPU (detail::add_step_annotations).
-  detail::add_step_annotations(tr, p, step_spans);
+  step_annotations(sink, p, step_spans);
 
   // [SECTION] Memory counters: allocated bytes per GPU, in total and by category.
   detail::add_memory_counters(tr, mem);
 
   // [SECTION] Metadata
   detail::add_metadata(tr, s, p, r, mem);
+}
+
+}  // namespace
+
+prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
+                        const core::ExecutionResult& r, const core::MemoryReport& mem) {
+  prof::Trace tr;
+  TraceSink sink(tr);
+  build_into(sink, s, p, r, mem);
   return tr;
+}
+
+prof::FormattedTrace build_formatted_trace(const core::Scenario& s, const core::Program& p,
+                                           const core::ExecutionResult& r,
+                                           const core::MemoryReport& mem) {
+  prof::FormattedTrace ft;
+  FormattedSink sink(ft);
+  build_into(sink, s, p, r, mem);
+  return ft;
 }
 
 int completed_steps(const core::Program& p, const core::ExecutionResult& r) {

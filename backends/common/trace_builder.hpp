@@ -8,12 +8,20 @@
 #include "core/memory_timeline.hpp"
 #include "core/program.hpp"
 #include "core/scenario.hpp"
+#include "profiler/chrome_trace_writer.hpp"
 #include "profiler/trace.hpp"
 
 namespace csim::backend {
 
 prof::Trace build_trace(const core::Scenario& scenario, const core::Program& program,
                         const core::ExecutionResult& result, const core::MemoryReport& memory);
+// The same trace formatted as it is built, for a run whose trace is only written
+// (docs/trace-format.md, "Formatting while building"): its file is byte for byte that of
+// build_trace's, and no TraceEvent is made.
+prof::FormattedTrace build_formatted_trace(const core::Scenario& scenario,
+                                           const core::Program& program,
+                                           const core::ExecutionResult& result,
+                                           const core::MemoryReport& memory);
 
 // An interrupted run (result.complete false, docs/limits.md "Interruption"): keeps the steps that
 // completed, 1..K with every op of each run, and forgets the timings of the later steps' ops, so
@@ -25,7 +33,11 @@ int keep_completed_steps(const core::Program& program, core::ExecutionResult* re
 int completed_steps(const core::Program& program, const core::ExecutionResult& result);
 
 // Trace tid of a host thread and of a stream (docs/trace-format.md, "Lanes").
-inline int host_tid(int thread_id) { return 1 + thread_id; }
-inline int stream_tid(int stream_id) { return 1000 + stream_id; }
+inline int host_tid(int thread_id) {
+  return 1 + thread_id;
+}
+inline int stream_tid(int stream_id) {
+  return 1000 + stream_id;
+}
 
 }  // namespace csim::backend

@@ -179,40 +179,64 @@ struct LiveAlloc {
 
 }  // namespace
 
+// Memory ops (and empty-cache markers) by start time, then op id: (start, id) pairs are unique,
+// so std::sort gives the order a stable sort by start time of the ids in issue order would.
 AllocatorReport simulate_caching_allocator(const Program& program,
                                            const std::vector<OpTiming>& timings,
                                            const std::vector<int>& gpus,
                                            const std::vector<Bytes>& capacity_bytes) {
+  std::vector<std::pair<TimeNs, OpId>> order;
+  for (const Op& op : program.ops) {
+    if (op.id >= static_cast<OpId>(timings.size()) || timings[op.id].start_ns < 0) continue;
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree || op.kind == OpKind::kMarker)
+      order.emplace_back(timings[op.id].start_ns, op.id);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<OpId> ops;
+  ops.reserve(order.size());
+  for (const auto& [t, id] : order) ops.push_back(id);
+  return simulate_caching_allocator(program, timings, ops, gpus, capacity_bytes);
+}
+
+AllocatorReport simulate_caching_allocator(const Program& program,
+                                           const std::vector<OpTiming>& timings,
+                                           const std::vector<OpId>& ops_in_order,
+                                           const std::vector<int>& gpus,
+                                           const std::vector<Bytes>& capacity_bytes) {
   AllocatorReport rep;
-  std::map<int, std::size_t> index;
+  std::vector<std::size_t> index;  // gpu -> position in rep.gpus; gpus.size() when not tracked
   std::vector<CachingAllocator> allocators;
+  allocators.reserve(gpus.size());
   for (std::size_t k = 0; k < gpus.size(); ++k) {
-    index[gpus[k]] = k;
+    if (gpus[k] >= 0) {
+      const auto g_index = static_cast<std::size_t>(gpus[k]);
+      if (index.size() <= g_index) index.resize(g_index + 1, gpus.size());
+      index[g_index] = k;
+    }
     GpuAllocatorTimeline g;
     g.gpu = gpus[k];
     g.capacity_bytes = capacity_bytes[k];
     rep.gpus.push_back(g);
     allocators.emplace_back(capacity_bytes[k]);
   }
-  // Same order as memory_timeline(): start time, then op id (issue order).
-  std::vector<OpId> ops;
   NameId empty_cache_name;  // interned once: ops are told apart by id, not by comparing text
   const bool any_empty_cache = program.names.find(kEmptyCacheOpName, &empty_cache_name);
-  for (const Op& op : program.ops) {
-    if (op.id >= static_cast<OpId>(timings.size()) || timings[op.id].start_ns < 0) continue;
+  std::vector<OpId> ops;
+  ops.reserve(ops_in_order.size());
+  for (OpId id : ops_in_order) {
+    if (id < 0 || id >= static_cast<OpId>(timings.size()) || timings[id].start_ns < 0) continue;
+    const Op& op = program.ops[id];
     const bool mem = (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) && op.bytes > 0;
     const bool empty = any_empty_cache && op.kind == OpKind::kMarker && op.name == empty_cache_name;
-    if (mem || empty) ops.push_back(op.id);
+    if (mem || empty) ops.push_back(id);
   }
-  std::stable_sort(ops.begin(), ops.end(),
-                   [&](OpId a, OpId b) { return timings[a].start_ns < timings[b].start_ns; });
   // Live allocations per GPU by (category, bytes), oldest first.
   std::vector<std::map<std::pair<int, Bytes>, std::deque<LiveAlloc>>> live(gpus.size());
   for (OpId id : ops) {
     const Op& op = program.ops[id];
-    const auto it = index.find(op.gpu);
-    if (it == index.end()) continue;
-    const std::size_t k = it->second;
+    if (op.gpu < 0 || static_cast<std::size_t>(op.gpu) >= index.size()) continue;
+    const std::size_t k = index[static_cast<std::size_t>(op.gpu)];
+    if (k == gpus.size()) continue;
     CachingAllocator& a = allocators[k];
     GpuAllocatorTimeline& g = rep.gpus[k];
     const TimeNs t = timings[id].start_ns;

@@ -156,5 +156,13 @@ AllocatorReport simulate_caching_allocator(const Program& program,
                                            const std::vector<OpTiming>& timings,
                                            const std::vector<int>& gpus,
                                            const std::vector<Bytes>& capacity_bytes);
+// The same, from `ops`: op ids already in that order (memory_timeline() sorts once for both); ops
+// that are not the allocator's (zero-byte alloc / free, markers other than kEmptyCacheOpName, ops
+// that never ran) are skipped.
+AllocatorReport simulate_caching_allocator(const Program& program,
+                                           const std::vector<OpTiming>& timings,
+                                           const std::vector<OpId>& ops,
+                                           const std::vector<int>& gpus,
+                                           const std::vector<Bytes>& capacity_bytes);
 
 }  // namespace csim::core

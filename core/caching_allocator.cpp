@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 
 #include "core/error.hpp"
@@ -38,16 +39,36 @@ CachingAllocator::BlockId CachingAllocator::new_block(Block b) {
 
 void CachingAllocator::insert_free(BlockId b) {
   pool(blocks_[b].small).insert(key(b));
-  free_sizes_.insert(blocks_[b].size);
 }
 
 void CachingAllocator::erase_free(BlockId b) {
   pool(blocks_[b].small).erase(key(b));
-  free_sizes_.erase(free_sizes_.find(blocks_[b].size));
 }
 
+namespace {
+
+// The largest block of a pool ordered by (stream, size, addr, id): the last one of each stream's
+// run, found from the end one stream at a time (a GPU's allocator sees a few streams).
+template <class Pool>
+Bytes largest_in_pool(const Pool& p) {
+  using Key = typename Pool::key_type;
+  Bytes best = 0;
+  auto it = p.end();
+  while (it != p.begin()) {
+    --it;  // the largest block of its stream
+    best = std::max(best, std::get<1>(*it));
+    it = p.lower_bound(Key{std::get<0>(*it), std::numeric_limits<Bytes>::min(),
+                           std::numeric_limits<Bytes>::min(),
+                           std::numeric_limits<std::tuple_element_t<3, Key>>::min()});
+  }
+  return best;
+}
+
+}  // namespace
+
 void CachingAllocator::update_largest_free() {
-  stats_.largest_free_block_bytes = free_sizes_.empty() ? 0 : *free_sizes_.rbegin();
+  stats_.largest_free_block_bytes =
+      std::max(largest_in_pool(small_pool_), largest_in_pool(large_pool_));
 }
 
 CachingAllocator::Allocation CachingAllocator::malloc(Bytes request_bytes, int stream) {
@@ -148,7 +169,6 @@ Bytes CachingAllocator::release_free_segments() {
     for (auto it = p->begin(); it != p->end();) {
       const BlockId b = std::get<3>(*it);
       if (blocks_[b].prev == kNoBlock && blocks_[b].next == kNoBlock) {
-        free_sizes_.erase(free_sizes_.find(blocks_[b].size));
         released += blocks_[b].size;
         stats_.reserved_bytes -= blocks_[b].size;
         stats_.segments -= 1;

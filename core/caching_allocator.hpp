@@ -99,7 +99,6 @@ class CachingAllocator {
   Bytes next_addr_ = 0;
   std::vector<Block> blocks_;
   std::set<Key> small_pool_, large_pool_;
-  std::multiset<Bytes> free_sizes_;
   AllocatorStats stats_;
 };
 

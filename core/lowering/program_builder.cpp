@@ -242,7 +242,7 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
     OpId a = kNoOp;
     if (act > 0) {
       a = alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, act,
-                prefix + layer.name + ".act");
+                NameRef::cat({prefix, layer.name, ".act"}));
       f.activation_bytes += act;
     }
     f.activation_allocs.push_back(a);
@@ -251,11 +251,15 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
                           layer.params * precision().weights;
     std::vector<Dep> deps = i == 0 ? first_deps : std::vector<Dep>{};
     const int li = static_cast<int>(i);
-    deps =
-        fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
-                            batch, prefix + layer.name, true, std::move(deps));
-    OpId c = compute(l, prefix + layer.name + ".fwd", layer.kind, layer.fwd_flops_per_sample * b,
-                     traffic, layer.kernels, true, std::move(deps), Phase::kForward, batch);
+    // The FP8 casts' label only where the layer runs in FP8 (before_forward emits nothing else).
+    if (fp8_.fp8_layer(li))
+      deps =
+          fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
+                              batch, prefix + layer.name, true, std::move(deps));
+    // Names as borrowed pieces (NameRef::cat): no std::string per op.
+    OpId c = compute(l, NameRef::cat({prefix, layer.name, ".fwd"}), layer.kind,
+                     layer.fwd_flops_per_sample * b, traffic, layer.kernels, true, std::move(deps),
+                     Phase::kForward, batch);
     set_layer_efficiency(c, layer, false);
     fp8_.mark(*this, c, li);
     if (layer.extra_python_us > 0 && scenario_.host.python)
@@ -289,10 +293,11 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
         layer.params * (precision().weights + precision().grads);
     std::vector<Dep> deps =
         i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
-    deps = fp8_.before_backward(*this, l, i, layer.params, layer.output_bytes_per_sample * scale,
-                                batch, prefix + layer.name, hooks, std::move(deps));
+    if (fp8_.fp8_layer(i))
+      deps = fp8_.before_backward(*this, l, i, layer.params, layer.output_bytes_per_sample * scale,
+                                  batch, prefix + layer.name, hooks, std::move(deps));
     OpId c =
-        compute(l, prefix + layer.name + ".bwd", layer.kind,
+        compute(l, NameRef::cat({prefix, layer.name, ".bwd"}), layer.kind,
                 backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b), traffic,
                 backward_kernels(layer), hooks, std::move(deps), Phase::kBackward, batch);
     set_layer_efficiency(c, layer, true);
@@ -303,7 +308,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
     const OpId a = fwd.activation_allocs[i];
     if (a != kNoOp)
       release(l.thread, l.stream, l.gpu, MemCategory::kActivations, program_.ops[a].bytes,
-              prefix + layer.name + ".act");
+              NameRef::cat({prefix, layer.name, ".act"}));
   }
   return bw;
 }

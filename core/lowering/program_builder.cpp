@@ -228,9 +228,27 @@ double ProgramBuilder::act_scale() const {
   return 1.0;
 }
 
+std::vector<ProgramBuilder::LayerNames>& ProgramBuilder::layer_names(const std::string& prefix) {
+  auto it = layer_names_.find(prefix);
+  if (it == layer_names_.end())
+    it = layer_names_.emplace(prefix, std::vector<LayerNames>(scenario_.model.layers.size())).first;
+  return it->second;
+}
+
+NameId ProgramBuilder::layer_name(LayerNames& n, LayerName which, const std::string& prefix,
+                                  const std::string& layer) {
+  if (!n.interned[which]) {
+    static constexpr const char* kSuffix[kNumLayerNames] = {".act", ".fwd", ".bwd"};
+    n.id[which] = NameRef::cat({prefix, layer, kSuffix[which]}).intern(program_.names);
+    n.interned[which] = true;
+  }
+  return n.id[which];
+}
+
 ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
                                    const std::string& prefix) {
   ForwardOps f;
+  std::vector<LayerNames>& names = layer_names(prefix);
   const double scale = act_scale();
   const double b = static_cast<double>(batch);
   const auto& layers = scenario_.model.layers;
@@ -242,7 +260,7 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
     OpId a = kNoOp;
     if (act > 0) {
       a = alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, act,
-                NameRef::cat({prefix, layer.name, ".act"}));
+                layer_name(names[static_cast<std::size_t>(i)], kActName, prefix, layer.name));
       f.activation_bytes += act;
     }
     f.activation_allocs.push_back(a);
@@ -256,8 +274,8 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
       deps =
           fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
                               batch, prefix + layer.name, true, std::move(deps));
-    // Names as borrowed pieces (NameRef::cat): no std::string per op.
-    OpId c = compute(l, NameRef::cat({prefix, layer.name, ".fwd"}), layer.kind,
+    // Names interned once per prefix and layer (layer_name).
+    OpId c = compute(l, layer_name(names[i], kFwdName, prefix, layer.name), layer.kind,
                      layer.fwd_flops_per_sample * b, traffic, layer.kernels, true, std::move(deps),
                      Phase::kForward, batch);
     set_layer_efficiency(c, layer, false);
@@ -278,6 +296,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
                                      std::vector<Dep> first_deps, const std::string& prefix,
                                      const std::function<void(int, OpId)>& on_layer_done) {
   BackwardOps bw;
+  std::vector<LayerNames>& names = layer_names(prefix);
   const double scale = act_scale();
   const double b = static_cast<double>(batch);
   const auto& layers = scenario_.model.layers;
@@ -296,10 +315,10 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
     if (fp8_.fp8_layer(i))
       deps = fp8_.before_backward(*this, l, i, layer.params, layer.output_bytes_per_sample * scale,
                                   batch, prefix + layer.name, hooks, std::move(deps));
-    OpId c =
-        compute(l, NameRef::cat({prefix, layer.name, ".bwd"}), layer.kind,
-                backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b), traffic,
-                backward_kernels(layer), hooks, std::move(deps), Phase::kBackward, batch);
+    OpId c = compute(
+        l, layer_name(names[static_cast<std::size_t>(i)], kBwdName, prefix, layer.name), layer.kind,
+        backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b), traffic,
+        backward_kernels(layer), hooks, std::move(deps), Phase::kBackward, batch);
     set_layer_efficiency(c, layer, true);
     fp8_.mark(*this, c, i);
     bw.layer_ops.push_back(c);
@@ -308,7 +327,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
     const OpId a = fwd.activation_allocs[i];
     if (a != kNoOp)
       release(l.thread, l.stream, l.gpu, MemCategory::kActivations, program_.ops[a].bytes,
-              NameRef::cat({prefix, layer.name, ".act"}));
+              layer_name(names[static_cast<std::size_t>(i)], kActName, prefix, layer.name));
   }
   return bw;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 
 #include "core/error.hpp"
@@ -38,16 +39,36 @@ CachingAllocator::BlockId CachingAllocator::new_block(Block b) {
 
 void CachingAllocator::insert_free(BlockId b) {
   pool(blocks_[b].small).insert(key(b));
-  free_sizes_.insert(blocks_[b].size);
 }
 
 void CachingAllocator::erase_free(BlockId b) {
   pool(blocks_[b].small).erase(key(b));
-  free_sizes_.erase(free_sizes_.find(blocks_[b].size));
 }
 
+namespace {
+
+// The largest block of a pool ordered by (stream, size, addr, id): the last one of each stream's
+// run, found from the end one stream at a time (a GPU's allocator sees a few streams).
+template <class Pool>
+Bytes largest_in_pool(const Pool& p) {
+  using Key = typename Pool::key_type;
+  Bytes best = 0;
+  auto it = p.end();
+  while (it != p.begin()) {
+    --it;  // the largest block of its stream
+    best = std::max(best, std::get<1>(*it));
+    it = p.lower_bound(Key{std::get<0>(*it), std::numeric_limits<Bytes>::min(),
+                           std::numeric_limits<Bytes>::min(),
+                           std::numeric_limits<std::tuple_element_t<3, Key>>::min()});
+  }
+  return best;
+}
+
+}  // namespace
+
 void CachingAllocator::update_largest_free() {
-  stats_.largest_free_block_bytes = free_sizes_.empty() ? 0 : *free_sizes_.rbegin();
+  stats_.largest_free_block_bytes =
+      std::max(largest_in_pool(small_pool_), largest_in_pool(large_pool_));
 }
 
 CachingAllocator::Allocation CachingAllocator::malloc(Bytes request_bytes, int stream) {
@@ -148,7 +169,6 @@ Bytes CachingAllocator::release_free_segments() {
     for (auto it = p->begin(); it != p->end();) {
       const BlockId b = std::get<3>(*it);
       if (blocks_[b].prev == kNoBlock && blocks_[b].next == kNoBlock) {
-        free_sizes_.erase(free_sizes_.find(blocks_[b].size));
         released += blocks_[b].size;
         stats_.reserved_bytes -= blocks_[b].size;
         stats_.segments -= 1;
@@ -179,40 +199,64 @@ struct LiveAlloc {
 
 }  // namespace
 
+// Memory ops (and empty-cache markers) by start time, then op id: (start, id) pairs are unique,
+// so std::sort gives the order a stable sort by start time of the ids in issue order would.
 AllocatorReport simulate_caching_allocator(const Program& program,
                                            const std::vector<OpTiming>& timings,
                                            const std::vector<int>& gpus,
                                            const std::vector<Bytes>& capacity_bytes) {
+  std::vector<std::pair<TimeNs, OpId>> order;
+  for (const Op& op : program.ops) {
+    if (op.id >= static_cast<OpId>(timings.size()) || timings[op.id].start_ns < 0) continue;
+    if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree || op.kind == OpKind::kMarker)
+      order.emplace_back(timings[op.id].start_ns, op.id);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<OpId> ops;
+  ops.reserve(order.size());
+  for (const auto& [t, id] : order) ops.push_back(id);
+  return simulate_caching_allocator(program, timings, ops, gpus, capacity_bytes);
+}
+
+AllocatorReport simulate_caching_allocator(const Program& program,
+                                           const std::vector<OpTiming>& timings,
+                                           const std::vector<OpId>& ops_in_order,
+                                           const std::vector<int>& gpus,
+                                           const std::vector<Bytes>& capacity_bytes) {
   AllocatorReport rep;
-  std::map<int, std::size_t> index;
+  std::vector<std::size_t> index;  // gpu -> position in rep.gpus; gpus.size() when not tracked
   std::vector<CachingAllocator> allocators;
+  allocators.reserve(gpus.size());
   for (std::size_t k = 0; k < gpus.size(); ++k) {
-    index[gpus[k]] = k;
+    if (gpus[k] >= 0) {
+      const auto g_index = static_cast<std::size_t>(gpus[k]);
+      if (index.size() <= g_index) index.resize(g_index + 1, gpus.size());
+      index[g_index] = k;
+    }
     GpuAllocatorTimeline g;
     g.gpu = gpus[k];
     g.capacity_bytes = capacity_bytes[k];
     rep.gpus.push_back(g);
     allocators.emplace_back(capacity_bytes[k]);
   }
-  // Same order as memory_timeline(): start time, then op id (issue order).
-  std::vector<OpId> ops;
   NameId empty_cache_name;  // interned once: ops are told apart by id, not by comparing text
   const bool any_empty_cache = program.names.find(kEmptyCacheOpName, &empty_cache_name);
-  for (const Op& op : program.ops) {
-    if (op.id >= static_cast<OpId>(timings.size()) || timings[op.id].start_ns < 0) continue;
+  std::vector<OpId> ops;
+  ops.reserve(ops_in_order.size());
+  for (OpId id : ops_in_order) {
+    if (id < 0 || id >= static_cast<OpId>(timings.size()) || timings[id].start_ns < 0) continue;
+    const Op& op = program.ops[id];
     const bool mem = (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) && op.bytes > 0;
     const bool empty = any_empty_cache && op.kind == OpKind::kMarker && op.name == empty_cache_name;
-    if (mem || empty) ops.push_back(op.id);
+    if (mem || empty) ops.push_back(id);
   }
-  std::stable_sort(ops.begin(), ops.end(),
-                   [&](OpId a, OpId b) { return timings[a].start_ns < timings[b].start_ns; });
   // Live allocations per GPU by (category, bytes), oldest first.
   std::vector<std::map<std::pair<int, Bytes>, std::deque<LiveAlloc>>> live(gpus.size());
   for (OpId id : ops) {
     const Op& op = program.ops[id];
-    const auto it = index.find(op.gpu);
-    if (it == index.end()) continue;
-    const std::size_t k = it->second;
+    if (op.gpu < 0 || static_cast<std::size_t>(op.gpu) >= index.size()) continue;
+    const std::size_t k = index[static_cast<std::size_t>(op.gpu)];
+    if (k == gpus.size()) continue;
     CachingAllocator& a = allocators[k];
     GpuAllocatorTimeline& g = rep.gpus[k];
     const TimeNs t = timings[id].start_ns;

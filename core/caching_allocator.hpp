@@ -99,7 +99,6 @@ class CachingAllocator {
   Bytes next_addr_ = 0;
   std::vector<Block> blocks_;
   std::set<Key> small_pool_, large_pool_;
-  std::multiset<Bytes> free_sizes_;
   AllocatorStats stats_;
 };
 
@@ -154,6 +153,14 @@ struct AllocatorReport {
 // preferring one of the same name (docs/memory.md, "Driving it with a Program").
 AllocatorReport simulate_caching_allocator(const Program& program,
                                            const std::vector<OpTiming>& timings,
+                                           const std::vector<int>& gpus,
+                                           const std::vector<Bytes>& capacity_bytes);
+// The same, from `ops`: op ids already in that order (memory_timeline() sorts once for both); ops
+// that are not the allocator's (zero-byte alloc / free, markers other than kEmptyCacheOpName, ops
+// that never ran) are skipped.
+AllocatorReport simulate_caching_allocator(const Program& program,
+                                           const std::vector<OpTiming>& timings,
+                                           const std::vector<OpId>& ops,
                                            const std::vector<int>& gpus,
                                            const std::vector<Bytes>& capacity_bytes);
 

@@ -1,7 +1,8 @@
 #include "core/memory_timeline.hpp"
 
 #include <algorithm>
-#include <map>
+#include <cstdint>
+#include <utility>
 
 namespace csim::core {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 // An OOM verdict is added when the steady-state peak exceeds capacity but no simulated
 // allocation did; every verdict gets the would-be peak over capacity.
 void steady_state_peaks(const Program& program, const std::vector<OpTiming>& timings,
-                        const std::vector<OpId>& mem_ops, const std::map<int, std::size_t>& index,
+                        const std::vector<OpId>& mem_ops, const std::vector<std::size_t>& index,
                         MemoryReport* rep) {
   const std::size_t n = rep->gpus.size();
   using ByCategory = std::array<Bytes, kNumMemCategories>;
@@ -24,9 +25,9 @@ void steady_state_peaks(const Program& program, const std::vector<OpTiming>& tim
   std::vector<Bytes> total(n, 0);
   // Applies op to its GPU's running state; returns the GPU's position, or n when not tracked.
   auto apply = [&](const Op& op) {
-    const auto it = index.find(op.gpu);
-    if (it == index.end()) return n;
-    const std::size_t k = it->second;
+    if (op.gpu < 0 || static_cast<std::size_t>(op.gpu) >= index.size()) return n;
+    const std::size_t k = index[static_cast<std::size_t>(op.gpu)];
+    if (k == n) return n;
     const Bytes delta = op.kind == OpKind::kAlloc ? op.bytes : -op.bytes;
     cur[k][static_cast<int>(op.mem_category)] += delta;
     total[k] += delta;
@@ -63,16 +64,22 @@ void steady_state_peaks(const Program& program, const std::vector<OpTiming>& tim
       m.steady_peak_bytes = std::max(m.steady_peak_bytes, lifted);
       if (op.kind == OpKind::kAlloc && m.capacity_bytes > 0 && lifted > m.capacity_bytes &&
           !rep->oom) {
-        rep->oom = OomVerdict{op.gpu, id, program.name_of(op), op.bytes, lifted - m.capacity_bytes,
-                              m.capacity_bytes, timings[id].start_ns};
+        rep->oom = OomVerdict{op.gpu,
+                              id,
+                              program.name_of(op),
+                              op.bytes,
+                              lifted - m.capacity_bytes,
+                              m.capacity_bytes,
+                              timings[id].start_ns};
         rep->oom->steady_state = true;
       }
     }
   }
   if (rep->oom) {
-    const auto it = index.find(rep->oom->gpu);
-    if (it != index.end()) {
-      const GpuMemory& m = rep->gpus[it->second];
+    const int g = rep->oom->gpu;
+    if (g >= 0 && static_cast<std::size_t>(g) < index.size() &&
+        index[static_cast<std::size_t>(g)] != n) {
+      const GpuMemory& m = rep->gpus[index[static_cast<std::size_t>(g)]];
       rep->oom->would_be_peak_bytes = std::max(m.peak_bytes, m.steady_peak_bytes);
       rep->oom->over_capacity_bytes = rep->oom->would_be_peak_bytes - m.capacity_bytes;
     }
@@ -84,32 +91,53 @@ void steady_state_peaks(const Program& program, const std::vector<OpTiming>& tim
 MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>& timings,
                              const ClusterSpec& cluster) {
   MemoryReport rep;
-  std::map<int, std::size_t> index;  // gpu -> position in rep.gpus
   std::vector<char> communicates(static_cast<std::size_t>(program.world_gpus), 0);
   for (const Op& op : program.ops) {
     if (op.kind == OpKind::kCollective && op.gpu < program.world_gpus) communicates[op.gpu] = 1;
   }
+  std::vector<int> tracked;
   for (int g : program.active_gpus) {
     if (program.symmetry.enabled() && program.symmetry.weight_of_gpu[g] == 0) continue;  // mirrored
-    index[g] = rep.gpus.size();
+    tracked.push_back(g);
+  }
+  // gpu -> position in rep.gpus (the last one listed wins, as a map's operator[] would); a GPU
+  // not tracked maps to n.
+  std::vector<std::size_t> index;
+  for (int g : tracked) {
+    const auto gi = static_cast<std::size_t>(g);
+    if (index.size() <= gi) index.resize(gi + 1, SIZE_MAX);
+    index[gi] = rep.gpus.size();
     GpuMemory m;
     m.gpu = g;
     m.capacity_bytes = usable_memory_bytes(cluster, communicates[g] != 0);
     rep.gpus.push_back(m);
   }
-  // Memory ops in execution order: by time, then by op id (issue order) for equal times.
-  std::vector<OpId> mem_ops;
+  for (std::size_t& k : index)
+    if (k == SIZE_MAX) k = rep.gpus.size();
+  // Memory ops (and markers, for the caching allocator) in execution order: by time, then by op id
+  // (issue order) for equal times; (start, id) pairs are unique, so std::sort gives that order.
+  std::vector<std::pair<TimeNs, OpId>> order;
   for (const Op& op : program.ops) {
-    if ((op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) && timings[op.id].start_ns >= 0) mem_ops.push_back(op.id);
+    if ((op.kind == OpKind::kAlloc || op.kind == OpKind::kFree || op.kind == OpKind::kMarker) &&
+        timings[op.id].start_ns >= 0)
+      order.emplace_back(timings[op.id].start_ns, op.id);
   }
-  std::stable_sort(mem_ops.begin(), mem_ops.end(), [&](OpId a, OpId b) { return timings[a].start_ns < timings[b].start_ns; });
+  std::sort(order.begin(), order.end());
+  std::vector<OpId> ordered, mem_ops;
+  ordered.reserve(order.size());
+  mem_ops.reserve(order.size());
+  for (const auto& [t, id] : order) {
+    ordered.push_back(id);
+    const OpKind kind = program.ops[id].kind;
+    if (kind == OpKind::kAlloc || kind == OpKind::kFree) mem_ops.push_back(id);
+  }
   std::vector<std::array<Bytes, kNumMemCategories>> current(rep.gpus.size());
   std::vector<Bytes> total(rep.gpus.size(), 0);
   for (OpId id : mem_ops) {
     const Op& op = program.ops[id];
-    auto it = index.find(op.gpu);
-    if (it == index.end()) continue;
-    const std::size_t k = it->second;
+    if (op.gpu < 0 || static_cast<std::size_t>(op.gpu) >= index.size()) continue;
+    const std::size_t k = index[static_cast<std::size_t>(op.gpu)];
+    if (k == rep.gpus.size()) continue;
     const Bytes delta = op.kind == OpKind::kAlloc ? op.bytes : -op.bytes;
     current[k][static_cast<int>(op.mem_category)] += delta;
     total[k] += delta;
@@ -128,7 +156,9 @@ MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>
     }
     if (op.kind == OpKind::kAlloc && total[k] > m.capacity_bytes && m.capacity_bytes > 0) {
       if (!rep.oom || t < rep.oom->at_ns) {
-        rep.oom = OomVerdict{op.gpu, id, program.name_of(op), op.bytes, total[k] - m.capacity_bytes, m.capacity_bytes, t};
+        rep.oom = OomVerdict{
+            op.gpu,           id, program.name_of(op), op.bytes, total[k] - m.capacity_bytes,
+            m.capacity_bytes, t};
       }
     }
   }
@@ -139,7 +169,7 @@ MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>
     gpus.push_back(m.gpu);
     capacity.push_back(m.capacity_bytes);
   }
-  rep.allocator = simulate_caching_allocator(program, timings, gpus, capacity);
+  rep.allocator = simulate_caching_allocator(program, timings, ordered, gpus, capacity);
   return rep;
 }
 

@@ -24,6 +24,11 @@ std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& 
   // (gpu, step) -> the earliest host activity a trace draws for the step on the loop thread: the
   // ops that issue GPU work or run on the host (allocations, frees and markers draw nothing).
   std::map<std::pair<int, int>, TimeNs> drawn_begin;
+  // Consecutive ops mostly share their (gpu, step): the last entry found is tried first.
+  using SpanIt = decltype(span)::iterator;
+  using DrawnIt = decltype(drawn_begin)::iterator;
+  SpanIt last_span = span.end();
+  DrawnIt last_drawn = drawn_begin.end();
   for (const Op& op : p.ops) {
     const OpTiming& t = timing[static_cast<std::size_t>(op.id)];
     if (op.step <= 0 || t.end_ns < 0) continue;
@@ -37,20 +42,35 @@ std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& 
                                            : t.start_ns;
     if (begin != kUnset && op.kind != OpKind::kAlloc && op.kind != OpKind::kFree &&
         op.kind != OpKind::kMarker) {
-      auto [d, fresh_d] = drawn_begin.try_emplace({gpu, op.step}, begin);
-      if (!fresh_d) d->second = std::min(d->second, begin);
+      const std::pair<int, int> key{gpu, op.step};
+      if (last_drawn != drawn_begin.end() && last_drawn->first == key) {
+        last_drawn->second = std::min(last_drawn->second, begin);
+      } else {
+        auto [d, fresh_d] = drawn_begin.try_emplace(key, begin);
+        if (!fresh_d) d->second = std::min(d->second, begin);
+        last_drawn = d;
+      }
     }
-    auto [it, fresh] = span.try_emplace({gpu, op.step}, begin, t.end_ns);
+    const std::pair<int, int> key{gpu, op.step};
+    if (last_span != span.end() && last_span->first == key) {
+      last_span->second.first = std::min(last_span->second.first, begin);
+      last_span->second.second = std::max(last_span->second.second, t.end_ns);
+      continue;
+    }
+    auto [it, fresh] = span.try_emplace(key, begin, t.end_ns);
     if (!fresh) {
       it->second.first = std::min(it->second.first, begin);
       it->second.second = std::max(it->second.second, t.end_ns);
     }
+    last_span = it;
   }
   for (const Op& op : p.ops) {
     const OpTiming& t = timing[static_cast<std::size_t>(op.id)];
     if (op.step <= 0 || t.end_ns < 0 || op.stream < 0) continue;
-    auto it = span.find({p.streams[static_cast<std::size_t>(op.stream)].gpu, op.step});
-    if (it != span.end() && it->second.first == kUnset) it->second.first = t.start_ns;
+    const std::pair<int, int> key{p.streams[static_cast<std::size_t>(op.stream)].gpu, op.step};
+    if (last_span == span.end() || last_span->first != key) last_span = span.find(key);
+    if (last_span != span.end() && last_span->second.first == kUnset)
+      last_span->second.first = t.start_ns;
   }
   // Steps tile each GPU's lane: a step starts no earlier than the previous step on that GPU ended.
   // A thread reaching its next step's first op early (DataParallel's replica threads, free as soon

@@ -228,9 +228,27 @@ double ProgramBuilder::act_scale() const {
   return 1.0;
 }
 
+std::vector<ProgramBuilder::LayerNames>& ProgramBuilder::layer_names(const std::string& prefix) {
+  auto it = layer_names_.find(prefix);
+  if (it == layer_names_.end())
+    it = layer_names_.emplace(prefix, std::vector<LayerNames>(scenario_.model.layers.size())).first;
+  return it->second;
+}
+
+NameId ProgramBuilder::layer_name(LayerNames& n, LayerName which, const std::string& prefix,
+                                  const std::string& layer) {
+  if (!n.interned[which]) {
+    static constexpr const char* kSuffix[kNumLayerNames] = {".act", ".fwd", ".bwd"};
+    n.id[which] = NameRef::cat({prefix, layer, kSuffix[which]}).intern(program_.names);
+    n.interned[which] = true;
+  }
+  return n.id[which];
+}
+
 ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
                                    const std::string& prefix) {
   ForwardOps f;
+  std::vector<LayerNames>& names = layer_names(prefix);
   const double scale = act_scale();
   const double b = static_cast<double>(batch);
   const auto& layers = scenario_.model.layers;
@@ -242,7 +260,7 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
     OpId a = kNoOp;
     if (act > 0) {
       a = alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, act,
-                prefix + layer.name + ".act");
+                layer_name(names[static_cast<std::size_t>(i)], kActName, prefix, layer.name));
       f.activation_bytes += act;
     }
     f.activation_allocs.push_back(a);
@@ -251,11 +269,15 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
                           layer.params * precision().weights;
     std::vector<Dep> deps = i == 0 ? first_deps : std::vector<Dep>{};
     const int li = static_cast<int>(i);
-    deps =
-        fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
-                            batch, prefix + layer.name, true, std::move(deps));
-    OpId c = compute(l, prefix + layer.name + ".fwd", layer.kind, layer.fwd_flops_per_sample * b,
-                     traffic, layer.kernels, true, std::move(deps), Phase::kForward, batch);
+    // The FP8 casts' label only where the layer runs in FP8 (before_forward emits nothing else).
+    if (fp8_.fp8_layer(li))
+      deps =
+          fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
+                              batch, prefix + layer.name, true, std::move(deps));
+    // Names interned once per prefix and layer (layer_name).
+    OpId c = compute(l, layer_name(names[i], kFwdName, prefix, layer.name), layer.kind,
+                     layer.fwd_flops_per_sample * b, traffic, layer.kernels, true, std::move(deps),
+                     Phase::kForward, batch);
     set_layer_efficiency(c, layer, false);
     fp8_.mark(*this, c, li);
     if (layer.extra_python_us > 0 && scenario_.host.python)
@@ -274,6 +296,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
                                      std::vector<Dep> first_deps, const std::string& prefix,
                                      const std::function<void(int, OpId)>& on_layer_done) {
   BackwardOps bw;
+  std::vector<LayerNames>& names = layer_names(prefix);
   const double scale = act_scale();
   const double b = static_cast<double>(batch);
   const auto& layers = scenario_.model.layers;
@@ -289,12 +312,13 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
         layer.params * (precision().weights + precision().grads);
     std::vector<Dep> deps =
         i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
-    deps = fp8_.before_backward(*this, l, i, layer.params, layer.output_bytes_per_sample * scale,
-                                batch, prefix + layer.name, hooks, std::move(deps));
-    OpId c =
-        compute(l, prefix + layer.name + ".bwd", layer.kind,
-                backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b), traffic,
-                backward_kernels(layer), hooks, std::move(deps), Phase::kBackward, batch);
+    if (fp8_.fp8_layer(i))
+      deps = fp8_.before_backward(*this, l, i, layer.params, layer.output_bytes_per_sample * scale,
+                                  batch, prefix + layer.name, hooks, std::move(deps));
+    OpId c = compute(
+        l, layer_name(names[static_cast<std::size_t>(i)], kBwdName, prefix, layer.name), layer.kind,
+        backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b), traffic,
+        backward_kernels(layer), hooks, std::move(deps), Phase::kBackward, batch);
     set_layer_efficiency(c, layer, true);
     fp8_.mark(*this, c, i);
     bw.layer_ops.push_back(c);
@@ -303,7 +327,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
     const OpId a = fwd.activation_allocs[i];
     if (a != kNoOp)
       release(l.thread, l.stream, l.gpu, MemCategory::kActivations, program_.ops[a].bytes,
-              prefix + layer.name + ".act");
+              layer_name(names[static_cast<std::size_t>(i)], kActName, prefix, layer.name));
   }
   return bw;
 }

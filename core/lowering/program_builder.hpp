@@ -3,8 +3,10 @@
 // model's forward, backward and optimizer on one GPU; the data-loader feed.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/lowering/fp8_lowering.hpp"
@@ -41,7 +43,10 @@ class ProgramBuilder {
   const Scenario& scenario() const { return scenario_; }
   // Precision "fp8": the casts and amax kernels around the FP8 GEMMs (docs/fp8.md).
   Fp8Lowering& fp8() { return fp8_; }
-  Program take() { return std::move(program_); }
+  Program take() {
+    layer_names_.clear();  // their ids are the taken Program's
+    return std::move(program_);
+  }
   // The Program's name pool (Op::name; docs/program.md, "Names").
   StringPool& names() { return program_.names; }
 
@@ -107,6 +112,18 @@ class ProgramBuilder {
   Program program_;
   int step_ = 0;
   Fp8Lowering fp8_;
+  // The names forward() / backward() give a layer's ops under one prefix ("<prefix><layer>.act",
+  // ".fwd", ".bwd"): each interned the first time an op takes it, exactly when it would be
+  // interned otherwise (so ids keep their first-interned order), and reused by every later step.
+  enum LayerName { kActName, kFwdName, kBwdName, kNumLayerNames };
+  struct LayerNames {
+    std::array<NameId, kNumLayerNames> id{};
+    std::array<bool, kNumLayerNames> interned{};
+  };
+  std::unordered_map<std::string, std::vector<LayerNames>> layer_names_;  // by prefix, per layer
+  std::vector<LayerNames>& layer_names(const std::string& prefix);
+  NameId layer_name(LayerNames& n, LayerName which, const std::string& prefix,
+                    const std::string& layer);
 };
 
 // The data loader of one training process (docs/program.md, "A training step"): with num_workers

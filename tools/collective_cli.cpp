@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/scenario.hpp"
 #include "run/collective_bench.hpp"
 #include "tools/simrun_app.hpp"
 
@@ -30,7 +31,10 @@ int collective_main(const std::vector<std::string>& args, std::ostream& out, std
   app.add_option("-e,--maxbytes", max_b, "largest size (default 128M)");
   app.add_option("-f,--stepfactor", factor, "multiply the size by this per row (default 2)");
   app.add_option("-i,--stepbytes", step_b, "add this many bytes per row instead of -f");
-  app.add_option("--algo", algo, "NCCL_ALGO: auto, ring, tree, nvls or hierarchical");
+  std::string algos;  // the scenario's spellings, from the one enum table (core/scenario.cpp)
+  for (const std::string& a : core::collective_algo_names())
+    algos += (algos.empty() ? "" : ", ") + a;
+  app.add_option("--algo", algo, "NCCL_ALGO: " + algos);
   app.add_option("--proto", proto, "NCCL_PROTO: auto, ll, ll128 or simple");
   app.add_option("--gpus", rq.gpus,
                  "ranks: whole nodes (a multiple of gpus_per_node) or GPUs of one node; default "

@@ -173,7 +173,7 @@ TEST_CASE("flash2 core: FLOPs, bytes, saved bytes by hand", "[attention]") {
   CHECK(l.fused_attention.keys_per_query == 4.0);  // P / s = 32 / 8
 }
 
-TEST_CASE("flash cores: the same figures for flash3 and cudnn; dropout", "[attention]") {
+TEST_CASE("flash cores: the same figures for flash3 and cudnn, dropout", "[attention]") {
   AttentionShape sh = small_gqa();
   const LayerSpec f2 = attention_core_layers(AttentionKernel::kFlash2, sh, 2, "")[0];
   for (AttentionKernel k : {AttentionKernel::kFlash3, AttentionKernel::kCudnn}) {

@@ -35,7 +35,7 @@ TEST_CASE("small requests share a 2 MiB segment, split at 512 B granularity",
   CHECK(a.stats().largest_free_block_bytes == 2 * kMiB - 4 * 1024);
 }
 
-TEST_CASE("1-10 MiB requests split a 20 MiB segment; larger ones get their own",
+TEST_CASE("1-10 MiB requests split a 20 MiB segment, larger ones get their own",
           "[memory][allocator]") {
   CachingAllocator a(0);
   const auto x = a.malloc(3 * kMiB, 0);

@@ -174,7 +174,7 @@ TEST_CASE("compile's min-cut rule: a chain saving its inputs keeps only the grou
   CHECK_FALSE(compile_fuses(chain[0], chain[1]));
 }
 
-TEST_CASE("compiled Program: fewer, longer kernels; the same TP collectives; a faster step",
+TEST_CASE("compiled Program: fewer, longer kernels, the same TP collectives, a faster step",
           "[compile][lowering]") {
   // Single GPU, 2 blocks: forward kernels eager 1 + 2 x 13 + 2 = 29, compiled 1 + 2 x 11 + 2 =
   // 25 (one op per layer); backward likewise.
@@ -216,7 +216,7 @@ TEST_CASE("compiled Program: fewer, longer kernels; the same TP collectives; a f
   CHECK(tc.forward < te.forward);
 }
 
-TEST_CASE("training.compile: a boolean; a warning when there is no block to compile",
+TEST_CASE("training.compile: a boolean, a warning when there is no block to compile",
           "[compile][parser]") {
   std::string bad = scenario("\"kind\":\"single\"", 1, true);
   bad.replace(bad.find("\"compile\":true"), 14, "\"compile\":\"yes\"");

@@ -308,7 +308,7 @@ TEST_CASE("fp8: H100's FP8 GEMM curve is the fitted 0.700, the prior bf16 x 1.75
 
 // [SECTION] Memory --------------------------------------------------------------------------------
 
-TEST_CASE("fp8: memory grows by the FP8 weight copies and the scaling state; inputs saved in FP8",
+TEST_CASE("fp8: memory grows by the FP8 weight copies and the scaling state, inputs saved in FP8",
           "[fp8]") {
   const Run bf16 = simulate(gpt_scenario("H100", bf16_training()));
   const Run fp8 = simulate(gpt_scenario("H100", fp8_training("delayed")));

@@ -251,7 +251,7 @@ TEST_CASE("ZeRO-3 and FSDP1 with pipeline parallelism stay refused", "[strategie
   CHECK(parse_error(gpt(8, kFsdp2 + ",\"pp\":2")).empty());
 }
 
-TEST_CASE("Megatron: distributed_optimizer is ZeRO-1; megatron_fsdp gathers every block twice",
+TEST_CASE("Megatron: distributed_optimizer is ZeRO-1, megatron_fsdp gathers every block twice",
           "[strategies][fsdp2]") {
   // distributed_optimizer: true lowers exactly as zero_stage 1.
   const Program dopt = lowered(gpt(8, "\"kind\":\"3d\",\"distributed_optimizer\":true"));

@@ -108,7 +108,7 @@ TEST_CASE("folding bounds the draw work on a 400k-event trace", "[gui][imgui]") 
   CHECK(c.folded_events > 390'000);
 }
 
-TEST_CASE("wheel zooms around the cursor; a click selects the event under it", "[gui][imgui]") {
+TEST_CASE("wheel zooms around the cursor, a click selects the event under it", "[gui][imgui]") {
   HeadlessImGui ctx;
   Viewer v;
   v.add_document(load_document(golden("linear_5x2_dp2.trace.json")));

@@ -229,7 +229,7 @@ TEST_CASE("compare alignment: common steps and per-trace offsets to line step st
 // [SECTION] Issue 16, item 15: the memory view's shared scale and GiB ticks; host GIL wait
 // ---------------------------------------------------------------------------------
 
-TEST_CASE("memory lanes share one y scale by default; per-GPU scaling is an option", "[gui]") {
+TEST_CASE("memory lanes share one y scale by default, per-GPU scaling is an option", "[gui]") {
   // DataParallel's picture in miniature: GPU 0 peaks at 22.9 GiB, GPU 1 at 10.5 GiB, 79.1 GiB
   // usable each (gpt2_small_8xa100 under DataParallel).
   constexpr double kGiB = 1024.0 * 1024 * 1024;

@@ -69,7 +69,7 @@ TEST_CASE("lanes are grouped node → GPU → streams first, then host threads",
   CHECK(m.t_max == 2000);
 }
 
-TEST_CASE("nested events go one row down; rows stay disjoint", "[gui]") {
+TEST_CASE("nested events go one row down, rows stay disjoint", "[gui]") {
   const TimelineModel m = build_timeline(two_node_trace());
   const Lane& host = m.lanes[m.lane_of(0, 1)];
   REQUIRE(host.rows.size() == 2);
@@ -160,7 +160,7 @@ TEST_CASE("span_at finds the event under the cursor or the nearest within tolera
   CHECK(span_at(Row{}, 0, 100) == -1);
 }
 
-TEST_CASE("layout stacks headers and lanes; collapsing hides lanes", "[gui]") {
+TEST_CASE("layout stacks headers and lanes, collapsing hides lanes", "[gui]") {
   const TimelineModel m = build_timeline(two_node_trace());
   LayoutMetrics k;
   k.node_header_h = 20;

@@ -175,7 +175,7 @@ TEST_CASE("stream dependencies: cuda_sync events point at real cudaEventRecord c
   // Per step, about one Stream Wait Event per bucket all-reduce and per optimizer dependency.
 }
 
-TEST_CASE("Kineto [memory] events give memory data; a damaged .json.gz is corrupt", "[kineto]") {
+TEST_CASE("Kineto [memory] events give memory data, a damaged .json.gz is corrupt", "[kineto]") {
   const std::string fx = test::repo_path("../shared/fixtures/kineto/df_index_resolver.json.gz");
   if (!std::filesystem::exists(fx)) {
     WARN("fixture absent: " << fx);

@@ -320,7 +320,7 @@ TEST_CASE("sharding piece: ZeRO-3 gathers each unit twice per micro-batch, reduc
   }
 }
 
-TEST_CASE("sharding piece: shard_grad_op gathers once per micro-batch; ZeRO-2 gathers after step",
+TEST_CASE("sharding piece: shard_grad_op gathers once per micro-batch, ZeRO-2 gathers after step",
           "[lowering][pieces][zero]") {
   // FSDP shard_grad_op keeps a unit's gathered parameters from its forward to its backward:
   // 4 units * m = 2 -> 8 all-gathers, and the 8 reduce-scatters of stage 2.

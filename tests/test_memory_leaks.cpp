@@ -530,7 +530,7 @@ TEST_CASE("every free of the bundled scenarios matches a live allocation", "[mem
   }
 }
 
-TEST_CASE("growth is read from any trace's counters; none means no memory data", "[memory][leak]") {
+TEST_CASE("growth is read from any trace's counters, none means no memory data", "[memory][leak]") {
   // A hand-made trace: 5 steps of 100 ns, one kernel each; allocated at each step's end
   // 10, 13, 16, 19 GiB-ish units (3 MiB growth per step, all "activations"), capacity 100 MiB.
   prof::Trace t;

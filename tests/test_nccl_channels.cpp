@@ -95,7 +95,7 @@ TEST_CASE("NCCL channels by size (enqueue.cc) and per-protocol limits (tuning.cc
   CHECK(nccl_busbw_cap(g, a, NcclProto::kSimple, false, 8) == Approx(80e9));
 }
 
-TEST_CASE("channels make busbw grow with the size below the plateau; the plateau is unchanged",
+TEST_CASE("channels make busbw grow with the size below the plateau, the plateau is unchanged",
           "[collective][channels]") {
   // 8 A100s: with every channel in use the Simple cap (240) equals the NVSwitch port (0.80 x 300),
   // so at 8 GB the channel model changes nothing (nccl_a100x8_allreduce_peak stays); at 256 KiB a
@@ -239,7 +239,7 @@ TEST_CASE("CollNet: in-network reduction with SHARP switches", "[collective][col
   CHECK(std::abs(simulate(t, plan) - plan.predicted_ns) <= 3);
 }
 
-TEST_CASE("algorithm gates: NVLS on Hopper NVSwitch in one node; CollNet with SHARP",
+TEST_CASE("algorithm gates: NVLS on Hopper NVSwitch in one node, CollNet with SHARP",
           "[collective][gates]") {
   // NCCL 2.2x (search.cc, tuning.cc): DGX A100 has no NVLS; DGX H100 has it in one node and,
   // across nodes, only with CollNet; CollNet needs SHARP switches and two or more nodes.

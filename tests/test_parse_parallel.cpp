@@ -77,7 +77,7 @@ TEST_CASE("rank grid validator: the kind's free dimension fills the GPUs", "[par
                     Catch::Contains("dp * tp * pp = 2 * 2 * 3 = 12"));
 }
 
-TEST_CASE("tensor validator: tp divides the heads; sequence parallelism needs tp > 1",
+TEST_CASE("tensor validator: tp divides the heads, sequence parallelism needs tp > 1",
           "[parse][parallel]") {
   const Scenario b = gpt_base();
   const std::vector<ParallelValidator> v = {validate_rank_grid, validate_tensor_parallel};
@@ -95,7 +95,7 @@ TEST_CASE("tensor validator: tp divides the heads; sequence parallelism needs tp
                     Catch::Contains("it needs strategy.tp > 1"));
 }
 
-TEST_CASE("pipeline validators: chunks split the blocks evenly; micro-batches fill the batch",
+TEST_CASE("pipeline validators: chunks split the blocks evenly, micro-batches fill the batch",
           "[parse][parallel]") {
   const Scenario b = gpt_base(8);
   const std::vector<ParallelValidator> v = {validate_rank_grid, validate_pipeline_schedule,

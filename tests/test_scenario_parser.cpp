@@ -70,7 +70,7 @@ TEST_CASE("parser: a minimal scenario gets its defaults", "[parser]") {
   CHECK(s.strategy.ddp.first_bucket_mb == 1);
 }
 
-TEST_CASE("parser: device_ids defaults per strategy; output_device defaults to device_ids[0]",
+TEST_CASE("parser: device_ids defaults per strategy, output_device defaults to device_ids[0]",
           "[parser]") {
   const std::string two_nodes =
       R"({"cluster": {"nodes": 2, "gpus_per_node": 4, "gpu": "a100"}, "model": {"resnet50": {}},

@@ -90,7 +90,7 @@ TEST_CASE("a host running ahead of the GPU costs nothing: kernels queue back to 
   CHECK(r.timings[2].end_ns == 6800 + 4000 + 3 * d);
 }
 
-TEST_CASE("the GIL serialises Python time of threads in one process; free-threaded does not",
+TEST_CASE("the GIL serialises Python time of threads in one process, free-threaded does not",
           "[sim][gil]") {
   const Scenario s = two_gpu_scenario();
   for (bool gil : {true, false}) {

@@ -203,7 +203,7 @@ std::string gpt_scenario(int gpus, const std::string& strategy, int layers = 4) 
 }  // namespace
 
 TEST_CASE(
-    "tensor parallel: 2 all-reduces of b*s*h*e forward and 2 backward per block; SP uses RS/AG",
+    "tensor parallel: 2 all-reduces of b*s*h*e forward and 2 backward per block, SP uses RS/AG",
     "[strategies][tp]") {
   // Megatron: per block, g after attn.proj and after mlp.proj (forward), f before attn.qkv and
   // before mlp.fc (backward): 2 + 2 all-reduces of b*s*h*e bytes. b = micro-batch 8, s = 512,
@@ -382,7 +382,7 @@ TEST_CASE("ZeRO-3 / FSDP replace the all-reduce by reduce-scatter + all-gathers"
 // ----------------------------------------------------------------
 
 TEST_CASE(
-    "model and hardware FLOPs: 72Bslh^2(1+s/6h+V/12lh); full recompute 96Bslh^2(1+s/6h+V/16lh)",
+    "model and hardware FLOPs: 72Bslh^2(1+s/6h+V/12lh), full recompute 96Bslh^2(1+s/6h+V/16lh)",
     "[strategies][flops]") {
   const Scenario s =
       parse(gpt_scenario(2, "\"kind\":\"tensor_parallel\",\"tp\":2,\"recompute\":\"full\""));

@@ -37,7 +37,7 @@ CounterSample mem(std::int32_t pid, TimeNs ts, double allocated) {
 
 }  // namespace
 
-TEST_CASE("step times: step 1 = end-start, then end-to-end; median of steps 2..N", "[summary]") {
+TEST_CASE("step times: step 1 = end-start, then end-to-end, median of steps 2..N", "[summary]") {
   Trace t;
   t.processes = {{0, "node 0 / GPU 0", 0, 0, 0, 0, 0}};
   // Steps: #1 [0,10] ms, #2 ends 22, #3 ends 30, #4 ends 45 (the host annotation may start
@@ -62,7 +62,7 @@ TEST_CASE("step times: step 1 = end-start, then end-to-end; median of steps 2..N
   CHECK(summarize(one).step_time_s == Approx(0.007));
 }
 
-TEST_CASE("exclusive split by priority sums to the window; exposed vs overlapped comm",
+TEST_CASE("exclusive split by priority sums to the window, exposed vs overlapped comm",
           "[summary]") {
   Trace t;
   t.processes = {{0, "node 0 / GPU 0", 0, 0, 0, 0, 0}};

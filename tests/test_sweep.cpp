@@ -46,7 +46,7 @@ TEST_CASE("a knob splits its values on commas outside brackets and quotes", "[sw
   CHECK_THROWS_AS(sweep::parse_knob("k=1,,2"), InputError);
 }
 
-TEST_CASE("the grid varies the first knob slowest; a random sample is distinct and seeded",
+TEST_CASE("the grid varies the first knob slowest, a random sample is distinct and seeded",
           "[sweep]") {
   const std::vector<sweep::Knob> knobs{{"a", {"1", "2"}}, {"b", {"x", "y", "z"}}};
   const std::vector<sweep::Variant> g = sweep::grid_variants(knobs, 100);

@@ -43,6 +43,16 @@ inline std::size_t arg_bound(std::string_view key) {
   return 4 + raw_string_bound(key) + kRawNumberBound;
 }
 
+// The lane and start shared by complete events and flow ends: , "pid": …, "tid": …, "ts": ….
+inline char* put_lane_ts(char* p, std::int32_t pid, std::int32_t tid, TimeNs rel_ts_ns) {
+  p = raw_lit(p, ", \"pid\": ");
+  p = raw_int(p, pid);
+  p = raw_lit(p, ", \"tid\": ");
+  p = raw_int(p, tid);
+  p = raw_lit(p, ", \"ts\": ");
+  return raw_us(p, rel_ts_ns);
+}
+
 // The event's line after its opening, up to the class arg: "ph" … "args": {…, "class": "…".
 inline char* put_event_head(char* p, std::string_view cat, std::string_view name, std::int32_t pid,
                             std::int32_t tid, TimeNs rel_ts_ns, TimeNs dur_ns, LaneArgs lane,
@@ -51,12 +61,7 @@ inline char* put_event_head(char* p, std::string_view cat, std::string_view name
   p = raw_string(p, cat);
   p = raw_lit(p, ", \"name\": ");
   p = raw_string(p, name);
-  p = raw_lit(p, ", \"pid\": ");
-  p = raw_int(p, pid);
-  p = raw_lit(p, ", \"tid\": ");
-  p = raw_int(p, tid);
-  p = raw_lit(p, ", \"ts\": ");
-  p = raw_us(p, rel_ts_ns);
+  p = put_lane_ts(p, pid, tid, rel_ts_ns);
   p = raw_lit(p, ", \"dur\": ");
   p = raw_us(p, dur_ns);
   p = raw_lit(p, ", \"args\": {");
@@ -113,12 +118,7 @@ inline char* put_flow_end(char* p, int end, std::int64_t id, std::int32_t pid, s
                           TimeNs rel_ts_ns, std::string_view cat, std::string_view name) {
   p = end == 0 ? raw_lit(p, "\"ph\": \"s\", \"id\": ") : raw_lit(p, "\"ph\": \"f\", \"id\": ");
   p = raw_int(p, id);
-  p = raw_lit(p, ", \"pid\": ");
-  p = raw_int(p, pid);
-  p = raw_lit(p, ", \"tid\": ");
-  p = raw_int(p, tid);
-  p = raw_lit(p, ", \"ts\": ");
-  p = raw_us(p, rel_ts_ns);
+  p = put_lane_ts(p, pid, tid, rel_ts_ns);
   p = raw_lit(p, ", \"cat\": ");
   p = raw_string(p, cat);
   p = raw_lit(p, ", \"name\": ");

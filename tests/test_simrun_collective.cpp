@@ -16,6 +16,7 @@ using namespace csim;
 namespace {
 
 const std::string kDgxH100 = test::scenario_path("clusters/dgx_h100.json");
+const std::string kDgxA100 = test::scenario_path("clusters/dgx_a100.json");
 
 struct Row {
   long long size = 0, count = 0;
@@ -147,6 +148,11 @@ TEST_CASE("simrun collective: bad input exits 2 with one line", "[cli][collectiv
       {{"collective", kDgxH100, "-b", "8M", "-e", "1M"}, "-e"},
       {{"collective", kDgxH100, "--algo", "rings"}, "--algo"},
       {{"collective", kDgxH100, "--proto", "ll64"}, "--proto"},
+      // A forced algorithm meets the gates a scenario's nccl.algo meets: A100 (sm_80) has no
+      // NVLS, so neither NVLS nor NVLSTree; PAT needs one GPU per node.
+      {{"collective", kDgxA100, "--algo", "nvls", "--gpus", "8"}, "cannot run here"},
+      {{"collective", kDgxA100, "--algo", "nvlstree", "--gpus", "16"}, "cannot run here"},
+      {{"collective", kDgxH100, "--algo", "pat", "--gpus", "16"}, "cannot run here"},
       {{"collective", kDgxH100, "--dtype", "float7"}, "--dtype"},
       {{"collective", kDgxH100, "--gpus", "12"}, "--gpus"},
       {{"collective", kDgxH100, "--gpus", "16", "--set", "cluster.nodes=4"}, "cluster.nodes"},

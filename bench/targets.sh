@@ -11,18 +11,27 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # cpu_rss CMD...: "CPU_s RSS_MiB" of one run
 cpu_rss() { /usr/bin/time -f "%U %S %M" -o "$tmp/t" "$@" >/dev/null 2>&1 || true
   awk '{printf "%.3f %.0f", $1+$2, $3/1024}' "$tmp/t"; }
+# cpu_mean N CMD...: "CPU_s RSS_MiB", the mean CPU of N runs (one /usr/bin/time over a loop, so the
+# kernel's microsecond rusage is summed rather than N figures rounded to time's 10 ms), less the
+# same loop running /bin/true; RSS the largest run's.
+cpu_mean() { local n=$1; shift
+  /usr/bin/time -f "%U %S %M" -o "$tmp/m" bash -c 'n=$1; shift; for ((i = 0; i < n; ++i)); do "$@" >/dev/null 2>&1; done' _ "$n" "$@" || true
+  /usr/bin/time -f "%U %S" -o "$tmp/z" bash -c 'n=$1; for ((i = 0; i < n; ++i)); do /bin/true; done' _ "$n" || true
+  paste "$tmp/m" "$tmp/z" | awk -v n="$n" '{printf "%.4f %.0f", ($1+$2-$4-$5)/n, $3/1024}'; }
 measure() {
   local d=$1 r
   r=$(cpu_rss "$d/simrun" "$g3" --set training.global_batch=1536 -o "$tmp/g3.json"); echo "timeline_sym_cpu_s ${r% *}"
   r=$(cpu_rss "$d/simrun" "$g3" --set training.global_batch=1536); echo "summary_sym_cpu_s ${r% *}"
   r=$(cpu_rss "$d/simrun" "$g3" --set simulation.symmetry=off -q); echo "full_b128_cpu_s ${r% *}"; echo "full_b128_rss_mib ${r#* }"
-  r=$(cpu_rss "$d/simrun" "$root/scenarios/gpt2_small_8xa100.json"); echo "start8_cpu_s ${r% *}"; echo "start8_rss_mib ${r#* }"
+  r=$(cpu_mean 50 "$d/simrun" "$root/scenarios/gpt2_small_8xa100.json"); echo "start8_cpu_s ${r% *}"; echo "start8_rss_mib ${r#* }"
   "$d/bench_trace_io" --repeat 3 >"$tmp/io" 2>&1 || true
   awk '/^write/{print "write_ev_s", $4} /^read /{print "read_ev_s", $4} /^tracediff/{print "tracediff_wall_s", $4; print "tracediff_cpu_s", $5}' "$tmp/io"
   if [[ -x "$d/bench_block_eval" ]]; then
-    "$d/bench_block_eval" --reps 10 --no-op-level "$g3" training.global_batch=1536 >"$tmp/be" 2>&1 || true
+    "$d/bench_block_eval" --reps 30 --no-op-level "$g3" training.global_batch=1536 >"$tmp/be" 2>&1 || true
     # summary_eval_ms: what a sweep pays per evaluation, lowering included (bench_block_eval's
-    # sweep_ms column; binaries without it: lowering + block path on the whole Program).
+    # sweep_ms column, the mean of 30 in one process, as a sweep runs them: the first few also pay
+    # the first touch of the Programs' memory; binaries without the column: lowering + block path
+    # on the whole Program).
     awk '/global_batch=1536/{print "block_lower_ms", $4; print "block_eval_ms", $6
       print "summary_eval_ms", ($7 ~ /^[0-9.]+$/) ? $7 : $4 + $6}' "$tmp/be"
   fi

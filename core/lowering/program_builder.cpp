@@ -83,12 +83,13 @@ OpId ProgramBuilder::add(Op op) {
   return program_.ops.back().id;
 }
 
-namespace {
-
-// The fields every op has: kind, name, where it is issued and runs, host costs, deps, phase.
-Op base_op(OpKind kind, NameId name, int thread, int stream, int gpu, TimeNs python,
-           TimeNs dispatch, std::vector<Dep> deps, Phase phase) {
-  Op op;
+// The fields every op has: kind, name, where it is issued and runs, host costs, deps, phase; the
+// op is made in place at the end of the op list (as add(), with its id and step).
+Op& ProgramBuilder::new_op(OpKind kind, NameId name, int thread, int stream, int gpu, TimeNs python,
+                           TimeNs dispatch, std::vector<Dep> deps, Phase phase) {
+  Op& op = program_.ops.emplace_back();
+  op.id = static_cast<OpId>(program_.ops.size() - 1);
+  op.step = step_;
   op.kind = kind;
   op.name = name;
   op.thread = thread;
@@ -101,12 +102,10 @@ Op base_op(OpKind kind, NameId name, int thread, int stream, int gpu, TimeNs pyt
   return op;
 }
 
-}  // namespace
-
 OpId ProgramBuilder::compute(const Lane& l, const NameRef& name, ComputeKind kind, double flops,
                              Bytes bytes, double framework_ops, bool python, std::vector<Dep> deps,
                              Phase phase, std::int64_t batch) {
-  Op op = base_op(OpKind::kCompute, name.intern(program_.names), l.thread, l.stream, l.gpu,
+  Op& op = new_op(OpKind::kCompute, name.intern(program_.names), l.thread, l.stream, l.gpu,
                   python ? python_ns(framework_ops) : 0, dispatch_ns(framework_ops),
                   std::move(deps), phase);
   op.compute_kind = kind;
@@ -114,7 +113,7 @@ OpId ProgramBuilder::compute(const Lane& l, const NameRef& name, ComputeKind kin
   op.flops = flops;
   op.bytes = bytes;
   op.batch = batch;
-  return add(std::move(op));
+  return op.id;
 }
 
 void ProgramBuilder::set_layer_efficiency(OpId op, const LayerSpec& layer, bool backward) {
@@ -131,19 +130,19 @@ void ProgramBuilder::set_layer_efficiency(OpId op, const LayerSpec& layer, bool 
 OpId ProgramBuilder::copy(int thread, int stream, int gpu, const NameRef& name, CopyKind kind,
                           Bytes bytes, int src_gpu, std::vector<Dep> deps, Phase phase,
                           TimeNs python, TimeNs dispatch) {
-  Op op = base_op(OpKind::kCopy, name.intern(program_.names), thread, stream, gpu, python, dispatch,
+  Op& op = new_op(OpKind::kCopy, name.intern(program_.names), thread, stream, gpu, python, dispatch,
                   std::move(deps), phase);
   op.copy_kind = kind;
   op.bytes = bytes;
   op.peer_gpu = src_gpu;
-  return add(std::move(op));
+  return op.id;
 }
 
 OpId ProgramBuilder::collective(int thread, int stream, int gpu, const NameRef& name,
                                 CollectiveKind kind, int group, int root, int instance, Bytes bytes,
                                 std::vector<Dep> deps, Phase phase, TimeNs python,
                                 TimeNs dispatch) {
-  Op op = base_op(OpKind::kCollective, name.intern(program_.names), thread, stream, gpu, python,
+  Op& op = new_op(OpKind::kCollective, name.intern(program_.names), thread, stream, gpu, python,
                   dispatch, std::move(deps), phase);
   op.collective = kind;
   op.dtype = precision().compute == Dtype::kTf32 ? Dtype::kFp32 : precision().compute;
@@ -151,37 +150,39 @@ OpId ProgramBuilder::collective(int thread, int stream, int gpu, const NameRef& 
   op.root = root;
   op.instance = instance;
   op.bytes = bytes;
-  return add(std::move(op));
+  return op.id;
 }
 
 OpId ProgramBuilder::alloc(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
                            const NameRef& name) {
-  Op op = base_op(OpKind::kAlloc, name.intern(program_.names), thread, stream, gpu, 0, 0, {},
+  Op& op = new_op(OpKind::kAlloc, name.intern(program_.names), thread, stream, gpu, 0, 0, {},
                   Phase::kMemory);
   op.mem_category = cat;
   op.bytes = bytes;
-  return add(std::move(op));
+  return op.id;
 }
 
 OpId ProgramBuilder::release(int thread, int stream, int gpu, MemCategory cat, Bytes bytes,
                              const NameRef& name) {
-  Op op = base_op(OpKind::kFree, name.intern(program_.names), thread, stream, gpu, 0, 0, {},
+  Op& op = new_op(OpKind::kFree, name.intern(program_.names), thread, stream, gpu, 0, 0, {},
                   Phase::kMemory);
   op.mem_category = cat;
   op.bytes = bytes;
-  return add(std::move(op));
+  return op.id;
 }
 
 OpId ProgramBuilder::host_work(int thread, int gpu, const NameRef& name, TimeNs python,
                                TimeNs dispatch, std::vector<Dep> deps, Phase phase) {
-  return add(base_op(OpKind::kHostWork, name.intern(program_.names), thread, -1, gpu, python,
-                     dispatch, std::move(deps), phase));
+  return new_op(OpKind::kHostWork, name.intern(program_.names), thread, -1, gpu, python, dispatch,
+                std::move(deps), phase)
+      .id;
 }
 
 OpId ProgramBuilder::marker(int thread, int gpu, const NameRef& name, std::vector<Dep> deps,
                             Phase phase) {
-  return add(base_op(OpKind::kMarker, name.intern(program_.names), thread, -1, gpu, 0, 0,
-                     std::move(deps), phase));
+  return new_op(OpKind::kMarker, name.intern(program_.names), thread, -1, gpu, 0, 0,
+                std::move(deps), phase)
+      .id;
 }
 
 // [SECTION] Model pieces --------------------------------------------------------------------------

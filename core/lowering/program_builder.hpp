@@ -108,6 +108,9 @@ class ProgramBuilder {
   OpId optimizer_step(const Lane& l, std::vector<Dep> deps, bool first_step);
 
  private:
+  // A new op at the end of the op list with the fields every op has (program_builder.cpp).
+  Op& new_op(OpKind kind, NameId name, int thread, int stream, int gpu, TimeNs python,
+             TimeNs dispatch, std::vector<Dep> deps, Phase phase);
   const Scenario& scenario_;
   Program program_;
   int step_ = 0;

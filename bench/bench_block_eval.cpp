@@ -155,8 +155,10 @@ void run_program_digest(const Case& c) {
       d.add(dep.op);
       d.add(dep.kind);
     }
-    d.add(op.compute_kind);
-    d.add(op.dtype);
+    // As 4-byte ints, their width before Op was packed (core/program.hpp): digests stay comparable
+    // with earlier binaries'.
+    d.add(static_cast<std::int32_t>(op.compute_kind));
+    d.add(static_cast<std::int32_t>(op.dtype));
     d.add(op.flops);
     d.add(op.max_efficiency);
     d.add(op.gemm.batch);

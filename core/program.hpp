@@ -81,12 +81,12 @@ enum class DepKind : std::uint8_t { kStreamWaits, kHostWaits };
 // What part of a training step an op belongs to (Op::phase; the trace's "phase" arg,
 // docs/trace-format.md). One table gives every value its spelling (to_string / parse_phase).
 enum class Phase : std::uint8_t {
-  kNone,           // "": ops built by hand without one
-  kSetup,          // step 0: parameters, buffers, the process group
-  kData,           // the data loader and the input copy
+  kNone,   // "": ops built by hand without one
+  kSetup,  // step 0: parameters, buffers, the process group
+  kData,   // the data loader and the input copy
   kForward,
   kBackward,
-  kRecompute,      // a forward re-run right before the backward that needs it
+  kRecompute,  // a forward re-run right before the backward that needs it
   kLoss,
   kOptimizer,
   kSync,           // loss.item(), the step's end
@@ -135,21 +135,24 @@ struct CommGroup {
   std::string name;       // "dp", "world", "data_parallel"
 };
 
+// The fields are ordered to pack (168 bytes): lowering writes and the block path reads hundreds of
+// thousands of ops, so the op's size is their cost (docs/block-eval.md, "Speed").
 struct Op {
   OpId id = kNoOp;
+  int thread = 0;   // issuing host thread
+  int stream = -1;  // GPU stream; -1 for kHostWork / kMarker
+  int gpu = 0;      // GPU it runs on (kHostWork: GPU whose thread runs it)
+  int step = 0;     // training step (1-based); 0 = setup
   OpKind kind = OpKind::kCompute;
+  Phase phase = Phase::kNone;                     // annotation
+  ComputeKind compute_kind = ComputeKind::kGemm;  // kCompute
+  Dtype dtype = Dtype::kFp32;                     // kCompute; kCollective: the element type
   NameId name;             // in Program::names: "fc.fwd", "bucket 0 all_reduce", "scatter[2]"
-  int thread = 0;          // issuing host thread
-  int stream = -1;         // GPU stream; -1 for kHostWork / kMarker
-  int gpu = 0;             // GPU it runs on (kHostWork: GPU whose thread runs it)
-  int step = 0;            // training step (1-based); 0 = setup
   TimeNs python_ns = 0;    // host time holding the GIL
   TimeNs dispatch_ns = 0;  // host time without the GIL (dispatch + launch call)
   std::vector<Dep> deps;
 
   // kCompute
-  ComputeKind compute_kind = ComputeKind::kGemm;
-  Dtype dtype = Dtype::kFp32;
   double flops = 0;  // floating-point operations
   // > 0: the fraction of peak this kernel reaches at scale, replacing the kind curve's
   // max_efficiency (a fused attention kernel's own figure: docs/attention.md, "Efficiency");
@@ -158,18 +161,18 @@ struct Op {
   // A GEMM's shape and which of its products the op runs (docs/cost-model.md, "GEMM shape");
   // gemm.m == 0: no shape, the kind curve applies.
   GemmShape gemm;
-  GemmPass gemm_pass = GemmPass::kForward;
   // kCompute: bytes of memory traffic; kCopy / kCollective: payload bytes per GPU (the buffer
   // size, as nccl-tests' "size"); kAlloc / kFree: bytes allocated or released
   Bytes bytes = 0;
+  GemmPass gemm_pass = GemmPass::kForward;                 // kCompute with a GEMM shape
+  CopyKind copy_kind = CopyKind::kPeer;                    // kCopy
+  CollectiveKind collective = CollectiveKind::kAllReduce;  // kCollective
+  CollectiveAlgo algo = CollectiveAlgo::kAuto;             // kCollective
 
   // kCopy
-  CopyKind copy_kind = CopyKind::kPeer;
   int peer_gpu = -1;  // kPeer / kD2D: the source GPU (destination is `gpu`)
 
   // kCollective
-  CollectiveKind collective = CollectiveKind::kAllReduce;
-  CollectiveAlgo algo = CollectiveAlgo::kAuto;
   int group = -1;     // CommGroup id
   int root = -1;      // global GPU index for rooted collectives
   int instance = -1;  // ops with the same instance form one collective
@@ -187,10 +190,10 @@ struct Op {
   // this long instead of moving data.
   TimeNs fixed_ns = -1;
 
-  // annotations
+  // annotations (and `phase`, above)
   std::int64_t batch = -1;  // samples this op works on (forward ops: the replica's share)
-  Phase phase = Phase::kNone;
 };
+static_assert(sizeof(Op) <= 168, "Op packs into 168 bytes (field order above)");
 
 // Rank symmetry (docs/program.md, "Rank symmetry"). When enabled, the Program holds ops for
 // representative GPUs only; every other active GPU is the mirror image of one of them under one of

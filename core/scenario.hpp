@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,11 +20,11 @@ namespace csim::core {
 
 // kFp8: the FP8 tensor-core GEMMs of precision "fp8" (E4M3 / E5M2 operands, bf16 output;
 // docs/fp8.md).
-enum class Dtype { kFp32, kTf32, kFp16, kBf16, kFp8 };
+enum class Dtype : std::uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8 };
 const char* to_string(Dtype d);
 int dtype_bytes(Dtype d);
 
-enum class ComputeKind { kGemm, kElementwise, kConv, kAttention };
+enum class ComputeKind : std::uint8_t { kGemm, kElementwise, kConv, kAttention };
 const char* to_string(ComputeKind k);
 inline constexpr int kNumComputeKinds = 4;
 
@@ -405,11 +406,11 @@ struct Fsdp2Spec {
 // DeepSpeed's defaults (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig); lowered by
 // core/lowering/zero3_fetch.cpp (docs/program.md, "ZeRO-3 parameter fetch"). Sizes in elements.
 struct Zero3Spec {
-  std::int64_t prefetch_bucket_numel = 50'000'000;      // stage3_prefetch_bucket_size 5e7
-  std::int64_t max_live_numel = 1'000'000'000;          // stage3_max_live_parameters 1e9
+  std::int64_t prefetch_bucket_numel = 50'000'000;        // stage3_prefetch_bucket_size 5e7
+  std::int64_t max_live_numel = 1'000'000'000;            // stage3_max_live_parameters 1e9
   std::int64_t max_reuse_distance_numel = 1'000'000'000;  // stage3_max_reuse_distance 1e9
-  std::int64_t persistence_threshold_numel = 100'000;   // stage3_param_persistence_threshold 1e5
-  std::int64_t reduce_bucket_numel = 500'000'000;       // reduce_bucket_size 5e8
+  std::int64_t persistence_threshold_numel = 100'000;     // stage3_param_persistence_threshold 1e5
+  std::int64_t reduce_bucket_numel = 500'000'000;         // reduce_bucket_size 5e8
   bool overlap_comm = true;  // stage 3's default (DeepSpeedZeroConfig.overlap_comm_valid)
 };
 
@@ -506,8 +507,8 @@ inline constexpr int kNumCollectiveAlgos = 8;
 enum class NcclProto : std::uint8_t { kAuto, kLL, kLL128, kSimple };
 inline constexpr int kNumNcclProtos = 4;
 // The scenario's spelling, one table each (core/scenario.cpp): auto, ring, tree, nvls,
-// hierarchical, collnet, nvlstree, pat (NCCL_ALGO's, lower case); auto, LL, LL128, Simple (NCCL_PROTO's). The trace's NCCL spelling (RING, SIMPLE)
-// is backends/common/kineto_names.hpp's.
+// hierarchical, collnet, nvlstree, pat (NCCL_ALGO's, lower case); auto, LL, LL128, Simple
+// (NCCL_PROTO's). The trace's NCCL spelling (RING, SIMPLE) is backends/common/kineto_names.hpp's.
 const char* to_string(CollectiveAlgo a);
 const char* to_string(NcclProto p);
 // Every spelling, in enum order (the parser's choices: the index is the enum value).

@@ -180,9 +180,10 @@ struct Op {
   // kAlloc / kFree
   MemCategory mem_category = MemCategory::kActivations;
   // kFree: the framework called record_stream on the block for the free's stream (DeepSpeed's
-  // free_param, FSDP1's _free_unsharded_flat_param): when that stream is not the allocation's,
-  // the caching allocator reuses the block only once the free has run there (docs/memory.md,
-  // "Allocation backpressure"). False: the block is reusable when the host frees it.
+  // free_param, FSDP1's _free_unsharded_flat_param and _free_low_precision_sharded_param): when
+  // that stream is not the allocation's, the caching allocator reuses the block only once the
+  // free has run there (docs/memory.md, "Allocation backpressure"). False: the block is reusable
+  // when the host frees it.
   bool record_stream = false;
 
   // A stand-in for work that needs GPUs outside the Program (core/program_slice.hpp): when >= 0,

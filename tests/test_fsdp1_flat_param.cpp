@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/lowering/fsdp1_flat_param.hpp"
 #include "core/lowering/lowering.hpp"
@@ -112,4 +113,64 @@ TEST_CASE("an FSDP1 block's gather, padded copy and gradient shard in the Progra
   CHECK(count(OpKind::kFree, "fsdp1 padded grad", 50'384'904) == 2);
   CHECK(count(OpKind::kAlloc, "fsdp1 sharded grad", 16'794'968) == 2);
   CHECK(count(OpKind::kFree, "fsdp1 sharded grad", 16'794'968) == 2);
+}
+
+TEST_CASE(
+    "FSDP1's _mp_shard: allocated on the pre-unshard stream, freed with record_stream on "
+    "the all-gather's",
+    "[memory][fsdp]") {
+  // The scenario above: bf16 keeps an fp32 master, so FSDP1 runs MixedPrecision(param_dtype =
+  // bf16) and each unshard casts the local shard into _mp_shard, W x shard = 2 x 4,198,742 =
+  // 8,397,484 B per block: 2 blocks x (forward + backward gather) = 4 allocs and 4 frees on
+  // GPU 0. _unshard (_runtime_utils.py) allocates it in pre_unshard -> _use_low_precision_shard
+  // under `with stream(pre_unshard_stream)`, makes the unshard stream wait for that stream, and
+  // frees it in post_unshard under `with stream(unshard_stream)`:
+  // _free_low_precision_sharded_param (_flat_param.py) calls _no_dispatch_record_stream(_mp_shard,
+  // current_stream()), the unshard stream, then _free_storage. So each free is marked
+  // record_stream, sits on the stream of the all-gather that sent the shard, and that stream is
+  // not the allocation's: the cross-stream case of docs/memory.md, "Allocation backpressure"
+  // (the block is reusable once the all-gather has run).
+  const std::string json =
+      "{\"cluster\":{\"nodes\":1,\"gpus_per_node\":3,\"gpu\":\"A100-SXM4-80GB\"},"
+      "\"host\":{\"python\":false},\"model\":{\"gpt\":{\"layers\":2,\"hidden\":1024,\"heads\":16,"
+      "\"seq_len\":512,\"vocab\":32000}},\"training\":{\"global_batch\":3,\"precision\":\"bf16\","
+      "\"optimizer\":\"adam\",\"steps\":1},\"strategy\":{\"kind\":\"fsdp\","
+      "\"fsdp_sharding\":\"full_shard\",\"micro_batch_size\":1}}";
+  const Program p = lower(parse_scenario_string(json, "test.json", {}));
+  const Bytes mp = 8'397'484;
+  std::vector<OpId> allocs;
+  int frees = 0;
+  for (const Op& op : p.ops) {
+    if (op.gpu != 0 || op.bytes != mp || p.name_of(op) != "fsdp1 mp shard") continue;
+    if (op.kind == OpKind::kAlloc) {
+      allocs.push_back(op.id);
+      CHECK(p.streams[static_cast<std::size_t>(op.stream)].name == "fsdp1 pre_unshard");
+      continue;
+    }
+    if (op.kind != OpKind::kFree) continue;
+    ++frees;
+    CHECK(op.record_stream);
+    REQUIRE(!allocs.empty());
+    CHECK(op.stream != p.ops[static_cast<std::size_t>(allocs.back())].stream);
+    // The all-gather issued just before the free, on the same stream (the unshard stream),
+    // waits for the allocation (unshard_stream.wait_stream(pre_unshard_stream)).
+    const auto g = std::find_if(
+        p.ops.rbegin() + static_cast<long>(p.ops.size() - op.id), p.ops.rend(), [&](const Op& o) {
+          return o.gpu == 0 && o.kind == OpKind::kCollective && o.stream == op.stream;
+        });
+    REQUIRE(g != p.ops.rend());
+    CHECK(g->collective == CollectiveKind::kAllGather);
+    CHECK(std::any_of(g->deps.begin(), g->deps.end(), [&](const Dep& d) {
+      return d.op == allocs.back() && d.kind == DepKind::kStreamWaits;
+    }));
+  }
+  CHECK(allocs.size() == 4);
+  CHECK(frees == 4);
+  // Without mixed precision (fp32: no master) there is no _mp_shard, and no pre-unshard stream.
+  const std::string fp32 = std::string(json).replace(json.find("bf16"), 4, "fp32");
+  const Program q = lower(parse_scenario_string(fp32, "test.json", {}));
+  CHECK(std::none_of(q.ops.begin(), q.ops.end(),
+                     [&](const Op& op) { return q.name_of(op) == "fsdp1 mp shard"; }));
+  CHECK(std::none_of(q.streams.begin(), q.streams.end(),
+                     [](const StreamDesc& sd) { return sd.name == "fsdp1 pre_unshard"; }));
 }

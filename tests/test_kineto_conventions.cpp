@@ -5,16 +5,20 @@
 // reader's side: Kineto [memory] events become memory counters; a damaged .json.gz is "corrupt".
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "backends/common/kineto_names.hpp"
 #include "core/scenario_parser.hpp"
 #include "profiler/chrome_trace_reader.hpp"
 #include "profiler/chrome_trace_writer.hpp"
+#include "profiler/op_classes.hpp"
 #include "profiler/summary.hpp"
+#include "profiler/trace_classify.hpp"
 #include "run/run.hpp"
 #include "test_support.hpp"
 
@@ -77,7 +81,7 @@ TEST_CASE("DataParallel copies carry Kineto's memcpy names, category and args", 
   }
 }
 
-TEST_CASE("NCCL kernels: NCCL 2.2x names, modelled algorithm and protocol, real dtype",
+TEST_CASE("NCCL kernels: NCCL 2.28 names, modelled algorithm and protocol, real dtype",
           "[kineto]") {
   // DDP on 4 GPUs, fp32: every bucket all-reduce runs in NCCL's one fp32 sum kernel,
   // ncclDevKernel_AllReduce_Sum_f32_RING_LL (generate.py's best_kernel), launched with the
@@ -114,6 +118,167 @@ TEST_CASE("NCCL kernels: NCCL 2.2x names, modelled algorithm and protocol, real 
     CHECK(launch_of[e.correlation]->cat == "cuda_driver");
   }
   CHECK(all_reduces > 0);
+}
+
+// nccl_kernel_name against NCCL 2.28 (v2.28.9-1): the kernel ncclLaunchKernel launches is
+// ncclDevKernelForFunc[devFuncId] (src/enqueue.cc), the one src/device/generate.py's best_kernel()
+// gives each function. One case per rule of that mapping (backends/common/kineto_names.cpp).
+namespace {
+using core::CollectiveAlgo;
+using core::CollectiveKind;
+using core::Dtype;
+constexpr std::array kEveryAlgo = {CollectiveAlgo::kAuto,     CollectiveAlgo::kRing,
+                                   CollectiveAlgo::kTree,     CollectiveAlgo::kNvls,
+                                   CollectiveAlgo::kNvlsTree, CollectiveAlgo::kCollnet,
+                                   CollectiveAlgo::kPat,      CollectiveAlgo::kHierarchical};
+constexpr std::array kEveryDtype = {Dtype::kFp32, Dtype::kTf32, Dtype::kFp16, Dtype::kBf16,
+                                    Dtype::kFp8};
+}  // namespace
+
+TEST_CASE("NCCL kernel names: every non-TREE algorithm runs a reduction's RING_LL kernel",
+          "[kineto]") {
+  // generate.py best_kernel(): `return (coll, "Sum", ty, ("TREE" if algo=="TREE" else "RING"),
+  // "LL")` for AllReduce, Reduce and ReduceScatter. NVLS, NVLS_TREE, COLLNET_DIRECT and PAT (and
+  // our HIERARCHICAL, not an NCCL algorithm) are not kernels of their own
+  // (ncclDevKernelForFuncIsSpecialized = 0): they run in the (collective, type)'s RING_LL kernel,
+  // which calls the function through ncclDevFuncTable.
+  for (CollectiveAlgo a : kEveryAlgo) {
+    if (a == CollectiveAlgo::kTree) continue;
+    INFO(static_cast<int>(a));
+    CHECK(backend::nccl_kernel_name(CollectiveKind::kAllReduce, Dtype::kBf16, a) ==
+          "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+    CHECK(backend::nccl_kernel_name(CollectiveKind::kReduceScatter, Dtype::kFp32, a) ==
+          "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL");
+    CHECK(backend::nccl_kernel_name(CollectiveKind::kReduce, Dtype::kFp16, a) ==
+          "ncclDevKernel_Reduce_Sum_f16_RING_LL");
+  }
+}
+
+TEST_CASE("NCCL kernel names: an all-reduce on TREE runs the TREE_LL kernel", "[kineto]") {
+  // best_kernel()'s `"TREE" if algo=="TREE"`; TREE is in generate.py's
+  // algos_of_coll["AllReduce"], so ncclDevKernel_AllReduce_Sum_<ty>_TREE_LL is built.
+  CHECK(
+      backend::nccl_kernel_name(CollectiveKind::kAllReduce, Dtype::kFp32, CollectiveAlgo::kTree) ==
+      "ncclDevKernel_AllReduce_Sum_f32_TREE_LL");
+  CHECK(
+      backend::nccl_kernel_name(CollectiveKind::kAllReduce, Dtype::kBf16, CollectiveAlgo::kTree) ==
+      "ncclDevKernel_AllReduce_Sum_bf16_TREE_LL");
+}
+
+TEST_CASE("NCCL kernel names: reduce and reduce-scatter have no TREE kernel", "[kineto]") {
+  // generate.py algos_of_coll: "Reduce": ["RING"], "ReduceScatter": ["RING", "COLLNET_DIRECT",
+  // "NVLS", "PAT"]. kernel_funcs holds best_kernel() of the functions that exist, so no
+  // ncclDevKernel_{Reduce,ReduceScatter}_*_TREE_LL is ever built; their kernel is RING_LL.
+  CHECK(backend::nccl_kernel_name(CollectiveKind::kReduce, Dtype::kFp32, CollectiveAlgo::kTree) ==
+        "ncclDevKernel_Reduce_Sum_f32_RING_LL");
+  CHECK(backend::nccl_kernel_name(CollectiveKind::kReduceScatter, Dtype::kBf16,
+                                  CollectiveAlgo::kTree) ==
+        "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL");
+}
+
+TEST_CASE("NCCL kernel names: all-gather and broadcast have one kernel, no redop nor type",
+          "[kineto]") {
+  // best_kernel(): `if coll in ("AllGather","Broadcast"): return (coll, None, None, "RING",
+  // "LL")`, and paste("_", "ncclDevKernel", *kfn) skips the Nones: one kernel per collective,
+  // whatever the type, algorithm (RING, COLLNET_DIRECT, NVLS, PAT) and protocol.
+  for (Dtype d : kEveryDtype) {
+    for (CollectiveAlgo a : kEveryAlgo) {
+      CHECK(backend::nccl_kernel_name(CollectiveKind::kAllGather, d, a) ==
+            "ncclDevKernel_AllGather_RING_LL");
+      CHECK(backend::nccl_kernel_name(CollectiveKind::kBroadcast, d, a) ==
+            "ncclDevKernel_Broadcast_RING_LL");
+    }
+  }
+}
+
+TEST_CASE("NCCL kernel names: a reduction's type suffix is generate.py's all_tys name",
+          "[kineto]") {
+  // generate.py all_tys: "f16", "f32", "bf16", "f8e4m3" (TF32 math runs on f32 tensors), and
+  // best_kernel() names every reduction "Sum" whatever its redop (ncclAvg runs as PreMulSum in
+  // the Sum kernel); equivalent_primary() only renames signed integer types, which we never carry.
+  const std::map<Dtype, std::string> suffix = {{Dtype::kFp32, "f32"},
+                                               {Dtype::kTf32, "f32"},
+                                               {Dtype::kFp16, "f16"},
+                                               {Dtype::kBf16, "bf16"},
+                                               {Dtype::kFp8, "f8e4m3"}};
+  for (const auto& [d, ty] : suffix)
+    CHECK(backend::nccl_kernel_name(CollectiveKind::kAllReduce, d, CollectiveAlgo::kRing) ==
+          "ncclDevKernel_AllReduce_Sum_" + ty + "_RING_LL");
+}
+
+TEST_CASE("NCCL kernel names: point-to-point work runs ncclDevKernel_SendRecv", "[kineto]") {
+  // best_kernel(): `if coll=="SendRecv": return ("SendRecv", None, None, None, None)`. Gather,
+  // scatter and all-to-all are sends and receives: PyTorch groups ncclSend / ncclRecv, and
+  // NCCL 2.28's own ncclAlltoAll / ncclGather / ncclScatter become p2pTaskAppend sends and
+  // receives (src/enqueue.cc, taskAppend).
+  for (CollectiveKind k : {CollectiveKind::kSendRecv, CollectiveKind::kGather,
+                           CollectiveKind::kScatter, CollectiveKind::kAllToAll})
+    CHECK(backend::nccl_kernel_name(k, Dtype::kBf16, CollectiveAlgo::kAuto) ==
+          "ncclDevKernel_SendRecv");
+}
+
+TEST_CASE("NCCL kernel names: algorithm and protocol are in the args, never in the name",
+          "[kineto]") {
+  // gpt_fsdp2_8xh100 (8 H100 on NVSwitch): its all-gathers and reduce-scatters forced to NVLS
+  // (which runs Simple), then to LL128 on rings. best_kernel() ignores the protocol and maps
+  // NVLS to RING, so the names stay NCCL's RING_LL kernels while "algorithm" and "protocol"
+  // follow the cost model's plan.
+  struct Want {
+    std::string set_algo, set_proto, algo, proto;
+  };
+  for (const Want& w : {Want{"nccl.algo=nvls", "nccl.proto=Simple", "NVLS", "SIMPLE"},
+                        Want{"nccl.algo=ring", "nccl.proto=LL128", "RING", "LL128"}}) {
+    INFO(w.set_algo << " " << w.set_proto);
+    const prof::Trace t =
+        simulate("gpt_fsdp2_8xh100.json", {"training.steps=1", w.set_algo, w.set_proto});
+    int gathers = 0, scatters = 0;
+    for (const prof::TraceEvent& e : t.events) {
+      if (e.cls != prof::EventClass::kCommunication) continue;
+      CHECK(str_arg(e, "algorithm") == w.algo);
+      CHECK(str_arg(e, "protocol") == w.proto);
+      const std::string coll = str_arg(e, "Collective name");
+      if (coll == "_allgather_base") {
+        ++gathers;
+        CHECK(e.name == "ncclDevKernel_AllGather_RING_LL");
+      } else if (coll == "_reduce_scatter_base") {
+        ++scatters;
+        CHECK(e.name == "ncclDevKernel_ReduceScatter_Sum_" +
+                            std::string(str_arg(e, "dtype") == "Float" ? "f32" : "bf16") +
+                            "_RING_LL");
+      }
+    }
+    CHECK(gathers > 0);
+    CHECK(scatters > 0);
+  }
+}
+
+TEST_CASE("NCCL kernel names classify as their collective", "[kineto]") {
+  // A PyTorch-profiler trace has no "class" arg nor, for a kernel, our "Collective name": the
+  // reader classifies by name (trace_classify.cpp: "nccl" -> communication) and tracediff groups
+  // by op class from the name (op_classes.cpp). Every name nccl_kernel_name makes must land on
+  // its collective.
+  const std::pair<CollectiveKind, const char*> want[] = {
+      {CollectiveKind::kAllReduce, "all_reduce"},
+      {CollectiveKind::kReduceScatter, "reduce_scatter"},
+      {CollectiveKind::kReduce, "reduce"},
+      {CollectiveKind::kAllGather, "all_gather"},
+      {CollectiveKind::kBroadcast, "broadcast"},
+      {CollectiveKind::kSendRecv, "send_recv"}};
+  // CUPTI names a kernel by its demangled symbol, parameter list included (the kernels take one
+  // ncclDevKernelArgs4K, src/include/device.h: ncclDevKernelArgsStorage<(4<<10)>): both forms.
+  for (const auto& [k, cls] : want) {
+    for (CollectiveAlgo a : kEveryAlgo) {
+      for (const char* params : {"", "(ncclDevKernelArgsStorage<4096ul>)"}) {
+        prof::TraceEvent e;
+        e.cat = "kernel";
+        e.name = backend::nccl_kernel_name(k, Dtype::kBf16, a) + params;
+        INFO(e.name);
+        e.cls = prof::classify(e.cat, e.name);
+        CHECK(e.cls == prof::EventClass::kCommunication);
+        CHECK(prof::op_class(e) == cls);
+      }
+    }
+  }
 }
 
 TEST_CASE("bf16 collectives: dtype BFloat16 and elements of 2 bytes", "[kineto]") {

@@ -1,6 +1,6 @@
 // docs/trace-format.md, "Kineto conventions". Sources: Kineto's CuptiActivity (memcpy and
 // memset names), PyTorch's ParamCommsUtils (collective args), NCCL 2.28 src/device/generate.py
-// (kernel names) and src/enqueue.cc (launch API).
+// (kernel names: best_kernel) and src/enqueue.cc (launch API, the kernel launched).
 #include "backends/common/kineto_names.hpp"
 
 namespace csim::backend {
@@ -40,19 +40,47 @@ const char* nccl_type_name(core::Dtype d) {
   return "f32";
 }
 
+// NCCL 2.28's kernel for one collective (v2.28.9-1; docs/trace-format.md, "Kineto conventions",
+// "NCCL kernel names"). ncclLaunchKernel (src/enqueue.cc) launches plan->kernelFn =
+// ncclDevKernelForFunc[task->devFuncId], the kernel src/device/generate.py's best_kernel() gives
+// the function (coll, redop, ty, algo, proto):
+//   SendRecv                          -> ncclDevKernel_SendRecv
+//   AllGather, Broadcast              -> ncclDevKernel_<coll>_RING_LL (no redop, no type)
+//   AllReduce, Reduce, ReduceScatter  -> ncclDevKernel_<coll>_Sum_<ty>_<TREE if algo == TREE
+//                                        else RING>_LL (whatever the redop)
+// then equivalent_primary() (signed integer types to unsigned; our dtypes are floating point).
+// Only the (RING, LL) and (TREE, LL) functions are kernels of their own
+// (ncclDevKernelForFuncIsSpecialized); every other algorithm (NVLS, NVLS_TREE, COLLNET_DIRECT,
+// COLLNET_CHAIN, PAT) and protocol (LL128, SIMPLE) runs inside its collective and type's kernel
+// through ncclDevFuncTable, so neither is in the name. TREE is a function of AllReduce only
+// (algos_of_coll): a Reduce or ReduceScatter is always _RING_LL. Gather, scatter and all-to-all
+// run as point-to-point work, SendRecv, whether PyTorch groups ncclSend / ncclRecv itself or
+// calls 2.28's ncclAlltoAll / ncclGather / ncclScatter (ncclEnqueueCheck's taskAppend splits
+// them into p2pTaskAppend sends and receives). Not named here: the kernels of symmetric-memory
+// windows (ncclSymkDevKernel_*, src/device/symmetric/generate.py) and the copy-engine
+// collectives, both only for buffers registered with NCCL_WIN_COLL_SYMMETRIC.
 std::string nccl_kernel_name(CollectiveKind k, core::Dtype d, core::CollectiveAlgo algo) {
-  const char* ring_or_tree = algo == core::CollectiveAlgo::kTree ? "_TREE_LL" : "_RING_LL";
+  const auto reduction = [&](const char* coll, bool has_tree) {
+    const bool tree = has_tree && algo == core::CollectiveAlgo::kTree;
+    return std::string("ncclDevKernel_") + coll + "_Sum_" + nccl_type_name(d) +
+           (tree ? "_TREE_LL" : "_RING_LL");
+  };
   switch (k) {
-    case CollectiveKind::kAllReduce: return std::string("ncclDevKernel_AllReduce_Sum_") + nccl_type_name(d) + ring_or_tree;
+    case CollectiveKind::kAllReduce:
+      return reduction("AllReduce", true);
     case CollectiveKind::kReduceScatter:
-      return std::string("ncclDevKernel_ReduceScatter_Sum_") + nccl_type_name(d) + ring_or_tree;
-    case CollectiveKind::kReduce: return std::string("ncclDevKernel_Reduce_Sum_") + nccl_type_name(d) + ring_or_tree;
-    case CollectiveKind::kAllGather: return "ncclDevKernel_AllGather_RING_LL";
-    case CollectiveKind::kBroadcast: return "ncclDevKernel_Broadcast_RING_LL";
+      return reduction("ReduceScatter", false);
+    case CollectiveKind::kReduce:
+      return reduction("Reduce", false);
+    case CollectiveKind::kAllGather:
+      return "ncclDevKernel_AllGather_RING_LL";
+    case CollectiveKind::kBroadcast:
+      return "ncclDevKernel_Broadcast_RING_LL";
     case CollectiveKind::kScatter:
     case CollectiveKind::kGather:
     case CollectiveKind::kAllToAll:
-    case CollectiveKind::kSendRecv: return "ncclDevKernel_SendRecv";
+    case CollectiveKind::kSendRecv:
+      return "ncclDevKernel_SendRecv";
   }
   return "ncclDevKernel_SendRecv";
 }

@@ -22,15 +22,16 @@ inline constexpr const char* kKinetoMemsetName = "Memset (Device)";
 // "BFloat16" (TF32 runs on fp32 tensors: "Float").
 const char* torch_dtype_name(core::Dtype d);
 
-// NCCL's type suffix in kernel names (src/device/generate.py all_tys): f32, f16, bf16.
+// NCCL's type suffix in kernel names (src/device/generate.py all_tys): f32, f16, bf16, f8e4m3.
 const char* nccl_type_name(core::Dtype d);
 
-// The CUDA kernel NCCL 2.2x launches for a collective: generate.py's best_kernel() specialises
-// one kernel per (collective, type) for the reductions, run with LL on RING (TREE only for the
-// tree algorithm) whatever protocol the work uses, "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
-// all-gather and broadcast without a type, "ncclDevKernel_AllGather_RING_LL"; point-to-point
-// work (send/recv and what PyTorch builds from it: gather, scatter, all-to-all)
-// "ncclDevKernel_SendRecv". The algorithm and protocol actually used go into args.
+// The CUDA kernel NCCL 2.28 launches for a collective: generate.py's best_kernel() specialises
+// one kernel per (collective, type) for the reductions, named RING_LL (TREE_LL for an all-reduce
+// on the tree algorithm) whatever algorithm and protocol the work uses,
+// "ncclDevKernel_AllReduce_Sum_f32_RING_LL"; all-gather and broadcast without a type,
+// "ncclDevKernel_AllGather_RING_LL"; point-to-point work (send/recv and what PyTorch builds from
+// it: gather, scatter, all-to-all) "ncclDevKernel_SendRecv". The algorithm and protocol actually
+// used go into args. The rules, with their NCCL sources: kineto_names.cpp.
 std::string nccl_kernel_name(core::CollectiveKind k, core::Dtype d, core::CollectiveAlgo algo);
 
 // "Collective name" as PyTorch's record_param_comms writes it: allreduce, _allgather_base,

@@ -13,9 +13,10 @@
 //
 // In a Program: an alloc op is issued by its thread; a free op is matched (as the caching-allocator
 // model does: the oldest live allocation of its GPU with the same category and bytes, preferring
-// the same name) and releases the bytes when the host issues it, unless it is marked
-// record_stream (core::Op; DeepSpeed's free_param, FSDP1's _free_unsharded_flat_param: a buffer
-// gathered on a side stream and freed after its compute) and runs on another stream than the
+// the same name) and releases the bytes when the host issues it, unless it is marked record_stream
+// (core::Op; DeepSpeed's free_param, FSDP1's _free_unsharded_flat_param: a buffer gathered on a
+// side stream and freed after its compute; FSDP1's _free_low_precision_sharded_param: a shard cast
+// on the pre-unshard stream, freed on the all-gather's) and runs on another stream than the
 // allocation's: then the bytes stay held until the free op has run on its stream. Per GPU, held =
 // live (allocated, not freed by the host) + pending (freed cross-stream, not yet run). Before the
 // host issues an alloc of b bytes with held + b > usable memory and some pending free, the thread

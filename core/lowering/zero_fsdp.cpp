@@ -11,9 +11,10 @@
 // (stage >= 2), and after the optimizer the all-gather of the updated shard (stages 1, 2). Stage
 // 0/1's all-reduce or reduce-scatter of whole gradients is the data-parallel piece's
 // (dp_grad_reduction.cpp).
-#include "core/fp8_recipe.hpp"
 #include <algorithm>
+#include <unordered_map>
 
+#include "core/fp8_recipe.hpp"
 #include "core/lowering/fsdp1_flat_param.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
@@ -56,6 +57,15 @@ namespace {
 class ShardingPiece final : public ParallelPiece {
  public:
   explicit ShardingPiece(Emitter& e) : e_(e), b_(e.builder()), sh_(e.plan().sharding) {}
+
+  // FSDP1's pre-unshard stream (_runtime_utils.py, _init_streams: "Stream for pre-unshard logic,
+  // namely allocations and writes for CPU offloading (H2D copy) and mixed precision (low
+  // precision cast)"), where _use_low_precision_shard allocates _mp_shard. Only under parameter
+  // mixed precision, the one use the Program has for it.
+  void add_streams(RankState& r) override {
+    if (fsdp1_mp_shards())
+      pre_unshard_[r.rank] = b_.add_stream(r.gpu, StreamRole::kCopy, "fsdp1 pre_unshard");
+  }
 
   void begin_step(StepState& /*st*/) override {
     const std::size_t n = e_.plan().units.size();
@@ -164,13 +174,21 @@ class ShardingPiece final : public ParallelPiece {
   Emitter& e_;
   ProgramBuilder& b_;
   const ShardingPlan& sh_;
-  std::vector<char> gathered_;   // per unit: its parameters are gathered
-  std::vector<OpId> gather_op_;  // per unit: the gather its kernels wait for
-  Bytes bucket_ = 0;             // the open gradient bucket (stage >= 2)
+  std::vector<char> gathered_;     // per unit: its parameters are gathered
+  std::vector<OpId> gather_op_;    // per unit: the gather its kernels wait for
+  Bytes bucket_ = 0;               // the open gradient bucket (stage >= 2)
   std::vector<OpId> free_events_;  // FSDP1 limit_all_gathers: resharded units' last kernels
+  std::unordered_map<int, int> pre_unshard_;  // rank -> FSDP1's pre-unshard stream
 
   bool fsdp1() const {
     return b_.scenario().strategy.kind == StrategyKind::kFsdp && e_.spec().fsdp_version == 1;
+  }
+
+  // FSDP1 gathers units through an _mp_shard (mp_shard_bytes > 0 for a unit with parameters).
+  bool fsdp1_mp_shards() const {
+    const TrainingSpec& t = b_.scenario().training;
+    return fsdp1() && sh_.params_sharded && sh_.shard_ranks > 1 && e_.precision().master > 0 &&
+           !(t.precision == Precision::kFp8 && t.fp8.fp8_all_gather);
   }
 
   // A unit's gathered parameters as stored; with training.fp8.fp8_all_gather its FP8 layers'
@@ -195,8 +213,7 @@ class ShardingPiece final : public ParallelPiece {
   // FSDP1's _mp_shard of unit u: W x shard when the recipe keeps an fp32 master and the unit is
   // gathered unquantised, else 0.
   Bytes mp_shard_bytes(int u) const {
-    const TrainingSpec& t = b_.scenario().training;
-    if (!fsdp1() || (t.precision == Precision::kFp8 && t.fp8.fp8_all_gather)) return 0;
+    if (!fsdp1_mp_shards()) return 0;
     const Unit& un = e_.plan().units[static_cast<std::size_t>(u)];
     return fsdp1_flat_param(un.params, sh_.shard_ranks, e_.precision().master > 0).mp_shard *
            e_.precision().weights;
@@ -210,10 +227,16 @@ class ShardingPiece final : public ParallelPiece {
     b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bytes, "gathered params");
     // FSDP1 parameter mixed precision: the low-precision copy of the local shard, _mp_shard, is
     // what the all-gather sends; freed once it is issued (docs/memory.md, "FSDP1 flat
-    // parameters").
+    // parameters"). _unshard (_runtime_utils.py) runs pre_unshard -> _use_low_precision_shard
+    // under `with stream(pre_unshard_stream)`, so the block is allocated there, then
+    // unshard_stream.wait_stream(pre_unshard_stream): the all-gather waits for it.
     const Bytes mp = mp_shard_bytes(u);
-    if (mp > 0) b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, mp, "fsdp1 mp shard");
     std::vector<Dep> deps;
+    if (mp > 0) {
+      const OpId a = b_.alloc(r.thread, pre_unshard_.at(r.rank), r.gpu, MemCategory::kCommBuffers,
+                              mp, "fsdp1 mp shard");
+      deps.push_back({a, DepKind::kStreamWaits});
+    }
     // Without prefetch the gather starts only once the previous kernel is done (no overlap).
     if (!e_.spec().prefetch && r.last_compute != kNoOp)
       deps.push_back({r.last_compute, DepKind::kStreamWaits});
@@ -228,7 +251,16 @@ class ShardingPiece final : public ParallelPiece {
         e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kAllGather, "params"),
                 CollectiveKind::kAllGather, r.dp_group, bytes, std::move(deps), phase);
     b_.set_dtype(g, b_.weights_dtype());
-    if (mp > 0) b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, mp, "fsdp1 mp shard");
+    if (mp > 0) {
+      // FSDP1's post_unshard -> _free_low_precision_sharded_param (_flat_param.py), run under
+      // `with stream(unshard_stream)` (_runtime_utils.py, _unshard):
+      // _no_dispatch_record_stream(_mp_shard, current_stream()), then _free_storage. The current
+      // stream is the unshard stream, the all-gather's (r.dp), not the allocation's: the block
+      // is reusable once the all-gather has run (docs/memory.md, "Allocation backpressure").
+      const OpId f =
+          b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, mp, "fsdp1 mp shard");
+      b_.program().ops[static_cast<std::size_t>(f)].record_stream = true;
+    }
     gather_op_[static_cast<std::size_t>(u)] = g;
   }
 

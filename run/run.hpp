@@ -64,7 +64,10 @@ struct RunRequest {
   // With trace, for a front end that only writes the trace (simrun -o): the simulator formats it
   // while building it (RunResult::formatted_trace, trace_formatted true; RunResult::trace stays
   // empty), the same file without TraceEvent objects (docs/trace-format.md, "Formatting while
-  // building"). Real backends ignore it and fill RunResult::trace.
+  // building"). Real backends ignore it and fill RunResult::trace. The formatted trace is
+  // streamed ("Streaming the text"): writing it builds its events again from the RunResult's
+  // program, result and memory and from *scenario, so write it from the RunResult run() returned,
+  // with those unchanged and the scenario alive (not from a copy or a moved-to RunResult).
   bool format_trace = false;
   core::RunControl control;          // cancel flag, ops-done counter
   ProgressSink* progress = nullptr;  // optional; control.ops_done is its counter

@@ -17,7 +17,9 @@ prof::Trace build_trace(const core::Scenario& scenario, const core::Program& pro
                         const core::ExecutionResult& result, const core::MemoryReport& memory);
 // The same trace formatted as it is built, for a run whose trace is only written
 // (docs/trace-format.md, "Formatting while building"): its file is byte for byte that of
-// build_trace's, and no TraceEvent is made.
+// build_trace's, and no TraceEvent is made. The trace is streamed (prof::FormattedTrace::
+// stream_from): writing it builds its events again from SCENARIO, PROGRAM, RESULT and MEMORY,
+// which must be alive and unchanged until it is written.
 prof::FormattedTrace build_formatted_trace(const core::Scenario& scenario,
                                            const core::Program& program,
                                            const core::ExecutionResult& result,

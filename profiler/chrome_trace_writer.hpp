@@ -36,7 +36,7 @@ void write_per_rank_traces(const Trace& trace, const std::string& dir);
 // made at the end without parsing them back.
 //
 // Streamed (stream_from, what build_formatted_trace makes; docs/trace-format.md, "Streaming the
-// text"): the lines are formatted only to count their bytes and are not kept; writing the trace
+// text"): the lines are only counted (detail::Count) and are not kept; writing the trace
 // calls the producer again and formats each line straight into its place in the output, through
 // a small buffer per lane, so that the text never exists in memory in full.
 class FormattedTrace {
@@ -60,27 +60,41 @@ class FormattedTrace {
                    std::string_view name, std::string_view cat, EventClass cls, std::int64_t op_id,
                    std::int64_t correlation) {
     Lane& l = lane(pid, tid);
+    cur_ = &l;
+    ++events_;
+    const std::string_view cls_name = detail::class_name(cls);
     if (mode_ == Mode::kPlace) {
       place_begin(l);
     } else {
       if (ts_ns < l.last_ts_ns) l.sorted = false;
       l.last_ts_ns = ts_ns;
       l.ts_ns.push_back(ts_ns);
+      if (mode_ == Mode::kSize) {
+        count_ = detail::put_event_head(detail::raw_lit(detail::Count{}, ",\n    {"), cat, name,
+                                        pid, tid, ts_ns - base_ns_, dur_ns, l.args, correlation,
+                                        op_id, cls_name);
+        return;
+      }
     }
-    Text& t = mode_ == Mode::kSize ? scratch_ : l.text;
-    cur_ = &l;
+    Text& t = l.text;
     cur_text_ = &t;
-    const std::string_view cls_name = detail::class_name(cls);
     char* p = room(t, detail::event_head_bound(name, cat, cls_name));
     p = detail::raw_lit(p, ",\n    {");
     p = detail::put_event_head(p, cat, name, pid, tid, ts_ns - base_ns_, dur_ns, l.args,
                                correlation, op_id, cls_name);
     t.cur = p;
-    ++events_;
   }
   // An arg of the event begun last: std::int64_t, double or a string.
   template <class V>
   void arg(std::string_view key, const V& v) {
+    if (mode_ == Mode::kSize) {
+      if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, double>) {
+        count_ = detail::put_arg(count_, key, v);
+      } else {
+        count_ = detail::put_arg(count_, key, std::string_view(v));
+      }
+      return;
+    }
     Text& t = *cur_text_;
     if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, double>) {
       t.cur = detail::put_arg(room(t, detail::arg_bound(key)), key, v);
@@ -90,6 +104,10 @@ class FormattedTrace {
     }
   }
   void end_event() {
+    if (mode_ == Mode::kSize) {
+      add_size(*cur_, detail::put_event_end(count_).n);
+      return;
+    }
     Text& t = *cur_text_;
     t.cur = detail::put_event_end(room(t, 2));
     end_unit(*cur_, t);
@@ -99,15 +117,24 @@ class FormattedTrace {
                 TimeNs to_ts_ns) {
     if (!started_) start();
     Lane& l = flows_;
+    cur_ = &l;
+    ++flows_added_;
     if (mode_ == Mode::kPlace) {
       place_begin(l);
     } else {
       if (id < l.last_ts_ns) l.sorted = false;
       l.last_ts_ns = id;
       l.ts_ns.push_back(id);  // a flow's key is its id
+      if (mode_ == Mode::kSize) {
+        detail::Count c = detail::raw_lit(detail::Count{}, ",\n    {");
+        c = detail::put_flow_end(c, 0, id, from_pid, from_tid, from_ts_ns - base_ns_, cat, name);
+        c = detail::raw_lit(c, ",\n    {");
+        c = detail::put_flow_end(c, 1, id, to_pid, to_tid, to_ts_ns - base_ns_, cat, name);
+        add_size(l, c.n);
+        return;
+      }
     }
-    Text& t = mode_ == Mode::kSize ? scratch_ : l.text;
-    cur_ = &l;
+    Text& t = l.text;
     cur_text_ = &t;
     const std::size_t bound = detail::flow_end_bound(name, cat) + 8;
     char* p = room(t, 2 * bound);
@@ -117,7 +144,6 @@ class FormattedTrace {
     p = detail::put_flow_end(p, 1, id, to_pid, to_tid, to_ts_ns - base_ns_, cat, name);
     t.cur = p;
     end_unit(l, t);
-    ++flows_added_;
   }
   std::size_t event_count() const { return events_; }
   std::size_t flow_count() const { return flows_added_; }
@@ -218,19 +244,13 @@ class FormattedTrace {
   void grow(Text& t, std::size_t n);  // placing: writes the run out first
   // A unit (an event's line, a flow's two) ends at T.cur.
   void end_unit(Lane& l, Text& t) {
-    if (mode_ == Mode::kText) {
-      t.line = t.cur;
-      return;
-    }
-    const std::size_t n = static_cast<std::size_t>(t.cur - t.line);
-    if (mode_ == Mode::kSize) {
-      l.sizes.push_back(static_cast<std::uint32_t>(n));
-      l.bytes += n;
-      t.cur = t.line;  // the scratch line is not kept
-      return;
-    }
-    place_end(l, n);
+    if (mode_ == Mode::kPlace) place_end(l, static_cast<std::size_t>(t.cur - t.line));
     t.line = t.cur;
+  }
+  // Streamed, first build: a unit of N bytes, counted, not kept.
+  void add_size(Lane& l, std::size_t n) {
+    l.sizes.push_back(static_cast<std::uint32_t>(n));
+    l.bytes += n;
   }
   void place_begin(Lane& l);
   void place_end(Lane& l, std::size_t n);
@@ -250,7 +270,7 @@ class FormattedTrace {
   std::unordered_map<std::uint64_t, bool> gpu_lane_;
   std::size_t events_ = 0, flows_added_ = 0;
   Lane flows_;
-  Text scratch_;  // streamed: the line being counted
+  detail::Count count_;  // streamed, first build: the bytes of the event being counted
   // Placing: the streamed trace, the output.
   const FormattedTrace* sized_ = nullptr;
   const WriteAt* write_at_ = nullptr;

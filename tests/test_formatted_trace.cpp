@@ -153,7 +153,8 @@ TEST_CASE("formatted trace: streamed, lanes and flows out of order, no processes
   // The hand-made case above, streamed (FormattedTrace::stream_from, as build_formatted_trace
   // makes it): the lines are counted, then formatted again into their places, through a stream
   // and through the file writer (pwrite at offsets). A producer whose lines change between its
-  // calls is refused, and leaves no file.
+  // calls is refused, and leaves no file. The names have every kind of escape (\", \n, \u0001,
+  // \\), which the first build counts without writing.
   prof::Trace tr;
   tr.base_ns = 100;
   struct E {
@@ -161,9 +162,9 @@ TEST_CASE("formatted trace: streamed, lanes and flows out of order, no processes
     TimeNs ts;
     const char* name;
   };
-  const std::vector<E> events = {{1, 2, 500, "b"},  {0, 7, 300, "x"}, {1, 2, 200, "a\"q\n"},
-                                 {1, 2, 500, "c"},  {0, 7, 100, "y"}, {1, 2, 100, "d"},
-                                 {-1, 3, 50, "neg"}};
+  const std::vector<E> events = {{1, 2, 500, "b"},        {0, 7, 300, "x"}, {1, 2, 200, "a\"q\n"},
+                                 {1, 2, 500, "c"},        {0, 7, 100, "y"}, {1, 2, 100, "d"},
+                                 {-1, 3, 50, "neg\x01\\"}};
   const std::vector<std::int64_t> flow_ids = {5, 2, 9, 2};
   for (const E& e : events) {
     prof::TraceEvent& te = tr.events.emplace_back();

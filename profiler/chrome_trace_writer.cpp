@@ -296,8 +296,9 @@ class Writer {
     index_lanes();
   }
   // A streamed BODY, its lines written at their offsets through AT after the rest.
-  Writer(const Trace& t, const FormattedTrace::WriteAt& at, const FormattedTrace& body)
-      : trace_(t), body_(&body), at_(&at), sink_(at) {
+  Writer(const Trace& t, const FormattedTrace::WriteAt& at, const FormattedTrace& body,
+         const FormattedTrace::Producer& produce)
+      : trace_(t), body_(&body), at_(&at), produce_(&produce), sink_(at) {
     index_lanes();
   }
 
@@ -364,8 +365,9 @@ class Writer {
     put_lit(b, "\n  ],\n  \"displayTimeUnit\": \"ns\"\n}\n");
     sink_.flush();
     if (at_) {
-      body_->place(*at_, events, flows,
-                   [this](std::int32_t pid, std::int32_t tid) { return lane_info(pid, tid); });
+      body_->place(
+          *at_, events, flows,
+          [this](std::int32_t pid, std::int32_t tid) { return lane_info(pid, tid); }, *produce_);
     }
   }
 
@@ -596,7 +598,8 @@ class Writer {
 
   const Trace& trace_;
   const FormattedTrace* body_ = nullptr;
-  const FormattedTrace::WriteAt* at_ = nullptr;  // a streamed body_
+  const FormattedTrace::WriteAt* at_ = nullptr;        // a streamed body_
+  const FormattedTrace::Producer* produce_ = nullptr;  // its producer
   Sink sink_;
   bool first_line_ = true;
   std::unordered_map<std::int32_t, int> gpu_of_pid_;
@@ -609,7 +612,10 @@ void write_chrome_trace(const Trace& trace, std::ostream& out) {
   Writer(trace, out).write();
 }
 
-void write_chrome_trace(const FormattedTrace& trace, std::ostream& out) {
+void write_chrome_trace(const FormattedTrace& trace, std::ostream& out,
+                        const FormattedTrace::Producer& produce) {
+  if (trace.streamed() && !produce)
+    throw std::logic_error("FormattedTrace: a streamed trace written without its producer");
   if (!trace.streamed()) {
     Writer(trace.rest, out, &trace).write();
     return;
@@ -620,7 +626,7 @@ void write_chrome_trace(const FormattedTrace& trace, std::ostream& out) {
     if (file.size() < off + n) file.resize(off + n);
     std::memcpy(file.data() + off, d, n);
   };
-  Writer(trace.rest, at, trace).write();
+  Writer(trace.rest, at, trace, produce).write();
   out.write(file.data(), static_cast<std::streamsize>(file.size()));
 }
 
@@ -696,12 +702,13 @@ FormattedTrace::Lane* FormattedTrace::find_lane(std::uint64_t k, std::int32_t pi
 
 // [SECTION] Streaming the text (docs/trace-format.md, "Streaming the text")
 
-void FormattedTrace::stream_from(Producer produce) {
+void FormattedTrace::stream_from(const Producer& produce, std::shared_ptr<const void> state) {
   if (started_ || events_ || flows_added_)
     throw std::logic_error("FormattedTrace: stream_from after the first event");
-  produce_ = std::move(produce);
+  streamed_ = true;
+  producer_state_ = std::move(state);
   mode_ = Mode::kSize;
-  produce_(*this);
+  produce(*this);
 }
 
 std::uint64_t FormattedTrace::event_bytes() const {
@@ -797,8 +804,10 @@ constexpr std::size_t kPlaceBuffers = std::size_t{16} << 20, kPlaceBuffer = std:
 }  // namespace
 
 void FormattedTrace::place(const WriteAt& write_at, Region events, Region flows,
-                           const LaneArgsOf& lane_args) const {
+                           const LaneArgsOf& lane_args, const Producer& produce) const {
   if (!streamed()) throw std::logic_error("FormattedTrace: place of a trace not streamed");
+  if (!produce)
+    throw std::logic_error("FormattedTrace: a streamed trace written without its producer");
   FormattedTrace p;
   p.mode_ = Mode::kPlace;
   p.sized_ = this;
@@ -840,7 +849,7 @@ void FormattedTrace::place(const WriteAt& write_at, Region events, Region flows,
     p.lanes_.push_back(std::move(l));
   }
   prepare(p.flows_, flows_, &p.regions_[1], 0);
-  produce_(p);
+  produce(p);
   const auto finish = [&](Lane& l) {
     p.write_run(l);
     if (l.next != l.sized->sizes.size())
@@ -951,7 +960,10 @@ void write_chrome_trace_file(const Trace& trace, const std::string& path) {
   write_file_atomically(path, [&](std::ostream& out) { write_chrome_trace(trace, out); });
 }
 
-void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path) {
+void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path,
+                             const FormattedTrace::Producer& produce) {
+  if (trace.streamed() && !produce)
+    throw std::logic_error("FormattedTrace: a streamed trace written without its producer");
   if (!trace.streamed()) {
     write_file_atomically(path, [&](std::ostream& out) { write_chrome_trace(trace, out); });
     return;
@@ -962,7 +974,7 @@ void write_chrome_trace_file(const FormattedTrace& trace, const std::string& pat
     const FormattedTrace::WriteAt at = [&](const char* d, std::size_t n, std::uint64_t off) {
       write_fully_at(fd, d, n, off, path);
     };
-    Writer(trace.rest, at, trace).write();
+    Writer(trace.rest, at, trace, produce).write();
   });
 }
 

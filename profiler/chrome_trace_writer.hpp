@@ -49,10 +49,14 @@ class FormattedTrace {
   // Adds the events and flows of this trace to its argument (the same ones, in the same order,
   // every call); `rest` of its argument need only be filled when wants_rest() of it is true.
   using Producer = std::function<void(FormattedTrace&)>;
-  // Streams the trace: calls PRODUCE(*this) now, keeping only each line's length (and `rest`),
-  // and again when the trace is written. PRODUCE must stay callable until then.
-  void stream_from(Producer produce);
-  bool streamed() const { return static_cast<bool>(produce_); }
+  // Streams the trace: calls PRODUCE(*this) now, keeping only each line's length (and `rest`).
+  // The trace does not keep PRODUCE: it is written with a producer of the same events passed to
+  // the writer (write_chrome_trace_file(trace, path, produce)), made then from data alive then,
+  // so that a trace never refers to data that may have moved. STATE is kept for that producer
+  // (what its first call computed and the second may reuse; producer_state()).
+  void stream_from(const Producer& produce, std::shared_ptr<const void> state = {});
+  bool streamed() const { return streamed_; }
+  const std::shared_ptr<const void>& producer_state() const { return producer_state_; }
   // False while the producer is called again to write the lines: `rest` is not read then.
   bool wants_rest() const { return mode_ != Mode::kPlace; }
 
@@ -169,10 +173,10 @@ class FormattedTrace {
   };
   // Writes N bytes at offset AT of the output.
   using WriteAt = std::function<void(const char*, std::size_t, std::uint64_t)>;
-  // Calls the producer again and writes the event and flow lines into their regions through
-  // WRITE_AT, in runs of at most a small buffer per lane.
-  void place(const WriteAt& write_at, Region events, Region flows,
-             const LaneArgsOf& lane_args) const;
+  // Calls PRODUCE (the producer of stream_from's events) and writes the event and flow lines into
+  // their regions through WRITE_AT, in runs of at most a small buffer per lane.
+  void place(const WriteAt& write_at, Region events, Region flows, const LaneArgsOf& lane_args,
+             const Producer& produce) const;
 
  private:
   enum class Mode { kText, kSize, kPlace };
@@ -257,7 +261,8 @@ class FormattedTrace {
   void write_run(Lane& l);  // placing: the buffer's whole lines to the output
 
   Mode mode_ = Mode::kText;
-  Producer produce_;
+  bool streamed_ = false;
+  std::shared_ptr<const void> producer_state_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::unordered_map<std::uint64_t, Lane*> lane_of_;
   Lane* last_[2] = {nullptr, nullptr};
@@ -277,8 +282,12 @@ class FormattedTrace {
   Region regions_[2];
 };
 
-void write_chrome_trace(const FormattedTrace& trace, std::ostream& out);
+// PRODUCE: for a streamed trace, the producer of its events (FormattedTrace::stream_from); a
+// streamed trace without one is a std::logic_error. Ignored for a trace that is not streamed.
+void write_chrome_trace(const FormattedTrace& trace, std::ostream& out,
+                        const FormattedTrace::Producer& produce = {});
 // Atomically, as write_chrome_trace_file of a Trace.
-void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path);
+void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path,
+                             const FormattedTrace::Producer& produce = {});
 
 }  // namespace csim::prof

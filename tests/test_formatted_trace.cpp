@@ -31,9 +31,10 @@ std::string written(const prof::Trace& t) {
   prof::write_chrome_trace(t, os);
   return os.str();
 }
-std::string written(const prof::FormattedTrace& t) {
+std::string written(const prof::FormattedTrace& t,
+                    const prof::FormattedTrace::Producer& produce = {}) {
   std::ostringstream os;
-  prof::write_chrome_trace(t, os);
+  prof::write_chrome_trace(t, os, produce);
   return os.str();
 }
 
@@ -55,10 +56,12 @@ void same_file(const std::string& file, const std::vector<std::string>& sets = {
   const core::MemoryReport mem = core::memory_timeline(p, res.timings, sc.cluster);
   const prof::Trace tr = backend::build_trace(sc, p, res, mem);
   const prof::FormattedTrace ft = backend::build_formatted_trace(sc, p, res, mem);
+  const prof::FormattedTrace::Producer produce =
+      backend::formatted_trace_producer(ft, sc, p, res, mem);
   // Expected: the same events and flows were added, so the same bytes.
   CHECK(ft.event_count() == tr.events.size());
   CHECK(ft.flow_count() == tr.flows.size());
-  const std::string a = written(tr), b = written(ft);
+  const std::string a = written(tr), b = written(ft, produce);
   CHECK(a.size() == b.size());
   CHECK(a == b);
 }
@@ -95,13 +98,20 @@ TEST_CASE("formatted trace: run() with format_trace, and the file writer", "[tra
   const std::filesystem::path dir = test::fresh_dir("csim_", "formatted_trace");
   const std::string pa = (dir / "a.json").string(), pb = (dir / "b.json").string();
   prof::write_chrome_trace_file(in_memory.trace, pa);
-  prof::write_chrome_trace_file(formatted.formatted_trace, pb);
+  run::write_trace_file(formatted, sc, pb);
   const auto slurp = [](const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
   CHECK(!slurp(pa).empty());
   CHECK(slurp(pa) == slurp(pb));
+  // A RunResult moved before it is written (its program, result and memory at new addresses):
+  // the streamed trace refers to none of them, so the same bytes.
+  run::RunResult first = run::run(rq);
+  const run::RunResult moved(std::move(first));
+  const std::string pc = (dir / "c.json").string();
+  run::write_trace_file(moved, sc, pc);
+  CHECK(slurp(pc) == slurp(pa));
 }
 
 TEST_CASE("formatted trace: lanes and flows out of order, no processes", "[trace][formatted]") {
@@ -202,20 +212,28 @@ TEST_CASE("formatted trace: streamed, lanes and flows out of order, no processes
   CHECK(ft.event_count() == events.size());
   CHECK(ft.flow_count() == flow_ids.size());
   const std::string a = written(tr);
-  CHECK(written(ft) == a);
+  CHECK(written(ft, produce) == a);
   CHECK(calls == 2);
   const std::filesystem::path dir = test::fresh_dir("csim_", "formatted_streamed");
   const std::string path = (dir / "t.json").string();
-  prof::write_chrome_trace_file(ft, path);
+  prof::write_chrome_trace_file(ft, path, produce);
   std::ifstream in(path, std::ios::binary);
   CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == a);
+  // Expected: the trace keeps no producer (nothing it could refer to after its data moved):
+  // written without one it is refused before anything is written.
+  const std::string none = (dir / "none.json").string();
+  CHECK_THROWS_AS(prof::write_chrome_trace_file(ft, none), std::logic_error);
+  CHECK(!std::filesystem::exists(none));
+  std::ostringstream none_os;
+  CHECK_THROWS_AS(prof::write_chrome_trace(ft, none_os), std::logic_error);
+  CHECK(none_os.str().empty());
   // Expected: a line of another length at the second call is refused; no file, no temporary.
   change = true;
   calls = 0;
   prof::FormattedTrace changing;
   changing.stream_from(produce);
   const std::string bad = (dir / "bad.json").string();
-  CHECK_THROWS_AS(prof::write_chrome_trace_file(changing, bad), std::logic_error);
+  CHECK_THROWS_AS(prof::write_chrome_trace_file(changing, bad, produce), std::logic_error);
   CHECK(!std::filesystem::exists(bad));
   CHECK(prof::inflight_temporary_count() == 0);
 }

@@ -5,6 +5,7 @@
 #include "backends/common/cuda_sync_plan.hpp"
 #include "backends/common/kineto_names.hpp"
 #include "core/cost/collective_cost.hpp"
+#include "core/error.hpp"
 #include "core/step_spans.hpp"
 #include "core/topology.hpp"
 #include "core/transformer_flops.hpp"
@@ -773,16 +774,31 @@ prof::FormattedTrace build_formatted_trace(const core::Scenario& s, const core::
                                            const core::ExecutionResult& r,
                                            const core::MemoryReport& mem) {
   // Streamed (docs/trace-format.md, "Streaming the text"): built once now to count each line's
-  // bytes and fill `rest`, and again when written, each line formatted into its place in the file.
-  // The sync plan and step spans are kept for the second build (already in memory: making them
-  // again cost as much CPU as keeping them costs memory).
+  // bytes and fill `rest`, and again when written (formatted_trace_producer), each line formatted
+  // into its place in the file. The sync plan and step spans are kept for the second build (already
+  // in memory: making them again cost as much CPU as keeping them costs memory).
   prof::FormattedTrace ft;
   auto prep = std::make_shared<const BuildPrep>(build_prep(p, r));
-  ft.stream_from([&s, &p, &r, &mem, prep](prof::FormattedTrace& into) {
+  ft.stream_from(
+      [&](prof::FormattedTrace& into) {
+        FormattedSink sink(into);
+        build_into(sink, s, p, r, mem, *prep);
+      },
+      prep);
+  return ft;
+}
+
+prof::FormattedTrace::Producer formatted_trace_producer(const prof::FormattedTrace& ft,
+                                                        const core::Scenario& s,
+                                                        const core::Program& p,
+                                                        const core::ExecutionResult& r,
+                                                        const core::MemoryReport& mem) {
+  auto prep = std::static_pointer_cast<const BuildPrep>(ft.producer_state());
+  CSIM_ASSERT_MSG(prep != nullptr, "formatted_trace_producer: not a build_formatted_trace trace");
+  return [&s, &p, &r, &mem, prep](prof::FormattedTrace& into) {
     FormattedSink sink(into);
     build_into(sink, s, p, r, mem, *prep);
-  });
-  return ft;
+  };
 }
 
 int completed_steps(const core::Program& p, const core::ExecutionResult& r) {

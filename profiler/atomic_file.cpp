@@ -7,6 +7,7 @@
 // kSlots concurrent writers), the file is still written atomically but not registered.
 #include "profiler/atomic_file.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
@@ -58,23 +59,16 @@ void unregister_temporary(int slot) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path,
-                           const std::function<void(std::ostream&)>& body) {
+namespace {
+
+// `path.tmp.<pid>`, registered while WRITE(tmp) writes it, then renamed onto PATH; removed when
+// WRITE throws.
+void through_temporary(const std::string& path,
+                       const std::function<void(const std::string& tmp)>& write) {
   const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
   const int slot = register_temporary(tmp);
   try {
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) {
-        throw std::runtime_error(path + ": cannot open '" + tmp +
-                                 "' for writing: " + std::strerror(errno));
-      }
-      body(out);
-      out.flush();
-      if (!out) throw std::runtime_error(path + ": write failed (disk full?)");
-      out.close();
-      if (out.fail()) throw std::runtime_error(path + ": close failed");
-    }
+    write(tmp);
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
       throw std::runtime_error(path + ": cannot rename temporary onto it: " + std::strerror(errno));
     }
@@ -84,6 +78,56 @@ void write_file_atomically(const std::string& path,
     throw;
   }
   unregister_temporary(slot);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path,
+                           const std::function<void(std::ostream&)>& body) {
+  through_temporary(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      throw std::runtime_error(path + ": cannot open '" + tmp +
+                               "' for writing: " + std::strerror(errno));
+    }
+    body(out);
+    out.flush();
+    if (!out) throw std::runtime_error(path + ": write failed (disk full?)");
+    out.close();
+    if (out.fail()) throw std::runtime_error(path + ": close failed");
+  });
+}
+
+void write_file_atomically_fd(const std::string& path, const std::function<void(int fd)>& body) {
+  through_temporary(path, [&](const std::string& tmp) {
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      throw std::runtime_error(path + ": cannot open '" + tmp +
+                               "' for writing: " + std::strerror(errno));
+    }
+    try {
+      body(fd);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0) throw std::runtime_error(path + ": close failed");
+  });
+}
+
+void write_fully_at(int fd, const char* d, std::size_t n, std::uint64_t off,
+                    const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, d, n, static_cast<off_t>(off));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      throw std::runtime_error(
+          path + ": write failed (disk full?): " + std::strerror(w < 0 ? errno : ENOSPC));
+    }
+    d += w;
+    n -= static_cast<std::size_t>(w);
+    off += static_cast<std::uint64_t>(w);
+  }
 }
 
 int remove_inflight_temporaries() noexcept {

@@ -2,6 +2,8 @@
 // so a reader never sees a half-written file, and a failure or an interrupt leaves none behind.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -12,6 +14,13 @@ namespace csim::prof {
 // throws or I/O fails, the temporary is removed and the exception propagates (I/O failures as
 // std::runtime_error naming the path). The parent directory must exist.
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& body);
+// The same through a file descriptor (for writes at offsets: write_fully_at); the file is closed
+// by the caller's return, then renamed.
+void write_file_atomically_fd(const std::string& path, const std::function<void(int fd)>& body);
+// pwrite(2) of N bytes at D to offset OFF of FD, retried until all are written; throws
+// std::runtime_error naming PATH on failure.
+void write_fully_at(int fd, const char* d, std::size_t n, std::uint64_t off,
+                    const std::string& path);
 
 // Unlinks every temporary that write_file_atomically is writing right now. Async-signal-tolerant:
 // it only reads a fixed array of char buffers guarded by lock-free atomics and calls unlink(2), so

@@ -2,7 +2,8 @@
 // building"): a complete event's line in three parts (head, args, end) and a flow's two lines.
 // Both paths call these: write_chrome_trace of a Trace (chrome_trace_writer.cpp) and a
 // FormattedTrace made while the trace is built (chrome_trace_writer.hpp), so their files are the
-// same bytes. Each writes at P, which has room for the bound its caller reserved.
+// same bytes. Each writes at P, which has room for the bound its caller reserved, or counts the
+// bytes it would write when P is a detail::Count (json_raw_format.hpp, "Counting").
 #pragma once
 
 #include <array>
@@ -44,7 +45,8 @@ inline std::size_t arg_bound(std::string_view key) {
 }
 
 // The lane and start shared by complete events and flow ends: , "pid": …, "tid": …, "ts": ….
-inline char* put_lane_ts(char* p, std::int32_t pid, std::int32_t tid, TimeNs rel_ts_ns) {
+template <class P>
+inline P put_lane_ts(P p, std::int32_t pid, std::int32_t tid, TimeNs rel_ts_ns) {
   p = raw_lit(p, ", \"pid\": ");
   p = raw_int(p, pid);
   p = raw_lit(p, ", \"tid\": ");
@@ -54,9 +56,10 @@ inline char* put_lane_ts(char* p, std::int32_t pid, std::int32_t tid, TimeNs rel
 }
 
 // The event's line after its opening, up to the class arg: "ph" … "args": {…, "class": "…".
-inline char* put_event_head(char* p, std::string_view cat, std::string_view name, std::int32_t pid,
-                            std::int32_t tid, TimeNs rel_ts_ns, TimeNs dur_ns, LaneArgs lane,
-                            std::int64_t correlation, std::int64_t op_id, std::string_view cls) {
+template <class P>
+inline P put_event_head(P p, std::string_view cat, std::string_view name, std::int32_t pid,
+                        std::int32_t tid, TimeNs rel_ts_ns, TimeNs dur_ns, LaneArgs lane,
+                        std::int64_t correlation, std::int64_t op_id, std::string_view cls) {
   p = raw_lit(p, "\"ph\": \"X\", \"cat\": ");
   p = raw_string(p, cat);
   p = raw_lit(p, ", \"name\": ");
@@ -90,21 +93,26 @@ inline char* put_event_head(char* p, std::string_view cat, std::string_view name
 }
 
 // One further arg: , "key": value.
-inline char* put_arg_key(char* p, std::string_view key) {
+template <class P>
+inline P put_arg_key(P p, std::string_view key) {
   p = raw_lit(p, ", ");
   p = raw_string(p, key);
   return raw_lit(p, ": ");
 }
-inline char* put_arg(char* p, std::string_view key, std::int64_t v) {
+template <class P>
+inline P put_arg(P p, std::string_view key, std::int64_t v) {
   return raw_int(put_arg_key(p, key), v);
 }
-inline char* put_arg(char* p, std::string_view key, double v) {
+template <class P>
+inline P put_arg(P p, std::string_view key, double v) {
   return raw_double_arg(put_arg_key(p, key), v);
 }
-inline char* put_arg(char* p, std::string_view key, std::string_view v) {
+template <class P>
+inline P put_arg(P p, std::string_view key, std::string_view v) {
   return raw_string(put_arg_key(p, key), v);
 }
-inline char* put_event_end(char* p) {
+template <class P>
+inline P put_event_end(P p) {
   return raw_lit(p, "}}");
 }
 
@@ -114,8 +122,9 @@ inline std::size_t flow_end_bound(std::string_view name, std::string_view cat) {
 }
 // One end of a flow after its line's opening: "s" (END 0) or "f" (END 1, bound to the enclosing
 // slice with "bp": "e", as Kineto does).
-inline char* put_flow_end(char* p, int end, std::int64_t id, std::int32_t pid, std::int32_t tid,
-                          TimeNs rel_ts_ns, std::string_view cat, std::string_view name) {
+template <class P>
+inline P put_flow_end(P p, int end, std::int64_t id, std::int32_t pid, std::int32_t tid,
+                      TimeNs rel_ts_ns, std::string_view cat, std::string_view name) {
   p = end == 0 ? raw_lit(p, "\"ph\": \"s\", \"id\": ") : raw_lit(p, "\"ph\": \"f\", \"id\": ");
   p = raw_int(p, id);
   p = put_lane_ts(p, pid, tid, rel_ts_ns);

@@ -6,6 +6,7 @@
 //  [SECTION] Top-level object and metadata
 //  [SECTION] Events, counters, flows
 //  [SECTION] Formatting while building (FormattedTrace: the lines' blocks, the writer's order)
+//  [SECTION] Streaming the text (a streamed FormattedTrace: lines counted, then written in place)
 //  [SECTION] Files and per-rank files
 //
 // The output is built in a 1 MiB chunk flushed to the stream when full. An event, counter or flow
@@ -46,12 +47,16 @@ using detail::raw_us;
 
 // [SECTION] Formatting primitives ------------------------------------------------------------
 
-// Output in 1 MiB chunks written to the stream. Event, counter and flow lines are formatted in
-// place (detail::raw_*, after reserve() of a bound on the line's length); the few other lines
-// are built in a staging string (buf()) that the next reserve() or flush() moves in.
+// Output in 1 MiB chunks written to the stream, or at their offsets (a streamed FormattedTrace:
+// its event and flow lines are written at their places later, skip() leaves room for them). Event,
+// counter and flow lines are formatted in place (detail::raw_*, after reserve() of a bound on the
+// line's length); the few other lines are built in a staging string (buf()) that the next
+// reserve() or flush() moves in.
 class Sink {
  public:
-  explicit Sink(std::ostream& out) : out_(out), data_(new char[kChunk]), cap_(kChunk) {}
+  explicit Sink(std::ostream& out) : out_(&out), data_(new char[kChunk]), cap_(kChunk) {}
+  explicit Sink(const FormattedTrace::WriteAt& at)
+      : at_(&at), data_(new char[kChunk]), cap_(kChunk) {}
   std::string& buf() { return text_; }
   void maybe_flush() {
     if (text_.size() >= kChunk) move_text();
@@ -75,11 +80,18 @@ class Sink {
       size_ = n;
       return;
     }
-    out_.write(d, static_cast<std::streamsize>(n));
+    put(d, n);
   }
   void flush() {
     move_text();
     write_out();
+  }
+  // Offset of the next byte (everything before it flushed: after flush()).
+  std::uint64_t pos() const { return pos_; }
+  // Leaves N bytes for lines written later at their offsets (offset output only).
+  void skip(std::uint64_t n) {
+    flush();
+    pos_ += n;
   }
 
  private:
@@ -100,14 +112,24 @@ class Sink {
     size_ += text_.size();
     text_.clear();
   }
+  void put(const char* d, std::size_t n) {
+    if (at_) {
+      (*at_)(d, n, pos_);
+    } else {
+      out_->write(d, static_cast<std::streamsize>(n));
+    }
+    pos_ += n;
+  }
   void write_out() {
-    out_.write(data_.get(), static_cast<std::streamsize>(size_));
+    put(data_.get(), size_);
     size_ = 0;
   }
-  std::ostream& out_;
+  std::ostream* out_ = nullptr;
+  const FormattedTrace::WriteAt* at_ = nullptr;
   std::unique_ptr<char[]> data_;
   std::size_t size_ = 0, cap_ = 0;
   std::string text_;
+  std::uint64_t pos_ = 0;
 };
 
 // Appends a string literal with its length known at compile time (no strlen per call).
@@ -271,10 +293,13 @@ class Writer {
   // BODY: the events and flows already formatted, written instead of T's (T is its `rest`).
   Writer(const Trace& t, std::ostream& out, const FormattedTrace* body = nullptr)
       : trace_(t), body_(body), sink_(out) {
-    for (const ProcessInfo& p : trace_.processes) gpu_of_pid_[p.pid] = p.gpu;
-    for (const ThreadInfo& th : trace_.threads) {
-      gpu_lane_[key(th.pid, th.tid)] = is_gpu_lane(th.role);
-    }
+    index_lanes();
+  }
+  // A streamed BODY, its lines written at their offsets through AT after the rest.
+  Writer(const Trace& t, const FormattedTrace::WriteAt& at, const FormattedTrace& body,
+         const FormattedTrace::Producer& produce)
+      : trace_(t), body_(&body), at_(&at), produce_(&produce), sink_(at) {
+    index_lanes();
   }
 
   void write() {
@@ -320,25 +345,55 @@ class Writer {
     }
     put_lit(b, ",\n  \"traceEvents\": [");
     write_metadata_events();
-    if (body_) {
+    FormattedTrace::Region events, flows;
+    if (at_) {
+      check_base_ns();
+      events = leave_region(body_->event_bytes());
+    } else if (body_) {
       write_formatted_events();
     } else {
       write_events();
     }
     write_counters();
-    if (body_) {
+    if (at_) {
+      flows = leave_region(body_->flow_bytes());
+    } else if (body_) {
       body_->emit_flows([this](const char* d, std::size_t n) { put_formatted(d, n); });
     } else {
       write_flows();
     }
     put_lit(b, "\n  ],\n  \"displayTimeUnit\": \"ns\"\n}\n");
     sink_.flush();
+    if (at_) {
+      body_->place(
+          *at_, events, flows,
+          [this](std::int32_t pid, std::int32_t tid) { return lane_info(pid, tid); }, *produce_);
+    }
   }
 
  private:
   static std::uint64_t key(std::int32_t pid, std::int32_t tid) {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32) |
            static_cast<std::uint32_t>(tid);
+  }
+
+  void index_lanes() {
+    for (const ProcessInfo& p : trace_.processes) gpu_of_pid_[p.pid] = p.gpu;
+    for (const ThreadInfo& th : trace_.threads) {
+      gpu_lane_[key(th.pid, th.tid)] = is_gpu_lane(th.role);
+    }
+  }
+
+  // Room for BYTES of lines formatted beforehand (each ",\n    {…}"), written later at their
+  // offsets; the first line of traceEvents drops its comma.
+  FormattedTrace::Region leave_region(std::uint64_t bytes) {
+    sink_.flush();
+    FormattedTrace::Region r;
+    r.file_offset = sink_.pos();
+    r.drops_first = first_line_ && bytes > 0;
+    sink_.skip(bytes - (r.drops_first ? 1 : 0));
+    if (bytes > 0) first_line_ = false;
+    return r;
   }
 
   // Opens the next line of traceEvents.
@@ -425,9 +480,13 @@ class Writer {
     sink_.write_through(d, n);
   }
 
-  void write_formatted_events() {
+  void check_base_ns() const {
     if (body_->formatted_base_ns() != trace_.base_ns && body_->event_count() + body_->flow_count())
       throw std::logic_error("FormattedTrace: base_ns changed after the first event");
+  }
+
+  void write_formatted_events() {
+    check_base_ns();
     body_->emit_events([this](const char* d, std::size_t n) { put_formatted(d, n); },
                        [this](std::int32_t pid, std::int32_t tid) { return lane_info(pid, tid); });
   }
@@ -539,6 +598,8 @@ class Writer {
 
   const Trace& trace_;
   const FormattedTrace* body_ = nullptr;
+  const FormattedTrace::WriteAt* at_ = nullptr;        // a streamed body_
+  const FormattedTrace::Producer* produce_ = nullptr;  // its producer
   Sink sink_;
   bool first_line_ = true;
   std::unordered_map<std::int32_t, int> gpu_of_pid_;
@@ -551,8 +612,22 @@ void write_chrome_trace(const Trace& trace, std::ostream& out) {
   Writer(trace, out).write();
 }
 
-void write_chrome_trace(const FormattedTrace& trace, std::ostream& out) {
-  Writer(trace.rest, out, &trace).write();
+void write_chrome_trace(const FormattedTrace& trace, std::ostream& out,
+                        const FormattedTrace::Producer& produce) {
+  if (trace.streamed() && !produce)
+    throw std::logic_error("FormattedTrace: a streamed trace written without its producer");
+  if (!trace.streamed()) {
+    Writer(trace.rest, out, &trace).write();
+    return;
+  }
+  // Streamed: the file made in memory (its lines at their offsets), then written.
+  std::string file;
+  const FormattedTrace::WriteAt at = [&](const char* d, std::size_t n, std::uint64_t off) {
+    if (file.size() < off + n) file.resize(off + n);
+    std::memcpy(file.data() + off, d, n);
+  };
+  Writer(trace.rest, at, trace, produce).write();
+  out.write(file.data(), static_cast<std::streamsize>(file.size()));
 }
 
 // [SECTION] Formatting while building (FormattedTrace) ----------------------------------------
@@ -611,16 +686,177 @@ FormattedTrace::Lane* FormattedTrace::find_lane(std::uint64_t k, std::int32_t pi
                                                 std::int32_t tid) {
   if (!started_) start();
   if (const auto it = lane_of_.find(k); it != lane_of_.end()) return it->second;
+  // Placing: every lane was made from the streamed trace's before the producer was called again.
+  if (mode_ == Mode::kPlace)
+    throw std::logic_error("FormattedTrace: the producer added an event on a lane it had not");
   auto l = std::make_unique<Lane>();
   l->pid = pid;
   l->tid = tid;
   if (const auto it = gpu_of_pid_.find(pid); it != gpu_of_pid_.end()) l->args.gpu = it->second;
   if (const auto it = gpu_lane_.find(k); it != gpu_lane_.end()) l->args.gpu_lane = it->second;
-  l->last_ts_ns = std::numeric_limits<TimeNs>::min();
   Lane* raw = l.get();
   lanes_.push_back(std::move(l));
   lane_of_.emplace(k, raw);
   return raw;
+}
+
+// [SECTION] Streaming the text (docs/trace-format.md, "Streaming the text")
+
+void FormattedTrace::stream_from(const Producer& produce, std::shared_ptr<const void> state) {
+  if (started_ || events_ || flows_added_)
+    throw std::logic_error("FormattedTrace: stream_from after the first event");
+  streamed_ = true;
+  producer_state_ = std::move(state);
+  mode_ = Mode::kSize;
+  produce(*this);
+}
+
+std::uint64_t FormattedTrace::event_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& l : lanes_) n += l->bytes;
+  return n;
+}
+
+void FormattedTrace::grow(Text& t, std::size_t n) {
+  if (mode_ != Mode::kPlace) {
+    t.grow(n);
+    return;
+  }
+  // Placing: the buffer's whole lines go out, the line being formatted moves to its front; the
+  // buffer grows only for a line longer than it.
+  write_run(*cur_);
+  const std::size_t partial = static_cast<std::size_t>(t.cur - t.line);
+  if (!t.blocks.empty() && static_cast<std::size_t>(t.lim - t.cur) >= n) return;
+  const std::size_t cap =
+      std::max({cur_->buffer, partial + n, t.blocks.empty() ? 0 : 2 * t.blocks[0].cap});
+  Block b;
+  b.data.reset(new_block(cap));
+  b.cap = cap;
+  if (partial) std::memcpy(b.data.get(), t.line, partial);
+  t.line = b.data.get();
+  t.cur = t.line + partial;
+  t.lim = t.line + cap;
+  t.blocks.clear();
+  t.blocks.push_back(std::move(b));
+}
+
+void FormattedTrace::write_run(Lane& l) {
+  Text& t = l.text;
+  if (t.blocks.empty()) return;
+  char* const d = t.blocks[0].data.get();
+  const std::size_t whole = static_cast<std::size_t>(t.line - d);
+  if (whole) {
+    // The part's first byte is the comma of the first line of traceEvents: dropped.
+    const Region& r = *l.region;
+    if (r.drops_first && l.run_at == 0) {
+      (*write_at_)(d + 1, whole - 1, r.file_offset);
+    } else {
+      (*write_at_)(d, whole, r.file_offset + l.run_at - (r.drops_first ? 1 : 0));
+    }
+    l.run_at += whole;
+  }
+  const std::size_t partial = static_cast<std::size_t>(t.cur - t.line);
+  if (whole && partial) std::memmove(d, t.line, partial);
+  t.line = d;
+  t.cur = d + partial;
+}
+
+void FormattedTrace::place_begin(Lane& l) {
+  if (l.next >= l.sized->sizes.size())
+    throw std::logic_error("FormattedTrace: the producer added more events than it had");
+  const std::uint64_t at = l.base + (l.sorted ? l.fill : l.at[l.next]);
+  Text& t = l.text;
+  const char* const d = t.blocks.empty() ? nullptr : t.blocks[0].data.get();
+  // The buffer holds one run of adjacent lines: a line that goes elsewhere starts another.
+  if (t.line != d && l.run_at + static_cast<std::uint64_t>(t.line - d) != at) write_run(l);
+  if (t.line == d) l.run_at = at;
+}
+
+void FormattedTrace::place_end(Lane& l, std::size_t n) {
+  if (n != l.sized->sizes[l.next])
+    throw std::logic_error("FormattedTrace: the producer formatted a line of another length");
+  if (l.sorted) l.fill += n;
+  ++l.next;
+}
+
+namespace {
+
+// Each unit's offset in its lane: units in the writer's order (by key, stable), their sizes added.
+std::vector<std::uint64_t> unit_offsets(const std::vector<TimeNs>& keys,
+                                        const std::vector<std::uint32_t>& sizes) {
+  std::vector<std::uint32_t> order(keys.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return keys[a] < keys[b]; });
+  std::vector<std::uint64_t> at(keys.size());
+  std::uint64_t off = 0;
+  for (const std::uint32_t i : order) {
+    at[i] = off;
+    off += sizes[i];
+  }
+  return at;
+}
+
+// Placing: a buffer per lane of at most 128 KiB, 16 MiB in all (4 KiB at least).
+constexpr std::size_t kPlaceBuffers = std::size_t{16} << 20, kPlaceBuffer = std::size_t{128} << 10,
+                      kMinPlaceBuffer = std::size_t{4} << 10;
+
+}  // namespace
+
+void FormattedTrace::place(const WriteAt& write_at, Region events, Region flows,
+                           const LaneArgsOf& lane_args, const Producer& produce) const {
+  if (!streamed()) throw std::logic_error("FormattedTrace: place of a trace not streamed");
+  if (!produce)
+    throw std::logic_error("FormattedTrace: a streamed trace written without its producer");
+  FormattedTrace p;
+  p.mode_ = Mode::kPlace;
+  p.sized_ = this;
+  p.write_at_ = &write_at;
+  p.regions_[0] = events;
+  p.regions_[1] = flows;
+  p.started_ = true;
+  p.base_ns_ = base_ns_;
+  // Lanes by (pid, tid), signed, as the writer's event_order; each at its offset in the events.
+  std::vector<const Lane*> lanes;
+  for (const auto& l : lanes_) lanes.push_back(l.get());
+  std::sort(lanes.begin(), lanes.end(), [](const Lane* a, const Lane* b) {
+    return a->pid != b->pid ? a->pid < b->pid : a->tid < b->tid;
+  });
+  const std::size_t buffer =
+      std::clamp(kPlaceBuffers / (lanes.size() + 1), kMinPlaceBuffer, kPlaceBuffer);
+  const auto prepare = [&](Lane& l, const Lane& s, const Region* r, std::uint64_t base) {
+    if (s.sizes.size() != s.ts_ns.size())
+      throw std::logic_error("FormattedTrace: lines and events differ");
+    l.sized = &s;
+    l.sorted = s.sorted;
+    l.region = r;
+    l.base = base;
+    l.buffer = static_cast<std::size_t>(std::min<std::uint64_t>(buffer, s.bytes));
+    if (!s.sorted) l.at = unit_offsets(s.ts_ns, s.sizes);
+  };
+  std::uint64_t base = 0;
+  for (const Lane* s : lanes) {
+    if (!(lane_args(s->pid, s->tid) == s->args))
+      throw std::logic_error(
+          "FormattedTrace: a lane's process or thread changed after its first event");
+    auto l = std::make_unique<Lane>();
+    l->pid = s->pid;
+    l->tid = s->tid;
+    l->args = s->args;
+    prepare(*l, *s, &p.regions_[0], base);
+    base += s->bytes;
+    p.lane_of_.emplace(key(s->pid, s->tid), l.get());
+    p.lanes_.push_back(std::move(l));
+  }
+  prepare(p.flows_, flows_, &p.regions_[1], 0);
+  produce(p);
+  const auto finish = [&](Lane& l) {
+    p.write_run(l);
+    if (l.next != l.sized->sizes.size())
+      throw std::logic_error("FormattedTrace: the producer added fewer events than it had");
+  };
+  for (const auto& l : p.lanes_) finish(*l);
+  finish(p.flows_);
 }
 
 namespace {
@@ -671,9 +907,8 @@ void emit_in_order(const std::vector<std::string_view>& units,
 
 }  // namespace
 
-void FormattedTrace::emit_events(
-    const Emit& emit,
-    const std::function<detail::LaneArgs(std::int32_t, std::int32_t)>& lane_args) const {
+void FormattedTrace::emit_events(const Emit& emit, const LaneArgsOf& lane_args) const {
+  if (streamed()) throw std::logic_error("FormattedTrace: emit_events of a streamed trace");
   // Lanes by (pid, tid), signed, as the writer's event_order.
   std::vector<const Lane*> lanes;
   for (const auto& l : lanes_) lanes.push_back(l.get());
@@ -702,18 +937,20 @@ void FormattedTrace::emit_events(
 }
 
 void FormattedTrace::emit_flows(const Emit& emit) const {
-  const auto blocks = [&](auto&& f) { flows_.for_each_block(f); };
-  if (flows_sorted_) {
+  if (streamed()) throw std::logic_error("FormattedTrace: emit_flows of a streamed trace");
+  const auto blocks = [&](auto&& f) { flows_.text.for_each_block(f); };
+  if (flows_.sorted) {
     blocks(emit);
     return;
   }
   const std::vector<std::string_view> units = units_of(blocks, 2);
-  if (units.size() != flow_ids_.size())
+  if (units.size() != flows_.ts_ns.size())
     throw std::logic_error("FormattedTrace: lines and flows differ");
   std::vector<std::uint32_t> order(units.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return flow_ids_[a] < flow_ids_[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return flows_.ts_ns[a] < flows_.ts_ns[b];
+  });
   emit_in_order(units, order, emit);
 }
 
@@ -723,8 +960,22 @@ void write_chrome_trace_file(const Trace& trace, const std::string& path) {
   write_file_atomically(path, [&](std::ostream& out) { write_chrome_trace(trace, out); });
 }
 
-void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path) {
-  write_file_atomically(path, [&](std::ostream& out) { write_chrome_trace(trace, out); });
+void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path,
+                             const FormattedTrace::Producer& produce) {
+  if (trace.streamed() && !produce)
+    throw std::logic_error("FormattedTrace: a streamed trace written without its producer");
+  if (!trace.streamed()) {
+    write_file_atomically(path, [&](std::ostream& out) { write_chrome_trace(trace, out); });
+    return;
+  }
+  // Streamed: each line formatted into a small buffer and written at its offset (pwrite), so that
+  // the text is never held in full (docs/trace-format.md, "Streaming the text").
+  write_file_atomically_fd(path, [&](int fd) {
+    const FormattedTrace::WriteAt at = [&](const char* d, std::size_t n, std::uint64_t off) {
+      write_fully_at(fd, d, n, off, path);
+    };
+    Writer(trace.rest, at, trace, produce).write();
+  });
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -33,6 +34,11 @@ void write_per_rank_traces(const Trace& trace, const std::string& dir);
 // in the order they were added. Lines are kept per lane (pid, tid) in blocks, with each event's ts,
 // so that the writer's order (lanes by (pid, tid), each by ts, stable; flows by id, stable) is
 // made at the end without parsing them back.
+//
+// Streamed (stream_from, what build_formatted_trace makes; docs/trace-format.md, "Streaming the
+// text"): the lines are only counted (detail::Count) and are not kept; writing the trace
+// calls the producer again and formats each line straight into its place in the output, through
+// a small buffer per lane, so that the text never exists in memory in full.
 class FormattedTrace {
  public:
   // Everything but the events and flows: base_ns, rank, world_size, metadata, processes,
@@ -40,69 +46,143 @@ class FormattedTrace {
   // stream args must be set before the first event; the writer checks it (std::logic_error).
   Trace rest;
 
+  // Adds the events and flows of this trace to its argument (the same ones, in the same order,
+  // every call); `rest` of its argument need only be filled when wants_rest() of it is true.
+  using Producer = std::function<void(FormattedTrace&)>;
+  // Streams the trace: calls PRODUCE(*this) now, keeping only each line's length (and `rest`).
+  // The trace does not keep PRODUCE: it is written with a producer of the same events passed to
+  // the writer (write_chrome_trace_file(trace, path, produce)), made then from data alive then,
+  // so that a trace never refers to data that may have moved. STATE is kept for that producer
+  // (what its first call computed and the second may reuse; producer_state()).
+  void stream_from(const Producer& produce, std::shared_ptr<const void> state = {});
+  bool streamed() const { return streamed_; }
+  const std::shared_ptr<const void>& producer_state() const { return producer_state_; }
+  // False while the producer is called again to write the lines: `rest` is not read then.
+  bool wants_rest() const { return mode_ != Mode::kPlace; }
+
   void begin_event(std::int32_t pid, std::int32_t tid, TimeNs ts_ns, TimeNs dur_ns,
                    std::string_view name, std::string_view cat, EventClass cls, std::int64_t op_id,
                    std::int64_t correlation) {
     Lane& l = lane(pid, tid);
-    if (ts_ns < l.last_ts_ns) l.sorted = false;
-    l.last_ts_ns = ts_ns;
-    l.ts_ns.push_back(ts_ns);
+    cur_ = &l;
+    ++events_;
     const std::string_view cls_name = detail::class_name(cls);
-    char* p = l.text.room(detail::event_head_bound(name, cat, cls_name));
+    if (mode_ == Mode::kPlace) {
+      place_begin(l);
+    } else {
+      if (ts_ns < l.last_ts_ns) l.sorted = false;
+      l.last_ts_ns = ts_ns;
+      l.ts_ns.push_back(ts_ns);
+      if (mode_ == Mode::kSize) {
+        count_ = detail::put_event_head(detail::raw_lit(detail::Count{}, ",\n    {"), cat, name,
+                                        pid, tid, ts_ns - base_ns_, dur_ns, l.args, correlation,
+                                        op_id, cls_name);
+        return;
+      }
+    }
+    Text& t = l.text;
+    cur_text_ = &t;
+    char* p = room(t, detail::event_head_bound(name, cat, cls_name));
     p = detail::raw_lit(p, ",\n    {");
     p = detail::put_event_head(p, cat, name, pid, tid, ts_ns - base_ns_, dur_ns, l.args,
                                correlation, op_id, cls_name);
-    l.text.cur = p;
-    cur_ = &l;
-    ++events_;
+    t.cur = p;
   }
   // An arg of the event begun last: std::int64_t, double or a string.
   template <class V>
   void arg(std::string_view key, const V& v) {
-    Text& t = cur_->text;
+    if (mode_ == Mode::kSize) {
+      if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, double>) {
+        count_ = detail::put_arg(count_, key, v);
+      } else {
+        count_ = detail::put_arg(count_, key, std::string_view(v));
+      }
+      return;
+    }
+    Text& t = *cur_text_;
     if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, double>) {
-      t.cur = detail::put_arg(t.room(detail::arg_bound(key)), key, v);
+      t.cur = detail::put_arg(room(t, detail::arg_bound(key)), key, v);
     } else {
       const std::string_view sv(v);
-      t.cur = detail::put_arg(t.room(detail::arg_bound(key, sv)), key, sv);
+      t.cur = detail::put_arg(room(t, detail::arg_bound(key, sv)), key, sv);
     }
   }
   void end_event() {
-    Text& t = cur_->text;
-    t.cur = detail::put_event_end(t.room(2));
-    t.line = t.cur;
+    if (mode_ == Mode::kSize) {
+      add_size(*cur_, detail::put_event_end(count_).n);
+      return;
+    }
+    Text& t = *cur_text_;
+    t.cur = detail::put_event_end(room(t, 2));
+    end_unit(*cur_, t);
   }
   void add_flow(std::int64_t id, std::string_view name, std::string_view cat, std::int32_t from_pid,
                 std::int32_t from_tid, TimeNs from_ts_ns, std::int32_t to_pid, std::int32_t to_tid,
                 TimeNs to_ts_ns) {
-    if (!flow_ids_.empty() && id < flow_ids_.back()) flows_sorted_ = false;
-    flow_ids_.push_back(id);
     if (!started_) start();
+    Lane& l = flows_;
+    cur_ = &l;
+    ++flows_added_;
+    if (mode_ == Mode::kPlace) {
+      place_begin(l);
+    } else {
+      if (id < l.last_ts_ns) l.sorted = false;
+      l.last_ts_ns = id;
+      l.ts_ns.push_back(id);  // a flow's key is its id
+      if (mode_ == Mode::kSize) {
+        detail::Count c = detail::raw_lit(detail::Count{}, ",\n    {");
+        c = detail::put_flow_end(c, 0, id, from_pid, from_tid, from_ts_ns - base_ns_, cat, name);
+        c = detail::raw_lit(c, ",\n    {");
+        c = detail::put_flow_end(c, 1, id, to_pid, to_tid, to_ts_ns - base_ns_, cat, name);
+        add_size(l, c.n);
+        return;
+      }
+    }
+    Text& t = l.text;
+    cur_text_ = &t;
     const std::size_t bound = detail::flow_end_bound(name, cat) + 8;
-    char* p = flows_.room(2 * bound);
+    char* p = room(t, 2 * bound);
     p = detail::raw_lit(p, ",\n    {");
     p = detail::put_flow_end(p, 0, id, from_pid, from_tid, from_ts_ns - base_ns_, cat, name);
     p = detail::raw_lit(p, ",\n    {");
     p = detail::put_flow_end(p, 1, id, to_pid, to_tid, to_ts_ns - base_ns_, cat, name);
-    flows_.cur = p;
-    flows_.line = p;
+    t.cur = p;
+    end_unit(l, t);
   }
   std::size_t event_count() const { return events_; }
-  std::size_t flow_count() const { return flow_ids_.size(); }
+  std::size_t flow_count() const { return flows_added_; }
 
   // For the writer: EMIT gets the event lines (each ",\n    {…}") in the writer's order, in runs
   // of adjacent bytes; LANE_ARGS is the writer's device and stream args of a lane, which must be
-  // those each lane's events were formatted with.
+  // those each lane's events were formatted with. Not streamed only.
   using Emit = std::function<void(const char*, std::size_t)>;
-  void emit_events(
-      const Emit& emit,
-      const std::function<detail::LaneArgs(std::int32_t, std::int32_t)>& lane_args) const;
+  using LaneArgsOf = std::function<detail::LaneArgs(std::int32_t, std::int32_t)>;
+  void emit_events(const Emit& emit, const LaneArgsOf& lane_args) const;
   void emit_flows(const Emit& emit) const;
   TimeNs formatted_base_ns() const { return base_ns_; }
 
+  // For the writer, streamed only: the bytes of the event lines and of the flow lines, each with
+  // its leading comma.
+  std::uint64_t event_bytes() const;
+  std::uint64_t flow_bytes() const { return flows_.bytes; }
+  // Where a run of lines goes: AT is its offset among its part's lines (events or flows), each
+  // with its comma; the first line of traceEvents drops it.
+  struct Region {
+    std::uint64_t file_offset = 0;  // of the part's first byte
+    bool drops_first = false;       // the part's first byte (a comma) is not written
+  };
+  // Writes N bytes at offset AT of the output.
+  using WriteAt = std::function<void(const char*, std::size_t, std::uint64_t)>;
+  // Calls PRODUCE (the producer of stream_from's events) and writes the event and flow lines into
+  // their regions through WRITE_AT, in runs of at most a small buffer per lane.
+  void place(const WriteAt& write_at, Region events, Region flows, const LaneArgsOf& lane_args,
+             const Producer& produce) const;
+
  private:
+  enum class Mode { kText, kSize, kPlace };
   // Lines in blocks that never move (a line never spans two); LINE is where the line being
-  // formatted starts, CUR where it ends so far.
+  // formatted starts, CUR where it ends so far. Placing: one block, holding a run of whole lines
+  // that goes to the output at RUN_AT (their offset in the part) and the line being formatted.
   struct Free {
     void operator()(char* p) const noexcept { std::free(p); }
   };
@@ -115,21 +195,30 @@ class FormattedTrace {
     char* line = nullptr;
     char* cur = nullptr;
     char* lim = nullptr;
-    char* room(std::size_t n) {
-      if (static_cast<std::size_t>(lim - cur) < n) grow(n);
-      return cur;
-    }
     void grow(std::size_t n);
     template <class F>
     void for_each_block(F&& f) const;
   };
+  // A lane's lines: the events of one (pid, tid), or the flows (keyed by id instead of ts).
   struct Lane {
     std::int32_t pid = 0, tid = 0;
     detail::LaneArgs args;
     Text text;
-    std::vector<TimeNs> ts_ns;
-    TimeNs last_ts_ns = 0;
+    std::vector<TimeNs> ts_ns;  // each unit's key (an event's ts, a flow's id)
+    TimeNs last_ts_ns = std::numeric_limits<TimeNs>::min();
     bool sorted = true;
+    // Streamed: each unit's bytes (an event: one line, a flow: two) and their sum.
+    std::vector<std::uint32_t> sizes;
+    std::uint64_t bytes = 0;
+    // Placing: this lane's offset in its part and how it is written.
+    const Lane* sized = nullptr;     // the lane of the streamed trace
+    const Region* region = nullptr;  // events' or flows'
+    std::uint64_t base = 0;          // offset of the lane's first byte in its part
+    std::vector<std::uint64_t> at;   // not sorted: each unit's offset in the lane
+    std::size_t next = 0;            // units placed
+    std::uint64_t fill = 0;          // sorted: bytes placed
+    std::uint64_t run_at = 0;        // offset in the part of the buffer's first byte
+    std::size_t buffer = 0;          // the buffer's size
   };
   static std::uint64_t key(std::int32_t pid, std::int32_t tid) {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pid)) << 32) |
@@ -152,24 +241,53 @@ class FormattedTrace {
   }
   Lane* find_lane(std::uint64_t k, std::int32_t pid, std::int32_t tid);
   void start();  // at the first event or flow: base_ns and the lanes' args from `rest`
+  char* room(Text& t, std::size_t n) {
+    if (static_cast<std::size_t>(t.lim - t.cur) < n) grow(t, n);
+    return t.cur;
+  }
+  void grow(Text& t, std::size_t n);  // placing: writes the run out first
+  // A unit (an event's line, a flow's two) ends at T.cur.
+  void end_unit(Lane& l, Text& t) {
+    if (mode_ == Mode::kPlace) place_end(l, static_cast<std::size_t>(t.cur - t.line));
+    t.line = t.cur;
+  }
+  // Streamed, first build: a unit of N bytes, counted, not kept.
+  void add_size(Lane& l, std::size_t n) {
+    l.sizes.push_back(static_cast<std::uint32_t>(n));
+    l.bytes += n;
+  }
+  void place_begin(Lane& l);
+  void place_end(Lane& l, std::size_t n);
+  void write_run(Lane& l);  // placing: the buffer's whole lines to the output
 
+  Mode mode_ = Mode::kText;
+  bool streamed_ = false;
+  std::shared_ptr<const void> producer_state_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::unordered_map<std::uint64_t, Lane*> lane_of_;
   Lane* last_[2] = {nullptr, nullptr};
   std::uint64_t last_key_[2] = {0, 0};
   Lane* cur_ = nullptr;
+  Text* cur_text_ = nullptr;
   bool started_ = false;
   TimeNs base_ns_ = 0;
   std::unordered_map<std::int32_t, int> gpu_of_pid_;
   std::unordered_map<std::uint64_t, bool> gpu_lane_;
-  std::size_t events_ = 0;
-  Text flows_;
-  std::vector<std::int64_t> flow_ids_;
-  bool flows_sorted_ = true;
+  std::size_t events_ = 0, flows_added_ = 0;
+  Lane flows_;
+  detail::Count count_;  // streamed, first build: the bytes of the event being counted
+  // Placing: the streamed trace, the output.
+  const FormattedTrace* sized_ = nullptr;
+  const WriteAt* write_at_ = nullptr;
+  Region regions_[2];
 };
 
-void write_chrome_trace(const FormattedTrace& trace, std::ostream& out);
+// PRODUCE: for a streamed trace, the producer of its events (FormattedTrace::stream_from); a
+// streamed trace without one is a std::logic_error. Ignored for a trace that is not streamed.
+void write_chrome_trace(const FormattedTrace& trace, std::ostream& out,
+                        const FormattedTrace::Producer& produce = {});
 // Atomically, as write_chrome_trace_file of a Trace.
-void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path);
+void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path,
+                             const FormattedTrace::Producer& produce = {});
 
 }  // namespace csim::prof

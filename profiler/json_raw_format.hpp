@@ -193,4 +193,69 @@ inline char* raw_counter_value(char* p, double v) {
   return std::to_chars(p, p + 32, v).ptr;
 }
 
+// [SECTION] Counting: a line's length without its bytes (the first build of a streamed
+// FormattedTrace, docs/trace-format.md "Streaming the text"). Each raw_* above has a twin taking a
+// Count that adds the bytes it would write, so that a line's functions (chrome_trace_lines.hpp),
+// templates on where they write, count with the same code they format with.
+struct Count {
+  std::size_t n = 0;
+};
+
+template <std::size_t N>
+inline Count raw_lit(Count c, const char (&)[N]) {
+  c.n += N - 1;
+  return c;
+}
+inline Count raw_uint(Count c, std::uint64_t v) {
+  c.n += static_cast<std::size_t>(decimal_digits(v));
+  return c;
+}
+inline Count raw_int(Count c, std::int64_t v) {
+  if (v < 0) {
+    ++c.n;
+    return raw_uint(c, 0 - static_cast<std::uint64_t>(v));
+  }
+  return raw_uint(c, static_cast<std::uint64_t>(v));
+}
+inline Count raw_us(Count c, TimeNs ns) {
+  const std::uint64_t mag =
+      ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+  c.n += (ns < 0 ? 1 : 0) + 4;
+  return raw_uint(c, mag / 1000);
+}
+// As raw_string: plain runs skipped eight bytes at a time, each escaped byte 2 bytes (\", \\, \n,
+// \r, \t, \b, \f) or 6 (\u00XX).
+inline Count raw_string(Count c, std::string_view s) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+  constexpr bool kLittleEndian = std::endian::native == std::endian::little;
+  c.n += 2 + s.size();
+  const char* in = s.data();
+  const char* const end = in + s.size();
+  while (in < end) {
+    if (kLittleEndian && end - in >= 8) {
+      std::uint64_t x;
+      std::memcpy(&x, in, 8);
+      const std::uint64_t q = x ^ (kOnes * '"'), b = x ^ (kOnes * '\\');
+      const std::uint64_t m =
+          (((q - kOnes) & ~q) | ((b - kOnes) & ~b) | ((x - kOnes * 0x20) & ~x)) & kHighs;
+      if (m == 0) {
+        in += 8;
+        continue;
+      }
+      in += std::countr_zero(m) / 8;
+    }
+    const auto ch = static_cast<unsigned char>(*in++);
+    if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
+    const bool short_escape = ch == '"' || ch == '\\' || ch == '\n' || ch == '\r' || ch == '\t' ||
+                              ch == '\b' || ch == '\f';
+    c.n += short_escape ? 1 : 5;
+  }
+  return c;
+}
+inline Count raw_double_arg(Count c, double v) {
+  char b[kRawNumberBound];
+  c.n += static_cast<std::size_t>(raw_double_arg(b, v) - b);
+  return c;
+}
+
 }  // namespace csim::prof::detail

@@ -89,6 +89,18 @@ RunResult run(const RunRequest& request) {
   return run_real(request);
 }
 
+void write_trace_file(const RunResult& run, const core::Scenario& scenario,
+                      const std::string& path) {
+  if (!run.trace_formatted) {
+    prof::write_chrome_trace_file(run.trace, path);
+    return;
+  }
+  prof::write_chrome_trace_file(
+      run.formatted_trace, path,
+      backend::formatted_trace_producer(run.formatted_trace, scenario, run.program, run.result,
+                                        run.memory));
+}
+
 RunResult simulate(const core::Scenario& scenario, const core::RunControl& control) {
   RunRequest rq;
   rq.scenario = &scenario;

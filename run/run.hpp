@@ -64,7 +64,9 @@ struct RunRequest {
   // With trace, for a front end that only writes the trace (simrun -o): the simulator formats it
   // while building it (RunResult::formatted_trace, trace_formatted true; RunResult::trace stays
   // empty), the same file without TraceEvent objects (docs/trace-format.md, "Formatting while
-  // building"). Real backends ignore it and fill RunResult::trace.
+  // building"). Real backends ignore it and fill RunResult::trace. The formatted trace is
+  // streamed ("Streaming the text"): write_trace_file builds its events again from the
+  // RunResult's program, result and memory and from the scenario.
   bool format_trace = false;
   core::RunControl control;          // cancel flag, ops-done counter
   ProgressSink* progress = nullptr;  // optional; control.ops_done is its counter
@@ -99,6 +101,10 @@ struct RunResult {
 // here: exit 3). An interrupted run (control.cancel) keeps the steps that completed, marked
 // incomplete (docs/limits.md); a real run whose rank failed says so in RunResult::failure.
 RunResult run(const RunRequest& request);
+// Writes RUN's trace to PATH atomically: RunResult::trace, or the formatted trace (its events
+// built again from RUN and SCENARIO, the scenario it was run on; RunRequest::format_trace).
+void write_trace_file(const RunResult& run, const core::Scenario& scenario,
+                      const std::string& path);
 
 // The simulator with its trace: run() of {&scenario, Backend::kSim, trace = true, control}.
 RunResult simulate(const core::Scenario& scenario, const core::RunControl& control = {});

@@ -17,6 +17,7 @@
 #include "core/lowering/lowering.hpp"
 #include "core/memory_timeline.hpp"
 #include "core/scenario_parser.hpp"
+#include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "run/run.hpp"
 #include "test_support.hpp"
@@ -30,9 +31,10 @@ std::string written(const prof::Trace& t) {
   prof::write_chrome_trace(t, os);
   return os.str();
 }
-std::string written(const prof::FormattedTrace& t) {
+std::string written(const prof::FormattedTrace& t,
+                    const prof::FormattedTrace::Producer& produce = {}) {
   std::ostringstream os;
-  prof::write_chrome_trace(t, os);
+  prof::write_chrome_trace(t, os, produce);
   return os.str();
 }
 
@@ -54,10 +56,12 @@ void same_file(const std::string& file, const std::vector<std::string>& sets = {
   const core::MemoryReport mem = core::memory_timeline(p, res.timings, sc.cluster);
   const prof::Trace tr = backend::build_trace(sc, p, res, mem);
   const prof::FormattedTrace ft = backend::build_formatted_trace(sc, p, res, mem);
+  const prof::FormattedTrace::Producer produce =
+      backend::formatted_trace_producer(ft, sc, p, res, mem);
   // Expected: the same events and flows were added, so the same bytes.
   CHECK(ft.event_count() == tr.events.size());
   CHECK(ft.flow_count() == tr.flows.size());
-  const std::string a = written(tr), b = written(ft);
+  const std::string a = written(tr), b = written(ft, produce);
   CHECK(a.size() == b.size());
   CHECK(a == b);
 }
@@ -94,13 +98,20 @@ TEST_CASE("formatted trace: run() with format_trace, and the file writer", "[tra
   const std::filesystem::path dir = test::fresh_dir("csim_", "formatted_trace");
   const std::string pa = (dir / "a.json").string(), pb = (dir / "b.json").string();
   prof::write_chrome_trace_file(in_memory.trace, pa);
-  prof::write_chrome_trace_file(formatted.formatted_trace, pb);
+  run::write_trace_file(formatted, sc, pb);
   const auto slurp = [](const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
   CHECK(!slurp(pa).empty());
   CHECK(slurp(pa) == slurp(pb));
+  // A RunResult moved before it is written (its program, result and memory at new addresses):
+  // the streamed trace refers to none of them, so the same bytes.
+  run::RunResult first = run::run(rq);
+  const run::RunResult moved(std::move(first));
+  const std::string pc = (dir / "c.json").string();
+  run::write_trace_file(moved, sc, pc);
+  CHECK(slurp(pc) == slurp(pa));
 }
 
 TEST_CASE("formatted trace: lanes and flows out of order, no processes", "[trace][formatted]") {
@@ -145,6 +156,86 @@ TEST_CASE("formatted trace: lanes and flows out of order, no processes", "[trace
   CHECK(a == b);
   // Expected first line of traceEvents: the (-1, 3) lane's event, as the first line.
   CHECK(b.find("\"traceEvents\": [\n    {\"ph\": \"X\"") != std::string::npos);
+}
+
+TEST_CASE("formatted trace: streamed, lanes and flows out of order, no processes",
+          "[trace][formatted]") {
+  // The hand-made case above, streamed (FormattedTrace::stream_from, as build_formatted_trace
+  // makes it): the lines are counted, then formatted again into their places, through a stream
+  // and through the file writer (pwrite at offsets). A producer whose lines change between its
+  // calls is refused, and leaves no file. The names have every kind of escape (\", \n, \u0001,
+  // \\), which the first build counts without writing.
+  prof::Trace tr;
+  tr.base_ns = 100;
+  struct E {
+    int pid, tid;
+    TimeNs ts;
+    const char* name;
+  };
+  const std::vector<E> events = {{1, 2, 500, "b"},        {0, 7, 300, "x"}, {1, 2, 200, "a\"q\n"},
+                                 {1, 2, 500, "c"},        {0, 7, 100, "y"}, {1, 2, 100, "d"},
+                                 {-1, 3, 50, "neg\x01\\"}};
+  const std::vector<std::int64_t> flow_ids = {5, 2, 9, 2};
+  for (const E& e : events) {
+    prof::TraceEvent& te = tr.events.emplace_back();
+    te.pid = e.pid;
+    te.tid = e.tid;
+    te.ts_ns = e.ts;
+    te.dur_ns = 10;
+    te.name = e.name;
+    te.cat = "kernel";
+    te.cls = prof::EventClass::kCompute;
+    te.op_id = 4;
+    te.args.push_back({"n", std::int64_t{-3}});
+    te.args.push_back({"s", std::string("v\t")});
+  }
+  for (const std::int64_t id : flow_ids)
+    tr.flows.push_back({id, "dependency", "dependency", 0, 7, 300, 1, 2, 500});
+  int calls = 0;
+  bool change = false;
+  const auto produce = [&](prof::FormattedTrace& ft) {
+    ++calls;
+    ft.rest.base_ns = 100;
+    for (const E& e : events) {
+      ft.begin_event(e.pid, e.tid, e.ts, 10, e.name, "kernel", prof::EventClass::kCompute, 4, -1);
+      ft.arg("n", std::int64_t{change && calls > 1 ? 300 : -3});
+      ft.arg("s", std::string("v\t"));
+      ft.end_event();
+    }
+    for (const std::int64_t id : flow_ids)
+      ft.add_flow(id, "dependency", "dependency", 0, 7, 300, 1, 2, 500);
+  };
+  prof::FormattedTrace ft;
+  ft.stream_from(produce);
+  REQUIRE(ft.streamed());
+  CHECK(calls == 1);
+  CHECK(ft.event_count() == events.size());
+  CHECK(ft.flow_count() == flow_ids.size());
+  const std::string a = written(tr);
+  CHECK(written(ft, produce) == a);
+  CHECK(calls == 2);
+  const std::filesystem::path dir = test::fresh_dir("csim_", "formatted_streamed");
+  const std::string path = (dir / "t.json").string();
+  prof::write_chrome_trace_file(ft, path, produce);
+  std::ifstream in(path, std::ios::binary);
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == a);
+  // Expected: the trace keeps no producer (nothing it could refer to after its data moved):
+  // written without one it is refused before anything is written.
+  const std::string none = (dir / "none.json").string();
+  CHECK_THROWS_AS(prof::write_chrome_trace_file(ft, none), std::logic_error);
+  CHECK(!std::filesystem::exists(none));
+  std::ostringstream none_os;
+  CHECK_THROWS_AS(prof::write_chrome_trace(ft, none_os), std::logic_error);
+  CHECK(none_os.str().empty());
+  // Expected: a line of another length at the second call is refused; no file, no temporary.
+  change = true;
+  calls = 0;
+  prof::FormattedTrace changing;
+  changing.stream_from(produce);
+  const std::string bad = (dir / "bad.json").string();
+  CHECK_THROWS_AS(prof::write_chrome_trace_file(changing, bad, produce), std::logic_error);
+  CHECK(!std::filesystem::exists(bad));
+  CHECK(prof::inflight_temporary_count() == 0);
 }
 
 TEST_CASE("formatted trace: a lane's thread added after its events is refused",

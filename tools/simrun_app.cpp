@@ -228,13 +228,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     for (const std::string& w : run.warnings) err << "simrun: warning: " << w << "\n";
     set_writing(true);
-    if (!trace_path.empty()) {
-      if (run.trace_formatted) {
-        prof::write_chrome_trace_file(run.formatted_trace, trace_path);
-      } else {
-        prof::write_chrome_trace_file(run.trace, trace_path);
-      }
-    }
+    if (!trace_path.empty()) run::write_trace_file(run, scenario, trace_path);
     if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);
     if (!summary_path.empty()) {
       prof::write_file_atomically(summary_path, [&](std::ostream& os) {

@@ -5,6 +5,7 @@
 #include "backends/common/cuda_sync_plan.hpp"
 #include "backends/common/kineto_names.hpp"
 #include "core/cost/collective_cost.hpp"
+#include "core/error.hpp"
 #include "core/step_spans.hpp"
 #include "core/topology.hpp"
 #include "core/transformer_flops.hpp"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -69,6 +71,8 @@ class TraceSink {
  public:
   explicit TraceSink(prof::Trace& tr) : tr_(tr) {}
   prof::Trace& rest() { return tr_; }
+  bool wants_rest() const { return true; }
+  static constexpr bool kReserves = true;
   void reserve(std::size_t events, std::size_t flows) {
     tr_.events.reserve(tr_.events.size() + events);
     tr_.flows.reserve(tr_.flows.size() + flows);
@@ -114,7 +118,10 @@ class FormattedSink {
  public:
   explicit FormattedSink(prof::FormattedTrace& ft) : ft_(ft) {}
   prof::Trace& rest() { return ft_.rest; }
-  void reserve(std::size_t, std::size_t) {}
+  // False when the events are produced again to be written (prof::FormattedTrace::stream_from):
+  // the counters and metadata are not made again.
+  bool wants_rest() const { return ft_.wants_rest(); }
+  static constexpr bool kReserves = false;  // lines are not held
   template <class Name>
   void begin(int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name, const char* cat,
              EventClass cls, std::int64_t op_id, std::int64_t correlation, std::size_t) {
@@ -460,10 +467,24 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
 
 namespace {
 
+// What the builder derives from the timings before its events: made once per trace, so that a
+// streamed trace's second build (prof::FormattedTrace::stream_from) does not make it again.
+struct BuildPrep {
+  CudaSyncPlan sync;
+  std::vector<core::StepSpan> step_spans;
+};
+BuildPrep build_prep(const core::Program& p, const core::ExecutionResult& r) {
+  // Stream and host dependencies become CUDA events as Kineto records them with
+  // enable_cuda_sync_events (cuda_sync_plan.hpp); the ProfilerStep#N spans (core/step_spans.hpp).
+  return {plan_cuda_sync(p, r.timings, static_cast<std::int64_t>(p.ops.size()) + 1),
+          core::step_spans(p, r.timings)};
+}
+
 // build_trace's body, into either sink: the one builder of both paths.
 template <class Sink>
 void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
-                const core::ExecutionResult& r, const core::MemoryReport& mem) {
+                const core::ExecutionResult& r, const core::MemoryReport& mem,
+                const BuildPrep& prep) {
   prof::Trace& tr = sink.rest();
   tr.base_ns = 0;
   tr.world_size = static_cast<int>(p.active_gpus.size());
@@ -497,10 +518,10 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
   // Names, categories and args follow Kineto and NCCL (backends/common/kineto_names.hpp;
   // docs/trace-format.md, "Kineto conventions"); stream and host dependencies become CUDA
   // events as Kineto records them with enable_cuda_sync_events (cuda_sync_plan.hpp).
-  const CudaSyncPlan sync = plan_cuda_sync(p, timing, static_cast<std::int64_t>(p.ops.size()) + 1);
+  const CudaSyncPlan& sync = prep.sync;
   // The ProfilerStep#N spans (drawn below): a host wait on a GPU's loop thread starts no earlier
   // than its op's step there, so it nests in that step's annotation.
-  const std::vector<core::StepSpan> step_spans = core::step_spans(p, timing);
+  const std::vector<core::StepSpan>& step_spans = prep.step_spans;
   std::map<std::pair<int, int>, TimeNs> step_start;  // (gpu, step) -> start
   for (const core::StepSpan& ss : step_spans) step_start[{ss.gpu, ss.step}] = ss.start_ns;
   std::int64_t next_corr = sync.next_corr;
@@ -529,7 +550,7 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
                               0);
   // The events and flows counted first, so that each vector is allocated once: growing a vector
   // of a million events moves every one of them (docs/trace-format.md, "Building speed").
-  {
+  if constexpr (Sink::kReserves) {
     const OpEventCount n = count_op_events(p, timing, sync);
     sink.reserve(n.events + step_spans.size(), n.flows);
   }
@@ -730,6 +751,8 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
   // [SECTION] ProfilerStep#N spans per GPU (detail::add_step_annotations).
   step_annotations(sink, p, step_spans);
 
+  if (!sink.wants_rest()) return;
+
   // [SECTION] Memory counters: allocated bytes per GPU, in total and by category.
   detail::add_memory_counters(tr, mem);
 
@@ -743,17 +766,39 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
                         const core::ExecutionResult& r, const core::MemoryReport& mem) {
   prof::Trace tr;
   TraceSink sink(tr);
-  build_into(sink, s, p, r, mem);
+  build_into(sink, s, p, r, mem, build_prep(p, r));
   return tr;
 }
 
 prof::FormattedTrace build_formatted_trace(const core::Scenario& s, const core::Program& p,
                                            const core::ExecutionResult& r,
                                            const core::MemoryReport& mem) {
+  // Streamed (docs/trace-format.md, "Streaming the text"): built once now to count each line's
+  // bytes and fill `rest`, and again when written (formatted_trace_producer), each line formatted
+  // into its place in the file. The sync plan and step spans are kept for the second build (already
+  // in memory: making them again cost as much CPU as keeping them costs memory).
   prof::FormattedTrace ft;
-  FormattedSink sink(ft);
-  build_into(sink, s, p, r, mem);
+  auto prep = std::make_shared<const BuildPrep>(build_prep(p, r));
+  ft.stream_from(
+      [&](prof::FormattedTrace& into) {
+        FormattedSink sink(into);
+        build_into(sink, s, p, r, mem, *prep);
+      },
+      prep);
   return ft;
+}
+
+prof::FormattedTrace::Producer formatted_trace_producer(const prof::FormattedTrace& ft,
+                                                        const core::Scenario& s,
+                                                        const core::Program& p,
+                                                        const core::ExecutionResult& r,
+                                                        const core::MemoryReport& mem) {
+  auto prep = std::static_pointer_cast<const BuildPrep>(ft.producer_state());
+  CSIM_ASSERT_MSG(prep != nullptr, "formatted_trace_producer: not a build_formatted_trace trace");
+  return [&s, &p, &r, &mem, prep](prof::FormattedTrace& into) {
+    FormattedSink sink(into);
+    build_into(sink, s, p, r, mem, *prep);
+  };
 }
 
 int completed_steps(const core::Program& p, const core::ExecutionResult& r) {

@@ -17,11 +17,21 @@ prof::Trace build_trace(const core::Scenario& scenario, const core::Program& pro
                         const core::ExecutionResult& result, const core::MemoryReport& memory);
 // The same trace formatted as it is built, for a run whose trace is only written
 // (docs/trace-format.md, "Formatting while building"): its file is byte for byte that of
-// build_trace's, and no TraceEvent is made.
+// build_trace's, and no TraceEvent is made. The trace is streamed (prof::FormattedTrace::
+// stream_from): it holds each line's length, not the lines, and is written with
+// formatted_trace_producer's producer, which builds its events again.
 prof::FormattedTrace build_formatted_trace(const core::Scenario& scenario,
                                            const core::Program& program,
                                            const core::ExecutionResult& result,
                                            const core::MemoryReport& memory);
+// The producer that writes TRACE (prof::write_chrome_trace_file(trace, path, producer)): the
+// events of build_formatted_trace from the same SCENARIO, PROGRAM, RESULT and MEMORY (equal
+// values; they may have moved since), which it refers to until it is destroyed.
+prof::FormattedTrace::Producer formatted_trace_producer(const prof::FormattedTrace& trace,
+                                                        const core::Scenario& scenario,
+                                                        const core::Program& program,
+                                                        const core::ExecutionResult& result,
+                                                        const core::MemoryReport& memory);
 
 // An interrupted run (result.complete false, docs/limits.md "Interruption"): keeps the steps that
 // completed, 1..K with every op of each run, and forgets the timings of the later steps' ops, so

@@ -103,33 +103,38 @@ inline std::size_t raw_string_bound(std::string_view s) {
   return 6 * s.size() + 2 + 8;
 }
 
+// The high bit of each byte of X (eight bytes of a string, read little-endian) that JSON escapes:
+// '"', '\\', bytes < 0x20 (bytes >= 0x80 are excluded: they are written as they are). The lowest
+// flag is exact (borrows only flag bytes above a flagged one).
+inline std::uint64_t escape_flags(std::uint64_t x) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+  const std::uint64_t q = x ^ (kOnes * '"'), b = x ^ (kOnes * '\\');
+  return (((q - kOnes) & ~q) | ((b - kOnes) & ~b) | ((x - kOnes * 0x20) & ~x)) & kHighs;
+}
+// How many of the eight bytes at IN (read little-endian) come before the first one JSON escapes:
+// 8 when none does.
+inline int plain_prefix8(const char* in) {
+  std::uint64_t x;
+  std::memcpy(&x, in, 8);
+  const std::uint64_t m = escape_flags(x);
+  return m == 0 ? 8 : std::countr_zero(m) / 8;
+}
+
 // S as a JSON string: '"', '\\' and control characters escaped (\", \\, \n, \r, \t, \b, \f, else
 // \u00XX); other bytes, UTF-8 included, as they are. Plain runs are copied eight bytes at a time.
 inline char* raw_string(char* p, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
   constexpr bool kLittleEndian = std::endian::native == std::endian::little;
   *p++ = '"';
   const char* in = s.data();
   const char* const end = in + s.size();
   while (in < end) {
     if (kLittleEndian && end - in >= 8) {
-      std::uint64_t x;
-      std::memcpy(&x, in, 8);
       std::memcpy(p, in, 8);  // copied ahead; only the plain prefix is kept
-      const std::uint64_t q = x ^ (kOnes * '"'), b = x ^ (kOnes * '\\');
-      // '"', '\\', bytes < 0x20 (bytes >= 0x80 are excluded: they are written as they are). The
-      // lowest flag is exact (borrows only flag bytes above a flagged one).
-      const std::uint64_t m =
-          (((q - kOnes) & ~q) | ((b - kOnes) & ~b) | ((x - kOnes * 0x20) & ~x)) & kHighs;
-      if (m == 0) {
-        in += 8;
-        p += 8;
-        continue;
-      }
-      const int n = std::countr_zero(m) / 8;
+      const int n = plain_prefix8(in);
       in += n;
       p += n;
+      if (n == 8) continue;
     }
     const auto c = static_cast<unsigned char>(*in++);
     if (c >= 0x20 && c != '"' && c != '\\') {
@@ -226,23 +231,15 @@ inline Count raw_us(Count c, TimeNs ns) {
 // As raw_string: plain runs skipped eight bytes at a time, each escaped byte 2 bytes (\", \\, \n,
 // \r, \t, \b, \f) or 6 (\u00XX).
 inline Count raw_string(Count c, std::string_view s) {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
   constexpr bool kLittleEndian = std::endian::native == std::endian::little;
   c.n += 2 + s.size();
   const char* in = s.data();
   const char* const end = in + s.size();
   while (in < end) {
     if (kLittleEndian && end - in >= 8) {
-      std::uint64_t x;
-      std::memcpy(&x, in, 8);
-      const std::uint64_t q = x ^ (kOnes * '"'), b = x ^ (kOnes * '\\');
-      const std::uint64_t m =
-          (((q - kOnes) & ~q) | ((b - kOnes) & ~b) | ((x - kOnes * 0x20) & ~x)) & kHighs;
-      if (m == 0) {
-        in += 8;
-        continue;
-      }
-      in += std::countr_zero(m) / 8;
+      const int n = plain_prefix8(in);
+      in += n;
+      if (n == 8) continue;
     }
     const auto ch = static_cast<unsigned char>(*in++);
     if (ch >= 0x20 && ch != '"' && ch != '\\') continue;

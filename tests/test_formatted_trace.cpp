@@ -38,6 +38,27 @@ std::string written(const prof::FormattedTrace& t,
   return os.str();
 }
 
+// An event of the hand-made cases below: its lane, time and name.
+struct HandEvent {
+  int pid, tid;
+  TimeNs ts;
+  const char* name;
+};
+
+// A kernel event of the hand-made cases below: 10 ns, op 4, compute, no args yet.
+prof::TraceEvent& add_kernel(prof::Trace& tr, int pid, int tid, TimeNs ts, const char* name) {
+  prof::TraceEvent& te = tr.events.emplace_back();
+  te.pid = pid;
+  te.tid = tid;
+  te.ts_ns = ts;
+  te.dur_ns = 10;
+  te.name = name;
+  te.cat = "kernel";
+  te.cls = prof::EventClass::kCompute;
+  te.op_id = 4;
+  return te;
+}
+
 // INTERRUPT: the run stops in its last step (its ops' timings forgotten, as a cancel leaves
 // them), then keeps the completed steps as run() does.
 void same_file(const std::string& file, const std::vector<std::string>& sets = {},
@@ -121,24 +142,11 @@ TEST_CASE("formatted trace: lanes and flows out of order, no processes", "[trace
   prof::Trace tr;
   prof::FormattedTrace ft;
   tr.base_ns = ft.rest.base_ns = 100;
-  struct E {
-    int pid, tid;
-    TimeNs ts;
-    const char* name;
-  };
-  const std::vector<E> events = {{1, 2, 500, "b"},  {0, 7, 300, "x"}, {1, 2, 200, "a\"q\n"},
-                                 {1, 2, 500, "c"},  {0, 7, 100, "y"}, {1, 2, 100, "d"},
-                                 {-1, 3, 50, "neg"}};
-  for (const E& e : events) {
-    prof::TraceEvent& te = tr.events.emplace_back();
-    te.pid = e.pid;
-    te.tid = e.tid;
-    te.ts_ns = e.ts;
-    te.dur_ns = 10;
-    te.name = e.name;
-    te.cat = "kernel";
-    te.cls = prof::EventClass::kCompute;
-    te.op_id = 4;
+  const std::vector<HandEvent> events = {{1, 2, 500, "b"},  {0, 7, 300, "x"}, {1, 2, 200, "a\"q\n"},
+                                         {1, 2, 500, "c"},  {0, 7, 100, "y"}, {1, 2, 100, "d"},
+                                         {-1, 3, 50, "neg"}};
+  for (const HandEvent& e : events) {
+    prof::TraceEvent& te = add_kernel(tr, e.pid, e.tid, e.ts, e.name);
     te.args.push_back({"n", std::int64_t{-3}});
     te.args.push_back({"g", 2.0});
     te.args.push_back({"s", std::string("v\t")});
@@ -167,25 +175,12 @@ TEST_CASE("formatted trace: streamed, lanes and flows out of order, no processes
   // \\), which the first build counts without writing.
   prof::Trace tr;
   tr.base_ns = 100;
-  struct E {
-    int pid, tid;
-    TimeNs ts;
-    const char* name;
-  };
-  const std::vector<E> events = {{1, 2, 500, "b"},        {0, 7, 300, "x"}, {1, 2, 200, "a\"q\n"},
-                                 {1, 2, 500, "c"},        {0, 7, 100, "y"}, {1, 2, 100, "d"},
-                                 {-1, 3, 50, "neg\x01\\"}};
+  const std::vector<HandEvent> events = {
+      {1, 2, 500, "b"}, {0, 7, 300, "x"}, {1, 2, 200, "a\"q\n"},   {1, 2, 500, "c"},
+      {0, 7, 100, "y"}, {1, 2, 100, "d"}, {-1, 3, 50, "neg\x01\\"}};
   const std::vector<std::int64_t> flow_ids = {5, 2, 9, 2};
-  for (const E& e : events) {
-    prof::TraceEvent& te = tr.events.emplace_back();
-    te.pid = e.pid;
-    te.tid = e.tid;
-    te.ts_ns = e.ts;
-    te.dur_ns = 10;
-    te.name = e.name;
-    te.cat = "kernel";
-    te.cls = prof::EventClass::kCompute;
-    te.op_id = 4;
+  for (const HandEvent& e : events) {
+    prof::TraceEvent& te = add_kernel(tr, e.pid, e.tid, e.ts, e.name);
     te.args.push_back({"n", std::int64_t{-3}});
     te.args.push_back({"s", std::string("v\t")});
   }
@@ -196,7 +191,7 @@ TEST_CASE("formatted trace: streamed, lanes and flows out of order, no processes
   const auto produce = [&](prof::FormattedTrace& ft) {
     ++calls;
     ft.rest.base_ns = 100;
-    for (const E& e : events) {
+    for (const HandEvent& e : events) {
       ft.begin_event(e.pid, e.tid, e.ts, 10, e.name, "kernel", prof::EventClass::kCompute, 4, -1);
       ft.arg("n", std::int64_t{change && calls > 1 ? 300 : -3});
       ft.arg("s", std::string("v\t"));

@@ -82,6 +82,24 @@ TEST_CASE("FSDP1's model state: the sharded flat parameter is the fp32 copy", "[
   CHECK(fsdp1_state_bytes(1000, t, 8).optimizer == 0);
 }
 
+namespace {
+
+// Two GPT blocks of h = 1024 under FSDP1 full_shard over 3 GPUs, bf16 (the Program cases below).
+const std::string& fsdp1_blocks_json() {
+  static const std::string json =
+      "{\"cluster\":{\"nodes\":1,\"gpus_per_node\":3,\"gpu\":\"A100-SXM4-80GB\"},"
+      "\"host\":{\"python\":false},\"model\":{\"gpt\":{\"layers\":2,\"hidden\":1024,\"heads\":16,"
+      "\"seq_len\":512,\"vocab\":32000}},\"training\":{\"global_batch\":3,\"precision\":\"bf16\","
+      "\"optimizer\":\"adam\",\"steps\":1},\"strategy\":{\"kind\":\"fsdp\","
+      "\"fsdp_sharding\":\"full_shard\",\"micro_batch_size\":1}}";
+  return json;
+}
+Program lower_block_scenario() {
+  return lower(parse_scenario_string(fsdp1_blocks_json(), "test.json", {}));
+}
+
+}  // namespace
+
 TEST_CASE("an FSDP1 block's gather, padded copy and gradient shard in the Program",
           "[memory][fsdp]") {
   // A GPT block of h = 1024: qkv 3h^2 + 3h, proj h^2 + h, fc 4h^2 + 4h, mlp proj 4h^2 + h and two
@@ -90,13 +108,7 @@ TEST_CASE("an FSDP1 block's gather, padded copy and gradient shard in the Progra
   //   gathered params  W x padded = 2 x 12,596,226 = 25,192,452 B (bf16 weights)
   //   padded grad copy G x padded = 4 x 12,596,226 = 50,384,904 B (bf16 recipe: G = 4)
   //   sharded grad     G x shard  = 4 x  4,198,742 = 16,794,968 B
-  const std::string json =
-      "{\"cluster\":{\"nodes\":1,\"gpus_per_node\":3,\"gpu\":\"A100-SXM4-80GB\"},"
-      "\"host\":{\"python\":false},\"model\":{\"gpt\":{\"layers\":2,\"hidden\":1024,\"heads\":16,"
-      "\"seq_len\":512,\"vocab\":32000}},\"training\":{\"global_batch\":3,\"precision\":\"bf16\","
-      "\"optimizer\":\"adam\",\"steps\":1},\"strategy\":{\"kind\":\"fsdp\","
-      "\"fsdp_sharding\":\"full_shard\",\"micro_batch_size\":1}}";
-  const Program p = lower(parse_scenario_string(json, "test.json", {}));
+  const Program p = lower_block_scenario();
   auto count = [&](OpKind kind, const std::string& name, Bytes bytes) {
     return std::count_if(p.ops.begin(), p.ops.end(), [&](const Op& op) {
       return op.kind == kind && op.gpu == 0 && op.bytes == bytes && p.name_of(op) == name;
@@ -130,13 +142,7 @@ TEST_CASE(
   // record_stream, sits on the stream of the all-gather that sent the shard, and that stream is
   // not the allocation's: the cross-stream case of docs/memory.md, "Allocation backpressure"
   // (the block is reusable once the all-gather has run).
-  const std::string json =
-      "{\"cluster\":{\"nodes\":1,\"gpus_per_node\":3,\"gpu\":\"A100-SXM4-80GB\"},"
-      "\"host\":{\"python\":false},\"model\":{\"gpt\":{\"layers\":2,\"hidden\":1024,\"heads\":16,"
-      "\"seq_len\":512,\"vocab\":32000}},\"training\":{\"global_batch\":3,\"precision\":\"bf16\","
-      "\"optimizer\":\"adam\",\"steps\":1},\"strategy\":{\"kind\":\"fsdp\","
-      "\"fsdp_sharding\":\"full_shard\",\"micro_batch_size\":1}}";
-  const Program p = lower(parse_scenario_string(json, "test.json", {}));
+  const Program p = lower_block_scenario();
   const Bytes mp = 8'397'484;
   std::vector<OpId> allocs;
   int frees = 0;
@@ -167,6 +173,7 @@ TEST_CASE(
   CHECK(allocs.size() == 4);
   CHECK(frees == 4);
   // Without mixed precision (fp32: no master) there is no _mp_shard, and no pre-unshard stream.
+  const std::string& json = fsdp1_blocks_json();
   const std::string fp32 = std::string(json).replace(json.find("bf16"), 4, "fp32");
   const Program q = lower(parse_scenario_string(fp32, "test.json", {}));
   CHECK(std::none_of(q.ops.begin(), q.ops.end(),

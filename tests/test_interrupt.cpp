@@ -115,13 +115,15 @@ void check_no_temporaries(const fs::path& dir) {
 }
 
 // A written trace must be complete JSON; if marked incomplete, it holds whole steps 1..K.
-// Returns K (steps in the trace), -1 when absent.
-int check_trace(const fs::path& file, int steps_asked) {
+// Returns K (steps in the trace), -1 when absent; *INCOMPLETE (when given) says whether it is
+// marked incomplete (the trace is parsed once: it is the test's largest cost).
+int check_trace(const fs::path& file, int steps_asked, bool* incomplete = nullptr) {
   if (!fs::exists(file)) return -1;
   std::ifstream in(file);
   json t;
   REQUIRE_NOTHROW(t = json::parse(in));
   const json& md = t.at("clustersim");
+  if (incomplete) *incomplete = !md.at("complete").get<bool>();
   std::set<std::string> step_names;
   for (const json& e : t.at("traceEvents")) {
     const std::string name = e.value("name", "");
@@ -201,12 +203,8 @@ int run_trial(const Trial& t, const fs::path& dir) {
     return -2;
   }
   CHECK(code == 130);
-  const int k = check_trace(trace, t.steps);
   bool incomplete = false;
-  if (k >= 0) {
-    std::ifstream in(trace);
-    incomplete = !json::parse(in).at("clustersim").at("complete").get<bool>();
-  }
+  const int k = check_trace(trace, t.steps, &incomplete);
   check_summary(summary, incomplete);
   check_no_temporaries(dir);
   return k;

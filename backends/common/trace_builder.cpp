@@ -770,6 +770,21 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
   return tr;
 }
 
+namespace {
+
+// The producer of a streamed trace's events, both builds: the same sink over the same inputs.
+prof::FormattedTrace::Producer producer_of(const core::Scenario& s, const core::Program& p,
+                                           const core::ExecutionResult& r,
+                                           const core::MemoryReport& mem,
+                                           std::shared_ptr<const BuildPrep> prep) {
+  return [&s, &p, &r, &mem, prep = std::move(prep)](prof::FormattedTrace& into) {
+    FormattedSink sink(into);
+    build_into(sink, s, p, r, mem, *prep);
+  };
+}
+
+}  // namespace
+
 prof::FormattedTrace build_formatted_trace(const core::Scenario& s, const core::Program& p,
                                            const core::ExecutionResult& r,
                                            const core::MemoryReport& mem) {
@@ -779,12 +794,7 @@ prof::FormattedTrace build_formatted_trace(const core::Scenario& s, const core::
   // in memory: making them again cost as much CPU as keeping them costs memory).
   prof::FormattedTrace ft;
   auto prep = std::make_shared<const BuildPrep>(build_prep(p, r));
-  ft.stream_from(
-      [&](prof::FormattedTrace& into) {
-        FormattedSink sink(into);
-        build_into(sink, s, p, r, mem, *prep);
-      },
-      prep);
+  ft.stream_from(producer_of(s, p, r, mem, prep), prep);
   return ft;
 }
 
@@ -795,10 +805,7 @@ prof::FormattedTrace::Producer formatted_trace_producer(const prof::FormattedTra
                                                         const core::MemoryReport& mem) {
   auto prep = std::static_pointer_cast<const BuildPrep>(ft.producer_state());
   CSIM_ASSERT_MSG(prep != nullptr, "formatted_trace_producer: not a build_formatted_trace trace");
-  return [&s, &p, &r, &mem, prep](prof::FormattedTrace& into) {
-    FormattedSink sink(into);
-    build_into(sink, s, p, r, mem, *prep);
-  };
+  return producer_of(s, p, r, mem, std::move(prep));
 }
 
 int completed_steps(const core::Program& p, const core::ExecutionResult& r) {

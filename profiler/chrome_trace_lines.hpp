@@ -22,25 +22,32 @@ struct LaneArgs {
   bool operator==(const LaneArgs&) const = default;
 };
 
-// to_string(EventClass) of each class, its length known (no strlen per event).
-inline std::string_view class_name(EventClass c) {
-  static const std::array<std::string_view, kEventClassCount> names = [] {
-    std::array<std::string_view, kEventClassCount> n;
-    for (int k = 0; k < kEventClassCount; ++k) n[k] = to_string(static_cast<EventClass>(k));
+// to_string(EventClass) of each class, its length known (no strlen per event) and checked plain
+// once (PlainStr::checked; the spellings are ASCII words, so value() never throws).
+inline PlainStr class_name(EventClass c) {
+  static const std::array<PlainStr, kEventClassCount> names = [] {
+    std::array<PlainStr, kEventClassCount> n;
+    for (int k = 0; k < kEventClassCount; ++k)
+      n[k] = PlainStr::checked(to_string(static_cast<EventClass>(k))).value();
     return n;
   }();
   return names[static_cast<std::size_t>(c)];
 }
 
+// Every string parameter below (a category, a name, a key, a value) is a std::string_view,
+// escaped as it is written, or a PlainStr, copied as it is (json_raw_format.hpp).
+
 // Room for an event's head and end ("}}"), with the line's opening.
-inline std::size_t event_head_bound(std::string_view name, std::string_view cat,
-                                    std::string_view cls) {
+template <class Name, class Cat>
+inline std::size_t event_head_bound(const Name& name, const Cat& cat, PlainStr cls) {
   return 400 + raw_string_bound(cat) + raw_string_bound(name) + raw_string_bound(cls);
 }
-inline std::size_t arg_bound(std::string_view key, std::string_view value) {
+template <class Key, class Value>
+inline std::size_t arg_bound(const Key& key, const Value& value) {
   return 4 + raw_string_bound(key) + raw_string_bound(value);
 }
-inline std::size_t arg_bound(std::string_view key) {
+template <class Key>
+inline std::size_t arg_bound(const Key& key) {
   return 4 + raw_string_bound(key) + kRawNumberBound;
 }
 
@@ -56,10 +63,10 @@ inline P put_lane_ts(P p, std::int32_t pid, std::int32_t tid, TimeNs rel_ts_ns) 
 }
 
 // The event's line after its opening, up to the class arg: "ph" … "args": {…, "class": "…".
-template <class P>
-inline P put_event_head(P p, std::string_view cat, std::string_view name, std::int32_t pid,
-                        std::int32_t tid, TimeNs rel_ts_ns, TimeNs dur_ns, LaneArgs lane,
-                        std::int64_t correlation, std::int64_t op_id, std::string_view cls) {
+template <class P, class Cat, class Name>
+inline P put_event_head(P p, const Cat& cat, const Name& name, std::int32_t pid, std::int32_t tid,
+                        TimeNs rel_ts_ns, TimeNs dur_ns, LaneArgs lane, std::int64_t correlation,
+                        std::int64_t op_id, PlainStr cls) {
   p = raw_lit(p, "\"ph\": \"X\", \"cat\": ");
   p = raw_string(p, cat);
   p = raw_lit(p, ", \"name\": ");
@@ -93,22 +100,30 @@ inline P put_event_head(P p, std::string_view cat, std::string_view name, std::i
 }
 
 // One further arg: , "key": value.
-template <class P>
-inline P put_arg_key(P p, std::string_view key) {
+template <class P, class Key>
+inline P put_arg_key(P p, const Key& key) {
   p = raw_lit(p, ", ");
   p = raw_string(p, key);
   return raw_lit(p, ": ");
 }
-template <class P>
-inline P put_arg(P p, std::string_view key, std::int64_t v) {
+template <class P, class Key>
+inline P put_arg(P p, const Key& key, std::int64_t v) {
   return raw_int(put_arg_key(p, key), v);
 }
-template <class P>
-inline P put_arg(P p, std::string_view key, double v) {
+template <class P, class Key>
+inline P put_arg(P p, const Key& key, double v) {
   return raw_double_arg(put_arg_key(p, key), v);
 }
-template <class P>
-inline P put_arg(P p, std::string_view key, std::string_view v) {
+template <class P, class Key>
+inline P put_arg(P p, const Key& key, std::string_view v) {
+  return raw_string(put_arg_key(p, key), v);
+}
+template <class P, class Key>
+inline P put_arg(P p, const Key& key, PlainStr v) {
+  return raw_string(put_arg_key(p, key), v);
+}
+template <class P, class Key>
+inline P put_arg(P p, const Key& key, FlaggedStr v) {
   return raw_string(put_arg_key(p, key), v);
 }
 template <class P>
@@ -117,14 +132,15 @@ inline P put_event_end(P p) {
 }
 
 // Room for one end of a flow, with the line's opening.
-inline std::size_t flow_end_bound(std::string_view name, std::string_view cat) {
+template <class Name, class Cat>
+inline std::size_t flow_end_bound(const Name& name, const Cat& cat) {
   return 200 + raw_string_bound(cat) + raw_string_bound(name);
 }
 // One end of a flow after its line's opening: "s" (END 0) or "f" (END 1, bound to the enclosing
 // slice with "bp": "e", as Kineto does).
-template <class P>
+template <class P, class Cat, class Name>
 inline P put_flow_end(P p, int end, std::int64_t id, std::int32_t pid, std::int32_t tid,
-                      TimeNs rel_ts_ns, std::string_view cat, std::string_view name) {
+                      TimeNs rel_ts_ns, const Cat& cat, const Name& name) {
   p = end == 0 ? raw_lit(p, "\"ph\": \"s\", \"id\": ") : raw_lit(p, "\"ph\": \"f\", \"id\": ");
   p = raw_int(p, id);
   p = put_lane_ts(p, pid, tid, rel_ts_ns);

@@ -505,7 +505,7 @@ class Writer {
         cached_tid = e.tid;
         cached = true;
       }
-      const std::string_view cls = detail::class_name(e.cls);
+      const PlainStr cls = detail::class_name(e.cls);
       std::size_t bound = detail::event_head_bound(e.name, e.cat, cls);
       for (const Arg& a : e.args) {
         const auto* sv = std::get_if<std::string>(&a.value);

@@ -60,13 +60,17 @@ class FormattedTrace {
   // False while the producer is called again to write the lines: `rest` is not read then.
   bool wants_rest() const { return mode_ != Mode::kPlace; }
 
+  // NAME: a std::string_view, escaped as it is written, a PlainStr, copied as it is, or a
+  // FlaggedStr, either as its flag says (json_raw_format.hpp); CAT is always plain (a literal).
+  template <class Name>
   void begin_event(std::int32_t pid, std::int32_t tid, TimeNs ts_ns, TimeNs dur_ns,
-                   std::string_view name, std::string_view cat, EventClass cls, std::int64_t op_id,
+                   const Name& name_in, PlainStr cat, EventClass cls, std::int64_t op_id,
                    std::int64_t correlation) {
+    const auto name = text(name_in);
     Lane& l = lane(pid, tid);
     cur_ = &l;
     ++events_;
-    const std::string_view cls_name = detail::class_name(cls);
+    const PlainStr cls_name = detail::class_name(cls);
     if (mode_ == Mode::kPlace) {
       place_begin(l);
     } else {
@@ -88,23 +92,25 @@ class FormattedTrace {
                                correlation, op_id, cls_name);
     t.cur = p;
   }
-  // An arg of the event begun last: std::int64_t, double or a string.
+  // An arg of the event begun last: std::int64_t, double or a string (as NAME of begin_event).
+  // Keys are plain (literals).
   template <class V>
-  void arg(std::string_view key, const V& v) {
-    if (mode_ == Mode::kSize) {
-      if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, double>) {
-        count_ = detail::put_arg(count_, key, v);
-      } else {
-        count_ = detail::put_arg(count_, key, std::string_view(v));
-      }
-      return;
-    }
-    Text& t = *cur_text_;
+  void arg(PlainStr key, const V& v) {
     if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, double>) {
+      if (mode_ == Mode::kSize) {
+        count_ = detail::put_arg(count_, key, v);
+        return;
+      }
+      Text& t = *cur_text_;
       t.cur = detail::put_arg(room(t, detail::arg_bound(key)), key, v);
     } else {
-      const std::string_view sv(v);
-      t.cur = detail::put_arg(room(t, detail::arg_bound(key, sv)), key, sv);
+      const auto s = text(v);
+      if (mode_ == Mode::kSize) {
+        count_ = detail::put_arg(count_, key, s);
+        return;
+      }
+      Text& t = *cur_text_;
+      t.cur = detail::put_arg(room(t, detail::arg_bound(key, s)), key, s);
     }
   }
   void end_event() {
@@ -116,7 +122,7 @@ class FormattedTrace {
     t.cur = detail::put_event_end(room(t, 2));
     end_unit(*cur_, t);
   }
-  void add_flow(std::int64_t id, std::string_view name, std::string_view cat, std::int32_t from_pid,
+  void add_flow(std::int64_t id, PlainStr name, PlainStr cat, std::int32_t from_pid,
                 std::int32_t from_tid, TimeNs from_ts_ns, std::int32_t to_pid, std::int32_t to_tid,
                 TimeNs to_ts_ns) {
     if (!started_) start();
@@ -179,6 +185,13 @@ class FormattedTrace {
              const Producer& produce) const;
 
  private:
+  // A string argument as the line functions take it: a PlainStr as it is, anything else (a
+  // std::string, a literal, a string_view) as a std::string_view.
+  static PlainStr text(PlainStr s) { return s; }
+  static FlaggedStr text(FlaggedStr s) { return s; }
+  static std::string_view text(std::string_view s) { return s; }
+  static std::string_view text(const char* s) { return s; }
+
   enum class Mode { kText, kSize, kPlace };
   // Lines in blocks that never move (a line never spans two); LINE is where the line being
   // formatted starts, CUR where it ends so far. Placing: one block, holding a run of whole lines

@@ -8,9 +8,58 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "core/units.hpp"
+
+namespace csim::prof {
+
+// Whether JSON escapes no byte of S ('"', '\\', bytes < 0x20): a JSON string of S is S quoted.
+constexpr bool json_plain(std::string_view s) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+// A string known to need no JSON escaping, so that the writer copies it without reading its
+// bytes (docs/trace-format.md, "Plain strings"): a literal, checked when it is compiled (a key, a
+// category), or a string checked once where it is made and then written many times (an enum's
+// spelling, an interned name's pattern). A view: it lives no longer than the text it names.
+class PlainStr {
+ public:
+  constexpr PlainStr() = default;  // ""
+  // A literal that needs escaping does not compile (the throw is not a constant expression).
+  template <std::size_t N>
+  consteval PlainStr(const char (&s)[N]) : s_(s, N - 1) {
+    if (!json_plain(s_)) throw "PlainStr: the literal holds a byte that JSON escapes";
+  }
+  // S, when it is plain.
+  static std::optional<PlainStr> checked(std::string_view s) {
+    if (!json_plain(s)) return std::nullopt;
+    return PlainStr(s, Checked{});
+  }
+  // S, which the caller has checked: a checked pattern with decimal digits written into it.
+  static PlainStr assume_checked(std::string_view s) { return PlainStr(s, Checked{}); }
+  std::string_view view() const { return s_; }
+  std::size_t size() const { return s_.size(); }
+
+ private:
+  struct Checked {};
+  constexpr PlainStr(std::string_view s, Checked) : s_(s) {}
+  std::string_view s_;
+};
+
+// A string and whether it is plain, known where it was made without reading it again (an op's
+// name, from its interned pattern's check: backends/common/trace_builder.cpp).
+struct FlaggedStr {
+  std::string_view s;
+  bool plain = false;
+};
+
+}  // namespace csim::prof
 
 namespace csim::prof::detail {
 
@@ -102,6 +151,12 @@ inline char* raw_us(char* p, TimeNs ns) {
 inline std::size_t raw_string_bound(std::string_view s) {
   return 6 * s.size() + 2 + 8;
 }
+inline std::size_t raw_string_bound(PlainStr s) {
+  return s.size() + 2;
+}
+inline std::size_t raw_string_bound(FlaggedStr s) {
+  return s.plain ? s.s.size() + 2 : raw_string_bound(s.s);
+}
 
 // The high bit of each byte of X (eight bytes of a string, read little-endian) that JSON escapes:
 // '"', '\\', bytes < 0x20 (bytes >= 0x80 are excluded: they are written as they are). The lowest
@@ -172,6 +227,19 @@ inline char* raw_string(char* p, std::string_view s) {
   }
   *p++ = '"';
   return p;
+}
+
+// S quoted, copied as it is.
+inline char* raw_string(char* p, PlainStr s) {
+  *p++ = '"';
+  std::memcpy(p, s.view().data(), s.size());
+  p += s.size();
+  *p++ = '"';
+  return p;
+}
+
+inline char* raw_string(char* p, FlaggedStr s) {
+  return s.plain ? raw_string(p, PlainStr::assume_checked(s.s)) : raw_string(p, s.s);
 }
 
 inline constexpr std::size_t kRawNumberBound = 40;  // room for raw_double_arg, raw_counter_value
@@ -248,6 +316,13 @@ inline Count raw_string(Count c, std::string_view s) {
     c.n += short_escape ? 1 : 5;
   }
   return c;
+}
+inline Count raw_string(Count c, PlainStr s) {
+  c.n += 2 + s.size();
+  return c;
+}
+inline Count raw_string(Count c, FlaggedStr s) {
+  return s.plain ? raw_string(c, PlainStr::assume_checked(s.s)) : raw_string(c, s.s);
 }
 inline Count raw_double_arg(Count c, double v) {
   char b[kRawNumberBound];

@@ -61,10 +61,7 @@ prof::TraceEvent& add_kernel(prof::Trace& tr, int pid, int tid, TimeNs ts, const
 
 // INTERRUPT: the run stops in its last step (its ops' timings forgotten, as a cancel leaves
 // them), then keeps the completed steps as run() does.
-void same_file(const std::string& file, const std::vector<std::string>& sets = {},
-               bool interrupt = false) {
-  INFO(file);
-  const core::Scenario sc = core::parse_scenario_file(test::scenario_path(file), sets);
+void same_trace(const core::Scenario& sc, bool interrupt = false) {
   const core::Program p = core::lower(sc);
   sim::SimExecutor exec(sc);
   core::ExecutionResult res = exec.run(p, {});
@@ -87,7 +84,43 @@ void same_file(const std::string& file, const std::vector<std::string>& sets = {
   CHECK(a == b);
 }
 
+void same_file(const std::string& file, const std::vector<std::string>& sets = {},
+               bool interrupt = false) {
+  INFO(file);
+  same_trace(core::parse_scenario_file(test::scenario_path(file), sets), interrupt);
+}
+
 }  // namespace
+
+// The formatted trace copies an op's name without escaping it when its interned pattern needs
+// none (docs/trace-format.md, "Plain strings"); the trace built in memory escapes every name as
+// it is written. Layer names with a quote, a backslash and a tab, a control byte, and a plain
+// one, in a pipeline whose ops' names are patterns with the micro-batch as their field
+// ("mb\x1f a\"q.fwd"): the same bytes, so the plain ones were plain and the others escaped.
+TEST_CASE("formatted trace: names that need escaping", "[trace][formatted]") {
+  const std::string doc = R"({"name": "escaped_names",
+    "cluster": {"nodes": 1, "gpus_per_node": 2, "gpu": "A100-SXM4-80GB"},
+    "model": {"name": "m\"q", "layers": [
+      {"type": "linear", "name": "a\"q", "in": 1024, "out": 1024},
+      {"type": "linear", "name": "b\\c\td", "in": 1024, "out": 1024},
+      {"type": "linear", "name": "e\u0001f", "in": 1024, "out": 1024},
+      {"type": "linear", "name": "plain", "in": 1024, "out": 1024}]},
+    "training": {"global_batch": 4, "precision": "bf16", "optimizer": "adam", "steps": 2},
+    "strategy": {"kind": "pipeline", "pp": 2, "micro_batch_size": 1, "schedule": "1f1b"}})";
+  const core::Scenario sc = core::parse_scenario_string(doc, "escaped_names");
+  same_trace(sc);
+  // The file holds the escaped spellings (and so did the test above compare them).
+  const core::Program p = core::lower(sc);
+  sim::SimExecutor exec(sc);
+  const core::ExecutionResult res = exec.run(p, {});
+  const core::MemoryReport mem = core::memory_timeline(p, res.timings, sc.cluster);
+  const prof::FormattedTrace ft = backend::build_formatted_trace(sc, p, res, mem);
+  const std::string text = written(ft, backend::formatted_trace_producer(ft, sc, p, res, mem));
+  CHECK(text.find(R"("name": "mb1 a\"q.fwd")") != std::string::npos);
+  CHECK(text.find(R"("name": "mb0 b\\c\td.bwd")") != std::string::npos);
+  CHECK(text.find(R"("name": "mb1 e\u0001f.fwd")") != std::string::npos);
+  CHECK(text.find(R"("name": "mb0 plain.fwd")") != std::string::npos);
+}
 
 TEST_CASE("formatted trace: the same file as the trace built in memory", "[trace][formatted]") {
   same_file("gpt2_small_8xa100.json");

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -84,6 +85,49 @@ TEST_CASE("in-place string escaping matches the byte-by-byte rule", "[trace]") {
     INFO(k);
     REQUIRE(formatted(s) == reference_string(s));
   }
+}
+
+// A plain string (prof::PlainStr) is copied as it is, and only a string the byte-by-byte rule would
+// leave unchanged between its quotes is plain: the same bytes and the same count either way.
+TEST_CASE("plain strings: checked by the rule, written and counted as escaped ones are",
+          "[trace]") {
+  using csim::prof::FlaggedStr;
+  using csim::prof::PlainStr;
+  const auto write = [](auto s, std::size_t bound) {
+    std::string buf(bound, '\0');
+    buf.resize(static_cast<std::size_t>(raw_string(buf.data(), s) - buf.data()));
+    return buf;
+  };
+  std::mt19937 rng(29);
+  const std::string alphabet = std::string("ab\"\\\n\x01\x1f \x7f\x80\xc3\xa9", 13);
+  int plain_seen = 0;
+  for (int k = 0; k < 20000; ++k) {
+    // Every fourth string from plain bytes only, so that both answers come often.
+    std::string s(rng() % 41, ' ');
+    for (char& c : s) c = k % 4 == 0 ? "ab \x7f\xc3"[rng() % 5] : alphabet[rng() % alphabet.size()];
+    INFO(k);
+    // Plain exactly when escaping changes nothing: the reference is then S quoted.
+    const bool plain = reference_string(s) == "\"" + s + "\"";
+    REQUIRE(csim::prof::json_plain(s) == plain);
+    const std::optional<PlainStr> checked = PlainStr::checked(s);
+    REQUIRE(checked.has_value() == plain);
+    // A string flagged not plain is escaped as any string_view is.
+    REQUIRE(write(FlaggedStr{s, false}, raw_string_bound(FlaggedStr{s, false})) == formatted(s));
+    REQUIRE(raw_string(Count{}, FlaggedStr{s, false}).n == formatted(s).size());
+    if (!plain) continue;
+    ++plain_seen;
+    REQUIRE(write(*checked, raw_string_bound(*checked)) == formatted(s));
+    REQUIRE(write(FlaggedStr{s, true}, raw_string_bound(FlaggedStr{s, true})) == formatted(s));
+    // The bound of a plain string is exact: its bytes and two quotes.
+    REQUIRE(raw_string_bound(*checked) == formatted(s).size());
+    REQUIRE(raw_string(Count{}, *checked).n == formatted(s).size());
+  }
+  CHECK(plain_seen > 5000);
+  // A literal is checked when compiled (PlainStr("a\"b") does not compile); one that compiles
+  // is its text.
+  constexpr PlainStr kKey("memory bandwidth (GB/s)");
+  CHECK(kKey.view() == "memory bandwidth (GB/s)");
+  CHECK(PlainStr().view().empty());
 }
 
 TEST_CASE("in-place µs and numbers", "[trace]") {

@@ -7,7 +7,7 @@ namespace csim::backend {
 
 using core::CollectiveKind;
 
-const char* kineto_memcpy_name(core::CopyKind k) {
+prof::PlainStr kineto_memcpy_name(core::CopyKind k) {
   switch (k) {
     case core::CopyKind::kH2DPinned: return "Memcpy HtoD (Pinned -> Device)";
     case core::CopyKind::kH2DPageable: return "Memcpy HtoD (Pageable -> Device)";
@@ -18,7 +18,7 @@ const char* kineto_memcpy_name(core::CopyKind k) {
   return "Memcpy";
 }
 
-const char* torch_dtype_name(core::Dtype d) {
+prof::PlainStr torch_dtype_name(core::Dtype d) {
   switch (d) {
     case core::Dtype::kFp32:
     case core::Dtype::kTf32: return "Float";
@@ -85,7 +85,7 @@ std::string nccl_kernel_name(CollectiveKind k, core::Dtype d, core::CollectiveAl
   return "ncclDevKernel_SendRecv";
 }
 
-const char* torch_collective_name(CollectiveKind k) {
+prof::PlainStr torch_collective_name(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::kAllReduce: return "allreduce";
     case CollectiveKind::kReduceScatter: return "_reduce_scatter_base";

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/program.hpp"
+#include "profiler/json_raw_format.hpp"
 
 namespace csim::backend {
 
@@ -14,13 +15,13 @@ namespace csim::backend {
 // H2D pinned / pageable, "Memcpy DtoH (Device -> Pageable)", "Memcpy DtoD (Device -> Device)",
 // and "Memcpy PtoP (Device -> Device)" for a copy between two GPUs (DataParallel's scatter and
 // gather). A D2H copy of ours lands in pageable memory (PyTorch's .cpu() / .item()).
-const char* kineto_memcpy_name(core::CopyKind k);
+prof::PlainStr kineto_memcpy_name(core::CopyKind k);
 // Kineto's name of a memset activity (CUPTI memory kind device).
 inline constexpr const char* kKinetoMemsetName = "Memset (Device)";
 
 // c10::ScalarType's name, as PyTorch's record_param_comms writes "dtype": "Float", "Half",
 // "BFloat16" (TF32 runs on fp32 tensors: "Float").
-const char* torch_dtype_name(core::Dtype d);
+prof::PlainStr torch_dtype_name(core::Dtype d);
 
 // NCCL's type suffix in kernel names (src/device/generate.py all_tys): f32, f16, bf16, f8e4m3.
 const char* nccl_type_name(core::Dtype d);
@@ -36,7 +37,7 @@ std::string nccl_kernel_name(core::CollectiveKind k, core::Dtype d, core::Collec
 
 // "Collective name" as PyTorch's record_param_comms writes it: allreduce, _allgather_base,
 // _reduce_scatter_base, broadcast, reduce, scatter, gather, alltoall_base, sendrecv.
-const char* torch_collective_name(core::CollectiveKind k);
+prof::PlainStr torch_collective_name(core::CollectiveKind k);
 
 // NCCL's spelling of an algorithm and protocol in args (the NCCL_ALGO_* names of
 // src/include/plugin/nccl_tuner.h): RING, TREE, NVLS, COLLNET_DIRECT, NVLS_TREE, PAT; LL, LL128,
@@ -58,8 +59,8 @@ MsgNelems msg_nelems(core::CollectiveKind k, core::Dtype d, Bytes bytes, int ran
 // driver, cuLaunchKernelEx (src/enqueue.cc ncclLaunchKernel), which Kineto records as
 // "cuda_driver" (NCCL 2.17 used the runtime's cudaLaunchKernelExC).
 struct LaunchCall {
-  const char* name;
-  const char* cat;
+  prof::PlainStr name;
+  prof::PlainStr cat;
 };
 LaunchCall launch_call(core::OpKind k);
 

@@ -12,6 +12,7 @@
 #include "profiler/huge_pages.hpp"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <memory>
@@ -44,18 +45,30 @@ prof::LaneRole lane_role(core::StreamRole r) {
   return prof::LaneRole::kOther;
 }
 
+// A string argument's text, whatever form the builder holds it in (the FormattedSink keeps the
+// form: docs/trace-format.md, "Plain strings").
+std::string_view view_of(std::string_view s) {
+  return s;
+}
+std::string_view view_of(prof::PlainStr s) {
+  return s.view();
+}
+std::string_view view_of(prof::FlaggedStr s) {
+  return s.s;
+}
+
 // Sets the fields of an event made in place (tr.events.emplace_back()). Its strings are empty:
 // constructed and moved in (assign() on an empty string takes basic_string's general replace
 // path; docs/trace-format.md, "Building speed").
 template <class Name>
 void set_event(prof::TraceEvent& e, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name,
-               const char* cat, EventClass cls, std::int64_t op_id, std::int64_t correlation) {
+               prof::PlainStr cat, EventClass cls, std::int64_t op_id, std::int64_t correlation) {
   e.pid = pid;
   e.tid = tid;
   e.ts_ns = ts_ns;
   e.dur_ns = dur_ns;
-  e.name = std::string(name);
-  e.cat = std::string(cat);
+  e.name = std::string(view_of(name));
+  e.cat = std::string(cat.view());
   e.cls = cls;
   e.op_id = op_id;
   e.correlation = correlation;
@@ -81,7 +94,7 @@ class TraceSink {
   }
   // NARGS: the args that follow (reserved once).
   template <class Name>
-  void begin(int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name, const char* cat,
+  void begin(int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name, prof::PlainStr cat,
              EventClass cls, std::int64_t op_id, std::int64_t correlation, std::size_t nargs) {
     e_ = &tr_.events.emplace_back();  // made in place, no temporary to move
     set_event(*e_, pid, tid, ts_ns, dur_ns, name, cat, cls, op_id, correlation);
@@ -90,21 +103,27 @@ class TraceSink {
   // The key's length known at compile time (no strlen); the key and the value constructed once,
   // the arg moved in (default-constructing it in place and assigning both costs more: variant's
   // emplace of a string goes through a temporary variant).
-  template <std::size_t N, class V>
-  void arg(const char (&key)[N], const V& value) {
-    e_->args.push_back(
-        prof::Arg{std::string(key, N - 1), prof::ArgValue(std::in_place_type<V>, value)});
+  template <class V>
+  void arg(prof::PlainStr key, const V& value) {
+    if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, double>) {
+      e_->args.push_back(
+          prof::Arg{std::string(key.view()), prof::ArgValue(std::in_place_type<V>, value)});
+    } else {
+      e_->args.push_back(
+          prof::Arg{std::string(key.view()),
+                    prof::ArgValue(std::in_place_type<std::string>, view_of(value))});
+    }
   }
   // A string arg from a C string (an enum's spelling), without a temporary std::string.
-  template <std::size_t N>
-  void str_arg(const char (&key)[N], const char* value) {
+  void str_arg(prof::PlainStr key, const char* value) {
     e_->args.push_back(
-        prof::Arg{std::string(key, N - 1), prof::ArgValue(std::in_place_type<std::string>, value)});
+        prof::Arg{std::string(key.view()), prof::ArgValue(std::in_place_type<std::string>, value)});
   }
   void end() {}
-  void flow(std::int64_t id, const char* name, int from_pid, int from_tid, TimeNs from_ts_ns,
+  void flow(std::int64_t id, prof::PlainStr name, int from_pid, int from_tid, TimeNs from_ts_ns,
             int to_pid, int to_tid, TimeNs to_ts_ns) {
-    tr_.flows.push_back({id, name, name, from_pid, from_tid, from_ts_ns, to_pid, to_tid, to_ts_ns});
+    tr_.flows.push_back({id, std::string(name.view()), std::string(name.view()), from_pid, from_tid,
+                         from_ts_ns, to_pid, to_tid, to_ts_ns});
   }
 
  private:
@@ -123,23 +142,20 @@ class FormattedSink {
   bool wants_rest() const { return ft_.wants_rest(); }
   static constexpr bool kReserves = false;  // lines are not held
   template <class Name>
-  void begin(int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name, const char* cat,
+  void begin(int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name, prof::PlainStr cat,
              EventClass cls, std::int64_t op_id, std::int64_t correlation, std::size_t) {
-    ft_.begin_event(pid, tid, ts_ns, dur_ns, std::string_view(name), std::string_view(cat), cls,
-                    op_id, correlation);
+    ft_.begin_event(pid, tid, ts_ns, dur_ns, name, cat, cls, op_id, correlation);
   }
-  template <std::size_t N, class V>
-  void arg(const char (&key)[N], const V& value) {
+  template <class V>
+  void arg(prof::PlainStr key, const V& value) {
     static_assert(std::is_same_v<V, std::int64_t> || std::is_same_v<V, double> ||
-                  std::is_same_v<V, std::string>);
-    ft_.arg(std::string_view(key, N - 1), value);
+                  std::is_same_v<V, std::string> || std::is_same_v<V, prof::PlainStr> ||
+                  std::is_same_v<V, prof::FlaggedStr>);
+    ft_.arg(key, value);
   }
-  template <std::size_t N>
-  void str_arg(const char (&key)[N], const char* value) {
-    ft_.arg(std::string_view(key, N - 1), std::string_view(value));
-  }
+  void str_arg(prof::PlainStr key, const char* value) { ft_.arg(key, std::string_view(value)); }
   void end() { ft_.end_event(); }
-  void flow(std::int64_t id, const char* name, int from_pid, int from_tid, TimeNs from_ts_ns,
+  void flow(std::int64_t id, prof::PlainStr name, int from_pid, int from_tid, TimeNs from_ts_ns,
             int to_pid, int to_tid, TimeNs to_ts_ns) {
     ft_.add_flow(id, name, name, from_pid, from_tid, from_ts_ns, to_pid, to_tid, to_ts_ns);
   }
@@ -151,10 +167,81 @@ class FormattedSink {
 // An event without args.
 template <class Sink, class Name>
 void add_event(Sink& sink, int pid, int tid, TimeNs ts_ns, TimeNs dur_ns, const Name& name,
-               const char* cat, EventClass cls, std::int64_t op_id, std::int64_t correlation) {
+               prof::PlainStr cat, EventClass cls, std::int64_t op_id, std::int64_t correlation) {
   sink.begin(pid, tid, ts_ns, dur_ns, name, cat, cls, op_id, correlation, 0);
   sink.end();
 }
+
+// Whether each op's name needs no JSON escaping (prof::PlainStr), from its interned pattern,
+// checked once per pattern (3,772 for GPT-3 175B at batch 1,536, against 443,199 ops): a structured
+// name's field is written in decimal, which JSON does not escape, in place of the pattern's one
+// core::kNameField byte (docs/trace-format.md, "Plain strings").
+class PlainNames {
+ public:
+  explicit PlainNames(const core::StringPool& names) : patterns_(names.size()) {
+    for (std::size_t i = 0; i < patterns_.size(); ++i) {
+      Pattern& pat = patterns_[i];
+      for (const char ch : names.pattern(core::NameId{static_cast<std::uint32_t>(i), -1})) {
+        if (ch == core::kNameField) {
+          ++pat.field_bytes;
+        } else if (!prof::json_plain({&ch, 1})) {
+          pat.rest_plain = false;
+        }
+      }
+    }
+  }
+  // The field's byte is replaced when the id has a field (>= 0); a second one, or one in a plain
+  // name, stays and is escaped.
+  bool plain(core::NameId id) const {
+    const Pattern& pat = patterns_[id.index];
+    return pat.rest_plain && pat.field_bytes == (id.field >= 0 ? 1 : 0);
+  }
+
+ private:
+  struct Pattern {
+    bool rest_plain = true;  // no byte JSON escapes, core::kNameField aside
+    int field_bytes = 0;
+  };
+  std::vector<Pattern> patterns_;
+};
+
+// The spellings of the enums the events carry as args (core::to_string), each looked up and
+// checked plain once per value rather than on every event.
+class EnumSpellings {
+ public:
+  template <class E>
+  prof::FlaggedStr of(E e) {
+    static_assert(sizeof(E) == 1, "a table of 256 entries per enum");
+    Entry& x = table<E>()[static_cast<std::size_t>(e)];
+    if (!x.known) {
+      x.text = core::to_string(e);
+      x.plain = prof::json_plain(x.text);
+      x.known = true;
+    }
+    return {x.text, x.plain};
+  }
+
+ private:
+  struct Entry {
+    std::string_view text;
+    bool plain = false, known = false;
+  };
+  using Table = std::array<Entry, 256>;
+  template <class E>
+  Table& table() {
+    if constexpr (std::is_same_v<E, core::Phase>) {
+      return phase_;
+    } else if constexpr (std::is_same_v<E, core::ComputeKind>) {
+      return compute_kind_;
+    } else if constexpr (std::is_same_v<E, core::Dtype>) {
+      return dtype_;
+    } else {
+      static_assert(std::is_same_v<E, core::CopyKind>, "an enum without a table here");
+      return copy_kind_;
+    }
+  }
+  Table phase_{}, compute_kind_{}, dtype_{}, copy_kind_{};
+};
 
 // How many events and flows the op loop of build_trace makes (its branches, counted): the vectors
 // are reserved to these.
@@ -555,13 +642,20 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
     sink.reserve(n.events + step_spans.size(), n.flows);
   }
   GroupArgs group_args(p);
+  const PlainNames plain_names(p.names);
+  EnumSpellings spell;
+  std::string name_buf;
   for (const Op& op : p.ops) {
     const core::OpTiming& t = timing[op.id];
     if (t.end_ns < 0) continue;  // not run (cancelled)
     const int pid = p.threads[op.thread].gpu;
     const int htid = host_tid(op.thread);
-    // The op's name, read once (Program::name_of; docs/program.md, "Names").
-    const std::string& name = p.name_of(op);
+    // The op's name, read once into a buffer the loop reuses (Program::append_name;
+    // docs/program.md, "Names"): no allocation per op.
+    name_buf.clear();
+    p.append_name(op, name_buf);
+    const std::string& name = name_buf;
+    const prof::FlaggedStr name_text{name, plain_names.plain(op.name)};
     if (const OpId src = sync.host_wait_on[op.id]; src != core::kNoOp) {
       // The thread blocked on a GPU op of its process: cudaEventSynchronize until it was ready,
       // and Kineto's "Event Sync" on the producer's GPU (no stream: tid and stream -1) when the
@@ -573,14 +667,14 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
         if (const auto st = step_start.find({pid, op.step}); st != step_start.end())
           from = std::min(std::max(from, st->second), t.ready_ns);
       }
-      add_event(sink, pid, htid, from, t.ready_ns - from, "cudaEventSynchronize", "cuda_runtime",
-                EventClass::kHost, -1, c);
+      add_event(sink, pid, htid, from, t.ready_ns - from, prof::PlainStr("cudaEventSynchronize"),
+                "cuda_runtime", EventClass::kHost, -1, c);
       const Op& so = p.ops[src];
       const int gpu = p.streams[so.stream].gpu;
       if (static_cast<std::size_t>(gpu) < sync_lane.size()) sync_lane[gpu] = 1;
-      sink.begin(gpu, kCudaSyncTid, t.ready_ns, 0, "Event Sync", "cuda_sync", EventClass::kOther,
-                 -1, c, 5);
-      sink.str_arg("cuda_sync_kind", "Event Sync");
+      sink.begin(gpu, kCudaSyncTid, t.ready_ns, 0, prof::PlainStr("Event Sync"), "cuda_sync",
+                 EventClass::kOther, -1, c, 5);
+      sink.arg("cuda_sync_kind", prof::PlainStr("Event Sync"));
       sink.arg("stream", std::int64_t{-1});
       sink.arg("wait_on_stream", static_cast<std::int64_t>(stream_tid(so.stream)));
       sink.arg("wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
@@ -588,14 +682,14 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
       sink.end();
     }
     if (t.gil_wait_ns > 0) {
-      add_event(sink, pid, htid, t.ready_ns, t.gil_wait_ns, "GIL wait", "gil_wait",
+      add_event(sink, pid, htid, t.ready_ns, t.gil_wait_ns, prof::PlainStr("GIL wait"), "gil_wait",
                 EventClass::kGilWait, op.id, -1);
     }
     const std::int64_t corr = op.id + 1;
     if (op.kind == OpKind::kHostWork) {
-      sink.begin(pid, htid, t.start_ns, t.end_ns - t.start_ns, name, "cpu_op", EventClass::kHost,
-                 op.id, -1, 1);
-      sink.str_arg("phase", core::to_string(op.phase));
+      sink.begin(pid, htid, t.start_ns, t.end_ns - t.start_ns, name_text, "cpu_op",
+                 EventClass::kHost, op.id, -1, 1);
+      sink.arg("phase", spell.of(op.phase));
       sink.end();
       continue;
     }
@@ -610,9 +704,9 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
                                       ? std::min(t.python_start_ns + op.python_ns, t.issue_end_ns)
                                       : t.issue_end_ns - op.dispatch_ns;
     if (op.python_ns > 0) {
-      sink.begin(pid, htid, dispatch_start - op.python_ns, op.python_ns, name, "cpu_op",
+      sink.begin(pid, htid, dispatch_start - op.python_ns, op.python_ns, name_text, "cpu_op",
                  EventClass::kHost, op.id, -1, 1);
-      sink.str_arg("phase", core::to_string(op.phase));
+      sink.arg("phase", spell.of(op.phase));
       sink.end();
     }
     const std::vector<OpId>& waits = sync.stream_waits[op.id];
@@ -629,17 +723,17 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
       // becoming free (or the call) to the producer's end, ending before this op starts so that
       // it sorts before it and nests with the stream's kernels.
       const std::int64_t c = next_corr++;
-      add_event(sink, pid, htid, launch_start, call_ns, "cudaStreamWaitEvent", "cuda_runtime",
-                EventClass::kHost, op.id, c);
+      add_event(sink, pid, htid, launch_start, call_ns, prof::PlainStr("cudaStreamWaitEvent"),
+                "cuda_runtime", EventClass::kHost, op.id, c);
       const TimeNs wait_end = std::min(
           std::max({sync.stream_free_ns[op.id], launch_start, timing[src].end_ns, prev_wait_end}),
           t.start_ns - 1);
       const TimeNs wait_start =
           std::min(std::max({sync.stream_free_ns[op.id], launch_start, prev_wait_end}), wait_end);
       prev_wait_end = wait_end;
-      sink.begin(st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start, "Stream Wait Event",
-                 "cuda_sync", EventClass::kOther, -1, c, 4);
-      sink.str_arg("cuda_sync_kind", "Stream Wait Event");
+      sink.begin(st.gpu, stream_tid(st.id), wait_start, wait_end - wait_start,
+                 prof::PlainStr("Stream Wait Event"), "cuda_sync", EventClass::kOther, -1, c, 4);
+      sink.arg("cuda_sync_kind", prof::PlainStr("Stream Wait Event"));
       sink.arg("wait_on_stream", static_cast<std::int64_t>(stream_tid(p.ops[src].stream)));
       sink.arg("wait_on_cuda_event_record_corr_id", sync.record_corr[src]);
       sink.arg("wait_on_cuda_event_id", sync.record_event[src]);
@@ -653,8 +747,9 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
                 EventClass::kHost, op.id, corr);
     }
     if (records) {
-      add_event(sink, pid, htid, launch_end, t.issue_end_ns - launch_end, "cudaEventRecord",
-                "cuda_runtime", EventClass::kHost, op.id, sync.record_corr[op.id]);
+      add_event(sink, pid, htid, launch_end, t.issue_end_ns - launch_end,
+                prof::PlainStr("cudaEventRecord"), "cuda_runtime", EventClass::kHost, op.id,
+                sync.record_corr[op.id]);
     }
     // The device event: its name, category and class by kind, then its args.
     const int dev_pid = st.gpu, dev_tid = stream_tid(st.id);
@@ -662,10 +757,10 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
     // The args after the kind's own (below): reserved with them, so the vector is allocated once.
     const std::size_t tail_args = (op.fixed_ns >= 0 ? 1 : 0) + 1 + (op.batch >= 0 ? 1 : 0) + 1;
     if (op.kind == OpKind::kCompute) {
-      sink.begin(dev_pid, dev_tid, t.start_ns, dur_ns, name, "kernel", EventClass::kCompute, op.id,
-                 corr, 4 + tail_args);
-      sink.str_arg("kind", core::to_string(op.compute_kind));
-      sink.str_arg("dtype", core::to_string(op.dtype));
+      sink.begin(dev_pid, dev_tid, t.start_ns, dur_ns, name_text, "kernel", EventClass::kCompute,
+                 op.id, corr, 4 + tail_args);
+      sink.arg("kind", spell.of(op.compute_kind));
+      sink.arg("dtype", spell.of(op.dtype));
       sink.arg("flops", op.flops);
       sink.arg("bytes", static_cast<std::int64_t>(op.bytes));
     } else if (op.kind == OpKind::kCopy) {
@@ -677,8 +772,8 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
                  4 + (op.peer_gpu >= 0 ? 1 : 0) + tail_args);
       sink.arg("bytes", static_cast<std::int64_t>(op.bytes));
       sink.arg("memory bandwidth (GB/s)", gbps);
-      sink.str_arg("copy_kind", core::to_string(op.copy_kind));
-      sink.arg("op", name);
+      sink.arg("copy_kind", spell.of(op.copy_kind));
+      sink.arg("op", name_text);
       if (op.peer_gpu >= 0) sink.arg("src_device", static_cast<std::int64_t>(op.peer_gpu));
     } else {
       // A collective simulated elsewhere (core/program_slice.hpp) has no group here.
@@ -693,25 +788,25 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
           EventClass::kCommunication, op.id, corr,
           12 + (algo_name ? 1 : 0) + (proto_name ? 1 : 0) + (op.root >= 0 ? 1 : 0) + tail_args);
       // PyTorch's record_param_comms args, as in ../shared/fixtures/kineto/nccl_data.json.gz.
-      sink.str_arg("Collective name", torch_collective_name(op.collective));
+      sink.arg("Collective name", torch_collective_name(op.collective));
       sink.arg("In msg nelems", nel.in);
       sink.arg("Out msg nelems", nel.out);
       sink.arg("Group size", static_cast<std::int64_t>(g.size));
-      sink.str_arg("dtype", torch_dtype_name(op.dtype));
-      sink.str_arg("In split size", "[]");
-      sink.str_arg("Out split size", "[]");
+      sink.arg("dtype", torch_dtype_name(op.dtype));
+      sink.arg("In split size", prof::PlainStr("[]"));
+      sink.arg("Out split size", prof::PlainStr("[]"));
       sink.arg("Process Group Name", g.id);
       sink.arg("Process Group Description", g.description);
       sink.arg("Process Group Ranks", g.ranks);
       sink.arg("bytes", static_cast<std::int64_t>(op.bytes));
-      sink.arg("op", name);
+      sink.arg("op", name_text);
       if (algo_name) sink.str_arg("algorithm", algo_name);
       if (proto_name) sink.str_arg("protocol", proto_name);
       if (op.root >= 0) sink.arg("root", static_cast<std::int64_t>(op.root));
     }
     if (op.fixed_ns >= 0)
       sink.arg("simulated_elsewhere_ns", static_cast<std::int64_t>(op.fixed_ns));
-    sink.str_arg("phase", core::to_string(op.phase));
+    sink.arg("phase", spell.of(op.phase));
     if (op.batch >= 0) sink.arg("batch", op.batch);
     sink.arg("step", static_cast<std::int64_t>(op.step));
     sink.end();

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -151,7 +152,8 @@ void check_summary(const fs::path& file, bool trace_incomplete) {
 struct Trial {
   std::vector<std::string> args;  // scenario and options, without the outputs
   int steps = 0;
-  // The signal is sent when the progress line (simrun --progress, one a second) reports the
+  // The signal is sent when the progress line (simrun --progress, one a second unless
+  // CSIM_PROGRESS_PERIOD_MS says otherwise) reports the
   // simulation under way for the signal_at_line-th time: an observed point, not a sleep.
   std::string phase = "simulating";
   int signal_at_line = 1;
@@ -238,6 +240,11 @@ TEST_CASE("interrupt: SIGINT / SIGTERM at random points of a simulation leave va
   // mid-simulation. Only the first: the simulator now runs the 1.3 M ops of 48 steps in about a
   // second, and 192 steps exceed limits.max_trace_events, so a run may have no second one.
   const std::vector<std::string> base = {csim::test::scenario_path("llama3_70b_512xh100_3d.json")};
+  // A progress line every 20 ms instead of every second (CSIM_PROGRESS_PERIOD_MS, inherited by
+  // the spawned simrun): on a machine that simulates 12 steps in well under a second, a run still
+  // shows a simulating line early, so the signal lands mid-simulation without depending on how
+  // fast the machine is (the lengthening below remains for a run shorter than 20 ms).
+  REQUIRE(setenv("CSIM_PROGRESS_PERIOD_MS", "20", 1) == 0);
   const fs::path dir = fs::temp_directory_path() / ("csim_interrupt_" + std::to_string(getpid()));
   int with_trace = 0;
   for (int i = 0; i < 4; ++i) {
@@ -252,6 +259,7 @@ TEST_CASE("interrupt: SIGINT / SIGTERM at random points of a simulation leave va
   // The signals arrive mid-simulation, so every run writes its partial trace (the last one,
   // signalled twice, may exit before writing).
   CHECK(with_trace >= 3);
+  unsetenv("CSIM_PROGRESS_PERIOD_MS");
   fs::remove_all(dir);
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace csim::app {
 namespace {
@@ -69,9 +70,23 @@ void RunProgress::stop() {
   }
 }
 
+// The period of lines on a pipe or file: a second, or CSIM_PROGRESS_PERIOD_MS (1 to 60,000) when
+// set, so that a test following the lines sees one early in a run however fast the machine
+// (tests/test_interrupt.cpp); anything else there is ignored.
+namespace {
+std::chrono::milliseconds line_period() {
+  if (const char* v = std::getenv("CSIM_PROGRESS_PERIOD_MS")) {
+    char* end = nullptr;
+    const long ms = std::strtol(v, &end, 10);
+    if (end != v && *end == '\0' && ms >= 1 && ms <= 60000) return std::chrono::milliseconds(ms);
+  }
+  return std::chrono::milliseconds(1000);
+}
+}  // namespace
+
 void RunProgress::report_loop() {
-  const auto period = mode_ == ProgressMode::kTerminal ? std::chrono::milliseconds(250)
-                                                       : std::chrono::milliseconds(1000);
+  const auto period =
+      mode_ == ProgressMode::kTerminal ? std::chrono::milliseconds(250) : line_period();
   std::unique_lock<std::mutex> lk(mu_);
   while (!cv_.wait_for(lk, period, [this] { return stopping_; })) {
     const double elapsed_s =

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "profiler/json_raw_format.hpp"
 #include "profiler/trace.hpp"
@@ -35,7 +36,8 @@ inline PlainStr class_name(EventClass c) {
 }
 
 // Every string parameter below (a category, a name, a key, a value) is a std::string_view,
-// escaped as it is written, or a PlainStr, copied as it is (json_raw_format.hpp).
+// escaped as it is written, a PlainStr, copied as it is, or a FlaggedStr, either as its flag says
+// (json_raw_format.hpp).
 
 // Room for an event's head and end ("}}"), with the line's opening.
 template <class Name, class Cat>
@@ -114,16 +116,9 @@ template <class P, class Key>
 inline P put_arg(P p, const Key& key, double v) {
   return raw_double_arg(put_arg_key(p, key), v);
 }
-template <class P, class Key>
-inline P put_arg(P p, const Key& key, std::string_view v) {
-  return raw_string(put_arg_key(p, key), v);
-}
-template <class P, class Key>
-inline P put_arg(P p, const Key& key, PlainStr v) {
-  return raw_string(put_arg_key(p, key), v);
-}
-template <class P, class Key>
-inline P put_arg(P p, const Key& key, FlaggedStr v) {
+// A string value: a std::string_view, a PlainStr or a FlaggedStr (as a name, above).
+template <class P, class Key, class S>
+requires(!std::is_arithmetic_v<S>) inline P put_arg(P p, const Key& key, const S& v) {
   return raw_string(put_arg_key(p, key), v);
 }
 template <class P>

@@ -57,12 +57,15 @@ SweepRunOutcome run_variants(const nlohmann::json& doc, const std::string& scena
       if (r.status == VariantStatus::kFailed && r.error == "cancelled") break;  // not a result
       r.index = variants[i].index;
       r.values = variants[i].values;
-      std::lock_guard<std::mutex> lock(mu);
-      oom += r.status == VariantStatus::kOom;
-      invalid += r.status == VariantStatus::kInvalid;
-      slots[i] = std::move(r);
-      ++done;
-      cv.notify_one();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        oom += r.status == VariantStatus::kOom;
+        invalid += r.status == VariantStatus::kInvalid;
+        slots[i] = std::move(r);
+        ++done;
+        cv.notify_one();
+      }
+      if (options.on_row) options.on_row(*slots[i]);  // only read from here on: no lock
     }
     std::lock_guard<std::mutex> lock(mu);
     --running;

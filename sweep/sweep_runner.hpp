@@ -32,6 +32,10 @@ struct SweepRunOptions {
   // Called on the calling thread with the rows finished so far, every checkpoint_every_s.
   double checkpoint_every_s = 2.0;
   std::function<void(const std::vector<VariantResult>&)> on_checkpoint;
+  // Called on the worker thread that simulated a variant, after its row is stored and outside
+  // the runner's lock (the calling thread can report and checkpoint meanwhile); must be
+  // thread-safe. A cancel requested here stops every worker before its next variant.
+  std::function<void(const VariantResult&)> on_row;
 };
 
 struct SweepRunOutcome {

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 
 #include "core/json_diagnostics.hpp"
 #include "sweep/sweep_runner.hpp"
@@ -47,7 +49,10 @@ TEST_CASE("worker threads give the rows one thread gives, in the variants' order
 }
 
 TEST_CASE("an interrupted sweep keeps what finished, marked incomplete", "[sweep]") {
-  // Cancel at the first checkpoint (checkpoints every 0 s: after the first poll), as Ctrl-C does.
+  // Cancel from a checkpoint that holds a finished row, as Ctrl-C does, whatever the machine's
+  // speed: the first worker to finish a row waits in on_row until a checkpoint (every poll,
+  // checkpoint_every_s = 0) has seen a row, and that checkpoint cancels. Each worker then stops
+  // before its next variant, so at most one row per worker exists: 2 of the 6 variants.
   const std::string path = test::scenario_path("dp_vs_ddp_4x1080ti.json");
   const std::vector<sweep::Knob> knobs{
       {"training.global_batch", {"32", "64", "128", "256", "384", "448"}}};
@@ -57,16 +62,28 @@ TEST_CASE("an interrupted sweep keeps what finished, marked incomplete", "[sweep
   o.threads = 2;
   o.cancel = &cancel;
   o.checkpoint_every_s = 0;
-  std::size_t checkpoints = 0;
-  o.on_checkpoint = [&](const std::vector<sweep::VariantResult>&) {
-    ++checkpoints;
+  std::mutex mu;
+  std::condition_variable seen;
+  std::size_t rows_at_cancel = 0;  // under mu; 0 until the cancelling checkpoint
+  o.on_checkpoint = [&](const std::vector<sweep::VariantResult>& rows) {
+    if (rows.empty()) return;  // a poll before any variant finished
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (rows_at_cancel == 0) rows_at_cancel = rows.size();
+    }
     cancel = true;
+    seen.notify_all();
+  };
+  o.on_row = [&](const sweep::VariantResult&) {
+    std::unique_lock<std::mutex> lock(mu);
+    seen.wait(lock, [&] { return rows_at_cancel > 0; });
   };
   const sweep::SweepRunOutcome out =
       sweep::run_variants(scenario_doc(path), path, {}, knobs, vs, o);
-  CHECK(checkpoints >= 1);
+  CHECK(rows_at_cancel >= 1);
   CHECK_FALSE(out.complete);
-  CHECK(out.rows.size() < vs.size());
+  CHECK(out.rows.size() >= rows_at_cancel);  // what finished before the cancel is kept
+  CHECK(out.rows.size() <= static_cast<std::size_t>(o.threads));
   for (const sweep::VariantResult& r : out.rows) CHECK(r.status == sweep::VariantStatus::kOk);
 }
 

@@ -246,7 +246,7 @@ inline constexpr std::size_t kRawNumberBound = 40;  // room for raw_double_arg, 
 
 // A double arg: shortest round-trip repr (std::to_chars), always recognisable as a double when
 // read back ("2.0", not "2"); non-finite values are not JSON and are written as null.
-inline char* raw_double_arg(char* p, double v) {
+inline char* raw_double_arg_uncached(char* p, double v) {
   if (!std::isfinite(v)) return raw_lit(p, "null");
   char* const from = p;
   p = std::to_chars(p, p + 32, v).ptr;
@@ -254,6 +254,30 @@ inline char* raw_double_arg(char* p, double v) {
     if (*c == '.' || *c == 'e' || *c == 'n') return p;
   }
   return raw_lit(p, ".0");
+}
+// The same text, remembered per thread for the last value of each of 64 slots (by a hash of the
+// value's bits): a trace's double args are a kernel's FLOPs, which repeat for every micro-batch
+// and rank, and std::to_chars's shortest repr costs about 250 instructions a value. The text is
+// at most 26 bytes; a hit copies 32, inside the kRawNumberBound bytes the caller has room for.
+inline char* raw_double_arg(char* p, double v) {
+  struct Remembered {
+    std::uint64_t bits = 0;
+    std::uint32_t size = 0;  // 0: empty (every value's text has at least one byte)
+    char text[32] = {};
+  };
+  thread_local Remembered memo[64];
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  Remembered& m = memo[(bits * 0x9E3779B97F4A7C15ULL) >> 58];
+  if (m.size != 0 && m.bits == bits) {
+    std::memcpy(p, m.text, sizeof m.text);
+    return p + m.size;
+  }
+  char* const end = raw_double_arg_uncached(p, v);
+  m.bits = bits;
+  m.size = static_cast<std::uint32_t>(end - p);
+  std::memcpy(m.text, p, m.size);
+  return end;
 }
 
 // A counter value: integral values (bytes) below 2^53 print as integers, others as the shortest

@@ -1,6 +1,10 @@
 // Roofline compute cost (docs/cost-model.md, "Compute"); expected values derived in comments.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 #include "core/cost/compute_cost.hpp"
 
 using namespace csim;
@@ -70,4 +74,40 @@ TEST_CASE("durations round to the nearest ns once", "[compute]") {
   // bytes 1 / 8e11 = 1.25 ps -> 0 ns; 2,000 B / 8e11 = 2.5 ns -> 3 ns (half away from zero)
   CHECK(compute_duration_ns(g, ComputeKind::kElementwise, Dtype::kFp32, 0, 1) == 0);
   CHECK(compute_duration_ns(g, ComputeKind::kElementwise, Dtype::kFp32, 0, 2000) == 3);
+}
+
+TEST_CASE("remembered kernel times are op_compute_ns's, slot collisions included", "[compute]") {
+  // OpComputeMemo hashes FLOPs, bytes, kind, dtype and GEMM pass only: ops that differ in their
+  // GEMM shape or fused-kernel efficiency alone share a slot, and a hit must still compare them.
+  // Every op below is looked up in a shuffled order, three times over; each answer must be the
+  // cost model's own.
+  GpuSpec g = test_gpu();
+  g.sm_count = 100;  // GEMM shapes are costed by waves of tiles (docs/cost-model.md, "GEMM shape")
+  g.gemm_tile_efficiency = 0.5;
+  std::vector<Op> ops;
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 400; ++i) {
+    Op op;
+    op.kind = OpKind::kCompute;
+    op.compute_kind = i % 3 == 0 ? ComputeKind::kElementwise : ComputeKind::kGemm;
+    op.dtype = i % 2 == 0 ? Dtype::kBf16 : Dtype::kFp32;
+    op.flops = static_cast<double>(rng() % 1000 + 1) * 1e9;
+    op.bytes = static_cast<Bytes>(rng() % 1000 + 1) << 20;
+    op.gemm_pass = static_cast<GemmPass>(i % 4);
+    ops.push_back(op);
+    Op shaped = op;  // the same hash, a GEMM shape
+    shaped.gemm = GemmShape{1, 1024 * (i % 7 + 1), 4096, 2048};
+    ops.push_back(shaped);
+    Op other_shape = shaped;  // the same hash, another shape
+    other_shape.gemm.k = 8192;
+    ops.push_back(other_shape);
+    Op fused = op;  // the same hash, its own efficiency
+    fused.max_efficiency = 0.35;
+    ops.push_back(fused);
+  }
+  OpComputeMemo memo;
+  for (int round = 0; round < 3; ++round) {
+    std::shuffle(ops.begin(), ops.end(), rng);
+    for (const Op& op : ops) CHECK(memo.get(g, op) == op_compute_ns(g, op));
+  }
 }

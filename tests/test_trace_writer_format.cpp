@@ -3,12 +3,15 @@
 // every other byte (UTF-8 included); µs are ns / 1000 with exactly three decimals.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "profiler/json_raw_format.hpp"
 
@@ -157,6 +160,44 @@ TEST_CASE("in-place µs and numbers", "[trace]") {
   CHECK(counter(1e9) == "1000000000");
   CHECK(counter(2.5) == "2.5");
   CHECK(counter(1e300) == "1e+300");
+}
+
+TEST_CASE("a remembered double's text is the one std::to_chars gives", "[trace]") {
+  // raw_double_arg remembers the last value of each of 64 slots; whatever the order of values
+  // (repeats, values sharing a slot, the longest texts), it writes what the uncached one writes.
+  const auto text = [](double v, bool cached) {
+    char buf[kRawNumberBound];
+    return std::string(buf, cached ? raw_double_arg(buf, v) : raw_double_arg_uncached(buf, v));
+  };
+  std::vector<double> values = {0.0,
+                                -0.0,
+                                1.0,
+                                2.0,
+                                0.1,
+                                1e22,
+                                1e23,
+                                -std::numeric_limits<double>::denorm_min(),
+                                -std::numeric_limits<double>::min(),
+                                -std::numeric_limits<double>::max(),
+                                -1.2345678901234567e-300,
+                                123456789012345680000.0,
+                                std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::quiet_NaN()};
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> exponent(-310.0, 310.0);
+  for (int i = 0; i < 2000; ++i) values.push_back(std::pow(10.0, exponent(rng)) * (i % 2 ? -1 : 1));
+  for (int i = 0; i < 2000; ++i) values.push_back(static_cast<double>(rng() % 1000000) * 1e9);
+  std::size_t longest = 0;
+  for (int round = 0; round < 3; ++round) {  // each value again, after others took its slot
+    for (double v : values) {
+      const std::string expected = text(v, false);
+      longest = std::max(longest, expected.size());
+      CHECK(text(v, true) == expected);
+      CHECK(text(v, true) == expected);  // the remembered copy
+    }
+    std::shuffle(values.begin(), values.end(), rng);
+  }
+  CHECK(longest <= 26);  // what a slot's 32 bytes hold
 }
 
 TEST_CASE("in-place integers are std::to_chars's digits", "[trace]") {

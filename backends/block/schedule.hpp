@@ -6,7 +6,6 @@
 
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -154,44 +153,6 @@ struct TransferTable {
   bool filled = false;
 };
 
-// Direct-mapped memo of compute_duration_ns: a layer's kernel recurs every micro-batch.
-struct ComputeMemo {
-  struct Entry {
-    double flops = -1;
-    Bytes bytes = -1;
-    int kind = -1;
-    double max_efficiency = 0;
-    core::GemmShape gemm;
-    core::GemmPass pass = core::GemmPass::kForward;
-    TimeNs d = 0;
-  };
-  std::array<Entry, 4096> e{};
-  static bool same(const core::GemmShape& a, const core::GemmShape& b) {
-    return a.batch == b.batch && a.m == b.m && a.n == b.n && a.k == b.k;
-  }
-  TimeNs get(const core::GpuSpec& g, const Op& op) {
-    std::uint64_t fb = 0;
-    std::memcpy(&fb, &op.flops, sizeof fb);
-    const int kind = static_cast<int>(op.compute_kind) * 16 + static_cast<int>(op.dtype);
-    std::uint64_t h = fb * 0x9E3779B97F4A7C15ull ^
-                      static_cast<std::uint64_t>(op.bytes) * 0xC2B2AE3D27D4EB4Full ^
-                      static_cast<std::uint64_t>(kind) ^
-                      static_cast<std::uint64_t>(op.gemm_pass) * 0x165667B19E3779F9ull;
-    Entry& x = e[(h ^ (h >> 29)) & (e.size() - 1)];
-    if (x.flops != op.flops || x.bytes != op.bytes || x.kind != kind ||
-        x.max_efficiency != op.max_efficiency || !same(x.gemm, op.gemm) || x.pass != op.gemm_pass) {
-      x = {op.flops,
-           op.bytes,
-           kind,
-           op.max_efficiency,
-           op.gemm,
-           op.gemm_pass,
-           core::op_compute_ns(g, op)};
-    }
-    return x.d;
-  }
-};
-
 class Schedule {
  public:
   // `shared`, when given, is consulted and filled in transfer_of (TransferTable).
@@ -218,7 +179,7 @@ class Schedule {
   TransferTable* shared_ = nullptr;  // null, or checked against this Program in build()
   std::array<std::pair<PlanKey, TransferTime>, 1024> transfer_memo_{};
   std::map<std::vector<int>, std::vector<int>> mirrors_;
-  ComputeMemo compute_;
+  core::OpComputeMemo compute_;
   engine::EventQueue<Event> events_;
   TimeNs now_ = 0;
 

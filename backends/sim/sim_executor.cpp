@@ -169,6 +169,7 @@ class SimRun {
   std::int64_t events_ = 0;
   std::int64_t done_count_ = 0;
   AllocBackpressure backpressure_;  // docs/memory.md, "Allocation backpressure"
+  core::OpComputeMemo kernel_ns_;   // scenario_.cluster.gpu's kernel times, remembered
 
   void push(TimeNs t, EvType type, std::int64_t subject) { queue_.push(t, Event{type, subject}); }
   void step_thread(int t);
@@ -356,7 +357,7 @@ void SimRun::start_on_stream(int s, OpId id) {
       return;
     case OpKind::kCompute: {
       st.running = id;
-      start_kernel(id, op.gpu, core::op_compute_ns(scenario_.cluster.gpu, op),
+      start_kernel(id, op.gpu, kernel_ns_.get(scenario_.cluster.gpu, op),
                    static_cast<double>(op.bytes));
       return;
     }

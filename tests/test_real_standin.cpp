@@ -136,27 +136,57 @@ TEST_CASE("stand-in: the emulated GIL serialises one process's Python time", "[r
   CHECK(threads_seen > 10);
 }
 
+namespace {
+// A stand-in whose host wait, once the op it waited for has finished, cancels the run: the
+// cancel then follows an observable event (a device op done, its interval recorded) instead of a
+// delay, so the run is cancelled with something finished however fast or slow the machine is.
+class CancelAfterHostWait : public real::StandinRuntime {
+ public:
+  CancelAfterHostWait(std::vector<TimeNs> busy, std::atomic<bool>& cancel)
+      : StandinRuntime(std::move(busy), {1000.0}), cancel_(cancel) {}
+  void host_wait(core::OpId op) override {
+    StandinRuntime::host_wait(op);  // returns once `op` is done (or throws when aborted)
+    cancel_ = true;
+  }
+
+ private:
+  std::atomic<bool>& cancel_;
+};
+}  // namespace
+
 TEST_CASE("stand-in: a cancelled run stops, keeps what finished and says incomplete",
           "[real][standin]") {
-  // Twenty steps at 1000x the simulated durations take about 1.5 s (measured: 10 steps 0.78 s),
-  // far longer than the 250 ms before the cancel, by which time the first step's ops have long
-  // finished, even under ThreadSanitizer on a loaded machine.
+  // The cancel is set by the first host wait for a device op (CancelAfterHostWait), on the
+  // issuing thread itself, right before it checks RunControl::cancel for its next op. So when
+  // run() returns: the waited-for op finished (ran > 0), and that thread issued none of its later
+  // ops — the first such wait is in step 2 of 20, so that thread's later steps never ran
+  // (ran < all ops).
   const core::Scenario s = scenario("linear_5x2_dp4.json", {"training.steps=20"});
   core::Program p = core::lower(s);
+  // The executor host-waits for a device op of its own rank when the dep is kHostWaits or the
+  // waiting op is host work (real_executor.cpp): find the first. It is in step 2 (index 1): the
+  // main thread's "wait pageable copy", which waits for that step's input H2D copy from
+  // pageable memory.
+  int first_wait_step = -1;
+  for (const Op& op : p.ops) {
+    for (const core::Dep& d : op.deps) {
+      const bool device_dep = p.ops[static_cast<std::size_t>(d.op)].stream >= 0;
+      if (device_dep && (d.kind == core::DepKind::kHostWaits || op.stream < 0)) {
+        first_wait_step = op.step;
+        break;
+      }
+    }
+    if (first_wait_step >= 0) break;
+  }
+  REQUIRE(first_wait_step == 1);
   sim::SimExecutor sim(s);
-  real::StandinRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), {1000.0});
-  real::RealExecutor exec(rt, {});
   std::atomic<bool> cancel{false};
+  CancelAfterHostWait rt(real::standin_busy_ns(p, sim.run(p, {})), cancel);
+  real::RealExecutor exec(rt, {});
   core::RunControl control;
   control.cancel = &cancel;
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    cancel = true;
-  });
-  const auto t0 = std::chrono::steady_clock::now();
   const core::ExecutionResult r = exec.run(p, control);
-  stopper.join();
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+  CHECK(cancel.load());
   CHECK_FALSE(r.complete);
   std::size_t ran = 0;
   for (const auto& t : r.timings) {

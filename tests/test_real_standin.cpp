@@ -330,15 +330,18 @@ TEST_CASE("processes: DDP ranks as processes, merged into one valid timeline",
 
 TEST_CASE("processes: a killed rank stops the others within seconds, naming it",
           "[real][processes][faults]") {
-  // Ten steps at 500x the simulated durations (~0.5 s each) run for seconds; rank 1 is killed after
-  // 100 ms. Rank 0 then waits in an all-reduce that can never complete: the coordinator sees rank
-  // 1's connection drop, aborts rank 0, and the launch returns with what finished.
+  // Rank 1 is killed when rank 0 arrives at its first bucket all-reduce (step 1 of 10). A
+  // stand-in op starts only once its stream's earlier ops and its deps have finished, so rank 0
+  // has finished ops by then (the backward kernels the all-reduce waits for). Rank 0 then waits
+  // in an all-reduce of a later step that can never complete: the coordinator sees rank 1's
+  // connection drop, aborts rank 0, and the launch returns with what finished.
   real::LaunchOptions launch;
   pid_t pids[2] = {-1, -1};
   launch.on_started = [&pids](int rank, pid_t pid) { pids[rank] = pid; };
   bool killed = false;
-  launch.on_tick = [&](std::int64_t ms) {
-    if (ms >= 100 && !killed) killed = ::kill(pids[1], SIGKILL) == 0;
+  launch.on_message = [&](int rank, real::MsgType type) {
+    if (rank == 0 && type == real::MsgType::kArrive && !killed)
+      killed = ::kill(pids[1], SIGKILL) == 0;
   };
   ProcRun run = run_processes(
       scenario("linear_5x2_dp2.json", {"strategy.kind=ddp", "training.steps=10"}), 500.0, launch);
@@ -358,15 +361,18 @@ TEST_CASE("processes: a killed rank stops the others within seconds, naming it",
 
 TEST_CASE("processes: a hung rank is detected by its missing heartbeats",
           "[real][processes][faults]") {
-  // SIGSTOP freezes rank 1 (alive, connection open, silent); after 1 s without heartbeats the
-  // coordinator kills it and stops rank 0.
+  // SIGSTOP freezes rank 1 (alive, connection open, silent) when it arrives at its first bucket
+  // all-reduce (step 1 of 10): it has connected by then (its hello came first on the same
+  // connection), so after 1 s without heartbeats the coordinator kills it for silence, not for
+  // never connecting, and stops rank 0.
   real::LaunchOptions launch;
   launch.heartbeat_timeout_ms = 1000;
   pid_t pids[2] = {-1, -1};
   launch.on_started = [&pids](int rank, pid_t pid) { pids[rank] = pid; };
   bool frozen = false;
-  launch.on_tick = [&](std::int64_t ms) {
-    if (ms >= 100 && !frozen) frozen = ::kill(pids[1], SIGSTOP) == 0;
+  launch.on_message = [&](int rank, real::MsgType type) {
+    if (rank == 1 && type == real::MsgType::kArrive && !frozen)
+      frozen = ::kill(pids[1], SIGSTOP) == 0;
   };
   ProcRun run = run_processes(
       scenario("linear_5x2_dp2.json", {"strategy.kind=ddp", "training.steps=10"}), 500.0, launch);
@@ -378,13 +384,14 @@ TEST_CASE("processes: a hung rank is detected by its missing heartbeats",
 }
 
 TEST_CASE("processes: a cancelled run stops every rank", "[real][processes]") {
-  // Ctrl-C reaches the launcher as RunControl::cancel (set here from the coordinator's tick).
+  // Ctrl-C reaches the launcher as RunControl::cancel, set here when rank 0 arrives at its first
+  // bucket all-reduce (step 1 of 10), so the run is cancelled mid-way however fast the machine.
   std::atomic<bool> cancel{false};
   core::RunControl control;
   control.cancel = &cancel;
   real::LaunchOptions launch;
-  launch.on_tick = [&cancel](std::int64_t ms) {
-    if (ms >= 100) cancel = true;
+  launch.on_message = [&cancel](int rank, real::MsgType type) {
+    if (rank == 0 && type == real::MsgType::kArrive) cancel = true;
   };
   ProcRun run =
       run_processes(scenario("linear_5x2_dp2.json", {"strategy.kind=ddp", "training.steps=10"}),

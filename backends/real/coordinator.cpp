@@ -259,16 +259,19 @@ void Coordinator::loop(int& listen_fd, std::int64_t zero, const core::RunControl
           ::close(fd);
           continue;
         }
+        if (options_.on_message) options_.on_message(m.rank, m.type);
         ranks_[static_cast<std::size_t>(m.rank)].fd = fd;
         ranks_[static_cast<std::size_t>(m.rank)].reported_pid = m.a;
         ranks_[static_cast<std::size_t>(m.rank)].last_seen_ns = now;
         continue;
       }
       const int r = who[i];
-      if (recv_msg(fds[i].fd, &m))
+      if (recv_msg(fds[i].fd, &m)) {
+        if (options_.on_message) options_.on_message(r, m.type);
         on_msg(r, m, zero);
-      else
+      } else {
         gone(r);
+      }
     }
     // A rank that never connected, or went silent (heartbeats come from their own thread, so a
     // rank blocked in a collective still sends them), is declared failed and killed.
@@ -290,7 +293,6 @@ void Coordinator::loop(int& listen_fd, std::int64_t zero, const core::RunControl
         }
       }
     }
-    if (options_.on_tick) options_.on_tick((now - start) / 1'000'000);
     if (!cancelled_ && control.cancel && control.cancel->load()) {
       cancelled_ = true;
       abort_all(-1, "interrupted");

@@ -14,6 +14,7 @@
 
 #include "backends/real/device_runtime.hpp"
 #include "backends/real/real_executor.hpp"
+#include "backends/real/wire.hpp"
 #include "core/executor.hpp"
 
 namespace csim::real {
@@ -25,10 +26,11 @@ struct LaunchOptions {
   int heartbeat_timeout_ms = 10'000;  // a rank silent this long is declared hung and killed
   int grace_ms = 5'000;               // after an abort, ranks get this long before SIGKILL
   std::function<void(int rank, pid_t pid)> on_started;  // tests: the ranks' pids
-  // Tests: called from the coordinator's loop (about every 100 ms, and after each message) with
-  // the ms since launch, so a test can kill or stop a rank without a thread of its own (forking
-  // a multi-threaded process is what ThreadSanitizer cannot follow).
-  std::function<void(std::int64_t elapsed_ms)> on_tick;
+  // Tests: called from the coordinator's loop for every message a rank sends (wire.hpp), before
+  // the coordinator acts on it, so a test can kill, stop or cancel on an observable event (a rank
+  // connected, a rank arrived at a collective) without a thread of its own (forking a
+  // multi-threaded process is what ThreadSanitizer cannot follow).
+  std::function<void(int rank, MsgType type)> on_message;
 };
 
 struct ClockSync {

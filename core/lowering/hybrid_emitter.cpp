@@ -227,11 +227,14 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   const ShardedLayer& sl = plan_.sharded[static_cast<std::size_t>(lp.layer)];
   const double bsz = static_cast<double>(ps_.micro_batch_size);
   const Lane lane{r.thread, r.gpu, r.compute};
-  const NameRef name = kernel_name(lp);
+  // The id alone on the copy path below: a NameRef is 112 bytes, value-initialised (its parts
+  // zeroed) on every construction, which perf showed as the costliest instruction of this function.
+  const NameId name_id = kernel_name(lp);
   OpId c = kNoOp;
   // A layer kernel outside FP8 (no casts around it) repeats its layer and phase's first one but
   // for the fields set here (kernel_ops_).
-  const bool repeatable = !b_.fp8().fp8_layer(lp.layer);
+  const bool fp8_layer = b_.fp8().fp8_layer(lp.layer);
+  const bool repeatable = !fp8_layer;
   const std::size_t phase = kernel_phase(lp.phase);
   KernelOp* const t =
       repeatable ? &kernel_ops_[static_cast<std::size_t>(lp.layer)][phase] : nullptr;
@@ -242,7 +245,7 @@ OpId Emitter::emit_layer(LayerPass& lp) {
     Op& op = ops.emplace_back(t->op);
     op.id = c;
     op.step = b_.step();
-    op.name = name.intern(b_.names());
+    op.name = name_id;
     op.thread = lane.thread;
     op.stream = lane.stream;
     op.gpu = lane.gpu;
@@ -255,9 +258,8 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   // FP8 casts (docs/fp8.md): the label, as text, only for a layer that has them (no string per
   // kernel).
   const std::string fp8_label =
-      b_.fp8().fp8_layer(lp.layer)
-          ? NameRef::cat({lp.sp.prefix, l.name}, lp.sp.micro).str(b_.names())
-          : std::string();
+      fp8_layer ? NameRef::cat({lp.sp.prefix, l.name}, lp.sp.micro).str(b_.names()) : std::string();
+  const NameRef name(name_id);
   if (lp.forward()) {
     const Bytes traffic = per_micro_batch(sl.traffic_per_sample) + sl.params * pb_.weights;
     lp.deps = b_.fp8().before_forward(b_, lane, lp.layer, sl.params, sl.act_bytes_per_sample,
@@ -439,10 +441,18 @@ void Emitter::build(const std::string& label) {
     }
   }
   // The op list is reserved from the first rank's step (stages differ little: embedding and
-  // logits), so millions of ops are not moved again and again as the vector doubles.
+  // logits), so millions of ops are not moved again and again as the vector doubles. Before
+  // that, a guess of about four ops per layer, micro-batch and rank step (forward, recompute,
+  // backward and their collectives: 3.7 on GPT-3 175B) keeps the first rank's step from
+  // doubling its way up too; reserving more than is used costs address space, not memory.
   std::vector<Op>& ops = b_.program().ops;
   const auto emitted = static_cast<std::size_t>(
       std::count_if(ranks_.begin(), ranks_.end(), [](const RankState& r) { return r.emitted; }));
+  const std::size_t layers_per_rank = s_.model.layers.size() / static_cast<std::size_t>(ps_.pp) + 1;
+  ops.reserve(ops.size() +
+              4 * layers_per_rank *
+                  static_cast<std::size_t>(std::max<std::int64_t>(1, ps_.micro_batches)) * emitted *
+                  static_cast<std::size_t>(s_.training.steps));
   bool reserved = false;
   for (int step = 1; step <= s_.training.steps; ++step) {
     for (RankState& r : ranks_) {

@@ -37,7 +37,7 @@ const char* kHelp =
     "                  threads and rank symmetry: two builds whose digests\n"
     "                  agree lowered the same Program\n"
     "  --markdown-accuracy  docs/block-eval.md's accuracy table (no timings; deterministic;\n"
-    "                  adds the pipeline, ZeRO-3 and FSDP scenarios to the default list)\n"
+    "                  adds the pipeline, ZeRO-3, FSDP and FSDP2 (x PP, FP8) scenarios)\n"
     "  --markdown-speed     docs/block-eval.md's speed table (CPU ms, as measured)\n"
     "  --help          this text\n"
     "\n"
@@ -322,6 +322,10 @@ int main(int argc, char** argv) {
       cases.push_back({"gpt_pipeline_8xa100.json", {}});
       cases.push_back({"gpt_20b_64xa100_zero3.json", {}});
       cases.push_back({"llama3_8b_64xh100_fsdp.json", {}});
+      // The two layouts the block path refused until main 3bdb1dc (docs/block-eval.md, "Scope").
+      cases.push_back({"llama3_1_405b_512xh100_3d.json", {}});
+      cases.push_back({"llama3_1_405b_512xh100_3d.json", {"training.global_batch=256"}});
+      cases.push_back({"llama3_1_8b_8xh100_fsdp2_fp8.json", {}});
     }
   }
   if (digest) {

@@ -1,4 +1,4 @@
-// Accuracy table (not a test): every case of ../shared/calibration/published-measurements.json
+// Accuracy table (not a test): every case of calibration/published/published-measurements.json
 // and of published-measurements-modern.json next to what the simulator's own code paths predict
 // for the published setup. Prints a markdown table and a summary; docs/accuracy.md is this
 // program's output.
@@ -412,8 +412,8 @@ std::string published_of(const json& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path = CSIM_SOURCE_DIR "/../shared/calibration/published-measurements.json";
-  std::string modern = CSIM_SOURCE_DIR "/../shared/calibration/published-measurements-modern.json";
+  std::string path = CSIM_SOURCE_DIR "/calibration/published/published-measurements.json";
+  std::string modern = CSIM_SOURCE_DIR "/calibration/published/published-measurements-modern.json";
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--cases") path = argv[i + 1];
     if (std::string(argv[i]) == "--modern") modern = argv[i + 1];

@@ -1,6 +1,6 @@
 // Host staging with P2P disabled (docs/cost-model.md, "Host staging"): the staged routes, the
 // chunk pipeline's fill and the collective plans over them; expected values derived in comments.
-// Calibration: nccl_2x4070tis_pcie_latency (../shared/calibration/published-measurements.json).
+// Calibration: nccl_2x4070tis_pcie_latency (calibration/published/published-measurements.json).
 #include <catch2/catch.hpp>
 
 #include "core/cost/collective_cost.hpp"

@@ -1,15 +1,14 @@
-// tracediff on the real PyTorch-profiler (Kineto) traces in ../shared/fixtures/kineto/: every
+// tracediff on the real PyTorch-profiler (Kineto) traces (tests/kineto_fixtures.hpp): every
 // fixture opens, says "no memory data" (none was recorded with profile_memory) and diffs by op
 // class; diff_control vs diff_test (different job shapes and stream ids) match streams by role.
-// When the fixtures are absent this executable prints why and exits 77, which CTest reports as
-// skipped (SKIP_RETURN_CODE in tests/CMakeLists.txt): Catch2 2.13 has no SKIP.
-#define CATCH_CONFIG_RUNNER
+// Part of tests_kineto_fixtures: skipped visibly when the fixtures are absent
+// (kineto_fixtures.hpp).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <iostream>
 #include <sstream>
 
+#include "kineto_fixtures.hpp"
 #include "profiler/trace_diff.hpp"
 #include "tools/tracediff_app.hpp"
 
@@ -17,10 +16,12 @@ using namespace csim;
 
 namespace {
 
+using test::kineto_fixture;
 std::string fixture(const std::string& name) {
-  return std::string(CSIM_SOURCE_DIR) + "/../shared/fixtures/kineto/" + name;
+  return kineto_fixture(name);
 }
 
+// The fixtures recorded without profile_memory (df_index_resolver has [memory] events).
 constexpr const char* kFixtures[] = {"sampled_rank-0.json.gz", "sampled_rank-1.json.gz",
                                      "diff_control.json.gz", "diff_test.json.gz",
                                      "nccl_data.json.gz"};
@@ -83,15 +84,4 @@ TEST_CASE("diff_control vs diff_test: different job shapes diffed by op class",
   INFO(out);
   CHECK((code == app::kDiffOk || code == app::kDiffRegression));
   CHECK(out.find("verdict:") != std::string::npos);
-}
-
-int main(int argc, char** argv) {
-  for (const char* f : kFixtures) {
-    if (!std::filesystem::exists(fixture(f))) {
-      std::cout << "SKIPPED: Kineto fixture " << fixture(f)
-                << " not found (CI clones the repository with shared/ beside it)\n";
-      return 77;
-    }
-  }
-  return Catch::Session().run(argc, argv);
 }

@@ -326,7 +326,7 @@ void layer_time(Row& r, const json& c) {
 // in the published layout (docs/scenario.md, "Bundled scenarios"), simulated as simrun does;
 // tokens/s per GPU from its summary.
 void modern_throughput(Row& r, const json& c) {
-  const std::string file = CSIM_SOURCE_DIR "/scenarios/" + r.id + ".json";
+  const std::string file = std::string(CSIM_SOURCE_DIR) + "/scenarios/" + r.id + ".json";
   if (!std::ifstream(file)) {
     const bool moe = c["model"].contains("experts");
     r.predicted = "—";
@@ -412,8 +412,9 @@ std::string published_of(const json& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path = CSIM_SOURCE_DIR "/calibration/published/published-measurements.json";
-  std::string modern = CSIM_SOURCE_DIR "/calibration/published/published-measurements-modern.json";
+  std::string path = std::string(CSIM_SOURCE_DIR) + "/calibration/published/published-measurements.json";
+  std::string modern =
+      std::string(CSIM_SOURCE_DIR) + "/calibration/published/published-measurements-modern.json";
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--cases") path = argv[i + 1];
     if (std::string(argv[i]) == "--modern") modern = argv[i + 1];

@@ -12,10 +12,11 @@
 namespace csim::test {
 
 // The fixture folder: $CSIM_KINETO_FIXTURES when set, else the CMake cache variable of the same
-// name (default ${PROJECT_SOURCE_DIR}/../shared/fixtures/kineto).
+// name (default ${PROJECT_SOURCE_DIR}/../shared/fixtures/kineto; tests/source_dir.hpp).
 inline std::string kineto_fixture_dir() {
   const char* env = std::getenv("CSIM_KINETO_FIXTURES");
-  return env != nullptr && *env != '\0' ? std::string(env) : std::string(CSIM_KINETO_FIXTURES);
+  return env != nullptr && *env != '\0' ? std::string(env)
+                                         : std::string(::csim::build::kineto_fixtures_dir());
 }
 
 inline std::string kineto_fixture(const std::string& name) {

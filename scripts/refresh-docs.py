@@ -136,7 +136,24 @@ def ci_table(c):
     keep = [l for l in out.splitlines()
             if l.strip().startswith("change") or
             re.match(r"\s*[-+][\d.]+%\s+(exposed_comm|comm_overlap|step_time|throughput)\s", l)]
-    return "\n```\n" + "\n".join(keep) + "\n```\n"
+    return "\n```text\n" + "\n".join(keep) + "\n```\n"
+
+
+def tracediff_output(c):
+    # docs/tracediff.md, "Output": a DDP bucket of 200 MB against 25 MB, the commands and
+    # tracediff's whole output as printed (a console block: docs:commands runs the commands).
+    ddp = ["simrun", "scenarios/dp_vs_ddp_4x1080ti.json", "--set", "strategy.kind=ddp"]
+    bucket = ddp + ["--set", "strategy.ddp.bucket_cap_mb=200"]
+    c.run(ddp + ["-q", "-o", os.path.join(c.tmp, "ddp.json")])
+    c.run(bucket + ["-q", "-o", os.path.join(c.tmp, "ddp_bucket200.json")])
+    p = subprocess.run([c.tool("tracediff"), "ddp.json", "ddp_bucket200.json", "--top", "8"],
+                       cwd=c.tmp, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode != 1:
+        raise RuntimeError(f"tracediff exited {p.returncode}, not 1:\n{p.stdout[-3000:]}")
+    lines = ["$ " + " ".join(ddp + ["-q", "-o", "ddp.json"]),
+             "$ " + " ".join(bucket + ["-q", "-o", "ddp_bucket200.json"]),
+             "$ tracediff ddp.json ddp_bucket200.json --top 8   # exit 1: a regression"]
+    return "\n```console\n" + "\n".join(lines) + "\n" + p.stdout.rstrip() + "\n```\n"
 
 
 def backpressure_zero3(c):
@@ -145,7 +162,7 @@ def backpressure_zero3(c):
     out = c.run(["simrun", "scenarios/gpt_20b_64xa100_zero3.json", "--no-advice"], ok=(0, 1))
     keep = [l for l in out.splitlines()
             if l.startswith(("step time:", "memory node", "OOM:", "note: allocator"))]
-    return "\n```\n" + "\n".join(keep) + "\n```\n"
+    return "\n```text\n" + "\n".join(keep) + "\n```\n"
 
 
 def steady_state_example(c):
@@ -156,7 +173,7 @@ def steady_state_example(c):
                  "--set", "strategy.recompute=none", "--set", "training.global_batch=32",
                  "--set", "strategy.micro_batch_size=4", "--set", "training.steps=1"])
     keep = [l for l in out.splitlines() if "steady-state peak" in l or l.startswith("OOM:")]
-    return "\n```\n" + "\n".join(keep) + "\n```\n"
+    return "\n```text\n" + "\n".join(keep) + "\n```\n"
 
 
 def gil_variants(c):
@@ -172,7 +189,7 @@ def gil_variants(c):
         cmd = " ".join(["$"] + args[:1] + args[1:])
         lines.append(f"{cmd:<74}{comment}".rstrip() if comment else cmd)
         lines += [l for l in out.splitlines() if l.startswith(("step time:", "samples/s:"))]
-    return "\n```sh\n" + "\n".join(lines) + "\n```\n"
+    return "\n```console\n" + "\n".join(lines) + "\n```\n"
 
 
 def hpo_example(c):
@@ -185,7 +202,7 @@ def hpo_example(c):
     cmd = ("$ simrun hpo scenarios/mlp_1xh200.json --set cluster.gpus_per_node=4 --space "
            "training.global_batch=4096,8192 \\\n    --space param.lr=1e-4,3e-4,1e-3 --trials 27 "
            "--seed 1 --max-t 27 --startup-s 0.05 -o hpo_asha.json")
-    return "\n```\n" + cmd + "\n" + out.replace(out_file, "hpo_asha.json").rstrip() + "\n```\n"
+    return "\n```console\n" + cmd + "\n" + out.replace(out_file, "hpo_asha.json").rstrip() + "\n```\n"
 
 
 def block_eval(c, flag):
@@ -255,6 +272,7 @@ def collective_sweep(c, cluster):
 
 
 FIGURES = {
+    "tracediff_output": (tracediff_output, False),
     "collective_sweep_dgx_a100": (lambda c: collective_sweep(c, "dgx_a100"), False),
     "collective_sweep_dgx_h100": (lambda c: collective_sweep(c, "dgx_h100"), False),
     "fp8_example": (fp8_example, False),

@@ -13,6 +13,7 @@
 #include "backends/block/block_eval.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/scenario_parser.hpp"
+#include "run/allocator.hpp"
 
 namespace {
 
@@ -204,7 +205,7 @@ void run_program_digest(const Case& c) {
               p.names.size(), static_cast<unsigned long long>(d.h));
 }
 
-void run(const Case& c, int reps, bool op_level, Format format) {
+void run_case(const Case& c, int reps, bool op_level, Format format) {
   const core::Scenario sc = core::parse_scenario_file(path_of(c), c.sets);
   double t = cpu_ms();
   const core::Program p = core::lower(sc);
@@ -282,6 +283,7 @@ void run(const Case& c, int reps, bool op_level, Format format) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  csim::run::configure_allocator();  // as simrun does (run/allocator.hpp)
   int reps = 20;
   bool op_level = true, sweep_only = false, digest = false;
   Format format = Format::kText;
@@ -348,6 +350,6 @@ int main(int argc, char** argv) {
     std::printf("%-58s %9s %9s %9s %9s %9s %9s  figures (block path, vs op-level)\n", "scenario",
                 "ops", "lower_ms", "scan_ms", "block_ms", "sweep_ms", "op_ms");
   }
-  for (const Case& c : cases) run(c, reps, op_level, format);
+  for (const Case& c : cases) run_case(c, reps, op_level, format);
   return 0;
 }

@@ -45,6 +45,7 @@
 #include "core/scenario_parser.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/summary.hpp"
+#include "run/allocator.hpp"
 #include "run/run.hpp"
 
 namespace {
@@ -430,7 +431,8 @@ int gpt3_published_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {  // --help anywhere: the usage, no bench
+  csim::run::configure_allocator();  // as simrun does (run/allocator.hpp)
+  for (int i = 1; i < argc; ++i) {   // --help anywhere: the usage, no bench
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

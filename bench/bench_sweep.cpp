@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/json_diagnostics.hpp"
+#include "run/allocator.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "sweep/tune.hpp"
 
@@ -72,6 +73,7 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  csim::run::configure_allocator();  // as simrun does (run/allocator.hpp)
   std::size_t n = 4000, n_gpt3 = 16;
   bool tune = true;
   run::Evaluation evaluation = run::Evaluation::kBlock;

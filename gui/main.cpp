@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "gui/app.hpp"
+#include "run/allocator.hpp"
 
 int main(int argc, char** argv) {
+  csim::run::configure_allocator();
   try {
     return csim::gui::simview_main(std::vector<std::string>(argv + 1, argv + argc), std::cout,
                                    std::cerr);

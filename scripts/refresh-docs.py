@@ -226,6 +226,58 @@ def block_eval_speed(c):
     return block_eval(c, "--markdown-speed")
 
 
+def sweep_bench(c):
+    # bench_sweep three times (small scenarios, no GPT-3 variants) and once with its tune.
+    key = ("sweep_bench",)
+    if key not in c.cache:
+        exe = os.path.join(c.build, "bench", "bench_sweep")
+        runs = []
+        for _ in range(3):
+            p = subprocess.run([exe, "--variants", "4000", "--gpt3-variants", "1", "--no-tune"],
+                               cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if p.returncode != 0:
+                raise RuntimeError(f"bench_sweep exited {p.returncode}:\n{p.stdout[-3000:]}")
+            runs.append(p.stdout)
+        p = subprocess.run([exe, "--variants", "1", "--gpt3-variants", "1"], cwd=ROOT, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if p.returncode != 0:
+            raise RuntimeError(f"bench_sweep exited {p.returncode}:\n{p.stdout[-3000:]}")
+        c.cache[key] = (runs, p.stdout)
+    return c.cache[key]
+
+
+def sweep_rate(c):
+    # README "Find the best configuration": one-core variants/s of the one-GPU scenario, the
+    # range over three runs of bench_sweep (timed: never checked).
+    runs, _ = sweep_bench(c)
+    rates = []
+    for out in runs:
+        m = re.search(r"^single_gpu_linear\.json\s+\d+\s+([\d.]+)", out, re.M)
+        rates.append(float(m.group(1)))
+    lo, hi = min(rates), max(rates)
+    return f"{lo:,.0f}–{hi:,.0f}/s on one core for a one-GPU scenario, three runs of `bench_sweep`"
+
+
+def sweep_speed_table(c):
+    # docs/sweep.md, "Speed": the first of bench_sweep's three runs as a table (timed).
+    runs, tune = sweep_bench(c)
+    rows = ["| scenario | variants | 1 core | all cores |", "| --- | --- | --- | --- |"]
+    for line in runs[0].splitlines():
+        m = re.match(r"^(\S+\.json(?: \S+)?)\s+(\d+)\s+([\d.]+)\s+([\d.]+) \((\d+)\)", line)
+        if m:
+            rows.append(f"| {m.group(1)} | {int(m.group(2)):,} | {float(m.group(3)):,.1f} /s | "
+                        f"{float(m.group(4)):,.1f} /s ({m.group(5)} cores) |")
+    t = re.search(r"^tune .*$", tune, re.M).group(0)
+    return "\n\n" + "\n".join(rows) + "\n\n`" + t + "`\n\n"
+
+
+def tune_time(c):
+    # README: the wall time of bench_sweep's tune of GPT-3 175B on 1,024 GPUs (timed).
+    _, out = sweep_bench(c)
+    m = re.search(r"tune gpt3_175b_1024xa100_3d: .*?, ([\d.]+) s on (\d+) cores", out)
+    return f"{m.group(1)} s on {m.group(2)} cores"
+
+
 def fp8_example(c):
     # docs/fp8.md, "Summary figures": the bundled FP8 scenario against the same run in bf16.
     f = c.summary("scenarios/gpt_fp8_8xh100.json")
@@ -278,6 +330,9 @@ FIGURES = {
     "fp8_example": (fp8_example, False),
     "block_eval_accuracy": (block_eval_accuracy, False),
     "block_eval_speed": (block_eval_speed, True),
+    "sweep_rate": (sweep_rate, True),
+    "tune_time": (tune_time, True),
+    "sweep_speed_table": (sweep_speed_table, True),
     "hpo_example": (hpo_example, False),
     "gil_variants": (gil_variants, False),
     "steady_state_example": (steady_state_example, False),

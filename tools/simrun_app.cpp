@@ -8,7 +8,6 @@
 #include "backends/common/run_summary.hpp"
 #include "backends/common/trace_builder.hpp"
 #include "core/error.hpp"
-#include "core/hf_config.hpp"
 #include "core/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
@@ -66,23 +65,13 @@ run::Launch launch_of(const std::string& name) {
   return l;
 }
 
-namespace {
-
-// The scenario's loader; with --hf-config, its model replaced by the config (core/hf_config.hpp,
-// hf_config_model_override) before the --set overrides.
-run::ScenarioLoader hf_config_loader(const std::string& scenario_path,
-                                     const std::string& device_profile,
-                                     const std::string& hf_config,
-                                     std::vector<std::string> overrides) {
-  if (hf_config.empty())
-    return run::ScenarioLoader::from_file(scenario_path, device_profile, std::move(overrides));
-  nlohmann::json doc = core::read_scenario_document(scenario_path);
-  overrides.insert(overrides.begin(), core::hf_config_model_override(doc, hf_config));
-  return run::ScenarioLoader::from_document(std::move(doc), scenario_path, device_profile,
-                                            std::move(overrides));
+void add_hf_config_option(CLI::App& app, std::string& path) {
+  app.add_option(
+      "--hf-config", path,
+      "replace the scenario's model with this Hugging Face config.json (path relative to the "
+      "working directory), keeping the scenario's seq_len; applied before the --set ones (e.g. "
+      "--set model.seq_len=8192); docs/scenario.md, \"model.hf_config\"");
 }
-
-}  // namespace
 
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (!args.empty() && args.front() == "compare")
@@ -125,11 +114,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
                  "apply a device profile's overrides (simrun calibrate -o FILE) before the --set "
                  "ones");
   std::string hf_config;
-  app.add_option(
-      "--hf-config", hf_config,
-      "replace the scenario's model with this Hugging Face config.json (path relative "
-      "to the working directory), keeping the scenario's seq_len; applied before the "
-      "--set ones (e.g. --set model.seq_len=8192); docs/scenario.md, \"model.hf_config\"");
+  add_hf_config_option(app, hf_config);
   std::string launch = "threads";
   run::RunRequest rq;
   app.add_option("--backend", backend,
@@ -173,7 +158,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   return run_command("simrun", err, [&]() -> int {
     // The scenario as loaded (device profile, then --set); OOM advice adds further --set values.
     const run::ScenarioLoader loader =
-        hf_config_loader(scenario_path, device_profile, hf_config, overrides);
+        run::ScenarioLoader::from_file(scenario_path, device_profile, overrides, hf_config);
     const core::Scenario scenario = loader.load();
     const bool writes_trace = !trace_path.empty() || !per_rank_dir.empty();
     if (writes_trace) core::check_trace_limit(scenario);

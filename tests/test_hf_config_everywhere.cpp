@@ -160,7 +160,8 @@ TEST_CASE("simrun compare --hf-config: the simulated side of the scenario with m
   fs::remove_all(dir);
 }
 
-TEST_CASE("--hf-config: a missing config exits 2 naming it, on every command", "[hf_config][cli]") {
+TEST_CASE("simrun --hf-config everywhere: a missing config exits 2 naming it, on every command",
+          "[hf_config][cli]") {
   const fs::path dir = csim::test::fresh_dir("csim_hf_every_", "missing");
   const std::string missing = (dir / "nosuch.json").string();
   const std::string scenario = csim::test::scenario_path(kScenario);
@@ -187,8 +188,9 @@ TEST_CASE("--hf-config: a missing config exits 2 naming it, on every command", "
   fs::remove_all(dir);
 }
 
-TEST_CASE("--hf-config: mixture-of-experts configs are refused as MoE, naming the key",
-          "[hf_config][cli]") {
+TEST_CASE(
+    "simrun --hf-config everywhere: mixture-of-experts configs are refused as MoE, naming the key",
+    "[hf_config][cli]") {
   const std::string scenario = csim::test::scenario_path(kScenario);
   struct Case {
     std::string file, key, message;

@@ -183,14 +183,16 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     // is then the run's own (backend::summarize_run, the same Summary).
     rq.format_trace = rq.backend == run::Backend::kSim && !trace_path.empty() &&
                       per_rank_dir.empty() && !expand_mirrors;
-    std::atomic<std::int64_t> ops_done{0};
-    rq.control.ops_done = &ops_done;
-    RunProgress progress(err, progress_mode(quiet, progress_lines),
-                         rq.backend == run::Backend::kSim ? "lowering" : "running", &ops_done);
-    rq.progress = &progress;
+    // The progress line (docs/limits.md, "Progress") through every phase; stopped while stdout
+    // is printed.
+    const ProgressMode mode = progress_mode(quiet, progress_lines);
+    RunProgress progress(err, mode, "loading");
+    // Nothing counts when nothing is shown.
+    core::Progress* const shown = mode == ProgressMode::kOff ? nullptr : &progress;
+    rq.control.progress = shown;
     run::RunResult run = run::run(rq);
-    progress.stop();
     if (!run.writer) {
+      progress.stop();
       if (!quiet)
         out << "simrun: MPI rank " << run.mpi_rank
             << " finished its share; rank 0 prints the summary and writes the outputs\n";
@@ -199,22 +201,27 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     // Ctrl-C / SIGTERM: write what completed (whole steps, "complete": false), then exit 130.
     const bool interrupted = !run.result.complete && run.failure.empty();
     const prof::Summary summary =
-        rq.trace && !run.trace_formatted ? prof::summarize(run.trace)
-        : wants_summary ? backend::summarize_run(scenario, run.program, run.result, run.memory)
-                        : prof::Summary{};
-    if (!quiet) prof::print_summary_table(summary, out);
+        rq.trace && !run.trace_formatted ? prof::summarize(run.trace, shown)
+        : wants_summary
+            ? backend::summarize_run(scenario, run.program, run.result, run.memory, shown)
+            : prof::Summary{};
     // An OOM verdict comes with ranked advice, each change re-simulated (docs/memory.md).
-    if (run.memory.oom && rq.backend == run::Backend::kSim && !no_advice && !quiet &&
-        !cancel_flag()->load())
-      print_oom_advice(oom_advice(loader, scenario, rq.control), summary.step_time_s, out);
+    std::vector<AdviceItem> advice;
+    const bool advise = run.memory.oom && rq.backend == run::Backend::kSim && !no_advice &&
+                        !quiet && !cancel_flag()->load();
+    if (advise) advice = oom_advice(loader, scenario, rq.control);
+    progress.stop();
+    if (!quiet) prof::print_summary_table(summary, out);
+    if (advise) print_oom_advice(advice, summary.step_time_s, out);
     if (expand_mirrors && writes_trace) {
       const int added = prof::expand_mirrored_gpus(run.trace);
       if (!quiet) out << "trace: " << added << " mirrored GPUs expanded\n";
     }
     for (const std::string& w : run.warnings) err << "simrun: warning: " << w << "\n";
+    progress.resume();
     set_writing(true);
-    if (!trace_path.empty()) run::write_trace_file(run, scenario, trace_path);
-    if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);
+    if (!trace_path.empty()) run::write_trace_file(run, scenario, trace_path, shown);
+    if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir, shown);
     if (!summary_path.empty()) {
       prof::write_file_atomically(summary_path, [&](std::ostream& os) {
         nlohmann::json j = prof::summary_to_json(summary);
@@ -223,6 +230,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
       });
     }
     set_writing(false);
+    progress.stop();
     if (interrupted || cancel_flag()->load()) {
       const bool none = trace_path.empty() && summary_path.empty() && per_rank_dir.empty();
       if (interrupted)

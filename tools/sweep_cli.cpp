@@ -299,11 +299,11 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
         const auto now = std::chrono::steady_clock::now();
         if (now - last < std::chrono::seconds(2) && done < n) return;  // a line every 2 s
         last = now;
-        char line[160];
+        char line[200];
         std::snprintf(line, sizeof line,
-                      "tune: %zu simulated of at most %zu (the compute bound ends the search "
-                      "early), best %.2f ms\n",
-                      done, n, best * 1e3);
+                      "tune: %zu %% (%zu simulated of at most %zu: the compute bound ends the "
+                      "search early), best %.2f ms\n",
+                      n > 0 ? 100 * done / n : std::size_t{100}, done, n, best * 1e3);
         err << line;
       };
     const sweep::TuneResult r = sweep::tune(doc, scenario_path, base_sets, opt);

@@ -92,14 +92,15 @@ TEST_CASE("progress_text: the line of every phase", "[progress]") {
         "simulating 50 % (4,746,112 of 9,492,224 op issues and ends, 13.3 s)");
   CHECK(progress_text("analysing memory", 4746112, 4746112, "ops", 16.7) ==
         "analysing memory 100 % (4,746,112 of 4,746,112 ops, 16.7 s)");
-  CHECK(progress_text("summarising", 180224, 4746112, "ops", 17.2) ==
-        "summarising 3 % (180,224 of 4,746,112 ops, 17.2 s)");
+  // Two passes per op (the step spans, the events): 9,492,224 for 4,746,112 ops.
+  CHECK(progress_text("summarising", 245760, 9492224, "op passes", 17.2) ==
+        "summarising 2 % (245,760 of 9,492,224 op passes, 17.2 s)");
   CHECK(progress_text("summarising GPUs", 512, 1024, "GPUs", 18.0) ==
         "summarising GPUs 50 % (512 of 1,024 GPUs, 18.0 s)");
-  // Three passes per op: 7,813,248 for 2,604,416 ops; 7,813,247 of them is 99.99998 %, shown 99:
-  // 100 % only once every unit is done.
-  CHECK(progress_text("building the trace", 7813247, 7813248, "op passes", 13.1) ==
-        "building the trace 99 % (7,813,247 of 7,813,248 op passes, 13.1 s)");
+  // Four passes per op: 10,417,664 for 2,604,416 ops; 10,417,663 of them is 99.99999 %, shown
+  // 99: 100 % only once every unit is done.
+  CHECK(progress_text("building the trace", 10417663, 10417664, "op passes", 13.1) ==
+        "building the trace 99 % (10,417,663 of 10,417,664 op passes, 13.1 s)");
   CHECK(progress_text("writing the trace", 1000, 8000, "events", 1.0) ==
         "writing the trace 12 % (1,000 of 8,000 events, 1.0 s)");
   CHECK(progress_text("writing per-rank traces", 1, 8, "files", 1.0) ==
@@ -137,8 +138,9 @@ TEST_CASE("progress: a simulated run reports every phase with its total, counted
                                                "writing the trace", "writing per-rank traces",
                                                "summarising", "summarising GPUs"});
   // The totals: 2 steps x 8 ranks (one process each) rank-steps; the ops once to prepare, twice
-  // to simulate (issue, end), once to analyse, three times to build the trace (the sync plan's
-  // fill and pass, the events); the trace's events and flows written; a file per GPU process; the
+  // to simulate (issue, end), once to analyse, four times to build the trace (the sync plan's
+  // fill and pass, the step spans, the events); the trace's events and flows written; a file per
+  // GPU process; the
   // trace's events indexed, then its 8 GPUs.
   REQUIRE(r.program.processes.size() == 8);
   CHECK(rec.find("lowering")->total == 2 * 8);
@@ -146,7 +148,7 @@ TEST_CASE("progress: a simulated run reports every phase with its total, counted
   CHECK(rec.find("preparing the simulation")->total == ops);
   CHECK(rec.find("simulating")->total == 2 * ops);
   CHECK(rec.find("analysing memory")->total == ops);
-  CHECK(rec.find("building the trace")->total == 3 * ops);
+  CHECK(rec.find("building the trace")->total == 4 * ops);
   CHECK(rec.find("writing the trace")->total ==
         static_cast<std::int64_t>(r.trace.events.size() + r.trace.flows.size()));
   CHECK(rec.find("writing per-rank traces")->total ==
@@ -170,16 +172,18 @@ TEST_CASE("progress: a trace formatted while built is counted when built and whe
   const auto ops = static_cast<std::int64_t>(r.program.ops.size());
   const fs::path dir = test::fresh_dir("csim_progress_", "formatted");
   run::write_trace_file(r, sc, (dir / "t.json").string(), &rec);
-  // simrun without a trace: the summary from the run (its events collected by op).
+  // simrun without a trace: the summary from the run (its step spans, then its events collected,
+  // by op).
   (void)backend::summarize_run(sc, r.program, r.result, r.memory, &rec);
   rec.close();
   check_all_counted(rec);
   CHECK(rec.find("lowering")->total == sc.training.steps);
   CHECK(rec.find("lowering")->unit == "steps");
-  CHECK(rec.find("building the trace")->total == 3 * ops);
+  CHECK(rec.find("building the trace")->total == 4 * ops);
   // The streamed trace's events are built again as they are written: counted by op.
   CHECK(rec.find("writing the trace")->total == ops);
-  CHECK(rec.find("summarising")->total == ops);
+  CHECK(rec.find("summarising")->total == 2 * ops);
+  CHECK(rec.find("summarising")->unit == "op passes");
   CHECK(rec.find("summarising GPUs")->total == 1);
   fs::remove_all(dir);
 }

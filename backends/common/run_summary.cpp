@@ -85,8 +85,11 @@ void add_summary_memory_counters(prof::Trace& tr, const core::MemoryReport& mem)
 prof::Summary summarize_run(const core::Scenario& s, const core::Program& p,
                             const core::ExecutionResult& r, const core::MemoryReport& mem,
                             core::Progress* progress) {
-  if (progress) progress->begin("summarising", 0, "");
-  const std::vector<core::StepSpan> step_spans = core::step_spans(p, r.timings);
+  // Counted by op, twice: the step spans, then the events collected (on GPT-3 with every rank,
+  // 4.7 M ops, most of the phase: the event vector's pages faulted in as it fills).
+  core::ProgressCount count(progress, "summarising", 2 * static_cast<std::int64_t>(p.ops.size()),
+                            "op passes");
+  const std::vector<core::StepSpan> step_spans = core::step_spans(p, r.timings, &count);
   // Without ProfilerStep spans the summary takes every event's extent, host calls included
   // (docs/summary.md, "Steps"): that case reads the whole trace.
   if (step_spans.empty()) return prof::summarize(build_trace(s, p, r, mem, progress), progress);
@@ -98,10 +101,6 @@ prof::Summary summarize_run(const core::Scenario& s, const core::Program& p,
   // order: per op its GIL wait on its host thread, then its device span. Every other event of the
   // trace has a class the summary's sweep skips.
   tr.events.reserve(p.ops.size());
-  // Counted by op: on GPT-3 with every rank (4.7 M ops) this loop is most of the phase, the pages
-  // of the event vector faulted in as it fills.
-  core::ProgressCount count(progress, "summarising", static_cast<std::int64_t>(p.ops.size()),
-                            "ops");
   for (const core::Op& op : p.ops) {
     count.add();
     const core::OpTiming& t = r.timings[static_cast<std::size_t>(op.id)];

@@ -560,14 +560,14 @@ struct BuildPrep {
   CudaSyncPlan sync;
   std::vector<core::StepSpan> step_spans;
 };
-// `count` counts the plan's two passes over the ops: the first two thirds of "building the
-// trace".
+// `count` counts the plan's two passes over the ops and the step spans' one: the first three
+// quarters of "building the trace".
 BuildPrep build_prep(const core::Program& p, const core::ExecutionResult& r,
                      core::ProgressCount& count) {
   // Stream and host dependencies become CUDA events as Kineto records them with
   // enable_cuda_sync_events (cuda_sync_plan.hpp); the ProfilerStep#N spans (core/step_spans.hpp).
   return {plan_cuda_sync(p, r.timings, static_cast<std::int64_t>(p.ops.size()) + 1, &count),
-          core::step_spans(p, r.timings)};
+          core::step_spans(p, r.timings, &count)};
 }
 
 // build_trace's body, into either sink: the one builder of both paths.
@@ -868,9 +868,10 @@ prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
                         core::Progress* progress) {
   prof::Trace tr;
   TraceSink sink(tr);
-  // Three passes over the ops: the sync plan's two, then the events (docs/limits.md, "Progress").
+  // Four passes over the ops: the sync plan's two, the step spans, then the events
+  // (docs/limits.md, "Progress").
   core::ProgressCount count(progress, "building the trace",
-                            3 * static_cast<std::int64_t>(p.ops.size()), "op passes");
+                            4 * static_cast<std::int64_t>(p.ops.size()), "op passes");
   const BuildPrep prep = build_prep(p, r, count);
   build_into(sink, s, p, r, mem, prep, count);
   return tr;
@@ -909,7 +910,7 @@ prof::FormattedTrace build_formatted_trace(const core::Scenario& s, const core::
   // in memory: making them again cost as much CPU as keeping them costs memory).
   prof::FormattedTrace ft;
   core::ProgressCount count(progress, "building the trace",
-                            3 * static_cast<std::int64_t>(p.ops.size()), "op passes");
+                            4 * static_cast<std::int64_t>(p.ops.size()), "op passes");
   auto prep = std::make_shared<const BuildPrep>(build_prep(p, r, count));
   ft.stream_from(producer_of(s, p, r, mem, prep, progress, &count), prep);
   return ft;

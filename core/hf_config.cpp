@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <set>
@@ -552,6 +553,11 @@ TransformerConfig transformer_config_from_hf(const json& cfg, const std::string&
 // [SECTION] File ----------------------------------------------------------------------------------
 
 HfModel read_hf_model(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path, "", "is a directory, not a Hugging Face config.json",
+                     "give the config.json inside it (e.g. " +
+                         (std::filesystem::path(path) / "config.json").string() + ")");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(path, "",

@@ -184,6 +184,11 @@ TEST_CASE("simrun --hf-config everywhere: a missing config exits 2 naming it, on
         r.err.find(missing + ": cannot read the Hugging Face config: No such file or directory") !=
         std::string::npos);
     CHECK(r.err.find("seq_len") == std::string::npos);
+    // A folder (a model's repository checked out) is named as one, not as malformed JSON.
+    const CliResult d = run_simrun(with(c, {"--hf-config", dir.string()}));
+    CHECK(d.code == 2);
+    CHECK(d.err.find(dir.string() + ": is a directory, not a Hugging Face config.json") !=
+          std::string::npos);
   }
   fs::remove_all(dir);
 }

@@ -186,7 +186,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     // The progress line (docs/limits.md, "Progress") through every phase; stopped while stdout
     // is printed.
     const ProgressMode mode = progress_mode(quiet, progress_lines);
-    RunProgress progress(err, mode, "loading");
+    RunProgress progress(err, mode, "lowering");
     // Nothing counts when nothing is shown.
     core::Progress* const shown = mode == ProgressMode::kOff ? nullptr : &progress;
     rq.control.progress = shown;

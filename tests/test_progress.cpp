@@ -79,7 +79,7 @@ TEST_CASE("progress_text: the line of every phase", "[progress]") {
   // percent = floor(100 x done / total), the counts with thousands separators, the elapsed time
   // to 0.1 s; total 0: the phase and the time only.
   CHECK(progress_text("lowering", 0, 0, "", 0.04) == "lowering (0.0 s)");
-  // 1,024 rank-steps (GPT-3 with every rank: 128 replicas x 8 stages, one step): 500 of them is
+  // 1,024 rank-steps (GPT-3 with every rank: dp 16 x tp 8 x pp 8 ranks, one step): 500 of them is
   // 48.8 %, shown 48.
   CHECK(progress_text("lowering", 500, 1024, "rank-steps", 2.25) ==
         "lowering 48 % (500 of 1,024 rank-steps, 2.2 s)");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/program.hpp"
+#include "core/progress.hpp"
 
 namespace csim::core {
 
@@ -28,9 +29,9 @@ struct OpTiming {
 
 struct RunControl {
   const std::atomic<bool>* cancel = nullptr;  // set asynchronously (Ctrl-C): stop early
-  // Progress for a front end's progress line: the executor stores the ops finished so far
-  // (relaxed; at least every few thousand events), read from another thread.
-  std::atomic<std::int64_t>* ops_done = nullptr;
+  // A front end's progress line (core/progress.hpp), told of each phase (lowering, preparing the
+  // simulation, simulating, ...) and its count; null: none asked for.
+  Progress* progress = nullptr;
 };
 
 struct ExecutionResult {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <set>
@@ -44,13 +45,36 @@ const Arch kArchs[] = {
 };
 
 // Mixture-of-experts architectures (architectures[0], model_type): refused until MoE is modelled.
+// The causal-LM classes of transformers whose blocks route tokens to experts
+// (src/transformers/models/<model_type>/modeling_<model_type>.py); docs/scenario.md lists them.
 const char* const kMoeArchs[][2] = {
-    {"MixtralForCausalLM", "mixtral"},        {"Qwen2MoeForCausalLM", "qwen2_moe"},
-    {"Qwen3MoeForCausalLM", "qwen3_moe"},     {"DeepseekV2ForCausalLM", "deepseek_v2"},
+    {"MixtralForCausalLM", "mixtral"},
+    {"Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"Qwen3NextForCausalLM", "qwen3_next"},
+    {"DeepseekV2ForCausalLM", "deepseek_v2"},
     {"DeepseekV3ForCausalLM", "deepseek_v3"},
+    {"GptOssForCausalLM", "gpt_oss"},
+    {"PhimoeForCausalLM", "phimoe"},
+    {"OlmoeForCausalLM", "olmoe"},
+    {"GraniteMoeForCausalLM", "granitemoe"},
+    {"JetMoeForCausalLM", "jetmoe"},
+    {"DbrxForCausalLM", "dbrx"},
+    {"Glm4MoeForCausalLM", "glm4_moe"},
+    {"Ernie4_5_MoeForCausalLM", "ernie4_5_moe"},
+    {"MiniMaxForCausalLM", "minimax"},
+    {"JambaForCausalLM", "jamba"},
+    {"Llama4ForCausalLM", "llama4_text"},
+    {"Llama4ForConditionalGeneration", "llama4"},
 };
-// Any of these above 0 makes a config a mixture of experts, whatever its architecture says.
-const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed_experts"};
+// Any of these above 0 makes a config a mixture of experts, whatever its architecture says (an
+// architecture not listed above included): the expert count of Mixtral, GPT-OSS, PhiMoE,
+// GraniteMoE, JetMoE, MiniMax (num_local_experts), Qwen2/3-MoE, OLMoE, Jamba (num_experts),
+// DeepSeek-V2/V3, GLM-4-MoE (n_routed_experts), ERNIE 4.5 MoE (moe_num_experts); at the top
+// level or in the sub-objects where Llama 4 (text_config) and DBRX (ffn_config) keep it.
+const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed_experts",
+                                   "moe_num_experts"};
+const char* const kExpertParents[] = {"text_config", "ffn_config"};
 
 constexpr const char* kMoeLater = "MoE comes in a later issue";
 
@@ -204,7 +228,29 @@ class Reader {
 
 // [SECTION] Mapping -------------------------------------------------------------------------------
 
-const Arch& architecture(Reader& r) {
+// A config with experts (kExpertKeys above 0, at the top level or in kExpertParents) is refused
+// as a mixture of experts, naming the key: also when its architecture is not one this file knows.
+void refuse_experts(Reader& r, const json& cfg) {
+  auto check = [&r](const json& obj, const std::string& prefix) {
+    for (const char* k : kExpertKeys) {
+      if (prefix.empty()) r.present(k);  // read: a dense config's 0 is not an unread field
+      if (!obj.contains(k)) continue;
+      const json& v = obj.at(k);
+      if (v.is_number() && v.get<double>() > 0)
+        r.fail(prefix + k, v.dump() + " experts make a mixture-of-experts model: " + kMoeLater,
+               "the dense architectures are " + supported_list());
+    }
+  };
+  check(cfg, "");
+  for (const char* parent : kExpertParents) {
+    if (cfg.contains(parent) && cfg.at(parent).is_object())
+      check(cfg.at(parent), std::string(parent) + ".");
+  }
+}
+
+// The architecture: a mixture-of-experts one refused by name (architectures[0] or model_type),
+// then any config with experts by its expert count, then one not in kArchs.
+const Arch& architecture(Reader& r, const json& cfg) {
   std::string name, key;
   bool by_type = false;
   if (r.given("architectures")) {
@@ -219,15 +265,16 @@ const Arch& architecture(Reader& r) {
     name = r.string("model_type", "");
     key = "model_type";
     by_type = true;
-  } else {
-    r.fail("architectures", "missing: neither architectures nor model_type names the model",
-           "add \"architectures\": [\"LlamaForCausalLM\"] (supported: " + supported_list() + ")");
   }
   for (const auto& moe : kMoeArchs) {
-    if (name == moe[by_type ? 1 : 0])
+    if (!key.empty() && name == moe[by_type ? 1 : 0])
       r.fail(key, name + " is a mixture-of-experts model: " + kMoeLater,
              "the dense architectures are " + supported_list());
   }
+  refuse_experts(r, cfg);
+  if (key.empty())
+    r.fail("architectures", "missing: neither architectures nor model_type names the model",
+           "add \"architectures\": [\"LlamaForCausalLM\"] (supported: " + supported_list() + ")");
   for (const Arch& a : kArchs) {
     if (name == (by_type ? a.model_type : a.name)) return a;
   }
@@ -322,12 +369,7 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
     throw InputError(file, "", "a config.json is a JSON object, got " + describe_value(cfg),
                      "give the model's config.json from its Hugging Face repository");
   Reader r(cfg, file);
-  const Arch& a = architecture(r);
-  for (const char* k : kExpertKeys) {
-    if (r.given(k) && r.at(k).is_number() && r.at(k).get<double>() > 0)
-      r.fail(k, r.at(k).dump() + " experts make a mixture-of-experts model: " + kMoeLater,
-             "the dense architectures are " + supported_list());
-  }
+  const Arch& a = architecture(r, cfg);
   if (r.given("quantization_config"))
     r.fail("quantization_config",
            "a quantized checkpoint: the weights here train in training.precision",
@@ -511,6 +553,11 @@ TransformerConfig transformer_config_from_hf(const json& cfg, const std::string&
 // [SECTION] File ----------------------------------------------------------------------------------
 
 HfModel read_hf_model(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path, "", "is a directory, not a Hugging Face config.json",
+                     "give the config.json inside it (e.g. " +
+                         (std::filesystem::path(path) / "config.json").string() + ")");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(path, "",

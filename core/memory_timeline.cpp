@@ -89,8 +89,12 @@ void steady_state_peaks(const Program& program, const std::vector<OpTiming>& tim
 }  // namespace
 
 MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>& timings,
-                             const ClusterSpec& cluster) {
+                             const ClusterSpec& cluster, Progress* progress) {
   MemoryReport rep;
+  // Counted by op over the pass that reads every op's timing (docs/limits.md, "Progress"); the
+  // sort and the passes over the memory ops after it follow at 100 %.
+  ProgressCount count(progress, "analysing memory", static_cast<std::int64_t>(program.ops.size()),
+                      "ops");
   std::vector<char> communicates(static_cast<std::size_t>(program.world_gpus), 0);
   for (const Op& op : program.ops) {
     if (op.kind == OpKind::kCollective && op.gpu < program.world_gpus) communicates[op.gpu] = 1;
@@ -118,10 +122,12 @@ MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>
   // (issue order) for equal times; (start, id) pairs are unique, so std::sort gives that order.
   std::vector<std::pair<TimeNs, OpId>> order;
   for (const Op& op : program.ops) {
+    count.add();
     if ((op.kind == OpKind::kAlloc || op.kind == OpKind::kFree || op.kind == OpKind::kMarker) &&
         timings[op.id].start_ns >= 0)
       order.emplace_back(timings[op.id].start_ns, op.id);
   }
+  count.finish();
   std::sort(order.begin(), order.end());
   std::vector<OpId> ordered, mem_ops;
   ordered.reserve(order.size());

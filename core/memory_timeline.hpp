@@ -13,6 +13,7 @@
 #include "core/caching_allocator.hpp"
 #include "core/executor.hpp"
 #include "core/program.hpp"
+#include "core/progress.hpp"
 
 namespace csim::core {
 
@@ -61,7 +62,8 @@ struct MemoryReport {
   AllocatorReport allocator;     // the same ops through PyTorch's caching allocator (docs/memory.md)
 };
 
+// With `progress`, the phase "analysing memory" (docs/limits.md, "Progress").
 MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>& timings,
-                             const ClusterSpec& cluster);
+                             const ClusterSpec& cluster, Progress* progress = nullptr);
 
 }  // namespace csim::core

@@ -17,7 +17,8 @@ std::vector<int> loop_thread_of_gpu(const Program& p) {
   return first;
 }
 
-std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& timing) {
+std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& timing,
+                                 ProgressCount* count) {
   const std::vector<int> loop = loop_thread_of_gpu(p);
   std::map<std::pair<int, int>, std::pair<TimeNs, TimeNs>> span;  // (gpu, step) -> [start, end]
   constexpr TimeNs kUnset = std::numeric_limits<TimeNs>::max();
@@ -30,6 +31,7 @@ std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& 
   SpanIt last_span = span.end();
   DrawnIt last_drawn = drawn_begin.end();
   for (const Op& op : p.ops) {
+    if (count) count->add();
     const OpTiming& t = timing[static_cast<std::size_t>(op.id)];
     if (op.step <= 0 || t.end_ns < 0) continue;
     const int thread_gpu = p.threads[static_cast<std::size_t>(op.thread)].gpu;

@@ -21,7 +21,9 @@ struct StepSpan {
 // starts (data-loader workers prefetching later batches) do not move a step's start, only its end.
 // A GPU whose loop thread issued nothing in a step starts it at its first op on a stream.
 // A GPU's steps do not overlap: each starts at the earliest at the previous one's end.
-std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& timing);
+// `count`, when given, counts the ops read (docs/limits.md, "Progress": "summarising").
+std::vector<StepSpan> step_spans(const Program& p, const std::vector<OpTiming>& timing,
+                                 ProgressCount* count = nullptr);
 
 // The first host thread of each GPU (-1 for GPUs without one), indexed by GPU.
 std::vector<int> loop_thread_of_gpu(const Program& p);

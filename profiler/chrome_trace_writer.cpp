@@ -302,6 +302,9 @@ class Writer {
     index_lanes();
   }
 
+  // Counts the events and flows written (Trace's own, not a formatted body's) into `count`.
+  void count_into(core::ProgressCount* count) { count_ = count; }
+
   void write() {
     std::string& b = sink_.buf();
     put_lit(b, "{\n  \"schemaVersion\": 1,\n  \"distributedInfo\": {\"rank\": ");
@@ -498,6 +501,7 @@ class Writer {
     LaneInfo lane;
     bool cached = false;
     for (const std::uint32_t i : order) {
+      if (count_) count_->add();
       const TraceEvent& e = ev[i];
       if (!cached || e.pid != cached_pid || e.tid != cached_tid) {
         lane = lane_info(e.pid, e.tid);
@@ -576,6 +580,7 @@ class Writer {
     if (!std::is_sorted(order.begin(), order.end(), less))
       std::sort(order.begin(), order.end(), less);
     for (const std::uint32_t i : order) {
+      if (count_) count_->add();
       const FlowEvent& f = fs[i];
       for (int end = 0; end < 2; ++end) {
         char* p = open_line(detail::flow_end_bound(f.name, f.cat));
@@ -600,6 +605,7 @@ class Writer {
   const FormattedTrace* body_ = nullptr;
   const FormattedTrace::WriteAt* at_ = nullptr;        // a streamed body_
   const FormattedTrace::Producer* produce_ = nullptr;  // its producer
+  core::ProgressCount* count_ = nullptr;
   Sink sink_;
   bool first_line_ = true;
   std::unordered_map<std::int32_t, int> gpu_of_pid_;
@@ -956,8 +962,17 @@ void FormattedTrace::emit_flows(const Emit& emit) const {
 
 // [SECTION] Files and per-rank files -------------------------------------------------------------
 
-void write_chrome_trace_file(const Trace& trace, const std::string& path) {
-  write_file_atomically(path, [&](std::ostream& out) { write_chrome_trace(trace, out); });
+void write_chrome_trace_file(const Trace& trace, const std::string& path,
+                             core::Progress* progress) {
+  core::ProgressCount count(progress, "writing the trace",
+                            static_cast<std::int64_t>(trace.events.size() + trace.flows.size()),
+                            "events");
+  write_file_atomically(path, [&](std::ostream& out) {
+    Writer w(trace, out);
+    w.count_into(&count);
+    w.write();
+  });
+  count.finish();
 }
 
 void write_chrome_trace_file(const FormattedTrace& trace, const std::string& path,
@@ -1035,7 +1050,8 @@ std::vector<std::size_t> file_of_events(
 
 }  // namespace
 
-void write_per_rank_traces(const Trace& trace, const std::string& dir) {
+void write_per_rank_traces(const Trace& trace, const std::string& dir, core::Progress* progress) {
+  if (progress) progress->begin("writing per-rank traces", 0, "");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create directory: " + ec.message());
@@ -1068,6 +1084,8 @@ void write_per_rank_traces(const Trace& trace, const std::string& dir) {
     return file[it->second.front()];
   };
 
+  core::ProgressCount count(progress, "writing per-rank traces",
+                            static_cast<std::int64_t>(procs.size()), "files", 1);
   for (std::size_t i = 0; i < procs.size(); ++i) {
     const ProcessInfo& p = *procs[i];
     const int rank = p.rank >= 0 ? p.rank : static_cast<int>(i);
@@ -1103,7 +1121,9 @@ void write_per_rank_traces(const Trace& trace, const std::string& dir) {
     const std::string path =
         (std::filesystem::path(dir) / ("rank-" + std::to_string(rank) + ".json")).string();
     write_chrome_trace_file(r, path);
+    count.add();
   }
+  count.finish();
 }
 
 }  // namespace csim::prof

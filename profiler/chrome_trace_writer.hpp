@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/progress.hpp"
 #include "profiler/chrome_trace_lines.hpp"
 #include "profiler/trace.hpp"
 
@@ -23,9 +24,14 @@ namespace csim::prof {
 void write_chrome_trace(const Trace& trace, std::ostream& out);
 // Writes to `path` through `path.tmp.<pid>` and rename; throws std::runtime_error on I/O failure
 // (the temporary is removed).
-void write_chrome_trace_file(const Trace& trace, const std::string& path);
+// With `progress`, the phase "writing the trace", counting events and flows (docs/limits.md,
+// "Progress").
+void write_chrome_trace_file(const Trace& trace, const std::string& path,
+                             core::Progress* progress = nullptr);
 // One Kineto-style file per rank (GPU process): DIR/rank-<r>.json, each with distributedInfo.
-void write_per_rank_traces(const Trace& trace, const std::string& dir);
+// With `progress`, the phase "writing per-rank traces", counting files.
+void write_per_rank_traces(const Trace& trace, const std::string& dir,
+                           core::Progress* progress = nullptr);
 
 // A trace formatted while it is built (docs/trace-format.md, "Formatting while building"): each
 // event and flow becomes its Chrome-trace line when it is added, through the writer's own

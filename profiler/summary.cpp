@@ -519,7 +519,7 @@ void read_transformer_figures(const nlohmann::json& md, double gpus, Summary& s)
 
 }  // namespace
 
-Summary summarize(const Trace& trace) {
+Summary summarize(const Trace& trace, core::Progress* progress) {
   Summary s;
   const nlohmann::json& md = trace.metadata;
   // Rank symmetry (docs/summary.md, "Rank symmetry"): a simulated GPU stands for itself and its
@@ -633,7 +633,11 @@ Summary summarize(const Trace& trace) {
   std::vector<const TraceEvent*>* last_events = nullptr;
   std::int32_t last_pid = 0;
   bool last_has_work = false;
+  // Counted by event, then by GPU (docs/limits.md, "Progress").
+  core::ProgressCount indexed(progress, "summarising",
+                              static_cast<std::int64_t>(trace.events.size()), "events");
   for (const TraceEvent& e : trace.events) {
+    indexed.add();
     if (last_events == nullptr || e.pid != last_pid) {
       last_events = &events_of[e.pid];
       last_pid = e.pid;
@@ -654,10 +658,14 @@ Summary summarize(const Trace& trace) {
       memory_of[c.pid].push_back(&c);
     }
   }
+  indexed.finish();
   double peak_sum = 0, peak_max = 0;
   const std::map<int, MemoryPeaks> peaks = memory_peaks_by_gpu(md);
   int with_memory = 0;
+  core::ProgressCount gpus_done(progress, "summarising GPUs",
+                                static_cast<std::int64_t>(with_work.size()), "GPUs", 1);
   for (const std::int32_t pid : with_work) {
+    gpus_done.add();
     const ProcessInfo* info = trace.process(pid);
     // A process that names no GPU counts as one only if the trace names no GPUs at all.
     if (info != nullptr && info->gpu < 0 && !gpu_pids.empty()) continue;

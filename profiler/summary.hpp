@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/progress.hpp"
 #include "core/units.hpp"
 #include "profiler/trace.hpp"
 
@@ -116,7 +117,9 @@ struct Summary {
   std::vector<std::string> notes;  // caveats ("no memory data", "no ProfilerStep#N", …)
 };
 
-Summary summarize(const Trace& trace);
+// With `progress`, the phases "summarising" (events indexed) and "summarising GPUs"
+// (docs/limits.md, "Progress").
+Summary summarize(const Trace& trace, core::Progress* progress = nullptr);
 
 // JSON with every figure above (seconds, bytes); dump(2) writes "key": value.
 nlohmann::json summary_to_json(const Summary& s);

@@ -189,7 +189,7 @@ core::Program one_rank(const core::Scenario& s, int rank, const core::RunControl
                      std::to_string(rank) + " is not a GPU of this " +
                          std::to_string(s.cluster.world_gpus()) + "-GPU cluster",
                      "GPUs are numbered from 0");
-  const core::Program whole = core::lower(s);
+  const core::Program whole = core::lower(s, control.progress);
   const int rep = core::representative_of(whole, rank);
   if (rep < 0)
     throw InputError("(command line)", "--ranks", "GPU " + std::to_string(rank) + " is idle",
@@ -239,14 +239,21 @@ RunResult run_real(const RunRequest& o) {
                        "use --launch threads with --ranks");
     run.program = one_rank(scenario, o.rank, control, &full, &run.metadata);
   } else {
-    run.program = core::lower(full);
+    run.program = core::lower(full, control.progress);
   }
+  // "running" counts the ops issued in this process (RealExecutor): all of them with launch mode
+  // threads; the ranks of processes and mpi issue theirs in their own processes, so there the
+  // phase has no count (docs/limits.md, "Progress").
   if (o.launch == Launch::kProcesses || o.launch == Launch::kMpi) {
+    if (control.progress) control.progress->begin("running", 0, "");
     run_multiprocess(full, o, control, &run);
     if (!run.writer) return run;
   } else {
     rt = make_device_runtime(full, run.program, o.backend, o.time_scale, o.cupti);
     real::RealExecutor exec(*rt, real::RealOptions{o.emulate_gil});
+    if (control.progress)
+      control.progress->begin("running", static_cast<std::int64_t>(run.program.ops.size()),
+                              "ops issued");
     if (o.cupti && o.backend == Backend::kCuda) nvml.emplace().start(kNvmlPeriodMs);
     run.result = exec.run(run.program, control);
     if (nvml) nvml->stop();
@@ -255,12 +262,13 @@ RunResult run_real(const RunRequest& o) {
   // Interrupted (not failed): keep the steps that completed, marked incomplete (docs/limits.md).
   if (!run.result.complete && run.failure.empty())
     backend::keep_completed_steps(run.program, &run.result);
-  run.memory = core::memory_timeline(run.program, run.result.timings, full.cluster);
+  run.memory =
+      core::memory_timeline(run.program, run.result.timings, full.cluster, control.progress);
   run.warnings = full.warnings;
   run.warnings.insert(run.warnings.end(), run.program.warnings.begin(), run.program.warnings.end());
   run.notes = run.result.notes;
   if (!o.trace) return run;
-  run.trace = backend::build_trace(full, run.program, run.result, run.memory);
+  run.trace = backend::build_trace(full, run.program, run.result, run.memory, control.progress);
   if (nvml) add_gpu_telemetry(*rt, *nvml, &run);
   // A device event never starts before its launch (docs/real-execution.md, "Timestamps and
   // causality"): the events that do are clamped to it, and the largest correction is recorded.

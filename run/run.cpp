@@ -54,29 +54,28 @@ bool parse_launch(const std::string& name, Launch* out) {
 namespace {
 
 // Lower, simulate, analyse memory and (when asked for) build the trace.
+// Each phase tells rq.control.progress (when given) its name and count (docs/limits.md,
+// "Progress"): lowering (steps or rank-steps), preparing the simulation and simulating
+// (sim_executor.cpp), analysing memory, building the trace.
 RunResult run_sim(const RunRequest& rq) {
   const core::Scenario& scenario = *rq.scenario;
+  core::Progress* const progress = rq.control.progress;
   RunResult run;
-  run.program = core::lower(scenario);
-  if (rq.progress)
-    rq.progress->set_phase("simulating", static_cast<std::int64_t>(run.program.ops.size()));
+  run.program = core::lower(scenario, progress);
   sim::SimExecutor exec(scenario);
   run.result = exec.run(run.program, rq.control);
   // Interrupted: the outputs keep the steps that completed, marked incomplete (docs/limits.md).
   if (!run.result.complete) backend::keep_completed_steps(run.program, &run.result);
-  if (rq.progress)
-    rq.progress->set_phase(
-        rq.trace ? "analysing memory and building the trace" : "analysing memory", 0);
-  run.memory = core::memory_timeline(run.program, run.result.timings, scenario.cluster);
+  run.memory = core::memory_timeline(run.program, run.result.timings, scenario.cluster, progress);
   run.warnings = scenario.warnings;
   run.warnings.insert(run.warnings.end(), run.program.warnings.begin(), run.program.warnings.end());
   run.notes = run.result.notes;
   if (rq.trace && rq.format_trace) {
     run.formatted_trace =
-        backend::build_formatted_trace(scenario, run.program, run.result, run.memory);
+        backend::build_formatted_trace(scenario, run.program, run.result, run.memory, progress);
     run.trace_formatted = true;
   } else if (rq.trace) {
-    run.trace = backend::build_trace(scenario, run.program, run.result, run.memory);
+    run.trace = backend::build_trace(scenario, run.program, run.result, run.memory, progress);
   }
   return run;
 }
@@ -89,16 +88,16 @@ RunResult run(const RunRequest& request) {
   return run_real(request);
 }
 
-void write_trace_file(const RunResult& run, const core::Scenario& scenario,
-                      const std::string& path) {
+void write_trace_file(const RunResult& run, const core::Scenario& scenario, const std::string& path,
+                      core::Progress* progress) {
   if (!run.trace_formatted) {
-    prof::write_chrome_trace_file(run.trace, path);
+    prof::write_chrome_trace_file(run.trace, path, progress);
     return;
   }
   prof::write_chrome_trace_file(
       run.formatted_trace, path,
       backend::formatted_trace_producer(run.formatted_trace, scenario, run.program, run.result,
-                                        run.memory));
+                                        run.memory, progress));
 }
 
 RunResult simulate(const core::Scenario& scenario, const core::RunControl& control) {

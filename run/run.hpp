@@ -46,14 +46,6 @@ const char* to_string(Launch l);   // "threads", "processes", "mpi" (the --launc
 bool parse_backend(const std::string& name, Backend* out);
 bool parse_launch(const std::string& name, Launch* out);
 
-// Told of each phase of a run: a front end's progress line (tools/run_progress.hpp).
-class ProgressSink {
- public:
-  virtual ~ProgressSink() = default;
-  // A new phase ("simulating", with the ops of the Program as total; 0: no count shown).
-  virtual void set_phase(std::string phase, std::int64_t total) = 0;
-};
-
 class MpiLauncher;  // run/mpi_launch.hpp: only front ends that link MPI supply one
 
 struct RunRequest {
@@ -68,8 +60,9 @@ struct RunRequest {
   // streamed ("Streaming the text"): write_trace_file builds its events again from the
   // RunResult's program, result and memory and from the scenario.
   bool format_trace = false;
-  core::RunControl control;          // cancel flag, ops-done counter
-  ProgressSink* progress = nullptr;  // optional; control.ops_done is its counter
+  // Cancel flag; progress (a front end's progress line, told of each phase: lowering, preparing
+  // the simulation, simulating, analysing memory, building the trace; docs/limits.md, "Progress").
+  core::RunControl control;
   // Real backends (docs/real-execution.md):
   double time_scale = 1.0;           // stand-in: simulated durations x this
   bool emulate_gil = true;           // a real mutex for each Python process's GIL
@@ -102,9 +95,10 @@ struct RunResult {
 // incomplete (docs/limits.md); a real run whose rank failed says so in RunResult::failure.
 RunResult run(const RunRequest& request);
 // Writes RUN's trace to PATH atomically: RunResult::trace, or the formatted trace (its events
-// built again from RUN and SCENARIO, the scenario it was run on; RunRequest::format_trace).
-void write_trace_file(const RunResult& run, const core::Scenario& scenario,
-                      const std::string& path);
+// built again from RUN and SCENARIO, the scenario it was run on; RunRequest::format_trace). With
+// `progress`, the phase "writing the trace" (docs/limits.md, "Progress").
+void write_trace_file(const RunResult& run, const core::Scenario& scenario, const std::string& path,
+                      core::Progress* progress = nullptr);
 
 // The simulator with its trace: run() of {&scenario, Backend::kSim, trace = true, control}.
 RunResult simulate(const core::Scenario& scenario, const core::RunControl& control = {});

@@ -4,16 +4,24 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/hf_config.hpp"
 #include "core/scenario_parser.hpp"
 
 namespace csim::run {
 
 ScenarioLoader ScenarioLoader::from_file(const std::string& path, const std::string& device_profile,
-                                         std::vector<std::string> overrides) {
+                                         std::vector<std::string> overrides,
+                                         const std::string& hf_config) {
   ScenarioLoader l;
   l.read_profile(device_profile);  // the profile's errors first, as simrun has always reported
   l.doc_ = std::make_shared<const nlohmann::json>(core::read_scenario_document(path));
   l.name_ = path;
+  if (!hf_config.empty()) {
+    // Read once here so that a missing, malformed or refused config is named before the
+    // scenario's own keys are checked (the parser checks seq_len before it reads the config).
+    (void)core::read_hf_model(hf_config);
+    overrides.insert(overrides.begin(), core::hf_config_model_override(*l.doc_, hf_config));
+  }
   l.overrides_ = std::move(overrides);
   l.note_own_gpu();
   return l;

@@ -19,10 +19,16 @@ namespace csim::run {
 
 class ScenarioLoader {
  public:
-  // Reads the device profile (when `device_profile` is not empty), then the scenario file.
-  // Throws InputError for either.
+  // Reads the device profile (when `device_profile` is not empty), then the scenario file, then
+  // the Hugging Face config `hf_config` (when not empty: every front end's --hf-config). Throws
+  // InputError for any of them: a config that cannot be read or is refused (a mixture of experts,
+  // core/hf_config.hpp) names the config file before anything else is checked. The config then
+  // replaces the scenario's model as the first override (core::hf_config_model_override: the
+  // scenario's seq_len and python_hooks kept), before `overrides` (--set), so that every load()
+  // and every document + overrides() pair (sweeps, tune) sees the same model.
   static ScenarioLoader from_file(const std::string& path, const std::string& device_profile = {},
-                                  std::vector<std::string> overrides = {});
+                                  std::vector<std::string> overrides = {},
+                                  const std::string& hf_config = {});
   // A scenario document already parsed; `name` stands for the file in messages.
   static ScenarioLoader from_document(nlohmann::json doc, std::string name,
                                       const std::string& device_profile = {},
@@ -35,6 +41,8 @@ class ScenarioLoader {
 
   const nlohmann::json& document() const { return *doc_; }
   const std::string& name() const { return name_; }
+  // The command line's overrides, --hf-config's first: with document(), the scenario as load()
+  // reads it (without the device profile).
   const std::vector<std::string>& overrides() const { return overrides_; }
 
  private:

@@ -9,7 +9,8 @@ violation) when a folder includes a project header it may not:
 
 A folder may include its own headers and those of the folders below it (FOLDERS.md lists them);
 tests/, bench/ and fuzz/ may include any library but not tools/, except the two in-process entry
-points of the command lines they test (tools/simrun_app.hpp, tools/tracediff_app.hpp). Third-party
+points of the command lines they test (tools/simrun_app.hpp, tools/tracediff_app.hpp) and simrun's
+progress line (tools/run_progress.hpp). Third-party
 headers that pull in a heavy dependency are confined too: ImGui/GLFW/OpenGL to gui/, CLI11 to the
 command lines (tools/, gui/), MPI to backends/mpi/mpi_comm_module.cpp (the MPI module), the CUDA toolkit to
 backends/cuda/, profiler/cupti/ and tests/cuda/.
@@ -40,12 +41,14 @@ ALLOWED = {
     "bench": None,
     "fuzz": None,
 }
-# profiler/ is below backends/ and uses core/ for units and errors only; its CUPTI part maps
+# profiler/ is below backends/ and uses core/ for units, errors and the progress counter only
+# (core/progress.hpp: no dependency of its own); its CUPTI part maps
 # records to Program ops.
-PROFILER_CORE_HEADERS = {"core/units.hpp", "core/error.hpp"}
+PROFILER_CORE_HEADERS = {"core/units.hpp", "core/error.hpp", "core/progress.hpp"}
 PROFILER_CUPTI_CORE_HEADERS = PROFILER_CORE_HEADERS | {"core/program.hpp"}
-# The command lines' in-process entry points, for tests and benches whose subject is the tool.
-TOOL_ENTRY_POINTS = {"tools/simrun_app.hpp", "tools/tracediff_app.hpp"}
+# The command lines' in-process entry points, for tests and benches whose subject is the tool
+# (and simrun's progress line, tested against run() without a terminal).
+TOOL_ENTRY_POINTS = {"tools/simrun_app.hpp", "tools/tracediff_app.hpp", "tools/run_progress.hpp"}
 
 # Third-party headers (<...>) by the places allowed to include them.
 THIRD_PARTY = [

@@ -18,8 +18,10 @@ std::string progress_line(const SweepProgress& p) {
     bar[static_cast<std::size_t>(i)] = '#';
   const double rate = p.elapsed_s > 0 ? static_cast<double>(p.done) / p.elapsed_s : 0;
   char buf[200];
-  std::snprintf(buf, sizeof buf, "[%s] %zu/%zu  %zu OOM  %zu invalid  %.0f variants/s", bar.c_str(),
-                p.done, p.total, p.oom, p.invalid, rate);
+  // The percentage rounded down, as simrun's progress line (docs/limits.md, "Progress").
+  const std::size_t percent = p.total ? 100 * p.done / p.total : 100;
+  std::snprintf(buf, sizeof buf, "[%s] %zu %% %zu/%zu  %zu OOM  %zu invalid  %.0f variants/s",
+                bar.c_str(), percent, p.done, p.total, p.oom, p.invalid, rate);
   std::string s = buf;
   if (rate > 0 && p.done < p.total) {
     std::snprintf(buf, sizeof buf, "  eta %.1f s", static_cast<double>(p.total - p.done) / rate);

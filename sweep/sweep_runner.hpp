@@ -51,7 +51,8 @@ SweepRunOutcome run_variants(const nlohmann::json& doc, const std::string& scena
                              const std::vector<Knob>& knobs, const std::vector<Variant>& variants,
                              const SweepRunOptions& options);
 
-// A one-line progress bar: "[#####-----] 512/1000  48 OOM  3 invalid  1020 variants/s  eta 0.5 s".
+// A one-line progress bar: "[#####-----] 51 % 512/1000  48 OOM  3 invalid  1020 variants/s  eta
+// 0.5 s".
 std::string progress_line(const SweepProgress& p);
 
 }  // namespace csim::sweep

@@ -216,8 +216,21 @@ struct ModelVariant {
   std::string label;
 };
 
-std::vector<ModelVariant> model_variants(const json& doc, const core::Scenario& s,
-                                         const std::string& name, const TuneSpace& sp) {
+// The scenario's model object as the base overrides leave it: the last whole "model={...}"
+// override (simrun tune --hf-config's, run/scenario_loader.hpp) replaces the file's.
+json effective_model(const json& doc, const std::vector<std::string>& base_sets) {
+  json model = doc.contains("model") ? doc["model"] : json::object();
+  for (const std::string& set : base_sets) {
+    if (set.rfind("model=", 0) != 0) continue;
+    const json v = json::parse(set.substr(6), nullptr, false);
+    if (v.is_object()) model = v;
+  }
+  return model;
+}
+
+std::vector<ModelVariant> model_variants(const json& doc, const std::vector<std::string>& base_sets,
+                                         const core::Scenario& s, const std::string& name,
+                                         const TuneSpace& sp) {
   std::vector<ModelVariant> out{ModelVariant{}};
   auto extend =
       [&out](const std::vector<std::pair<std::vector<std::pair<std::string, json>>, std::string>>&
@@ -236,7 +249,7 @@ std::vector<ModelVariant> model_variants(const json& doc, const core::Scenario& 
         out = std::move(next);
       };
   if (!sp.attention.empty()) {
-    const json& model = doc.contains("model") ? doc["model"] : json::object();
+    const json model = effective_model(doc, base_sets);
     std::string key;
     if (model.is_object() && model.contains("transformer"))
       key = "model.transformer.attention.kernel";
@@ -430,7 +443,7 @@ TuneResult tune(const json& doc, const std::string& name, const std::vector<std:
 
   // Enumerate, validate and bound (cheap: no lowering).
   const std::vector<Layout> ls = layouts(base, gpus, o.micro_batch_sizes, o.space);
-  for (const ModelVariant& mv : model_variants(doc, base, name, o.space))
+  for (const ModelVariant& mv : model_variants(doc, base_sets, base, name, o.space))
     for (const Layout& l : ls) {
       TuneCandidate c;
       c.index = res.candidates.size();

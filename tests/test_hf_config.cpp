@@ -350,6 +350,59 @@ TEST_CASE("hf_config: mixture-of-experts configs are refused for now", "[hf_conf
   CHECK(e.message().find("MoE comes in a later issue") != std::string::npos);
   k["num_local_experts"] = 0;  // zero experts: dense
   CHECK_NOTHROW(hf_model_from_json(k, "cfg.json"));
+  // Zero experts is read, not "not read": no warning names it.
+  for (const std::string& w : hf_model_from_json(k, "cfg.json").warnings)
+    CHECK(w.find("num_local_experts") == std::string::npos);
+}
+
+TEST_CASE("hf_config: every mixture of experts is refused as MoE, by name or by experts",
+          "[hf_config]") {
+  json base = load("llama3_1_8b.json");
+  // By architecture name (architectures[0]), then by model_type alone: GPT-OSS, DeepSeek-V3,
+  // Qwen3-MoE, OLMoE, DBRX, Llama 4; each would otherwise be "not a supported architecture".
+  for (const auto& [arch, type] : std::vector<std::pair<std::string, std::string>>{
+           {"GptOssForCausalLM", "gpt_oss"},
+           {"DeepseekV3ForCausalLM", "deepseek_v3"},
+           {"Qwen3MoeForCausalLM", "qwen3_moe"},
+           {"OlmoeForCausalLM", "olmoe"},
+           {"DbrxForCausalLM", "dbrx"},
+           {"Llama4ForConditionalGeneration", "llama4"}}) {
+    json j = base;
+    j["architectures"] = {arch};
+    InputError e = map_error(j);
+    CHECK(e.json_path() == "architectures[0]");
+    CHECK(e.message() == arch + " is a mixture-of-experts model: MoE comes in a later issue");
+    j.erase("architectures");
+    j["model_type"] = type;
+    e = map_error(j);
+    CHECK(e.json_path() == "model_type");
+    CHECK(e.message() == type + " is a mixture-of-experts model: MoE comes in a later issue");
+  }
+  // By expert count, whatever the architecture (known, unknown or none named), at the top level
+  // or in text_config / ffn_config.
+  struct ByKey {
+    std::string arch, parent, key;
+  };
+  for (const ByKey& c : std::vector<ByKey>{{"LlamaForCausalLM", "", "n_routed_experts"},
+                                           {"FooForCausalLM", "", "num_experts"},
+                                           {"", "", "moe_num_experts"},
+                                           {"FooForCausalLM", "text_config", "num_local_experts"},
+                                           {"FooForCausalLM", "ffn_config", "moe_num_experts"}}) {
+    json j = base;
+    if (c.arch.empty()) {
+      j.erase("architectures");
+      j.erase("model_type");
+    } else {
+      j["architectures"] = {c.arch};
+    }
+    if (c.parent.empty())
+      j[c.key] = 8;
+    else
+      j[c.parent] = {{c.key, 8}};
+    const InputError e = map_error(j);
+    CHECK(e.json_path() == (c.parent.empty() ? c.key : c.parent + "." + c.key));
+    CHECK(e.message() == "8 experts make a mixture-of-experts model: MoE comes in a later issue");
+  }
 }
 
 TEST_CASE("hf_config: an unknown architecture is refused with the supported list", "[hf_config]") {

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -85,10 +86,13 @@ bool wait_for_line(const Child& c, const std::function<bool(const std::string&)>
   return false;
 }
 
-// "simrun: simulating 37 % (45,056 of 121,344 ops, 3.2 s)" (tools/run_progress.hpp): the percent.
-int simulating_percent(const std::string& line) {
-  const std::string tag = "simrun: simulating ";
-  if (line.rfind(tag, 0) != 0) return -1;
+// "simrun: simulating 37 % (3,512,071 of 9,492,224 op issues and ends, 3.2 s)"
+// (tools/run_progress.hpp): the percent of a counted phase's line; -1 for another phase or a
+// line without a count ("simrun: running (3.2 s)").
+int phase_percent(const std::string& phase, const std::string& line) {
+  const std::string tag = "simrun: " + phase + " ";
+  if (line.rfind(tag, 0) != 0 || line.size() == tag.size() || !std::isdigit(line[tag.size()]))
+    return -1;
   return std::stoi(line.substr(tag.size()));
 }
 
@@ -164,11 +168,11 @@ struct Trial {
 // A progress line of `phase` that says the run is still under way: for the simulator, under
 // 90 % of the ops done (so the signal cannot lose the race against the end of the run).
 bool under_way(const std::string& phase, const std::string& line) {
-  if (phase == "simulating") {
-    const int percent = simulating_percent(line);
-    return percent >= 0 && percent <= 90;
-  }
-  return line.rfind("simrun: " + phase + " (", 0) == 0;
+  const int percent = phase_percent(phase, line);
+  if (phase == "simulating") return percent >= 0 && percent <= 90;
+  // A real run's "running" counts the ops issued (launch mode threads); without a count, its
+  // line has the elapsed time only.
+  return (percent >= 0 && percent < 100) || line.rfind("simrun: " + phase + " (", 0) == 0;
 }
 
 // Returns the steps the trace kept (-1: no trace written), or -2 when the run ended before the

@@ -163,13 +163,16 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
   app.add_option("--device-profile", device_profile,
                  "apply a device profile's overrides (simrun calibrate -o FILE) before the --set "
                  "ones");
+  std::string hf_config;
+  add_hf_config_option(app, hf_config);
   app.add_option("-o,--output", prefix, "write PREFIX.sim.json and PREFIX.<backend>.json");
   app.add_option("--largest", largest, "how many of the largest ops to list")
       ->check(CLI::Range(0, 10000));
   if (const int code = parse_command_line(app, args, "simrun compare", out, err); code >= 0)
     return code;
   return run_command("simrun compare", err, [&]() -> int {
-    core::Scenario scenario = run::load_scenario(scenario_path, device_profile, overrides);
+    core::Scenario scenario =
+        run::ScenarioLoader::from_file(scenario_path, device_profile, overrides, hf_config).load();
     // One Program for both runs: real execution needs every rank, so the simulation does too.
     scenario.simulation.symmetry = false;
     run::RunRequest rq;

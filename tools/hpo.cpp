@@ -265,6 +265,8 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   app.add_option("--set", overrides,
                  "override a scenario value for every trial: dotted.path=VALUE");
   app.add_option("--device-profile", profile, "apply a device profile (simrun calibrate -o)");
+  std::string hf_config;
+  add_hf_config_option(app, hf_config);
   app.add_option("-o,--output", trace_path, "write the schedule as a trace (one process per GPU)");
   app.add_option("--results", results_path, "write per-trial results and totals as JSON");
   if (const int code = parse_command_line(app, args, "simrun hpo", out, err); code >= 0)
@@ -274,7 +276,8 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     for (const std::string& s : spaces) knobs.push_back(hpo::parse_knob(s));
     hpo::parse_scheduler(scheduler, &o.scheduler);
     o.startup_ns = round_to_ns(startup_s);
-    const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path, profile);
+    const run::ScenarioLoader loader =
+        run::ScenarioLoader::from_file(scenario_path, profile, {}, hf_config);
     const core::Scenario base = loader.load(overrides);
     o.cluster = {base.cluster.nodes, base.cluster.gpus_per_node, base.host.cpu_cores};
     hpo::validate(o);

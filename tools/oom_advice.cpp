@@ -97,7 +97,13 @@ std::vector<AdviceItem> oom_advice(const run::ScenarioLoader& loader,
                                    const core::Scenario& scenario,
                                    const core::RunControl& control) {
   std::vector<AdviceItem> items;
-  for (const Candidate& cand : candidates(scenario)) {
+  const std::vector<Candidate> cands = candidates(scenario);
+  // One progress unit per change re-simulated; the re-simulations report no phases of their own.
+  core::ProgressCount count(control.progress, "re-simulating the OOM advice",
+                            static_cast<std::int64_t>(cands.size()), "changes", 1);
+  core::RunControl quiet = control;
+  quiet.progress = nullptr;
+  for (const Candidate& cand : cands) {
     if (control.cancel && control.cancel->load()) break;
     AdviceItem it;
     it.change = cand.change;
@@ -107,7 +113,7 @@ std::vector<AdviceItem> oom_advice(const run::ScenarioLoader& loader,
       run::RunRequest rq;
       rq.scenario = &variant;
       rq.trace = false;
-      rq.control = control;
+      rq.control = quiet;
       const run::RunResult run = run::run(rq);
       it.simulated = true;
       it.fits = !run.memory.oom.has_value();
@@ -122,7 +128,9 @@ std::vector<AdviceItem> oom_advice(const run::ScenarioLoader& loader,
       it.error = e.what();  // the change does not apply to this scenario (e.g. a divisibility rule)
     }
     items.push_back(std::move(it));
+    count.add();
   }
+  count.finish();
   // Fitting first, fastest first; then the rest by how much they still overfill.
   std::stable_sort(items.begin(), items.end(), [](const AdviceItem& a, const AdviceItem& b) {
     if (a.simulated != b.simulated) return a.simulated;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -27,34 +28,42 @@ ProgressMode progress_mode(bool quiet, bool forced) {
 }
 
 std::string progress_text(const std::string& phase, std::int64_t done, std::int64_t total,
-                          double elapsed_s) {
+                          const std::string& unit, double elapsed_s) {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f s", elapsed_s);
   if (total <= 0) return phase + " (" + secs + ")";
-  const int percent = static_cast<int>(100 * done / total);
-  return phase + " " + std::to_string(percent) + " % (" + with_commas(done) + " of " +
-         with_commas(total) + " ops, " + secs + ")";
+  const std::int64_t shown = std::min(std::max<std::int64_t>(done, 0), total);
+  // Rounded down: 100 % only once every unit is done (counts are far below 2^63 / 100).
+  const int percent = static_cast<int>(100 * shown / total);
+  return phase + " " + std::to_string(percent) + " % (" + with_commas(shown) + " of " +
+         with_commas(total) + " " + unit + ", " + secs + ")";
 }
 
-void RunProgress::set_phase(std::string phase, std::int64_t total) {
-  std::lock_guard<std::mutex> lk(mu_);
-  phase_ = std::move(phase);
-  total_ = total;
+void RunProgress::on_phase(const std::string& phase, std::int64_t total, const std::string& unit) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    phase_ = phase;
+    total_ = total;
+    unit_ = unit;
+  }
 }
 
-RunProgress::RunProgress(std::ostream& err, ProgressMode mode, std::string phase,
-                         std::atomic<std::int64_t>* counter)
-    : err_(err),
-      mode_(mode),
-      phase_(std::move(phase)),
-      counter_(counter),
-      start_(std::chrono::steady_clock::now()) {
-  if (mode_ != ProgressMode::kOff && counter_ != nullptr)
-    thread_ = std::thread([this] { report_loop(); });
+RunProgress::RunProgress(std::ostream& err, ProgressMode mode, std::string phase)
+    : err_(err), mode_(mode), phase_(std::move(phase)), start_(std::chrono::steady_clock::now()) {
+  resume();
 }
 
 RunProgress::~RunProgress() {
   stop();
+}
+
+void RunProgress::resume() {
+  if (mode_ == ProgressMode::kOff || thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = false;
+  }
+  thread_ = std::thread([this] { report_loop(); });
 }
 
 void RunProgress::stop() {
@@ -92,9 +101,7 @@ void RunProgress::report_loop() {
     const double elapsed_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const std::string line =
-        "simrun: " + progress_text(phase_,
-                                   total_ > 0 ? counter_->load(std::memory_order_relaxed) : 0,
-                                   total_, elapsed_s);
+        "simrun: " + progress_text(phase_, total_ > 0 ? done() : 0, total_, unit_, elapsed_s);
     if (mode_ == ProgressMode::kTerminal) {
       err_ << "\r" << line << "\x1b[K" << std::flush;
       drawn_ = true;

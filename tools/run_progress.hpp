@@ -1,11 +1,12 @@
-// A progress line on stderr for one long run (simrun): the executor counts the ops it finished
-// (core::RunControl::ops_done) and a reporter thread prints "simrun: simulating 37 % (45,056 of
-// 121,344 ops, 3.2 s)". On a terminal the line is redrawn in place about 4 times a second; on a
-// pipe or file (`--progress`) a new line is written every second, so a log or a test can follow it.
-// Nothing is printed for runs shorter than the first report, nor under -q without --progress.
+// A progress line on stderr for one long run (simrun): the code doing the work names each phase
+// with the units it counts and publishes how many are done (core/progress.hpp); a reporter thread
+// prints "simrun: simulating 37 % (3,512,071 of 9,492,224 op issues and ends, 3.2 s)". On a
+// terminal the line is redrawn in place about 4 times a second; on a pipe or file (`--progress`) a
+// new line is written every second, so a log or a test can follow it. Nothing is printed for runs
+// shorter than the first report, nor under -q without --progress. The phases and their units:
+// docs/limits.md, "Progress".
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -14,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "run/run.hpp"
+#include "core/progress.hpp"
 
 namespace csim::app {
 
@@ -24,23 +25,26 @@ enum class ProgressMode { kOff, kTerminal, kLines };
 // kTerminal when stderr is a terminal and not quiet, else off.
 ProgressMode progress_mode(bool quiet, bool forced);
 
-// "simulating 37 % (45,056 of 121,344 ops, 3.2 s)": the text of one report; with total 0,
-// "lowering (3.2 s)".
+// "simulating 37 % (3,512,071 of 9,492,224 op issues and ends, 3.2 s)": the text of one report;
+// with total 0, "analysing memory (3.2 s)". The percentage is rounded down and at most 100.
 std::string progress_text(const std::string& phase, std::int64_t done, std::int64_t total,
-                          double elapsed_s);
+                          const std::string& unit, double elapsed_s);
 
-class RunProgress final : public run::ProgressSink {
+class RunProgress final : public core::Progress {
  public:
-  // Reports `counter` until stop() or destruction; the phase starts as `phase` with no total
-  // ("simrun: lowering (1.0 s)") until set_phase gives one.
-  RunProgress(std::ostream& err, ProgressMode mode, std::string phase,
-              std::atomic<std::int64_t>* counter);
+  // Reports from now until stop() or destruction; the phase starts as `phase`, not counted, until
+  // the work begins one with a total.
+  RunProgress(std::ostream& err, ProgressMode mode, std::string phase);
   ~RunProgress() override;
   RunProgress(const RunProgress&) = delete;
   RunProgress& operator=(const RunProgress&) = delete;
+  // Stops reporting (a terminal line is ended), e.g. while the summary table is printed; resume()
+  // starts again, the elapsed time still counted from the construction.
   void stop();
-  // A new phase, e.g. ("simulating", ops in the Program); total 0: no count shown.
-  void set_phase(std::string phase, std::int64_t total) override;
+  void resume();
+
+ protected:
+  void on_phase(const std::string& phase, std::int64_t total, const std::string& unit) override;
 
  private:
   void report_loop();
@@ -49,7 +53,7 @@ class RunProgress final : public run::ProgressSink {
   ProgressMode mode_;
   std::string phase_;       // under mu_
   std::int64_t total_ = 0;  // under mu_
-  std::atomic<std::int64_t>* counter_;
+  std::string unit_;        // under mu_
   std::chrono::steady_clock::time_point start_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -8,7 +8,6 @@
 #include "backends/common/run_summary.hpp"
 #include "backends/common/trace_builder.hpp"
 #include "core/error.hpp"
-#include "core/hf_config.hpp"
 #include "core/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
@@ -66,23 +65,13 @@ run::Launch launch_of(const std::string& name) {
   return l;
 }
 
-namespace {
-
-// The scenario's loader; with --hf-config, its model replaced by the config (core/hf_config.hpp,
-// hf_config_model_override) before the --set overrides.
-run::ScenarioLoader hf_config_loader(const std::string& scenario_path,
-                                     const std::string& device_profile,
-                                     const std::string& hf_config,
-                                     std::vector<std::string> overrides) {
-  if (hf_config.empty())
-    return run::ScenarioLoader::from_file(scenario_path, device_profile, std::move(overrides));
-  nlohmann::json doc = core::read_scenario_document(scenario_path);
-  overrides.insert(overrides.begin(), core::hf_config_model_override(doc, hf_config));
-  return run::ScenarioLoader::from_document(std::move(doc), scenario_path, device_profile,
-                                            std::move(overrides));
+void add_hf_config_option(CLI::App& app, std::string& path) {
+  app.add_option(
+      "--hf-config", path,
+      "replace the scenario's model with this Hugging Face config.json (path relative to the "
+      "working directory), keeping the scenario's seq_len; applied before the --set ones (e.g. "
+      "--set model.seq_len=8192); docs/scenario.md, \"model.hf_config\"");
 }
-
-}  // namespace
 
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (!args.empty() && args.front() == "compare")
@@ -125,11 +114,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
                  "apply a device profile's overrides (simrun calibrate -o FILE) before the --set "
                  "ones");
   std::string hf_config;
-  app.add_option(
-      "--hf-config", hf_config,
-      "replace the scenario's model with this Hugging Face config.json (path relative "
-      "to the working directory), keeping the scenario's seq_len; applied before the "
-      "--set ones (e.g. --set model.seq_len=8192); docs/scenario.md, \"model.hf_config\"");
+  add_hf_config_option(app, hf_config);
   std::string launch = "threads";
   run::RunRequest rq;
   app.add_option("--backend", backend,
@@ -173,7 +158,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   return run_command("simrun", err, [&]() -> int {
     // The scenario as loaded (device profile, then --set); OOM advice adds further --set values.
     const run::ScenarioLoader loader =
-        hf_config_loader(scenario_path, device_profile, hf_config, overrides);
+        run::ScenarioLoader::from_file(scenario_path, device_profile, overrides, hf_config);
     const core::Scenario scenario = loader.load();
     const bool writes_trace = !trace_path.empty() || !per_rank_dir.empty();
     if (writes_trace) core::check_trace_limit(scenario);
@@ -198,14 +183,16 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     // is then the run's own (backend::summarize_run, the same Summary).
     rq.format_trace = rq.backend == run::Backend::kSim && !trace_path.empty() &&
                       per_rank_dir.empty() && !expand_mirrors;
-    std::atomic<std::int64_t> ops_done{0};
-    rq.control.ops_done = &ops_done;
-    RunProgress progress(err, progress_mode(quiet, progress_lines),
-                         rq.backend == run::Backend::kSim ? "lowering" : "running", &ops_done);
-    rq.progress = &progress;
+    // The progress line (docs/limits.md, "Progress") through every phase; stopped while stdout
+    // is printed.
+    const ProgressMode mode = progress_mode(quiet, progress_lines);
+    RunProgress progress(err, mode, "lowering");
+    // Nothing counts when nothing is shown.
+    core::Progress* const shown = mode == ProgressMode::kOff ? nullptr : &progress;
+    rq.control.progress = shown;
     run::RunResult run = run::run(rq);
-    progress.stop();
     if (!run.writer) {
+      progress.stop();
       if (!quiet)
         out << "simrun: MPI rank " << run.mpi_rank
             << " finished its share; rank 0 prints the summary and writes the outputs\n";
@@ -214,22 +201,27 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     // Ctrl-C / SIGTERM: write what completed (whole steps, "complete": false), then exit 130.
     const bool interrupted = !run.result.complete && run.failure.empty();
     const prof::Summary summary =
-        rq.trace && !run.trace_formatted ? prof::summarize(run.trace)
-        : wants_summary ? backend::summarize_run(scenario, run.program, run.result, run.memory)
-                        : prof::Summary{};
-    if (!quiet) prof::print_summary_table(summary, out);
+        rq.trace && !run.trace_formatted ? prof::summarize(run.trace, shown)
+        : wants_summary
+            ? backend::summarize_run(scenario, run.program, run.result, run.memory, shown)
+            : prof::Summary{};
     // An OOM verdict comes with ranked advice, each change re-simulated (docs/memory.md).
-    if (run.memory.oom && rq.backend == run::Backend::kSim && !no_advice && !quiet &&
-        !cancel_flag()->load())
-      print_oom_advice(oom_advice(loader, scenario, rq.control), summary.step_time_s, out);
+    std::vector<AdviceItem> advice;
+    const bool advise = run.memory.oom && rq.backend == run::Backend::kSim && !no_advice &&
+                        !quiet && !cancel_flag()->load();
+    if (advise) advice = oom_advice(loader, scenario, rq.control);
+    progress.stop();
+    if (!quiet) prof::print_summary_table(summary, out);
+    if (advise) print_oom_advice(advice, summary.step_time_s, out);
     if (expand_mirrors && writes_trace) {
       const int added = prof::expand_mirrored_gpus(run.trace);
       if (!quiet) out << "trace: " << added << " mirrored GPUs expanded\n";
     }
     for (const std::string& w : run.warnings) err << "simrun: warning: " << w << "\n";
+    progress.resume();
     set_writing(true);
-    if (!trace_path.empty()) run::write_trace_file(run, scenario, trace_path);
-    if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);
+    if (!trace_path.empty()) run::write_trace_file(run, scenario, trace_path, shown);
+    if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir, shown);
     if (!summary_path.empty()) {
       prof::write_file_atomically(summary_path, [&](std::ostream& os) {
         nlohmann::json j = prof::summary_to_json(summary);
@@ -238,6 +230,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
       });
     }
     set_writing(false);
+    progress.stop();
     if (interrupted || cancel_flag()->load()) {
       const bool none = trace_path.empty() && summary_path.empty() && per_rank_dir.empty();
       if (interrupted)

@@ -33,6 +33,10 @@ const run::MpiLauncher* mpi_support();
 run::Backend backend_of(const std::string& name);
 run::Launch launch_of(const std::string& name);
 
+// --hf-config FILE, the same option for every command that takes a scenario (simrun, sweep,
+// tune, hpo, compare): run::ScenarioLoader::from_file's hf_config.
+void add_hf_config_option(CLI::App& app, std::string& path);
+
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // Shared by simrun's commands. parse_command_line: -1 to go on, else the exit code (--help

@@ -86,6 +86,8 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   app.add_option("--seed", seed, "random seed for --random (default 1)");
   app.add_option("--set", base_sets,
                  "override a scenario value for every variant (as simrun --set)");
+  std::string hf_config;
+  add_hf_config_option(app, hf_config);
   app.add_option("-o,--output", results_path,
                  "results file, .csv or .json; resumed when it exists (see --fresh)");
   app.add_option("-j,--jobs", jobs, "worker threads (default: all cores)")
@@ -110,9 +112,11 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (const int code = parse_command_line(app, args, "simrun sweep", out, err); code >= 0)
     return code;
   return run_command("simrun sweep", err, [&]() -> int {
-    const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path, {}, base_sets);
+    const run::ScenarioLoader loader =
+        run::ScenarioLoader::from_file(scenario_path, {}, base_sets, hf_config);
     (void)loader.load();  // the base must be valid
     const nlohmann::json& doc = loader.document();
+    base_sets = loader.overrides();  // --hf-config's model first, then --set
     std::vector<sweep::Knob> knobs;
     for (const std::string& g : grid) knobs.push_back(sweep::parse_knob(g));
     check_knobs(doc, scenario_path, base_sets, knobs);
@@ -215,6 +219,8 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   app.add_option("--rejected", rejected, "rejected layouts to print with their reason (default 8)")
       ->check(CLI::Range(0, 100000));
   app.add_option("--set", base_sets, "override a scenario value first (as simrun --set)");
+  std::string hf_config;
+  add_hf_config_option(app, hf_config);
   app.add_option("-j,--jobs", opt.threads, "simulations at once (default: all cores)")
       ->check(CLI::Range(1, 1024));
   app.add_flag("-q,--quiet", quiet, "no progress line");
@@ -282,8 +288,10 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (op_level) opt.evaluation = run::Evaluation::kOpLevel;
   for (const std::string& c : compile) sp.compile.push_back(c == "on" ? 1 : 0);
   return run_command("simrun tune", err, [&]() -> int {
-    const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path);
+    const run::ScenarioLoader loader =
+        run::ScenarioLoader::from_file(scenario_path, {}, base_sets, hf_config);
     const nlohmann::json& doc = loader.document();
+    base_sets = loader.overrides();  // --hf-config's model first, then --set
     opt.cancel = cancel_flag();
     if (!quiet)
       opt.on_progress = [&err, last = std::chrono::steady_clock::time_point{}](
@@ -291,11 +299,11 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
         const auto now = std::chrono::steady_clock::now();
         if (now - last < std::chrono::seconds(2) && done < n) return;  // a line every 2 s
         last = now;
-        char line[160];
+        char line[200];
         std::snprintf(line, sizeof line,
-                      "tune: %zu simulated of at most %zu (the compute bound ends the search "
-                      "early), best %.2f ms\n",
-                      done, n, best * 1e3);
+                      "tune: %zu %% (%zu simulated of at most %zu: the compute bound ends the "
+                      "search early), best %.2f ms\n",
+                      n > 0 ? 100 * done / n : std::size_t{100}, done, n, best * 1e3);
         err << line;
       };
     const sweep::TuneResult r = sweep::tune(doc, scenario_path, base_sets, opt);

@@ -23,15 +23,29 @@ TimeNs sync_call_ns(TimeNs dispatch_ns, int calls) {
 }
 
 CudaSyncPlan plan_cuda_sync(const core::Program& p, const std::vector<core::OpTiming>& t,
-                            std::int64_t first_corr) {
+                            std::int64_t first_corr, core::ProgressCount* count) {
   const std::size_t n = p.ops.size();
   CudaSyncPlan s;
-  s.record_corr.assign(n, -1);
-  s.record_event.assign(n, -1);
-  s.stream_waits.assign(n, {});
-  s.host_wait_on.assign(n, core::kNoOp);
-  s.host_wait_from.assign(n, -1);
-  s.stream_free_ns.assign(n, -1);
+  // The per-op vectors filled in chunks of ops, counted (the values of one assign each): on
+  // millions of ops, the pages faulted in as they are first written are a good part of the plan's
+  // time (docs/limits.md, "Progress": "building the trace").
+  constexpr std::size_t kChunk = std::size_t{1} << 16;
+  s.record_corr.reserve(n);
+  s.record_event.reserve(n);
+  s.stream_waits.reserve(n);
+  s.host_wait_on.reserve(n);
+  s.host_wait_from.reserve(n);
+  s.stream_free_ns.reserve(n);
+  for (std::size_t at = 0; at < n; at += kChunk) {
+    const std::size_t k = std::min(kChunk, n - at);
+    s.record_corr.insert(s.record_corr.end(), k, -1);
+    s.record_event.insert(s.record_event.end(), k, -1);
+    s.stream_waits.resize(at + k);
+    s.host_wait_on.insert(s.host_wait_on.end(), k, core::kNoOp);
+    s.host_wait_from.insert(s.host_wait_from.end(), k, -1);
+    s.stream_free_ns.insert(s.stream_free_ns.end(), k, -1);
+    if (count) count->add(static_cast<std::int64_t>(k));
+  }
   const auto ran = [&](OpId id) { return t[id].end_ns >= 0 && t[id].start_ns >= 0; };
   const auto process_of = [&](const Op& op) { return p.threads[op.thread].process; };
 
@@ -39,6 +53,7 @@ CudaSyncPlan plan_cuda_sync(const core::Program& p, const std::vector<core::OpTi
   std::vector<TimeNs> thread_busy_until(p.threads.size(), -1);
   std::vector<char> needs_record(n, 0);
   for (const Op& op : p.ops) {
+    if (count) count->add();
     const TimeNs prev_end = thread_busy_until[op.thread];
     if (t[op.id].ready_ns >= 0 && op.kind != OpKind::kAlloc && op.kind != OpKind::kFree) {
       if (launches_gpu_work(op) && ran(op.id)) {

@@ -15,6 +15,7 @@
 
 #include "core/executor.hpp"
 #include "core/program.hpp"
+#include "core/progress.hpp"
 
 namespace csim::backend {
 
@@ -36,9 +37,11 @@ struct CudaSyncPlan {
   std::int64_t next_event = 0;
 };
 
-// Correlation ids of the records start at first_corr (after the ops' own, op id + 1).
+// Correlation ids of the records start at first_corr (after the ops' own, op id + 1). `count`,
+// when given, counts two passes over the ops: the per-op state filled, then the ops planned
+// (docs/limits.md, "Progress": "building the trace").
 CudaSyncPlan plan_cuda_sync(const core::Program& p, const std::vector<core::OpTiming>& t,
-                            std::int64_t first_corr);
+                            std::int64_t first_corr, core::ProgressCount* count = nullptr);
 
 // Host time of each sync call carved out of an op's launch call: `calls` calls and the launch
 // share dispatch_ns, each call taking at most 1 µs (a cudaStreamWaitEvent or cudaEventRecord

@@ -15,8 +15,10 @@ namespace csim::backend {
 // processes, the GPU work (compute, communication, copies) and the GIL waits as unnamed events
 // without args, the ProfilerStep#N spans, the memory counters and the metadata — no host calls,
 // CUDA sync records, flows or lanes. The same Summary as prof::summarize(build_trace(...)) to the
-// bit (tests/test_run_summary.cpp).
+// bit (tests/test_run_summary.cpp). With `progress`, the phase "summarising", counting ops
+// (docs/limits.md, "Progress").
 prof::Summary summarize_run(const core::Scenario& scenario, const core::Program& program,
-                            const core::ExecutionResult& result, const core::MemoryReport& memory);
+                            const core::ExecutionResult& result, const core::MemoryReport& memory,
+                            core::Progress* progress = nullptr);
 
 }  // namespace csim::backend

@@ -560,18 +560,22 @@ struct BuildPrep {
   CudaSyncPlan sync;
   std::vector<core::StepSpan> step_spans;
 };
-BuildPrep build_prep(const core::Program& p, const core::ExecutionResult& r) {
+// `count` counts the plan's two passes over the ops and the step spans' one: the first three
+// quarters of "building the trace".
+BuildPrep build_prep(const core::Program& p, const core::ExecutionResult& r,
+                     core::ProgressCount& count) {
   // Stream and host dependencies become CUDA events as Kineto records them with
   // enable_cuda_sync_events (cuda_sync_plan.hpp); the ProfilerStep#N spans (core/step_spans.hpp).
-  return {plan_cuda_sync(p, r.timings, static_cast<std::int64_t>(p.ops.size()) + 1),
-          core::step_spans(p, r.timings)};
+  return {plan_cuda_sync(p, r.timings, static_cast<std::int64_t>(p.ops.size()) + 1, &count),
+          core::step_spans(p, r.timings, &count)};
 }
 
 // build_trace's body, into either sink: the one builder of both paths.
+// `count` counts the ops visited (docs/limits.md, "Progress").
 template <class Sink>
 void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
                 const core::ExecutionResult& r, const core::MemoryReport& mem,
-                const BuildPrep& prep) {
+                const BuildPrep& prep, core::ProgressCount& count) {
   prof::Trace& tr = sink.rest();
   tr.base_ns = 0;
   tr.world_size = static_cast<int>(p.active_gpus.size());
@@ -646,6 +650,7 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
   EnumSpellings spell;
   std::string name_buf;
   for (const Op& op : p.ops) {
+    count.add();
     const core::OpTiming& t = timing[op.id];
     if (t.end_ns < 0) continue;  // not run (cancelled)
     const int pid = p.threads[op.thread].gpu;
@@ -846,6 +851,7 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
   // [SECTION] ProfilerStep#N spans per GPU (detail::add_step_annotations).
   step_annotations(sink, p, step_spans);
 
+  count.finish();
   if (!sink.wants_rest()) return;
 
   // [SECTION] Memory counters: allocated bytes per GPU, in total and by category.
@@ -858,23 +864,37 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
 }  // namespace
 
 prof::Trace build_trace(const core::Scenario& s, const core::Program& p,
-                        const core::ExecutionResult& r, const core::MemoryReport& mem) {
+                        const core::ExecutionResult& r, const core::MemoryReport& mem,
+                        core::Progress* progress) {
   prof::Trace tr;
   TraceSink sink(tr);
-  build_into(sink, s, p, r, mem, build_prep(p, r));
+  // Four passes over the ops: the sync plan's two, the step spans, then the events
+  // (docs/limits.md, "Progress").
+  core::ProgressCount count(progress, "building the trace",
+                            4 * static_cast<std::int64_t>(p.ops.size()), "op passes");
+  const BuildPrep prep = build_prep(p, r, count);
+  build_into(sink, s, p, r, mem, prep, count);
   return tr;
 }
 
 namespace {
 
 // The producer of a streamed trace's events, both builds: the same sink over the same inputs.
+// Each build counts its ops into `count` when given, else into a phase "writing the trace" of
+// `progress` (when given).
 prof::FormattedTrace::Producer producer_of(const core::Scenario& s, const core::Program& p,
                                            const core::ExecutionResult& r,
                                            const core::MemoryReport& mem,
-                                           std::shared_ptr<const BuildPrep> prep) {
-  return [&s, &p, &r, &mem, prep = std::move(prep)](prof::FormattedTrace& into) {
+                                           std::shared_ptr<const BuildPrep> prep,
+                                           core::Progress* progress,
+                                           core::ProgressCount* count = nullptr) {
+  return [&s, &p, &r, &mem, prep = std::move(prep), progress, count](prof::FormattedTrace& into) {
     FormattedSink sink(into);
-    build_into(sink, s, p, r, mem, *prep);
+    core::ProgressCount writing;
+    if (!count)
+      writing = core::ProgressCount(progress, "writing the trace",
+                                    static_cast<std::int64_t>(p.ops.size()), "ops");
+    build_into(sink, s, p, r, mem, *prep, count ? *count : writing);
   };
 }
 
@@ -882,25 +902,26 @@ prof::FormattedTrace::Producer producer_of(const core::Scenario& s, const core::
 
 prof::FormattedTrace build_formatted_trace(const core::Scenario& s, const core::Program& p,
                                            const core::ExecutionResult& r,
-                                           const core::MemoryReport& mem) {
+                                           const core::MemoryReport& mem,
+                                           core::Progress* progress) {
   // Streamed (docs/trace-format.md, "Streaming the text"): built once now to count each line's
   // bytes and fill `rest`, and again when written (formatted_trace_producer), each line formatted
   // into its place in the file. The sync plan and step spans are kept for the second build (already
   // in memory: making them again cost as much CPU as keeping them costs memory).
   prof::FormattedTrace ft;
-  auto prep = std::make_shared<const BuildPrep>(build_prep(p, r));
-  ft.stream_from(producer_of(s, p, r, mem, prep), prep);
+  core::ProgressCount count(progress, "building the trace",
+                            4 * static_cast<std::int64_t>(p.ops.size()), "op passes");
+  auto prep = std::make_shared<const BuildPrep>(build_prep(p, r, count));
+  ft.stream_from(producer_of(s, p, r, mem, prep, progress, &count), prep);
   return ft;
 }
 
-prof::FormattedTrace::Producer formatted_trace_producer(const prof::FormattedTrace& ft,
-                                                        const core::Scenario& s,
-                                                        const core::Program& p,
-                                                        const core::ExecutionResult& r,
-                                                        const core::MemoryReport& mem) {
+prof::FormattedTrace::Producer formatted_trace_producer(
+    const prof::FormattedTrace& ft, const core::Scenario& s, const core::Program& p,
+    const core::ExecutionResult& r, const core::MemoryReport& mem, core::Progress* progress) {
   auto prep = std::static_pointer_cast<const BuildPrep>(ft.producer_state());
   CSIM_ASSERT_MSG(prep != nullptr, "formatted_trace_producer: not a build_formatted_trace trace");
-  return producer_of(s, p, r, mem, std::move(prep));
+  return producer_of(s, p, r, mem, std::move(prep), progress);
 }
 
 int completed_steps(const core::Program& p, const core::ExecutionResult& r) {

@@ -13,8 +13,10 @@
 
 namespace csim::backend {
 
+// With `progress`, the phase "building the trace", counting ops (docs/limits.md, "Progress").
 prof::Trace build_trace(const core::Scenario& scenario, const core::Program& program,
-                        const core::ExecutionResult& result, const core::MemoryReport& memory);
+                        const core::ExecutionResult& result, const core::MemoryReport& memory,
+                        core::Progress* progress = nullptr);
 // The same trace formatted as it is built, for a run whose trace is only written
 // (docs/trace-format.md, "Formatting while building"): its file is byte for byte that of
 // build_trace's, and no TraceEvent is made. The trace is streamed (prof::FormattedTrace::
@@ -23,15 +25,18 @@ prof::Trace build_trace(const core::Scenario& scenario, const core::Program& pro
 prof::FormattedTrace build_formatted_trace(const core::Scenario& scenario,
                                            const core::Program& program,
                                            const core::ExecutionResult& result,
-                                           const core::MemoryReport& memory);
+                                           const core::MemoryReport& memory,
+                                           core::Progress* progress = nullptr);
 // The producer that writes TRACE (prof::write_chrome_trace_file(trace, path, producer)): the
 // events of build_formatted_trace from the same SCENARIO, PROGRAM, RESULT and MEMORY (equal
-// values; they may have moved since), which it refers to until it is destroyed.
+// values; they may have moved since), which it refers to until it is destroyed. With `progress`,
+// each write is the phase "writing the trace", counting ops.
 prof::FormattedTrace::Producer formatted_trace_producer(const prof::FormattedTrace& trace,
                                                         const core::Scenario& scenario,
                                                         const core::Program& program,
                                                         const core::ExecutionResult& result,
-                                                        const core::MemoryReport& memory);
+                                                        const core::MemoryReport& memory,
+                                                        core::Progress* progress = nullptr);
 
 // An interrupted run (result.complete false, docs/limits.md "Interruption"): keeps the steps that
 // completed, 1..K with every op of each run, and forgets the timings of the later steps' ops, so

@@ -186,7 +186,7 @@ core::ExecutionResult RealExecutor::run(const core::Program& p, const core::RunC
         }
         issue.mark_issued(id, op.stream < 0);
         if (link_ && wanted_elsewhere[id]) link_->publish_issued(id, op.stream < 0);
-        if (control.ops_done) control.ops_done->fetch_add(1, std::memory_order_relaxed);
+        if (control.progress) control.progress->add_done(1);
       }
     } catch (...) {
       // An error after the run was stopped (a wait woken by the abort) is a consequence, not a

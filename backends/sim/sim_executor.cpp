@@ -168,10 +168,12 @@ class SimRun {
   std::int64_t flow_gen_ = 0;
   std::int64_t events_ = 0;
   std::int64_t done_count_ = 0;
+  std::int64_t issued_ = 0;         // ops their host thread finished issuing (progress only)
   AllocBackpressure backpressure_;  // docs/memory.md, "Allocation backpressure"
   core::OpComputeMemo kernel_ns_;   // scenario_.cluster.gpu's kernel times, remembered
 
   void push(TimeNs t, EvType type, std::int64_t subject) { queue_.push(t, Event{type, subject}); }
+  void prepare_ops();
   void step_thread(int t);
   void finish_issue(int t);
   void check_stream(int s);
@@ -310,6 +312,7 @@ void SimRun::finish_issue(int t) {
     }
   }
   timings_[id].issue_end_ns = now_;
+  ++issued_;
   if (op.kind == OpKind::kAlloc || op.kind == OpKind::kFree) backpressure_.on_issue(op);
   if (op.stream < 0) {
     // Host work and markers execute on the thread itself.
@@ -661,19 +664,47 @@ bool SimRun::wants_step(int t) const {
   }
 }
 
-core::ExecutionResult SimRun::run() {
+void SimRun::prepare_ops() {
+  // The per-op state, filled in chunks of kPrepareChunk ops with the count published after each
+  // (docs/limits.md, "Progress": "preparing the simulation"). For millions of ops these are
+  // hundreds of MB whose pages are faulted in as they are first written: seconds on GPT-3 with
+  // every rank, one assign() with no count before. The values are those of one assign().
+  constexpr std::size_t kPrepareChunk = std::size_t{1} << 16;
   const std::size_t n = program_.ops.size();
-  timings_.assign(n, core::OpTiming{});
-  done_.assign(n, 0);
-  earliest_.assign(n, 0);
-  host_waiters_.reset(n);
-  stream_waiters_.reset(n);
+  core::ProgressCount count(ctl_.progress, "preparing the simulation", static_cast<std::int64_t>(n),
+                            "ops", 1);
+  timings_.clear();
+  done_.clear();
+  earliest_.clear();
+  timings_.reserve(n);
+  done_.reserve(n);
+  earliest_.reserve(n);
+  host_waiters_.reset(0);
+  stream_waiters_.reset(0);
   threads_.resize(program_.threads.size());
   for (const core::ThreadDesc& td : program_.threads) {
     threads_[td.id].process = td.process;
     threads_[td.id].node = program_.processes[td.process].node;
   }
-  for (const Op& op : program_.ops) threads_[op.thread].ops.push_back(op.id);
+  for (std::size_t at = 0; at < n; at += kPrepareChunk) {
+    const std::size_t k = std::min(kPrepareChunk, n - at);
+    timings_.insert(timings_.end(), k, core::OpTiming{});
+    done_.insert(done_.end(), k, 0);
+    earliest_.insert(earliest_.end(), k, 0);
+    host_waiters_.extend(k);
+    stream_waiters_.extend(k);
+    for (std::size_t i = at; i < at + k; ++i) {
+      const Op& op = program_.ops[i];
+      threads_[op.thread].ops.push_back(op.id);
+    }
+    count.add(static_cast<std::int64_t>(k));
+  }
+  count.finish();
+}
+
+core::ExecutionResult SimRun::run() {
+  const std::size_t n = program_.ops.size();
+  prepare_ops();
   streams_.resize(program_.streams.size());
   gil_.assign(program_.processes.size(), FifoResource(1));
   cores_.assign(static_cast<std::size_t>(scenario_.cluster.nodes),
@@ -720,11 +751,16 @@ core::ExecutionResult SimRun::run() {
 
   core::ExecutionResult res;
   res.backend = "sim";
+  // "simulating" counts two units per op, its issue by its host thread and its end (docs/limits.md,
+  // "Progress"): the host threads run ahead of the GPUs, so on GPT-3 with every rank the first
+  // half of the events issue every op before the first few thousand ops end.
+  if (ctl_.progress)
+    ctl_.progress->begin("simulating", 2 * static_cast<std::int64_t>(n), "op issues and ends");
   while (!queue_.empty()) {
     const Event ev = queue_.pop(&now_);
     ++events_;
     if ((events_ & 0xFFF) == 0) {
-      if (ctl_.ops_done) ctl_.ops_done->store(done_count_, std::memory_order_relaxed);
+      if (ctl_.progress) ctl_.progress->set_done(issued_ + done_count_);
       if (ctl_.cancel && ctl_.cancel->load()) {
         res.complete = false;
         break;
@@ -761,7 +797,7 @@ core::ExecutionResult SimRun::run() {
         break;
     }
   }
-  if (ctl_.ops_done) ctl_.ops_done->store(done_count_, std::memory_order_relaxed);
+  if (ctl_.progress) ctl_.progress->set_done(issued_ + done_count_);
   if (res.complete && done_count_ != static_cast<std::int64_t>(n)) {
     const std::string why = "simulation deadlock: " + describe_stuck();
     CSIM_ASSERT_MSG(false, why.c_str());

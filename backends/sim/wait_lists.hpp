@@ -16,6 +16,11 @@ class WaitLists {
     nodes_.clear();
     free_ = -1;
   }
+  // Room for `more` further ops, each with no waiter (reset(a) then extend(b): reset(a + b)).
+  void extend(std::size_t more) {
+    head_.insert(head_.end(), more, -1);
+    tail_.insert(tail_.end(), more, -1);
+  }
   // Appends `waiter` to op `op`'s list.
   void add(int op, int waiter) {
     int n = free_;

@@ -34,8 +34,8 @@ struct DeviceLanes {
 
 }  // namespace
 
-Program lower_data_parallel(const Scenario& s) {
-  ProgramBuilder b(s);
+Program lower_data_parallel(const Scenario& s, Progress* progress) {
+  ProgramBuilder b(s, progress);
   Program& p = b.program();
   const std::vector<int>& ids = s.strategy.device_ids;
   const int n = static_cast<int>(ids.size());

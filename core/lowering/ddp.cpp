@@ -33,8 +33,8 @@ struct BucketState {
 
 }  // namespace
 
-Program lower_ddp(const Scenario& s) {
-  ProgramBuilder b(s);
+Program lower_ddp(const Scenario& s, Progress* progress) {
+  ProgramBuilder b(s, progress);
   Program& p = b.program();
   const DdpSpec& ddp = s.strategy.ddp;
   const std::vector<int>& ids = s.strategy.device_ids;

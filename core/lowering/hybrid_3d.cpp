@@ -8,8 +8,8 @@
 
 namespace csim::core {
 
-Program lower_hybrid(const Scenario& s, const std::string& label) {
-  ProgramBuilder b(s);
+Program lower_hybrid(const Scenario& s, const std::string& label, Progress* progress) {
+  ProgramBuilder b(s, progress);
   hybrid::Emitter e(s, b);
   // Outermost first: the pieces nest around each layer kernel (docs/program.md, "Adding a
   // parallel dimension"). The pipeline wraps segment passes; data parallelism and sharding wrap
@@ -33,7 +33,7 @@ Program lower_hybrid(const Scenario& s, const std::string& label) {
   return b.take();
 }
 
-Program lower_3d(const Scenario& s) {
+Program lower_3d(const Scenario& s, Progress* progress) {
   const ParallelSpec& ps = s.strategy.parallel;
   std::string label = "3d (dp " + std::to_string(ps.dp) + " x tp " + std::to_string(ps.tp) +
                       " x pp " + std::to_string(ps.pp);
@@ -47,7 +47,7 @@ Program lower_3d(const Scenario& s) {
     label += ", zero " + std::to_string(ps.zero_stage);
   if (ps.recompute != RecomputeMode::kNone)
     label += std::string(", recompute ") + to_string(ps.recompute);
-  return lower_hybrid(s, label + ")");
+  return lower_hybrid(s, label + ")", progress);
 }
 
 }  // namespace csim::core

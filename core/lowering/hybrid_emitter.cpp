@@ -448,6 +448,7 @@ void Emitter::build(const std::string& label) {
   std::vector<Op>& ops = b_.program().ops;
   const auto emitted = static_cast<std::size_t>(
       std::count_if(ranks_.begin(), ranks_.end(), [](const RankState& r) { return r.emitted; }));
+  b_.count_rank_steps(static_cast<std::int64_t>(emitted));  // emit_step's set_step counts them
   bool reserved = false;
   for (int step = 1; step <= s_.training.steps; ++step) {
     for (RankState& r : ranks_) {

@@ -5,18 +5,18 @@
 
 namespace csim::core {
 
-Program lower(const Scenario& scenario) {
+Program lower(const Scenario& scenario, Progress* progress) {
   Program p;
   switch (scenario.strategy.kind) {
-    case StrategyKind::kSingle: p = lower_single(scenario); break;
-    case StrategyKind::kDataParallel: p = lower_data_parallel(scenario); break;
-    case StrategyKind::kDdp: p = lower_ddp(scenario); break;
-    case StrategyKind::kModelParallel: p = lower_model_parallel(scenario); break;
-    case StrategyKind::kPipeline: p = lower_pipeline(scenario); break;
-    case StrategyKind::kTensorParallel: p = lower_tensor_parallel(scenario); break;
-    case StrategyKind::k3d: p = lower_3d(scenario); break;
-    case StrategyKind::kZero: p = lower_zero(scenario); break;
-    case StrategyKind::kFsdp: p = lower_fsdp(scenario); break;
+    case StrategyKind::kSingle: p = lower_single(scenario, progress); break;
+    case StrategyKind::kDataParallel: p = lower_data_parallel(scenario, progress); break;
+    case StrategyKind::kDdp: p = lower_ddp(scenario, progress); break;
+    case StrategyKind::kModelParallel: p = lower_model_parallel(scenario, progress); break;
+    case StrategyKind::kPipeline: p = lower_pipeline(scenario, progress); break;
+    case StrategyKind::kTensorParallel: p = lower_tensor_parallel(scenario, progress); break;
+    case StrategyKind::k3d: p = lower_3d(scenario, progress); break;
+    case StrategyKind::kZero: p = lower_zero(scenario, progress); break;
+    case StrategyKind::kFsdp: p = lower_fsdp(scenario, progress); break;
   }
   // The memory switches (docs/memory.md, "Scenario switches") are lowered by every strategy.
   // MFU / HFU numerators (core/flops.hpp).

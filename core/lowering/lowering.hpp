@@ -7,23 +7,28 @@
 #pragma once
 
 #include "core/program.hpp"
+#include "core/progress.hpp"
 #include "core/scenario.hpp"
 
 namespace csim::core {
 
 // Lowers the scenario with its strategy. Throws InputError for requests the strategy cannot
-// express (e.g. more replicas than samples is a warning, not an error).
-Program lower(const Scenario& scenario);
+// express (e.g. more replicas than samples is a warning, not an error). With `progress`, the phase
+// "lowering" counts the steps lowered, or the rank-steps (a step of one rank) of the pipeline,
+// tensor-parallel, 3D, ZeRO and FSDP kinds (ProgramBuilder::set_step; docs/limits.md, "Progress").
+Program lower(const Scenario& scenario, Progress* progress = nullptr);
 
-Program lower_single(const Scenario& scenario);
-Program lower_data_parallel(const Scenario& scenario);
-Program lower_ddp(const Scenario& scenario);
-Program lower_model_parallel(const Scenario& scenario);   // model_parallel.cpp
-Program lower_pipeline(const Scenario& scenario);         // pipeline.cpp
-Program lower_tensor_parallel(const Scenario& scenario);  // tensor_parallel.cpp
-Program lower_3d(const Scenario& scenario);               // hybrid_3d.cpp
-Program lower_zero(const Scenario& scenario);             // zero_fsdp.cpp
-Program lower_fsdp(const Scenario& scenario);             // zero_fsdp.cpp
+// One per strategy kind: single.cpp, data_parallel.cpp, ddp.cpp, model_parallel.cpp,
+// pipeline.cpp, tensor_parallel.cpp, hybrid_3d.cpp (3d), zero_fsdp.cpp (zero, fsdp).
+Program lower_single(const Scenario& scenario, Progress* progress = nullptr);
+Program lower_data_parallel(const Scenario& scenario, Progress* progress = nullptr);
+Program lower_ddp(const Scenario& scenario, Progress* progress = nullptr);
+Program lower_model_parallel(const Scenario& scenario, Progress* progress = nullptr);
+Program lower_pipeline(const Scenario& scenario, Progress* progress = nullptr);
+Program lower_tensor_parallel(const Scenario& scenario, Progress* progress = nullptr);
+Program lower_3d(const Scenario& scenario, Progress* progress = nullptr);
+Program lower_zero(const Scenario& scenario, Progress* progress = nullptr);
+Program lower_fsdp(const Scenario& scenario, Progress* progress = nullptr);
 
 // torch.chunk along dim 0: chunk size ceil(B/n), as many chunks as needed (docs/program.md,
 // "DataParallel"). 30 over 4 -> 8/8/8/6; 6 over 4 -> 2/2/2 (only three replicas run).

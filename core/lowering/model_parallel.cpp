@@ -150,8 +150,8 @@ void emit_step_end_on_devices(ProgramBuilder& b, const DeviceLayout& d, const La
 
 }  // namespace
 
-Program lower_model_parallel(const Scenario& s) {
-  ProgramBuilder b(s);
+Program lower_model_parallel(const Scenario& s, Progress* progress) {
+  ProgramBuilder b(s, progress);
   Program& p = b.program();
   const auto& ids = s.strategy.device_ids;
   const int n = static_cast<int>(ids.size());

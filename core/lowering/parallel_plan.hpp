@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/program.hpp"
+#include "core/progress.hpp"
 #include "core/scenario.hpp"
 
 namespace csim::core {
@@ -183,6 +184,6 @@ std::int64_t model_parallel_graph_nodes(const Scenario& s);
 
 // Lowers pipeline, tensor_parallel, 3d, zero and fsdp scenarios (hybrid_3d.cpp): the emitter of
 // hybrid_emitter.hpp composed of one piece per parallel dimension.
-Program lower_hybrid(const Scenario& s, const std::string& label);
+Program lower_hybrid(const Scenario& s, const std::string& label, Progress* progress);
 
 }  // namespace csim::core

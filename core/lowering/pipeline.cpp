@@ -298,14 +298,14 @@ std::unique_ptr<ParallelPiece> make_pipeline_piece(Emitter& e) {
 
 }  // namespace hybrid
 
-Program lower_pipeline(const Scenario& s) {
+Program lower_pipeline(const Scenario& s, Progress* progress) {
   const ParallelSpec& ps = s.strategy.parallel;
   std::string label =
       std::string("pipeline ") + to_string(ps.schedule) + " (pp " + std::to_string(ps.pp);
   if (ps.virtual_stages > 1) label += " x " + std::to_string(ps.virtual_stages) + " chunks";
   label += ", m " + std::to_string(ps.micro_batches);
   if (ps.dp > 1) label += ", dp " + std::to_string(ps.dp);
-  return lower_hybrid(s, label + ")");
+  return lower_hybrid(s, label + ")", progress);
 }
 
 }  // namespace csim::core

@@ -14,10 +14,12 @@
 
 namespace csim::core {
 
-ProgramBuilder::ProgramBuilder(const Scenario& scenario) : scenario_(scenario), fp8_(scenario) {
+ProgramBuilder::ProgramBuilder(const Scenario& scenario, Progress* progress)
+    : scenario_(scenario), progress_(progress), fp8_(scenario) {
   program_.world_gpus = scenario.cluster.world_gpus();
   program_.gpus_per_node = scenario.cluster.gpus_per_node;
   program_.steps = scenario.training.steps;
+  if (progress_) progress_->begin("lowering", 0, "");  // its units once the first step begins
 }
 
 // [SECTION] Structure -----------------------------------------------------------------------------

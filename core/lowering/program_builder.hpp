@@ -11,6 +11,7 @@
 
 #include "core/lowering/fp8_lowering.hpp"
 #include "core/program.hpp"
+#include "core/progress.hpp"
 #include "core/scenario.hpp"
 
 namespace csim::core {
@@ -37,7 +38,8 @@ struct BackwardOps {
 
 class ProgramBuilder {
  public:
-  explicit ProgramBuilder(const Scenario& scenario);
+  // With `progress`, the phase "lowering" begins; set_step counts its units.
+  explicit ProgramBuilder(const Scenario& scenario, Progress* progress = nullptr);
 
   Program& program() { return program_; }
   const Scenario& scenario() const { return scenario_; }
@@ -45,6 +47,9 @@ class ProgramBuilder {
   Fp8Lowering& fp8() { return fp8_; }
   Program take() {
     layer_names_.clear();  // their ids are the taken Program's
+    if (unit_open_) lowered_.add();
+    unit_open_ = false;
+    lowered_.finish();
     return std::move(program_);
   }
   // The Program's name pool (Op::name; docs/program.md, "Names").
@@ -56,7 +61,21 @@ class ProgramBuilder {
   int add_stream(int gpu, StreamRole role, std::string name);
   int add_group(std::vector<int> gpus, std::string name);
   int new_instance() { return program_.collective_instances++; }
-  void set_step(int step) { step_ = step; }
+  // The ops that follow belong to training step `step` (0: setup). Each call with a step >= 1
+  // starts one unit of the lowering's progress and ends the one before: a step (every strategy
+  // lowers step after step), or a rank's step where the strategy said so (count_rank_steps).
+  void set_step(int step) {
+    step_ = step;
+    if (step <= 0) return;
+    if (!counting_) count_units(scenario_.training.steps, "steps");
+    if (unit_open_) lowered_.add();
+    unit_open_ = true;
+  }
+  // The strategy lowers `ranks` ranks' steps one by one (hybrid_emitter.cpp): the progress counts
+  // steps x ranks rank-steps. Called before the first step; without it, steps are counted.
+  void count_rank_steps(std::int64_t ranks) {
+    count_units(ranks * scenario_.training.steps, "rank-steps");
+  }
   int step() const { return step_; }
 
   // [SECTION] Host costs (docs/program.md, "Host costs")
@@ -114,6 +133,16 @@ class ProgramBuilder {
   const Scenario& scenario_;
   Program program_;
   int step_ = 0;
+  // The lowering's progress: "lowering" begun without a count by the constructor, then with its
+  // units at the first step (or count_rank_steps).
+  void count_units(std::int64_t total, const char* unit) {
+    lowered_ = ProgressCount(progress_, "lowering", total, unit, 1);
+    counting_ = true;
+  }
+  Progress* progress_ = nullptr;
+  ProgressCount lowered_;   // units (steps or rank-steps) lowered
+  bool counting_ = false;   // lowered_ has its total
+  bool unit_open_ = false;  // a unit begun by set_step and not yet counted
   Fp8Lowering fp8_;
   // The names forward() / backward() give a layer's ops under one prefix ("<prefix><layer>.act",
   // ".fwd", ".bwd"): each interned the first time an op takes it, exactly when it would be

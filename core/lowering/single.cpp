@@ -6,8 +6,8 @@
 
 namespace csim::core {
 
-Program lower_single(const Scenario& s) {
-  ProgramBuilder b(s);
+Program lower_single(const Scenario& s, Progress* progress) {
+  ProgramBuilder b(s, progress);
   Program& p = b.program();
   const int gpu = s.strategy.device_ids.empty() ? 0 : s.strategy.device_ids.front();
   const int node = gpu / s.cluster.gpus_per_node;

@@ -168,12 +168,12 @@ std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e) {
 
 }  // namespace hybrid
 
-Program lower_tensor_parallel(const Scenario& s) {
+Program lower_tensor_parallel(const Scenario& s, Progress* progress) {
   const ParallelSpec& ps = s.strategy.parallel;
   std::string label = "tensor_parallel (tp " + std::to_string(ps.tp);
   if (ps.sequence_parallel) label += ", sequence parallel";
   if (ps.dp > 1) label += ", dp " + std::to_string(ps.dp);
-  return lower_hybrid(s, label + ")");
+  return lower_hybrid(s, label + ")", progress);
 }
 
 }  // namespace csim::core

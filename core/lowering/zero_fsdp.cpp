@@ -295,13 +295,14 @@ std::unique_ptr<ParallelPiece> make_sharding_piece(Emitter& e) {
 
 }  // namespace hybrid
 
-Program lower_zero(const Scenario& s) {
+Program lower_zero(const Scenario& s, Progress* progress) {
   const ParallelSpec& ps = s.strategy.parallel;
   return lower_hybrid(
-      s, "zero stage " + std::to_string(ps.zero_stage) + " (dp " + std::to_string(ps.dp) + ")");
+      s, "zero stage " + std::to_string(ps.zero_stage) + " (dp " + std::to_string(ps.dp) + ")",
+      progress);
 }
 
-Program lower_fsdp(const Scenario& s) {
+Program lower_fsdp(const Scenario& s, Progress* progress) {
   const ParallelSpec& ps = s.strategy.parallel;
   if (ps.fsdp2.enabled) {
     // FSDP2 (fsdp2.cpp): "fsdp2 (dp 8)", "fsdp2 (dp 4 x tp 2, reshard never)", ...
@@ -315,10 +316,11 @@ Program lower_fsdp(const Scenario& s) {
       label += std::string(", reshard ") + to_string(ps.fsdp2.reshard);
     if (ps.recompute != RecomputeMode::kNone)
       label += std::string(", recompute ") + to_string(ps.recompute);
-    return lower_hybrid(s, label + ")");
+    return lower_hybrid(s, label + ")", progress);
   }
   return lower_hybrid(
-      s, std::string("fsdp ") + to_string(ps.fsdp) + " (dp " + std::to_string(ps.dp) + ")");
+      s, std::string("fsdp ") + to_string(ps.fsdp) + " (dp " + std::to_string(ps.dp) + ")",
+      progress);
 }
 
 }  // namespace csim::core

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/json_diagnostics.hpp"
 
 namespace csim::core {
@@ -511,14 +512,10 @@ TransformerConfig transformer_config_from_hf(const json& cfg, const std::string&
 // [SECTION] File ----------------------------------------------------------------------------------
 
 HfModel read_hf_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path, "",
-                     std::string("cannot read the Hugging Face config: ") + std::strerror(errno),
+  const std::string text =
+      read_text_file(path, "Hugging Face config",
                      "check the path (in a scenario it is relative to the scenario's folder)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return hf_model_from_json(parse_json_strict(ss.str(), path), path);
+  return hf_model_from_json(parse_json_strict(text, path), path);
 }
 
 std::string hf_config_model_override(const json& scenario, const std::string& path) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace csim::core {
 
@@ -58,6 +59,9 @@ std::string syntax_detail(const std::string& what) {
 }  // namespace
 
 nlohmann::json parse_json_strict(const std::string& text, const std::string& file) {
+  // Before the parser: each level costs the tracker a path string and a copy of the document a
+  // recursion, so 200,000 nested arrays would take gigabytes (docs/limits.md, "JSON nesting").
+  check_json_depth(text, file);
   PathTracker tracker;
   using Event = nlohmann::json::parse_event_t;
   auto callback = [&](int /*depth*/, Event event, nlohmann::json& parsed) -> bool {

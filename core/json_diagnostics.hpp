@@ -21,8 +21,9 @@ struct LineCol {
 // byte).
 LineCol line_col_at(std::string_view text, std::size_t offset);
 
-// Parses `text` as strict JSON (RFC 8259: no comments, no trailing commas, no duplicate keys).
-// Throws csim::InputError naming `file` and, for syntax errors, "line L, column C".
+// Parses `text` as strict JSON (RFC 8259: no comments, no trailing commas, no duplicate keys),
+// nested at most kMaxJsonDepth levels (core/input_file.hpp). Throws csim::InputError naming `file`
+// and, for syntax errors and nesting past the limit, "line L, column C".
 nlohmann::json parse_json_strict(const std::string& text, const std::string& file);
 
 // Levenshtein distance with adjacent transpositions (optimal string alignment), case-sensitive.

@@ -25,13 +25,14 @@
 #include "core/error.hpp"
 #include "core/fp8_recipe.hpp"
 #include "core/gpu_catalog.hpp"
+#include "core/input_file.hpp"
 #include "core/json_diagnostics.hpp"
 #include "core/model_builders.hpp"
 #include "core/parse_cluster_links.hpp"
 #include "core/parse_context.hpp"
 #include "core/parse_fp8.hpp"
-#include "core/parse_nccl.hpp"
 #include "core/parse_hf_model.hpp"
+#include "core/parse_nccl.hpp"
 #include "core/parse_parallel.hpp"
 #include "core/parse_transformer.hpp"
 
@@ -145,7 +146,9 @@ void apply_override(json& doc, const std::string& text, Ctx& ctx) {
   }
   const std::string path = text.substr(0, eq);
   const std::string value_text = text.substr(eq + 1);
-  // VALUE as JSON when it parses as JSON, else as a string (so --set strategy.kind=ddp works).
+  // VALUE as JSON when it parses as JSON, else as a string (so --set strategy.kind=ddp works);
+  // nested at most kMaxJsonDepth levels, as a file (docs/limits.md, "JSON nesting").
+  check_json_depth(value_text, "--set " + path);
   json value = json::parse(value_text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) value = value_text;
   set_at_path(doc, path, std::move(value), "--set " + path, nullptr, ctx);
@@ -173,8 +176,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   Obj o(ctx, v, path,
         {"base", "name", "memory_gib", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
          "peak_bf16_tflops", "peak_fp8_tflops", "mem_bw_gbps", "sm_count", "nccl_sms",
-         "hbm_sharing", "compute_capability", "kernel_overhead_us", "mem_bw_efficiency", "efficiency",
-         "gemm_tile_efficiency", "source"});
+         "hbm_sharing", "compute_capability", "kernel_overhead_us", "mem_bw_efficiency",
+         "efficiency", "gemm_tile_efficiency", "source"});
   GpuCatalogEntry e;
   if (o.has("base")) {
     const std::string base = o.string("base", "");
@@ -1172,14 +1175,10 @@ void require_object(const json& doc, const std::string& file) {
 // A cluster file read as strict JSON: the "cluster" section of a scenario on its own
 // (docs/scenario.md, "Cluster files").
 json read_cluster_document(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path, "", std::string("cannot read the cluster file: ") + std::strerror(errno),
-                     "check the path (bundled ones: scenarios/clusters/*.json)");
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_json_strict(ss.str(), path);
+  return parse_json_strict(
+      read_text_file(path, "cluster file",
+                     "pass a cluster JSON file; the bundled ones are scenarios/clusters/*.json"),
+      path);
 }
 
 // "cluster": "FILE" in a scenario: the cluster file's object in its place, FILE relative to the
@@ -1269,15 +1268,10 @@ Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& n
 }
 
 nlohmann::json read_scenario_document(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path, "",
-                     std::string("cannot read the scenario file: ") + std::strerror(errno),
-                     "check the path");
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_json_strict(ss.str(), path);
+  return parse_json_strict(
+      read_text_file(path, "scenario file",
+                     "pass a scenario JSON file; the bundled ones are scenarios/*.json"),
+      path);
 }
 
 void check_trace_limit(const Scenario& sc) {

@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "gui/gl_renderer.hpp"
 #include "gui/viewer.hpp"
+#include "profiler/atomic_file.hpp"
 
 namespace csim::gui {
 namespace {
@@ -220,14 +221,21 @@ void setup_fonts_and_style(float size_px) {
 // [SECTION] PNG
 // -------------------------------------------------------------------------------------
 
-bool write_png(const std::string& path, int width, int height,
+void write_png(const std::string& path, int width, int height,
                const std::vector<std::uint8_t>& rgba) {
   // RGB: the framebuffer's alpha is whatever ImGui blended into it, and dropping it keeps the
   // documentation images small.
   std::vector<std::uint8_t> rgb(static_cast<std::size_t>(width) * height * 3);
   for (std::size_t i = 0, j = 0; j < rgb.size(); i += 4, j += 3)
     std::copy_n(rgba.data() + i, 3, rgb.data() + j);
-  return stbi_write_png(path.c_str(), width, height, 3, rgb.data(), width * 3) != 0;
+  // Through a temporary renamed onto PATH, as every output (profiler/atomic_file.hpp).
+  prof::write_file_atomically(path, [&](std::ostream& os) {
+    auto put = [](void* ctx, void* data, int size) {
+      static_cast<std::ostream*>(ctx)->write(static_cast<const char*>(data), size);
+    };
+    if (stbi_write_png_to_func(put, &os, width, height, 3, rgb.data(), width * 3) == 0)
+      throw std::runtime_error(path + ": cannot encode the PNG");
+  });
 }
 
 // [SECTION] Command line
@@ -288,6 +296,13 @@ int simview_main(const std::vector<std::string>& args, std::ostream& out, std::o
     err << "simview: nothing to show: give trace files or --scenario (simview --help)\n";
     return kExitBadInput;
   }
+  // The screenshot's path before any trace is read (docs/limits.md, "Output paths").
+  try {
+    if (!o.screenshot.empty()) prof::check_output_file("--screenshot", o.screenshot);
+  } catch (const InputError& e) {
+    err << "simview: " << e.what() << "\n";
+    return kExitBadInput;
+  }
 
   Viewer viewer;
   viewer.memory_view_state().scale = memory_scale;
@@ -335,8 +350,10 @@ int simview_main(const std::vector<std::string>& args, std::ostream& out, std::o
       viewer.frame(window.width(), window.height());
       window.end_frame();
     }
-    if (!write_png(o.screenshot, o.width, o.height, window.read_pixels())) {
-      err << "simview: cannot write " << o.screenshot << "\n";
+    try {
+      write_png(o.screenshot, o.width, o.height, window.read_pixels());
+    } catch (const std::exception& e) {  // checked before: a full disk, a path changed since
+      err << "simview: --screenshot " << e.what() << "\n";
       return kExitBadInput;
     }
     out << "simview: wrote " << o.screenshot << " (" << o.width << "x" << o.height << ")\n";

@@ -4,7 +4,7 @@
 Parses the #include lines of every C++ source file of the tree and fails (exit 1, one line per
 violation) when a folder includes a project header it may not:
 
-    core  <-  profiler (units/error only)  <-  backends  <-  run  <-  sweep  <-  tools
+    core  <-  profiler (units/error/input files only)  <-  backends  <-  run  <-  sweep  <-  tools
     core  <-  calibration, hpo  <-  tools                  run  <-  gui
 
 A folder may include its own headers and those of the folders below it (FOLDERS.md lists them);
@@ -40,9 +40,10 @@ ALLOWED = {
     "bench": None,
     "fuzz": None,
 }
-# profiler/ is below backends/ and uses core/ for units and errors only; its CUPTI part maps
+# profiler/ is below backends/ and uses core/ for units, errors and input files (the JSON nesting
+# limit) only; its CUPTI part maps
 # records to Program ops.
-PROFILER_CORE_HEADERS = {"core/units.hpp", "core/error.hpp"}
+PROFILER_CORE_HEADERS = {"core/units.hpp", "core/error.hpp", "core/input_file.hpp"}
 PROFILER_CUPTI_CORE_HEADERS = PROFILER_CORE_HEADERS | {"core/program.hpp"}
 # The command lines' in-process entry points, for tests and benches whose subject is the tool.
 TOOL_ENTRY_POINTS = {"tools/simrun_app.hpp", "tools/tracediff_app.hpp"}

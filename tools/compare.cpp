@@ -169,6 +169,8 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
   if (const int code = parse_command_line(app, args, "simrun compare", out, err); code >= 0)
     return code;
   return run_command("simrun compare", err, [&]() -> int {
+    if (!prefix.empty())
+      check_output_files({{"-o", prefix + ".sim.json"}, {"-o", prefix + "." + backend + ".json"}});
     core::Scenario scenario = run::load_scenario(scenario_path, device_profile, overrides);
     // One Program for both runs: real execution needs every rank, so the simulation does too.
     scenario.simulation.symmetry = false;

@@ -270,6 +270,7 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (const int code = parse_command_line(app, args, "simrun hpo", out, err); code >= 0)
     return code;
   return run_command("simrun hpo", err, [&]() -> int {
+    check_output_files({{"-o", trace_path}, {"--results", results_path}});
     std::vector<hpo::Knob> knobs;
     for (const std::string& s : spaces) knobs.push_back(hpo::parse_knob(s));
     hpo::parse_scheduler(scheduler, &o.scheduler);

@@ -171,6 +171,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.footer(kExitCodes);
   if (const int code = parse_command_line(app, args, "simrun", out, err); code >= 0) return code;
   return run_command("simrun", err, [&]() -> int {
+    check_output_files({{"-o", trace_path}, {"--summary", summary_path}});
+    if (!per_rank_dir.empty()) prof::check_output_dir("--per-rank", per_rank_dir);
     // The scenario as loaded (device profile, then --set); OOM advice adds further --set values.
     const run::ScenarioLoader loader =
         hf_config_loader(scenario_path, device_profile, hf_config, overrides);
@@ -273,6 +275,11 @@ int parse_command_line(CLI::App& app, const std::vector<std::string>& args, cons
     return kExitBadInput;
   }
   return -1;
+}
+
+void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (const auto& [option, path] : outputs)
+    if (!path.empty()) prof::check_output_file(option, path);
 }
 
 int run_command(const std::string& tool, std::ostream& err, const std::function<int()>& body) {

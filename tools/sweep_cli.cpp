@@ -110,6 +110,7 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (const int code = parse_command_line(app, args, "simrun sweep", out, err); code >= 0)
     return code;
   return run_command("simrun sweep", err, [&]() -> int {
+    check_output_files({{"-o", results_path}});
     const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path, {}, base_sets);
     (void)loader.load();  // the base must be valid
     const nlohmann::json& doc = loader.document();
@@ -282,6 +283,7 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (op_level) opt.evaluation = run::Evaluation::kOpLevel;
   for (const std::string& c : compile) sp.compile.push_back(c == "on" ? 1 : 0);
   return run_command("simrun tune", err, [&]() -> int {
+    check_output_files({{"-o", json_path}, {"--timeline", timeline_path}});
     const run::ScenarioLoader loader = run::ScenarioLoader::from_file(scenario_path);
     const nlohmann::json& doc = loader.document();
     opt.cancel = cancel_flag();

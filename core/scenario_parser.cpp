@@ -1175,15 +1175,25 @@ void require_object(const json& doc, const std::string& file) {
 // A cluster file read as strict JSON: the "cluster" section of a scenario on its own
 // (docs/scenario.md, "Cluster files").
 json read_cluster_document(const std::string& path) {
-  return parse_json_strict(
+  json doc = parse_json_strict(
       read_text_file(path, "cluster file",
                      "pass a cluster JSON file; the bundled ones are scenarios/clusters/*.json"),
       path);
+  // A whole scenario where its "cluster" object alone is expected: say so, rather than
+  // "cluster.cluster: unknown key" (docs/scenario.md, "Cluster files").
+  if (doc.is_object() && doc.contains("cluster") &&
+      (doc.contains("model") || doc.contains("training") || doc.contains("strategy")))
+    throw InputError(path, "",
+                     "this is a scenario, not a cluster file: a cluster file holds only the "
+                     "keys of a scenario's \"cluster\" object (nodes, gpus_per_node, gpu, ...)",
+                     "pass a cluster file, e.g. scenarios/clusters/dgx_a100.json; the bundled ones "
+                     "are scenarios/clusters/*.json");
+  return doc;
 }
 
 // "cluster": "FILE" in a scenario: the cluster file's object in its place, FILE relative to the
 // scenario's directory (before the --set overrides, so --set cluster.nodes=N applies to it).
-void inline_cluster_file(json& doc, const std::string& file) {
+void inline_cluster_file(json& doc, const std::string& file, Ctx& ctx) {
   if (!doc.contains("cluster") || !doc["cluster"].is_string()) return;
   std::string path = doc["cluster"].get<std::string>();
   const std::size_t slash = file.find_last_of('/');
@@ -1195,6 +1205,7 @@ void inline_cluster_file(json& doc, const std::string& file) {
                      "a cluster file must be a JSON object, got " + describe_value(cluster),
                      "see scenarios/clusters/dgx_a100.json");
   doc["cluster"] = std::move(cluster);
+  ctx.cluster_file = path;
 }
 
 Scenario parse_document(json doc, const std::string& file,
@@ -1203,9 +1214,10 @@ Scenario parse_document(json doc, const std::string& file,
   Ctx ctx;
   ctx.file = file;
   require_object(doc, file);
-  inline_cluster_file(doc, file);
+  inline_cluster_file(doc, file, ctx);
   for (const FileOverride& f : file_overrides) apply_file_override(doc, f, ctx);
   for (const std::string& ov : overrides) apply_override(doc, ov, ctx);
+  ctx.doc = &doc;
 
   Obj top(ctx, doc, "",
           {"format_version", "name", "description", "cluster", "host", "model", "training",

@@ -240,7 +240,10 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                  "a knob: KEY=V1,V2,... (a scenario dotted path as --set, or param.NAME for a "
                  "hyper-parameter the simulator does not see)")
       ->required();
-  app.add_option("--trials", trials, "number of trials")->required()->check(CLI::PositiveNumber);
+  // Explicit ranges: CLI11's PositiveNumber prints the largest double (309 digits) as its bound.
+  app.add_option("--trials", trials, "number of trials (1 to 1,000,000)")
+      ->required()
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--search", search, "random (default: seeded) or grid (cycled)")
       ->check(CLI::IsMember({"random", "grid"}));
   app.add_option("--seed", seed, "seed of the random search and of the synthetic curves");
@@ -256,7 +259,7 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   app.add_option("--steps-per-iter", steps_per_iter,
                  "training steps in one iteration, the unit of --grace-period and --max-t "
                  "(Ray's training_iteration: e.g. the steps of an epoch; default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000000}));
   app.add_option("--startup-s", startup_s,
                  "seconds each job spends starting (process, checkpoint restore), GPUs held "
                  "(default 0)");

@@ -77,9 +77,35 @@ run::ScenarioLoader hf_config_loader(const std::string& scenario_path,
   if (hf_config.empty())
     return run::ScenarioLoader::from_file(scenario_path, device_profile, std::move(overrides));
   nlohmann::json doc = core::read_scenario_document(scenario_path);
+  core::check_hf_config_option(hf_config);
   overrides.insert(overrides.begin(), core::hf_config_model_override(doc, hf_config));
   return run::ScenarioLoader::from_document(std::move(doc), scenario_path, device_profile,
                                             std::move(overrides));
+}
+
+// Options of the real backends given with the simulator (docs/real-execution.md): refused rather
+// than ignored, since a user who typed them expected them to change something (docs/limits.md,
+// "Exit codes"). --cupti is the exception: a warning (a CUPTI trace is an addition, not a mode).
+void refuse_real_only_options(const CLI::App& app) {
+  struct RealOnly {
+    const char* option;
+    const char* what;
+  };
+  for (const RealOnly& r :
+       {RealOnly{"--ranks", "runs one GPU for real"},
+        RealOnly{"--launch",
+                 "launches the real backends' ranks (threads, processes or mpi); the simulator "
+                 "launches nothing: the launch it models is the scenario's (strategy.kind, "
+                 "strategy.ddp.launcher)"},
+        RealOnly{"--time-scale", "stretches the stand-in's ops; the simulator has none"},
+        RealOnly{"--no-gil-emulation",
+                 "turns off the real backends' GIL mutex; the simulated GIL is the scenario's "
+                 "host.gil"}}) {
+    if (app.count(r.option) > 0)
+      throw InputError("(command line)", r.option,
+                       std::string("applies to the real backends only: it ") + r.what,
+                       "add --backend standin (CPU stand-in) or --backend cuda, or drop it");
+  }
 }
 
 }  // namespace
@@ -150,7 +176,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_option("--ranks", rq.rank,
                  "real backends: run only this GPU's ops for real, the rest of the cluster "
                  "simulated (its collectives become their simulated durations)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, (1 << 20) - 1));
   bool no_gil = false;
   app.add_flag("--no-gil-emulation", no_gil,
                "real backends: do not serialise Python time with an emulated GIL");
@@ -173,6 +199,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   return run_command("simrun", err, [&]() -> int {
     check_output_files({{"-o", trace_path}, {"--summary", summary_path}});
     if (!per_rank_dir.empty()) prof::check_output_dir("--per-rank", per_rank_dir);
+    rq.backend = backend_of(backend);
+    if (rq.backend == run::Backend::kSim) refuse_real_only_options(app);
     // The scenario as loaded (device profile, then --set); OOM advice adds further --set values.
     const run::ScenarioLoader loader =
         hf_config_loader(scenario_path, device_profile, hf_config, overrides);
@@ -180,15 +208,11 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     const bool writes_trace = !trace_path.empty() || !per_rank_dir.empty();
     if (writes_trace) core::check_trace_limit(scenario);
     rq.scenario = &scenario;
-    rq.backend = backend_of(backend);
     rq.launch = launch_of(launch);
     rq.mpi = mpi_support();
     rq.control.cancel = cancel_flag();
     if (rq.cupti && rq.backend != run::Backend::kCuda)
       err << "simrun: warning: --cupti traces --backend cuda only; ignored\n";
-    if (rq.backend == run::Backend::kSim && rq.rank >= 0)
-      throw InputError("(command line)", "--ranks", "runs one GPU for real",
-                       "add --backend cuda or --backend standin");
     rq.emulate_gil = !no_gil;
     // The summary is read from the trace where one is built; the simulator's summary alone needs
     // none (backend::summarize_run, docs/summary.md "Without a trace"): the trace is built for

@@ -106,7 +106,7 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   app.add_option("--checkpoint-every", checkpoint_every_s,
                  "seconds between checkpoints of the -o file while the sweep runs (default 2; 0: "
                  "at every progress check, about 20 a second)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 86400.0));
   if (const int code = parse_command_line(app, args, "simrun sweep", out, err); code >= 0)
     return code;
   return run_command("simrun sweep", err, [&]() -> int {

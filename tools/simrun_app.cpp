@@ -229,6 +229,11 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     RunProgress progress(err, progress_mode(quiet, progress_lines),
                          rq.backend == run::Backend::kSim ? "lowering" : "running", &ops_done);
     rq.progress = &progress;
+    // What a Ctrl-C does and loses, said by the signal handler (tools/signals.hpp), in the order
+    // the outputs are written below.
+    InterruptNotes notes(
+        "simrun", {{"-o", trace_path}, {"--per-rank", per_rank_dir}, {"--summary", summary_path}});
+    notes.running();
     run::RunResult run = run::run(rq);
     progress.stop();
     if (!run.writer) {
@@ -253,16 +258,43 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
       if (!quiet) out << "trace: " << added << " mirrored GPUs expanded\n";
     }
     for (const std::string& w : run.warnings) err << "simrun: warning: " << w << "\n";
+    // A partial trace of a large run takes seconds to write: say so before (docs/limits.md):
+    // "simrun: interrupted; writing the partial trace (3 of 12 steps) to t.json and the summary
+    // to s.json...".
+    if (interrupted && notes.any()) {
+      const std::string steps = " (" +
+                                std::to_string(backend::completed_steps(run.program, run.result)) +
+                                " of " + std::to_string(run.program.steps) + " steps)";
+      std::vector<std::string> parts;
+      if (!trace_path.empty()) parts.push_back("trace" + steps + " to " + trace_path);
+      if (!per_rank_dir.empty())
+        parts.push_back("per-rank traces" + (parts.empty() ? steps : "") + " to " + per_rank_dir);
+      if (!summary_path.empty())
+        parts.push_back("summary" + (parts.empty() ? steps : "") + " to " + summary_path);
+      err << "simrun: interrupted; writing the partial " << parts[0];
+      for (std::size_t i = 1; i < parts.size(); ++i)
+        err << (i + 1 == parts.size() ? " and the " : ", the ") << parts[i];
+      err << "..." << std::endl;
+    }
+    std::size_t written = 0;
     set_writing(true);
-    if (!trace_path.empty()) run::write_trace_file(run, scenario, trace_path);
-    if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir);
+    if (!trace_path.empty()) {
+      notes.writing(written++);
+      run::write_trace_file(run, scenario, trace_path);
+    }
+    if (!per_rank_dir.empty()) {
+      notes.writing(written++);
+      prof::write_per_rank_traces(run.trace, per_rank_dir);
+    }
     if (!summary_path.empty()) {
+      notes.writing(written++);
       prof::write_file_atomically(summary_path, [&](std::ostream& os) {
         nlohmann::json j = prof::summary_to_json(summary);
         if (interrupted) j["complete"] = false;
         os << j.dump(2) << "\n";
       });
     }
+    notes.done();
     set_writing(false);
     if (interrupted || cancel_flag()->load()) {
       const bool none = trace_path.empty() && summary_path.empty() && per_rank_dir.empty();

@@ -523,13 +523,15 @@ HfModel read_hf_model(const std::string& path) {
 }
 
 void check_hf_config_option(const std::string& path) {
+  std::string text;
   try {
-    check_input_file(path, "Hugging Face config",
-                     "the path is relative to the working directory; bundled configs: "
-                     "scenarios/models/*.json");
+    text = read_text_file(path, "Hugging Face config",
+                          "the path is relative to the working directory; bundled configs: "
+                          "scenarios/models/*.json");
   } catch (const InputError& e) {
     throw InputError("--hf-config " + path, "", e.message(), e.hint());
   }
+  (void)parse_json_strict(text, path);  // syntax and nesting, named by the file
 }
 
 std::string hf_config_model_override(const json& scenario, const std::string& path) {

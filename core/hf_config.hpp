@@ -55,8 +55,9 @@ TransformerConfig transformer_config_from_hf(const nlohmann::json& cfg, const st
 std::string hf_config_model_override(const nlohmann::json& scenario, const std::string& path);
 
 // `--hf-config FILE` checked before the override is built: a FILE that cannot be read (missing,
-// a directory) is an InputError naming "--hf-config FILE" and the OS error, rather than an error
-// about a scenario key the config would have replaced (model.seq_len).
+// a directory, binary) is an InputError naming "--hf-config FILE" and the OS error, one that is
+// not JSON or nests too deeply an InputError naming FILE, rather than an error about a scenario
+// key the config would have replaced (model.seq_len).
 void check_hf_config_option(const std::string& path);
 
 }  // namespace csim::core

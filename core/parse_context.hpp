@@ -267,7 +267,8 @@ inline i64 limited_int(Ctx& ctx, const Obj& o, const std::string& key, i64 def, 
 inline const json& require_array(Ctx& ctx, const json& v, const std::string& path, bool non_empty) {
   if (!v.is_array())
     ctx.fail(path, "expected an array, got " + describe_value(v), type_hint("array", v));
-  if (non_empty && v.empty()) ctx.fail(path, "must not be empty");
+  if (non_empty && v.empty())
+    ctx.fail(path, "must not be empty", "give at least one element (docs/scenario.md)");
   return v;
 }
 

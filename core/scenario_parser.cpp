@@ -207,7 +207,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   }
   GpuSpec& g = e.gpu;
   g.name = o.string("name", g.name);
-  if (g.name.empty()) ctx.fail(o.at("name"), "must not be empty");
+  if (g.name.empty())
+    ctx.fail(o.at("name"), "must not be empty", "name the GPU, e.g. \"name\": \"A100-custom\"");
   if (o.has("memory_gib")) {
     g.memory_bytes =
         static_cast<Bytes>(std::llround(o.number("memory_gib", 0, 0.001, 65536) * kGiB));
@@ -289,7 +290,8 @@ std::vector<NvlinkPair> parse_nvlink_pairs(Ctx& ctx, const json& v, const std::s
     np.b = static_cast<int>(dummy.to_int(e[1], index_path(p, 1), 0, gpus_per_node - 1));
     np.links = e.size() == 3 ? static_cast<int>(dummy.to_int(e[2], index_path(p, 2), 1, 18)) : 1;
     if (np.a == np.b)
-      ctx.fail(p, "a GPU cannot be linked to itself (" + std::to_string(np.a) + ")");
+      ctx.fail(p, "a GPU cannot be linked to itself (" + std::to_string(np.a) + ")",
+               "each entry is [gpu_a, gpu_b, links] with gpu_a != gpu_b");
     const std::pair<int, int> key = std::minmax(np.a, np.b);
     if (!seen.insert(key).second) {
       ctx.fail(
@@ -612,7 +614,9 @@ ModelSpec parse_layer_list(Ctx& ctx, const json& v, const std::string& path, int
   LayerListBuilder b(act_bytes);
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::string p = index_path(path, i);
-    if (!v[i].is_object()) ctx.fail(p, "expected a layer object, got " + describe_value(v[i]));
+    if (!v[i].is_object())
+      ctx.fail(p, "expected a layer object, got " + describe_value(v[i]),
+               "e.g. {\"type\": \"linear\", \"in\": 64, \"out\": 64} (docs/scenario.md, layers)");
     if (!v[i].contains("type")) {
       ctx.fail(child_path(p, "type"), "missing required key 'type'",
                "one of linear, conv2d, batchnorm2d, relu, embedding, layernorm, attention, ...");
@@ -658,8 +662,8 @@ ModelSpec parse_layer_list(Ctx& ctx, const json& v, const std::string& path, int
       const double py = o.number("extra_python_us", 0, 0, 1e7);
       if (py > 0) {
         if (type == "flatten")
-          ctx.fail(o.at("extra_python_us"),
-                   "flatten is a view, not a layer: put the Python time on a layer");
+          ctx.fail(o.at("extra_python_us"), "flatten is a view, not a layer",
+                   "put the Python time on a layer");
         b.add_python_us(py);
       }
     } catch (const std::invalid_argument& e) {
@@ -719,7 +723,8 @@ ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
     LayerSpec l;
     l.name = o.string("name", "layer" + std::to_string(i));
     if (!names.insert(l.name).second)
-      ctx.fail(o.at("name"), "duplicate layer name '" + l.name + "'");
+      ctx.fail(o.at("name"), "duplicate layer name '" + l.name + "'",
+               "give each layer its own name");
     l.kind = static_cast<ComputeKind>(o.choice(
         "kind",
         {kEfficiencyKinds[0], kEfficiencyKinds[1], kEfficiencyKinds[2], kEfficiencyKinds[3]}, 0));
@@ -1169,7 +1174,9 @@ void require_object(const json& doc, const std::string& file) {
   if (doc.is_object()) return;
   Ctx ctx;
   ctx.file = file;
-  ctx.fail("", "the scenario must be a JSON object, got " + describe_value(doc));
+  ctx.fail("", "the scenario must be a JSON object, got " + describe_value(doc),
+           "a scenario is {\"cluster\": ..., \"model\": ..., \"training\": ...}; see "
+           "scenarios/*.json and docs/scenario.md");
 }
 
 // A cluster file read as strict JSON: the "cluster" section of a scenario on its own

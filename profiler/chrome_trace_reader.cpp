@@ -484,6 +484,13 @@ class Reader {
     } else if (c == '{') {
       read_top_object();
     } else {
+      // A binary file (an executable, an image) says so, rather than "not a trace".
+      if (sc_.buf().substr(0, 4096).find('\0') != std::string_view::npos)
+        fail_input(file_,
+                   "not a text file (a NUL byte in its first 4 KiB): a trace is JSON text, plain "
+                   "or gzip-compressed",
+                   "pass a Chrome trace (.json or .json.gz) written by simrun -o or the PyTorch "
+                   "profiler");
       fail_input(file_, "not a trace: the document does not start with '{' or '['",
                  "expected a Chrome trace {\"traceEvents\": [...]}");
     }

@@ -282,6 +282,10 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const core::Scenario base = loader.load(overrides);
     o.cluster = {base.cluster.nodes, base.cluster.gpus_per_node, base.host.cpu_cores};
     hpo::validate(o);
+    // Every input before the first simulation: a bad --curves file fails in milliseconds.
+    hpo::ScriptedCurves scripted;
+    if (!curves_path.empty())
+      scripted = hpo::read_scripted_curves(curves_path, trials, o.asha.max_t);
     const std::vector<hpo::Assignment> assignments = hpo::sample_trials(
         knobs, trials, search == "grid" ? hpo::Sampler::kGrid : hpo::Sampler::kRandom, seed);
     // Each trial's job runs on its own GPUs: the scenario's cluster shrunk to one trial's share.
@@ -291,9 +295,6 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     trial_sets.push_back("cluster.gpus_per_node=" + std::to_string(g > gpn ? gpn : g));
     std::vector<hpo::TrialInput> inputs = step_times(loader, trial_sets, assignments, err);
     for (hpo::TrialInput& in : inputs) in.step_ns *= steps_per_iter;  // time of one iteration
-    hpo::ScriptedCurves scripted;
-    if (!curves_path.empty())
-      scripted = hpo::read_scripted_curves(curves_path, trials, o.asha.max_t);
     const hpo::CurveFn curve = curves_path.empty() ? hpo::synthetic_curves(seed) : scripted.fn();
     const hpo::Schedule s = hpo::simulate_search(inputs, curve, o);
 

@@ -161,7 +161,7 @@ int tracediff_main(const std::vector<std::string>& args, std::ostream& out, std:
     if (!json_path.empty()) prof::check_output_file("--json", json_path);
     if (!positional.empty()) {
       if (positional.size() != 2 || !base_files.empty() || !new_files.empty()) {
-        throw InputError("", "",
+        throw InputError("(command line)", "",
                          "give exactly two files (BASE NEW), or --base/--new options, not both",
                          "tracediff --help");
       }
@@ -169,7 +169,8 @@ int tracediff_main(const std::vector<std::string>& args, std::ostream& out, std:
       new_files = {positional[1]};
     }
     if (base_files.empty() || new_files.empty()) {
-      throw InputError("", "", "need at least one base and one new file", "tracediff BASE NEW");
+      throw InputError("(command line)", "", "need at least one base and one new file",
+                       "tracediff BASE NEW");
     }
     prof::Tolerances tol;
     if (!prof::parse_percent(tolerance, &tol.default_rel)) {

@@ -32,12 +32,16 @@ constexpr const char* kExitCodes = R"(
 Exit codes:
   0    ok
   1    internal error (a bug: please report it with the scenario)
-  2    bad input: scenario, --set override or option (one line names the file, JSON path and fix)
+  2    bad input: scenario, --set override, option or output path (one line names the file,
+       JSON path or option and the fix or OS error); inputs (missing, a directory, binary,
+       JSON nested past 256 levels) and outputs are checked before any work, nothing is
+       written (docs/limits.md, "Bad input")
   3    backend unavailable (e.g. --backend cuda on a machine without a GPU or CUDA build)
   4    OOM verdict, with --fail-on-oom (a GPU's peak memory exceeds its usable memory)
   5    real run failed (a rank died or hung): outputs keep what completed, marked incomplete
   130  interrupted (Ctrl-C / SIGTERM): outputs keep the steps that completed, marked
-       incomplete ("complete": false); no half-written output is left behind
+       incomplete ("complete": false), announced before they are written; a second Ctrl-C
+       exits at once and says which outputs are lost; no half-written output is left behind
 )";
 
 }  // namespace

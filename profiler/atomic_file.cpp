@@ -221,14 +221,16 @@ void check_output_dir(const std::string& option, const std::string& path) {
       cannot_write(option, path, "into it", err, dir_hint(path, err));
     return;
   }
-  if (errno != ENOENT) cannot_write(option, path, "into it", errno, dir_hint(path, errno));
+  if (const int err = errno; err != ENOENT)
+    cannot_write(option, path, "into it", err, dir_hint(path, err));
   // Missing: created later with its missing parents; the nearest existing ancestor must take them.
   std::string up = path;
   for (;;) {
     up = parent_of(up);
     if (::stat(up.c_str(), &st) == 0) break;
-    if (errno != ENOENT) cannot_write(option, path, "into it", errno, dir_hint(up, errno));
-    if (up == "." || up == "/") break;
+    const int err = errno;
+    if (err != ENOENT || up == "." || up == "/")
+      cannot_write(option, path, "into it", err, dir_hint(up, err));
   }
   if (!S_ISDIR(st.st_mode))
     cannot_write(option, path, "into it", ENOTDIR, up + " is a file, not a directory");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/json_diagnostics.hpp"
 
 namespace csim::core {
@@ -21,15 +22,8 @@ constexpr const char* kProfileHint =
 }  // namespace
 
 DeviceProfile read_device_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path, "",
-                     std::string("cannot read the device profile: ") + std::strerror(errno),
-                     "check the path; " + std::string(kProfileHint));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const json doc = parse_json_strict(ss.str(), path);
+  const json doc = parse_json_strict(
+      read_text_file(path, "device profile", "check the path; " + std::string(kProfileHint)), path);
   if (!doc.is_object())
     throw InputError(path, "", "a device profile is a JSON object, got " + describe_value(doc),
                      kProfileHint);

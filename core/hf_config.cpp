@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/json_diagnostics.hpp"
 
 namespace csim::core {
@@ -166,13 +167,14 @@ class Reader {
     } else if (v.is_number_float()) {
       d = v.get<double>();
       if (d != static_cast<double>(static_cast<i64>(d)))
-        fail(key, "expected an integer, got " + describe_value(v));
+        fail(key, "expected an integer, got " + describe_value(v), type_hint("integer", v));
     } else {
-      fail(key, "expected an integer, got " + describe_value(v));
+      fail(key, "expected an integer, got " + describe_value(v), type_hint("integer", v));
     }
     if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-      fail(key, v.dump() + " is out of range: must be " + std::to_string(lo) + ".." +
-                    std::to_string(hi));
+      fail(key,
+           v.dump() + " is out of range: must be " + std::to_string(lo) + ".." + std::to_string(hi),
+           range_hint(d, static_cast<double>(lo), static_cast<double>(hi)));
     return static_cast<i64>(d);
   }
   // A required integer under any of `names` (the first is the one messages name).
@@ -189,25 +191,28 @@ class Reader {
   double number(const std::string& key, double def, double lo, double hi) {
     if (!given(key)) return def;
     const json& v = j_.at(key);
-    if (!v.is_number()) fail(key, "expected a number, got " + describe_value(v));
+    if (!v.is_number())
+      fail(key, "expected a number, got " + describe_value(v), type_hint("number", v));
     const double x = v.get<double>();
     if (!(x >= lo && x <= hi)) {
       std::ostringstream os;
       os << v.dump() << " is out of range: must be " << lo << ".." << hi;
-      fail(key, os.str());
+      fail(key, os.str(), range_hint(x, lo, hi));
     }
     return x;
   }
   bool boolean(const std::string& key, bool def) {
     if (!given(key)) return def;
     const json& v = j_.at(key);
-    if (!v.is_boolean()) fail(key, "expected true or false, got " + describe_value(v));
+    if (!v.is_boolean())
+      fail(key, "expected true or false, got " + describe_value(v), type_hint("boolean", v));
     return v.get<bool>();
   }
   std::string string(const std::string& key, const std::string& def) {
     if (!given(key)) return def;
     const json& v = j_.at(key);
-    if (!v.is_string()) fail(key, "expected a string, got " + describe_value(v));
+    if (!v.is_string())
+      fail(key, "expected a string, got " + describe_value(v), type_hint("string", v));
     return v.get<std::string>();
   }
   // Fields of the config neither read nor in kNoCostFields, in file order.
@@ -558,14 +563,32 @@ HfModel read_hf_model(const std::string& path) {
     throw InputError(path, "", "is a directory, not a Hugging Face config.json",
                      "give the config.json inside it (e.g. " +
                          (std::filesystem::path(path) / "config.json").string() + ")");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(path, "",
-                     std::string("cannot read the Hugging Face config: ") + std::strerror(errno),
+  const std::string text =
+      read_text_file(path, "Hugging Face config",
                      "check the path (in a scenario it is relative to the scenario's folder)");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return hf_model_from_json(parse_json_strict(ss.str(), path), path);
+  return hf_model_from_json(parse_json_strict(text, path), path);
+}
+
+void check_hf_config_option(const std::string& path) {
+  // The file itself (missing, a directory, binary) is named as the option that gave it, with the
+  // option's hint; what is wrong inside it (syntax, nesting, an MoE config) as the file.
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    try {
+      (void)read_text_file(path, "Hugging Face config",
+                           "the path is relative to the working directory; bundled configs: "
+                           "scenarios/models/*.json");
+    } catch (const InputError& e) {
+      throw InputError("--hf-config " + path, "", e.message(), e.hint());
+    }
+  }
+  try {
+    (void)read_hf_model(path);
+  } catch (const InputError& e) {
+    if (e.file() == path && e.json_path().empty() && std::filesystem::is_directory(path, ec))
+      throw InputError("--hf-config " + path, "", e.message(), e.hint());
+    throw;
+  }
 }
 
 std::string hf_config_model_override(const json& scenario, const std::string& path) {

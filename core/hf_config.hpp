@@ -54,4 +54,11 @@ TransformerConfig transformer_config_from_hf(const nlohmann::json& cfg, const st
 // model.gpt.seq_len, when it has one) and model.python_hooks.
 std::string hf_config_model_override(const nlohmann::json& scenario, const std::string& path);
 
+// `--hf-config FILE` checked before the override is built: a FILE that cannot be read (missing,
+// a directory, binary) is an InputError naming "--hf-config FILE" and the OS error, one that is
+// not JSON, nests too deeply or is refused (an MoE config) an InputError naming FILE (read once
+// here: run::ScenarioLoader::from_file calls it), rather than an error about a scenario
+// key the config would have replaced (model.seq_len).
+void check_hf_config_option(const std::string& path);
+
 }  // namespace csim::core

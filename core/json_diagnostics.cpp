@@ -2,9 +2,12 @@
 #include "core/json_diagnostics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace csim::core {
 
@@ -58,6 +61,9 @@ std::string syntax_detail(const std::string& what) {
 }  // namespace
 
 nlohmann::json parse_json_strict(const std::string& text, const std::string& file) {
+  // Before the parser: each level costs the tracker a path string and a copy of the document a
+  // recursion, so 200,000 nested arrays would take gigabytes (docs/limits.md, "JSON nesting").
+  check_json_depth(text, file);
   PathTracker tracker;
   using Event = nlohmann::json::parse_event_t;
   auto callback = [&](int /*depth*/, Event event, nlohmann::json& parsed) -> bool {
@@ -156,6 +162,85 @@ std::string child_path(const std::string& parent, const std::string& key) {
 
 std::string index_path(const std::string& parent, std::size_t index) {
   return parent + "[" + std::to_string(index) + "]";
+}
+
+namespace {
+
+// A number written as a JSON string ("128", " 2.5"): its text without the blanks, else "".
+std::string number_in_string(const nlohmann::json& v) {
+  if (!v.is_string()) return "";
+  std::string s = v.get<std::string>();
+  const std::size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+  if (a == std::string::npos) return "";
+  s = s.substr(a, b - a + 1);
+  const nlohmann::json n = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+  return !n.is_discarded() && n.is_number() ? s : "";
+}
+
+std::string bound_text(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+}  // namespace
+
+std::string type_hint(std::string_view expected, const nlohmann::json& got) {
+  const std::string quoted = number_in_string(got);
+  if (expected == "integer") {
+    if (!quoted.empty()) return "write the number without quotes: " + quoted;
+    if (got.is_number_float()) {
+      const double d = got.get<double>();
+      return "a count is a whole number, e.g. " + bound_text(std::floor(d)) + " or " +
+             bound_text(std::ceil(d));
+    }
+    return "write a whole number without quotes, e.g. 8";
+  }
+  if (expected == "number") {
+    if (!quoted.empty()) return "write the number without quotes: " + quoted;
+    return "write a number without quotes, e.g. 2.5";
+  }
+  if (expected == "boolean") {
+    if (got.is_number()) return "write true or false, not 1 or 0";
+    return "write true or false without quotes";
+  }
+  if (expected == "string") {
+    if (got.is_number() || got.is_boolean()) return "write it in quotes: \"" + got.dump() + "\"";
+    return "write a string in quotes, e.g. \"name\"";
+  }
+  if (expected == "object")
+    return "write an object {\"key\": value, ...}; docs/scenario.md lists its keys";
+  if (expected == "array") return "write an array [a, b, ...]; docs/scenario.md lists its elements";
+  return "see docs/scenario.md";
+}
+
+std::string range_hint(double value, double lo, double hi) {
+  return value < lo ? "use at least " + bound_text(lo) : "use at most " + bound_text(hi);
+}
+
+const nlohmann::json* find_at_path(const nlohmann::json& doc, const std::string& path) {
+  const nlohmann::json* cur = &doc;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const std::size_t close = path.find(']', i);
+      if (close == std::string::npos || !cur->is_array()) return nullptr;
+      const std::size_t index = std::stoul(path.substr(i + 1, close - i - 1));
+      if (index >= cur->size()) return nullptr;
+      cur = &(*cur)[index];
+      i = close + 1;
+      continue;
+    }
+    if (path[i] == '.') ++i;
+    const std::size_t end = path.find_first_of(".[", i);
+    const std::string key = path.substr(i, end == std::string::npos ? std::string::npos : end - i);
+    if (!cur->is_object()) return nullptr;
+    const auto it = cur->find(key);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+    i = end == std::string::npos ? path.size() : end;
+  }
+  return cur;
 }
 
 std::string describe_value(const nlohmann::json& v) {

@@ -21,8 +21,9 @@ struct LineCol {
 // byte).
 LineCol line_col_at(std::string_view text, std::size_t offset);
 
-// Parses `text` as strict JSON (RFC 8259: no comments, no trailing commas, no duplicate keys).
-// Throws csim::InputError naming `file` and, for syntax errors, "line L, column C".
+// Parses `text` as strict JSON (RFC 8259: no comments, no trailing commas, no duplicate keys),
+// nested at most kMaxJsonDepth levels (core/input_file.hpp). Throws csim::InputError naming `file`
+// and, for syntax errors and nesting past the limit, "line L, column C".
 nlohmann::json parse_json_strict(const std::string& text, const std::string& file);
 
 // Levenshtein distance with adjacent transpositions (optimal string alignment), case-sensitive.
@@ -38,6 +39,18 @@ std::string unknown_key_hint(std::string_view key, const std::vector<std::string
 // JSON paths as users write them: "strategy.ddp.bucket_cap_mb", "model.layers[2].out".
 std::string child_path(const std::string& parent, const std::string& key);
 std::string index_path(const std::string& parent, std::size_t index);
+
+// The hint of a type error: how to write the expected type, with an example made from the value
+// given where it can be ("write the number without quotes: 128", "a count is a whole number, e.g.
+// 1 or 2"). EXPECTED: "integer", "number", "boolean", "string", "object" or "array".
+std::string type_hint(std::string_view expected, const nlohmann::json& got);
+
+// The hint of a value outside [lo, hi]: the nearest bound ("use at least 1", "use at most 16").
+std::string range_hint(double value, double lo, double hi);
+
+// The value at a JSON path as child_path/index_path write it ("model.layers[2].out"), or nullptr
+// when the document has nothing there.
+const nlohmann::json* find_at_path(const nlohmann::json& doc, const std::string& path);
 
 // "string \"abc\"", "number 5", "boolean true", "an object", "an array", "null" (short, for
 // messages).

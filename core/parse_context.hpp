@@ -37,6 +37,8 @@ inline bool path_under(const std::string& path, const std::string& prefix) {
 struct Ctx {
   std::string file;
   std::vector<Override> overrides;
+  const json* doc = nullptr;  // the document after the overrides: which keys the user gave
+  std::string cluster_file;   // "cluster": "FILE" inlined: where the cluster.* keys came from
   std::vector<std::string> warnings;
   ScenarioLimits limits;  // the top-level "limits" object, read first (docs/limits.md)
 
@@ -69,20 +71,23 @@ struct Ctx {
   // Values at several paths that cannot hold together: the error names every key, each with
   // where its value came from ("model.gpt.layers (--set), strategy.pp (file)"), not just the
   // last one read or set.
+  // A key no one gave is "(default)" (its default or a value derived from other keys), so that
+  // the message never blames the file for a key it does not hold.
   [[noreturn]] void fail_conflict(const std::vector<std::string>& paths, const std::string& message,
                                   const std::string& hint = {}) const {
     std::string keys;
-    for (const std::string& p : paths) {
-      std::string from = "file";
-      for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
-        if (path_under(p, it->path) || path_under(it->path, p)) {
-          from = it->origin;
-          break;
-        }
-      }
-      keys += (keys.empty() ? "" : ", ") + p + " (" + from + ")";
-    }
+    for (const std::string& p : paths)
+      keys += (keys.empty() ? "" : ", ") + p + " (" + source_of(p) + ")";
     throw InputError(file, "conflicting keys " + keys, message, hint);
+  }
+  // Where the value at `path` came from: the last --set that wrote it, else the file (the
+  // cluster file for cluster.* keys it holds), else "default" when no one gave it.
+  std::string source_of(const std::string& path) const {
+    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it)
+      if (path_under(path, it->path) || path_under(it->path, path)) return it->origin;
+    if (doc != nullptr && find_at_path(*doc, path) == nullptr) return "default";
+    if (!cluster_file.empty() && path_under(path, "cluster")) return cluster_file;
+    return "file";
   }
   void warn(const std::string& path, const std::string& message) {
     warnings.push_back(path.empty() ? message : path + ": " + message);
@@ -103,9 +108,13 @@ struct Ctx {
   }
 };
 
+// "1..16"; an upper bound of 10^18 or more stands for "no bound": ">= 0".
 inline std::string range_text(double lo, double hi) {
   std::ostringstream os;
-  os << lo << ".." << hi;
+  if (hi >= 1e18)
+    os << ">= " << lo;
+  else
+    os << lo << ".." << hi;
   return os.str();
 }
 
@@ -123,7 +132,7 @@ class Obj {
       : ctx_(ctx), j_(j), path_(std::move(path)), keys_(std::move(keys)) {
     if (!j_.is_object()) {
       ctx_.fail(path_.empty() ? std::string() : path_,
-                "expected an object, got " + describe_value(j_));
+                "expected an object, got " + describe_value(j_), type_hint("object", j_));
     }
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       bool known = false;
@@ -165,13 +174,16 @@ class Obj {
   bool boolean(const std::string& key, bool def) const {
     if (!has(key)) return def;
     const json& v = j_.at(key);
-    if (!v.is_boolean()) ctx_.fail(at(key), "expected true or false, got " + describe_value(v));
+    if (!v.is_boolean())
+      ctx_.fail(at(key), "expected true or false, got " + describe_value(v),
+                type_hint("boolean", v));
     return v.get<bool>();
   }
   std::string string(const std::string& key, const std::string& def) const {
     if (!has(key)) return def;
     const json& v = j_.at(key);
-    if (!v.is_string()) ctx_.fail(at(key), "expected a string, got " + describe_value(v));
+    if (!v.is_string())
+      ctx_.fail(at(key), "expected a string, got " + describe_value(v), type_hint("string", v));
     return v.get<std::string>();
   }
   // One of `choices`; returns its index (def when absent).
@@ -184,7 +196,9 @@ class Obj {
                 const std::vector<std::string>& choices) const {
     std::string list;
     for (std::size_t i = 0; i < choices.size(); ++i) list += (i ? ", " : "") + choices[i];
-    if (!v.is_string()) ctx_.fail(path, "expected one of " + list + ", got " + describe_value(v));
+    if (!v.is_string())
+      ctx_.fail(path, "expected one of " + list + ", got " + describe_value(v),
+                "write one of them in quotes, e.g. \"" + choices.front() + "\"");
     const std::string s = v.get<std::string>();
     for (std::size_t i = 0; i < choices.size(); ++i) {
       if (choices[i] == s) return static_cast<int>(i);
@@ -200,33 +214,37 @@ class Obj {
       x = v.get<i64>();
     } else if (v.is_number_unsigned()) {
       const std::uint64_t u = v.get<std::uint64_t>();
-      if (u > static_cast<std::uint64_t>(hi)) out_of_range(path, v.dump(), lo, hi);
+      if (u > static_cast<std::uint64_t>(hi))
+        out_of_range(path, v.dump(), static_cast<double>(u), lo, hi);
       x = static_cast<i64>(u);
     } else if (v.is_number_float()) {
       const double d = v.get<double>();
-      if (std::floor(d) != d) ctx_.fail(path, "expected an integer, got " + describe_value(v));
+      if (std::floor(d) != d)
+        ctx_.fail(path, "expected an integer, got " + describe_value(v), type_hint("integer", v));
       if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
-        out_of_range(path, v.dump(), lo, hi);
+        out_of_range(path, v.dump(), d, lo, hi);
       }
       x = static_cast<i64>(d);
     } else {
-      ctx_.fail(path, "expected an integer, got " + describe_value(v));
+      ctx_.fail(path, "expected an integer, got " + describe_value(v), type_hint("integer", v));
     }
-    if (x < lo || x > hi) out_of_range(path, v.dump(), lo, hi);
+    if (x < lo || x > hi) out_of_range(path, v.dump(), static_cast<double>(x), lo, hi);
     return x;
   }
 
   double to_num(const json& v, const std::string& path, double lo, double hi) const {
-    if (!v.is_number()) ctx_.fail(path, "expected a number, got " + describe_value(v));
+    if (!v.is_number())
+      ctx_.fail(path, "expected a number, got " + describe_value(v), type_hint("number", v));
     const double x = v.get<double>();
-    if (!(x >= lo && x <= hi)) out_of_range(path, v.dump(), lo, hi);
+    if (!(x >= lo && x <= hi)) out_of_range(path, v.dump(), x, lo, hi);
     return x;
   }
 
  private:
-  [[noreturn]] void out_of_range(const std::string& path, const std::string& got, double lo,
-                                 double hi) const {
-    ctx_.fail(path, got + " is out of range: must be " + range_text(lo, hi));
+  [[noreturn]] void out_of_range(const std::string& path, const std::string& got, double value,
+                                 double lo, double hi) const {
+    ctx_.fail(path, got + " is out of range: must be " + range_text(lo, hi),
+              range_hint(value, lo, hi) + "; docs/scenario.md gives each key's range");
   }
   Ctx& ctx_;
   const json& j_;
@@ -247,8 +265,10 @@ inline i64 limited_int(Ctx& ctx, const Obj& o, const std::string& key, i64 def, 
 }
 
 inline const json& require_array(Ctx& ctx, const json& v, const std::string& path, bool non_empty) {
-  if (!v.is_array()) ctx.fail(path, "expected an array, got " + describe_value(v));
-  if (non_empty && v.empty()) ctx.fail(path, "must not be empty");
+  if (!v.is_array())
+    ctx.fail(path, "expected an array, got " + describe_value(v), type_hint("array", v));
+  if (non_empty && v.empty())
+    ctx.fail(path, "must not be empty", "give at least one element (docs/scenario.md)");
   return v;
 }
 

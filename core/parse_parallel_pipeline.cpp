@@ -53,12 +53,21 @@ void validate_micro_batches(const ParallelInput& in, ParallelSpec& ps) {
   if (mbs < 1 || gb % (static_cast<std::int64_t>(ps.dp) * mbs) != 0) {
     std::vector<std::string> keys = {"training.global_batch", o.at("dp")};
     if (o.has("micro_batch_size")) keys.push_back(o.at("micro_batch_size"));
-    ctx.fail_conflict(
-        keys,
-        std::to_string(gb) + " samples do not split into dp " + std::to_string(ps.dp) +
-            " x micro_batch_size " + std::to_string(std::max<std::int64_t>(mbs, 1)) +
-            " x micro-batches",
-        "make training.global_batch a multiple of strategy.dp * strategy.micro_batch_size");
+    std::string hint =
+        "make training.global_batch a multiple of strategy.dp * strategy.micro_batch_size";
+    if (!o.has("dp")) {
+      // dp not given: the GPUs left by tp and pp (parse_parallel_grid.cpp), so the cluster's
+      // size is one of the conflicting values (a --set cluster.nodes=N changes dp).
+      keys.push_back("cluster.nodes");
+      keys.push_back("cluster.gpus_per_node");
+      hint = "strategy.dp is not set, so it is the GPUs / (tp * pp) = " + std::to_string(ps.dp) +
+             "; " + hint + ", or set strategy.dp";
+    }
+    ctx.fail_conflict(keys,
+                      std::to_string(gb) + " samples do not split into dp " +
+                          std::to_string(ps.dp) + " x micro_batch_size " +
+                          std::to_string(std::max<std::int64_t>(mbs, 1)) + " x micro-batches",
+                      hint);
   }
   ps.micro_batch_size = mbs;
   ps.micro_batches = gb / (ps.dp * mbs);

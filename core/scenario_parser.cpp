@@ -25,13 +25,14 @@
 #include "core/error.hpp"
 #include "core/fp8_recipe.hpp"
 #include "core/gpu_catalog.hpp"
+#include "core/input_file.hpp"
 #include "core/json_diagnostics.hpp"
 #include "core/model_builders.hpp"
 #include "core/parse_cluster_links.hpp"
 #include "core/parse_context.hpp"
 #include "core/parse_fp8.hpp"
-#include "core/parse_nccl.hpp"
 #include "core/parse_hf_model.hpp"
+#include "core/parse_nccl.hpp"
 #include "core/parse_parallel.hpp"
 #include "core/parse_transformer.hpp"
 
@@ -145,7 +146,9 @@ void apply_override(json& doc, const std::string& text, Ctx& ctx) {
   }
   const std::string path = text.substr(0, eq);
   const std::string value_text = text.substr(eq + 1);
-  // VALUE as JSON when it parses as JSON, else as a string (so --set strategy.kind=ddp works).
+  // VALUE as JSON when it parses as JSON, else as a string (so --set strategy.kind=ddp works);
+  // nested at most kMaxJsonDepth levels, as a file (docs/limits.md, "JSON nesting").
+  check_json_depth(value_text, "--set " + path);
   json value = json::parse(value_text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) value = value_text;
   set_at_path(doc, path, std::move(value), "--set " + path, nullptr, ctx);
@@ -173,8 +176,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   Obj o(ctx, v, path,
         {"base", "name", "memory_gib", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
          "peak_bf16_tflops", "peak_fp8_tflops", "mem_bw_gbps", "sm_count", "nccl_sms",
-         "hbm_sharing", "compute_capability", "kernel_overhead_us", "mem_bw_efficiency", "efficiency",
-         "gemm_tile_efficiency", "source"});
+         "hbm_sharing", "compute_capability", "kernel_overhead_us", "mem_bw_efficiency",
+         "efficiency", "gemm_tile_efficiency", "source"});
   GpuCatalogEntry e;
   if (o.has("base")) {
     const std::string base = o.string("base", "");
@@ -204,7 +207,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
   }
   GpuSpec& g = e.gpu;
   g.name = o.string("name", g.name);
-  if (g.name.empty()) ctx.fail(o.at("name"), "must not be empty");
+  if (g.name.empty())
+    ctx.fail(o.at("name"), "must not be empty", "name the GPU, e.g. \"name\": \"A100-custom\"");
   if (o.has("memory_gib")) {
     g.memory_bytes =
         static_cast<Bytes>(std::llround(o.number("memory_gib", 0, 0.001, 65536) * kGiB));
@@ -286,7 +290,8 @@ std::vector<NvlinkPair> parse_nvlink_pairs(Ctx& ctx, const json& v, const std::s
     np.b = static_cast<int>(dummy.to_int(e[1], index_path(p, 1), 0, gpus_per_node - 1));
     np.links = e.size() == 3 ? static_cast<int>(dummy.to_int(e[2], index_path(p, 2), 1, 18)) : 1;
     if (np.a == np.b)
-      ctx.fail(p, "a GPU cannot be linked to itself (" + std::to_string(np.a) + ")");
+      ctx.fail(p, "a GPU cannot be linked to itself (" + std::to_string(np.a) + ")",
+               "each entry is [gpu_a, gpu_b, links] with gpu_a != gpu_b");
     const std::pair<int, int> key = std::minmax(np.a, np.b);
     if (!seen.insert(key).second) {
       ctx.fail(
@@ -609,7 +614,9 @@ ModelSpec parse_layer_list(Ctx& ctx, const json& v, const std::string& path, int
   LayerListBuilder b(act_bytes);
   for (std::size_t i = 0; i < v.size(); ++i) {
     const std::string p = index_path(path, i);
-    if (!v[i].is_object()) ctx.fail(p, "expected a layer object, got " + describe_value(v[i]));
+    if (!v[i].is_object())
+      ctx.fail(p, "expected a layer object, got " + describe_value(v[i]),
+               "e.g. {\"type\": \"linear\", \"in\": 64, \"out\": 64} (docs/scenario.md, layers)");
     if (!v[i].contains("type")) {
       ctx.fail(child_path(p, "type"), "missing required key 'type'",
                "one of linear, conv2d, batchnorm2d, relu, embedding, layernorm, attention, ...");
@@ -655,8 +662,8 @@ ModelSpec parse_layer_list(Ctx& ctx, const json& v, const std::string& path, int
       const double py = o.number("extra_python_us", 0, 0, 1e7);
       if (py > 0) {
         if (type == "flatten")
-          ctx.fail(o.at("extra_python_us"),
-                   "flatten is a view, not a layer: put the Python time on a layer");
+          ctx.fail(o.at("extra_python_us"), "flatten is a view, not a layer",
+                   "put the Python time on a layer");
         b.add_python_us(py);
       }
     } catch (const std::invalid_argument& e) {
@@ -716,7 +723,8 @@ ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
     LayerSpec l;
     l.name = o.string("name", "layer" + std::to_string(i));
     if (!names.insert(l.name).second)
-      ctx.fail(o.at("name"), "duplicate layer name '" + l.name + "'");
+      ctx.fail(o.at("name"), "duplicate layer name '" + l.name + "'",
+               "give each layer its own name");
     l.kind = static_cast<ComputeKind>(o.choice(
         "kind",
         {kEfficiencyKinds[0], kEfficiencyKinds[1], kEfficiencyKinds[2], kEfficiencyKinds[3]}, 0));
@@ -1166,25 +1174,33 @@ void require_object(const json& doc, const std::string& file) {
   if (doc.is_object()) return;
   Ctx ctx;
   ctx.file = file;
-  ctx.fail("", "the scenario must be a JSON object, got " + describe_value(doc));
+  ctx.fail("", "the scenario must be a JSON object, got " + describe_value(doc),
+           "a scenario is {\"cluster\": ..., \"model\": ..., \"training\": ...}; see "
+           "scenarios/*.json and docs/scenario.md");
 }
 
 // A cluster file read as strict JSON: the "cluster" section of a scenario on its own
 // (docs/scenario.md, "Cluster files").
 json read_cluster_document(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path, "", std::string("cannot read the cluster file: ") + std::strerror(errno),
-                     "check the path (bundled ones: scenarios/clusters/*.json)");
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_json_strict(ss.str(), path);
+  json doc = parse_json_strict(
+      read_text_file(path, "cluster file",
+                     "pass a cluster JSON file; the bundled ones are scenarios/clusters/*.json"),
+      path);
+  // A whole scenario where its "cluster" object alone is expected: say so, rather than
+  // "cluster.cluster: unknown key" (docs/scenario.md, "Cluster files").
+  if (doc.is_object() && doc.contains("cluster") &&
+      (doc.contains("model") || doc.contains("training") || doc.contains("strategy")))
+    throw InputError(path, "",
+                     "this is a scenario, not a cluster file: a cluster file holds only the "
+                     "keys of a scenario's \"cluster\" object (nodes, gpus_per_node, gpu, ...)",
+                     "pass a cluster file, e.g. scenarios/clusters/dgx_a100.json; the bundled ones "
+                     "are scenarios/clusters/*.json");
+  return doc;
 }
 
 // "cluster": "FILE" in a scenario: the cluster file's object in its place, FILE relative to the
 // scenario's directory (before the --set overrides, so --set cluster.nodes=N applies to it).
-void inline_cluster_file(json& doc, const std::string& file) {
+void inline_cluster_file(json& doc, const std::string& file, Ctx& ctx) {
   if (!doc.contains("cluster") || !doc["cluster"].is_string()) return;
   std::string path = doc["cluster"].get<std::string>();
   const std::size_t slash = file.find_last_of('/');
@@ -1196,6 +1212,7 @@ void inline_cluster_file(json& doc, const std::string& file) {
                      "a cluster file must be a JSON object, got " + describe_value(cluster),
                      "see scenarios/clusters/dgx_a100.json");
   doc["cluster"] = std::move(cluster);
+  ctx.cluster_file = path;
 }
 
 Scenario parse_document(json doc, const std::string& file,
@@ -1204,9 +1221,10 @@ Scenario parse_document(json doc, const std::string& file,
   Ctx ctx;
   ctx.file = file;
   require_object(doc, file);
-  inline_cluster_file(doc, file);
+  inline_cluster_file(doc, file, ctx);
   for (const FileOverride& f : file_overrides) apply_file_override(doc, f, ctx);
   for (const std::string& ov : overrides) apply_override(doc, ov, ctx);
+  ctx.doc = &doc;
 
   Obj top(ctx, doc, "",
           {"format_version", "name", "description", "cluster", "host", "model", "training",
@@ -1269,15 +1287,10 @@ Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& n
 }
 
 nlohmann::json read_scenario_document(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InputError(path, "",
-                     std::string("cannot read the scenario file: ") + std::strerror(errno),
-                     "check the path");
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_json_strict(ss.str(), path);
+  return parse_json_strict(
+      read_text_file(path, "scenario file",
+                     "pass a scenario JSON file; the bundled ones are scenarios/*.json"),
+      path);
 }
 
 void check_trace_limit(const Scenario& sc) {

@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "gui/gl_renderer.hpp"
 #include "gui/viewer.hpp"
+#include "profiler/atomic_file.hpp"
 
 namespace csim::gui {
 namespace {
@@ -220,14 +221,21 @@ void setup_fonts_and_style(float size_px) {
 // [SECTION] PNG
 // -------------------------------------------------------------------------------------
 
-bool write_png(const std::string& path, int width, int height,
+void write_png(const std::string& path, int width, int height,
                const std::vector<std::uint8_t>& rgba) {
   // RGB: the framebuffer's alpha is whatever ImGui blended into it, and dropping it keeps the
   // documentation images small.
   std::vector<std::uint8_t> rgb(static_cast<std::size_t>(width) * height * 3);
   for (std::size_t i = 0, j = 0; j < rgb.size(); i += 4, j += 3)
     std::copy_n(rgba.data() + i, 3, rgb.data() + j);
-  return stbi_write_png(path.c_str(), width, height, 3, rgb.data(), width * 3) != 0;
+  // Through a temporary renamed onto PATH, as every output (profiler/atomic_file.hpp).
+  prof::write_file_atomically(path, [&](std::ostream& os) {
+    auto put = [](void* ctx, void* data, int size) {
+      static_cast<std::ostream*>(ctx)->write(static_cast<const char*>(data), size);
+    };
+    if (stbi_write_png_to_func(put, &os, width, height, 3, rgb.data(), width * 3) == 0)
+      throw std::runtime_error(path + ": cannot encode the PNG");
+  });
 }
 
 // [SECTION] Command line
@@ -261,14 +269,16 @@ int simview_main(const std::vector<std::string>& args, std::ostream& out, std::o
     out << cli.help();
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    err << "simview: " << e.what() << "\n";
+    err << "simview: " << e.what() << " (hint: simview --help)\n";
     return kExitBadInput;
   }
+  // Every option is checked before any trace is read (docs/limits.md, "Exit codes").
   if (!size.empty()) {
     int w = 0, h = 0;
     if (std::sscanf(size.c_str(), "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 8192 ||
         h > 8192) {
-      err << "simview: --size " << size << ": expected WxH between 200x150 and 8192x8192\n";
+      err << "simview: --size " << size
+          << ": expected WxH between 200x150 and 8192x8192 (hint: e.g. --size 1600x900)\n";
       return kExitBadInput;
     }
     o.width = w;
@@ -276,16 +286,32 @@ int simview_main(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   Tab tab = Tab::kTimeline;
   if (!parse_tab(o.view, &tab)) {
-    err << "simview: --view " << o.view << ": expected timeline, memory, stats or compare\n";
+    err << "simview: --view " << o.view
+        << ": expected timeline, memory, stats or compare (hint: e.g. --view memory)\n";
     return kExitBadInput;
   }
   MemoryScale memory_scale = MemoryScale::kShared;
   if (!parse_memory_scale(o.memory_scale, &memory_scale)) {
-    err << "simview: --memory-scale " << o.memory_scale << ": expected shared or per-gpu\n";
+    err << "simview: --memory-scale " << o.memory_scale
+        << ": expected shared or per-gpu (hint: e.g. --memory-scale per-gpu)\n";
     return kExitBadInput;
   }
   if (o.traces.empty() && o.scenario.empty()) {
-    err << "simview: nothing to show: give trace files or --scenario (simview --help)\n";
+    err << "simview: nothing to show (hint: give trace files or --scenario; simview --help)\n";
+    return kExitBadInput;
+  }
+  double range_a = 0, range_b = 0;
+  if (!range.empty() &&
+      (std::sscanf(range.c_str(), "%lf:%lf", &range_a, &range_b) != 2 || !(range_b > range_a))) {
+    err << "simview: --range " << range
+        << ": expected START:END in ms with END > START (hint: e.g. --range 10:25)\n";
+    return kExitBadInput;
+  }
+  // The screenshot's path before any trace is read (docs/limits.md, "Output paths").
+  try {
+    if (!o.screenshot.empty()) prof::check_output_file("--screenshot", o.screenshot);
+  } catch (const InputError& e) {
+    err << "simview: " << e.what() << "\n";
     return kExitBadInput;
   }
 
@@ -309,16 +335,10 @@ int simview_main(const std::vector<std::string>& args, std::ostream& out, std::o
     return kExitBadInput;
   }
   if (!o.variants || cli.count("--view") > 0) viewer.select_tab(tab);  // --variants opens Compare
-  if (!range.empty()) {
-    double a = 0, b = 0;
-    if (std::sscanf(range.c_str(), "%lf:%lf", &a, &b) != 2 || !(b > a)) {
-      err << "simview: --range " << range << ": expected START:END in ms with END > START\n";
-      return kExitBadInput;
-    }
-    viewer.show_range(a * 1e6, b * 1e6);
-  }
+  if (!range.empty()) viewer.show_range(range_a * 1e6, range_b * 1e6);
   if (o.step >= 0 && !viewer.show_step(o.step)) {
-    err << "simview: --step " << o.step << ": the trace has no ProfilerStep#" << o.step << "\n";
+    err << "simview: --step " << o.step << ": the trace has no ProfilerStep#" << o.step
+        << " (hint: its steps are the ProfilerStep#N annotations; omit --step to see them all)\n";
     return kExitBadInput;
   }
 
@@ -335,8 +355,10 @@ int simview_main(const std::vector<std::string>& args, std::ostream& out, std::o
       viewer.frame(window.width(), window.height());
       window.end_frame();
     }
-    if (!write_png(o.screenshot, o.width, o.height, window.read_pixels())) {
-      err << "simview: cannot write " << o.screenshot << "\n";
+    try {
+      write_png(o.screenshot, o.width, o.height, window.read_pixels());
+    } catch (const std::exception& e) {  // checked before: a full disk, a path changed since
+      err << "simview: --screenshot " << e.what() << "\n";
       return kExitBadInput;
     }
     out << "simview: wrote " << o.screenshot << " (" << o.width << "x" << o.height << ")\n";

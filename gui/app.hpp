@@ -54,8 +54,9 @@ class GlWindow {
 // otherwise Dear ImGui's built-in font. Applies simview's dark style.
 void setup_fonts_and_style(float size_px);
 
-// Writes RGBA pixels (top row first) as PNG; false on failure.
-bool write_png(const std::string& path, int width, int height,
+// Writes RGBA pixels (top row first) as PNG, atomically (a temporary renamed onto PATH);
+// throws std::runtime_error naming PATH on failure.
+void write_png(const std::string& path, int width, int height,
                const std::vector<std::uint8_t>& rgba);
 
 struct AppOptions {

@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "core/error.hpp"
+
 namespace csim::gui {
 namespace {
 
@@ -34,7 +36,23 @@ std::unique_ptr<Document> make_document(prof::Trace trace, std::string label, st
 std::unique_ptr<Document> load_document(const std::string& path) {
   const auto t0 = std::chrono::steady_clock::now();
   prof::ReadStats stats;
+  // A missing file, a directory, a binary or too deeply nested one: the reader's InputError.
   prof::Trace trace = prof::read_chrome_trace_file(path, &stats);
+  // A well-formed JSON document with nothing to draw ("[]", {"traceEvents": []}, an array of
+  // records that are not trace events): nothing to show, so it is refused rather than drawn
+  // as an empty window.
+  if (trace.events.empty() && trace.counters.empty()) {
+    std::string what = "no trace events to show";
+    if (stats.skipped_records > 0)
+      what += " (" + std::to_string(stats.skipped_records) +
+              " records are not trace events; the first: " + stats.first_problem + ")";
+    else if (stats.ignored_records > 0)
+      what += " (" + std::to_string(stats.ignored_records) +
+              " records have no place on a timeline: instant events, unpaired flow ends)";
+    throw InputError(path, "traceEvents", what,
+                     "open a Chrome trace written by simrun -o, simrun --per-rank or the PyTorch "
+                     "profiler (docs/simview.md)");
+  }
   const double read_s = seconds_since(t0);
   auto d = make_document(std::move(trace), base_name(path), path);
   d->read_stats = stats;

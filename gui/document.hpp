@@ -32,7 +32,8 @@ std::unique_ptr<Document> make_document(prof::Trace trace, std::string label,
                                         std::string path = {});
 
 // Reads `path` (plain or gzip-compressed Chrome trace JSON) and builds its models; throws
-// csim::InputError when the file is not a trace.
+// csim::InputError when the file cannot be read (missing, a directory, nested past the JSON
+// limit), is not a trace, or holds no event to show ("[]").
 std::unique_ptr<Document> load_document(const std::string& path);
 
 // The file name without directories: "/tmp/dp.json" → "dp.json".

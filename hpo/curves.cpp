@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace csim::hpo {
 namespace {
@@ -46,6 +47,7 @@ CurveFn ScriptedCurves::fn() const {
 
 ScriptedCurves parse_scripted_curves(const std::string& json_text, const std::string& name,
                                      int trials, std::int64_t max_t) {
+  core::check_json_depth(json_text, name);  // docs/limits.md, "JSON nesting"
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(json_text);
@@ -87,11 +89,10 @@ ScriptedCurves parse_scripted_curves(const std::string& json_text, const std::st
 }
 
 ScriptedCurves read_scripted_curves(const std::string& path, int trials, std::int64_t max_t) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot read the file", "check the --curves path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_scripted_curves(ss.str(), path, trials, max_t);
+  return parse_scripted_curves(
+      core::read_text_file(path, "curves file",
+                           "check the --curves path (docs/hpo.md, \"Curves\")"),
+      path, trials, max_t);
 }
 
 }  // namespace csim::hpo

@@ -8,6 +8,7 @@
 #include "profiler/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -17,6 +18,8 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+
+#include "core/error.hpp"
 
 namespace csim::prof {
 namespace {
@@ -138,6 +141,101 @@ int remove_inflight_temporaries() noexcept {
     }
   }
   return removed;
+}
+
+namespace {
+
+// The directory part of PATH as the OS resolves it: "." for "file.json", "/" for "/file.json".
+std::string parent_of(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const std::size_t slash = p.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return p.substr(0, slash);
+}
+
+[[noreturn]] void cannot_write(const std::string& option, const std::string& path,
+                               const std::string& what, int err, const std::string& hint) {
+  throw InputError(option + " " + path, "", "cannot write " + what + ": " + std::strerror(err),
+                   hint);
+}
+
+// Why a new entry cannot be made in DIR (which exists): the errno of creating and removing a
+// registered probe file NAME there, 0 when it can.
+int probe_new_file(const std::string& file) {
+  const int slot = register_temporary(file);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  const int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(file.c_str());
+  }
+  unregister_temporary(slot);
+  return err == EEXIST ? 0 : err;  // a leftover of the same pid: the directory is writable
+}
+
+// The hint for a directory that is missing, not a directory, or not writable.
+std::string dir_hint(const std::string& dir, int err) {
+  if (err == ENOENT)
+    return "the directory " + dir + " does not exist; create it first with mkdir -p " + dir;
+  if (err == ENOTDIR) return "a part of " + dir + " is a file, not a directory";
+  if (err == EACCES || err == EPERM || err == EROFS) return "choose a directory you can write to";
+  return "choose another path";
+}
+
+}  // namespace
+
+void check_output_file(const std::string& option, const std::string& path) {
+  if (path.empty())
+    throw InputError(option, "", "needs a file name", "e.g. " + option + " out.json");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    cannot_write(option, path, "the file", EISDIR,
+                 "it is a directory; name a file, e.g. " + path + (path.back() == '/' ? "" : "/") +
+                     "out.json");
+  const std::string dir = parent_of(path);
+  struct stat dst {};
+  if (::stat(dir.c_str(), &dst) != 0) {
+    const int err = errno;
+    cannot_write(option, path, "the file", err, dir_hint(dir, err));
+  }
+  if (!S_ISDIR(dst.st_mode))
+    cannot_write(option, path, "the file", ENOTDIR, dir + " is a file, not a directory");
+  const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
+  if (const int err = probe_new_file(tmp); err != 0)
+    cannot_write(option, path, "the file", err, dir_hint(dir, err));
+}
+
+void check_output_dir(const std::string& option, const std::string& path) {
+  if (path.empty())
+    throw InputError(option, "", "needs a directory name", "e.g. " + option + " ranks/");
+  const std::string probe_name =
+      "/.csim-probe.tmp." + std::to_string(static_cast<long>(::getpid()));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode))
+      cannot_write(option, path, "into it", ENOTDIR,
+                   "it is a file; name a directory (it is created if missing)");
+    if (const int err = probe_new_file(path + probe_name); err != 0)
+      cannot_write(option, path, "into it", err, dir_hint(path, err));
+    return;
+  }
+  if (const int err = errno; err != ENOENT)
+    cannot_write(option, path, "into it", err, dir_hint(path, err));
+  // Missing: created later with its missing parents; the nearest existing ancestor must take them.
+  std::string up = path;
+  for (;;) {
+    up = parent_of(up);
+    if (::stat(up.c_str(), &st) == 0) break;
+    const int err = errno;
+    if (err != ENOENT || up == "." || up == "/")
+      cannot_write(option, path, "into it", err, dir_hint(up, err));
+  }
+  if (!S_ISDIR(st.st_mode))
+    cannot_write(option, path, "into it", ENOTDIR, up + " is a file, not a directory");
+  if (const int err = probe_new_file(up + probe_name); err != 0)
+    cannot_write(option, path, "into it", err, dir_hint(up, err));
 }
 
 int inflight_temporary_count() noexcept {

@@ -30,4 +30,23 @@ int remove_inflight_temporaries() noexcept;
 // How many temporaries are registered now (for tests).
 int inflight_temporary_count() noexcept;
 
+// [SECTION] Output paths checked before any work (docs/limits.md, "Output paths")
+//
+// A tool checks every output the user named before it reads, simulates or writes anything, so a
+// path that cannot be written fails in milliseconds with exit 2 and one line, instead of after the
+// whole run with an internal error. OPTION is the option that named the path ("-o", "--summary"),
+// PATH as given. Both throw csim::InputError("OPTION PATH", "", "cannot write ...: <strerror>",
+// hint) and leave nothing behind.
+
+// A file that write_file_atomically will write: PATH is not a directory, and its directory exists
+// and accepts a new file. The directory is probed by creating (O_EXCL) and removing the very
+// temporary the writer will use, PATH.tmp.<pid>, registered like one: a read-only file system,
+// permissions, ACLs and a file where the directory should be answer as they will when writing.
+void check_output_file(const std::string& option, const std::string& path);
+
+// A directory the tool creates if needed (mkdir -p) and writes files into (simrun --per-rank):
+// PATH is a directory that accepts a new file, or does not exist and its nearest existing
+// ancestor is a directory that accepts a new entry. Nothing is created.
+void check_output_dir(const std::string& option, const std::string& path);
+
 }  // namespace csim::prof

@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "profiler/chrome_trace_record.hpp"
 #include "profiler/huge_pages.hpp"
 #include "profiler/trace_classify.hpp"
@@ -152,6 +153,10 @@ class StringSource final : public Source {
 };
 
 std::unique_ptr<Source> open_source(const std::string& path) {
+  // A directory opens (fopen succeeds on Linux) and then reads as garbage: refuse it by name.
+  core::check_input_file(path, "trace file",
+                         "pass a Chrome trace (.json or .json.gz) written by simrun -o or the "
+                         "PyTorch profiler");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) fail_input(path, std::string("cannot open file: ") + std::strerror(errno));
   unsigned char magic[2] = {0, 0};
@@ -210,8 +215,10 @@ class Scanner {
     }
   }
 
-  // Moves pos past one JSON value that starts at pos (after whitespace).
-  void skip_value() {
+  // Moves pos past one JSON value that starts at pos (after whitespace). `outer` is the nesting
+  // depth the value sits at (1 inside the top-level object or array, 2 inside traceEvents): the
+  // value may nest to core::kMaxJsonDepth in all (docs/limits.md, "JSON nesting").
+  void skip_value(int outer) {
     const int c = peek();
     if (c == '"') {
       ++pos_;
@@ -236,7 +243,10 @@ class Scanner {
             continue;
           }
           if (ch == '{' || ch == '[') {
-            ++depth;
+            if (++depth + outer > core::kMaxJsonDepth) {
+              pos_ = static_cast<std::size_t>(p - data);
+              too_deep();
+            }
           } else if ((ch == '}' || ch == ']') && --depth == 0) {
             pos_ = static_cast<std::size_t>(p - data);
             return;
@@ -258,6 +268,13 @@ class Scanner {
     }
   }
 
+  [[noreturn]] void too_deep() {
+    fail_input(file_,
+               "JSON nested deeper than the limit of " + std::to_string(core::kMaxJsonDepth) +
+                   " levels at byte " + std::to_string(offset()) +
+                   " (docs/limits.md, \"JSON nesting\")",
+               "a trace event nests a few levels; is this the right file?");
+  }
   [[noreturn]] void truncated(const char* inside) {
     fail_input(file_,
                std::string("truncated trace: the input ends inside ") + inside + " at byte " +
@@ -449,6 +466,11 @@ class Reader {
   Reader(std::string file, Source& src, ReadStats* stats)
       : file_(std::move(file)), sc_(src, file_), stats_(stats) {
     batch_.reserve(kBatchBytes + (1 << 16));
+    // A batch frames its elements in one more array, one level less than the file's
+    // {"traceEvents": [...]}: the same nesting limit as skip_value's (docs/limits.md).
+    // (Out of memory here fails the first parse the same way, with simdjson's MEMALLOC.)
+    const simdjson::error_code depth_set = parser_.allocate(1 << 16, core::kMaxJsonDepth - 1);
+    (void)depth_set;
     // One event line of ours is ~230 bytes; reserving avoids moving a million events on growth.
     trace_.events.reserve(src.size_hint() / 256);
     advise_huge_pages(trace_.events);
@@ -462,6 +484,13 @@ class Reader {
     } else if (c == '{') {
       read_top_object();
     } else {
+      // A binary file (an executable, an image) says so, rather than "not a trace".
+      if (sc_.buf().substr(0, 4096).find('\0') != std::string_view::npos)
+        fail_input(file_,
+                   "not a text file (a NUL byte in its first 4 KiB): a trace is JSON text, plain "
+                   "or gzip-compressed",
+                   "pass a Chrome trace (.json or .json.gz) written by simrun -o or the PyTorch "
+                   "profiler");
       fail_input(file_, "not a trace: the document does not start with '{' or '['",
                  "expected a Chrome trace {\"traceEvents\": [...]}");
     }
@@ -488,7 +517,7 @@ class Reader {
     const std::size_t start = sc_.pos();
     *at = sc_.abs(start);
     sc_.set_mark(start);
-    sc_.skip_value();
+    sc_.skip_value(1);
     std::string text(sc_.buf().substr(sc_.mark(), sc_.pos() - sc_.mark()));
     sc_.clear_mark();
     return text;
@@ -672,7 +701,7 @@ class Reader {
       sc_.skip_ws_peek();
       const std::size_t start = sc_.pos();
       sc_.set_mark(start);
-      sc_.skip_value();
+      sc_.skip_value(2);
       batch_ += batch_.empty() ? '[' : ',';
       batch_starts_.push_back(sc_.abs(sc_.mark()));
       batch_offsets_.push_back(batch_.size());

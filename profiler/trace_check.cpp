@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/input_file.hpp"
+
 namespace csim::prof {
 
 using json = nlohmann::json;
@@ -495,12 +497,16 @@ struct Parsed {
 };
 
 bool parse(std::string_view text, Parsed* p, TraceCheckResult* r) {
-  p->doc = json::parse(text.begin(), text.end(), nullptr, false);
   auto fail = [&](const std::string& m) {
     ++r->count[static_cast<std::size_t>(CheckRule::kJson)];
     r->messages.push_back(std::string(to_string(CheckRule::kJson)) + ": " + m);
     return false;
   };
+  // Checked before the parser builds a DOM level by level (docs/limits.md, "JSON nesting").
+  if (core::json_depth(text).depth > core::kMaxJsonDepth)
+    return fail("nested deeper than the limit of " + std::to_string(core::kMaxJsonDepth) +
+                " levels");
+  p->doc = json::parse(text.begin(), text.end(), nullptr, false);
   if (p->doc.is_discarded()) return fail("not valid JSON");
   if (p->doc.is_array()) {
     p->events = &p->doc;
@@ -513,17 +519,13 @@ bool parse(std::string_view text, Parsed* p, TraceCheckResult* r) {
   return true;
 }
 
-bool read_text(const std::string& path, std::string* text, TraceCheckResult* r) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    ++r->count[static_cast<std::size_t>(CheckRule::kJson)];
-    r->messages.push_back(std::string(to_string(CheckRule::kJson)) + ": " + path + ": cannot open");
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *text = ss.str();
-  return true;
+// A file that cannot be checked at all (missing, a directory, binary, nested past the limit) is
+// bad input, not a problem of its content: csim::InputError (trace_check exits 2).
+std::string read_text(const std::string& path) {
+  std::string text = core::read_text_file(
+      path, "trace file", "pass a Chrome trace JSON written by simrun -o or --per-rank");
+  core::check_json_depth(text, path);
+  return text;
 }
 
 }  // namespace
@@ -537,10 +539,7 @@ TraceCheckResult check_chrome_trace_string(std::string_view text, const TraceChe
 }
 
 TraceCheckResult check_chrome_trace_file(const std::string& path, const TraceCheckOptions& o) {
-  TraceCheckResult r;
-  std::string text;
-  if (!read_text(path, &text, &r)) return r;
-  return check_chrome_trace_string(text, o);
+  return check_chrome_trace_string(read_text(path), o);
 }
 
 TraceCheckResult check_per_rank_files(const std::vector<std::string>& paths,
@@ -561,8 +560,8 @@ TraceCheckResult check_per_rank_files(const std::vector<std::string>& paths,
   std::vector<std::vector<std::pair<std::int64_t, std::string>>> devices(paths.size());
   for (std::size_t k = 0; k < paths.size(); ++k) {
     TraceCheckResult r;
-    std::string text;
-    if (read_text(paths[k], &text, &r) && parse(text, &docs[k], &r)) {
+    const std::string text = read_text(paths[k]);
+    if (parse(text, &docs[k], &r)) {
       Checker c(*docs[k].events, o, &r);
       c.run();
       for (std::int64_t corr : c.launch_corr) launch_file.emplace(corr, k);

@@ -65,14 +65,17 @@ struct TraceCheckResult {
 
 TraceCheckResult check_chrome_trace_string(std::string_view json,
                                            const TraceCheckOptions& options = {});
-// Reads the file (plain JSON, as we write it); an unreadable file is a kJson problem.
+// Reads the file (plain JSON, as we write it). A file that cannot be checked at all throws
+// csim::InputError naming it: missing or unreadable (the OS error), a directory, binary or
+// gzip-compressed, nested deeper than core::kMaxJsonDepth (docs/limits.md). A file that is not
+// JSON or has no traceEvents is a kJson problem of the result.
 TraceCheckResult check_chrome_trace_file(const std::string& path,
                                          const TraceCheckOptions& options = {});
 
 // Per-rank files (write_per_rank_traces): each file checked alone, and across the files every
 // device event's launch, when some file has it, in the event's own file (kLaunchMissing); flows
 // are self-contained already by the one-start-one-end rule. Messages are prefixed with the file's
-// name.
+// name. Throws as check_chrome_trace_file for a file that cannot be read.
 TraceCheckResult check_per_rank_files(const std::vector<std::string>& paths,
                                       const TraceCheckOptions& options = {});
 

@@ -19,7 +19,7 @@ ScenarioLoader ScenarioLoader::from_file(const std::string& path, const std::str
   if (!hf_config.empty()) {
     // Read once here so that a missing, malformed or refused config is named before the
     // scenario's own keys are checked (the parser checks seq_len before it reads the config).
-    (void)core::read_hf_model(hf_config);
+    core::check_hf_config_option(hf_config);
     overrides.insert(overrides.begin(), core::hf_config_model_override(*l.doc_, hf_config));
   }
   l.overrides_ = std::move(overrides);

@@ -4,7 +4,7 @@
 Parses the #include lines of every C++ source file of the tree and fails (exit 1, one line per
 violation) when a folder includes a project header it may not:
 
-    core  <-  profiler (units/error only)  <-  backends  <-  run  <-  sweep  <-  tools
+    core  <-  profiler (units/error/input files only)  <-  backends  <-  run  <-  sweep  <-  tools
     core  <-  calibration, hpo  <-  tools                  run  <-  gui
 
 A folder may include its own headers and those of the folders below it (FOLDERS.md lists them);
@@ -41,10 +41,11 @@ ALLOWED = {
     "bench": None,
     "fuzz": None,
 }
-# profiler/ is below backends/ and uses core/ for units, errors and the progress counter only
-# (core/progress.hpp: no dependency of its own); its CUPTI part maps
-# records to Program ops.
-PROFILER_CORE_HEADERS = {"core/units.hpp", "core/error.hpp", "core/progress.hpp"}
+# profiler/ is below backends/ and uses core/ for units, errors, input files (the JSON nesting
+# limit) and the progress counter (core/progress.hpp: no dependency of its own) only; its CUPTI
+# part maps records to Program ops.
+PROFILER_CORE_HEADERS = {"core/units.hpp", "core/error.hpp", "core/input_file.hpp",
+                         "core/progress.hpp"}
 PROFILER_CUPTI_CORE_HEADERS = PROFILER_CORE_HEADERS | {"core/program.hpp"}
 # The command lines' in-process entry points, for tests and benches whose subject is the tool
 # (and simrun's progress line, tested against run() without a terminal).

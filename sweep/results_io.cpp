@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "profiler/atomic_file.hpp"
 
 namespace csim::sweep {
@@ -141,6 +142,7 @@ void check_header(const std::string& path, const ResultsHeader& got, const Resul
 
 std::vector<VariantResult> read_json(const std::string& path, const std::string& text,
                                      const ResultsHeader& expect) {
+  core::check_json_depth(text, path);  // docs/limits.md, "JSON nesting"
   const json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != kFormat)
     not_ours(path, "it is not a csim-sweep JSON file");

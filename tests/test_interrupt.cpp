@@ -71,8 +71,10 @@ Child spawn_simrun(const std::vector<std::string>& args, bool pipe_stderr = fals
 
 // Reads the child's stderr line by line until `accept` returns true for a line (returns true)
 // or the child closes it (returns false: it ended first). This is the observable event a signal
-// is sent on: no sleep decides when a run is "in the middle".
-bool wait_for_line(const Child& c, const std::function<bool(const std::string&)>& accept) {
+// is sent on: no sleep decides when a run is "in the middle". Every line read is appended to
+// *SEEN when given.
+bool wait_for_line(const Child& c, const std::function<bool(const std::string&)>& accept,
+                   std::string* seen = nullptr) {
   std::string line;
   char ch = 0;
   while (read(c.stderr_fd, &ch, 1) == 1) {
@@ -80,6 +82,7 @@ bool wait_for_line(const Child& c, const std::function<bool(const std::string&)>
       line += ch;
       continue;
     }
+    if (seen) *seen += line + "\n";
     if (accept(line)) return true;
     line.clear();
   }
@@ -96,11 +99,13 @@ int phase_percent(const std::string& phase, const std::string& line) {
   return std::stoi(line.substr(tag.size()));
 }
 
-int wait_exit_code(const Child& c) {
+// The child's exit code; the rest of its stderr, when piped, is appended to *REST when given.
+int wait_exit_code(const Child& c, std::string* rest = nullptr) {
   if (c.stderr_fd >= 0) {  // drain to the end (closing early would kill the child by SIGPIPE)
     char buf[4096];
-    while (read(c.stderr_fd, buf, sizeof buf) > 0) {
-    }
+    ssize_t n = 0;
+    while ((n = read(c.stderr_fd, buf, sizeof buf)) > 0)
+      if (rest) rest->append(buf, static_cast<std::size_t>(n));
     close(c.stderr_fd);
   }
   int status = 0;
@@ -153,6 +158,46 @@ void check_summary(const fs::path& file, bool trace_incomplete) {
   if (trace_incomplete) CHECK(s.value("complete", true) == false);
 }
 
+// What simrun says on stderr when interrupted (tools/signals.hpp, docs/limits.md "Interruption"):
+// the signal handler's line as the run stops; before the partial outputs are written, which steps
+// go where (a large trace takes seconds); then the closing line. When it exits at once (a second
+// signal, here right after the first), one line names what was lost. ERR is the whole stderr, K
+// the steps the written trace holds (-1: none written).
+void check_interrupt_lines(const std::string& err, int k, int steps, bool incomplete,
+                           const std::string& trace, const std::string& summary) {
+  auto has = [&](const std::string& s) { return err.find(s) != std::string::npos; };
+  const std::string outputs = "-o " + trace + ", --summary " + summary;
+  // The handler's line for the first signal: the trial sends it on a progress line under 90 %,
+  // so it is handled mid-run.
+  const std::string stopping =
+      "simrun: interrupted; stopping the run; its completed steps will be "
+      "written to " +
+      outputs + " (Ctrl-C again exits at once)\n";
+  if (has("simrun: interrupted again; exiting at once")) {
+    // The second signal was handled on its own (not merged with the first by the kernel): the
+    // line says what was lost, which depends on where it landed (run, trace, summary).
+    CHECK(has(stopping));
+    CHECK((has("exiting at once without writing " + outputs + "\n") ||
+           has("exiting at once; removed half-written: -o " + trace + "; not written: --summary " +
+               summary + "\n") ||
+           has("exiting at once; kept: -o " + trace + "; removed half-written: --summary " +
+               summary + "\n")));
+    CHECK_FALSE(has("simrun: interrupted after "));
+    return;
+  }
+  // One signal (or two merged into one): the partial outputs are written and announced first.
+  REQUIRE(k >= 0);
+  if (!incomplete) return;  // the run finished before the signal took effect: complete outputs
+  CHECK(has(stopping));
+  const std::string counts = std::to_string(k) + " of " + std::to_string(steps) + " steps";
+  CHECK(has("simrun: interrupted; writing the partial trace (" + counts + ") to " + trace +
+            " and the summary to " + summary + "...\n"));
+  CHECK(
+      has("simrun: interrupted after " + counts + "; the outputs keep them, marked incomplete\n"));
+  // Announced before the closing line.
+  CHECK(err.find("writing the partial trace") < err.find("simrun: interrupted after"));
+}
+
 struct Trial {
   std::vector<std::string> args;  // scenario and options, without the outputs
   int steps = 0;
@@ -188,17 +233,22 @@ int run_trial(const Trial& t, const fs::path& dir) {
   // -q silences the table; --progress after it still asks for the lines (checked below).
   const Child c = spawn_simrun(args, true);
   int seen = 0;
-  const bool hit = wait_for_line(c, [&](const std::string& line) {
-    return under_way(t.phase, line) && ++seen == t.signal_at_line;
-  });
+  std::string err;  // the child's whole stderr
+  const bool hit = wait_for_line(
+      c,
+      [&](const std::string& line) {
+        return under_way(t.phase, line) && ++seen == t.signal_at_line;
+      },
+      &err);
   if (!hit) {
     wait_exit_code(c);
     return -2;
   }
   kill(c.pid, t.signal);
   if (t.second_signal) kill(c.pid, t.signal);
-  const int code = wait_exit_code(c);
+  const int code = wait_exit_code(c, &err);
   INFO("signal " << t.signal << " at progress line " << t.signal_at_line << "; exit " << code);
+  INFO("stderr:\n" << err);
   if (code == 0) {
     // The run reached its end before the signal was handled (the last ops and the writing of
     // the outputs are after the last check of the flag): it is complete, so the outputs must be
@@ -213,6 +263,7 @@ int run_trial(const Trial& t, const fs::path& dir) {
   const int k = check_trace(trace, t.steps, &incomplete);
   check_summary(summary, incomplete);
   check_no_temporaries(dir);
+  check_interrupt_lines(err, k, t.steps, incomplete, trace.string(), summary.string());
   return k;
 }
 

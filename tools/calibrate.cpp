@@ -73,6 +73,7 @@ int calibrate_main(const std::vector<std::string>& args, std::ostream& out, std:
   if (const int code = parse_command_line(app, args, "simrun calibrate", out, err); code >= 0)
     return code;
   return run_command("simrun calibrate", err, [&]() -> int {
+    check_output_files({{"-o", output}});
     const core::Scenario node =
         calibration::calibration_node(run::load_scenario(scenario_path, {}, overrides));
     // CUDA 13 builds for compute capability 7.5 and newer (as simrun --backend cuda).

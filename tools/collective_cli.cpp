@@ -39,7 +39,7 @@ int collective_main(const std::vector<std::string>& args, std::ostream& out, std
   app.add_option("--gpus", rq.gpus,
                  "ranks: whole nodes (a multiple of gpus_per_node) or GPUs of one node; default "
                  "every GPU of the cluster")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("-d,--dtype", rq.dtype, "nccl-tests data type (default float)");
   app.add_option("--set", rq.overrides,
                  "override a cluster value: cluster.KEY=VALUE (e.g. cluster.nodes=4)");

@@ -171,6 +171,8 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
   if (const int code = parse_command_line(app, args, "simrun compare", out, err); code >= 0)
     return code;
   return run_command("simrun compare", err, [&]() -> int {
+    if (!prefix.empty())
+      check_output_files({{"-o", prefix + ".sim.json"}, {"-o", prefix + "." + backend + ".json"}});
     core::Scenario scenario =
         run::ScenarioLoader::from_file(scenario_path, device_profile, overrides, hf_config).load();
     // One Program for both runs: real execution needs every rank, so the simulation does too.

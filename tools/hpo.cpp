@@ -240,7 +240,10 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
                  "a knob: KEY=V1,V2,... (a scenario dotted path as --set, or param.NAME for a "
                  "hyper-parameter the simulator does not see)")
       ->required();
-  app.add_option("--trials", trials, "number of trials")->required()->check(CLI::PositiveNumber);
+  // Explicit ranges: CLI11's PositiveNumber prints the largest double (309 digits) as its bound.
+  app.add_option("--trials", trials, "number of trials (1 to 1,000,000)")
+      ->required()
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--search", search, "random (default: seeded) or grid (cycled)")
       ->check(CLI::IsMember({"random", "grid"}));
   app.add_option("--seed", seed, "seed of the random search and of the synthetic curves");
@@ -256,7 +259,7 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   app.add_option("--steps-per-iter", steps_per_iter,
                  "training steps in one iteration, the unit of --grace-period and --max-t "
                  "(Ray's training_iteration: e.g. the steps of an epoch; default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000000}));
   app.add_option("--startup-s", startup_s,
                  "seconds each job spends starting (process, checkpoint restore), GPUs held "
                  "(default 0)");
@@ -272,6 +275,7 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
   if (const int code = parse_command_line(app, args, "simrun hpo", out, err); code >= 0)
     return code;
   return run_command("simrun hpo", err, [&]() -> int {
+    check_output_files({{"-o", trace_path}, {"--results", results_path}});
     std::vector<hpo::Knob> knobs;
     for (const std::string& s : spaces) knobs.push_back(hpo::parse_knob(s));
     hpo::parse_scheduler(scheduler, &o.scheduler);
@@ -281,6 +285,10 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const core::Scenario base = loader.load(overrides);
     o.cluster = {base.cluster.nodes, base.cluster.gpus_per_node, base.host.cpu_cores};
     hpo::validate(o);
+    // Every input before the first simulation: a bad --curves file fails in milliseconds.
+    hpo::ScriptedCurves scripted;
+    if (!curves_path.empty())
+      scripted = hpo::read_scripted_curves(curves_path, trials, o.asha.max_t);
     const std::vector<hpo::Assignment> assignments = hpo::sample_trials(
         knobs, trials, search == "grid" ? hpo::Sampler::kGrid : hpo::Sampler::kRandom, seed);
     // Each trial's job runs on its own GPUs: the scenario's cluster shrunk to one trial's share.
@@ -290,9 +298,6 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     trial_sets.push_back("cluster.gpus_per_node=" + std::to_string(g > gpn ? gpn : g));
     std::vector<hpo::TrialInput> inputs = step_times(loader, trial_sets, assignments, err);
     for (hpo::TrialInput& in : inputs) in.step_ns *= steps_per_iter;  // time of one iteration
-    hpo::ScriptedCurves scripted;
-    if (!curves_path.empty())
-      scripted = hpo::read_scripted_curves(curves_path, trials, o.asha.max_t);
     const hpo::CurveFn curve = curves_path.empty() ? hpo::synthetic_curves(seed) : scripted.fn();
     const hpo::Schedule s = hpo::simulate_search(inputs, curve, o);
 

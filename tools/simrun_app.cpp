@@ -31,12 +31,16 @@ constexpr const char* kExitCodes = R"(
 Exit codes:
   0    ok
   1    internal error (a bug: please report it with the scenario)
-  2    bad input: scenario, --set override or option (one line names the file, JSON path and fix)
+  2    bad input: scenario, --set override, option or output path (one line names the file,
+       JSON path or option and the fix or OS error); inputs (missing, a directory, binary,
+       JSON nested past 256 levels) and outputs are checked before any work, nothing is
+       written (docs/limits.md, "Bad input")
   3    backend unavailable (e.g. --backend cuda on a machine without a GPU or CUDA build)
   4    OOM verdict, with --fail-on-oom (a GPU's peak memory exceeds its usable memory)
   5    real run failed (a rank died or hung): outputs keep what completed, marked incomplete
   130  interrupted (Ctrl-C / SIGTERM): outputs keep the steps that completed, marked
-       incomplete ("complete": false); no half-written output is left behind
+       incomplete ("complete": false), announced before they are written; a second Ctrl-C
+       exits at once and says which outputs are lost; no half-written output is left behind
 )";
 
 }  // namespace
@@ -72,6 +76,35 @@ void add_hf_config_option(CLI::App& app, std::string& path) {
       "working directory), keeping the scenario's seq_len; applied before the --set ones (e.g. "
       "--set model.seq_len=8192); docs/scenario.md, \"model.hf_config\"");
 }
+
+namespace {
+
+// Options of the real backends given with the simulator (docs/real-execution.md): refused rather
+// than ignored, since a user who typed them expected them to change something (docs/limits.md,
+// "Exit codes"). --cupti is the exception: a warning (a CUPTI trace is an addition, not a mode).
+void refuse_real_only_options(const CLI::App& app) {
+  struct RealOnly {
+    const char* option;
+    const char* what;
+  };
+  for (const RealOnly& r :
+       {RealOnly{"--ranks", "runs one GPU for real"},
+        RealOnly{"--launch",
+                 "launches the real backends' ranks (threads, processes or mpi); the simulator "
+                 "launches nothing: the launch it models is the scenario's (strategy.kind, "
+                 "strategy.ddp.launcher)"},
+        RealOnly{"--time-scale", "stretches the stand-in's ops; the simulator has none"},
+        RealOnly{"--no-gil-emulation",
+                 "turns off the real backends' GIL mutex; the simulated GIL is the scenario's "
+                 "host.gil"}}) {
+    if (app.count(r.option) > 0)
+      throw InputError("(command line)", r.option,
+                       std::string("applies to the real backends only: it ") + r.what,
+                       "add --backend standin (CPU stand-in) or --backend cuda, or drop it");
+  }
+}
+
+}  // namespace
 
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (!args.empty() && args.front() == "compare")
@@ -135,7 +168,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_option("--ranks", rq.rank,
                  "real backends: run only this GPU's ops for real, the rest of the cluster "
                  "simulated (its collectives become their simulated durations)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, (1 << 20) - 1));
   bool no_gil = false;
   app.add_flag("--no-gil-emulation", no_gil,
                "real backends: do not serialise Python time with an emulated GIL");
@@ -156,6 +189,10 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.footer(kExitCodes);
   if (const int code = parse_command_line(app, args, "simrun", out, err); code >= 0) return code;
   return run_command("simrun", err, [&]() -> int {
+    check_output_files({{"-o", trace_path}, {"--summary", summary_path}});
+    if (!per_rank_dir.empty()) prof::check_output_dir("--per-rank", per_rank_dir);
+    rq.backend = backend_of(backend);
+    if (rq.backend == run::Backend::kSim) refuse_real_only_options(app);
     // The scenario as loaded (device profile, then --set); OOM advice adds further --set values.
     const run::ScenarioLoader loader =
         run::ScenarioLoader::from_file(scenario_path, device_profile, overrides, hf_config);
@@ -163,15 +200,11 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     const bool writes_trace = !trace_path.empty() || !per_rank_dir.empty();
     if (writes_trace) core::check_trace_limit(scenario);
     rq.scenario = &scenario;
-    rq.backend = backend_of(backend);
     rq.launch = launch_of(launch);
     rq.mpi = mpi_support();
     rq.control.cancel = cancel_flag();
     if (rq.cupti && rq.backend != run::Backend::kCuda)
       err << "simrun: warning: --cupti traces --backend cuda only; ignored\n";
-    if (rq.backend == run::Backend::kSim && rq.rank >= 0)
-      throw InputError("(command line)", "--ranks", "runs one GPU for real",
-                       "add --backend cuda or --backend standin");
     rq.emulate_gil = !no_gil;
     // The summary is read from the trace where one is built; the simulator's summary alone needs
     // none (backend::summarize_run, docs/summary.md "Without a trace"): the trace is built for
@@ -190,6 +223,11 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     // Nothing counts when nothing is shown.
     core::Progress* const shown = mode == ProgressMode::kOff ? nullptr : &progress;
     rq.control.progress = shown;
+    // What a Ctrl-C does and loses, said by the signal handler (tools/signals.hpp), in the order
+    // the outputs are written below.
+    InterruptNotes notes(
+        "simrun", {{"-o", trace_path}, {"--per-rank", per_rank_dir}, {"--summary", summary_path}});
+    notes.running();
     run::RunResult run = run::run(rq);
     if (!run.writer) {
       progress.stop();
@@ -218,17 +256,44 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
       if (!quiet) out << "trace: " << added << " mirrored GPUs expanded\n";
     }
     for (const std::string& w : run.warnings) err << "simrun: warning: " << w << "\n";
+    // A partial trace of a large run takes seconds to write: say so before (docs/limits.md):
+    // "simrun: interrupted; writing the partial trace (3 of 12 steps) to t.json and the summary
+    // to s.json...".
+    if (interrupted && notes.any()) {
+      const std::string steps = " (" +
+                                std::to_string(backend::completed_steps(run.program, run.result)) +
+                                " of " + std::to_string(run.program.steps) + " steps)";
+      std::vector<std::string> parts;
+      if (!trace_path.empty()) parts.push_back("trace" + steps + " to " + trace_path);
+      if (!per_rank_dir.empty())
+        parts.push_back("per-rank traces" + (parts.empty() ? steps : "") + " to " + per_rank_dir);
+      if (!summary_path.empty())
+        parts.push_back("summary" + (parts.empty() ? steps : "") + " to " + summary_path);
+      err << "simrun: interrupted; writing the partial " << parts[0];
+      for (std::size_t i = 1; i < parts.size(); ++i)
+        err << (i + 1 == parts.size() ? " and the " : ", the ") << parts[i];
+      err << "..." << std::endl;
+    }
+    std::size_t written = 0;
     progress.resume();
     set_writing(true);
-    if (!trace_path.empty()) run::write_trace_file(run, scenario, trace_path, shown);
-    if (!per_rank_dir.empty()) prof::write_per_rank_traces(run.trace, per_rank_dir, shown);
+    if (!trace_path.empty()) {
+      notes.writing(written++);
+      run::write_trace_file(run, scenario, trace_path, shown);
+    }
+    if (!per_rank_dir.empty()) {
+      notes.writing(written++);
+      prof::write_per_rank_traces(run.trace, per_rank_dir, shown);
+    }
     if (!summary_path.empty()) {
+      notes.writing(written++);
       prof::write_file_atomically(summary_path, [&](std::ostream& os) {
         nlohmann::json j = prof::summary_to_json(summary);
         if (interrupted) j["complete"] = false;
         os << j.dump(2) << "\n";
       });
     }
+    notes.done();
     set_writing(false);
     progress.stop();
     if (interrupted || cancel_flag()->load()) {
@@ -266,6 +331,11 @@ int parse_command_line(CLI::App& app, const std::vector<std::string>& args, cons
     return kExitBadInput;
   }
   return -1;
+}
+
+void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (const auto& [option, path] : outputs)
+    if (!path.empty()) prof::check_output_file(option, path);
 }
 
 int run_command(const std::string& tool, std::ostream& err, const std::function<int()>& body) {

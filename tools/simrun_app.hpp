@@ -47,4 +47,11 @@ int parse_command_line(CLI::App& app, const std::vector<std::string>& args, cons
                        std::ostream& out, std::ostream& err);
 int run_command(const std::string& tool, std::ostream& err, const std::function<int()>& body);
 
+// The output files a command was asked to write, as (option, path) pairs; empty paths (options
+// not given) are skipped. Called first in a command's body, before any input is read: each path
+// is checked by prof::check_output_file (a missing, read-only or wrong-type path is an
+// InputError naming the option, the path and the OS error: exit 2, nothing written;
+// docs/limits.md, "Output paths").
+void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs);
+
 }  // namespace csim::app

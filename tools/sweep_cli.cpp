@@ -108,10 +108,11 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   app.add_option("--checkpoint-every", checkpoint_every_s,
                  "seconds between checkpoints of the -o file while the sweep runs (default 2; 0: "
                  "at every progress check, about 20 a second)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 86400.0));
   if (const int code = parse_command_line(app, args, "simrun sweep", out, err); code >= 0)
     return code;
   return run_command("simrun sweep", err, [&]() -> int {
+    check_output_files({{"-o", results_path}});
     const run::ScenarioLoader loader =
         run::ScenarioLoader::from_file(scenario_path, {}, base_sets, hf_config);
     (void)loader.load();  // the base must be valid
@@ -288,6 +289,7 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (op_level) opt.evaluation = run::Evaluation::kOpLevel;
   for (const std::string& c : compile) sp.compile.push_back(c == "on" ? 1 : 0);
   return run_command("simrun tune", err, [&]() -> int {
+    check_output_files({{"-o", json_path}, {"--timeline", timeline_path}});
     const run::ScenarioLoader loader =
         run::ScenarioLoader::from_file(scenario_path, {}, base_sets, hf_config);
     const nlohmann::json& doc = loader.document();

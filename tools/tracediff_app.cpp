@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_reader.hpp"
 
@@ -54,13 +55,8 @@ bool looks_like_gzip(const std::string& path) {
   return in.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open the file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+constexpr const char* kInputHint =
+    "pass a trace (.json, .json.gz) or a summary written by `simrun --summary`";
 
 // Summaries are small: only files up to this size are looked at as a possible summary JSON.
 constexpr std::int64_t kSummaryProbeBytes = 16 * kMiB;
@@ -87,13 +83,11 @@ prof::RunMetrics load_trace_text(const std::string& text, const std::string& pat
 
 prof::RunMetrics load_run(const std::string& path, std::int64_t max_bytes) {
   namespace fs = std::filesystem;
+  core::check_input_file(path, "trace or summary file", kInputHint);  // missing, a directory
   std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) throw InputError(path, "", "no such file");
-  if (!fs::is_regular_file(st)) throw InputError(path, "", "not a regular file");
   const auto size = static_cast<std::int64_t>(fs::file_size(path, ec));
-  if (ec) throw InputError(path, "", "cannot read its size: " + ec.message());
-  if (size == 0) throw InputError(path, "", "the file is empty", "pass a trace or a summary JSON");
+  if (ec) throw InputError(path, "", "cannot read its size: " + ec.message(), kInputHint);
+  if (size == 0) throw InputError(path, "", "the file is empty", kInputHint);
   if (size > max_bytes) {
     throw InputError(path, "",
                      "the file is " + gib_text(size) + ", over the limit of " + gib_text(max_bytes),
@@ -102,7 +96,8 @@ prof::RunMetrics load_run(const std::string& path, std::int64_t max_bytes) {
   }
   try {
     if (!looks_like_gzip(path) && size <= kSummaryProbeBytes) {
-      const std::string text = read_all(path);
+      const std::string text = core::read_text_file(path, "trace or summary file", kInputHint);
+      core::check_json_depth(text, path);  // before either parser (docs/limits.md)
       const std::size_t first = text.find_first_not_of(" \t\r\n");
       const bool object = first != std::string::npos && text[first] == '{';
       if (object && text.find("\"traceEvents\"") == std::string::npos) {
@@ -161,9 +156,12 @@ int tracediff_main(const std::vector<std::string>& args, std::ostream& out, std:
     return kDiffBadInput;
   }
   try {
+    // Outputs first: a --json that cannot be written fails before any file is read
+    // (docs/limits.md, "Output paths").
+    if (!json_path.empty()) prof::check_output_file("--json", json_path);
     if (!positional.empty()) {
       if (positional.size() != 2 || !base_files.empty() || !new_files.empty()) {
-        throw InputError("", "",
+        throw InputError("(command line)", "",
                          "give exactly two files (BASE NEW), or --base/--new options, not both",
                          "tracediff --help");
       }
@@ -171,7 +169,8 @@ int tracediff_main(const std::vector<std::string>& args, std::ostream& out, std:
       new_files = {positional[1]};
     }
     if (base_files.empty() || new_files.empty()) {
-      throw InputError("", "", "need at least one base and one new file", "tracediff BASE NEW");
+      throw InputError("(command line)", "", "need at least one base and one new file",
+                       "tracediff BASE NEW");
     }
     prof::Tolerances tol;
     if (!prof::parse_percent(tolerance, &tol.default_rel)) {
@@ -184,11 +183,10 @@ int tracediff_main(const std::vector<std::string>& args, std::ostream& out, std:
                        "write e.g. 4GiB or 500MiB");
     }
     if (!tolerance_file.empty()) {
-      std::ifstream in(tolerance_file, std::ios::binary);
-      if (!in) throw InputError(tolerance_file, "", "cannot open the tolerance file");
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      tol.rules = prof::parse_tolerance_rules(ss.str(), tolerance_file);
+      tol.rules = prof::parse_tolerance_rules(
+          core::read_text_file(tolerance_file, "tolerance file",
+                               "one rule per line, e.g. step_time 1% (tracediff --help)"),
+          tolerance_file);
     }
     // Files are read in parallel (one thread each, at most the hardware's concurrency at a time);
     // the first failure in argument order is the one reported.

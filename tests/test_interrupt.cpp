@@ -376,7 +376,7 @@ TEST_CASE("interrupt: a sweep keeps its finished variants and resumes", "[interr
     const int watch = inotify_init1(IN_CLOEXEC);
     REQUIRE(watch >= 0);
     REQUIRE(inotify_add_watch(watch, dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) >= 0);
-    const Child c = spawn_simrun(args);
+    const Child c = spawn_simrun(args, /*pipe_stderr=*/true);
     bool signalled = false;
     int status = 0;
     while (waitpid(c.pid, &status, WNOHANG) == 0) {
@@ -395,9 +395,13 @@ TEST_CASE("interrupt: a sweep keeps its finished variants and resumes", "[interr
       }
     }
     close(watch);
-    if (!signalled) continue;  // it ended before its first checkpoint: a longer sweep
-    const int code = wait_exit_code(c);
-    INFO("SIGINT after the first checkpoint; exit " << code);
+    if (!signalled) {  // it ended (and was reaped above) before its first checkpoint
+      close(c.stderr_fd);
+      continue;  // a longer sweep
+    }
+    std::string said;
+    const int code = wait_exit_code(c, &said);
+    INFO("SIGINT after the first checkpoint; exit " << code << "; stderr: " << said);
     if (code == 0) {
       // The sweep finished its last variants before it handled the signal: its file must then
       // be complete, and a longer sweep tries again (the race is the machine's, not a failure).
@@ -407,6 +411,11 @@ TEST_CASE("interrupt: a sweep keeps its finished variants and resumes", "[interr
       continue;
     }
     CHECK(code == 130);
+    // The signal handler says what happens (tools/sweep_cli.cpp, say_on_interrupt).
+    CHECK(said.find("simrun sweep: interrupted; the variants under way finish, then the finished "
+                    "ones are written to " +
+                    out.string() + ", marked incomplete (the same command resumes)") !=
+          std::string::npos);
     for (const fs::directory_entry& e : fs::directory_iterator(dir))
       CHECK(e.path().filename() == "r.csv");  // no temporary left
     std::string header;

@@ -83,6 +83,8 @@ int calibrate_main(const std::vector<std::string>& args, std::ostream& out, std:
                                " cannot run with CUDA 13 (compute capability below 7.5)");
     core::RunControl control;
     control.cancel = cancel_flag();
+    say_on_interrupt("simrun calibrate", "stopping the micro-benchmarks; nothing will be written",
+                     "nothing written");
     calibration::Options opts;
     opts.quick = quick;
     opts.progress = [&err](const std::string& line) {

@@ -184,6 +184,8 @@ int compare_main(const std::vector<std::string>& args, std::ostream& out, std::o
     rq.time_scale = time_scale;
     rq.mpi = mpi_support();
     rq.control.cancel = cancel_flag();
+    say_on_interrupt("simrun compare", "stopping both runs; nothing will be written",
+                     "nothing written");
     rq.trace = !prefix.empty();
     const run::RunResult real = run::run(rq);
     rq.backend = run::Backend::kSim;

@@ -18,6 +18,9 @@
 namespace csim::app {
 namespace {
 
+// Ctrl-C while the variants are simulated: nothing is written, simrun hpo exits 130.
+struct Interrupted {};
+
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -49,7 +52,10 @@ std::vector<hpo::TrialInput> step_times(const run::ScenarioLoader& loader,
     hpo::TrialInput& in = cache[order[i]];
     // The sweep's evaluation: the summary's step time without building a trace (docs/sweep.md).
     const sweep::VariantResult run = sweep::evaluate_scenario(variants[i], control);
-    if (run.status == sweep::VariantStatus::kFailed) throw std::runtime_error("interrupted");
+    if (run.status == sweep::VariantStatus::kFailed) {
+      if (cancel_flag()->load()) throw Interrupted{};
+      throw std::runtime_error("variant " + std::to_string(i + 1) + ": " + run.error);
+    }
     if (run.status == sweep::VariantStatus::kOom) {
       in.failed = true;
       in.failure = "out of memory";
@@ -296,7 +302,15 @@ int hpo_main(const std::vector<std::string>& args, std::ostream& out, std::ostre
     const int g = o.per_trial.gpus, gpn = base.cluster.gpus_per_node;
     trial_sets.push_back("cluster.nodes=" + std::to_string(g > gpn ? g / gpn : 1));
     trial_sets.push_back("cluster.gpus_per_node=" + std::to_string(g > gpn ? gpn : g));
-    std::vector<hpo::TrialInput> inputs = step_times(loader, trial_sets, assignments, err);
+    say_on_interrupt("simrun hpo", "stopping the variants' simulations; nothing will be written",
+                     "nothing written");
+    std::vector<hpo::TrialInput> inputs;
+    try {
+      inputs = step_times(loader, trial_sets, assignments, err);
+    } catch (const Interrupted&) {
+      err << "simrun hpo: interrupted; nothing written\n";
+      return kExitInterrupted;
+    }
     for (hpo::TrialInput& in : inputs) in.step_ns *= steps_per_iter;  // time of one iteration
     const hpo::CurveFn curve = curves_path.empty() ? hpo::synthetic_curves(seed) : scripted.fn();
     const hpo::Schedule s = hpo::simulate_search(inputs, curve, o);

@@ -91,6 +91,12 @@ void set_interrupt_lines(const std::string& on_cancel, const std::string& on_exi
   set_line(g_on_exit, on_exit);
 }
 
+void say_on_interrupt(const std::string& tool, const std::string& first,
+                      const std::string& second) {
+  set_interrupt_lines(tool + ": interrupted; " + first + " (Ctrl-C again exits at once)\n",
+                      tool + ": %s; exiting at once; " + second + "\n");
+}
+
 InterruptNotes::InterruptNotes(std::string tool,
                                const std::vector<std::pair<std::string, std::string>>& outputs)
     : tool_(std::move(tool)) {

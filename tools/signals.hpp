@@ -28,6 +28,11 @@ inline constexpr int kExitInterrupted = 130;
 //             "interrupted again" (a second signal) or "interrupted while writing the outputs".
 void set_interrupt_lines(const std::string& on_cancel, const std::string& on_exit);
 
+// The two lines for a command whose outputs are not written step by step (sweep, tune, hpo,
+// compare, calibrate): "TOOL: interrupted; FIRST (Ctrl-C again exits at once)" on the first
+// signal and "TOOL: interrupted again; exiting at once; SECOND" when a signal exits at once.
+void say_on_interrupt(const std::string& tool, const std::string& first, const std::string& second);
+
 // A command's outputs in the order it writes them, as (option, path) pairs (empty paths are
 // skipped), and the handler's lines that follow them: before the run, what the first signal does
 // and that a second loses every output; while writing, which outputs are kept, which one is

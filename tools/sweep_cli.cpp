@@ -155,6 +155,16 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
       sweep::write_results(results_path, header, rows);
       set_writing(false);
     };
+    if (results_path.empty())
+      say_on_interrupt("simrun sweep",
+                       "the variants under way finish and the finished ones are printed",
+                       "the finished variants are lost (no -o file)");
+    else
+      say_on_interrupt(
+          "simrun sweep",
+          "the variants under way finish, then the finished ones are written to " + results_path +
+              ", marked incomplete (the same command resumes)",
+          results_path + " keeps its last checkpoint (the same command resumes from it)");
     sweep::SweepRunOptions opt;
     opt.threads = jobs;
     if (op_level) opt.evaluation = run::Evaluation::kOpLevel;
@@ -295,6 +305,15 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
     const nlohmann::json& doc = loader.document();
     base_sets = loader.overrides();  // --hf-config's model first, then --set
     opt.cancel = cancel_flag();
+    {
+      std::string outputs = json_path;
+      if (!timeline_path.empty()) outputs += (outputs.empty() ? "" : " and ") + timeline_path;
+      say_on_interrupt("simrun tune",
+                       "stopping the search; the layouts ranked so far are printed" +
+                           (json_path.empty() ? std::string() : " and written to " + json_path),
+                       outputs.empty() ? std::string("the ranking so far is not printed")
+                                       : "nothing written to " + outputs);
+    }
     if (!quiet)
       opt.on_progress = [&err, last = std::chrono::steady_clock::time_point{}](
                             std::size_t done, std::size_t n, double best) mutable {

@@ -13,7 +13,9 @@ exits 1, listing the stale figures, when any differs (a CTest runs it on Release
 
 Figures that measure speed (wall time, events per second) are `timed`: they are refreshed on
 request (`--timed`) and never checked, since they depend on the machine (DEVELOPERS.md: quote
-performance as measured, never assert it).
+performance as measured, never assert it). Figures that measure memory and time together are
+`measured`: `--check` compares their peak-RSS figures (KiB) within MEASURED_TOLERANCE and never
+their times; they are rewritten with `--timed`, or when their memory moved beyond it.
 
 usage: scripts/refresh-docs.py [--check] [--timed] [--build-dir build/release]
 """
@@ -278,6 +280,96 @@ def tune_time(c):
     return f"{m.group(1)} s on {m.group(2)} cores"
 
 
+def timed_run(c, label, argv, ok=(0, 2)):
+    """(exit code, wall s, peak RSS KiB) of one tool run under /usr/bin/time; cached by label."""
+    key = ("timed_run", label)
+    if key not in c.cache:
+        fmt = "%e %M"
+        out = os.path.join(c.tmp, "time.txt")
+        p = subprocess.run(["/usr/bin/time", "-f", fmt, "-o", out] + argv, cwd=ROOT, text=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if p.returncode not in ok:
+            raise RuntimeError(f"{label}: {' '.join(argv)} exited {p.returncode}")
+        with open(out) as f:
+            wall, rss = f.read().split()[-2:]
+        c.cache[key] = (p.returncode, float(wall), int(rss))
+    return c.cache[key]
+
+
+def deep_file(c):
+    # 200,000 nested arrays (400 KB): the worst case of docs/limits.md, "JSON nesting".
+    path = os.path.join(c.tmp, "deep200k.json")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write("[" * 200000 + "]" * 200000)
+    return path
+
+
+def limits_rows(c):
+    tools = os.path.join(c.build, "tools")
+    simrun = os.path.join(tools, "simrun")
+    deep = deep_file(c)
+    one_t = os.path.join(c.tmp, "1t.json")
+    return [
+        ("`simrun --help`", [simrun, "--help"]),
+        ("`simrun tests/bad_inputs/limit_gpus_1e9.json` (10^9 GPUs)",
+         [simrun, "tests/bad_inputs/limit_gpus_1e9.json"]),
+        ("`simrun tests/bad_inputs/limit_steps_1e12.json` (10^12 steps)",
+         [simrun, "tests/bad_inputs/limit_steps_1e12.json"]),
+        ("`simrun tests/bad_inputs/limit_events_1e12.json` (≈ 1.4 × 10^12 events)",
+         [simrun, "tests/bad_inputs/limit_events_1e12.json"]),
+        ("`simrun tests/bad_inputs/deep_nesting.json` (20,000 nested arrays)",
+         [simrun, "tests/bad_inputs/deep_nesting.json"]),
+        ("`simrun deep.json` (200,000 nested arrays, 400 KB)", [simrun, deep]),
+        ("`tracediff deep.json deep.json`", [os.path.join(tools, "tracediff"), deep, deep]),
+        ("`trace_check deep.json`", [os.path.join(tools, "trace_check"), deep]),
+        ("`simrun scenarios/gpt_1t_3072xa100_3d.json` (summary, no trace)",
+         [simrun, "scenarios/gpt_1t_3072xa100_3d.json", "--no-advice"]),
+        ("`simrun scenarios/gpt_1t_3072xa100_3d.json -q -o 1t.json` (trace written)",
+         [simrun, "scenarios/gpt_1t_3072xa100_3d.json", "-q", "-o", one_t]),
+    ]
+
+
+def limits_measured(c):
+    # docs/limits.md, "Measured": exit code, wall time and peak RSS of each run (measured: the
+    # check compares the KiB within MEASURED_TOLERANCE, never the seconds).
+    rows = ["| command | exit | time | peak RSS |", "| --- | --- | --- | --- |"]
+    for label, argv in limits_rows(c):
+        code, wall, rss = timed_run(c, label, argv)
+        rows.append(f"| {label} | {code} | {wall:.2f} s | {rss:,} KiB |")
+    return "\n\n" + "\n".join(rows) + "\n\n"
+
+
+def trace_events(c, path):
+    out = c.run(["trace_check", path])
+    return int(re.search(r"ok: (\d+) events", out).group(1))
+
+
+def bytes_per_event(c):
+    # docs/limits.md, "Measured": (peak RSS of the 1T run - simrun's own) / the events of its
+    # trace (trace_check's count), without and with the trace written.
+    rows = dict(limits_rows(c))
+    base = timed_run(c, "`simrun --help`", rows["`simrun --help`"])[2]
+    labels = [l for l in rows if "gpt_1t" in l]
+    plain = timed_run(c, labels[0], rows[labels[0]])[2]
+    traced = timed_run(c, labels[1], rows[labels[1]])[2]
+    events = trace_events(c, os.path.join(c.tmp, "1t.json"))
+    per = lambda rss: (rss - base) * 1024 / events
+    return (f"({plain:,} − {base:,}) KiB / {events:,} events ≈ {per(plain):.0f} bytes per event "
+            f"simulated without a trace written and ({traced:,} − {base:,}) KiB ≈ "
+            f"{per(traced):.0f} with one")
+
+
+def bad_input_tally(c):
+    # docs/limits.md, "The catalogue": tests_bad_cli's tally of this build.
+    p = subprocess.run([os.path.join(c.build, "tests", "tests_bad_cli"), "[.tally]"], cwd=ROOT,
+                       text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    m = re.search(r"catalogue: (\d+) cases run, (\d+) clean", p.stdout)
+    if not m:
+        raise RuntimeError("tests_bad_cli [.tally] printed no tally:\n" + p.stdout[-3000:])
+    return f"{int(m.group(1)):,} cases, {int(m.group(2)):,} clean"
+
+
 def fp8_example(c):
     # docs/fp8.md, "Summary figures": the bundled FP8 scenario against the same run in bf16.
     f = c.summary("scenarios/gpt_fp8_8xh100.json")
@@ -333,6 +425,9 @@ FIGURES = {
     "sweep_rate": (sweep_rate, True),
     "tune_time": (tune_time, True),
     "sweep_speed_table": (sweep_speed_table, True),
+    "limits_measured": (limits_measured, "measured"),
+    "bytes_per_event": (bytes_per_event, "measured"),
+    "bad_input_tally": (bad_input_tally, False),
     "hpo_example": (hpo_example, False),
     "gil_variants": (gil_variants, False),
     "steady_state_example": (steady_state_example, False),
@@ -345,6 +440,26 @@ FIGURES = {
     "dp_step": (dp_step, False),
     "ci_diff": (ci_diff, False),
 }
+
+
+# A measured figure's memory (peak RSS in KiB) may move this much, relative, between runs and
+# machines before --check calls it stale: RSS of one binary on one input varies by a few percent
+# with the allocator and the kernel; a figure off by more has drifted (issue 31: a doc quoted
+# 225,088 KiB for `simrun --help`, which measured 5,152 KiB).
+MEASURED_TOLERANCE = 0.25
+KIB = re.compile(r"([\d,]+) KiB")
+
+
+def memory_moved(old, new):
+    """None when every KiB figure of NEW is within MEASURED_TOLERANCE of OLD's, else why."""
+    a = [int(x.replace(",", "")) for x in KIB.findall(old)]
+    b = [int(x.replace(",", "")) for x in KIB.findall(new)]
+    if len(a) != len(b):
+        return f"{len(a)} memory figures, now {len(b)}"
+    for x, y in zip(a, b):
+        if abs(y - x) > MEASURED_TOLERANCE * max(x, 1):
+            return f"{x:,} KiB is now {y:,} KiB (more than {MEASURED_TOLERANCE:.0%} off)"
+    return None
 
 
 def docs_files():
@@ -382,10 +497,18 @@ def main():
                 if name not in FIGURES:
                     errors.append(f"{rel}: unknown figure '{name}'")
                     return m.group(0)
-                fn, timed = FIGURES[name]
-                if timed and not a.timed:
+                fn, kind = FIGURES[name]
+                if kind is True and not a.timed:
                     return m.group(0)
                 new = value(name)
+                if kind == "measured" and not a.timed:
+                    # Memory is checked within MEASURED_TOLERANCE; times are not checked, and
+                    # the text is rewritten only with --timed or when memory moved.
+                    why = memory_moved(old, new)
+                    if not why:
+                        return m.group(0)
+                    stale.append(f"{rel}: fig:{name}: {why}")
+                    return f"<!-- fig:{name} -->{new}<!-- /fig -->"
                 if new != old:
                     stale.append(f"{rel}: fig:{name}: '{old}' is now '{new}'")
                 return f"<!-- fig:{name} -->{new}<!-- /fig -->"

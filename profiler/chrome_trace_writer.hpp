@@ -24,8 +24,7 @@ void write_chrome_trace(const Trace& trace, std::ostream& out);
 // Writes to `path` through `path.tmp.<pid>` and rename; throws std::runtime_error on I/O failure
 // (the temporary is removed).
 void write_chrome_trace_file(const Trace& trace, const std::string& path);
-// One Kineto-style file per rank (GPU process): DIR/rank-<r>.json, each with distributedInfo.
-void write_per_rank_traces(const Trace& trace, const std::string& dir);
+// One Kineto-style file per rank: profiler/per_rank_traces.hpp.
 
 // A trace formatted while it is built (docs/trace-format.md, "Formatting while building"): each
 // event and flow becomes its Chrome-trace line when it is added, through the writer's own

@@ -1324,15 +1324,19 @@ void check_per_rank_limit(const Scenario& sc) {
   if (sc.training.steps > 3) hint += "simulate fewer training.steps (HTA needs 3); or ";
   hint += "raise the limit with --set limits.max_per_rank_events=N (at most " +
           std::to_string(ScenarioLimits::kCeilingTraceEvents) + ")";
-  char gb[32];
-  std::snprintf(gb, sizeof gb, "%.1f", events * kFileBytesPerEvent / 1e9);
+  const double bytes = events * kFileBytesPerEvent;
+  char size[32];
+  if (bytes < 1e9)
+    std::snprintf(size, sizeof size, "%.0f MB", bytes / 1e6);
+  else
+    std::snprintf(size, sizeof size, "%.1f GB", bytes / 1e9);
   throw InputError(
       sc.file, "limits.max_per_rank_events",
       "--per-rank with every rank would write about " +
           std::to_string(static_cast<long long>(std::llround(events))) + " events (" +
           std::to_string(sc.training.steps) + " steps x " + num_text(micro) + " micro-batches x (" +
           std::to_string(sc.model.layers.size()) + " layers + 4) x " + num_text(replicas) +
-          " model replicas x 16; about " + gb + " GB of JSON in " + num_text(ranks) +
+          " model replicas x 16; about " + size + " of JSON in " + num_text(ranks) +
           " files), which exceeds the limit of " + std::to_string(sc.limits.max_per_rank_events) +
           " (limits.max_per_rank_events)",
       hint);

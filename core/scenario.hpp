@@ -543,6 +543,8 @@ struct ScenarioLimits {
   std::int64_t max_steps = 100000;           // training.steps
   std::int64_t max_layers = 100000;          // model layers after building
   std::int64_t max_trace_events = 20000000;  // estimated events of the run's trace
+  // estimated events of --per-rank's files with every rank written (rank symmetry's mirrors too)
+  std::int64_t max_per_rank_events = 50000000;
   static constexpr std::int64_t kCeilingGpus = 1 << 20;
   static constexpr std::int64_t kCeilingSteps = 1000000000;
   static constexpr std::int64_t kCeilingLayers = 10000000;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -965,7 +966,7 @@ std::string file_stem(const std::string& path) {
 void parse_limits(Ctx& ctx, const Obj& top) {
   if (!top.has("limits")) return;
   Obj l(ctx, top.raw("limits"), "limits",
-        {"max_gpus", "max_steps", "max_layers", "max_trace_events"});
+        {"max_gpus", "max_steps", "max_layers", "max_trace_events", "max_per_rank_events"});
   auto read = [&](const char* key, i64 def, i64 ceiling) {
     if (!l.has(key)) return def;
     const json& v = l.raw(key);
@@ -983,6 +984,8 @@ void parse_limits(Ctx& ctx, const Obj& top) {
   m.max_layers = read("max_layers", m.max_layers, ScenarioLimits::kCeilingLayers);
   m.max_trace_events =
       read("max_trace_events", m.max_trace_events, ScenarioLimits::kCeilingTraceEvents);
+  m.max_per_rank_events =
+      read("max_per_rank_events", m.max_per_rank_events, ScenarioLimits::kCeilingTraceEvents);
 }
 
 // Trace events per layer, micro-batch, simulated model replica and step: forward and backward
@@ -993,7 +996,10 @@ constexpr double kEventsPerLayerStep = 16;
 
 // The trace a run of `sc` would write, estimated before lowering (docs/limits.md): steps x
 // micro-batches per step x (model layers + 4) x model replicas the simulator runs op by op x 16.
-double estimate_trace_events(const Scenario& sc, double* replicas_out, double* micro_out) {
+// EVERY_RANK: the model replicas of every GPU instead, rank symmetry's mirrors included (the
+// per-rank files, docs/limits.md "Per-rank files").
+double estimate_trace_events(const Scenario& sc, double* replicas_out, double* micro_out,
+                             bool every_rank = false) {
   const StrategySpec& st = sc.strategy;
   double replicas = 1, micro = static_cast<double>(sc.training.gradient_accumulation);
   const double n = static_cast<double>(st.device_ids.size());
@@ -1010,7 +1016,7 @@ double estimate_trace_events(const Scenario& sc, double* replicas_out, double* m
       // Rank symmetry: one representative per class of dp / tp mirror images.
       const bool symmetric = sc.simulation.symmetry && sc.cluster.homogeneous() &&
                              st.kind != StrategyKind::kModelParallel;
-      replicas = symmetric ? 1.0 : static_cast<double>(ps.dp) * ps.tp;
+      replicas = symmetric && !every_rank ? 1.0 : static_cast<double>(ps.dp) * ps.tp;
       break;
     }
   }
@@ -1309,6 +1315,44 @@ void check_trace_limit(const Scenario& sc) {
                        ", which exceeds the limit of " +
                        std::to_string(sc.limits.max_trace_events) + " (limits.max_trace_events)",
                    hint);
+}
+
+// JSON bytes on disk per estimated event: gpt_20b_64xa100_3d at 3 steps, every rank (simrun
+// --per-rank), wrote 4.33 GB in 64 files for an estimate of 28.46 M events: 152 bytes each
+// (21.3 M records of 203 bytes were written; the estimate is an upper bound; docs/limits.md).
+constexpr double kFileBytesPerEvent = 150;
+
+void check_per_rank_limit(const Scenario& sc) {
+  double replicas = 1, micro = 1;
+  const double events = estimate_trace_events(sc, &replicas, &micro, true);
+  if (events <= static_cast<double>(sc.limits.max_per_rank_events)) return;
+  double simulated = 1, ignored = 1;
+  estimate_trace_events(sc, &simulated, &ignored);
+  const double ranks = static_cast<double>(sc.strategy.device_ids.size());
+  std::string hint;
+  if (simulated < replicas)
+    hint = "--per-rank-representatives writes the " +
+           num_text(std::max(1.0, ranks * simulated / replicas)) +
+           " simulated GPUs' files only, each naming the ranks it stands for; or ";
+  if (sc.training.steps > 3) hint += "simulate fewer training.steps (HTA needs 3); or ";
+  hint += "raise the limit with --set limits.max_per_rank_events=N (at most " +
+          std::to_string(ScenarioLimits::kCeilingTraceEvents) + ")";
+  const double bytes = events * kFileBytesPerEvent;
+  char size[32];
+  if (bytes < 1e9)
+    std::snprintf(size, sizeof size, "%.0f MB", bytes / 1e6);
+  else
+    std::snprintf(size, sizeof size, "%.1f GB", bytes / 1e9);
+  throw InputError(
+      sc.file, "limits.max_per_rank_events",
+      "--per-rank with every rank would write about " +
+          std::to_string(static_cast<long long>(std::llround(events))) + " events (" +
+          std::to_string(sc.training.steps) + " steps x " + num_text(micro) + " micro-batches x (" +
+          std::to_string(sc.model.layers.size()) + " layers + 4) x " + num_text(replicas) +
+          " model replicas x 16; about " + size + " of JSON in " + num_text(ranks) +
+          " files), which exceeds the limit of " + std::to_string(sc.limits.max_per_rank_events) +
+          " (limits.max_per_rank_events)",
+      hint);
 }
 
 Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {

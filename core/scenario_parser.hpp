@@ -40,7 +40,7 @@ Scenario parse_scenario_document(const nlohmann::json& doc, const std::string& n
 // `file` and `json_path`, its place in that file (`json_path` + the rest of the path below
 // `path`), with `hint` when the check that failed has none; a later --set of the same path wins.
 struct FileOverride {
-  std::string path;       // "cluster.gpu"
+  std::string path;  // "cluster.gpu"
   nlohmann::json value;
   std::string file;       // "h200.profile.json"
   std::string json_path;  // overrides["cluster.gpu"]
@@ -65,6 +65,13 @@ ClusterSpec parse_cluster_file(const std::string& path,
 // that reduces it most directly and every other lever (docs/limits.md, "Trace size"). Runs that
 // write no trace are limited only by memory (checked by the parser).
 void check_trace_limit(const Scenario& scenario);
+
+// For `simrun --per-rank` writing every rank's file (rank symmetry's mirrors included): throws
+// InputError when the estimate of the events of all the files (estimate_trace_events with every
+// GPU's model replica, not only the simulated ones) exceeds limits.max_per_rank_events, with the
+// levers: --per-rank-representatives, fewer steps, raising the limit (docs/limits.md, "Per-rank
+// files").
+void check_per_rank_limit(const Scenario& scenario);
 
 // The format version this parser reads (the optional top-level "format_version").
 inline constexpr int kScenarioFormatVersion = 1;

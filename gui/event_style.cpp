@@ -105,6 +105,9 @@ Rgba memory_category_colour(std::string_view cat) {
   if (cat == "gathered_outputs") return rgba(255, 167, 38);
   if (cat == "comm_buffers") return rgba(38, 198, 218);
   if (cat == "workspace") return rgba(189, 189, 189);
+  // memory_model.hpp's kUnattributedMemory: allocated bytes without a category (a PyTorch
+  // profile_memory trace's total), blue grey, apart from every category above.
+  if (cat == "allocated (no breakdown)") return rgba(120, 144, 156);
   const std::size_t h = std::hash<std::string_view>{}(cat);
   return rgba(80 + static_cast<int>(h % 150), 80 + static_cast<int>(h / 150 % 150),
               80 + static_cast<int>(h / 22500 % 150));

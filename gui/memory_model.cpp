@@ -55,6 +55,9 @@ MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary)
         for (const auto& cat : g.by_category) total += cat.back();
       }
       g.allocated.push_back(total);
+      double attributed = 0;
+      for (const auto& cat : g.by_category) attributed += cat.back();
+      if (total > attributed) m.has_unattributed = true;
       if (total > g.peak_bytes) {
         g.peak_bytes = total;
         g.peak_t = c->ts_ns;
@@ -91,6 +94,20 @@ MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary)
   m.imbalance = summary.imbalance;
   m.oom = summary.oom;
   return m;
+}
+
+std::vector<MemoryBand> memory_bands(const GpuMemory& g, std::size_t s) {
+  std::vector<MemoryBand> out;
+  if (s >= g.allocated.size()) return out;
+  double attributed = 0;
+  for (std::size_t k = 0; k < g.by_category.size(); ++k) {
+    const double v = g.by_category[k][s];
+    if (v <= 0) continue;
+    out.push_back(MemoryBand{static_cast<int>(k), v});
+    attributed += v;
+  }
+  if (g.allocated[s] > attributed) out.push_back(MemoryBand{-1, g.allocated[s] - attributed});
+  return out;
 }
 
 // [SECTION] Y scale and ticks

@@ -37,6 +37,9 @@ struct GpuMemory {
 
 struct MemoryModel {
   std::vector<std::string> categories;  // stacking order, bottom first
+  // Some sample's "allocated" exceeds the sum of its categories (a PyTorch profile_memory trace
+  // records the allocator's total only, no category): the view stacks the rest as one band.
+  bool has_unattributed = false;
   std::vector<GpuMemory> gpus;          // with memory samples, by GPU index then pid
   double max_bytes = 0;                 // largest of every peak and capacity: the common y scale
   double imbalance = 0;                 // max / mean of the peaks (Summary::imbalance)
@@ -45,6 +48,21 @@ struct MemoryModel {
 };
 
 MemoryModel build_memory(const prof::Trace& trace, const prof::Summary& summary);
+
+// The legend's name of the allocated bytes no category accounts for.
+inline constexpr const char* kUnattributedMemory = "allocated (no breakdown)";
+
+// One band of the stack drawn for a sample: a category's bytes, or (category -1) what the
+// sample's allocated total holds beyond its categories' sum.
+struct MemoryBand {
+  int category = -1;  // index into MemoryModel::categories; -1: kUnattributedMemory
+  double bytes = 0;
+};
+
+// The bands of sample S of G, bottom first: every category with bytes, then the unattributed
+// rest when positive. Their bytes add up to g.allocated[s] (or to the categories' sum when it is
+// larger), so the stack's top is the allocated curve whatever the trace records.
+std::vector<MemoryBand> memory_bands(const GpuMemory& g, std::size_t s);
 
 // [SECTION] Y scale and ticks (docs/simview.md, "Memory")
 

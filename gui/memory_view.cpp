@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <imgui.h>
 
@@ -27,17 +28,29 @@ void wrap_for(float w) {
   if (ImGui::GetContentRegionAvail().x < w) ImGui::NewLine();
 }
 
+// A band's legend name and colour: its category's, or the unattributed rest's.
+const char* band_name(const MemoryModel& m, const MemoryBand& b) {
+  return b.category >= 0 ? m.categories[b.category].c_str() : kUnattributedMemory;
+}
+Rgba band_colour(const MemoryModel& m, const MemoryBand& b) {
+  return memory_category_colour(band_name(m, b));
+}
+
 void draw_legend(const MemoryModel& m) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float sz = ImGui::GetFontSize() * 0.8f;
-  for (const std::string& c : m.categories) {
-    wrap_for(sz + 2 + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(c.c_str()).x);
+  std::vector<MemoryBand> items;
+  for (std::size_t k = 0; k < m.categories.size(); ++k)
+    items.push_back(MemoryBand{static_cast<int>(k), 0});
+  if (m.has_unattributed) items.push_back(MemoryBand{-1, 0});
+  for (const MemoryBand& b : items) {
+    const char* name = band_name(m, b);
+    wrap_for(sz + 2 + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(name).x);
     const ImVec2 p = ImGui::GetCursorScreenPos();
-    dl->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + sz, p.y + 2 + sz),
-                      memory_category_colour(c));
+    dl->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + sz, p.y + 2 + sz), band_colour(m, b));
     ImGui::Dummy(ImVec2(sz + 2, sz));
     ImGui::SameLine();
-    ImGui::TextUnformatted(c.c_str());
+    ImGui::TextUnformatted(name);
     ImGui::SameLine(0, 14);
   }
   wrap_for(26 + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize("usable capacity").x);
@@ -151,13 +164,11 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* st, 
     auto y_of = [&](double bytes) { return y1 - static_cast<float>(bytes / y_max) * (y1 - y0); };
     for (const MemoryColumn& c : memory_columns(g, abs, plot_w)) {
       double base = 0;
-      for (std::size_t k = 0; k < m.categories.size(); ++k) {
-        const double v = g.by_category[k][c.sample];
-        if (v <= 0) continue;
-        dl->AddRectFilled(ImVec2(x0 + static_cast<float>(c.x0), y_of(base + v)),
+      for (const MemoryBand& b : memory_bands(g, c.sample)) {
+        dl->AddRectFilled(ImVec2(x0 + static_cast<float>(c.x0), y_of(base + b.bytes)),
                           ImVec2(x0 + static_cast<float>(std::max(c.x1, c.x0 + 1)), y_of(base)),
-                          memory_category_colour(m.categories[k]));
-        base += v;
+                          band_colour(m, b));
+        base += b.bytes;
       }
     }
     // Reserved (caching allocator): a step line above the stack; the gap is cached, free memory.
@@ -226,11 +237,9 @@ void draw_memory_view(const Document& doc, TimeView* view, MemoryViewState* st, 
                 format_bytes(g.reserved[static_cast<std::size_t>(it - g.reserved_t.begin() - 1)])
                     .c_str());
         }
-        for (std::size_t k = m.categories.size(); k-- > 0;) {
-          if (g.by_category[k][s] > 0) {
-            ImGui::Text("  %-16s %s", m.categories[k].c_str(),
-                        format_bytes(g.by_category[k][s]).c_str());
-          }
+        const std::vector<MemoryBand> bands = memory_bands(g, static_cast<std::size_t>(s));
+        for (auto b = bands.rbegin(); b != bands.rend(); ++b) {
+          ImGui::Text("  %-16s %s", band_name(m, *b), format_bytes(b->bytes).c_str());
         }
         ImGui::EndTooltip();
       }

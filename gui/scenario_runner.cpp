@@ -30,6 +30,10 @@ ScenarioKnobs knobs_from(const core::Scenario& s) {
   return k;
 }
 
+const char* gil_checkbox_label(bool gil) {
+  return gil ? "GIL on (threads take turns)###gil" : "GIL off (free-threaded Python)###gil";
+}
+
 std::vector<std::string> knob_overrides(const ScenarioKnobs& k) {
   std::vector<std::string> o;
   const int kind = std::clamp(k.strategy, 0, kStrategyKindCount - 1);

@@ -34,6 +34,10 @@ ScenarioKnobs knobs_from(const core::Scenario& s);
 //  "training.gradient_accumulation=1", "host.gil=false"}.
 std::vector<std::string> knob_overrides(const ScenarioKnobs& k);
 
+// The GIL checkbox's label, saying the state it shows: ticked "GIL on (threads take turns)",
+// unticked "GIL off (free-threaded Python)"; the "###gil" suffix keeps one ImGui id for both.
+const char* gil_checkbox_label(bool gil);
+
 struct SimResult {
   bool ok = false;
   std::string error;  // the parser's or simulator's one-line message when !ok

@@ -313,7 +313,7 @@ void Viewer::draw_scenario_panel() {
     changed |= ImGui::IsItemDeactivatedAfterEdit();
     changed |= ImGui::Checkbox("thread launcher (what-if)", &knobs_.ddp_threads);
   }
-  changed |= ImGui::Checkbox("GIL (off: free-threaded)", &knobs_.gil);
+  changed |= ImGui::Checkbox(gil_checkbox_label(knobs_.gil), &knobs_.gil);
   ImGui::PopItemWidth();
   knobs_.global_batch = std::max<long long>(knobs_.global_batch, 1);
   ImGui::Checkbox("re-simulate on change", &auto_simulate_);

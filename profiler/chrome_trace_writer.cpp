@@ -7,7 +7,7 @@
 //  [SECTION] Events, counters, flows
 //  [SECTION] Formatting while building (FormattedTrace: the lines' blocks, the writer's order)
 //  [SECTION] Streaming the text (a streamed FormattedTrace: lines counted, then written in place)
-//  [SECTION] Files and per-rank files
+//  [SECTION] Files (per-rank files: per_rank_traces.cpp)
 //
 // The output is built in a 1 MiB chunk flushed to the stream when full. An event, counter or flow
 // line reserves a bound on its length and is formatted in place (no allocation, no capacity
@@ -20,14 +20,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <limits>
-#include <map>
 #include <memory>
 #include <numeric>
-#include <set>
 #include <stdexcept>
-#include <tuple>
 #include <unordered_map>
 
 #include "profiler/atomic_file.hpp"
@@ -960,7 +956,7 @@ void FormattedTrace::emit_flows(const Emit& emit) const {
   emit_in_order(units, order, emit);
 }
 
-// [SECTION] Files and per-rank files -------------------------------------------------------------
+// [SECTION] Files (per-rank files: per_rank_traces.cpp) ------------------------------------------
 
 void write_chrome_trace_file(const Trace& trace, const std::string& path,
                              core::Progress* progress) {
@@ -991,139 +987,6 @@ void write_chrome_trace_file(const FormattedTrace& trace, const std::string& pat
     };
     Writer(trace.rest, at, trace, produce).write();
   });
-}
-
-namespace {
-
-// Which per-rank file each event goes to (docs/trace-format.md, "Per-rank files"): its own
-// process's, except a host event of an op whose device event is on another GPU (DataParallel's
-// main thread launching on every GPU): it goes with the device event, so that every launch is in
-// the file of the GPU it launches on.
-std::vector<std::size_t> file_of_events(
-    const Trace& trace, const std::unordered_map<std::int32_t, std::size_t>& file_of_pid) {
-  std::unordered_map<std::uint64_t, bool> gpu_lane;
-  for (const ThreadInfo& th : trace.threads)
-    gpu_lane[(static_cast<std::uint64_t>(static_cast<std::uint32_t>(th.pid)) << 32) |
-             static_cast<std::uint32_t>(th.tid)] = is_gpu_lane(th.role);
-  auto on_gpu_lane = [&](const TraceEvent& e) {
-    const auto it =
-        gpu_lane.find((static_cast<std::uint64_t>(static_cast<std::uint32_t>(e.pid)) << 32) |
-                      static_cast<std::uint32_t>(e.tid));
-    return it != gpu_lane.end() && it->second;
-  };
-  std::unordered_map<std::int64_t, std::int32_t> device_pid_of_op, device_pid_of_corr;
-  std::set<std::pair<std::int64_t, std::int32_t>>
-      device_op_on_pid;  // (op, pid) with a device event
-  for (const TraceEvent& e : trace.events) {
-    if (!on_gpu_lane(e)) continue;
-    if (e.op_id >= 0) {
-      device_pid_of_op.try_emplace(e.op_id, e.pid);
-      device_op_on_pid.insert({e.op_id, e.pid});
-    }
-    if (e.correlation >= 0) device_pid_of_corr.try_emplace(e.correlation, e.pid);
-  }
-  // A launch goes with the device event of its correlation; another host event of an op stays in
-  // its own process when the op has a device event there (rank symmetry's expanded mirrors share
-  // op ids, each on its own GPU), else goes with the op's device event.
-  std::vector<std::size_t> file(trace.events.size());
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& e = trace.events[i];
-    std::int32_t pid = e.pid;
-    if (!on_gpu_lane(e)) {
-      if (const auto c = device_pid_of_corr.find(e.correlation);
-          e.correlation >= 0 && c != device_pid_of_corr.end())
-        pid = c->second;
-      else if (e.op_id >= 0 && device_op_on_pid.count({e.op_id, e.pid}))
-        pid = e.pid;
-      else if (const auto it = device_pid_of_op.find(e.op_id);
-               e.op_id >= 0 && it != device_pid_of_op.end())
-        pid = it->second;
-    }
-    // A process without ProcessInfo has no file: its events (file index = the file count) are
-    // left out, as before.
-    auto f = file_of_pid.find(pid);
-    if (f == file_of_pid.end()) f = file_of_pid.find(e.pid);
-    file[i] = f != file_of_pid.end() ? f->second : file_of_pid.size();
-  }
-  return file;
-}
-
-}  // namespace
-
-void write_per_rank_traces(const Trace& trace, const std::string& dir, core::Progress* progress) {
-  if (progress) progress->begin("writing per-rank traces", 0, "");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(dir + ": cannot create directory: " + ec.message());
-
-  // A rank is a GPU process. Processes without a rank (rank < 0) take their position among the
-  // processes sorted by pid, so every GPU gets a file.
-  std::vector<const ProcessInfo*> procs;
-  for (const ProcessInfo& p : trace.processes) procs.push_back(&p);
-  std::stable_sort(procs.begin(), procs.end(),
-                   [](const ProcessInfo* a, const ProcessInfo* b) { return a->pid < b->pid; });
-  const int world = std::max<int>(trace.world_size, static_cast<int>(procs.size()));
-  std::unordered_map<std::int32_t, std::size_t> file_of_pid;
-  for (std::size_t i = 0; i < procs.size(); ++i) file_of_pid.emplace(procs[i]->pid, i);
-  const std::vector<std::size_t> file = file_of_events(trace, file_of_pid);
-
-  // A flow end's file is that of the event it binds to: the event starting at the end's ts on its
-  // lane (the launch for a start, the device event for an end, preferring the one whose
-  // correlation is the flow's id), else its process's. A flow is kept in a file only when both
-  // ends are in it; a cross-rank flow would dangle in a one-rank file.
-  std::map<std::tuple<std::int32_t, std::int32_t, TimeNs>, std::vector<std::size_t>> at;
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    const TraceEvent& e = trace.events[i];
-    at[{e.pid, e.tid, e.ts_ns}].push_back(i);
-  }
-  auto end_file = [&](std::int64_t id, std::int32_t pid, std::int32_t tid, TimeNs ts) {
-    const auto it = at.find({pid, tid, ts});
-    if (it == at.end()) return file_of_pid.count(pid) ? file_of_pid.at(pid) : procs.size();
-    for (std::size_t i : it->second)
-      if (trace.events[i].correlation == id) return file[i];
-    return file[it->second.front()];
-  };
-
-  core::ProgressCount count(progress, "writing per-rank traces",
-                            static_cast<std::int64_t>(procs.size()), "files", 1);
-  for (std::size_t i = 0; i < procs.size(); ++i) {
-    const ProcessInfo& p = *procs[i];
-    const int rank = p.rank >= 0 ? p.rank : static_cast<int>(i);
-    Trace r;
-    r.base_ns = trace.base_ns;
-    r.rank = rank;
-    r.world_size = world;
-    r.metadata = trace.metadata;
-    std::set<std::int32_t> pids{p.pid};
-    std::set<std::pair<std::int32_t, std::int32_t>> lanes;
-    for (std::size_t k = 0; k < trace.events.size(); ++k) {
-      if (file[k] != i) continue;
-      const TraceEvent& e = trace.events[k];
-      r.events.push_back(e);
-      pids.insert(e.pid);
-      lanes.insert({e.pid, e.tid});
-    }
-    // This GPU's process first, then those whose host threads launched on it.
-    r.processes.push_back(p);
-    for (const ProcessInfo& q : trace.processes)
-      if (q.pid != p.pid && pids.count(q.pid)) r.processes.push_back(q);
-    for (const ThreadInfo& th : trace.threads) {
-      if (th.pid == p.pid || lanes.count({th.pid, th.tid})) r.threads.push_back(th);
-    }
-    for (const CounterSample& c : trace.counters) {
-      if (c.pid == p.pid) r.counters.push_back(c);
-    }
-    for (const FlowEvent& f : trace.flows) {
-      if (end_file(f.id, f.from_pid, f.from_tid, f.from_ts_ns) == i &&
-          end_file(f.id, f.to_pid, f.to_tid, f.to_ts_ns) == i)
-        r.flows.push_back(f);
-    }
-    const std::string path =
-        (std::filesystem::path(dir) / ("rank-" + std::to_string(rank) + ".json")).string();
-    write_chrome_trace_file(r, path);
-    count.add();
-  }
-  count.finish();
 }
 
 }  // namespace csim::prof

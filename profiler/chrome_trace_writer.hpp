@@ -28,10 +28,7 @@ void write_chrome_trace(const Trace& trace, std::ostream& out);
 // "Progress").
 void write_chrome_trace_file(const Trace& trace, const std::string& path,
                              core::Progress* progress = nullptr);
-// One Kineto-style file per rank (GPU process): DIR/rank-<r>.json, each with distributedInfo.
-// With `progress`, the phase "writing per-rank traces", counting files.
-void write_per_rank_traces(const Trace& trace, const std::string& dir,
-                           core::Progress* progress = nullptr);
+// One Kineto-style file per rank: profiler/per_rank_traces.hpp.
 
 // A trace formatted while it is built (docs/trace-format.md, "Formatting while building"): each
 // event and flow becomes its Chrome-trace line when it is added, through the writer's own

@@ -415,8 +415,46 @@ def collective_sweep(c, cluster):
     return "\n\n" + "\n".join(rows) + "\n\n"
 
 
+def per_rank_sizes(c):
+    # docs/limits.md, "Per-rank files": simrun's estimate of every rank's --per-rank files for the
+    # bundled scenarios above 10 M events (the refusal's own figures, with the limit at 1), against
+    # the default limits.max_per_rank_events; the 1,024+-GPU ones at 3 steps too.
+    def estimate(scenario, *sets):
+        args = ["simrun", scenario, "-q", "--per-rank", os.path.join(c.tmp, "per_rank_none"),
+                "--set", "limits.max_per_rank_events=1"]
+        for s in sets:
+            args += ["--set", s]
+        out = c.run(args, ok=(2,))
+        # Sizes under 1 GB are given in MB (simrun_app.cpp, the refusal).
+        m = re.search(r"would write about (\d+) events \((\d+) steps x.*?about ([\d.]+ [GM]B) of "
+                      r"JSON in (\d+) files", out, re.S)
+        if m is None:
+            raise RuntimeError(f"{scenario}: simrun's --per-rank refusal not understood: {out}")
+        return int(m.group(1)), int(m.group(2)), m.group(3), int(m.group(4))
+
+    limit = 50_000_000  # core/scenario.hpp, ScenarioLimits::max_per_rank_events
+    rows = ["| scenario | steps | events | JSON | files | `--per-rank` by default |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for name in sorted(os.listdir(os.path.join(ROOT, "scenarios"))):
+        if not name.endswith(".json"):
+            continue
+        runs = [()]
+        with open(os.path.join(ROOT, "scenarios", name)) as f:
+            if json.load(f).get("training", {}).get("steps", 3) < 3:
+                runs.append(("training.steps=3",))
+        for sets in runs:
+            events, steps, size, files = estimate("scenarios/" + name, *sets)
+            if events < 10_000_000:
+                continue
+            verdict = "written" if events <= limit else "refused (hint: --per-rank-representatives)"
+            rows.append(f"| `{name[:-5]}` | {steps} | {events / 1e6:.1f} M | {size} | {files:,} | "
+                        f"{verdict} |")
+    return "\n\n" + "\n".join(rows) + "\n\n"
+
+
 FIGURES = {
     "tracediff_output": (tracediff_output, False),
+    "per_rank_sizes": (per_rank_sizes, False),
     "collective_sweep_dgx_a100": (lambda c: collective_sweep(c, "dgx_a100"), False),
     "collective_sweep_dgx_h100": (lambda c: collective_sweep(c, "dgx_h100"), False),
     "fp8_example": (fp8_example, False),

@@ -120,7 +120,7 @@ const std::vector<std::string> kParserKeys = {
     "strategy.backward_prefetch",
     // nccl, simulation, limits
     "nccl.algo", "nccl.proto", "nccl.p2p_disable", "simulation.symmetry", "limits.max_gpus", "limits.max_steps",
-    "limits.max_layers", "limits.max_trace_events"};
+    "limits.max_layers", "limits.max_trace_events", "limits.max_per_rank_events"};
 
 const fs::path kDir = fs::path(CSIM_SOURCE_DIR) / "tests" / "bad_inputs";
 

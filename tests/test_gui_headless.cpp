@@ -5,6 +5,8 @@
 
 #include <imgui.h>
 
+#include "gui/event_style.hpp"
+#include "gui/memory_model.hpp"
 #include "gui/viewer.hpp"
 
 using namespace csim;
@@ -92,6 +94,26 @@ TEST_CASE("every tab draws the golden DataParallel trace headless", "[gui][imgui
   // The DDP trace is active (added last): two GPUs' lanes laid out, events drawn.
   CHECK(v.timeline().counters().draw_items > 0);
   CHECK(v.timeline().layout().items.size() >= 4);
+}
+
+TEST_CASE("the memory view draws a profile_memory trace's allocated curve", "[gui][imgui]") {
+  // tests/data/kineto/profile_memory.json: device 1's allocator totals (1, 3, 6, 4, 5 MiB) with no
+  // category, all within the fitted view. The stack is drawn in the unattributed band's colour:
+  // a filled rectangle (4 vertices) per sample, each sample wider than a pixel (memory_columns),
+  // and the legend's swatch: 5 x 4 + 4 vertices. Before memory_bands the view drew only
+  // categories: only the swatch-less legend, no vertex of that colour.
+  HeadlessImGui ctx;
+  Viewer v;
+  v.add_document(
+      load_document(std::string(CSIM_SOURCE_DIR) + "/tests/data/kineto/profile_memory.json"));
+  v.select_tab(Tab::kMemory);
+  for (int i = 0; i < 3; ++i) ctx.frame(v);
+  const ImU32 band = memory_category_colour(kUnattributedMemory);
+  int vertices = 0;
+  const ImDrawData* dd = ImGui::GetDrawData();
+  for (int l = 0; l < dd->CmdListsCount; ++l)
+    for (const ImDrawVert& vx : dd->CmdLists[l]->VtxBuffer) vertices += vx.col == band ? 1 : 0;
+  CHECK(vertices == 5 * 4 + 4);
 }
 
 TEST_CASE("folding bounds the draw work on a 400k-event trace", "[gui][imgui]") {

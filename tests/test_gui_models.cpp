@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <tuple>
 
 #include "core/scenario_parser.hpp"
@@ -59,6 +60,63 @@ TEST_CASE("memory model: stacked categories, peak, roles", "[gui]") {
   CHECK(sample_at(m.gpus[0], -1) == -1);
   CHECK(sample_at(m.gpus[0], 50) == 1);
   CHECK(sample_at(m.gpus[0], 99) == 1);
+}
+
+TEST_CASE("memory model: a profile_memory trace's allocated total is drawn as a band", "[gui]") {
+  // tests/data/kineto/profile_memory.json: a PyTorch-profiler trace with [memory] instants on
+  // device 1 (Device Type 1) whose "Total Allocated" is 1, 3, 6, 4, 5 MiB after each, "Total
+  // Reserved" 2, 4, 8, 8, 8 MiB, and one host allocation (Device Type 0, not GPU memory). Kineto
+  // records the allocator's total only: no category, so before memory_bands the stack drew
+  // nothing although the peak (6 MiB) was read.
+  const std::unique_ptr<Document> doc =
+      load_document(std::string(CSIM_SOURCE_DIR) + "/tests/data/kineto/profile_memory.json");
+  const MemoryModel& m = doc->memory;
+  CHECK(m.categories.empty());
+  CHECK(m.has_unattributed);
+  REQUIRE(m.gpus.size() == 1);
+  const GpuMemory& g = m.gpus[0];
+  CHECK(g.gpu == 1);
+  const double mib = 1024.0 * 1024;
+  REQUIRE(g.allocated == std::vector<double>{1 * mib, 3 * mib, 6 * mib, 4 * mib, 5 * mib});
+  CHECK(g.peak_bytes == 6 * mib);
+  CHECK(g.reserved == std::vector<double>{2 * mib, 4 * mib, 8 * mib, 8 * mib, 8 * mib});
+  // Every sample's stack is one unattributed band as tall as its allocated total.
+  for (std::size_t s = 0; s < g.allocated.size(); ++s) {
+    CAPTURE(s);
+    const std::vector<MemoryBand> b = memory_bands(g, s);
+    REQUIRE(b.size() == 1);
+    CHECK(b[0].category == -1);
+    CHECK(b[0].bytes == g.allocated[s]);
+  }
+}
+
+TEST_CASE("memory bands: categories bottom first, then the allocated bytes they leave out",
+          "[gui]") {
+  // Sample 0: allocated 500 = params 100 + activations 300 + 100 without a category; sample 1:
+  // allocated equal to its categories' sum (a simulated trace), no extra band.
+  prof::Trace t;
+  prof::ProcessInfo pi;
+  pi.gpu = 0;
+  t.processes.push_back(pi);
+  prof::CounterSample a = mem(0, 0, 100, 300);
+  a.values[0].second = 500;
+  t.counters = {a, mem(0, 10, 100, 50)};
+  const MemoryModel m = build_memory(t, prof::Summary{});
+  CHECK(m.has_unattributed);
+  REQUIRE(m.categories == std::vector<std::string>{"params", "activations"});
+  const std::vector<MemoryBand> b0 = memory_bands(m.gpus[0], 0);
+  REQUIRE(b0.size() == 3);
+  CHECK(std::tie(b0[0].category, b0[0].bytes) == std::make_tuple(0, 100.0));
+  CHECK(std::tie(b0[1].category, b0[1].bytes) == std::make_tuple(1, 300.0));
+  CHECK(std::tie(b0[2].category, b0[2].bytes) == std::make_tuple(-1, 100.0));
+  const std::vector<MemoryBand> b1 = memory_bands(m.gpus[0], 1);
+  REQUIRE(b1.size() == 2);
+  CHECK(b1[1].bytes == 50);
+  CHECK(memory_bands(m.gpus[0], 2).empty());  // past the last sample
+  // A trace whose totals are their categories' sums has no unattributed band in its legend.
+  prof::Trace sim = t;
+  sim.counters = {mem(0, 0, 100, 300)};
+  CHECK_FALSE(build_memory(sim, prof::Summary{}).has_unattributed);
 }
 
 TEST_CASE("memory model: the caching allocator's reserved line next to the allocated stack",
@@ -142,6 +200,18 @@ TEST_CASE("scenario knobs become --set overrides", "[gui]") {
   const auto v = launch_variants();
   REQUIRE(v.size() == 3);
   CHECK(v[1].overrides.back() == "host.gil=false");
+}
+
+TEST_CASE("the GIL checkbox's label says the state it shows", "[gui]") {
+  // ImGui shows a label up to "###"; what follows is the widget's id, the same in both states.
+  auto shown = [](bool gil) {
+    const std::string l = gil_checkbox_label(gil);
+    return l.substr(0, l.find("###"));
+  };
+  CHECK(shown(true) == "GIL on (threads take turns)");
+  CHECK(shown(false) == "GIL off (free-threaded Python)");
+  CHECK(std::string(gil_checkbox_label(true)).substr(shown(true).size()) ==
+        std::string(gil_checkbox_label(false)).substr(shown(false).size()));
 }
 
 TEST_CASE("a bad scenario path gives an error, not an exception", "[gui]") {
@@ -365,8 +435,8 @@ TEST_CASE("the step strip of gpt_pipeline_8xa100 reads the trace's step, not the
   REQUIRE(r.ok);
   const TimelineModel m = build_timeline(r.trace);
   const prof::Summary s = prof::summarize(r.trace);
-  REQUIRE(m.steps.size() == 2);
-  REQUIRE(s.step_times_ns.size() == 2);
+  REQUIRE(m.steps.size() == 3);  // the scenario's 3 steps
+  REQUIRE(s.step_times_ns.size() == 3);
   CHECK(m.step_pid == 0);
   for (const StepMark& st : m.steps) {
     // Each strip step is exactly GPU 0's ProfilerStep#N event of the trace.
@@ -379,6 +449,7 @@ TEST_CASE("the step strip of gpt_pipeline_8xa100 reads the trace's step, not the
     CHECK(st.end == it->ts_ns + it->dur_ns);
   }
   CHECK(m.steps[1].start >= m.steps[0].end);  // the strip tiles
+  CHECK(m.steps[2].start >= m.steps[1].end);
   // Step 2 on the strip is the summary's step 2 (end_2 − end_1 over all stages, docs/summary.md
   // "Steps"): stage 0 finishes each step last (its backward is the pipeline's last), so both
   // measure between the same two ends; 1 % allows for a stage finishing a little later.

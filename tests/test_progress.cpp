@@ -11,6 +11,7 @@
 
 #include "backends/common/run_summary.hpp"
 #include "profiler/chrome_trace_writer.hpp"
+#include "profiler/per_rank_traces.hpp"
 #include "profiler/summary.hpp"
 #include "run/run.hpp"
 #include "run/scenario_loader.hpp"
@@ -129,7 +130,8 @@ TEST_CASE("progress: a simulated run reports every phase with its total, counted
   const auto ops = static_cast<std::int64_t>(r.program.ops.size());
   const fs::path dir = test::fresh_dir("csim_progress_", "sim");
   run::write_trace_file(r, sc, (dir / "t.json").string(), &rec);
-  prof::write_per_rank_traces(r.trace, (dir / "ranks").string(), &rec);
+  prof::write_per_rank_traces(r.trace, (dir / "ranks").string(), prof::PerRankMirrors::kEveryRank,
+                             &rec);
   (void)prof::summarize(r.trace, &rec);
   rec.close();
   check_all_counted(rec);

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <map>
 #include <string>
 #include <thread>
@@ -234,9 +233,8 @@ TEST_CASE("stand-in: a failing op stops every thread and names the op", "[real][
   sim::SimExecutor sim(s);
   FailingRuntime rt(real::standin_busy_ns(p, sim.run(p, {})), victim_id, victim);
   real::RealExecutor exec(rt, {});
-  const auto t0 = std::chrono::steady_clock::now();
+  // A hang is caught by the test's CTest timeout, not a clock here (no test depends on speed).
   CHECK_THROWS_WITH(exec.run(p, {}), Catch::Contains(victim));
-  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
 }
 
 namespace {
@@ -290,7 +288,6 @@ struct ProcRun {
   core::Program p;
   core::ExecutionResult r;
   real::LaunchReport report;
-  double wall_s = 0;
 };
 
 ProcRun run_processes(const core::Scenario& s, double time_scale, real::LaunchOptions launch,
@@ -304,9 +301,7 @@ ProcRun run_processes(const core::Scenario& s, double time_scale, real::LaunchOp
     rt->set_rendezvous([&link](int i, TimeNs start) { return link.arrive(i, start); });
     return std::unique_ptr<real::DeviceRuntime>(std::move(rt));
   };
-  const auto t0 = std::chrono::steady_clock::now();
   out.r = real::launch_processes(out.p, factory, {}, control, launch, &out.report);
-  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 
@@ -334,13 +329,17 @@ TEST_CASE("processes: a killed rank stops the others within seconds, naming it",
   // stand-in op starts only once its stream's earlier ops and its deps have finished, so rank 0
   // has finished ops by then (the backward kernels the all-reduce waits for). Rank 0 then waits
   // in an all-reduce of a later step that can never complete: the coordinator sees rank 1's
-  // connection drop, aborts rank 0, and the launch returns with what finished.
+  // connection drop, aborts rank 0, and the launch returns with what finished. "Within seconds"
+  // is checked through the mechanism, not a clock: the heartbeat timeout is set far beyond the
+  // test's CTest timeout, so only the dropped connection can have stopped the run (a run that
+  // waited for heartbeats would be killed by CTest and fail).
   real::LaunchOptions launch;
+  launch.heartbeat_timeout_ms = 3'600'000;
   pid_t pids[2] = {-1, -1};
   launch.on_started = [&pids](int rank, pid_t pid) { pids[rank] = pid; };
   bool killed = false;
   launch.on_message = [&](int rank, real::MsgType type) {
-    if (rank == 0 && type == real::MsgType::kArrive && !killed)
+    if (rank == 0 && type == real::MsgType::kArrive && !killed && pids[1] > 0)
       killed = ::kill(pids[1], SIGKILL) == 0;
   };
   ProcRun run = run_processes(
@@ -349,7 +348,6 @@ TEST_CASE("processes: a killed rank stops the others within seconds, naming it",
   CHECK_FALSE(run.r.complete);
   CHECK(run.report.failed_rank == 1);
   CHECK_THAT(run.report.failure, Catch::Contains("rank 1") && Catch::Contains("signal 9"));
-  CHECK(run.wall_s < 10.0);
   std::size_t kept = 0;
   for (const Op& op : run.p.ops) {
     if (run.p.threads[static_cast<std::size_t>(op.thread)].process == 0 &&
@@ -371,7 +369,7 @@ TEST_CASE("processes: a hung rank is detected by its missing heartbeats",
   launch.on_started = [&pids](int rank, pid_t pid) { pids[rank] = pid; };
   bool frozen = false;
   launch.on_message = [&](int rank, real::MsgType type) {
-    if (rank == 1 && type == real::MsgType::kArrive && !frozen)
+    if (rank == 1 && type == real::MsgType::kArrive && !frozen && pids[1] > 0)
       frozen = ::kill(pids[1], SIGSTOP) == 0;
   };
   ProcRun run = run_processes(
@@ -380,7 +378,6 @@ TEST_CASE("processes: a hung rank is detected by its missing heartbeats",
   CHECK_FALSE(run.r.complete);
   CHECK(run.report.failed_rank == 1);
   CHECK_THAT(run.report.failure, Catch::Contains("heartbeats"));
-  CHECK(run.wall_s < 10.0);
 }
 
 TEST_CASE("processes: a cancelled run stops every rank", "[real][processes]") {
@@ -390,6 +387,7 @@ TEST_CASE("processes: a cancelled run stops every rank", "[real][processes]") {
   core::RunControl control;
   control.cancel = &cancel;
   real::LaunchOptions launch;
+  launch.heartbeat_timeout_ms = 3'600'000;  // only the cancel can stop it (as above)
   launch.on_message = [&cancel](int rank, real::MsgType type) {
     if (rank == 0 && type == real::MsgType::kArrive) cancel = true;
   };
@@ -398,5 +396,4 @@ TEST_CASE("processes: a cancelled run stops every rank", "[real][processes]") {
                     500.0, launch, control);
   CHECK_FALSE(run.r.complete);
   CHECK(run.report.failure.empty());  // nobody failed: it was interrupted
-  CHECK(run.wall_s < 10.0);
 }

@@ -371,7 +371,8 @@ std::string gpt3d(std::int64_t vocab = 1000, int steps = 1) {
   return R"({"cluster": {"gpus_per_node": 8, "gpu": "A100-SXM4-80GB"}, "model": {"gpt": {"layers": 4,
     "hidden": 256, "heads": 8, "seq_len": 128, "vocab": )" +
          std::to_string(vocab) + R"(}}, "training": {"global_batch": 16, "precision": "bf16",
-    "steps": )" + std::to_string(steps) +
+    "steps": )" +
+         std::to_string(steps) +
          R"(}, "strategy": {"kind": "3d", "dp": 2, "tp": 2, "pp": 2, "micro_batch_size": 1}})";
 }
 
@@ -381,15 +382,16 @@ TEST_CASE("parser: a conflict between --set values names every key and its origi
           "[parser][overrides]") {
   // 4 layers over pp 2 x virtual_stages 4 = 8 chunks: layers, pp and virtual_stages conflict, and
   // the two that were --set say so; pp comes from the file.
-  const InputError e = expect_error(
-      gpt3d(), "conflicting keys model.gpt.layers (file), strategy.pp (file), "
-               "strategy.virtual_stages (--set strategy.virtual_stages)",
-      "is not divisible by pp * virtual_stages = 8",
-      {"strategy.schedule=interleaved", "strategy.virtual_stages=4"});
+  const InputError e = expect_error(gpt3d(),
+                                    "conflicting keys model.gpt.layers (file), strategy.pp (file), "
+                                    "strategy.virtual_stages (--set strategy.virtual_stages)",
+                                    "is not divisible by pp * virtual_stages = 8",
+                                    {"strategy.schedule=interleaved", "strategy.virtual_stages=4"});
   // The issue's case: --set model.gpt.layers=70 --set strategy.pp=8 --set
   // strategy.virtual_stages=1 on 8 GPUs (dp 1, tp 1): 70 % 8 != 0, and all three are named.
-  expect_error(gpt3d(), "conflicting keys model.gpt.layers (--set model.gpt.layers), strategy.pp "
-                        "(--set strategy.pp), strategy.virtual_stages (--set strategy.virtual_stages)",
+  expect_error(gpt3d(),
+               "conflicting keys model.gpt.layers (--set model.gpt.layers), strategy.pp "
+               "(--set strategy.pp), strategy.virtual_stages (--set strategy.virtual_stages)",
                "model.gpt.layers 70 is not divisible",
                {"model.gpt.layers=70", "strategy.pp=8", "strategy.dp=1", "strategy.tp=1",
                 "strategy.virtual_stages=1"});
@@ -426,7 +428,8 @@ TEST_CASE("parser: the trace-size limit applies to written traces only", "[parse
   }
   // One step: the steps are no lever; with symmetry on and micro-batches, the lever is the batch
   // and the hint names fewer, larger micro-batches, never fewer steps.
-  const Scenario one = parse_scenario_string(gpt3d(1000, 1), kFile, {"limits.max_trace_events=1000"});
+  const Scenario one =
+      parse_scenario_string(gpt3d(1000, 1), kFile, {"limits.max_trace_events=1000"});
   try {
     check_trace_limit(one);
     FAIL("no InputError");
@@ -437,4 +440,31 @@ TEST_CASE("parser: the trace-size limit applies to written traces only", "[parse
     CHECK(e.hint().find("micro_batch_size") != std::string::npos);
   }
   CHECK_NOTHROW(check_trace_limit(parse_scenario_string(gpt3d(1000, 2), kFile)));
+}
+
+TEST_CASE("parser: --per-rank with every rank counts every GPU's replica", "[parser][limits]") {
+  // gpt3d for 2 steps: 15,104 events simulated (1 replica under rank symmetry, above); every
+  // rank's file holds its replica's events, dp 2 x tp 2 = 4 replicas: 60,416 events.
+  const Scenario s =
+      parse_scenario_string(gpt3d(1000, 2), kFile, {"limits.max_per_rank_events=60416"});
+  CHECK_NOTHROW(check_per_rank_limit(s));
+  const Scenario over =
+      parse_scenario_string(gpt3d(1000, 2), kFile, {"limits.max_per_rank_events=60415"});
+  try {
+    check_per_rank_limit(over);
+    FAIL("no InputError");
+  } catch (const InputError& e) {
+    INFO(e.what());
+    CHECK(e.json_path() == "limits.max_per_rank_events");
+    CHECK(std::string(e.what()).find("about 60416 events") != std::string::npos);
+    CHECK(std::string(e.what()).find("x 4 model replicas") != std::string::npos);
+    // The levers: the simulated GPUs' files only (8 GPUs x 1 / 4 replicas = 2), raising the
+    // limit; 2 steps are below HTA's 3, so not fewer steps.
+    CHECK(e.hint().find("--per-rank-representatives writes the 2 simulated GPUs' files") !=
+          std::string::npos);
+    CHECK(e.hint().find("limits.max_per_rank_events=N") != std::string::npos);
+    CHECK(e.hint().find("training.steps") == std::string::npos);
+  }
+  // The default (50,000,000) is far above this run.
+  CHECK_NOTHROW(check_per_rank_limit(parse_scenario_string(gpt3d(1000, 2), kFile)));
 }

@@ -259,3 +259,37 @@ TEST_CASE("simrun --ranks runs one GPU's ops with the rest simulated", "[cli][re
   CHECK(far.code == 2);
   CHECK(far.err.find("--ranks") != std::string::npos);
 }
+
+TEST_CASE("simrun --per-rank on a symmetric run: every rank, or the representatives said aloud",
+          "[cli]") {
+  // llama3_1_8b_8xh100_fsdp2: FSDP2 over 8 GPUs, simulated as 1 representative standing for 8.
+  const std::string scen = test::scenario_path("llama3_1_8b_8xh100_fsdp2.json");
+  const fs::path d = fresh_dir("per_rank_sym");
+  Result r = simrun({scen, "-q", "--per-rank", (d / "all").string()});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (int k = 0; k < 8; ++k)
+    CHECK(fs::exists(d / "all" / ("rank-" + std::to_string(k) + ".json")));
+  // Every rank's files above limits.max_per_rank_events: refused before simulating (exit 2,
+  // nothing written), the hint naming the representatives. The files are estimated (docs/limits.md,
+  // "Per-rank files") at 3 steps x 1 micro-batch x (355 layers + 4) x 8 replicas x 16 = 137,856
+  // events, 21 MB at 150 bytes each...
+  r = simrun({scen, "-q", "--per-rank", (d / "refused").string(), "--set",
+              "limits.max_per_rank_events=1000"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("limits.max_per_rank_events") != std::string::npos);
+  CHECK(r.err.find("about 137856 events") != std::string::npos);
+  CHECK(r.err.find("about 21 MB of JSON in 8 files") != std::string::npos);
+  CHECK(r.err.find("--per-rank-representatives writes the 1 simulated GPUs' files") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(d / "refused"));
+  // ...which --per-rank-representatives writes as one file, saying on stderr, even with -q, the
+  // ranks it stands for.
+  r = simrun({scen, "-q", "--per-rank", (d / "reps").string(), "--per-rank-representatives"});
+  REQUIRE(r.code == 0);
+  CHECK(fs::exists(d / "reps" / "rank-0.json"));
+  CHECK_FALSE(fs::exists(d / "reps" / "rank-1.json"));
+  CHECK(r.err.find("1 files in " + (d / "reps").string() +
+                   " for 8 ranks: rank-0.json stands for ranks 0-7") != std::string::npos);
+  fs::remove_all(d);
+}

@@ -3,11 +3,18 @@
 // as the full-fidelity simulation of every rank, including where mirror images share links.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "core/lowering/lowering.hpp"
 #include "core/scenario_parser.hpp"
+#include "profiler/chrome_trace_reader.hpp"
+#include "profiler/per_rank_traces.hpp"
 #include "profiler/rank_symmetry.hpp"
 #include "profiler/summary.hpp"
 #include "profiler/trace_diff.hpp"
@@ -231,4 +238,91 @@ TEST_CASE("rank symmetry: the expanded trace summarises like the full-fidelity r
   }
   // Expanding again changes nothing.
   CHECK(prof::expand_mirrored_gpus(b.sym.trace) == 0);
+}
+
+namespace {
+
+std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path d = std::filesystem::temp_directory_path() /
+                                  ("csim_per_rank_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("per-rank files of a symmetric run: every rank, as if the mirrors were expanded first",
+          "[symmetry][trace][sim]") {
+  // tp 2 x pp 2 x dp 2 on 8 GPUs: 2 simulated GPUs (one per stage), each standing for 4.
+  Both b = run_both(cluster_gpt(1, 8, 1, "\"kind\":\"3d\",\"tp\":2,\"pp\":2"));
+  REQUIRE(b.sym.trace.processes.size() == 2);
+  const std::filesystem::path every = fresh_dir("every"), expanded = fresh_dir("expanded"),
+                              reps = fresh_dir("reps");
+  // By default every GPU gets its file, the 6 mirrored ones written from their representative's.
+  const prof::PerRankResult r = prof::write_per_rank_traces(b.sym.trace, every.string());
+  CHECK(r.world_size == 8);
+  REQUIRE(r.files.size() == 8);
+  int mirrored = 0;
+  std::set<int> ranks;
+  for (const prof::PerRankFile& f : r.files) {
+    mirrored += f.mirrored ? 1 : 0;
+    ranks.insert(f.rank);
+    CHECK(f.stands_for == std::vector<int>{f.rank});
+  }
+  CHECK(mirrored == 6);
+  CHECK(ranks == std::set<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  // The same bytes as expanding the mirrors in memory (expand_mirrored_gpus, tested against the
+  // full-fidelity run above) and writing one file per process.
+  prof::Trace t = b.sym.trace;
+  CHECK(prof::expand_mirrored_gpus(t) == 6);
+  prof::write_per_rank_traces(t, expanded.string());
+  for (int rank = 0; rank < 8; ++rank) {
+    CAPTURE(rank);
+    const std::string name = "rank-" + std::to_string(rank) + ".json";
+    const std::string a = file_text(every / name);
+    CHECK_FALSE(a.empty());
+    CHECK(a == file_text(expanded / name));
+  }
+  // A mirrored rank's file is a whole rank as HTA reads it: its own rank and GPU process, every
+  // step and kernel of its representative.
+  const prof::Trace m = prof::read_chrome_trace_file((every / "rank-5.json").string());
+  CHECK(m.rank == 5);
+  CHECK(m.world_size == 8);
+  REQUIRE_FALSE(m.processes.empty());
+  CHECK(m.processes[0].gpu == 5);
+
+  // --per-rank-representatives: the 2 simulated GPUs' files, each naming the 4 ranks it stands
+  // for in clustersim.rank_symmetry.stands_for, together every rank once.
+  const prof::PerRankResult p = prof::write_per_rank_traces(b.sym.trace, reps.string(),
+                                                            prof::PerRankMirrors::kRepresentatives);
+  REQUIRE(p.files.size() == 2);
+  CHECK(p.world_size == 8);
+  std::multiset<int> covered;
+  for (const prof::PerRankFile& f : p.files) {
+    CHECK_FALSE(f.mirrored);
+    REQUIRE(f.stands_for.size() == 4);
+    CHECK(f.stands_for.front() == f.rank);
+    covered.insert(f.stands_for.begin(), f.stands_for.end());
+    const prof::Trace back = prof::read_chrome_trace_file(
+        (reps / ("rank-" + std::to_string(f.rank) + ".json")).string());
+    CHECK(back.metadata["rank_symmetry"]["stands_for"].get<std::vector<int>>() == f.stands_for);
+  }
+  CHECK(covered == std::multiset<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(std::distance(std::filesystem::directory_iterator(reps),
+                      std::filesystem::directory_iterator{}) == 2);
+  for (const auto& d : {every, expanded, reps}) std::filesystem::remove_all(d);
+}
+
+TEST_CASE("rank ranges read as ranges", "[symmetry][trace]") {
+  CHECK(prof::rank_ranges({3, 0, 1, 2, 8, 10, 11}) == "0-3, 8, 10-11");
+  CHECK(prof::rank_ranges({5}) == "5");
+  CHECK(prof::rank_ranges({}).empty());
+  CHECK(prof::rank_ranges({1, 1, 2}) == "1-2");
 }

@@ -13,6 +13,7 @@
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_reader.hpp"
 #include "profiler/chrome_trace_writer.hpp"
+#include "profiler/per_rank_traces.hpp"
 #include "profiler/summary.hpp"
 #include "profiler/trace_classify.hpp"
 

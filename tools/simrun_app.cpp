@@ -11,6 +11,7 @@
 #include "core/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
+#include "profiler/per_rank_traces.hpp"
 #include "profiler/rank_symmetry.hpp"
 #include "profiler/summary.hpp"
 #include "run/mpi_launch.hpp"
@@ -104,6 +105,41 @@ void refuse_real_only_options(const CLI::App& app) {
   }
 }
 
+// What --per-rank wrote (docs/trace-format.md, "Per-rank files"). The simulated GPUs' files only
+// are always said, even with -q: the folder then holds fewer files than the run has ranks.
+void report_per_rank(const prof::PerRankResult& r, const std::string& dir, int steps, bool quiet,
+                     std::ostream& out, std::ostream& err) {
+  std::size_t mirrored = 0, standing = 0;
+  std::vector<int> ranks;
+  for (const prof::PerRankFile& f : r.files) {
+    mirrored += f.mirrored ? 1 : 0;
+    standing += f.stands_for.size() > 1 ? 1 : 0;
+    ranks.push_back(f.rank);
+  }
+  if (standing > 0) {
+    err << "simrun: --per-rank-representatives: " << r.files.size() << " files in " << dir
+        << " for " << r.world_size << " ranks: ";
+    for (std::size_t i = 0; i < r.files.size() && i < 3; ++i)
+      err << (i ? "; " : "") << "rank-" << r.files[i].rank << ".json stands for ranks "
+          << prof::rank_ranges(r.files[i].stands_for);
+    err << (r.files.size() > 3 ? "; ..." : "")
+        << " (clustersim.rank_symmetry.stands_for in each file); HTA reads " << r.files.size()
+        << " ranks: without --per-rank-representatives every rank gets its file\n";
+  } else if (!quiet) {
+    out << "per-rank: " << r.files.size() << " files in " << dir << " (ranks "
+        << prof::rank_ranges(ranks) << ")";
+    if (mirrored > 0)
+      out << ", " << mirrored << " of them mirrored GPUs written from their simulated "
+          << "representative's events";
+    out << "\n";
+  }
+  if (steps < 3 && !quiet)
+    err << "simrun: note: Holistic Trace Analysis leaves out a trace's last ProfilerStep: with "
+        << steps << (steps == 1 ? " step" : " steps") << " it analyses " << steps - 1
+        << "; --set training.steps=3 gives it two (docs/trace-format.md, \"Holistic Trace "
+           "Analysis\")\n";
+}
+
 }  // namespace
 
 int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -139,7 +175,14 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
   app.add_option("-o,--output", trace_path,
                  "write the trace (Chrome Trace Event JSON) to this file");
   app.add_option("--per-rank", per_rank_dir,
-                 "also write one Kineto-style trace per rank into this directory");
+                 "also write one Kineto-style trace per rank into this directory (every rank, "
+                 "rank symmetry's mirrored GPUs included; docs/trace-format.md, \"Per-rank "
+                 "files\")");
+  bool per_rank_reps = false;
+  app.add_flag("--per-rank-representatives", per_rank_reps,
+               "with --per-rank on a run simulated with rank symmetry: write only the simulated "
+               "GPUs' files, each naming the ranks it stands for (for runs too large to write "
+               "every rank: limits.max_per_rank_events, docs/limits.md)");
   app.add_option("--summary", summary_path, "write the summary as JSON to this file");
   app.add_option("--set", overrides,
                  "override a scenario value: dotted.path=VALUE (VALUE read as JSON if it parses)");
@@ -199,6 +242,7 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     const core::Scenario scenario = loader.load();
     const bool writes_trace = !trace_path.empty() || !per_rank_dir.empty();
     if (writes_trace) core::check_trace_limit(scenario);
+    if (!per_rank_dir.empty() && !per_rank_reps) core::check_per_rank_limit(scenario);
     rq.scenario = &scenario;
     rq.launch = launch_of(launch);
     rq.mpi = mpi_support();
@@ -283,7 +327,12 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     if (!per_rank_dir.empty()) {
       notes.writing(written++);
-      prof::write_per_rank_traces(run.trace, per_rank_dir, shown);
+      report_per_rank(
+          prof::write_per_rank_traces(run.trace, per_rank_dir,
+                                      per_rank_reps ? prof::PerRankMirrors::kRepresentatives
+                                                    : prof::PerRankMirrors::kEveryRank,
+                                      shown),
+          per_rank_dir, run.program.steps, quiet, out, err);
     }
     if (!summary_path.empty()) {
       notes.writing(written++);

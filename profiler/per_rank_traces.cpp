@@ -108,8 +108,8 @@ Trace mirror_file(const Trace& rep, std::int32_t rep_pid, const ProcessInfo& pro
 
 }  // namespace
 
-PerRankResult write_per_rank_traces(const Trace& trace, const std::string& dir,
-                                    PerRankMirrors mode, core::Progress* progress) {
+PerRankResult write_per_rank_traces(const Trace& trace, const std::string& dir, PerRankMirrors mode,
+                                    core::Progress* progress) {
   if (progress) progress->begin("writing per-rank traces", 0, "");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

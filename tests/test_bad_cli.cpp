@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "bad_input_catalogue.hpp"
+
 extern char** environ;
 
 namespace {
@@ -124,55 +126,14 @@ std::vector<Case> cli_cases() {
   return out;
 }
 
-// "a.b[2].c" -> "/a/b/2/c" (as tests/test_bad_inputs.cpp applies the cases).
-json::json_pointer pointer_of(const std::string& path) {
-  std::string p, part;
-  for (char ch : path) {
-    if (ch == '.' || ch == '[') {
-      if (!part.empty()) p += "/" + part;
-      part.clear();
-    } else if (ch != ']') {
-      part += ch;
-    }
-  }
-  if (!part.empty()) p += "/" + part;
-  return json::json_pointer(p);
-}
-
-json load_scenario_catalogue() {
-  std::ifstream in(kDir / "cases.json");
-  REQUIRE(in);
-  return json::parse(in);
-}
-
-// cases.json's scenario cases: the base with 'set' applied and 'remove' deleted, written as
-// case.json in the working directory, run as simrun case.json -q -o t.json --summary s.json.
 std::vector<Case> scenario_cases() {
-  const json cat = load_scenario_catalogue();
+  const json cat = csim::test::load_bad_input_catalogue();
   std::vector<Case> out;
   int n = 0;
   for (const json& c : cat.at("cases")) {
     ++n;
-    json doc = cat.at("bases").at(c.at("base").get<std::string>());
     std::string first_path;
-    if (c.contains("set")) {
-      for (auto it = c.at("set").begin(); it != c.at("set").end(); ++it) {
-        if (first_path.empty()) first_path = it.key();
-        doc[pointer_of(it.key())] = it.value();
-      }
-    }
-    if (c.contains("remove")) {
-      for (const json& r : c.at("remove")) {
-        const std::string p = r.get<std::string>();
-        if (first_path.empty()) first_path = p;
-        const json::json_pointer ptr = pointer_of(p);
-        json& parent = doc[ptr.parent_pointer()];
-        if (parent.is_array())
-          parent.erase(static_cast<std::size_t>(std::stoul(ptr.back())));
-        else
-          parent.erase(ptr.back());
-      }
-    }
+    const json doc = csim::test::apply_bad_input_case(cat, c, &first_path);
     Case k;
     k.id = "cases.json#" + std::to_string(n) + " " + c.at("key").get<std::string>();
     k.why = c.at("why");

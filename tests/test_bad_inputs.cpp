@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/scenario_parser.hpp"
+#include "tests/bad_input_catalogue.hpp"
 #include "tests/simrun_cli_support.hpp"
 #include "tests/test_support.hpp"
 
@@ -42,9 +43,10 @@ const std::vector<std::string> kParserKeys = {
     "cluster.degraded_links", "cluster.gpu.base", "cluster.gpu.name", "cluster.gpu.memory_gib",
     "cluster.gpu.peak_fp32_tflops", "cluster.gpu.peak_tf32_tflops", "cluster.gpu.peak_fp16_tflops",
     "cluster.gpu.peak_bf16_tflops", "cluster.gpu.peak_fp8_tflops", "cluster.gpu.mem_bw_gbps",
-    "cluster.gpu.sm_count", "cluster.gpu.nccl_sms", "cluster.gpu.hbm_sharing", "cluster.gpu.compute_capability",
-    "cluster.gpu.kernel_overhead_us", "cluster.gpu.mem_bw_efficiency", "cluster.gpu.efficiency",
-    "cluster.gpu.gemm_tile_efficiency", "cluster.gpu.source", "cluster.gpu.efficiency.gemm", "cluster.gpu.efficiency.elementwise",
+    "cluster.gpu.sm_count", "cluster.gpu.nccl_sms", "cluster.gpu.hbm_sharing",
+    "cluster.gpu.compute_capability", "cluster.gpu.kernel_overhead_us",
+    "cluster.gpu.mem_bw_efficiency", "cluster.gpu.efficiency", "cluster.gpu.gemm_tile_efficiency",
+    "cluster.gpu.source", "cluster.gpu.efficiency.gemm", "cluster.gpu.efficiency.elementwise",
     "cluster.gpu.efficiency.conv", "cluster.gpu.efficiency.attention",
     "cluster.gpu.efficiency.gemm.max_efficiency", "cluster.gpu.efficiency.elementwise.half_flops",
     "cluster.gpu.efficiency.conv.source", "cluster.reserve.cuda_context_mb",
@@ -53,8 +55,7 @@ const std::vector<std::string> kParserKeys = {
     "cluster.intra.nvlink_pairs", "cluster.intra.nvlink_gbps_per_link",
     "cluster.intra.nvswitch_gbps", "cluster.fabric.nodes_per_leaf",
     "cluster.fabric.oversubscription", "cluster.fabric.rail_optimized", "cluster.fabric.sharp",
-    "cluster.stragglers[].gpu",
-    "cluster.stragglers[].slowdown", "cluster.degraded_links[].node",
+    "cluster.stragglers[].gpu", "cluster.stragglers[].slowdown", "cluster.degraded_links[].node",
     "cluster.degraded_links[].nic", "cluster.degraded_links[].gpu",
     "cluster.degraded_links[].factor",
     // host
@@ -110,41 +111,19 @@ const std::vector<std::string> kParserKeys = {
     "strategy.schedule", "strategy.virtual_stages", "strategy.zero_stage", "strategy.fsdp_sharding",
     "strategy.prefetch", "strategy.overlap_grad_reduce", "strategy.recompute", "strategy.split_at",
     "strategy.stage_layers", "strategy.first_stage_layers", "strategy.last_stage_layers",
-    "strategy.account_for_embedding", "strategy.account_for_loss",
-    "strategy.recompute_every", "strategy.fsdp_version", "strategy.reshard_after_forward",
-    "strategy.reduce_dtype", "strategy.replicate", "strategy.distributed_optimizer",
-    "strategy.megatron_fsdp", "strategy.stage3_prefetch_bucket_size",
-    "strategy.stage3_max_live_parameters", "strategy.stage3_max_reuse_distance",
-    "strategy.stage3_param_persistence_threshold", "strategy.reduce_bucket_size",
-    "strategy.overlap_comm", "strategy.limit_all_gathers", "strategy.forward_prefetch",
-    "strategy.backward_prefetch",
+    "strategy.account_for_embedding", "strategy.account_for_loss", "strategy.recompute_every",
+    "strategy.fsdp_version", "strategy.reshard_after_forward", "strategy.reduce_dtype",
+    "strategy.replicate", "strategy.distributed_optimizer", "strategy.megatron_fsdp",
+    "strategy.stage3_prefetch_bucket_size", "strategy.stage3_max_live_parameters",
+    "strategy.stage3_max_reuse_distance", "strategy.stage3_param_persistence_threshold",
+    "strategy.reduce_bucket_size", "strategy.overlap_comm", "strategy.limit_all_gathers",
+    "strategy.forward_prefetch", "strategy.backward_prefetch",
     // nccl, simulation, limits
-    "nccl.algo", "nccl.proto", "nccl.p2p_disable", "simulation.symmetry", "limits.max_gpus", "limits.max_steps",
-    "limits.max_layers", "limits.max_trace_events", "limits.max_per_rank_events"};
+    "nccl.algo", "nccl.proto", "nccl.p2p_disable", "simulation.symmetry", "limits.max_gpus",
+    "limits.max_steps", "limits.max_layers", "limits.max_trace_events",
+    "limits.max_per_rank_events"};
 
 const fs::path kDir = fs::path(CSIM_SOURCE_DIR) / "tests" / "bad_inputs";
-
-json load_catalogue() {
-  std::ifstream in(kDir / "cases.json");
-  REQUIRE(in);
-  return json::parse(in);
-}
-
-// "a.b[2].c" -> "/a/b/2/c"
-json::json_pointer pointer_of(const std::string& path) {
-  std::string p;
-  std::string part;
-  for (char ch : path) {
-    if (ch == '.' || ch == '[') {
-      if (!part.empty()) p += "/" + part;
-      part.clear();
-    } else if (ch != ']') {
-      part += ch;
-    }
-  }
-  if (!part.empty()) p += "/" + part;
-  return json::json_pointer(p);
-}
 
 struct Outcome {
   int code;
@@ -207,7 +186,7 @@ std::string last_component(const std::string& path) {
 
 TEST_CASE("bad inputs: every base scenario of the catalogue is valid", "[bad_inputs]") {
   // So that each case fails for the one thing it changes.
-  const json cat = load_catalogue();
+  const json cat = csim::test::load_bad_input_catalogue();
   for (auto it = cat.at("bases").begin(); it != cat.at("bases").end(); ++it) {
     INFO("base " << it.key());
     CHECK_NOTHROW(csim::core::parse_scenario_string(it.value().dump(), it.key()));
@@ -216,31 +195,13 @@ TEST_CASE("bad inputs: every base scenario of the catalogue is valid", "[bad_inp
 
 TEST_CASE("bad inputs: every case of the catalogue exits 2 naming file, path and problem",
           "[bad_inputs]") {
-  const json cat = load_catalogue();
+  const json cat = csim::test::load_bad_input_catalogue();
   const fs::path dir = csim::test::fresh_dir("csim_bad_inputs_", "cases");
   int n = 0;
   for (const json& c : cat.at("cases")) {
     ++n;
-    json doc = cat.at("bases").at(c.at("base").get<std::string>());
     std::string first_path;
-    if (c.contains("set")) {
-      for (auto it = c.at("set").begin(); it != c.at("set").end(); ++it) {
-        if (first_path.empty()) first_path = it.key();
-        doc[pointer_of(it.key())] = it.value();
-      }
-    }
-    if (c.contains("remove")) {
-      for (const json& r : c.at("remove")) {
-        const std::string p = r.get<std::string>();
-        if (first_path.empty()) first_path = p;
-        const json::json_pointer ptr = pointer_of(p);
-        json& parent = doc[ptr.parent_pointer()];
-        if (parent.is_array())
-          parent.erase(static_cast<std::size_t>(std::stoul(ptr.back())));
-        else
-          parent.erase(ptr.back());
-      }
-    }
+    const json doc = csim::test::apply_bad_input_case(cat, c, &first_path);
     const std::string path = c.value("path", first_path);
     const fs::path file = dir / ("case" + std::to_string(n) + ".json");
     {
@@ -263,7 +224,7 @@ TEST_CASE("bad inputs: every case of the catalogue exits 2 naming file, path and
 }
 
 TEST_CASE("bad inputs: whole files (not JSON, empty, truncated, limits) exit 2", "[bad_inputs]") {
-  const json cat = load_catalogue();
+  const json cat = csim::test::load_bad_input_catalogue();
   const fs::path dir = csim::test::fresh_dir("csim_bad_inputs_", "files");
   for (const json& c : cat.at("files")) {
     const fs::path file = kDir / c.at("file").get<std::string>();
@@ -288,7 +249,7 @@ TEST_CASE("bad inputs: whole files (not JSON, empty, truncated, limits) exit 2",
 }
 
 TEST_CASE("bad inputs: the catalogue covers every key of the scenario format", "[bad_inputs]") {
-  const json cat = load_catalogue();
+  const json cat = csim::test::load_bad_input_catalogue();
   std::set<std::string> covered;
   for (const json& c : cat.at("cases")) covered.insert(c.at("key").get<std::string>());
   for (const std::string& k : kParserKeys) {

@@ -417,10 +417,10 @@ TEST_CASE("interrupt: a sweep keeps its finished variants and resumes", "[interr
     // the sweep exits at once and the file keeps its last checkpoint. Which one is the machine's
     // timing; each must be said in full.
     const bool while_running =
-        said.find("simrun sweep: interrupted; the variants under way finish, then the finished "
-                  "ones are written to " +
-                  out.string() + ", marked incomplete (the same command resumes)") !=
-        std::string::npos;
+        said.find(
+            "simrun sweep: interrupted; the variants under way finish, then the finished "
+            "ones are written to " +
+            out.string() + ", marked incomplete (the same command resumes)") != std::string::npos;
     const bool while_writing =
         said.find("simrun sweep: interrupted while writing the outputs; exiting at once; " +
                   out.string() + " keeps its last checkpoint (the same command resumes from it)") !=

@@ -131,7 +131,7 @@ TEST_CASE("progress: a simulated run reports every phase with its total, counted
   const fs::path dir = test::fresh_dir("csim_progress_", "sim");
   run::write_trace_file(r, sc, (dir / "t.json").string(), &rec);
   prof::write_per_rank_traces(r.trace, (dir / "ranks").string(), prof::PerRankMirrors::kEveryRank,
-                             &rec);
+                              &rec);
   (void)prof::summarize(r.trace, &rec);
   rec.close();
   check_all_counted(rec);

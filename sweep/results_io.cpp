@@ -138,6 +138,9 @@ void check_header(const std::string& path, const ResultsHeader& got, const Resul
   if (got.scenario != expect.scenario)
     not_ours(path, "its scenario is '" + got.scenario + "', not '" + expect.scenario + "'");
   if (got.keys != expect.keys) not_ours(path, "its knobs differ from this sweep's --grid keys");
+  if (got.base != expect.base)
+    not_ours(path, "its base (the --hf-config and --set applied before the grid) is " + got.base +
+                       ", this sweep's " + expect.base);
 }
 
 std::vector<VariantResult> read_json(const std::string& path, const std::string& text,
@@ -148,6 +151,7 @@ std::vector<VariantResult> read_json(const std::string& path, const std::string&
     not_ours(path, "it is not a csim-sweep JSON file");
   ResultsHeader h;
   h.scenario = doc.value("scenario", "");
+  h.base = doc.value("base", "none");
   for (const json& k : doc.value("keys", json::array())) h.keys.push_back(k.get<std::string>());
   check_header(path, h, expect);
   std::vector<VariantResult> rows;
@@ -168,12 +172,14 @@ std::vector<VariantResult> read_csv(const std::string& path, std::istream& in,
                                     const ResultsHeader& expect) {
   std::string line;
   ResultsHeader h;
-  // "# csim-sweep scenario=PATH variants=N complete=BOOL"
+  // "# csim-sweep scenario=PATH variants=N done=D complete=BOOL base=FINGERPRINT" (no base: none)
   if (!std::getline(in, line) || line.rfind(std::string("# ") + kFormat, 0) != 0)
     not_ours(path, "it is not a csim-sweep CSV file (no '# csim-sweep' first line)");
   const std::size_t s = line.find(" scenario="), v = line.rfind(" variants=");
   if (s == std::string::npos || v == std::string::npos || v < s) not_ours(path, "bad first line");
   h.scenario = line.substr(s + 10, v - s - 10);
+  if (const std::size_t b = line.rfind(" base="); b != std::string::npos && b > v)
+    h.base = line.substr(b + 6, line.find(' ', b + 6) - (b + 6));
   if (!std::getline(in, line)) not_ours(path, "no column line");
   const std::vector<std::string> cols = csv_split(line);
   if (cols.size() != 1 + expect.keys.size() + kFigureColumns.size() || cols[0] != "index")
@@ -257,12 +263,27 @@ void sort_results(std::vector<VariantResult>& rows, SortKey key) {
   });
 }
 
+std::string base_fingerprint(const std::vector<std::string>& overrides) {
+  if (overrides.empty()) return "none";
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a, 64-bit offset basis and prime
+  for (const std::string& o : overrides) {
+    for (const char c : o + "\n") {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
 void write_results(const std::string& path, const ResultsHeader& h,
                    const std::vector<VariantResult>& rows) {
   prof::write_file_atomically(path, [&](std::ostream& os) {
     if (is_csv(path)) {
       os << "# " << kFormat << " scenario=" << h.scenario << " variants=" << h.variants_total
-         << " done=" << rows.size() << " complete=" << (h.complete ? "true" : "false") << "\n";
+         << " done=" << rows.size() << " complete=" << (h.complete ? "true" : "false")
+         << " base=" << h.base << "\n";
       os << "index";
       for (const std::string& k : h.keys) os << ',' << csv_field(k);
       for (const std::string& c : kFigureColumns) os << ',' << c;
@@ -279,7 +300,8 @@ void write_results(const std::string& path, const ResultsHeader& h,
     }
     json doc = {{"format", kFormat},   {"scenario", h.scenario},
                 {"keys", h.keys},      {"variants_total", h.variants_total},
-                {"done", rows.size()}, {"complete", h.complete}};
+                {"done", rows.size()}, {"complete", h.complete},
+                {"base", h.base}};
     json out = json::array();
     for (const VariantResult& r : rows) out.push_back(row_json(h, r));
     doc["rows"] = std::move(out);

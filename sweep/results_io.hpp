@@ -14,11 +14,18 @@
 namespace csim::sweep {
 
 struct ResultsHeader {
-  std::string scenario;            // the scenario path as given
+  std::string scenario;  // the scenario path as given
+  // What the sweep changed in the scenario before its grid (--hf-config's model, then the --set
+  // overrides), as base_fingerprint() gives it: a file is resumed only by the same base.
+  std::string base = "none";
   std::vector<std::string> keys;   // knob keys, in order
   std::size_t variants_total = 0;  // variants in the sweep
   bool complete = false;           // every variant simulated
 };
+
+// "none" without overrides, else 16 hex digits of the 64-bit FNV-1a hash of the overrides, each
+// followed by a newline (docs/sweep.md, "Results file").
+std::string base_fingerprint(const std::vector<std::string>& overrides);
 
 enum class SortKey { kThroughput, kStepTime, kMfu, kMemory, kIndex };
 bool parse_sort_key(const std::string& text, SortKey* out);

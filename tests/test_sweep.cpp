@@ -185,6 +185,16 @@ TEST_CASE("simrun sweep resumes from a partial results file and ends with the sa
     CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
 }
 
+TEST_CASE("a sweep's base fingerprint is FNV-1a over its overrides, each with a newline",
+          "[sweep]") {
+  CHECK(sweep::base_fingerprint({}) == "none");
+  // FNV-1a 64 of "a" is af63dc4c8601ec8c (the published test vector of the FNV reference code);
+  // one more byte, '\n' (0x0a): (0xaf63dc4c8601ec8c ^ 0x0a) * 1099511628211 mod 2^64.
+  CHECK(sweep::base_fingerprint({"a"}) == "089bdc07b544e7b2");
+  // Order matters: --hf-config's model first, then the --set ones, as applied.
+  CHECK(sweep::base_fingerprint({"a", "b"}) != sweep::base_fingerprint({"b", "a"}));
+}
+
 TEST_CASE("simrun sweep refuses an unknown knob and another sweep's results file (exit 2)",
           "[sweep][cli]") {
   const fs::path d = test::fresh_dir("sweep", "bad");
@@ -202,6 +212,17 @@ TEST_CASE("simrun sweep refuses an unknown knob and another sweep's results file
   CHECK(r2.code == 2);
   CHECK(r2.err.find("cannot resume") != std::string::npos);
   CHECK(r2.err.find("--fresh") == std::string::npos);  // the hint names -o or deleting
+  // The same grid over another base (a --set applied before the grid) is another sweep too: its
+  // rows would mix variants of two scenarios under the same knob values. y.csv's base is "none"
+  // (no --set, no --hf-config); this one's is the FNV-1a fingerprint of its one override.
+  const test::CliResult r3 =
+      test::run_simrun({"sweep", scen, "-q", "--grid", "training.steps=2,3", "--set",
+                        "training.global_batch=64", "-o", (d / "y.csv").string()});
+  INFO(r3.err);
+  CHECK(r3.code == 2);
+  CHECK(r3.err.find("its base (the --hf-config and --set applied before the grid) is none, this "
+                    "sweep's " +
+                    sweep::base_fingerprint({"training.global_batch=64"})) != std::string::npos);
 }
 
 // [SECTION] Tune ---------------------------------------------------------------------------------

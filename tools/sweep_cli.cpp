@@ -129,6 +129,7 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
 
     sweep::ResultsHeader header;
     header.scenario = scenario_path;
+    header.base = sweep::base_fingerprint(base_sets);
     for (const sweep::Knob& k : knobs) header.keys.push_back(k.key);
     header.variants_total = variants.size();
     // Resume: rows of an earlier run of the same sweep are kept, their variants skipped.

@@ -7,13 +7,16 @@
 # -numpy, -plotly, -networkx, -tqdm and -psutil installed.
 #
 # usage: scripts/hta-check.sh HTA_WORK_TREE [--build DIR] [--out DIR] [--table FILE] [--keep]
-#                             [SCENARIO.json ...]
+#                             [--resume] [SCENARIO.json ...]
 #   --build DIR   simrun's build (default build/release)
 #   --out DIR     where the per-rank folders and results go (default a new temporary folder)
 #   --table FILE  also write the results as a Markdown table (docs/measured/hta-check.md)
+#   --resume      with --out: skip the runs whose results are already in DIR (an interrupted check
+#                 goes on where it stopped; the table covers every result in DIR)
 #   --keep        keep the per-rank folders (by default each is removed once checked: the large
 #                 runs write gigabytes)
-#   SCENARIO...   check only these (default: scenarios/*.json, single-GPU runs left out)
+#   SCENARIO...   check only these (default: scenarios/*.json, single-GPU runs left out, fewest
+#                 GPUs first: HTA loads 4 GB of per-rank JSON in about 10 minutes on 2 cores)
 #
 # Each run is written as `simrun SCENARIO --per-rank DIR` writes it by default (every rank). When
 # simrun refuses that (more than limits.max_per_rank_events, docs/limits.md), it follows the
@@ -24,17 +27,18 @@
 # 1 otherwise, 2 usage error or HTA missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-usage="usage: scripts/hta-check.sh HTA_WORK_TREE [--build DIR] [--out DIR] [--table FILE] [--keep] [SCENARIO.json ...]"
+usage="usage: scripts/hta-check.sh HTA_WORK_TREE [--build DIR] [--out DIR] [--table FILE] [--keep] [--resume] [SCENARIO.json ...]"
 [[ $# -ge 1 && $1 != -* ]] || { echo "$usage" >&2; exit 2; }
 hta=$1
 shift
-build=build/release out="" table="" keep=0 scenarios=()
+build=build/release out="" table="" keep=0 resume=0 scenarios=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=${2:?$usage}; shift 2 ;;
     --out) out=${2:?$usage}; shift 2 ;;
     --table) table=${2:?$usage}; shift 2 ;;
     --keep) keep=1; shift ;;
+    --resume) resume=1; shift ;;
     -*) echo "hta-check: unknown option $1" >&2; echo "$usage" >&2; exit 2 ;;
     *) scenarios+=("$1"); shift ;;
   esac
@@ -45,7 +49,13 @@ simrun=$build/tools/simrun
 [[ -n $out ]] || out=$(mktemp -d -t csim_hta_XXXXXX)
 mkdir -p "$out" || exit 2
 given=${#scenarios[@]}
-[[ $given -gt 0 ]] || scenarios=(scenarios/*.json)
+# Fewest GPUs first, so that the quick results come first (then by name).
+[[ $given -gt 0 ]] || mapfile -t scenarios < <(/usr/bin/python3 -c '
+import glob, json
+def gpus(p):
+    c = json.load(open(p)).get("cluster", {})
+    return c.get("nodes", 1) * c.get("gpus_per_node", 1) if isinstance(c, dict) else 0
+for p in sorted(glob.glob("scenarios/*.json"), key=lambda p: (gpus(p), p)): print(p)')
 check=scripts/hta_check.py
 failed=0
 
@@ -54,6 +64,10 @@ failed=0
 run() {
   local name=$1 note=$2 dir=$out/$1 how="every rank"
   shift 2
+  if [[ $resume -eq 1 && -f $out/$name.how && -f $out/$name.json ]]; then
+    echo "=== $name: done in an earlier run ($out/$name.how)"
+    return
+  fi
   rm -rf "${dir:?}" "$out/$name.json" "$out/$name.how"
   echo "=== $name: simrun $* --per-rank $dir"
   if ! "$simrun" "$@" -q --per-rank "$dir" 2>"$out/$name.err"; then
@@ -82,6 +96,14 @@ run() {
   [[ $keep -eq 1 ]] || rm -rf "${dir:?}"
 }
 
+# First, beyond the bundled files: DDP on the DataParallel scenario, and the real executor (stand-in GPUs,
+# one process per rank), whose per-rank files come from a real run's trace; with the default list.
+if [[ $given -eq 0 ]]; then
+  run "dp_vs_ddp_4x1080ti@ddp" "--set strategy.kind=ddp" scenarios/dp_vs_ddp_4x1080ti.json --set strategy.kind=ddp
+  run "linear_5x2_dp2@standin" "real run: --backend standin --launch processes, DDP" \
+    scenarios/linear_5x2_dp2.json --set strategy.kind=ddp --backend standin --launch processes
+fi
+
 for s in "${scenarios[@]}"; do
   name=$(basename "$s" .json)
   steps=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("training", {}).get("steps", 3))' "$s" 2>/dev/null || echo 3)
@@ -92,14 +114,6 @@ for s in "${scenarios[@]}"; do
     run "$name" "" "$s"
   fi
 done
-# Beyond the bundled files: DDP on the DataParallel scenario, and the real executor (stand-in GPUs,
-# one process per rank), whose per-rank files come from a real run's trace; with the default list.
-if [[ $given -eq 0 ]]; then
-  run "dp_vs_ddp_4x1080ti@ddp" "--set strategy.kind=ddp" scenarios/dp_vs_ddp_4x1080ti.json --set strategy.kind=ddp
-  run "linear_5x2_dp2@standin" "real run: --backend standin --launch processes, DDP" \
-    scenarios/linear_5x2_dp2.json --set strategy.kind=ddp --backend standin --launch processes
-fi
-
 # The table, from hta_check.py's JSON results.
 /usr/bin/python3 - "$out" "$hta" "${table:-}" <<'EOF'
 import datetime, glob, json, os, sys

@@ -17,15 +17,17 @@ DIR             a folder of Kineto-style per-rank traces (`simrun --per-rank DIR
                 it is the slowest analysis, and a pipeline's first and last stages differ most
 --json FILE     also write the results as JSON (scripts/hta-check.sh builds its table from it)
 
-Prints one line per analysis, `NAME ok|FAIL|empty FIGURES`:
+Prints one line per analysis, `NAME ok|n/a|FAIL|empty FIGURES`:
   ok     the analysis returned a result with no NaN or infinite number in it
+  n/a    its NaN is the right answer for the run, and the line says why (only: the
+         communication overlap of a run with no communication kernel, 0/0)
   FAIL   it raised, reported failure, or its result has a NaN / infinity (named, with where)
   empty  it returned nothing (None, an empty table)
 and a `load` line before them: the ranks HTA read, against the files' distributedInfo.world_size
 (a folder that holds fewer ranks than the run had is a load FAIL: HTA would silently analyse part
 of the run, as `--per-rank` on a symmetric run did before it wrote every rank).
 
-Exit status: 0 every required analysis ok; 1 the traces do not load or a required analysis is not
+Exit status: 0 every required analysis ok or n/a; 1 the traces do not load or a required analysis is not
 ok; 2 usage error, or HTA or its packages cannot be imported (a caller reports a skip).
 The analyses and why each needs what it needs: docs/trace-format.md, "Holistic Trace Analysis".
 """
@@ -163,6 +165,8 @@ def pct(values):
 class Checker:
     def __init__(self, ta, ranks, cp_ranks):
         self.ta, self.ranks, self.cp_ranks = ta, ranks, cp_ranks
+        # analysis -> why its NaN is the right answer for this run (status n/a, not FAIL)
+        self.undefined = {}
 
     def temporal(self):
         df = self.ta.get_temporal_breakdown(visualize=False)
@@ -172,6 +176,13 @@ class Checker:
     def overlap(self):
         df = self.ta.get_comm_comp_overlap(visualize=False)
         col = [c for c in df.columns if "overlap" in c.lower()][0]
+        # HTA's share is overlapped time / communication kernel time: 0/0 (NaN) for a run with no
+        # communication kernel, such as model parallelism whose activations cross GPUs as peer
+        # copies (kernel type MEMORY). Undefined there, as on a real trace of such a run.
+        by_type, _ = self.ta.get_gpu_kernel_breakdown(visualize=False)
+        if df[col].isna().any() and "COMMUNICATION" not in set(by_type["kernel_type"]):
+            self.undefined["overlap"] = ("no communication kernel in the run: HTA's overlap share "
+                                         "is 0/0 (NaN)")
         return df, f"comm overlapped {pct(df[col])} %"
 
     def kernels(self):
@@ -343,6 +354,8 @@ def main(argv):
             bad = non_finite(result)
             if is_empty(result):
                 status, fig = "empty", "returned nothing"
+            elif bad and name in checker.undefined:
+                status, fig = "n/a", f"{checker.undefined[name]}; {fig}"
             elif bad:
                 status, fig = "FAIL", f"NaN or infinity in the result: {bad}; {fig}"
             else:
@@ -352,13 +365,15 @@ def main(argv):
         secs = time.monotonic() - t1
         print(f"{name} {status} {fig}")
         report["analyses"][name] = {"status": status, "figures": fig, "seconds": round(secs, 1)}
-        if name in required and status != "ok":
+        if name in required and status not in ("ok", "n/a"):
             not_ok.append(name)
     write_json(a.json, report)
     if not_ok:
         print(f"hta_check: not ok: {','.join(not_ok)}")
         return EXIT_NOT_OK
-    print(f"hta_check: {len(required)} required analyses ok on {len(loaded)} ranks")
+    na = [n for n in required if report["analyses"][n]["status"] == "n/a"]
+    print(f"hta_check: {len(required) - len(na)} required analyses ok on {len(loaded)} ranks" +
+          (f", {len(na)} n/a ({','.join(na)}: undefined for this run)" if na else ""))
     return EXIT_OK
 
 

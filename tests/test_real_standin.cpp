@@ -357,6 +357,28 @@ TEST_CASE("processes: a killed rank stops the others within seconds, naming it",
   CHECK(kept > 0);  // rank 0's completed ops are kept
 }
 
+TEST_CASE("processes: a rank killed as it starts stops the run at once, naming it",
+          "[real][processes][faults]") {
+  // Rank 1 is killed as soon as it is forked. If it had not connected to the coordinator yet,
+  // there is no connection to drop: its exit itself, reaped by the coordinator, must end the run
+  // ("before connecting"); if it had (its hello can be sent within microseconds of the fork),
+  // the dropped connection does ("before finishing"). Which one is the machine's timing: on a
+  // loaded machine the first happened, and the run then waited for the heartbeat timeout. Here
+  // that timeout is far beyond CTest's, so a run that waited for it fails by timing out.
+  real::LaunchOptions launch;
+  launch.heartbeat_timeout_ms = 3'600'000;
+  bool killed = false;
+  launch.on_started = [&killed](int rank, pid_t pid) {
+    if (rank == 1) killed = ::kill(pid, SIGKILL) == 0;
+  };
+  ProcRun run = run_processes(
+      scenario("linear_5x2_dp2.json", {"strategy.kind=ddp", "training.steps=10"}), 1.0, launch);
+  REQUIRE(killed);
+  CHECK_FALSE(run.r.complete);
+  CHECK(run.report.failed_rank == 1);
+  CHECK_THAT(run.report.failure, Catch::Contains("rank 1") && Catch::Contains("signal 9"));
+}
+
 TEST_CASE("processes: a hung rank is detected by its missing heartbeats",
           "[real][processes][faults]") {
   // SIGSTOP freezes rank 1 (alive, connection open, silent) when it arrives at its first bucket

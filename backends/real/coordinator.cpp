@@ -273,6 +273,19 @@ void Coordinator::loop(int& listen_fd, std::int64_t zero, const core::RunControl
         gone(r);
       }
     }
+    // A forked rank that died before connecting (killed, or failed at start-up) has no
+    // connection to drop: its exit is the event, reaped here, not a heartbeat timeout later.
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      RankState& st = ranks_[r];
+      if (st.finished || st.failed || st.fd >= 0 || st.pid <= 0) continue;
+      int status = 0;
+      if (::waitpid(st.pid, &status, WNOHANG) != st.pid) continue;
+      const std::string how = describe_exit(st.pid, status);
+      st.pid = -1;
+      st.failed = true;
+      abort_all(static_cast<int>(r),
+                "rank " + std::to_string(r) + " " + how + " before connecting");
+    }
     // A rank that never connected, or went silent (heartbeats come from their own thread, so a
     // rank blocked in a collective still sends them), is declared failed and killed.
     for (std::size_t r = 0; r < ranks_.size(); ++r) {

@@ -411,4 +411,3 @@ TEST_CASE("atomic writes leave no temporary behind on failure", "[trace]") {
   CHECK(fs::is_empty(dir));
   fs::remove_all(dir);
 }
-

@@ -3,8 +3,10 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer (asan preset). The golden traces are compared
 # byte for byte in both builds, which also checks that the simulator is deterministic across presets.
 # Then the threaded real-execution tests (the executor on the CPU stand-in device) under
-# ThreadSanitizer (tsan preset, which builds only what those tests need). Last, the fuzz targets
-# for CSIM_CI_FUZZ_SECONDS (default 20) each (scripts/fuzz.sh).
+# ThreadSanitizer (tsan preset, which builds only what those tests need). Then the fuzz targets
+# for CSIM_CI_FUZZ_SECONDS (default 20) each (scripts/fuzz.sh). Last, the release suite again on a
+# clone of the committed tree with nothing beside it (scripts/standalone-check.sh): the repository
+# must pass its own tests without ../shared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -25,3 +27,5 @@ done
 fuzz_seconds=${CSIM_CI_FUZZ_SECONDS:-20}
 echo "=== tests: fuzz, ${fuzz_seconds}s per target"
 scripts/fuzz.sh "$fuzz_seconds"
+# The repository alone (docs/ci.md, "The repository alone"): compiled through the same ccache.
+scripts/standalone-check.sh

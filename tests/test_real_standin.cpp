@@ -307,6 +307,18 @@ ProcRun run_processes(const core::Scenario& s, double time_scale, real::LaunchOp
 
 }  // namespace
 
+namespace {
+
+// A run stopped because rank 1 was killed (SIGKILL): incomplete, and the failure names the rank
+// and the signal.
+void check_stopped_by_killed_rank_1(const ProcRun& run) {
+  CHECK_FALSE(run.r.complete);
+  CHECK(run.report.failed_rank == 1);
+  CHECK_THAT(run.report.failure, Catch::Contains("rank 1") && Catch::Contains("signal 9"));
+}
+
+}  // namespace
+
 TEST_CASE("processes: DDP ranks as processes, merged into one valid timeline",
           "[real][processes]") {
   // One forked process per DDP rank; their bucket all-reduces meet through the coordinator. The
@@ -345,9 +357,7 @@ TEST_CASE("processes: a killed rank stops the others within seconds, naming it",
   ProcRun run = run_processes(
       scenario("linear_5x2_dp2.json", {"strategy.kind=ddp", "training.steps=10"}), 500.0, launch);
   REQUIRE(killed);
-  CHECK_FALSE(run.r.complete);
-  CHECK(run.report.failed_rank == 1);
-  CHECK_THAT(run.report.failure, Catch::Contains("rank 1") && Catch::Contains("signal 9"));
+  check_stopped_by_killed_rank_1(run);
   std::size_t kept = 0;
   for (const Op& op : run.p.ops) {
     if (run.p.threads[static_cast<std::size_t>(op.thread)].process == 0 &&
@@ -374,9 +384,7 @@ TEST_CASE("processes: a rank killed as it starts stops the run at once, naming i
   ProcRun run = run_processes(
       scenario("linear_5x2_dp2.json", {"strategy.kind=ddp", "training.steps=10"}), 1.0, launch);
   REQUIRE(killed);
-  CHECK_FALSE(run.r.complete);
-  CHECK(run.report.failed_rank == 1);
-  CHECK_THAT(run.report.failure, Catch::Contains("rank 1") && Catch::Contains("signal 9"));
+  check_stopped_by_killed_rank_1(run);
 }
 
 TEST_CASE("processes: a hung rank is detected by its missing heartbeats",

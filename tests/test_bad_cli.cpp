@@ -18,8 +18,11 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,7 +99,7 @@ struct Case {
   std::string expect;              // what is wrong, as the line says it
   std::string hint;                // when given: the line holds "(hint: " + hint
   json limits = json::object();    // as_mib, cpu_s, sanitized_rss_mib
-  bool as_nobody = false;
+  bool unprivileged = false;
 };
 
 std::string expand(std::string s) {
@@ -120,7 +123,7 @@ std::vector<Case> cli_cases() {
     for (const json& n : c.at("names")) k.names.push_back(n);
     k.expect = c.at("expect");
     k.limits = c.value("limits", json::object());
-    k.as_nobody = c.value("as_nobody", false);
+    k.unprivileged = c.value("unprivileged", false);
     out.push_back(std::move(k));
   }
   return out;
@@ -218,7 +221,7 @@ struct Outcome {
   int signal = 0;   // the signal that killed it
   std::string err;  // stderr
   long maxrss_kib = 0;
-  bool ran_as_nobody = false;
+  bool ran_unprivileged = false;
 };
 
 std::string read_all(const fs::path& p) {
@@ -228,12 +231,37 @@ std::string read_all(const fs::path& p) {
   return ss.str();
 }
 
-// Runs EXE ARGS in CWD with stdout to /dev/null and stderr to ERR_FILE, under the case's limits;
-// as uid 65534 when AS_NOBODY and this process is root. Between fork and exec the child calls
-// only async-signal-safe functions (chdir, open, dup2, setrlimit, setgroups, setgid, setuid,
-// execve).
+// Takes from this process, and from whatever it execs, the capabilities that let root write
+// through a directory's mode (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER; capabilities(7)),
+// keeping uid 0 so every path stays as reachable as it is for the test (a clone under /root, 0700,
+// is not reachable by uid 65534). Root's execve gives the new program its inheritable set plus the
+// bounding set, so both lose the three as well as the effective and permitted sets.
+// Async-signal-safe (prctl and capget/capset system calls only). False where it cannot (no
+// CAP_SETPCAP, as in some containers).
+bool drop_write_override() {
+  const int caps[] = {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER};
+  for (int c : caps)
+    if (::prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0) return false;
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  for (int c : caps) {
+    const std::uint32_t bit = 1u << (c % 32);
+    data[c / 32].effective &= ~bit;
+    data[c / 32].permitted &= ~bit;
+    data[c / 32].inheritable &= ~bit;
+  }
+  return ::syscall(SYS_capset, &header, data) == 0;
+}
+
+// Runs EXE ARGS in CWD with stdout to /dev/null and stderr to ERR_FILE, under the case's limits.
+// UNPRIVILEGED and this process root: the child runs without the capabilities that write through a
+// mode (drop_write_override), or as uid 65534 where those cannot be dropped. Between fork and exec
+// the child calls only async-signal-safe functions (chdir, open, dup2, setrlimit, prctl, capset,
+// setgroups, setgid, setuid, execve).
 Outcome run_child(const std::string& exe, const std::vector<std::string>& args, const fs::path& cwd,
-                  const json& limits, bool as_nobody, const fs::path& err_file) {
+                  const json& limits, bool unprivileged, const fs::path& err_file) {
   std::vector<std::string> argv_s = {exe};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -263,7 +291,7 @@ Outcome run_child(const std::string& exe, const std::vector<std::string>& args, 
   // Every child gets a CPU cap as a safety net against a hang (a bad input should fail in
   // milliseconds); the deep-nesting cases a tight one.
   const rlim_t cpu_s = limits.value("cpu_s", 300);
-  const bool drop = as_nobody && ::geteuid() == 0;
+  const bool drop = unprivileged && ::geteuid() == 0;
 
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -282,7 +310,7 @@ Outcome run_child(const std::string& exe, const std::vector<std::string>& args, 
     }
     const rlimit c{cpu_s, cpu_s};
     ::setrlimit(RLIMIT_CPU, &c);
-    if (drop) {
+    if (drop && !drop_write_override()) {
       if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) _exit(125);
     }
     ::execve(argv[0], argv.data(), envp.data());
@@ -296,7 +324,7 @@ Outcome run_child(const std::string& exe, const std::vector<std::string>& args, 
   if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
   o.err = read_all(err_file);
   o.maxrss_kib = ru.ru_maxrss;
-  o.ran_as_nobody = drop;
+  o.ran_unprivileged = drop && !(WIFEXITED(status) && WEXITSTATUS(status) == 125);
   return o;
 }
 
@@ -318,13 +346,14 @@ std::vector<std::string> run_case(const Case& k, const fs::path& root, int index
   const fs::path err_file = root / ("e" + std::to_string(index) + ".txt");
   fs::create_directories(work);
   write_setup(work, k.setup);
-  if (k.as_nobody && ::geteuid() == 0) {
-    // uid 65534 must be able to enter the working directory (mkdtemp-like 0700 otherwise).
+  if (k.unprivileged && ::geteuid() == 0) {
+    // Where the child falls back to uid 65534, it must be able to enter the working directory
+    // (mkdtemp-like 0700 otherwise).
     fs::permissions(work, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                               fs::perms::others_read | fs::perms::others_exec);
   }
   const std::set<std::string> before = snapshot(work);
-  const Outcome o = run_child(exe, k.args, work, k.limits, k.as_nobody, err_file);
+  const Outcome o = run_child(exe, k.args, work, k.limits, k.unprivileged, err_file);
   if (o.signal != 0)
     problems.push_back("killed by signal " + std::to_string(o.signal) +
                        (o.signal == SIGXCPU || o.signal == SIGKILL ? " (a resource limit)" : ""));
@@ -344,8 +373,8 @@ std::vector<std::string> run_case(const Case& k, const fs::path& root, int index
   bool helps = o.err.find("(hint: ") != std::string::npos;
   for (const std::string& e : os_errors()) helps = helps || o.err.find(e) != std::string::npos;
   if (!helps) problems.push_back("neither a hint nor an OS error");
-  if (k.as_nobody && ::geteuid() == 0 && !o.ran_as_nobody)
-    problems.push_back("could not run as uid 65534");
+  if (k.unprivileged && ::geteuid() == 0 && !o.ran_unprivileged)
+    problems.push_back("could not drop root's write-through capabilities nor run as uid 65534");
   // Nothing left behind. The read-only directories are made writable again to compare and clean.
   for (const json& e : k.setup)
     if (e.contains("mode"))

@@ -117,17 +117,18 @@ def bench(c, name):
 
 
 def accuracy_table(c):
-    # docs/accuracy.md: bench_accuracy's table and its totals, as printed.
+    # docs/accuracy.md: bench_accuracy's rows, families and totals, as printed.
     out = bench(c, "bench_accuracy")
-    start = out.index("| case | what | published |")
-    end = out.index("\n", out.index("Outside 10 % or not predicted:"))
+    start = out.index("| case | set | family |")
+    end = out.index("\n", out.index("Not predicted:"))
     return "\n" + out[start:end].strip() + "\n"
 
 
 def accuracy_cases(c):
-    m = re.search(r"Cases: (\d+); predicted: \d+; within 10 % \(reproduced\): (\d+)\.",
-                  bench(c, "bench_accuracy"))
-    return f"all {m.group(1)} cases, {m.group(2)} within 10 %"
+    m = re.search(r"Rows: (\d+) \((\d+) calibration, (\d+) development\); predicted: (\d+); "
+                  r"within 10 %: (\d+)\.", bench(c, "bench_accuracy"))
+    return (f"{m.group(1)} published rows ({m.group(2)} calibration, {m.group(3)} development), "
+            f"{m.group(4)} predicted, {m.group(5)} within 10 %")
 
 
 def ci_table(c):

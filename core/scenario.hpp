@@ -124,13 +124,15 @@ struct LinkDegradation {
 };
 
 // The inter-node stack NCCL's network transport runs on (docs/scenario.md, "cluster.nic"): it
-// sets the NIC hop's latency (core/nic_stack.hpp has the catalogue and its sources).
+// sets the NIC hop's latency and the fraction of the NIC's line rate NCCL sustains
+// (core/nic_stack.hpp has the catalogue and its sources).
 enum class NicStack { kInfiniband, kRoce, kGpudirectTcpx, kGpudirectTcpxo, kEfa };
 const char* to_string(NicStack s);
 
 struct NicSpec {
   NicStack stack = NicStack::kInfiniband;
   double latency_ns = 0;  // per NIC hop (alpha); 0 = the stack's catalogue latency
+  double efficiency = 0;  // achieved fraction of nic_bytes_per_s, (0, 1]; 0 = the stack's
 };
 
 struct ClusterSpec {

@@ -59,11 +59,13 @@ Topology::Topology(const ClusterSpec& cluster, const LinkParams& params)
       nic_line_rate_(cluster.nic_bytes_per_s),
       fabric_(cluster.fabric) {
   CSIM_ASSERT(nodes_ >= 1 && gpus_per_node_ >= 1);
-  // The NIC hop's latency comes from the cluster (cluster.nic: its latency_us, else its stack's
-  // catalogue latency, core/nic_stack.cpp); a ClusterSpec built in code without one keeps the
-  // LinkParams figure (the InfiniBand fit).
+  // The NIC hop's latency and line-rate fraction come from the cluster (cluster.nic: its
+  // latency_us and efficiency, else its stack's catalogue figures, core/nic_stack.cpp); a
+  // ClusterSpec built in code without them keeps the LinkParams figures (the InfiniBand fits).
   if (cluster.nic.latency_ns > 0 || cluster.nic.stack != NicStack::kInfiniband)
     params_.nic_alpha_ns = nic_latency_ns(cluster.nic);
+  if (cluster.nic.efficiency > 0 || cluster.nic.stack != NicStack::kInfiniband)
+    params_.nic_efficiency = nic_efficiency(cluster.nic);
   // P2P disabled: no GPU reaches another over NVLink / NVSwitch / PCIe P2P; every intra-node hop
   // is staged through host memory (docs/cost-model.md, "Host staging"), so NCCL sees a PCIe node.
   p2p_ = cluster.p2p;

@@ -20,10 +20,10 @@ auto fields(const EfficiencyCurve& x) {
   return std::tie(max_efficiency, half_flops, source);
 }
 auto fields(const GpuSpec& x) {
-  const auto& [name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, hbm_sharing,
-               cc, tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, source] = x;
-  return std::tie(name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, hbm_sharing,
-                  cc, tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, source);
+  const auto& [name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, hbm_sharing, cc,
+               tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, source] = x;
+  return std::tie(name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, hbm_sharing, cc,
+                  tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, source);
 }
 auto fields(const MemoryReserve& x) {
   const auto& [context, nccl, workspace] = x;
@@ -42,8 +42,8 @@ auto fields(const FabricSpec& x) {
   return std::tie(per_leaf, oversubscription, rail, sharp);
 }
 auto fields(const NicSpec& x) {
-  const auto& [stack, latency] = x;
-  return std::tie(stack, latency);
+  const auto& [stack, latency, efficiency] = x;
+  return std::tie(stack, latency, efficiency);
 }
 auto fields(const Straggler& x) {
   const auto& [gpu, slowdown] = x;

@@ -225,7 +225,7 @@ void print_collective_bench(const CollectiveBenchRequest& rq, const CollectiveBe
   if (c.nodes > 1)
     out << "; " << c.nics_per_node << " NICs x " << c.nic_bytes_per_s / 1e9 << " GB/s "
         << core::to_string(c.nic.stack) << ", " << core::nic_latency_ns(c.nic) / 1e3
-        << " us per hop";
+        << " us per hop, " << core::nic_efficiency(c.nic) << " of line rate";
   out << "), " << r.ranks << " ranks\n";
   out << "# model: plan_collective's predicted time, as the simulator times a lone collective "
          "(docs/collective.md); algo "

@@ -1,4 +1,4 @@
-// cluster.nic (stack, latency_us), cluster.p2p / nccl.p2p_disable and cluster files
+// cluster.nic (stack, latency_us, efficiency), cluster.p2p / nccl.p2p_disable and cluster files
 // (docs/scenario.md, "cluster.nic", "cluster.p2p", "Cluster files"); expected values derived in
 // comments.
 #include <catch2/catch.hpp>
@@ -51,26 +51,60 @@ TEST_CASE("cluster.nic: the stack's catalogue latency, or latency_us", "[nic]") 
   const Topology t(c);
   CHECK(t.route_alpha_ns(Endpoint::gpu(0), Endpoint::gpu(8)) == Approx(41000));
   CHECK(t.route_alpha_ns(Endpoint::gpu(0), Endpoint::gpu(1)) == Approx(700));
-  // InfiniBand (fitted): no warning. RoCE: the same verbs transport, InfiniBand's figure, but no
-  // calibration case measures it: a warning.
+  // InfiniBand (fitted): no warning. RoCE: the same verbs transport, InfiniBand's figures, but
+  // no published case measures it: one warning naming both keys.
   std::vector<std::string> warnings{"stale"};
   c = parse_cluster_file(kDgxH100, {"cluster.nodes=2"}, &warnings);
   CHECK(warnings.empty());
   c = parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=roce"}, &warnings);
   CHECK(c.nic.stack == NicStack::kRoce);
   CHECK(c.nic.latency_ns == Approx(9300));
-  CHECK(warnings.size() == 1);
-  // EFA: no calibrated figure: InfiniBand's placeholder, with a warning naming the key to set.
-  c = parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=efa"}, &warnings);
-  CHECK(c.nic.stack == NicStack::kEfa);
+  CHECK(c.nic.efficiency == Approx(0.97));
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("cluster.nic.latency_us") != std::string::npos);
-  // ... and none once the latency is given.
+  CHECK(warnings[0].find("cluster.nic.efficiency") != std::string::npos);
+  // EFA: its latency is fitted (nccl_2xp5_efa_latency, 25.1 us), its NIC fraction is not: the
+  // warning names only cluster.nic.efficiency ...
+  c = parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=efa"}, &warnings);
+  CHECK(c.nic.stack == NicStack::kEfa);
+  CHECK(c.nic.latency_ns == Approx(25100));
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("cluster.nic.efficiency") != std::string::npos);
+  CHECK(warnings[0].find("cluster.nic.latency_us") == std::string::npos);
+  // ... and none once it is given; latency_us still overrides the stack's.
   c = parse_cluster_file(kDgxH100,
-                         {"cluster.nodes=2", "cluster.nic.stack=efa", "cluster.nic.latency_us=15"},
+                         {"cluster.nodes=2", "cluster.nic.stack=efa", "cluster.nic.latency_us=15",
+                          "cluster.nic.efficiency=0.9"},
                          &warnings);
   CHECK(warnings.empty());
   CHECK(nic_latency_ns(c.nic) == Approx(15000));
+  CHECK(nic_efficiency(c.nic) == Approx(0.9));
+  // GPUDirect-TCPX and TCPXO: both figures fitted (core/nic_stack.cpp), no warning.
+  c = parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=gpudirect_tcpx"},
+                         &warnings);
+  CHECK(warnings.empty());
+  CHECK(c.nic.latency_ns == Approx(63100));
+  CHECK(c.nic.efficiency == Approx(0.673));
+}
+
+TEST_CASE("cluster.nic: the stack's line-rate fraction sets the NIC links' capacity", "[nic]") {
+  // DGX H100 (8 x 50 GB/s): InfiniBand 50 x 0.97 = 48.5 GB/s per NIC link (nccl_ndr_nic_peak);
+  // GPUDirect-TCPXO 50 x 0.950 = 47.5; cluster.nic.efficiency 0.8: 40. The alpha follows the
+  // stack too: TCPXO GPU 0 -> GPU 8 = 0.5 + 27.2 + 27.2 + 0.5 = 55.4 us.
+  auto nic_capacity = [](const Topology& t) {
+    for (LinkId l : t.route(Endpoint::gpu(0), Endpoint::gpu(8)))
+      if (t.links()[static_cast<std::size_t>(l)].kind == LinkKind::kNic)
+        return t.links()[static_cast<std::size_t>(l)].capacity_bytes_per_s;
+    return 0.0;
+  };
+  CHECK(nic_capacity(Topology(parse_cluster_file(kDgxH100, {"cluster.nodes=2"}))) ==
+        Approx(48.5e9));
+  const Topology tcpxo(
+      parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=gpudirect_tcpxo"}));
+  CHECK(nic_capacity(tcpxo) == Approx(47.5e9));
+  CHECK(tcpxo.route_alpha_ns(Endpoint::gpu(0), Endpoint::gpu(8)) == Approx(55400));
+  CHECK(nic_capacity(Topology(parse_cluster_file(
+            kDgxH100, {"cluster.nodes=2", "cluster.nic.efficiency=0.8"}))) == Approx(40e9));
 }
 
 TEST_CASE("cluster.nic: bad values name the key", "[nic]") {
@@ -79,6 +113,8 @@ TEST_CASE("cluster.nic: bad values name the key", "[nic]") {
   CHECK(e.find("did you mean infiniband") != std::string::npos);
   e = error_of([] { parse_cluster_file(kDgxH100, {"cluster.nic.latency_us=0"}); });
   CHECK(e.find("cluster.nic.latency_us") != std::string::npos);
+  e = error_of([] { parse_cluster_file(kDgxH100, {"cluster.nic.efficiency=1.5"}); });
+  CHECK(e.find("cluster.nic.efficiency") != std::string::npos);
   e = error_of([] { parse_cluster_file(kDgxH100, {"cluster.nic.jitter_us=1"}); });
   CHECK(e.find("unknown key 'jitter_us'") != std::string::npos);
   e = error_of([] { parse_cluster_file(kDgxH100, {"cluster.p2p=maybe"}); });

@@ -8,6 +8,7 @@
 #include "bench/accuracy/accuracy.hpp"
 #include "core/cost/collective_cost.hpp"
 #include "core/gpu_catalog.hpp"
+#include "core/nic_stack.hpp"
 #include "core/topology.hpp"
 
 namespace csim::accuracy {
@@ -37,8 +38,11 @@ struct Coll {
   std::string algo;            // "ring/Simple"
 };
 
-Coll predict(const Topology& t, CollectiveKind k, CollectiveAlgo a, int p, double S) {
-  const TransferPlan plan = plan_collective(t, CommParams{}, k, a, iota(p), -1, S);
+Coll predict(const Topology& t, CollectiveKind k, CollectiveAlgo a, int p, double S,
+             NcclProto proto = NcclProto::kAuto) {
+  CommParams params;
+  params.proto = proto;
+  const TransferPlan plan = plan_collective(t, params, k, a, iota(p), -1, S);
   const double s = static_cast<double>(plan.predicted_ns) * 1e-9;
   // send/recv and all-to-all are NCCL p2p: no algorithm or protocol choice.
   const std::string algo = plan.algo == CollectiveAlgo::kAuto
@@ -143,6 +147,40 @@ void predict_collective(Row& r, const json& c) {
           "(NCCL_ALGO=NVLSTree)";
       set_status(r, x.t_us / pub - 1);
     }
+  } else if (id.find("_efa_") != std::string::npos || id.find("_tcpx_") != std::string::npos ||
+             id.find("_tcpxo_") != std::string::npos) {
+    // Cloud NIC stacks (docs/scenario.md, "cluster.nic"): the published node as the catalog
+    // H100 node with the instance's NICs and stack, every figure the stack's catalogue one.
+    //   p5.48xlarge: 32 x 100 Gb/s EFA, 4 per GPU, driven by aws-ofi-nccl as one 50 GB/s device
+    //                per GPU: 8 x 50 GB/s
+    //   a3-highgpu-8g: 4 x 200 Gb/s gVNIC data NICs (GPUDirect-TCPX): 4 x 25 GB/s
+    //   a3-megagpu-8g: 8 x 200 Gb/s (GPUDirect-TCPXO): 8 x 25 GB/s
+    const bool efa = id.find("_efa_") != std::string::npos;
+    const bool tcpxo = id.find("_tcpxo_") != std::string::npos;
+    const int nodes = id.rfind("nccl_4x", 0) == 0 ? 4 : 2;
+    ClusterSpec cs = catalog_cluster("H100-SXM5-80GB", nodes, 8);
+    cs.nics_per_node = efa || tcpxo ? 8 : 4;
+    cs.nic_bytes_per_s = efa ? 50e9 : 25e9;
+    cs.nic.stack = efa     ? NicStack::kEfa
+                   : tcpxo ? NicStack::kGpudirectTcpxo
+                           : NicStack::kGpudirectTcpx;
+    const Topology t(cs);
+    const json& w = c["workload"];
+    const double S = w["message_bytes"].get<double>();
+    const CollectiveKind k = w["collective"] == "all_gather" ? CollectiveKind::kAllGather : AR;
+    // The TCPX runs force NCCL_ALGO=Ring and NCCL_PROTO=Simple: forced here too.
+    const bool forced = id.find("_tcpx_") != std::string::npos;
+    const CollectiveAlgo a = forced ? CollectiveAlgo::kRing : AUTO;
+    const Coll x = predict(t, k, a, 8 * nodes, S, forced ? NcclProto::kSimple : NcclProto::kAuto);
+    const bool time_row = c["expected"]["metric"] == "time";
+    r.predicted = time_row ? fmt(x.t_us, 1) + " us (" + x.algo + ")"
+                           : fmt(x.busbw, 1) + " GB/s (" + x.algo + ", " + fmt(x.t_us, 1) + " us)";
+    r.how = std::to_string(nodes) + "x8 H100-SXM5-80GB, " + std::to_string(cs.nics_per_node) +
+            " NICs x " + fmt(cs.nic_bytes_per_s / 1e9, 0) + " GB/s " + to_string(cs.nic.stack) +
+            " (catalogue " + fmt(nic_latency_ns(cs.nic) / 1e3, 1) + " us, " +
+            fmt(nic_efficiency(cs.nic), 3) + " of line rate), " + to_string(k) + " " + size_str(S) +
+            (forced ? ", ring/Simple forced (as the run)" : ", auto");
+    set_status(r, (time_row ? x.t_us : x.busbw) / pub - 1);
   } else if (id == "nccl_2x2080ti_nvlink") {
     // Not in the catalog: a 2-GPU NVLink "mesh" of 2 links x 25 GB/s (the bridge), PCIe 3.0.
     ClusterSpec cs = gpu_pair(IntraNodeKind::kNvlinkMesh, 3);

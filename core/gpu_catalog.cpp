@@ -35,6 +35,18 @@ namespace {
 
 constexpr double kTflops = 1e12;
 
+// A datasheet TDP with no published measurement of clocks under a lower cap (docs/cost-model.md,
+// "Power limit"): a cap below it is accepted and recorded, and not modelled (factor 1).
+PowerProfile tdp_only(double watts, std::string source) {
+  PowerProfile p;
+  p.tdp_w = watts;
+  p.tdp_source = std::move(source);
+  p.clock_source =
+      "none: no published sustained-clock (or throughput) measurement of this GPU under a board "
+      "power cap was found; a cap below the TDP is not modelled (placeholder factor 1)";
+  return p;
+}
+
 EfficiencyCurve curve(double max_eff, double half_flops, std::string source) {
   EfficiencyCurve c;
   c.max_efficiency = max_eff;
@@ -97,6 +109,7 @@ GpuCatalogEntry gtx_1080_ti() {
   e.nics_per_node = 1;
   e.nic_bytes_per_s = 1.25 * kGB;  // 10 GbE, a typical workstation / small server
   e.link_source = "PCIe 3.0 x16 per GPU (no NVLink on GeForce Pascal); 10 GbE NIC";
+  e.power = tdp_only(250, "NVIDIA GeForce GTX 1080 Ti specifications: graphics card power 250 W");
   return e;
 }
 
@@ -153,6 +166,7 @@ GpuCatalogEntry v100(int gib) {
   e.link_source =
       "NVIDIA DGX-1 (Volta) system architecture white paper: 6 NVLink2 links per V100 at 25 GB/s "
       "per direction, hybrid cube-mesh, PCIe 3.0 x16 to the host, 4x 100 Gb/s EDR InfiniBand";
+  e.power = tdp_only(300, "NVIDIA Tesla V100 datasheet: V100 SXM2 max power consumption 300 W");
   return e;
 }
 
@@ -212,6 +226,7 @@ GpuCatalogEntry a100(int gib) {
   e.link_source =
       "NVIDIA DGX A100 user guide / A100 datasheet: NVLink3 12 links, 600 GB/s bidirectional "
       "(300 GB/s per direction) through 6 NVSwitches; PCIe 4.0 x16; 8x 200 Gb/s HDR InfiniBand";
+  e.power = tdp_only(400, "NVIDIA A100 Tensor Core GPU datasheet: A100 SXM max TDP 400 W");
   return e;
 }
 
@@ -280,6 +295,10 @@ GpuCatalogEntry hopper(bool h200) {
   e.link_source =
       "NVIDIA DGX H100/H200 user guide: NVLink4 18 links, 900 GB/s bidirectional (450 GB/s per "
       "direction) through 4 NVSwitches; PCIe 5.0 x16; 8x 400 Gb/s NDR InfiniBand";
+  e.power = tdp_only(700, h200 ? "NVIDIA H200 Tensor Core GPU datasheet: H200 SXM max TDP up to "
+                                 "700 W (configurable)"
+                               : "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM max TDP up to "
+                                 "700 W (configurable)");
   return e;
 }
 

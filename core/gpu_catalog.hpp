@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/power_limit.hpp"
 #include "core/scenario.hpp"
 
 namespace csim::core {
@@ -24,6 +25,7 @@ struct GpuCatalogEntry {
   int nics_per_node = 1;                   // typical server's compute NICs
   double nic_bytes_per_s = 0;              // per NIC per direction
   std::string link_source;                 // datasheet / system guide for the link figures
+  PowerProfile power;  // datasheet TDP and published clocks under a power cap (power_limit.hpp)
 };
 
 // All entries, in a fixed order: GTX 1080 Ti to H200 oldest first, then H100 PCIe, H800, L40S,

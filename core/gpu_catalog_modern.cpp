@@ -99,6 +99,10 @@ GpuCatalogEntry h100_pcie(const GpuCatalogEntry& h100_sxm) {
       "NVIDIA H100 datasheet (PCIe: PCIe 5.0 x16 128 GB/s bidirectional; NVLink bridge 600 GB/s "
       "bidirectional between GPU pairs, not a default topology); NICs assumed: a typical 8-GPU "
       "PCIe server with 4x 200 Gb/s (one per PCIe switch)";
+  e.power.tdp_w = 350;
+  e.power.tdp_source =
+      "NVIDIA H100 Tensor Core GPU datasheet: H100 PCIe max TDP 300-350 W "
+      "(configurable)";
   return e;
 }
 
@@ -122,6 +126,7 @@ GpuCatalogEntry h800(const GpuCatalogEntry& h100_sxm) {
       "NVIDIA H800 SXM5 specifications: NVLink 400 GB/s bidirectional (200 GB/s per direction, 8 "
       "NVLink4 links) through NVSwitch; DeepSeek-V3 technical report (2024, section 3.2.2) "
       "measures 160 GB/s of it and 8x 400 Gb/s InfiniBand per node; PCIe 5.0 x16";
+  e.power.tdp_source = "as H100-SXM5-80GB (same GH100 SXM5 part): " + h100_sxm.power.tdp_source;
   return e;
 }
 
@@ -160,6 +165,8 @@ GpuCatalogEntry l40s(const GpuCatalogEntry& a100_80) {
   e.link_source =
       "NVIDIA L40S datasheet: PCIe 4.0 x16 (64 GB/s bidirectional), no NVLink; NICs assumed: a "
       "typical 8-GPU PCIe server with 4x 200 Gb/s";
+  e.power.tdp_w = 350;
+  e.power.tdp_source = "NVIDIA L40S datasheet: max power consumption 350 W";
   return e;
 }
 
@@ -203,6 +210,8 @@ GpuCatalogEntry b200(const GpuCatalogEntry& h100_sxm) {
       "NVIDIA DGX B200 datasheet: fifth-generation NVLink, 1.8 TB/s bidirectional per GPU (18 "
       "links, 900 GB/s per direction) through 2 NVSwitch chips (14.4 TB/s aggregate); PCIe 5.0 "
       "host (Xeon Platinum 8570); 8x 400 Gb/s ConnectX-7";
+  e.power.tdp_w = 1000;
+  e.power.tdp_source = "NVIDIA HGX B200 specifications: B200 max TDP 1,000 W per GPU";
   return e;
 }
 
@@ -236,6 +245,11 @@ GpuCatalogEntry gb200(const GpuCatalogEntry& h100_sxm) {
       "TB/s bidirectional per GPU (900 GB/s per direction) through NVLink switch trays; 72 "
       "single-port 400 Gb/s ConnectX-7, one per GPU; a node here is a 4-GPU compute tray (the "
       "NVLink domain beyond it is not a default topology)";
+  // The GB200 datasheet states the superchip's power (one Grace, two B200), not a per-GPU TDP.
+  e.power.tdp_w = 0;
+  e.power.tdp_source =
+      "none: NVIDIA's GB200 NVL72 datasheet gives the superchip's power (Grace + "
+      "2 B200), not a per-GPU figure; a power cap cannot be given for this GPU";
   return e;
 }
 

@@ -63,7 +63,11 @@ struct GpuSpec {
   // because FP8 kernels reach a different share of their (2x larger) peak than bf16 ones.
   EfficiencyCurve fp8_gemm_efficiency;
   double mem_bw_efficiency = 0.85;  // achieved fraction of mem_bw for streaming kernels
-  std::string source;               // datasheet reference for the figures above
+  // Sustained compute clock under the cluster's power limit relative to the clock the peaks and
+  // curves above stand for (the TDP): scales every kernel's compute term, not its memory term
+  // (docs/cost-model.md, "Power limit"; cluster.gpu_power_limit_w). 1 = no cap.
+  double compute_clock_factor = 1.0;
+  std::string source;  // datasheet reference for the figures above
 
   double peak_flops_per_s(Dtype d) const;
 };
@@ -143,7 +147,10 @@ struct ClusterSpec {
   IntraNodeSpec intra;
   int nics_per_node = 0;
   double nic_bytes_per_s = 0;  // per NIC per direction
-  NicSpec nic;                 // stack and per-hop latency of the NICs
+  NicSpec nic;                 // stack, per-hop latency and line-rate fraction of the NICs
+  // Board power cap of every GPU (cluster.gpu_power_limit_w), W; 0 = none (the datasheet TDP).
+  // Its effect is gpu.compute_clock_factor.
+  double gpu_power_limit_w = 0;
   // GPU peer-to-peer (CUDA P2P over NVLink / PCIe) between the GPUs of a node. false
   // (cluster.p2p, nccl.p2p_disable): NCCL's SHM transport and peer copies stage every hop through
   // host memory (docs/cost-model.md, "Host staging").

@@ -369,11 +369,12 @@ IntraNodeSpec parse_intra(Ctx& ctx, const Obj& cluster, const GpuCatalogEntry& e
 }
 
 void parse_heterogeneity(Ctx& ctx, const Obj& o, ClusterSpec& c);  // below
+void parse_power_limit(Ctx& ctx, const Obj& o, const GpuCatalogEntry& e, ClusterSpec& c);
 
 ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
   Obj o(ctx, v, "cluster",
-        {"nodes", "gpus_per_node", "gpu", "reserve", "intra", "nics_per_node", "nic_gbps", "nic",
-         "p2p", "fabric", "stragglers", "degraded_links"});
+        {"nodes", "gpus_per_node", "gpu", "gpu_power_limit_w", "reserve", "intra", "nics_per_node",
+         "nic_gbps", "nic", "p2p", "fabric", "stragglers", "degraded_links"});
   ClusterSpec c;
   c.gpus_per_node = static_cast<int>(o.integer("gpus_per_node", 1, 1, 16));
   // Total GPUs = nodes x gpus_per_node against limits.max_gpus (docs/limits.md).
@@ -391,6 +392,7 @@ ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
   c.nodes = static_cast<int>(o.integer("nodes", 1, 1, ctx.limits.max_gpus));
   const GpuCatalogEntry e = parse_gpu(ctx, o.require("gpu"), o.at("gpu"));
   c.gpu = e.gpu;
+  parse_power_limit(ctx, o, e, c);
   c.reserve = e.reserve;
   if (o.has("reserve")) {
     Obj r(ctx, o.raw("reserve"), o.at("reserve"),
@@ -422,6 +424,28 @@ ClusterSpec parse_cluster(Ctx& ctx, const json& v) {
   parse_cluster_links(ctx, o, c);  // core/parse_cluster_links.cpp
   parse_heterogeneity(ctx, o, c);
   return c;
+}
+
+// cluster.gpu_power_limit_w (docs/scenario.md; docs/cost-model.md, "Power limit"): a board power
+// cap at or below the GPU's datasheet TDP; its compute-throughput factor from the catalog's
+// published clocks under a cap (core/power_limit.cpp), 1 with a warning where none is published.
+void parse_power_limit(Ctx& ctx, const Obj& o, const GpuCatalogEntry& e, ClusterSpec& c) {
+  if (!o.has("gpu_power_limit_w")) return;
+  const PowerProfile& pw = e.power;
+  if (!(pw.tdp_w > 0)) {
+    ctx.fail(o.at("gpu_power_limit_w"),
+             "no datasheet TDP for " + c.gpu.name + " in the catalog, so no power cap below it",
+             "remove cluster.gpu_power_limit_w, or give the GPU as {\"base\": <catalog GPU>, ...}");
+  }
+  // 1 W: any positive cap; the TDP: a cap cannot raise the board's power.
+  c.gpu_power_limit_w = o.number("gpu_power_limit_w", pw.tdp_w, 1, pw.tdp_w);
+  c.gpu.compute_clock_factor = power_limit_clock_factor(pw, c.gpu_power_limit_w);
+  if (!power_limit_modelled(pw, c.gpu_power_limit_w)) {
+    ctx.warn(o.at("gpu_power_limit_w"),
+             "no published sustained-clock measurement of " + c.gpu.name + " under a power cap: " +
+                 num_text(c.gpu_power_limit_w) + " W (TDP " + num_text(pw.tdp_w) +
+                 " W) is recorded, not modelled; kernels keep the catalog's clocks");
+  }
 }
 
 // Fabric, stragglers and degraded links (docs/scenario.md, "cluster.fabric", "Heterogeneity").

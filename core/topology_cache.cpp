@@ -21,9 +21,9 @@ auto fields(const EfficiencyCurve& x) {
 }
 auto fields(const GpuSpec& x) {
   const auto& [name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, hbm_sharing, cc,
-               tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, source] = x;
+               tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, clock, source] = x;
   return std::tie(name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, hbm_sharing, cc,
-                  tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, source);
+                  tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, clock, source);
 }
 auto fields(const MemoryReserve& x) {
   const auto& [context, nccl, workspace] = x;
@@ -54,10 +54,10 @@ auto fields(const LinkDegradation& x) {
   return std::tie(node, nic, gpu, factor);
 }
 auto fields(const ClusterSpec& x) {
-  const auto& [nodes, per_node, gpu, reserve, intra, nics, nic_rate, nic, p2p, fabric, stragglers,
-               degraded] = x;
-  return std::tie(nodes, per_node, gpu, reserve, intra, nics, nic_rate, nic, p2p, fabric,
-                  stragglers, degraded);
+  const auto& [nodes, per_node, gpu, reserve, intra, nics, nic_rate, nic, power_limit, p2p, fabric,
+               stragglers, degraded] = x;
+  return std::tie(nodes, per_node, gpu, reserve, intra, nics, nic_rate, nic, power_limit, p2p,
+                  fabric, stragglers, degraded);
 }
 
 template <typename T>

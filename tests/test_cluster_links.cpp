@@ -123,6 +123,42 @@ TEST_CASE("cluster.nic: bad values name the key", "[nic]") {
   CHECK(e.find("cluster.* keys") != std::string::npos);
 }
 
+TEST_CASE("cluster.gpu_power_limit_w: a cap up to the datasheet TDP", "[power]") {
+  // H100 SXM: TDP 700 W (H100 datasheet). No published clock under a cap in the catalog: 500 W
+  // is recorded, the factor stays 1 (placeholder), and the parser says so.
+  std::vector<std::string> warnings;
+  ClusterSpec c =
+      parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.gpu_power_limit_w=500"}, &warnings);
+  CHECK(c.gpu_power_limit_w == Approx(500));
+  CHECK(c.gpu.compute_clock_factor == 1.0);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("500 W (TDP 700 W) is recorded, not modelled") != std::string::npos);
+  // At the TDP: nothing to model, no warning; no key: no cap.
+  c = parse_cluster_file(kDgxH100, {"cluster.gpu_power_limit_w=700"}, &warnings);
+  CHECK(warnings.empty());
+  CHECK(parse_cluster_file(kDgxH100).gpu_power_limit_w == 0);
+  // Above the TDP: refused, naming the key.
+  std::string e = error_of([] { parse_cluster_file(kDgxH100, {"cluster.gpu_power_limit_w=800"}); });
+  CHECK(e.find("cluster.gpu_power_limit_w") != std::string::npos);
+  CHECK(e.find("out of range") != std::string::npos);
+  // A catalog GPU given as a base keeps its TDP (the memory variant of the torchtitan rows) ...
+  const std::string variant = scenario_with_cluster(
+      R"({"gpus_per_node": 8, "gpu": {"base": "H100-SXM5-80GB", "memory_gib": 96,
+          "mem_bw_gbps": 2400}, "gpu_power_limit_w": 500})");
+  const Scenario s = parse_scenario_string(variant, "t.json");
+  CHECK(s.cluster.gpu_power_limit_w == Approx(500));
+  CHECK(s.cluster.gpu.memory_bytes == 96 * kGiB);
+  CHECK(s.cluster.gpu.mem_bw_bytes_per_s == Approx(2400e9));
+  // ... a custom GPU has no TDP to cap below.
+  e = error_of([] {
+    parse_scenario_string(
+        scenario_with_cluster(R"({"gpu": {"name": "x", "memory_gib": 8, "peak_fp32_tflops": 10,
+                                   "mem_bw_gbps": 500}, "gpu_power_limit_w": 100})"),
+        "t.json");
+  });
+  CHECK(e.find("no datasheet TDP") != std::string::npos);
+}
+
 TEST_CASE("cluster.p2p false and nccl.p2p_disable stage through host memory", "[staging]") {
   CHECK(parse_cluster_file(kDgxH100).p2p);
   CHECK_FALSE(parse_cluster_file(kDgxH100, {"cluster.p2p=false"}).p2p);

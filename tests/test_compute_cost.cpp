@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/cost/compute_cost.hpp"
+#include "core/power_limit.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -50,6 +51,43 @@ TEST_CASE("compute-bound kernel", "[compute]") {
   // fp32 peak is 5x lower and half_flops (stated at the fp16 peak, the GPU's highest) scales with
   // it to 1e9 / 5 = 2e8: (3e12 + 2e8) / (2e13 * 0.8) = 0.1875125 s + 2 us = 187,514,500 ns
   CHECK(compute_duration_ns(g, ComputeKind::kGemm, Dtype::kFp32, 3e12, 0) == 187514500);
+}
+
+TEST_CASE("power limit: piecewise-linear clock factor", "[compute][power]") {
+  // docs/cost-model.md, "Power limit", with made-up points (no published one is in the catalog):
+  // TDP 700 W, (300 W, 0.6), (500 W, 0.9); knots (300, 0.6), (500, 0.9), (700, 1).
+  PowerProfile p;
+  p.tdp_w = 700;
+  p.clock = {{500, 0.9}, {300, 0.6}};              // any order
+  CHECK(power_limit_clock_factor(p, 0) == 1.0);    // no cap
+  CHECK(power_limit_clock_factor(p, 700) == 1.0);  // the TDP
+  CHECK(power_limit_clock_factor(p, 800) == 1.0);  // above it (the parser refuses it)
+  // 600 W: 0.9 + (600 - 500) / (700 - 500) x (1 - 0.9) = 0.95
+  CHECK(power_limit_clock_factor(p, 600) == Approx(0.95));
+  // 400 W: 0.6 + (400 - 300) / (500 - 300) x (0.9 - 0.6) = 0.75
+  CHECK(power_limit_clock_factor(p, 400) == Approx(0.75));
+  CHECK(power_limit_clock_factor(p, 500) == Approx(0.9));
+  CHECK(power_limit_clock_factor(p, 200) == Approx(0.6));  // held below the lowest point
+  CHECK(power_limit_modelled(p, 400));
+  // No published point: the placeholder 1 at any cap, and not modelled below the TDP.
+  PowerProfile none;
+  none.tdp_w = 700;
+  CHECK(power_limit_clock_factor(none, 500) == 1.0);
+  CHECK_FALSE(power_limit_modelled(none, 500));
+  CHECK(power_limit_modelled(none, 700));
+  CHECK(power_limit_modelled(none, 0));
+}
+
+TEST_CASE("power limit: the clock factor slows the compute term, not the memory term",
+          "[compute][power]") {
+  GpuSpec g = test_gpu();
+  g.compute_clock_factor = 0.75;
+  // The compute-bound kernel above: (3e12 + 1e9) / (0.75 x 1e14 x 0.8) = 0.0500167 s
+  //   = 50,016,667 ns + 2,000 ns overhead = 50,018,667 ns (37,514,500 at factor 1)
+  CHECK(compute_duration_ns(g, ComputeKind::kGemm, Dtype::kFp16, 3e12, 1000000) == 50018667);
+  // The memory-bound one: 8e8 B / 8e11 B/s = 1 ms still binds (compute 12.5 / 0.75 = 16.7 us):
+  //   1,002,000 ns as at factor 1
+  CHECK(compute_duration_ns(g, ComputeKind::kGemm, Dtype::kFp16, 1e6, 800000000) == 1002000);
 }
 
 TEST_CASE("memory-bound kernel", "[compute]") {

@@ -17,13 +17,16 @@ double efficiency(const EfficiencyCurve& curve, double flops) {
   return curve.max_efficiency * flops / (flops + curve.half_flops);
 }
 
-// docs/cost-model.md, "Compute" (with H_d = half_flops * peak(d) / peak_max):
-//   duration = max(FLOPs / (peak(dtype) * efficiency(kind, FLOPs)),
+// docs/cost-model.md, "Compute" (with H_d = half_flops * peak(d) / peak_max) and "Power limit"
+// (c = compute_clock_factor, the sustained clock under the cluster's power cap):
+//   duration = max(FLOPs / (c * peak(dtype) * efficiency(kind, FLOPs)),
 //                  bytes / (mem_bw * mem_bw_efficiency)) + kernel_overhead
 TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, double flops,
                            Bytes bytes, double max_efficiency) {
   const double peak = gpu.peak_flops_per_s(dtype);
   CSIM_ASSERT_MSG(peak > 0, "the GPU lacks this dtype (the scenario parser rejects such input)");
+  CSIM_ASSERT_MSG(gpu.compute_clock_factor > 0 && gpu.compute_clock_factor <= 1,
+                  "compute_clock_factor out of (0, 1]");
   CSIM_ASSERT(flops >= 0 && bytes >= 0);
   double compute_s = 0, memory_s = 0;
   if (flops > 0) {
@@ -45,7 +48,7 @@ TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, do
     c.half_flops = curve.half_flops * (peak / peak_max);
     const double eff = efficiency(c, flops);
     CSIM_ASSERT_MSG(eff > 0, "efficiency curve with max_efficiency <= 0");
-    compute_s = flops / (peak * eff);
+    compute_s = flops / (gpu.compute_clock_factor * peak * eff);
   }
   if (bytes > 0) {
     const double bw = gpu.mem_bw_bytes_per_s * gpu.mem_bw_efficiency;

@@ -48,11 +48,12 @@ GemmShape wgrad_shape(const GemmShape& f) {
 //   t_compute = min over (tile, S) of waves * t_tile + t_reduce
 //   t_memory  = batch * (e * (m k + k n) + e_out * m n) / (mem_bw * mem_bw_efficiency)
 //   t         = max(t_compute, t_memory)
-// with e_c = e_out unsplit, 4 (fp32 partial sums) when split.
+// with e_c = e_out unsplit, 4 (fp32 partial sums) when split; peak(d) is the sustained peak
+// c * peak(d) under the cluster's power cap (docs/cost-model.md, "Power limit").
 GemmPlan plan_gemm(const GpuSpec& gpu, Dtype dtype, const GemmShape& s, double max_efficiency) {
   CSIM_ASSERT(!s.empty());
   CSIM_ASSERT_MSG(gpu.sm_count > 0, "GPU without an SM count");
-  const double peak = gpu.peak_flops_per_s(dtype);
+  const double peak = gpu.compute_clock_factor * gpu.peak_flops_per_s(dtype);
   CSIM_ASSERT_MSG(peak > 0, "the GPU lacks this dtype (the scenario parser rejects such input)");
   const EfficiencyCurve& curve = dtype == Dtype::kFp8
                                      ? gpu.fp8_gemm_efficiency

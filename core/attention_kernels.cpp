@@ -106,6 +106,8 @@ std::vector<LayerSpec> fused_layers(AttentionKernel kernel, const AttentionShape
   l.fused_attention.kernel = kernel;
   l.fused_attention.head_dim = sh.head_dim;
   l.fused_attention.keys_per_query = pairs / s;
+  l.fused_attention.seq_len = sh.seq_len;
+  l.fused_attention.causal = sh.causal && sh.window == 0;
   return {l};
 }
 
@@ -131,6 +133,75 @@ constexpr EffFigures kFlash2Hopper{{0.334, 0.380, 0.380, 100}, {0.303, 0.332, 0.
 // kernel's ratios and half-points on H100 (the FlashAttention-2 bars above: 0.879 forward, 0.914
 // backward).
 constexpr EffFigures kFlash2Ampere{{0.642, 0.730, 0.730, 100}, {0.576, 0.630, 0.630, 270}};
+
+// The tiles a kernel runs on a causal core (docs/attention.md, "Causal diagonal tiles"): query rows
+// x key columns per thread block, fp16/bf16, as Dao-AILab/flash-attention dispatches them
+// (commit 0251105a):
+//   flash3 (Hopper)   forward  hopper/tile_size.h, tile_size_fwd_sm90 (is_causal):
+//                              d <= 64: 192 x 128, <= 96: 192 x 144, <= 192: 128 x 128, else 128 x
+//                              80
+//                     backward hopper/flash_bwd_launch_template.h, run_mha_bwd_hdim* (Arch >= 90):
+//                              d <= 64: 128 x 128, <= 128: 64 x 128, <= 192: 64 x 96, else 64 x 80
+//   flash2 (sm80/sm90) forward csrc/flash_attn/src/flash_fwd_launch_template.h, run_mha_fwd_hdim*:
+//                              d <= 64: 128 x 128, else 128 x 64
+//                     backward csrc/flash_attn/src/flash_bwd_launch_template.h, run_mha_bwd_hdim*
+//                              (>= 144 KB of shared memory, A100 and H100):
+//                              d <= 64: 128 x 128, <= 128: 64 x 128, else 64 x 64
+//   cudnn             not published: assumed 128 x 128.
+struct Tile {
+  int m, n;  // query rows, key columns
+};
+
+Tile causal_tile(AttentionKernel kernel, int cc, std::int64_t d, bool backward) {
+  switch (kernel) {
+    case AttentionKernel::kFlash3:
+      if (!backward)
+        return d <= 64    ? Tile{192, 128}
+               : d <= 96  ? Tile{192, 144}
+               : d <= 192 ? Tile{128, 128}
+                          : Tile{128, 80};
+      return d <= 64    ? Tile{128, 128}
+             : d <= 128 ? Tile{64, 128}
+             : d <= 192 ? Tile{64, 96}
+                        : Tile{64, 80};
+    case AttentionKernel::kFlash2:
+      (void)cc;  // the same dispatch on sm80 and sm90 (cc minor 0) for these head dims
+      if (!backward) return d <= 64 ? Tile{128, 128} : Tile{128, 64};
+      return d <= 64 ? Tile{128, 128} : d <= 128 ? Tile{64, 128} : Tile{64, 64};
+    case AttentionKernel::kCudnn:
+    case AttentionKernel::kEager:
+      break;
+  }
+  return Tile{128, 128};
+}
+
+// The share of a causal core's processed query-key pairs that are useful (docs/attention.md,
+// "Causal diagonal tiles"): the kernel runs whole tiles up to and across the diagonal.
+//   forward  (query blocks i of t.m rows, keys up to the diagonal in blocks of t.n):
+//            done = sum_i rows_i * min(s, ceil(min((i + 1) t.m, s) / t.n) t.n)
+//   backward (key blocks j of t.n columns, queries from the diagonal's block on):
+//            done = sum_j cols_j * (s - floor(j t.n / t.m) t.m)
+//   useful = s^2 / 2 (attended_pairs, the work the FLOPs count); fraction = useful / done.
+double causal_useful_fraction(std::int64_t s, Tile t, bool backward) {
+  if (s < 1) return 1.0;
+  double done = 0;
+  if (!backward) {
+    for (std::int64_t q0 = 0; q0 < s; q0 += t.m) {
+      const std::int64_t rows = std::min<std::int64_t>(t.m, s - q0);
+      const std::int64_t last = std::min<std::int64_t>(q0 + t.m, s);  // keys the block needs
+      const std::int64_t keys = std::min<std::int64_t>(s, (last + t.n - 1) / t.n * t.n);
+      done += static_cast<double>(rows) * static_cast<double>(keys);
+    }
+  } else {
+    for (std::int64_t k0 = 0; k0 < s; k0 += t.n) {
+      const std::int64_t cols = std::min<std::int64_t>(t.n, s - k0);
+      const std::int64_t first = k0 / t.m * t.m;  // first query block touching the diagonal
+      done += static_cast<double>(cols) * static_cast<double>(s - first);
+    }
+  }
+  const double useful = static_cast<double>(s) * static_cast<double>(s) / 2.0;
+  return done > 0 ? std::min(1.0, useful / done) : 1.0;
+}
 
 // E at head_dim d: linear in log2(d) between 64, 128 and 256, held flat outside.
 double at_head_dim(const EffPoint& p, double d) {
@@ -176,7 +247,15 @@ double fused_attention_max_efficiency(const GpuSpec& gpu, const FusedAttentionSh
   if (f == nullptr) return 0.0;
   const EffPoint& p = backward ? f->bwd : f->fwd;
   const double k = std::max(shape.keys_per_query, 1.0);
-  return at_head_dim(p, static_cast<double>(shape.head_dim)) * k / (k + p.k_half);
+  // docs/attention.md, "Causal diagonal tiles": a causal core also pays for the masked halves of
+  // the tiles on the diagonal.
+  const double u = shape.causal
+                       ? causal_useful_fraction(shape.seq_len,
+                                                causal_tile(shape.kernel, gpu.compute_capability,
+                                                            shape.head_dim, backward),
+                                                backward)
+                       : 1.0;
+  return at_head_dim(p, static_cast<double>(shape.head_dim)) * k / (k + p.k_half) * u;
 }
 
 // [SECTION] Support and defaults -----------------------------------------------------------------

@@ -32,8 +32,10 @@ std::vector<LayerSpec> attention_core_layers(AttentionKernel kernel, const Atten
 
 // The fraction of the GPU's dense peak (for the op's dtype) that a fused attention kernel reaches
 // for this shape, forward or backward: E(kernel, GPU generation, pass, head_dim) *
-// k / (k + k_half), k = keys per query (docs/attention.md, "Efficiency"; every figure there with
-// its published kernel benchmark). 0 for eager (the GPU's attention curve applies).
+// k / (k + k_half) * u, k = keys per query, u = the useful share of the pairs a causal core's
+// tiles cover (1 without the causal mask) (docs/attention.md, "Efficiency", "Causal diagonal
+// tiles"; every figure there with its published kernel benchmark or kernel source). 0 for eager
+// (the GPU's attention curve applies).
 double fused_attention_max_efficiency(const GpuSpec& gpu, const FusedAttentionShape& shape,
                                       bool backward);
 

@@ -206,6 +206,8 @@ struct FusedAttentionShape {
   AttentionKernel kernel = AttentionKernel::kEager;  // which fused kernel runs the layer
   std::int64_t head_dim = 0;                         // d
   double keys_per_query = 0;  // keys each query attends on average (s, ~s/2 causal, ~w windowed)
+  std::int64_t seq_len = 0;   // s (the causal diagonal tiles' share depends on it)
+  bool causal = false;        // causal without a window: the kernel also runs the diagonal tiles
 };
 
 // A GEMM's shape (docs/cost-model.md, "GEMM shape"): `batch` products C[m x n] = A[m x k] B[k x n].

@@ -260,6 +260,72 @@ TEST_CASE("fused attention efficiency by kernel, GPU, head_dim and keys", "[atte
   CHECK(fused_attention_max_efficiency(h100, f, false) == 0.0);
 }
 
+TEST_CASE("causal cores pay for the diagonal tiles", "[attention]") {
+  // docs/attention.md, "Causal diagonal tiles". flash3 on H100, d = 128: forward tiles 128 x 128,
+  // backward 64 x 128 (hopper/tile_size.h, flash_bwd_launch_template.h).
+  const GpuSpec& h100 = catalog_gpu("H100-SXM5-80GB");
+  FusedAttentionShape f;
+  f.kernel = AttentionKernel::kFlash3;
+  f.head_dim = 128;
+  f.seq_len = 512;
+  f.keys_per_query = 256;  // P / s = (512^2 / 2) / 512
+  const double base = 0.674 * 256.0 / (256.0 + 200.0);
+  // Not causal (or causal with a window): no tile factor.
+  CHECK(fused_attention_max_efficiency(h100, f, false) == Approx(base));
+  f.causal = true;
+  // Forward, s = 512: 4 query blocks of 128 rows process 128 x 128 x (1 + 2 + 3 + 4) = 163,840
+  // pairs for 512^2 / 2 = 131,072 useful: u = 0.8.
+  CHECK(fused_attention_max_efficiency(h100, f, false) == Approx(base * 0.8));
+  // Backward, s = 512, key blocks j of 128 from query row floor(128 j / 64) x 64 = 128 j:
+  // 128 x (512 + 384 + 256 + 128) = 163,840: u = 0.8 too.
+  const double bwd = 0.596 * 256.0 / (256.0 + 420.0);
+  CHECK(fused_attention_max_efficiency(h100, f, true) == Approx(bwd * 0.8));
+  // s = 8192 (64 blocks): 128^2 x 64 x 65 / 2 = 34,078,720 processed, 33,554,432 useful:
+  // u = 0.98462 = 8192 / 8320.
+  f.seq_len = 8192;
+  f.keys_per_query = 4096;
+  CHECK(fused_attention_max_efficiency(h100, f, false) ==
+        Approx(0.674 * 4096.0 / 4296.0 * 8192.0 / 8320.0));
+  // flash2 forward on A100, d = 128: tiles 128 x 64, so each query block i runs 2 (i + 1) key
+  // blocks of 64: the same 128^2 (i + 1) pairs as 128 x 128: u = 0.8 at s = 512.
+  const GpuSpec& a100 = catalog_gpu("A100-SXM4-80GB");
+  f.kernel = AttentionKernel::kFlash2;
+  f.seq_len = 512;
+  f.keys_per_query = 256;
+  CHECK(fused_attention_max_efficiency(a100, f, false) == Approx(0.730 * 256.0 / 356.0 * 0.8));
+  // The core's layer carries s and the mask (a window turns the tile factor off).
+  AttentionShape sh;
+  sh.seq_len = 2048;
+  sh.heads = 8;
+  sh.kv_heads = 8;
+  sh.head_dim = 128;
+  const LayerSpec causal = attention_core_layers(AttentionKernel::kFlash3, sh, 2, "")[0];
+  CHECK(causal.fused_attention.seq_len == 2048);
+  CHECK(causal.fused_attention.causal);
+  sh.window = 512;
+  CHECK_FALSE(attention_core_layers(AttentionKernel::kFlash3, sh, 2, "")[0].fused_attention.causal);
+}
+
+TEST_CASE("flash3 causal forward against the FA3 paper's causal panel (not fitted)",
+          "[attention]") {
+  // Shah et al. 2024, figure 5, causal, d = 128, FP16, H100 SXM5: 292, 423, 521, 579, 602, 616
+  // TFLOP/s at s = 512 ... 16k (FLOPs halved for the mask). Predicted: 0.674 k / (k + 200) x u x
+  // 989.5 with k = s/2 and u = s / (s + 128): 300, 426, 525, 589, 626, 646 (+0.8 .. +4.9 %).
+  const GpuSpec& h100 = catalog_gpu("H100-SXM5-80GB");
+  const double published[] = {292, 423, 521, 579, 602, 616};
+  FusedAttentionShape f;
+  f.kernel = AttentionKernel::kFlash3;
+  f.head_dim = 128;
+  f.causal = true;
+  for (int i = 0; i < 6; ++i) {
+    f.seq_len = 512LL << i;
+    f.keys_per_query = static_cast<double>(f.seq_len) / 2;
+    const double tflops = fused_attention_max_efficiency(h100, f, false) * 989.5;
+    INFO("s = " << f.seq_len << ": " << tflops << " vs " << published[i]);
+    CHECK(std::abs(tflops / published[i] - 1) < 0.05);
+  }
+}
+
 TEST_CASE("unsupported attention kernels name the GPU and the capability", "[attention]") {
   const GpuSpec& a100 = catalog_gpu("A100-SXM4-80GB");
   const GpuSpec& v100 = catalog_gpu("V100-SXM2-32GB");

@@ -70,9 +70,13 @@ TEST_CASE("flash3 core on one H200: backward 2.5x forward, its own efficiency", 
   CHECK(bwd.flops == 2.5 * fwd.flops);
   CHECK(fwd.compute_kind == ComputeKind::kAttention);
   // flash3 on Hopper, d = 64, k = s/2 = 512 keys per query: forward 0.500 * 512 / 712,
-  // backward 0.512 * 512 / 932
-  CHECK(fwd.max_efficiency == Approx(0.500 * 512.0 / 712.0));
-  CHECK(bwd.max_efficiency == Approx(0.512 * 512.0 / 932.0));
+  // backward 0.512 * 512 / 932, each times the causal diagonal-tile factor u (docs/attention.md,
+  // "Causal diagonal tiles"): forward tiles 192 x 128, query blocks of 192 rows process 256, 384,
+  // 640, 768, 1024 keys and the last 64 rows 1024: 192 x 3072 + 64 x 1024 = 589,824 + 65,536 =
+  // 655,360 pairs for 524,288 useful: u = 0.8; backward 128 x 128: 128^2 x (8 + 7 + ... + 1) =
+  // 589,824: u = 8/9
+  CHECK(fwd.max_efficiency == Approx(0.500 * 512.0 / 712.0 * 0.8));
+  CHECK(bwd.max_efficiency == Approx(0.512 * 512.0 / 932.0 * 8.0 / 9.0));
   // the other layers keep their kind's curve
   CHECK(find_op(p, "h.0.attn.qkv.fwd").max_efficiency == 0.0);
   CHECK(find_op(p, "h.0.attn.qkv.bwd").flops == 2.0 * find_op(p, "h.0.attn.qkv.fwd").flops);
@@ -93,9 +97,11 @@ TEST_CASE("flash2 core under tensor parallelism and selective recompute", "[atte
   // each rank runs 1/4 of the heads: forward 4 P a d * b / 4; backward 2.5x of that
   CHECK(fwd.flops == Approx(4.0 * 524288.0 * 768.0 * static_cast<double>(fwd.batch) / 4.0));
   CHECK(bwd.flops == Approx(2.5 * fwd.flops));
-  // flash2 on Ampere, d = 64, k = 512: forward 0.642 * 512 / 612
-  CHECK(fwd.max_efficiency == Approx(0.642 * 512.0 / 612.0));
-  CHECK(bwd.max_efficiency == Approx(0.576 * 512.0 / 782.0));
+  // flash2 on Ampere, d = 64, k = 512: forward 0.642 * 512 / 612, backward 0.576 * 512 / 782,
+  // each times u = 8/9 (128 x 128 tiles both ways at s = 1024: 128^2 x 36 = 589,824 processed
+  // for 524,288 useful)
+  CHECK(fwd.max_efficiency == Approx(0.642 * 512.0 / 612.0 * 8.0 / 9.0));
+  CHECK(bwd.max_efficiency == Approx(0.576 * 512.0 / 782.0 * 8.0 / 9.0));
   // nothing s^2 is saved, so selective recompute re-runs nothing of the fused core
   CHECK_FALSE(has_op_containing(p, "attn.core", ".recompute"));
 }

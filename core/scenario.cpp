@@ -22,7 +22,9 @@ const char* to_string(CollectiveAlgo a) {
   return collective_algo_names()[static_cast<std::size_t>(a)].c_str();
 }
 
-const char* to_string(NcclProto p) { return nccl_proto_names()[static_cast<std::size_t>(p)].c_str(); }
+const char* to_string(NcclProto p) {
+  return nccl_proto_names()[static_cast<std::size_t>(p)].c_str();
+}
 
 const char* to_string(Dtype d) {
   switch (d) {
@@ -259,6 +261,16 @@ const char* to_string(FsdpSharding f) {
       return "full_shard";
     case FsdpSharding::kShardGradOp:
       return "shard_grad_op";
+  }
+  return "?";
+}
+
+const char* to_string(Zero3Fetch f) {
+  switch (f) {
+    case Zero3Fetch::kAsync:
+      return "async";
+    case Zero3Fetch::kSynchronous:
+      return "synchronous";
   }
   return "?";
 }

@@ -218,8 +218,12 @@ struct LayerSpec {
   int block = -1;                        // transformer block index (GPT builder); -1 outside blocks
   TpRole tp_role = TpRole::kReplicated;  // split under tensor parallelism (GPT builder sets it)
   std::int64_t params = 0;               // trainable parameter count
-  std::int64_t buffer_elems = 0;         // non-trainable buffers (BatchNorm running stats)
-  double fwd_flops_per_sample = 0;       // forward FLOPs for one sample
+  // Of `params`, the elements of a second parameter tensor (a Linear's or a LayerNorm's bias, GPT's
+  // position table beside the token table); 0: one tensor. DeepSpeed ZeRO-3 keeps, gathers and
+  // reduce-scatters each tensor on its own (docs/program.md, "ZeRO-3 parameter fetch").
+  std::int64_t second_tensor_params = 0;
+  std::int64_t buffer_elems = 0;    // non-trainable buffers (BatchNorm running stats)
+  double fwd_flops_per_sample = 0;  // forward FLOPs for one sample
   double fwd_bytes_per_sample =
       0;  // forward memory traffic (bytes) for one sample, excluding weights
   double activation_bytes_per_sample = 0;  // bytes saved for backward, one sample
@@ -402,10 +406,18 @@ struct Fsdp2Spec {
   int replicate = 1;     // HSDP: replicas; a shard is taken over dp / replicate ranks
 };
 
+// How DeepSpeed's stage 3 fetches parameters (docs/program.md, "ZeRO-3 parameter fetch"):
+// kAsync is the PartitionedParameterCoordinator of DeepSpeed 0.6.0 on (PR #1453, 2022-01-20: a
+// separate all-gather stream, at most 2 fetch events ahead); kSynchronous is stage3.py of 0.3.13
+// to 0.5.10, whose every fetch blocks on torch.cuda.synchronize().
+enum class Zero3Fetch { kAsync, kSynchronous };
+const char* to_string(Zero3Fetch f);
+
 // DeepSpeed ZeRO-3's parameter coordinator and gradient buckets (kind zero, zero_stage 3), with
 // DeepSpeed's defaults (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig); lowered by
 // core/lowering/zero3_fetch.cpp (docs/program.md, "ZeRO-3 parameter fetch"). Sizes in elements.
 struct Zero3Spec {
+  Zero3Fetch fetch = Zero3Fetch::kAsync;                  // zero3_fetch
   std::int64_t prefetch_bucket_numel = 50'000'000;        // stage3_prefetch_bucket_size 5e7
   std::int64_t max_live_numel = 1'000'000'000;            // stage3_max_live_parameters 1e9
   std::int64_t max_reuse_distance_numel = 1'000'000'000;  // stage3_max_reuse_distance 1e9

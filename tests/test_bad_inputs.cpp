@@ -116,8 +116,8 @@ const std::vector<std::string> kParserKeys = {
     "strategy.replicate", "strategy.distributed_optimizer", "strategy.megatron_fsdp",
     "strategy.stage3_prefetch_bucket_size", "strategy.stage3_max_live_parameters",
     "strategy.stage3_max_reuse_distance", "strategy.stage3_param_persistence_threshold",
-    "strategy.reduce_bucket_size", "strategy.overlap_comm", "strategy.limit_all_gathers",
-    "strategy.forward_prefetch", "strategy.backward_prefetch",
+    "strategy.reduce_bucket_size", "strategy.overlap_comm", "strategy.zero3_fetch",
+    "strategy.limit_all_gathers", "strategy.forward_prefetch", "strategy.backward_prefetch",
     // nccl, simulation, limits
     "nccl.algo", "nccl.proto", "nccl.p2p_disable", "simulation.symmetry", "limits.max_gpus",
     "limits.max_steps", "limits.max_layers", "limits.max_trace_events",

@@ -89,6 +89,7 @@ struct ShardedLayer {
   double bwd_flops_per_sample = -1;           // backward FLOPs on this rank; < 0: 2x fwd
   double bwd_traffic_per_sample = -1;         // backward traffic, excluding weights; < 0: 2x fwd
   std::int64_t params = 0;                    // parameters held by this rank
+  std::int64_t second_tensor_params = 0;      // of params: a second tensor's (LayerSpec's)
   double act_bytes_per_sample = 0;            // saved for backward (no recompute)
   double selective_act_bytes_per_sample = 0;  // saved under selective recompute
   double output_bytes_per_sample = 0;         // this rank's share of the output

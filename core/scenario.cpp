@@ -22,7 +22,9 @@ const char* to_string(CollectiveAlgo a) {
   return collective_algo_names()[static_cast<std::size_t>(a)].c_str();
 }
 
-const char* to_string(NcclProto p) { return nccl_proto_names()[static_cast<std::size_t>(p)].c_str(); }
+const char* to_string(NcclProto p) {
+  return nccl_proto_names()[static_cast<std::size_t>(p)].c_str();
+}
 
 const char* to_string(Dtype d) {
   switch (d) {
@@ -155,6 +157,20 @@ PrecisionBytes precision_bytes(Precision p, Dtype amp_dtype) {
       break;
   }
   return b;
+}
+
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::kPlain:
+      return "plain";
+    case Framework::kTorchtitan:
+      return "torchtitan";
+    case Framework::kMegatronTe:
+      return "megatron_te";
+    case Framework::kHf:
+      return "hf";
+  }
+  return "?";
 }
 
 const char* to_string(OptimizerKind k) {

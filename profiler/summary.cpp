@@ -261,7 +261,8 @@ Splits split_time(const Boundaries& pts, const std::vector<Interval>& window,
 struct MemoryPeak {
   bool any = false;
   Bytes peak = 0;
-  TimeNs first_over_capacity = -1;  // first sample above capacity (-1: never)
+  TimeNs first_over_capacity = -1;       // first sample above capacity (-1: never)
+  std::map<std::string, Bytes> at_peak;  // the other series of the first sample at the peak
 };
 
 // docs/summary.md "Memory", "OOM". Counters named "memory…" on this pid: the "allocated" series, or
@@ -284,6 +285,13 @@ MemoryPeak memory_peak(std::vector<const CounterSample*> samples, Bytes capacity
       for (const auto& [series, value] : c->values) v += value;
     }
     const auto bytes = static_cast<Bytes>(v);
+    if (!m.any || bytes > m.peak) {
+      m.at_peak.clear();
+      if (found) {
+        for (const auto& [series, value] : c->values)
+          if (series != "allocated") m.at_peak[series] = static_cast<Bytes>(value);
+      }
+    }
     m.any = true;
     m.peak = std::max(m.peak, bytes);
     if (capacity > 0 && bytes > capacity && m.first_over_capacity < 0) {
@@ -698,6 +706,7 @@ Summary summarize(const Trace& trace, core::Progress* progress) {
     const MemoryPeak m = memory_peak(memory_of[pid], p.capacity_bytes);
     g.has_memory_data = m.any;
     g.peak_bytes = m.peak;
+    g.peak_by_category = m.at_peak;
     apply_memory_peaks(peaks, &g);
     g.by_step = utilisation_by_step(splits.steps, memory_of[pid], step_numbers, every_step);
     g.has_reserved_data = !reserved_of[pid].empty();

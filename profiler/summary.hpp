@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -50,6 +51,9 @@ struct GpuSummary {                    // one GPU (trace process); times are sec
                        //   incl.); 0 for a mirror's row (counted by its representative)
   int mirror_of = -1;  // rank symmetry: the representative GPU whose figures these are
   std::vector<StepUtilisation> by_step;  // every step, the first included
+  // The "memory" counter's other series (by category: params, grads, optimizer, activations, ...)
+  // at the first sample where its "allocated" series peaks (empty without them; docs: Memory).
+  std::map<std::string, Bytes> peak_by_category;
 };
 
 struct OomVerdict {

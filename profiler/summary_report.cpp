@@ -126,6 +126,9 @@ nlohmann::json summary_to_json(const Summary& s) {
          {"peak_bytes", g.peak_bytes},
          {"first_step_peak_bytes", g.first_step_peak_bytes},
          {"steady_state_peak_bytes", g.steady_peak_bytes},
+         {"peak_by_category_bytes", g.peak_by_category.empty()
+                                        ? nlohmann::json(nullptr)
+                                        : nlohmann::json(g.peak_by_category)},
          {"peak_reserved_bytes",
           g.has_reserved_data ? nlohmann::json(g.peak_reserved_bytes) : nlohmann::json(nullptr)},
          {"capacity_bytes", g.capacity_bytes},
@@ -222,9 +225,9 @@ void print_summary_table(const Summary& s, std::ostream& out) {
     out << "tokens/s:  " << fmt("%.0f", s.tokens_per_s) << " ("
         << fmt("%.1f", s.tokens_per_s_per_gpu) << " per GPU; " << s.tokens_per_step
         << " tokens per step)\n";
-    out << "model:     " << s.model_params << " parameters; GFLOP per token: "
-        << fmt("%.4g", s.flops_per_token_model / 1e9) << " model (MFU), "
-        << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
+    out << "model:     " << s.model_params
+        << " parameters; GFLOP per token: " << fmt("%.4g", s.flops_per_token_model / 1e9)
+        << " model (MFU), " << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
         << fmt("%.4g", s.flops_per_token_megatron / 1e9) << " Megatron, "
         << fmt("%.4g", s.flops_per_token_torchtitan / 1e9) << " torchtitan\n";
   }
@@ -334,8 +337,8 @@ void print_summary_table(const Summary& s, std::ostream& out) {
         << fmt("%.3f", gib(s.oom->shortfall_bytes)) << " GiB (" << s.oom->shortfall_bytes
         << " bytes)";
     if (s.oom->would_be_peak_bytes > 0)
-      out << "; the step would peak at " << fmt("%.2f", gib(s.oom->would_be_peak_bytes))
-          << " GiB, " << fmt("%.2f", gib(s.oom->over_capacity_bytes)) << " GiB over capacity";
+      out << "; the step would peak at " << fmt("%.2f", gib(s.oom->would_be_peak_bytes)) << " GiB, "
+          << fmt("%.2f", gib(s.oom->over_capacity_bytes)) << " GiB over capacity";
     out << "\n";
   }
   for (const std::string& n : s.notes) {

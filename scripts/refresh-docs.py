@@ -167,6 +167,37 @@ def backpressure_zero3(c):
     return "\n```text\n" + "\n".join(keep) + "\n```\n"
 
 
+def korthikanti_fig1_memory(c):
+    # docs/memory.md, "Korthikanti et al. 2022, Figure 1": GPU 0's bytes by category at its peak
+    # (summary JSON peak_by_category_bytes) against the development row's published figures.
+    row = next(r for r in json.load(open(os.path.join(
+        ROOT, "calibration/published/development-set.json")))["cases"]
+        if r["id"] == "korthikanti_fig1_mem_gpt3-175B")["expected"]["value"]
+    scen = "calibration/scenarios/korthikanti_fig1_mem_gpt3-175B.json"
+
+    def gpu0(*sets):
+        g = next(g for g in c.summary(scen, *sets)["per_gpu"] if g["gpu"] == 0)
+        return g["peak_by_category_bytes"]
+
+    sel = gpu0()
+    none = gpu0("strategy.sequence_parallel=false", "strategy.recompute=none")
+    states = (sel["params"] + sel["grads"] + sel["optimizer"]) / GIB
+
+    def line(what, pub, ours, note=""):
+        return f"| {what} | {pub:.2f} GiB | {ours:.2f} GiB{note} | {100 * (ours / pub - 1):+.1f} % |"
+
+    rows = ["| | published (Figure 1) | simulated | |", "| --- | --- | --- | --- |",
+            line("params + grads + optimizer", row["params_grads_optimizer"], states,
+                 f" ({states * GIB / (sel['params'] / 2):.0f} B × P)"),
+            line("activations, SP + selective recompute", row["activations_sp_selective"],
+                 sel["activations"] / GIB),
+            line("activations, neither (`--set strategy.sequence_parallel=false "
+                 "--set strategy.recompute=none`)", row["activations_no_recompute_no_sp"],
+                 none["activations"] / GIB)]
+    return ("\n" + "\n".join(rows) + f"\n\nInside `step()` the fp16 main-grad copy (4 P) raises "
+            f"the model states to {states * 1.25:.2f} GiB, with no activations left.\n")
+
+
 def steady_state_example(c):
     # docs/memory.md, "First-step and steady-state peaks": the two lines simrun prints.
     out = c.run(["simrun", "scenarios/gpt_20b_64xa100_3d.json", "--no-advice",
@@ -469,6 +500,7 @@ FIGURES = {
     "hpo_example": (hpo_example, False),
     "gil_variants": (gil_variants, False),
     "steady_state_example": (steady_state_example, False),
+    "korthikanti_fig1_memory": (korthikanti_fig1_memory, False),
     "backpressure_zero3": (backpressure_zero3, False),
     "ci_table": (ci_table, False),
     "accuracy_table": (accuracy_table, False),

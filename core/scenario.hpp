@@ -359,6 +359,10 @@ struct TrainingSpec {
   // torch.compile of every transformer block (docs/compile.md): pointwise chains fused by
   // core/compile_fusion.hpp when the model is built.
   bool compile = false;
+  // allocator.expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, the caching
+  // allocator's growing segments (docs/memory.md, "Expandable segments"; torchtitan's
+  // run_train.sh sets it).
+  bool expandable_segments = false;
 };
 
 // [SECTION] Strategy -----------------------------------------------------------------------------

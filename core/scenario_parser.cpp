@@ -500,7 +500,7 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   Obj o(ctx, v, "training",
         {"global_batch", "dataset_size", "precision", "amp_dtype", "optimizer", "sgd_momentum",
          "steps", "gradient_accumulation", "data_loader", "leaks", "empty_cache_every",
-         "del_temporaries", "fp8", "compile"});
+         "del_temporaries", "fp8", "compile", "allocator"});
   TrainingSpec t;
   t.global_batch = o.req_integer("global_batch", 1, 1 << 24);
   t.dataset_size = o.integer("dataset_size", 0, 0, 1000000000000LL);
@@ -536,6 +536,10 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   t.empty_cache_every = static_cast<int>(o.integer("empty_cache_every", 0, 0, 100000));
   t.del_temporaries = o.boolean("del_temporaries", true);
   t.compile = o.boolean("compile", false);
+  if (o.has("allocator")) {
+    Obj a(ctx, o.raw("allocator"), o.at("allocator"), {"expandable_segments"});
+    t.expandable_segments = a.boolean("expandable_segments", false);
+  }
   if (o.has("amp_dtype") && t.precision != Precision::kAmp) {
     ctx.warn(o.at("amp_dtype"), std::string("ignored: precision is ") + to_string(t.precision));
   }

@@ -77,7 +77,14 @@ nlohmann::json summary_to_json(const Summary& s) {
                 {"at_ns", s.oom->at_ns},
                 {"would_be_peak_bytes", s.oom->would_be_peak_bytes},
                 {"over_capacity_bytes", s.oom->over_capacity_bytes},
-                {"steady_state", s.oom->steady_state}};
+                {"steady_state", s.oom->steady_state},
+                {"allocator", s.oom->allocator}};
+    if (s.oom->allocator) {
+      j["oom"]["expandable_segments"] = s.oom->expandable_segments;
+      j["oom"]["reserved_bytes"] = s.oom->reserved_bytes;
+      j["oom"]["segment_bytes"] = s.oom->segment_bytes;
+      j["oom"]["allocated_bytes"] = s.oom->allocated_bytes;
+    }
   } else {
     j["oom"] = nullptr;
   }
@@ -330,7 +337,23 @@ void print_summary_table(const Summary& s, std::ostream& out) {
         << " GiB (from step 2 on, with the optimizer state resident); this one-step run peaks at "
         << fmt("%.2f", gib(g.first_step_peak_bytes)) << " GiB in its first step\n";
   }
-  if (s.oom) {
+  if (s.oom && s.oom->allocator) {
+    // docs/memory.md, "OOM verdict": fragmentation, not allocated bytes.
+    out << "OOM: GPU " << s.oom->gpu << (s.oom->op.empty() ? "" : " at op " + s.oom->op)
+        << ": the caching allocator cannot serve it (fragmentation): reserved "
+        << fmt("%.3f", gib(s.oom->reserved_bytes)) << " GiB + "
+        << (s.oom->expandable_segments ? "pages of " : "a segment of ")
+        << fmt("%.3f", gib(s.oom->segment_bytes)) << " GiB > usable "
+        << fmt("%.3f", gib(s.oom->reserved_bytes + s.oom->segment_bytes - s.oom->shortfall_bytes))
+        << " GiB after releasing its cache, with " << fmt("%.3f", gib(s.oom->allocated_bytes))
+        << " GiB allocated; the step would reserve " << fmt("%.2f", gib(s.oom->would_be_peak_bytes))
+        << " GiB, " << fmt("%.2f", gib(s.oom->over_capacity_bytes)) << " GiB over capacity"
+        << (s.oom->expandable_segments
+                ? ""
+                : " (training.allocator.expandable_segments: true maps pages instead of "
+                  "segments, docs/memory.md)")
+        << "\n";
+  } else if (s.oom) {
     out << "OOM: GPU " << s.oom->gpu << (s.oom->op.empty() ? "" : " at op " + s.oom->op)
         << (s.oom->steady_state ? " in the steady state (step 2 on)" : "")
         << ": the first allocation that does not fit is short by "

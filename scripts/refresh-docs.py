@@ -198,6 +198,25 @@ def korthikanti_fig1_memory(c):
             f"the model states to {states * 1.25:.2f} GiB, with no activations left.\n")
 
 
+def fsdp2_reserved(c):
+    # docs/memory.md, "What FSDP2 runs reserve above what they allocate": simrun's memory lines,
+    # OOM line and allocator note for the bundled torchtitan run and three variants.
+    runs = [[], ["training.allocator.expandable_segments=false"],
+            ["training.global_batch=16", "strategy.micro_batch_size=2"],
+            ["training.global_batch=16", "strategy.micro_batch_size=2",
+             "training.allocator.expandable_segments=false"]]
+    lines = []
+    for sets in runs:
+        args = ["simrun", "scenarios/llama3_1_8b_8xh100_fsdp2.json", "--no-advice"]
+        for x in sets:
+            args += ["--set", x]
+        out = c.run(args, ok=(0, 1))
+        lines.append("$ " + " ".join(args))
+        lines += [l for l in out.splitlines()
+                  if l.startswith(("memory node", "OOM:", "note: caching allocator"))]
+    return "\n```text\n" + "\n".join(lines) + "\n```\n"
+
+
 def steady_state_example(c):
     # docs/memory.md, "First-step and steady-state peaks": the two lines simrun prints.
     out = c.run(["simrun", "scenarios/gpt_20b_64xa100_3d.json", "--no-advice",
@@ -501,6 +520,7 @@ FIGURES = {
     "gil_variants": (gil_variants, False),
     "steady_state_example": (steady_state_example, False),
     "korthikanti_fig1_memory": (korthikanti_fig1_memory, False),
+    "fsdp2_reserved": (fsdp2_reserved, False),
     "backpressure_zero3": (backpressure_zero3, False),
     "ci_table": (ci_table, False),
     "accuracy_table": (accuracy_table, False),

@@ -66,6 +66,7 @@ const std::vector<std::string> kParserKeys = {
     "training.optimizer", "training.sgd_momentum", "training.steps",
     "training.gradient_accumulation", "training.data_loader", "training.leaks",
     "training.empty_cache_every", "training.del_temporaries", "training.compile",
+    "training.allocator", "training.allocator.expandable_segments",
     "training.data_loader.num_workers", "training.data_loader.pin_memory",
     "training.data_loader.per_sample_load_us", "training.data_loader.prefetch_factor",
     "training.leaks.loss_as_tensor", "training.leaks.keep_outputs", "training.fp8",

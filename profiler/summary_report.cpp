@@ -350,8 +350,8 @@ void print_summary_table(const Summary& s, std::ostream& out) {
         << " GiB, " << fmt("%.2f", gib(s.oom->over_capacity_bytes)) << " GiB over capacity"
         << (s.oom->expandable_segments
                 ? ""
-                : " (training.allocator.expandable_segments: true maps pages instead of "
-                  "segments, docs/memory.md)")
+                : " (with the default allocator; expandable segments run out too, "
+                  "docs/memory.md \"OOM verdict\")")
         << "\n";
   } else if (s.oom) {
     out << "OOM: GPU " << s.oom->gpu << (s.oom->op.empty() ? "" : " at op " + s.oom->op)

@@ -379,6 +379,10 @@ struct TrainingSpec {
   // training.fused_rmsnorm: RMSNorm as one Triton kernel under an eager framework (torchtitan's
   // norm_type "fused_rmsnorm"); core/eager_kernels.hpp.
   bool fused_rmsnorm = false;
+  // allocator.expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, the caching
+  // allocator's growing segments (docs/memory.md, "Expandable segments"; torchtitan's
+  // run_train.sh sets it).
+  bool expandable_segments = false;
 };
 
 // [SECTION] Strategy -----------------------------------------------------------------------------

@@ -501,7 +501,7 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   Obj o(ctx, v, "training",
         {"global_batch", "dataset_size", "precision", "amp_dtype", "optimizer", "sgd_momentum",
          "steps", "gradient_accumulation", "data_loader", "leaks", "empty_cache_every",
-         "del_temporaries", "fp8", "compile", "framework", "fused_rmsnorm"});
+         "del_temporaries", "fp8", "compile", "framework", "fused_rmsnorm", "allocator"});
   TrainingSpec t;
   t.global_batch = o.req_integer("global_batch", 1, 1 << 24);
   t.dataset_size = o.integer("dataset_size", 0, 0, 1000000000000LL);
@@ -541,6 +541,10 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   t.framework = static_cast<Framework>(
       o.choice("framework", {std::begin(kFrameworkNames), std::end(kFrameworkNames)}, 0));
   t.fused_rmsnorm = o.boolean("fused_rmsnorm", false);
+  if (o.has("allocator")) {
+    Obj a(ctx, o.raw("allocator"), o.at("allocator"), {"expandable_segments"});
+    t.expandable_segments = a.boolean("expandable_segments", false);
+  }
   if (o.has("amp_dtype") && t.precision != Precision::kAmp) {
     ctx.warn(o.at("amp_dtype"), std::string("ignored: precision is ") + to_string(t.precision));
   }

@@ -159,6 +159,20 @@ PrecisionBytes precision_bytes(Precision p, Dtype amp_dtype) {
   return b;
 }
 
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::kPlain:
+      return "plain";
+    case Framework::kTorchtitan:
+      return "torchtitan";
+    case Framework::kMegatronTe:
+      return "megatron_te";
+    case Framework::kHf:
+      return "hf";
+  }
+  return "?";
+}
+
 const char* to_string(OptimizerKind k) {
   switch (k) {
     case OptimizerKind::kSgd:

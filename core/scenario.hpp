@@ -248,6 +248,13 @@ struct LayerSpec {
   // Kernel launches in backward; < 0 = 2 x kernels. Set by torch.compile's fusion
   // (core/compile_fusion.hpp: one Triton kernel per fused group).
   int bwd_kernels = -1;
+  // The layer as one fused kernel (torch.compile, docs/compile.md): forward and backward traffic
+  // and saved bytes when it reads its input and writes its output once. An eager framework's
+  // kernel sequence moves and saves more (core/eager_kernels.hpp, docs/transformer.md, "Eager
+  // kernel sequences"); < 0 = the same as the eager figures above.
+  double fused_fwd_bytes_per_sample = -1;
+  double fused_bwd_bytes_per_sample = -1;
+  double fused_activation_bytes_per_sample = -1;
   // The output is read again by a layer other than the next one (the residual stream: a block's
   // residual adds). torch.compile's fusion must still write it (docs/compile.md).
   bool output_reused = false;
@@ -344,6 +351,13 @@ struct Fp8Spec {
   int amax_history_len = 1024;  // delayed: amax history per tensor (TE's default)
 };
 
+// Whose kernels a transformer block runs (`training.framework`; core/eager_kernels.hpp,
+// docs/transformer.md, "Eager kernel sequences"): the same model costs differently under
+// torchtitan's composite RMSNorm and complex RoPE, Megatron with Transformer Engine's fused
+// kernels, or Hugging Face's modules.
+enum class Framework : std::uint8_t { kPlain, kTorchtitan, kMegatronTe, kHf };
+const char* to_string(Framework f);
+
 struct TrainingSpec {
   std::int64_t global_batch = 1;  // samples per optimizer step, all GPUs together
   std::int64_t dataset_size = 0;  // 0: unlimited; else batches follow an epoch (last partial)
@@ -363,6 +377,16 @@ struct TrainingSpec {
   // torch.compile of every transformer block (docs/compile.md): pointwise chains fused by
   // core/compile_fusion.hpp when the model is built.
   bool compile = false;
+  // training.framework; resolved by the parser from the strategy when not given
+  // (core/eager_kernels.hpp, default_framework).
+  Framework framework = Framework::kPlain;
+  // training.fused_rmsnorm: RMSNorm as one Triton kernel under an eager framework (torchtitan's
+  // norm_type "fused_rmsnorm"); core/eager_kernels.hpp.
+  bool fused_rmsnorm = false;
+  // allocator.expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, the caching
+  // allocator's growing segments (docs/memory.md, "Expandable segments"; torchtitan's
+  // run_train.sh sets it).
+  bool expandable_segments = false;
 };
 
 // [SECTION] Strategy -----------------------------------------------------------------------------

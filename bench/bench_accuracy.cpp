@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/accuracy/accuracy.hpp"
+#include "profiler/atomic_file.hpp"
 
 namespace {
 
@@ -109,16 +110,15 @@ bool read_json(const std::string& path, json& out) {
   return true;
 }
 
+// Through the project's atomic writer (profiler/atomic_file.hpp): no half-written file on failure.
 bool write_text(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!(out << text)) {
-      std::cerr << "bench_accuracy: " << path << ": cannot write the file\n";
-      return false;
-    }
+  try {
+    csim::prof::write_file_atomically(path, [&](std::ostream& out) { out << text; });
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "bench_accuracy: " << e.what() << "\n";
+    return false;
   }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 }  // namespace
@@ -158,6 +158,14 @@ int main(int argc, char** argv) {
       std::cerr << "bench_accuracy: " << a << " " << v << ": unknown option (hint: --help)\n";
       return 2;
     }
+  }
+  // Output paths first, before a minute of simulation (profiler/atomic_file.hpp).
+  try {
+    if (!json_out.empty()) csim::prof::check_output_file("--json", json_out);
+    if (!write_baseline.empty()) csim::prof::check_output_file("--write-baseline", write_baseline);
+  } catch (const std::exception& e) {
+    std::cerr << "bench_accuracy: " << e.what() << "\n";
+    return 2;
   }
   std::vector<Row> rows;
   try {

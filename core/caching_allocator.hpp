@@ -2,9 +2,12 @@
 // Requests are rounded, served from cached segments of two pools (small: <= 1 MiB, large), split
 // and merged; a freed block is reused only by the stream it was allocated on; when a new segment
 // does not fit, every fully free cached segment is released and the allocation retried before
-// OOM. simulate_caching_allocator() drives one allocator per GPU with a Program's alloc / free
-// ops in simulated time order and records reserved vs allocated bytes, fragmentation and
-// segments over time, and the effect of each torch.cuda.empty_cache().
+// OOM. With expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; docs/memory.md,
+// "Expandable segments") each stream and pool grows one reserved address range by mapping pages
+// instead, and the retry unmaps every free page. simulate_caching_allocator() drives one
+// allocator per GPU with a Program's alloc / free ops in simulated time order and records
+// reserved vs allocated bytes, fragmentation and segments over time, and the effect of each
+// torch.cuda.empty_cache().
 //
 // Index:
 //  [SECTION] Constants (c10/cuda/CUDACachingAllocator.cpp)
@@ -56,13 +59,16 @@ class CachingAllocator {
   using BlockId = std::int32_t;
   static constexpr BlockId kNoBlock = -1;
 
-  explicit CachingAllocator(Bytes usable_bytes);  // 0: unlimited
+  // usable_bytes 0: unlimited. expandable: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+  explicit CachingAllocator(Bytes usable_bytes, bool expandable = false);
 
   // Result of malloc(): the block, and whether cached segments had to be released first.
   struct Allocation {
     BlockId block = kNoBlock;
     bool released_cache = false;  // cudaMalloc failed once; every free segment was released
     bool oom = false;             // still no room after the release: a real run raises OOM here
+    Bytes reserved_before = 0;    // reserved before the segment / pages this request added
+    Bytes grew_bytes = 0;         // the cudaMalloc'ed segment or the pages mapped (0: cached)
   };
   // Serve `request_bytes` for `stream`. On OOM the segment is created anyway (reserved exceeds
   // the usable memory) so a timeline can go on; `oom` says it would have failed.
@@ -74,6 +80,7 @@ class CachingAllocator {
   const AllocatorStats& stats() const { return stats_; }
   Bytes block_bytes(BlockId b) const { return blocks_[b].size; }
   Bytes usable_bytes() const { return usable_; }
+  bool expandable() const { return expandable_; }
 
  private:
   struct Block {
@@ -83,22 +90,45 @@ class CachingAllocator {
     int stream = 0;       // stream of the allocation that created the segment
     bool small = false;   // small or large pool
     bool allocated = false;
-    bool live = true;  // false once merged away or released with its segment
+    bool live = true;    // false once merged away or released with its segment
+    bool mapped = true;  // expandable segments: false for address space with no pages
+    int segment = -1;    // expandable segments: its index in segments_ (-1: a cudaMalloc one)
     BlockId prev = kNoBlock, next = kNoBlock;  // neighbours in the same segment
+  };
+  // One expandable segment (ExpandableSegment): a reserved address range of one stream and pool.
+  struct Segment {
+    Bytes base = 0, size = 0;
+    Bytes page = 0;  // mapping granularity: kAllocSmallBuffer (small pool), kAllocLargeBuffer
+    bool live = true;
   };
   using Key = std::tuple<int, Bytes, Bytes, BlockId>;  // (stream, size, addr, id): best fit first
   Key key(BlockId b) const { return {blocks_[b].stream, blocks_[b].size, blocks_[b].addr, b}; }
+  // Unmapped blocks by (stream, pool, addr, id): lowest address first.
+  using UKey = std::tuple<int, int, Bytes, BlockId>;
+  UKey ukey(BlockId b) const {
+    return {blocks_[b].stream, blocks_[b].small ? 1 : 0, blocks_[b].addr, b};
+  }
   std::set<Key>& pool(bool small) { return small ? small_pool_ : large_pool_; }
   void insert_free(BlockId b);
   void erase_free(BlockId b);
   BlockId new_block(Block b);
+  BlockId get_free_block(Bytes size, bool small, int stream);
+  bool try_merge(BlockId dst, BlockId src);
   Bytes release_free_segments();
   void update_largest_free();
+  // [SECTION] Expandable segments (caching_allocator.cpp)
+  BlockId find_expandable_block(Bytes size, bool small, int stream);
+  bool map_block(BlockId b, Bytes size, bool force);
+  BlockId try_allocate_expandable(Bytes size, bool small, int stream, bool force);
+  Bytes unmap_block(BlockId b);
 
   Bytes usable_ = 0;
+  bool expandable_ = false;
   Bytes next_addr_ = 0;
   std::vector<Block> blocks_;
+  std::vector<Segment> segments_;
   std::set<Key> small_pool_, large_pool_;
+  std::set<UKey> unmapped_;
   AllocatorStats stats_;
 };
 
@@ -138,9 +168,15 @@ struct AllocatorOom {
   Bytes requested_bytes = 0;
   Bytes reserved_bytes = 0;   // reserved before the failed cudaMalloc, after releasing the cache
   Bytes allocated_bytes = 0;  // allocated (rounded) at that moment
-  Bytes segment_bytes = 0;    // the cudaMalloc that did not fit
+  Bytes segment_bytes = 0;    // the cudaMalloc (expandable: the pages to map) that did not fit
   Bytes capacity_bytes = 0;
   TimeNs at_ns = 0;
+  bool expandable = false;  // the allocator ran with expandable segments
+  // Default allocator only (memory_timeline, docs/memory.md "OOM verdict"): the same ops through
+  // an allocator with expandable segments, on this GPU: its peak reserved bytes, and whether it
+  // runs out too (then the OOM is the verdict; else a note says why it is not).
+  Bytes expandable_peak_reserved_bytes = -1;  // -1: not simulated
+  bool expandable_oom = false;
 };
 
 struct AllocatorReport {
@@ -151,17 +187,19 @@ struct AllocatorReport {
 // Alloc / free ops (and kEmptyCacheOpName markers) in execution order: by start time, then op id.
 // A free releases the oldest live allocation of its GPU with the same category and bytes,
 // preferring one of the same name (docs/memory.md, "Driving it with a Program").
+// Expandable segments when program.expandable_segments (training.allocator.expandable_segments).
 AllocatorReport simulate_caching_allocator(const Program& program,
                                            const std::vector<OpTiming>& timings,
                                            const std::vector<int>& gpus,
                                            const std::vector<Bytes>& capacity_bytes);
 // The same, from `ops`: op ids already in that order (memory_timeline() sorts once for both); ops
 // that are not the allocator's (zero-byte alloc / free, markers other than kEmptyCacheOpName, ops
-// that never ran) are skipped.
+// that never ran) are skipped. `expandable_segments` in place of the program's setting.
 AllocatorReport simulate_caching_allocator(const Program& program,
                                            const std::vector<OpTiming>& timings,
                                            const std::vector<OpId>& ops,
                                            const std::vector<int>& gpus,
-                                           const std::vector<Bytes>& capacity_bytes);
+                                           const std::vector<Bytes>& capacity_bytes,
+                                           bool expandable_segments);
 
 }  // namespace csim::core

@@ -43,6 +43,19 @@ std::string fused_name(const std::vector<LayerSpec>& members) {
   return out;
 }
 
+// A member's figures as one fused kernel: an eager framework's sequence keeps them beside its own
+// (LayerSpec::fused_*, core/eager_kernels.hpp); the others are one kernel's already.
+double fused_fwd(const LayerSpec& l) {
+  return l.fused_fwd_bytes_per_sample >= 0 ? l.fused_fwd_bytes_per_sample : l.fwd_bytes_per_sample;
+}
+double fused_bwd(const LayerSpec& l) {
+  return l.fused_bwd_bytes_per_sample >= 0 ? l.fused_bwd_bytes_per_sample : bwd_bytes(l);
+}
+double fused_act(const LayerSpec& l) {
+  return l.fused_activation_bytes_per_sample >= 0 ? l.fused_activation_bytes_per_sample
+                                                  : l.activation_bytes_per_sample;
+}
+
 bool same_bytes(double a, double b) {
   return std::fabs(a - b) <= 1e-9 * std::max(1.0, a);
 }
@@ -63,6 +76,8 @@ LayerSpec fuse_layers(const std::vector<LayerSpec>& members, const LayerSpec* be
   LayerSpec f = members.front();
   if (members.size() > 1) f.name = fused_name(members);
   f.kernels = 1;  // one Triton kernel forward (docs/compile.md, "A fused group")
+  f.fused_fwd_bytes_per_sample = f.fused_bwd_bytes_per_sample = -1;  // it is the fused kernel
+  f.fused_activation_bytes_per_sample = -1;
   f.params = 0;
   f.buffer_elems = 0;
   f.fwd_flops_per_sample = 0;
@@ -72,19 +87,18 @@ LayerSpec fuse_layers(const std::vector<LayerSpec>& members, const LayerSpec* be
   double bwd = 0, selective = 0;
   bool any_selective = false;
   // The group's input is saved when the first member saves exactly the tensor `before` wrote.
-  const bool input_saved =
-      before != nullptr && members.front().activation_bytes_per_sample > 0 &&
-      same_bytes(members.front().activation_bytes_per_sample, before->output_bytes_per_sample);
+  const bool input_saved = before != nullptr && fused_act(members.front()) > 0 &&
+                           same_bytes(fused_act(members.front()), before->output_bytes_per_sample);
   for (std::size_t i = 0; i < members.size(); ++i) {
     const LayerSpec& l = members[i];
     f.params += l.params;
     f.buffer_elems += l.buffer_elems;
     f.fwd_flops_per_sample += l.fwd_flops_per_sample;
-    f.fwd_bytes_per_sample += l.fwd_bytes_per_sample;
+    f.fwd_bytes_per_sample += fused_fwd(l);
     f.extra_python_us += l.extra_python_us;
-    bwd += bwd_bytes(l);
+    bwd += fused_bwd(l);
     any_selective = any_selective || l.selective_activation_bytes_per_sample >= 0;
-    double act = l.activation_bytes_per_sample, sel = selective_bytes(l);
+    double act = fused_act(l), sel = selective_bytes(l);
     if (i > 0) {
       // The intermediate between members i-1 and i: the forward no longer reads it (and no
       // longer writes it unless a later layer reads it: the residual stream); the backward no
@@ -97,8 +111,7 @@ LayerSpec fuse_layers(const std::vector<LayerSpec>& members, const LayerSpec* be
       // Min-cut partitioner, simply: a member that saves its input, a private intermediate of
       // the chain, saves nothing when the group's input is saved: the fused backward recomputes
       // the chain from there (pointwise FLOPs only, not counted).
-      if (input_saved && !p.output_reused && l.activation_bytes_per_sample > 0 &&
-          same_bytes(l.activation_bytes_per_sample, mid)) {
+      if (input_saved && !p.output_reused && fused_act(l) > 0 && same_bytes(fused_act(l), mid)) {
         act = 0;
         sel = 0;
       }

@@ -454,6 +454,9 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
     if (!is_gelu(act))
       r.fail(act_key, "'" + act + "' is not an activation modelled for " + arch,
              "the MLP is modelled with a GELU (gelu, gelu_new, gelu_fast, gelu_pytorch_tanh)");
+    // transformers' activations.py: gelu_new and gelu_fast are Python formulas (NewGELUActivation,
+    // FastGELUActivation); gelu and gelu_pytorch_tanh call F.gelu, one kernel.
+    c.gelu_composite = act == "gelu_new" || act == "gelu_fast";
   }
 
   // Norms and positions.

@@ -175,7 +175,49 @@ MemoryReport memory_timeline(const Program& program, const std::vector<OpTiming>
     gpus.push_back(m.gpu);
     capacity.push_back(m.capacity_bytes);
   }
-  rep.allocator = simulate_caching_allocator(program, timings, ordered, gpus, capacity);
+  rep.allocator = simulate_caching_allocator(program, timings, ordered, gpus, capacity,
+                                             program.expandable_segments);
+  // docs/memory.md, "OOM verdict": every allocation fits, but the caching allocator cannot serve
+  // one even after releasing its cache (reserved + the segment it needs > usable: the reserved
+  // peak printed is above the usable memory only then, the model going on with the segment).
+  // With expandable segments that is an OOM: every free page was unmapped first, so what is
+  // missing is the live blocks' pages. With the default allocator it is fragmentation, which the
+  // Program's coarse blocks overstate (a pipeline segment's saved activations per micro-batch
+  // and Adam's state each one block, where PyTorch allocates tensor by tensor into cached
+  // holes): the same ops go through an allocator with expandable segments, and only when that
+  // one runs out too is it the verdict; else the summary's note says why not.
+  if (!rep.oom && rep.allocator.oom) {
+    AllocatorOom& a = *rep.allocator.oom;
+    bool verdict = a.expandable;
+    if (!a.expandable) {
+      const AllocatorReport pages =
+          simulate_caching_allocator(program, timings, ordered, gpus, capacity, true);
+      for (const GpuAllocatorTimeline& g : pages.gpus)
+        if (g.gpu == a.gpu) a.expandable_peak_reserved_bytes = g.peak_reserved_bytes;
+      a.expandable_oom = pages.oom.has_value();
+      verdict = a.expandable_oom;
+    }
+    if (verdict) {
+      OomVerdict v{a.gpu,
+                   a.op,
+                   a.op_name,
+                   a.requested_bytes,
+                   a.reserved_bytes + a.segment_bytes - a.capacity_bytes,
+                   a.capacity_bytes,
+                   a.at_ns};
+      v.allocator = true;
+      v.expandable_segments = a.expandable;
+      v.reserved_bytes = a.reserved_bytes;
+      v.segment_bytes = a.segment_bytes;
+      v.allocated_bytes = a.allocated_bytes;
+      for (const GpuAllocatorTimeline& g : rep.allocator.gpus) {
+        if (g.gpu != a.gpu) continue;
+        v.would_be_peak_bytes = g.peak_reserved_bytes;
+        v.over_capacity_bytes = g.peak_reserved_bytes - g.capacity_bytes;
+      }
+      rep.oom = v;
+    }
+  }
   return rep;
 }
 

@@ -350,6 +350,7 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
   // dropout mask (1 B/elem).
   m.layers.push_back(make("embed", ComputeKind::kElementwise, cfg.vocab * h + cfg.seq_len * h,
                           2.0 * sh, 5.0 * e * sh + sh, 8.0 * s + sh, e * sh, 4));
+  m.layers.back().second_tensor_params = cfg.seq_len * h;  // wpe beside wte
   // One block = 13 layers. Per sample (Korthikanti et al. 2022, section 4.1; f = ffn width, 4h):
   //   activations (2-byte units): ln_1 2sh, qkv 2sh, core 6sh + 5as^2 (scores 4sh, softmax 2as^2,
   //   dropout as^2, av 2as^2 + 2sh), proj 2sh, residual sh,
@@ -371,6 +372,7 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
     const std::size_t first = m.layers.size();
     m.layers.push_back(
         make(p + "ln_1", CK::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh, k * 2.0 * sh, e * sh, 1));
+    m.layers.back().second_tensor_params = h;  // weight and bias: two tensors of h
     // Backward traffic of the pointwise layers (docs/scenario.md, "Backward traffic"): layer norm
     // 5e/elem + its fp32 statistics (apex's fused layer norm, as Megatron: one kernel reads dy
     // and x and writes dx, a second reads dy and x again for dgamma and dbeta).
@@ -378,6 +380,7 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
     m.layers.push_back(make(p + "attn.qkv", CK::kGemm, 3 * h * h + 3 * h, 6.0 * sh * hd,
                             4.0 * e * sh, k * 2.0 * sh, 3.0 * e * sh, 1));
     m.layers.back().gemm = GemmShape{1, cfg.seq_len, 3 * h, h};  // docs/cost-model.md, "GEMM shape"
+    m.layers.back().second_tensor_params = 3 * h;                // the bias
     // The attention core, per head-sharded kernel (Korthikanti et al. 2022, section 4.1: Q K^T
     // saves Q and K, 4sh; softmax its output, 2as^2; dropout its mask, as^2; attention x values the
     // dropout output and V, 2as^2 + 2sh; together 6sh + 5as^2). Selective recompute keeps Q, K, V
@@ -407,6 +410,7 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
     m.layers.push_back(make(p + "attn.proj", CK::kGemm, h * h + h, 2.0 * sh * hd, 2.0 * e * sh,
                             k * 2.0 * sh, e * sh, 1));
     m.layers.back().gemm = GemmShape{1, cfg.seq_len, h, h};
+    m.layers.back().second_tensor_params = h;
     m.layers.push_back(make(p + "attn.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,
                             k * sh, e * sh, 2));
     m.layers.back().output_reused = true;  // the residual stream, read again by mlp.residual
@@ -416,15 +420,18 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
     m.layers.push_back(
         make(p + "ln_2", CK::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh, k * 2.0 * sh, e * sh, 1));
     m.layers.back().bwd_bytes_per_sample = 5.0 * e * sh + 8.0 * s;
+    m.layers.back().second_tensor_params = h;
     m.layers.push_back(make(p + "mlp.fc", CK::kGemm, h * f + f, 2.0 * sh * fd, e * (sh + sf),
                             k * 2.0 * sh, e * sf, 1));
     m.layers.back().gemm = GemmShape{1, cfg.seq_len, f, h};
+    m.layers.back().second_tensor_params = f;
     m.layers.push_back(
         make(p + "mlp.gelu", CK::kElementwise, 0, 8.0 * sf, 2.0 * e * sf, k * 2.0 * sf, e * sf, 1));
     m.layers.back().bwd_bytes_per_sample = 3.0 * e * sf;  // reads x and dy, writes dx
     m.layers.push_back(make(p + "mlp.proj", CK::kGemm, f * h + h, 2.0 * sf * hd, e * (sf + sh),
                             k * 2.0 * sf, e * sh, 1));
     m.layers.back().gemm = GemmShape{1, cfg.seq_len, h, f};
+    m.layers.back().second_tensor_params = h;
     m.layers.push_back(make(p + "mlp.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,
                             k * sh, e * sh, 2));
     m.layers.back().output_reused = true;  // the residual stream, read by the next block
@@ -437,6 +444,7 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
   m.layers.push_back(make("ln_f", ComputeKind::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh,
                           e * sh + 8.0 * s, e * sh, 1));
   m.layers.back().bwd_bytes_per_sample = 5.0 * e * sh + 8.0 * s;
+  m.layers.back().second_tensor_params = h;
   // LM head: logits = x W_e^T, FLOPs 2shV; params 0 when tied to the token embedding; saves its
   // input; output = the logits (what DataParallel gathers). The loss is added by the lowering.
   m.layers.push_back(make("lm_head", ComputeKind::kGemm, cfg.tied_embeddings ? 0 : cfg.vocab * h,

@@ -130,6 +130,7 @@ LayerSpec norm_spec(std::string name, NormKind kind, i64 w, double t, double e, 
   const double stats = (ln ? 8.0 : 4.0) * t;
   LayerSpec l = make(std::move(name), CK::kElementwise, role, ln ? 2 * w : w, (ln ? 5.0 : 4.0) * n,
                      2.0 * e * n, (input_saved ? 0.0 : e * n) + stats, e * n, 1);
+  if (ln) l.second_tensor_params = w;  // weight and bias
   // Backward (docs/transformer.md, "Backward traffic"): one kernel reads dy and x and writes dx,
   // a second reads dy and x again for the weight (and bias) gradients: 5e/elem + the statistics.
   l.bwd_bytes_per_sample = 5.0 * e * n + stats;
@@ -144,6 +145,7 @@ LayerSpec linear_spec(std::string name, i64 in, i64 out, bool bias, double s, do
   LayerSpec l = make(std::move(name), CK::kGemm, role, in * out + (bias ? out : 0),
                      2.0 * s * di * dout, e * s * (di + dout), e * s * di, e * s * dout, 1);
   l.gemm = GemmShape{1, static_cast<i64>(s), out, in};  // docs/cost-model.md, "GEMM shape"
+  if (bias) l.second_tensor_params = out;
   return l;
 }
 
@@ -188,6 +190,7 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
     const double rows = s * static_cast<double>(a + g);
     m.layers.push_back(make(p + "attn.qk_norm", CK::kElementwise, TpRole::kSharded, 2 * hd, 4.0 * n,
                             2.0 * e * n, e * n + 4.0 * rows, e * n, 2));
+    m.layers.back().second_tensor_params = hd;  // q_norm and k_norm: two weights of head_dim
   }
   if (c.position == PositionKind::kRope && d.rotary_dim > 0) {
     // RoPE on q and k over rotary_dim of each head: x cos + rotate_half(x) sin, 3 FLOPs/elem; reads
@@ -303,6 +306,7 @@ ModelSpec build_transformer(const TransformerConfig& c, int act_bytes) {
                          8.0 * s, e * sh, 1);
   if (c.position == PositionKind::kLearned) {
     embed.params += d.positions * h;
+    embed.second_tensor_params = d.positions * h;  // the position table beside the token table
     embed.fwd_flops_per_sample += sh;
     embed.fwd_bytes_per_sample += 5.0 * e * sh;
     embed.kernels += 2;

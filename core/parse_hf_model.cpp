@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/attention_kernels.hpp"
+#include "core/eager_kernels.hpp"
 #include "core/error.hpp"
 #include "core/hf_config.hpp"
 #include "core/model_transformer.hpp"
@@ -104,6 +105,10 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
   // attn_pdrop) gets FlashAttention-2, SDPA's flash backend, where flash3 is the GPU's default.
   if (!kernel_given && c.attention_dropout && kernel == AttentionKernel::kFlash3)
     kernel = AttentionKernel::kFlash2;
+  // torchtitan and Hugging Face call F.scaled_dot_product_attention: its backend, not the GPU's
+  // fastest kernel (core/eager_kernels.hpp, framework_attention_kernel).
+  if (!kernel_given)
+    if (const auto sdpa = framework_attention_kernel(t.framework, gpu)) kernel = *sdpa;
   c.attention_kernel = kernel;
   if (name_given)
     c.name = name;

@@ -37,6 +37,7 @@ const std::vector<std::string> kParallelKeys = {"dp",
                                                 "stage3_param_persistence_threshold",
                                                 "reduce_bucket_size",
                                                 "overlap_comm",
+                                                "zero3_fetch",
                                                 "limit_all_gathers",
                                                 "forward_prefetch",
                                                 "backward_prefetch"};
@@ -47,10 +48,12 @@ const std::vector<std::string> kParallelKeys = {"dp",
 // micro-batches after the schedule (the interleaved schedule constrains their count); FSDP2's and
 // Megatron's sharding keys after zero_stage; model_parallel's split points last.
 const std::vector<ParallelValidator> kParallelValidators = {
-    validate_fsdp_version,      validate_rank_grid,   validate_tensor_parallel,
-    validate_pipeline_schedule, validate_stage_split, validate_micro_batches,
-    validate_sharding,          validate_fsdp2,       validate_megatron_sharding,
-    validate_zero3,             validate_recompute,         validate_model_split,
+    validate_fsdp_version,      validate_rank_grid,
+    validate_tensor_parallel,   validate_pipeline_schedule,
+    validate_stage_split,       validate_micro_batches,
+    validate_sharding,          validate_fsdp2,
+    validate_megatron_sharding, validate_zero3,
+    validate_recompute,         validate_model_split,
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,

@@ -9,6 +9,9 @@
 //   reduce_bucket_size                   5e8  gradient elements per reduce-scatter
 //   overlap_comm                         true under stage 3: gathers and reductions on their own
 //                                        streams (false: on the compute stream)
+// and one key of ours, the DeepSpeed release line (not a DeepSpeed key: its releases differ):
+//   zero3_fetch                          "async" (0.6.0 on, the default) or "synchronous" (0.3.13
+//                                        to 0.5.10: every fetch synchronizes the device)
 #include "core/parse_parallel.hpp"
 
 namespace csim::core::parse {
@@ -16,10 +19,13 @@ namespace csim::core::parse {
 void validate_zero3(const ParallelInput& in, ParallelSpec& ps) {
   Ctx& ctx = in.ctx;
   const Obj& o = in.o;
-  static const char* const kKeys[] = {
-      "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
-      "stage3_max_reuse_distance",   "stage3_param_persistence_threshold",
-      "reduce_bucket_size",          "overlap_comm"};
+  static const char* const kKeys[] = {"stage3_prefetch_bucket_size",
+                                      "stage3_max_live_parameters",
+                                      "stage3_max_reuse_distance",
+                                      "stage3_param_persistence_threshold",
+                                      "reduce_bucket_size",
+                                      "overlap_comm",
+                                      "zero3_fetch"};
   const bool zero3 = in.kind == StrategyKind::kZero && ps.zero_stage == 3;
   for (const char* key : kKeys) {
     if (o.has(key) && !zero3) {
@@ -47,6 +53,7 @@ void validate_zero3(const ParallelInput& in, ParallelSpec& ps) {
              "DeepSpeed's default is 5e8");
   }
   z.overlap_comm = o.boolean("overlap_comm", true);
+  z.fetch = static_cast<Zero3Fetch>(o.choice("zero3_fetch", {"async", "synchronous"}, 0));
   // The older switch: prefetch false is DeepSpeed's stage3_prefetch_bucket_size 0.
   if (!ps.prefetch) {
     if (o.has("stage3_prefetch_bucket_size") && z.prefetch_bucket_numel > 0) {

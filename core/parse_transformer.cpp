@@ -157,10 +157,10 @@ ModelSpec parse_transformer(Ctx& ctx, const nlohmann::json& v, const std::string
   return build_checked_transformer(ctx, c, path, act_bytes, gpu);
 }
 
-void pad_transformer_vocab_for_tp(Ctx& ctx, ModelSpec& m, int tp, int act_bytes) {
+bool pad_transformer_vocab_for_tp(Ctx& ctx, ModelSpec& m, int tp, int act_bytes) {
   TransformerConfig c = m.transformer_config;
   const std::int64_t rows = m.transformer.vocab;  // the padded rows
-  if (c.layers == 0 || tp <= 1 || rows % tp == 0) return;
+  if (c.layers == 0 || tp <= 1 || rows % tp == 0) return false;
   // Megatron (megatron/training/tokenizer, vocab_size_with_padding; make_vocab_size_divisible_by
   // = 128): V' = ceil(V / (128 tp)) * 128 tp.
   c.vocab_pad_multiple = 128LL * tp;
@@ -172,6 +172,7 @@ void pad_transformer_vocab_for_tp(Ctx& ctx, ModelSpec& m, int tp, int act_bytes)
                                           ": padded to " + n(rebuilt.transformer.vocab) +
                                           " (a multiple of 128 x tp, as Megatron pads it)");
   m = std::move(rebuilt);
+  return true;
 }
 
 }  // namespace csim::core::parse

@@ -43,7 +43,8 @@ ModelSpec parse_transformer(Ctx& ctx, const nlohmann::json& v, const std::string
 // Tensor parallelism splits the embedding and the LM head by vocabulary rows: when tp does not
 // divide the padded rows, they are padded further as Megatron pads (a multiple of 128 x tp) and
 // the model rebuilt, with a warning (docs/scenario.md, "model.transformer"). No-op for other
-// models and when tp divides them.
-void pad_transformer_vocab_for_tp(Ctx& ctx, ModelSpec& m, int tp, int act_bytes);
+// models and when tp divides them. True when the model was rebuilt: the caller runs the model passes
+// (compile, eager kernels, FP8) again.
+bool pad_transformer_vocab_for_tp(Ctx& ctx, ModelSpec& m, int tp, int act_bytes);
 
 }  // namespace csim::core::parse

@@ -226,6 +226,10 @@ struct Program {
   StringPool names;     // the ops' names (Op::name; docs/program.md, "Names")
   std::vector<std::string> warnings;
   RankSymmetry symmetry;  // empty unless the lowering collapsed mirror-image ranks
+  // The processes' caching allocator maps pages into growing segments
+  // (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; training.allocator.expandable_segments,
+  // docs/memory.md): read by the caching-allocator model (core/caching_allocator.hpp).
+  bool expandable_segments = false;
 
   int collective_instances = 0;        // number of distinct Op::instance values
   double model_flops_per_step = 0;     // MFU numerator, all GPUs (core/flops.hpp)

@@ -22,7 +22,9 @@ const char* to_string(CollectiveAlgo a) {
   return collective_algo_names()[static_cast<std::size_t>(a)].c_str();
 }
 
-const char* to_string(NcclProto p) { return nccl_proto_names()[static_cast<std::size_t>(p)].c_str(); }
+const char* to_string(NcclProto p) {
+  return nccl_proto_names()[static_cast<std::size_t>(p)].c_str();
+}
 
 const char* to_string(Dtype d) {
   switch (d) {
@@ -157,6 +159,20 @@ PrecisionBytes precision_bytes(Precision p, Dtype amp_dtype) {
   return b;
 }
 
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::kPlain:
+      return "plain";
+    case Framework::kTorchtitan:
+      return "torchtitan";
+    case Framework::kMegatronTe:
+      return "megatron_te";
+    case Framework::kHf:
+      return "hf";
+  }
+  return "?";
+}
+
 const char* to_string(OptimizerKind k) {
   switch (k) {
     case OptimizerKind::kSgd:
@@ -259,6 +275,16 @@ const char* to_string(FsdpSharding f) {
       return "full_shard";
     case FsdpSharding::kShardGradOp:
       return "shard_grad_op";
+  }
+  return "?";
+}
+
+const char* to_string(Zero3Fetch f) {
+  switch (f) {
+    case Zero3Fetch::kAsync:
+      return "async";
+    case Zero3Fetch::kSynchronous:
+      return "synchronous";
   }
   return "?";
 }

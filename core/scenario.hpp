@@ -229,8 +229,12 @@ struct LayerSpec {
   int block = -1;                        // transformer block index (GPT builder); -1 outside blocks
   TpRole tp_role = TpRole::kReplicated;  // split under tensor parallelism (GPT builder sets it)
   std::int64_t params = 0;               // trainable parameter count
-  std::int64_t buffer_elems = 0;         // non-trainable buffers (BatchNorm running stats)
-  double fwd_flops_per_sample = 0;       // forward FLOPs for one sample
+  // Of `params`, the elements of a second parameter tensor (a Linear's or a LayerNorm's bias, GPT's
+  // position table beside the token table); 0: one tensor. DeepSpeed ZeRO-3 keeps, gathers and
+  // reduce-scatters each tensor on its own (docs/program.md, "ZeRO-3 parameter fetch").
+  std::int64_t second_tensor_params = 0;
+  std::int64_t buffer_elems = 0;    // non-trainable buffers (BatchNorm running stats)
+  double fwd_flops_per_sample = 0;  // forward FLOPs for one sample
   double fwd_bytes_per_sample =
       0;  // forward memory traffic (bytes) for one sample, excluding weights
   double activation_bytes_per_sample = 0;  // bytes saved for backward, one sample
@@ -255,6 +259,13 @@ struct LayerSpec {
   // Kernel launches in backward; < 0 = 2 x kernels. Set by torch.compile's fusion
   // (core/compile_fusion.hpp: one Triton kernel per fused group).
   int bwd_kernels = -1;
+  // The layer as one fused kernel (torch.compile, docs/compile.md): forward and backward traffic
+  // and saved bytes when it reads its input and writes its output once. An eager framework's
+  // kernel sequence moves and saves more (core/eager_kernels.hpp, docs/transformer.md, "Eager
+  // kernel sequences"); < 0 = the same as the eager figures above.
+  double fused_fwd_bytes_per_sample = -1;
+  double fused_bwd_bytes_per_sample = -1;
+  double fused_activation_bytes_per_sample = -1;
   // The output is read again by a layer other than the next one (the residual stream: a block's
   // residual adds). torch.compile's fusion must still write it (docs/compile.md).
   bool output_reused = false;
@@ -351,6 +362,13 @@ struct Fp8Spec {
   int amax_history_len = 1024;  // delayed: amax history per tensor (TE's default)
 };
 
+// Whose kernels a transformer block runs (`training.framework`; core/eager_kernels.hpp,
+// docs/transformer.md, "Eager kernel sequences"): the same model costs differently under
+// torchtitan's composite RMSNorm and complex RoPE, Megatron with Transformer Engine's fused
+// kernels, or Hugging Face's modules.
+enum class Framework : std::uint8_t { kPlain, kTorchtitan, kMegatronTe, kHf };
+const char* to_string(Framework f);
+
 struct TrainingSpec {
   std::int64_t global_batch = 1;  // samples per optimizer step, all GPUs together
   std::int64_t dataset_size = 0;  // 0: unlimited; else batches follow an epoch (last partial)
@@ -370,6 +388,16 @@ struct TrainingSpec {
   // torch.compile of every transformer block (docs/compile.md): pointwise chains fused by
   // core/compile_fusion.hpp when the model is built.
   bool compile = false;
+  // training.framework; resolved by the parser from the strategy when not given
+  // (core/eager_kernels.hpp, default_framework).
+  Framework framework = Framework::kPlain;
+  // training.fused_rmsnorm: RMSNorm as one Triton kernel under an eager framework (torchtitan's
+  // norm_type "fused_rmsnorm"); core/eager_kernels.hpp.
+  bool fused_rmsnorm = false;
+  // allocator.expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, the caching
+  // allocator's growing segments (docs/memory.md, "Expandable segments"; torchtitan's
+  // run_train.sh sets it).
+  bool expandable_segments = false;
 };
 
 // [SECTION] Strategy -----------------------------------------------------------------------------
@@ -413,10 +441,18 @@ struct Fsdp2Spec {
   int replicate = 1;     // HSDP: replicas; a shard is taken over dp / replicate ranks
 };
 
+// How DeepSpeed's stage 3 fetches parameters (docs/program.md, "ZeRO-3 parameter fetch"):
+// kAsync is the PartitionedParameterCoordinator of DeepSpeed 0.6.0 on (PR #1453, 2022-01-20: a
+// separate all-gather stream, at most 2 fetch events ahead); kSynchronous is stage3.py of 0.3.13
+// to 0.5.10, whose every fetch blocks on torch.cuda.synchronize().
+enum class Zero3Fetch { kAsync, kSynchronous };
+const char* to_string(Zero3Fetch f);
+
 // DeepSpeed ZeRO-3's parameter coordinator and gradient buckets (kind zero, zero_stage 3), with
 // DeepSpeed's defaults (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig); lowered by
 // core/lowering/zero3_fetch.cpp (docs/program.md, "ZeRO-3 parameter fetch"). Sizes in elements.
 struct Zero3Spec {
+  Zero3Fetch fetch = Zero3Fetch::kAsync;                  // zero3_fetch
   std::int64_t prefetch_bucket_numel = 50'000'000;        // stage3_prefetch_bucket_size 5e7
   std::int64_t max_live_numel = 1'000'000'000;            // stage3_max_live_parameters 1e9
   std::int64_t max_reuse_distance_numel = 1'000'000'000;  // stage3_max_reuse_distance 1e9

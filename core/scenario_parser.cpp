@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/compile_fusion.hpp"
+#include "core/eager_kernels.hpp"
 #include "core/error.hpp"
 #include "core/fp8_recipe.hpp"
 #include "core/gpu_catalog.hpp"
@@ -524,7 +525,7 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   Obj o(ctx, v, "training",
         {"global_batch", "dataset_size", "precision", "amp_dtype", "optimizer", "sgd_momentum",
          "steps", "gradient_accumulation", "data_loader", "leaks", "empty_cache_every",
-         "del_temporaries", "fp8", "compile"});
+         "del_temporaries", "fp8", "compile", "framework", "fused_rmsnorm", "allocator"});
   TrainingSpec t;
   t.global_batch = o.req_integer("global_batch", 1, 1 << 24);
   t.dataset_size = o.integer("dataset_size", 0, 0, 1000000000000LL);
@@ -560,6 +561,14 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   t.empty_cache_every = static_cast<int>(o.integer("empty_cache_every", 0, 0, 100000));
   t.del_temporaries = o.boolean("del_temporaries", true);
   t.compile = o.boolean("compile", false);
+  // Given here; otherwise resolved from the strategy by resolve_framework below.
+  t.framework = static_cast<Framework>(
+      o.choice("framework", {std::begin(kFrameworkNames), std::end(kFrameworkNames)}, 0));
+  t.fused_rmsnorm = o.boolean("fused_rmsnorm", false);
+  if (o.has("allocator")) {
+    Obj a(ctx, o.raw("allocator"), o.at("allocator"), {"expandable_segments"});
+    t.expandable_segments = a.boolean("expandable_segments", false);
+  }
   if (o.has("amp_dtype") && t.precision != Precision::kAmp) {
     ctx.warn(o.at("amp_dtype"), std::string("ignored: precision is ") + to_string(t.precision));
   }
@@ -768,9 +777,34 @@ ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
   return build_explicit(std::move(layers), 0);
 }
 
-// The passes every model kind goes through after it is built, model.hf_config included:
+// The passes every model kind goes through after it is built, model.hf_config included: the
+// framework's eager kernel sequences (docs/transformer.md, "Eager kernel sequences"),
 // torch.compile's fusion (docs/compile.md) and FP8's saved activations (docs/fp8.md, "Memory").
+// training.framework when not given (core/eager_kernels.hpp, default_framework), read off the raw
+// strategy and model before they are parsed: a malformed one is reported with its own path later.
+Framework resolve_framework(const json* strategy, const json& model) {
+  StrategyKind kind = StrategyKind::kSingle;
+  int fsdp_version = 1;
+  bool megatron_fsdp = false;
+  if (strategy != nullptr && strategy->is_object()) {
+    const char* kinds[] = {"single",   "data_parallel",   "ddp", "model_parallel",
+                           "pipeline", "tensor_parallel", "3d",  "zero",
+                           "fsdp"};
+    const auto k = strategy->find("kind");
+    if (k != strategy->end() && k->is_string())
+      for (int i = 0; i < static_cast<int>(std::size(kinds)); ++i)
+        if (k->get<std::string>() == kinds[i]) kind = static_cast<StrategyKind>(i);
+    const auto v = strategy->find("fsdp_version");
+    if (v != strategy->end() && v->is_number_integer()) fsdp_version = v->get<int>();
+    const auto mf = strategy->find("megatron_fsdp");
+    megatron_fsdp = mf != strategy->end() && mf->is_boolean() && mf->get<bool>();
+  }
+  return default_framework(kind, fsdp_version, megatron_fsdp, is_hf_model(model));
+}
+
 ModelSpec finish_model(Ctx& ctx, ModelSpec m, const TrainingSpec& t) {
+  // The framework's eager kernels first (core/eager_kernels.hpp): compile fuses them back.
+  apply_eager_kernels(m, t.framework, t.fused_rmsnorm);
   if (t.compile) {
     // torch.compile per transformer block (docs/compile.md): the fusion pass on the built model.
     const bool has_blocks = std::any_of(m.layers.begin(), m.layers.end(),
@@ -1183,9 +1217,10 @@ void pad_vocab_for_tensor_parallel(Ctx& ctx, json& doc, Scenario& sc) {
   const i64 vocab = sc.model.transformer.vocab;
   const int tp = sc.strategy.parallel.tp;
   if (sc.model.transformer_config.layers > 0) {  // model.transformer: core/parse_transformer.cpp
-    pad_transformer_vocab_for_tp(
-        ctx, sc.model, tp,
-        dtype_bytes(precision_bytes(sc.training.precision, sc.training.amp_dtype).compute));
+    if (pad_transformer_vocab_for_tp(
+            ctx, sc.model, tp,
+            dtype_bytes(precision_bytes(sc.training.precision, sc.training.amp_dtype).compute)))
+      sc.model = finish_model(ctx, std::move(sc.model), sc.training);
     return;
   }
   if (sc.model.transformer.layers == 0 || tp <= 1 || vocab % tp == 0) return;
@@ -1270,6 +1305,14 @@ Scenario parse_document(json doc, const std::string& file,
   sc.cluster = parse_cluster(ctx, top.require("cluster"));
   sc.host = parse_host(ctx, top.has("host") ? &top.raw("host") : nullptr);
   sc.training = parse_training(ctx, top.require("training"), sc.cluster.gpu);
+  if (!top.raw("training").contains("framework") && top.has("model"))
+    sc.training.framework =
+        resolve_framework(top.has("strategy") ? &top.raw("strategy") : nullptr, top.raw("model"));
+  if (sc.training.fused_rmsnorm && sc.training.framework != Framework::kTorchtitan &&
+      sc.training.framework != Framework::kHf)
+    ctx.warn("training.fused_rmsnorm", std::string("ignored: framework ") +
+                                           to_string(sc.training.framework) +
+                                           " runs RMSNorm as one kernel already");
   sc.model = parse_model(ctx, top.require("model"), sc.training, sc.cluster.gpu);
   const bool ga_given =
       top.raw("training").is_object() && top.raw("training").contains("gradient_accumulation");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -50,6 +51,9 @@ struct GpuSummary {                    // one GPU (trace process); times are sec
                        //   incl.); 0 for a mirror's row (counted by its representative)
   int mirror_of = -1;  // rank symmetry: the representative GPU whose figures these are
   std::vector<StepUtilisation> by_step;  // every step, the first included
+  // The "memory" counter's other series (by category: params, grads, optimizer, activations, ...)
+  // at the first sample where its "allocated" series peaks (empty without them; docs: Memory).
+  std::map<std::string, Bytes> peak_by_category;
 };
 
 struct OomVerdict {
@@ -60,6 +64,12 @@ struct OomVerdict {
   Bytes would_be_peak_bytes = 0;  // the GPU's peak had nothing failed (0: unknown)
   Bytes over_capacity_bytes = 0;  //   minus its capacity: how far the step would exceed it
   bool steady_state = false;      // from the steady-state projection of a one-step run
+  // The caching allocator's verdict (docs/memory.md, "OOM verdict"): the allocated bytes fit,
+  // the segment a request needs does not; shortfall = reserved + segment - capacity, and the
+  // would-be peak is the peak reserved.
+  bool allocator = false;
+  bool expandable_segments = false;
+  Bytes reserved_bytes = 0, segment_bytes = 0, allocated_bytes = 0;
 };
 
 // Memory that grows every step on one GPU (docs/summary.md, "Memory growth").

@@ -77,7 +77,14 @@ nlohmann::json summary_to_json(const Summary& s) {
                 {"at_ns", s.oom->at_ns},
                 {"would_be_peak_bytes", s.oom->would_be_peak_bytes},
                 {"over_capacity_bytes", s.oom->over_capacity_bytes},
-                {"steady_state", s.oom->steady_state}};
+                {"steady_state", s.oom->steady_state},
+                {"allocator", s.oom->allocator}};
+    if (s.oom->allocator) {
+      j["oom"]["expandable_segments"] = s.oom->expandable_segments;
+      j["oom"]["reserved_bytes"] = s.oom->reserved_bytes;
+      j["oom"]["segment_bytes"] = s.oom->segment_bytes;
+      j["oom"]["allocated_bytes"] = s.oom->allocated_bytes;
+    }
   } else {
     j["oom"] = nullptr;
   }
@@ -126,6 +133,9 @@ nlohmann::json summary_to_json(const Summary& s) {
          {"peak_bytes", g.peak_bytes},
          {"first_step_peak_bytes", g.first_step_peak_bytes},
          {"steady_state_peak_bytes", g.steady_peak_bytes},
+         {"peak_by_category_bytes", g.peak_by_category.empty()
+                                        ? nlohmann::json(nullptr)
+                                        : nlohmann::json(g.peak_by_category)},
          {"peak_reserved_bytes",
           g.has_reserved_data ? nlohmann::json(g.peak_reserved_bytes) : nlohmann::json(nullptr)},
          {"capacity_bytes", g.capacity_bytes},
@@ -222,9 +232,9 @@ void print_summary_table(const Summary& s, std::ostream& out) {
     out << "tokens/s:  " << fmt("%.0f", s.tokens_per_s) << " ("
         << fmt("%.1f", s.tokens_per_s_per_gpu) << " per GPU; " << s.tokens_per_step
         << " tokens per step)\n";
-    out << "model:     " << s.model_params << " parameters; GFLOP per token: "
-        << fmt("%.4g", s.flops_per_token_model / 1e9) << " model (MFU), "
-        << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
+    out << "model:     " << s.model_params
+        << " parameters; GFLOP per token: " << fmt("%.4g", s.flops_per_token_model / 1e9)
+        << " model (MFU), " << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
         << fmt("%.4g", s.flops_per_token_megatron / 1e9) << " Megatron, "
         << fmt("%.4g", s.flops_per_token_torchtitan / 1e9) << " torchtitan\n";
   }
@@ -327,15 +337,31 @@ void print_summary_table(const Summary& s, std::ostream& out) {
         << " GiB (from step 2 on, with the optimizer state resident); this one-step run peaks at "
         << fmt("%.2f", gib(g.first_step_peak_bytes)) << " GiB in its first step\n";
   }
-  if (s.oom) {
+  if (s.oom && s.oom->allocator) {
+    // docs/memory.md, "OOM verdict": fragmentation, not allocated bytes.
+    out << "OOM: GPU " << s.oom->gpu << (s.oom->op.empty() ? "" : " at op " + s.oom->op)
+        << ": the caching allocator cannot serve it (fragmentation): reserved "
+        << fmt("%.3f", gib(s.oom->reserved_bytes)) << " GiB + "
+        << (s.oom->expandable_segments ? "pages of " : "a segment of ")
+        << fmt("%.3f", gib(s.oom->segment_bytes)) << " GiB > usable "
+        << fmt("%.3f", gib(s.oom->reserved_bytes + s.oom->segment_bytes - s.oom->shortfall_bytes))
+        << " GiB after releasing its cache, with " << fmt("%.3f", gib(s.oom->allocated_bytes))
+        << " GiB allocated; the step would reserve " << fmt("%.2f", gib(s.oom->would_be_peak_bytes))
+        << " GiB, " << fmt("%.2f", gib(s.oom->over_capacity_bytes)) << " GiB over capacity"
+        << (s.oom->expandable_segments
+                ? ""
+                : " (with the default allocator; expandable segments run out too, "
+                  "docs/memory.md \"OOM verdict\")")
+        << "\n";
+  } else if (s.oom) {
     out << "OOM: GPU " << s.oom->gpu << (s.oom->op.empty() ? "" : " at op " + s.oom->op)
         << (s.oom->steady_state ? " in the steady state (step 2 on)" : "")
         << ": the first allocation that does not fit is short by "
         << fmt("%.3f", gib(s.oom->shortfall_bytes)) << " GiB (" << s.oom->shortfall_bytes
         << " bytes)";
     if (s.oom->would_be_peak_bytes > 0)
-      out << "; the step would peak at " << fmt("%.2f", gib(s.oom->would_be_peak_bytes))
-          << " GiB, " << fmt("%.2f", gib(s.oom->over_capacity_bytes)) << " GiB over capacity";
+      out << "; the step would peak at " << fmt("%.2f", gib(s.oom->would_be_peak_bytes)) << " GiB, "
+          << fmt("%.2f", gib(s.oom->over_capacity_bytes)) << " GiB over capacity";
     out << "\n";
   }
   for (const std::string& n : s.notes) {

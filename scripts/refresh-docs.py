@@ -168,6 +168,58 @@ def backpressure_zero3(c):
     return "\n```text\n" + "\n".join(keep) + "\n```\n"
 
 
+def korthikanti_fig1_memory(c):
+    # docs/memory.md, "Korthikanti et al. 2022, Figure 1": GPU 0's bytes by category at its peak
+    # (summary JSON peak_by_category_bytes) against the development row's published figures.
+    row = next(r for r in json.load(open(os.path.join(
+        ROOT, "calibration/published/development-set.json")))["cases"]
+        if r["id"] == "korthikanti_fig1_mem_gpt3-175B")["expected"]["value"]
+    scen = "calibration/scenarios/korthikanti_fig1_mem_gpt3-175B.json"
+
+    def gpu0(*sets):
+        g = next(g for g in c.summary(scen, *sets)["per_gpu"] if g["gpu"] == 0)
+        return g["peak_by_category_bytes"]
+
+    # The file is the variant without recompute or sequence parallelism, one step; two steps so
+    # that Adam's state (allocated at the first step()) is there at the activation peak.
+    none = gpu0("training.steps=2")
+    sel = gpu0("training.steps=2", "strategy.sequence_parallel=true", "strategy.recompute=selective")
+    states = (sel["params"] + sel["grads"] + sel["optimizer"]) / GIB
+
+    def line(what, pub, ours, note=""):
+        return f"| {what} | {pub:.2f} GiB | {ours:.2f} GiB{note} | {100 * (ours / pub - 1):+.1f} % |"
+
+    rows = ["| | published (Figure 1) | simulated | |", "| --- | --- | --- | --- |",
+            line("params + grads + optimizer", row["params_grads_optimizer"], states,
+                 f" ({states * GIB / (sel['params'] / 2):.0f} B × P)"),
+            line("activations, SP + selective recompute (`--set strategy.sequence_parallel=true "
+                 "--set strategy.recompute=selective`)", row["activations_sp_selective"],
+                 sel["activations"] / GIB),
+            line("activations, neither (the file as it is)", row["activations_no_recompute_no_sp"],
+                 none["activations"] / GIB)]
+    return ("\n" + "\n".join(rows) + f"\n\nInside `step()` the fp16 main-grad copy (4 P) raises "
+            f"the model states to {states * 1.25:.2f} GiB, with no activations left.\n")
+
+
+def fsdp2_reserved(c):
+    # docs/memory.md, "What FSDP2 runs reserve above what they allocate": simrun's memory lines,
+    # OOM line and allocator note for the bundled torchtitan run and three variants.
+    runs = [[], ["training.allocator.expandable_segments=false"],
+            ["training.global_batch=16", "strategy.micro_batch_size=2"],
+            ["training.global_batch=16", "strategy.micro_batch_size=2",
+             "training.allocator.expandable_segments=false"]]
+    lines = []
+    for sets in runs:
+        args = ["simrun", "scenarios/llama3_1_8b_8xh100_fsdp2.json", "--no-advice"]
+        for x in sets:
+            args += ["--set", x]
+        out = c.run(args, ok=(0, 1))
+        lines.append("$ " + " ".join(args))
+        lines += [l for l in out.splitlines()
+                  if l.startswith(("memory node", "OOM:", "note: caching allocator"))]
+    return "\n```text\n" + "\n".join(lines) + "\n```\n"
+
+
 def steady_state_example(c):
     # docs/memory.md, "First-step and steady-state peaks": the two lines simrun prints.
     out = c.run(["simrun", "scenarios/gpt_20b_64xa100_3d.json", "--no-advice",
@@ -470,6 +522,8 @@ FIGURES = {
     "hpo_example": (hpo_example, False),
     "gil_variants": (gil_variants, False),
     "steady_state_example": (steady_state_example, False),
+    "korthikanti_fig1_memory": (korthikanti_fig1_memory, False),
+    "fsdp2_reserved": (fsdp2_reserved, False),
     "backpressure_zero3": (backpressure_zero3, False),
     "ci_table": (ci_table, False),
     "accuracy_table": (accuracy_table, False),

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/flops.hpp"
 #include "core/fp8_recipe.hpp"
+#include "core/lowering/framework_states.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "run/scenario_loader.hpp"
 
@@ -302,9 +303,9 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
   const int tp = par ? ps.tp : 1, pp = par ? ps.pp : 1, dp = par ? ps.dp : gpus;
   const core::ShardingPlan sh = core::sharding_plan(ps, v.strategy.kind);
   const int zero = par ? sh.state_stage : 0;
+  // What the lowering allocates (core/lowering/framework_states.hpp), one fact in one place.
   auto states = [&](std::int64_t p) {
-    if (par && ps.fsdp2.enabled)
-      return core::fsdp2_state_bytes(p, v.training, sh.shard_ranks, ps.fsdp2.megatron);
+    if (par) return core::rank_model_states(v, sh, p);
     return core::model_state_bytes(p, v.training, zero, dp);
   };
   MemoryBound out;
@@ -312,7 +313,12 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
                      int stage) {
     const double w_g = static_cast<double>(b.params + b.grads) + fp8;
     const double opt = static_cast<double>(b.optimizer);
-    const double need = std::max(w_g + opt, w_g + acts + (opt_with_acts ? opt : 0.0));
+    // Beside the activations: the whole optimizer state from step 2 on, else what the optimizer
+    // built at construction (the fp32 master of Megatron and DeepSpeed); inside step() also a copy
+    // of the gradients where the framework makes one (Megatron fp16).
+    const double opt_beside_acts = opt_with_acts ? opt : static_cast<double>(b.optimizer_at_setup);
+    const double need =
+        std::max(w_g + opt + static_cast<double>(b.step_main_grads), w_g + acts + opt_beside_acts);
     if (need <= out.bytes) return;
     out = {static_cast<double>(b.params + b.grads + b.optimizer), fp8, acts, need, stage};
   };

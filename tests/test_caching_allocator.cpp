@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/caching_allocator.hpp"
+#include "core/memory_timeline.hpp"
+#include "core/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -150,4 +152,156 @@ TEST_CASE("the timeline frees the oldest live allocation of that category, size 
   CHECK(g.empty_cache[0].released_bytes == 20 * kMiB);
   CHECK(g.peak_reserved_bytes == 20 * kMiB);
   CHECK_FALSE(rep.oom);
+}
+
+// [SECTION] Expandable segments (docs/memory.md, "Expandable segments") ---------------------------
+
+TEST_CASE("expandable segments: pages grow the stream's segment where a freed block is split",
+          "[memory][allocator]") {
+  // Usable 100 MiB. X 60 MiB, freed; Y 10 MiB takes the front of X's block; Z 60 MiB.
+  // Default allocator: X is a 60 MiB segment; Y splits it (Y 10, 50 free); Z finds no 60 MiB
+  // block and needs a 60 MiB segment: 60 + 60 > 100 and no segment is wholly free -> OOM with
+  // 70 MiB allocated.
+  CachingAllocator d(100 * kMiB);
+  d.free(d.malloc(60 * kMiB, 0).block);
+  d.malloc(10 * kMiB, 0);
+  const auto dz = d.malloc(60 * kMiB, 0);
+  CHECK(dz.oom);
+  CHECK(dz.reserved_before == 60 * kMiB);
+  CHECK(dz.grew_bytes == 60 * kMiB);
+  // Expandable (large-pool pages of 20 MiB): X maps 3 pages [0, 60); freed; Y [0, 10) splits
+  // it (any remainder >= 512 B is split), [10, 60) free; Z needs 60: the free 50 MiB run plus the
+  // unmapped space after it, so one more page is mapped, [60, 80): reserved 80 MiB, Z at
+  // [10, 70), a 10 MiB free tail. No OOM.
+  CachingAllocator e(100 * kMiB, true);
+  e.free(e.malloc(60 * kMiB, 0).block);
+  CHECK(e.stats().reserved_bytes == 60 * kMiB);
+  const auto y = e.malloc(10 * kMiB, 0);
+  const auto z = e.malloc(60 * kMiB, 0);
+  CHECK_FALSE(z.oom);
+  CHECK_FALSE(z.released_cache);
+  CHECK(z.reserved_before == 60 * kMiB);
+  CHECK(z.grew_bytes == 20 * kMiB);
+  CHECK(e.stats().reserved_bytes == 80 * kMiB);
+  CHECK(e.stats().allocated_bytes == 70 * kMiB);
+  CHECK(e.stats().largest_free_block_bytes == 10 * kMiB);
+  CHECK(e.stats().segments == 1);
+  // empty_cache unmaps whole free pages only: the 10 MiB tail shares page [60, 80) with Z.
+  CHECK(e.empty_cache() == 0);
+  // Everything freed: [0, 80) is one free block, 4 whole pages; the segment goes.
+  e.free(y.block);
+  e.free(z.block);
+  CHECK(e.empty_cache() == 80 * kMiB);
+  CHECK(e.stats().reserved_bytes == 0);
+  CHECK(e.stats().segments == 0);
+}
+
+TEST_CASE("expandable segments: a failed mapping unmaps other streams' free pages and retries",
+          "[memory][allocator]") {
+  // Usable 100 MiB. A (50 MiB, stream 1) maps 3 pages (60 MiB) and is freed: stream 1 caches
+  // [0, 60). B (50 MiB, stream 2) needs its own segment's 3 pages: 60 + 60 > 100, so the mapping
+  // fails; release_cached_blocks unmaps stream 1's free pages (60 MiB; its segment, left without
+  // pages, goes) and the retry maps B's: reserved 60 MiB, one segment, no OOM.
+  CachingAllocator e(100 * kMiB, true);
+  e.free(e.malloc(50 * kMiB, 1).block);
+  const auto b = e.malloc(50 * kMiB, 2);
+  CHECK(b.released_cache);
+  CHECK_FALSE(b.oom);
+  CHECK(e.stats().reserved_bytes == 60 * kMiB);
+  CHECK(e.stats().segments == 1);
+  CHECK(e.stats().allocated_bytes == 50 * kMiB);
+}
+
+namespace {
+
+// One GPU's alloc / free ops, one per 10 ns, on `stream`; usable memory U of an A100-80GB.
+struct HandProgram {
+  Program p;
+  void op(OpKind kind, const std::string& name, Bytes bytes, int stream = 0) {
+    Op o;
+    o.id = static_cast<OpId>(p.ops.size());
+    o.kind = kind;
+    o.name = p.names.intern(name);
+    o.stream = stream;
+    o.bytes = bytes;
+    o.step = 1;
+    p.ops.push_back(o);
+  }
+  MemoryReport run(bool expandable) {
+    p.world_gpus = 1;
+    p.active_gpus = {0};
+    p.expandable_segments = expandable;
+    std::vector<OpTiming> t(p.ops.size());
+    for (std::size_t i = 0; i < t.size(); ++i)
+      t[i].start_ns = t[i].end_ns = 10 * static_cast<TimeNs>(i);
+    return memory_timeline(p, t, a100().cluster);
+  }
+  static const Scenario& a100() {
+    static const Scenario s = parse_scenario_string(
+        "{\"cluster\":{\"nodes\":1,\"gpus_per_node\":1,\"gpu\":\"A100-SXM4-80GB\"},"
+        "\"model\":{\"explicit\":[{\"name\":\"l\",\"kind\":\"gemm\",\"params\":1}]},"
+        "\"training\":{\"global_batch\":1},\"strategy\":{\"kind\":\"single\"}}",
+        "a100.json", {});
+    return s;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("OOM verdict: the allocator's, when the allocated bytes fit", "[memory][allocator]") {
+  const Bytes u = usable_memory_bytes(HandProgram::a100().cluster, false);
+  REQUIRE(u > 96 * kGiB / 2);  // 80 GB less the reserves: the sizes below assume U > 48 GiB
+  // X 48 GiB, freed; Y 8 GiB; Z 48 GiB (the sequence of the allocator test above, in GiB). The
+  // allocated bytes peak at 56 GiB < U: no allocation exceeds the capacity.
+  HandProgram h;
+  h.op(OpKind::kAlloc, "x", 48 * kGiB);
+  h.op(OpKind::kFree, "x", 48 * kGiB);
+  h.op(OpKind::kAlloc, "y", 8 * kGiB);
+  h.op(OpKind::kAlloc, "z", 48 * kGiB);
+  // Default allocator: Z needs a 48 GiB segment beside X's 48 GiB one (Y holds it): 96 GiB > U,
+  // an allocator OOM. Through pages it fits: X maps ceil(49152 / 20) = 2458 pages (49,160 MiB),
+  // Y takes 8,192 MiB of them, Z needs 49,152 - 40,968 = 8,184 MiB more: 410 pages, 8,200 MiB;
+  // reserved 57,360 MiB < U. So it is fragmentation, not the verdict: a note gives both.
+  const MemoryReport def = h.run(false);
+  CHECK_FALSE(def.oom);
+  REQUIRE(def.allocator.oom);
+  CHECK(def.allocator.oom->reserved_bytes == 48 * kGiB);
+  CHECK(def.allocator.oom->segment_bytes == 48 * kGiB);
+  CHECK(def.allocator.oom->allocated_bytes == 8 * kGiB);
+  CHECK(def.allocator.oom->expandable_peak_reserved_bytes == 57360 * kMiB);
+  CHECK_FALSE(def.allocator.oom->expandable_oom);
+  // With expandable segments the allocator never runs out here.
+  const MemoryReport pages = h.run(true);
+  CHECK_FALSE(pages.oom);
+  CHECK_FALSE(pages.allocator.oom);
+  REQUIRE(pages.allocator.gpus.size() == 1);
+  CHECK(pages.allocator.gpus[0].peak_reserved_bytes == 57360 * kMiB);
+  // Expandable segments map whole 20 MiB pages: a request of U rounded down to a page plus
+  // 512 B needs one page more than fits (U is not a multiple of 20 MiB on this GPU), though its
+  // bytes fit. Every free page was released first, so this is the verdict: shortfall =
+  // reserved (0) + pages - U.
+  const Bytes page = 20 * kMiB;
+  REQUIRE(u % page != 0);
+  const Bytes w = u / page * page + 512;
+  HandProgram big;
+  big.op(OpKind::kAlloc, "w", w);
+  const MemoryReport v = big.run(true);
+  REQUIRE(v.oom);
+  CHECK(v.oom->allocator);
+  CHECK(v.oom->expandable_segments);
+  CHECK(v.oom->segment_bytes == u / page * page + page);
+  CHECK(v.oom->shortfall_bytes == u / page * page + page - u);
+}
+
+TEST_CASE("expandable segments: a request beyond the reserved address range is an OOM",
+          "[memory][allocator]") {
+  // Usable 100 MiB: a segment reserves 112.5 MiB of addresses, rounded to 120 MiB (6 pages). A
+  // 200 MiB request gets a range of its own, 10 pages, which cannot be mapped: an OOM, the pages
+  // mapped anyway (reserved 200 MiB) so that a timeline goes on.
+  CachingAllocator e(100 * kMiB, true);
+  const auto r = e.malloc(200 * kMiB, 0);
+  CHECK(r.oom);
+  CHECK(r.released_cache);
+  CHECK(r.grew_bytes == 200 * kMiB);
+  CHECK(e.stats().reserved_bytes == 200 * kMiB);
 }

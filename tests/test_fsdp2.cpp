@@ -146,6 +146,44 @@ TEST_CASE("FSDP2: per-block all-gathers and reduce-scatters per step, torchtitan
   CHECK(z3.params + z3.grads + z3.optimizer == 18 * 10459904LL);
 }
 
+TEST_CASE("FSDP2: the all-gather stream waits on copy-out events, two units ahead at most",
+          "[strategies][fsdp2]") {
+  // _fsdp_param_group.py, wait_for_unshard: in forward the all-gather streams wait on the
+  // previous unit's copy-out event before the next all-gather (implicit prefetch), in backward
+  // on the current unit's. Forward units: the root (gathered before the embedding), blocks 0..3;
+  // block k's gather is issued as the prefetch at block k-1's start, after block k-2's copy-out
+  // was recorded: its alloc ("fsdp2 unsharded params", on the dp stream) waits for the compute
+  // op before block k-2's first kernel. Block 0 (prefetched at the root: no earlier unit) and
+  // block 1 (prefetched at block 0: the root's event, recorded before any kernel of the step)
+  // wait for nothing; block 2 waits for the embedding's kernel, block 3 for block 0's last.
+  const Program p = lowered(gpt(8, kFsdp2));
+  std::vector<const Op*> fwd;
+  for (const Op* o : named(p, 0, "fsdp2 unsharded params"))
+    if (o->kind == OpKind::kAlloc && o->step == 1 && fwd.size() < 5) fwd.push_back(o);
+  REQUIRE(fwd.size() == 5);  // root, blocks 0..3
+  CHECK(fwd[0]->bytes == 2 * kRoot);
+  for (int k = 0; k < 2; ++k) CHECK(fwd[static_cast<std::size_t>(k + 1)]->deps.empty());
+  for (int k = 2; k < 4; ++k) {
+    const Op& a = *fwd[static_cast<std::size_t>(k + 1)];
+    REQUIRE(a.deps.size() == 1);
+    CHECK(a.deps[0].kind == DepKind::kStreamWaits);
+    const Op& e = p.ops[static_cast<std::size_t>(a.deps[0].op)];
+    CHECK(e.kind == OpKind::kCompute);
+    CHECK(e.phase == Phase::kForward);
+    const std::string name = p.name_of(e);
+    CHECK((name.rfind("h.", 0) == 0) == (k == 3));  // block 2: the embedding; 3: a block's
+    if (k == 3) CHECK(name.rfind("h.0.", 0) == 0);
+  }
+  // Backward: the root is gathered again at the head, block 3 was kept; blocks 2, 1, 0 are each
+  // prefetched at the next block's start and wait for the op before its backward kernels (the
+  // head's, block 3's, block 2's): 3 waits on backward kernels.
+  int bwd_waits = 0;
+  for (const Op* o : named(p, 0, "fsdp2 unsharded params"))
+    if (o->kind == OpKind::kAlloc && o->step == 1 && o->phase == Phase::kMemory && !o->deps.empty())
+      bwd_waits += p.ops[static_cast<std::size_t>(o->deps[0].op)].phase == Phase::kBackward;
+  CHECK(bwd_waits == 3);
+}
+
 TEST_CASE("FSDP2: reshard_after_forward false gathers once per unit and holds more",
           "[strategies][fsdp2]") {
   // Never resharding after forward: 5 gathers in the forward, none in the backward (against 9).
@@ -257,7 +295,8 @@ TEST_CASE("Megatron: distributed_optimizer is ZeRO-1, megatron_fsdp gathers ever
   const Program dopt = lowered(gpt(8, "\"kind\":\"3d\",\"distributed_optimizer\":true"));
   const Program z1 = lowered(gpt(8, "\"kind\":\"3d\",\"zero_stage\":1"));
   REQUIRE(dopt.ops.size() == z1.ops.size());
-  for (std::size_t k = 0; k < z1.ops.size(); ++k) CHECK(dopt.name_of(dopt.ops[k]) == z1.name_of(z1.ops[k]));
+  for (std::size_t k = 0; k < z1.ops.size(); ++k)
+    CHECK(dopt.name_of(dopt.ops[k]) == z1.name_of(z1.ops[k]));
   // Megatron-FSDP: every unit resharded after forward (root and last block too): 5 + 5 gathers;
   // gradients reduced in the main-grad dtype (bf16 recipe: fp32, 4 B); the state as ZeRO-3:
   // 18 x ceil(Psi / 8).

@@ -505,12 +505,19 @@ TEST_CASE("hf_config: scenario-side errors name the scenario key", "[hf_config]"
   e = err(R"(, "seq_len": 512, "attention": {"kernel": "flash3"})");
   CHECK(e.file() == gpt2);
   CHECK(e.json_path() == "attn_pdrop");
-  // ... and by default GPT-2 on an H100 gets flash2 where Llama gets the GPU's default.
+  // ... and by default GPT-2 on an H100 gets flash2; so does Llama here, a Hugging Face model on
+  // one GPU (framework hf: SDPA's flash backend, core/eager_kernels.hpp), where framework plain
+  // gets the GPU's default.
   const Scenario d = parse_scenario_string(scenario_text(gpt2, R"(, "seq_len": 512)"), "s.json");
   CHECK(d.model.transformer_config.attention_kernel == AttentionKernel::kFlash2);
   const Scenario l = parse_scenario_string(
       scenario_text(model_file("llama3_1_8b.json"), R"(, "seq_len": 512)"), "s.json");
-  CHECK(l.model.transformer_config.attention_kernel == default_attention_kernel(l.cluster.gpu));
+  CHECK(l.training.framework == Framework::kHf);
+  CHECK(l.model.transformer_config.attention_kernel == AttentionKernel::kFlash2);
+  const std::string plain = scenario_text(model_file("llama3_1_8b.json"), R"(, "seq_len": 512)");
+  const Scenario p = parse_scenario_string(
+      plain.substr(0, plain.rfind("}}")) + R"(, "framework": "plain"}})", "s.json");
+  CHECK(p.model.transformer_config.attention_kernel == default_attention_kernel(p.cluster.gpu));
   // A problem of the config itself names the config's file and field.
   e = error_of([&] {
     parse_scenario_string(scenario_text("/no/such.json", R"(, "seq_len": 8)"), "s.json");
@@ -522,7 +529,8 @@ TEST_CASE("hf_config: training.compile and FP8's saved activations apply as to m
           "[hf_config]") {
   // The same Llama 3.1 8B written as model.transformer (its config's fields, docs/scenario.md
   // "model.hf_config") must come out of the compile pass and the FP8 saved-activation pass
-  // layer for layer identical: hf_config is only another way to fill the same block.
+  // layer for layer identical: hf_config is only another way to fill the same block (both as
+  // framework plain: a Hugging Face model defaults to hf's eager kernels, core/eager_kernels.hpp).
   const std::string tr =
       R"({"name": "t", "cluster": {"gpus_per_node": 1, "gpu": "H100-SXM5-80GB"},
           "model": {"transformer": {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
@@ -530,7 +538,8 @@ TEST_CASE("hf_config: training.compile and FP8's saved activations apply as to m
             "norm": "rmsnorm", "position": "rope", "tied_embeddings": false}},
           "training": {"global_batch": 1, )";
   for (const std::string training :
-       {R"("precision": "bf16", "compile": true})", R"("precision": "fp8", "compile": false})"}) {
+       {R"("precision": "bf16", "compile": true, "framework": "plain"})",
+        R"("precision": "fp8", "compile": false, "framework": "plain"})"}) {
     INFO(training);
     const Scenario t = parse_scenario_string(tr + training + "}", "t.json");
     const std::string hf =
@@ -539,7 +548,8 @@ TEST_CASE("hf_config: training.compile and FP8's saved activations apply as to m
         R"(", "seq_len": 8192}, "training": {"global_batch": 1, )" + training + "}";
     const Scenario h = parse_scenario_string(hf, "h.json");
     const Scenario eager = parse_scenario_string(
-        hf.substr(0, hf.find("\"precision\"")) + R"("precision": "bf16"}})", "e.json");
+        hf.substr(0, hf.find("\"precision\"")) + R"("precision": "bf16", "framework": "plain"}})",
+        "e.json");
     REQUIRE(h.model.layers.size() == t.model.layers.size());
     double act_h = 0, act_t = 0, act_e = 0;
     for (std::size_t i = 0; i < h.model.layers.size(); ++i) {

@@ -51,6 +51,15 @@ TEST_CASE("no leak: memory at step ends is flat and no growth is reported", "[me
   REQUIRE(s.per_gpu.size() == 1);
   CHECK(s.per_gpu[0].has_reserved_data);
   CHECK(s.per_gpu[0].peak_reserved_bytes >= s.per_gpu[0].peak_bytes);
+  // The split of that peak by category (docs/summary.md, "Memory"): the memory counter's series,
+  // which sum to its allocated series; 4 layers x 1000 fp32 parameters = 16,000 B of params, and
+  // the peak holds every layer's saved activations of the batch, 4 x 1 MiB x 8 = 32 MiB.
+  const std::map<std::string, Bytes>& cat = s.per_gpu[0].peak_by_category;
+  Bytes sum = 0;
+  for (const auto& [name, bytes] : cat) sum += bytes;
+  CHECK(sum == s.per_gpu[0].peak_bytes);
+  CHECK(cat.at("params") == 16000);
+  CHECK(cat.at("activations") >= 32 * kMiB);
 }
 
 TEST_CASE("the two leaks are told apart by growth per step and category", "[memory][leak]") {

@@ -166,6 +166,65 @@ TEST_CASE("ZeRO-3 coordinator: the host synchronizes on the fetch 3 uses back", 
   CHECK(sync == std::vector<int>{-1, -1, -1, 0, 1});
 }
 
+TEST_CASE("ZeRO-3 synchronous coordinator (DeepSpeed 0.3.x): fetch, synchronize, one ahead",
+          "[zero3]") {
+  // Modules 0..3 of 30M elements; a micro-batch uses 0 1 2 3 (forward) 3 2 1 0 (backward).
+  // Defaults: prefetch bucket 5e7, max live 1e9, reuse distance 1e9.
+  const std::int64_t m = 30'000'000;
+  Zero3SyncCoordinator c(Zero3Spec{}, {m, m, m, m}, {m, m, m, m});
+  const std::vector<int> order{0, 1, 2, 3, 3, 2, 1, 0};
+  // Step 1 records: every use gathers on demand and synchronizes on its own handle; no prefetch
+  // (the trace finishes at the first optimizer step); every use frees.
+  c.begin_step(1);
+  c.reset_step();
+  for (int mod : order) {
+    const Zero3SyncUse u = c.use(mod, true);
+    CHECK(u.fetch);
+    CHECK(u.synchronize);
+    CHECK(u.handles == 1);
+    CHECK(u.prefetch.empty());
+    CHECK(c.release(mod, true));
+  }
+  CHECK(c.trace() == order);
+  CHECK(c.live_numel() == 0);
+  // Step 2. Use 0: on demand, synchronize (1 handle); nothing in flight now, so prefetch from
+  // this use: 0 is gathered, 1 (30M < 5e7, go on), 2 (60M >= 5e7: stop) -> {1, 2}. Release of 0:
+  // next used at position 7, after 6 x 30M = 180M < 1e9 elements: kept.
+  c.begin_step(2);
+  c.reset_step();
+  Zero3SyncUse u = c.use(0, true);
+  CHECK(u.fetch);
+  CHECK(u.handles == 1);
+  CHECK(u.prefetch == std::vector<int>{1, 2});
+  CHECK_FALSE(c.release(0, true));
+  // Use 1: in flight -> synchronize on both handles (1 and 2); then prefetch {3}.
+  u = c.use(1, true);
+  CHECK_FALSE(u.fetch);
+  CHECK(u.synchronize);
+  CHECK(u.handles == 2);
+  CHECK(u.prefetch == std::vector<int>{3});
+  CHECK_FALSE(c.release(1, true));
+  // Use 2: gathered by the last synchronize: no synchronize; 3 is in flight, so no prefetch.
+  u = c.use(2, true);
+  CHECK_FALSE(u.synchronize);
+  CHECK(u.prefetch.empty());
+  CHECK_FALSE(c.release(2, true));
+  // Use 3 (forward): in flight -> synchronize on its one handle.
+  u = c.use(3, true);
+  CHECK(u.synchronize);
+  CHECK(u.handles == 1);
+  CHECK_FALSE(c.release(3, true));  // used again right after: distance 0
+  CHECK(c.live_numel() == 4 * m);
+  // The backward finds everything gathered; each module's last use frees it.
+  for (std::size_t k = 4; k < order.size(); ++k) {
+    u = c.use(order[k], true);
+    CHECK_FALSE(u.fetch);
+    CHECK_FALSE(u.synchronize);
+    CHECK(c.release(order[k], true));
+  }
+  CHECK(c.live_numel() == 0);
+}
+
 // [SECTION] Lowering ------------------------------------------------------------------------------
 
 TEST_CASE("ZeRO-3: one all-gather per module, not per block", "[zero3][strategies]") {
@@ -267,6 +326,99 @@ TEST_CASE("ZeRO-3: overlap_comm false runs the gathers on the compute stream",
   CHECK(stream_role(off, ag_off.front()) == StreamRole::kCompute);
 }
 
+TEST_CASE("ZeRO-3: the reduce-scatter's per-rank slicing on the host", "[zero3][strategies]") {
+  // One bucket (5e8 > the model) of every gradient tensor: embed 2 (wte, wpe), 12 per block
+  // (4 weights, 4 biases, ln_1 and ln_2 weight and bias) x 4, ln_f 2 (the LM head is tied) = 52.
+  // reduce_scatter_coalesced before the collective: T (p + 1) + 3 = 52 x 9 + 3 = 471 framework
+  // ops, 471 x 4.8 us = 2,260.8 us of Python and 471 x 2.0 = 942 us of dispatch; after it
+  // 5 T = 260 (docs/program.md, "ZeRO-3 parameter fetch").
+  const Program p = lowered(gpt("", 1, "\"cpu_cores\":8"));
+  const auto prep = named(p, 1, "zero3 reduce_scatter_coalesced");
+  REQUIRE(prep.size() == 1);
+  CHECK(prep[0]->python_ns == 2260800);
+  CHECK(prep[0]->dispatch_ns == 942000);
+  const auto after = named(p, 1, "zero3 partition_grads");
+  REQUIRE(after.size() == 1);
+  CHECK(after[0]->python_ns == 260 * 4800);
+}
+
+namespace {
+const std::string kSync = ",\"zero3_fetch\":\"synchronous\"";
+}  // namespace
+
+TEST_CASE("ZeRO-3 synchronous: one all-gather and one reduce-scatter per tensor",
+          "[zero3][strategies]") {
+  // Tensors under 1e5 elements persist (stage3.py v0.3.14, persistent_parameters): biases
+  // (3,072, 1,024, 4,096, 1,024) and the norms' 1,024-element weights and biases. Gathered: wte
+  // (32,768,000) and wpe (524,288), and the 4 weights of each block. Step 1 (no prefetch): forward
+  // and backward each fetch 2 + 16 = 18 tensors: 36 all-gathers, then _post_step's one of the
+  // persistent tensors: 4 x 13,312 + ln_f 2,048 = 55,296 elements, 110,592 B in bf16.
+  const Program p = lowered(gpt(kSync));
+  const auto ag = named(p, 1, kAg);
+  REQUIRE(ag.size() == 37);
+  CHECK(std::count_if(ag.begin(), ag.end(),
+                      [](const Op* o) { return o->bytes == 2 * 3 * 1024 * 1024; }) == 8);
+  CHECK(ag.back()->bytes == 2 * 55296);
+  CHECK(ag.back()->phase == Phase::kOptimizer);
+  // Every gathered tensor synchronizes the device before its all-gather (pp 625): 36.
+  CHECK(named(p, 1, "zero3 torch.cuda.synchronize").size() == 36);
+  // Gradients: one reduce-scatter per tensor, 52 (the bucket is the whole model), together the
+  // model's elements.
+  const auto rs = named(p, 1, kRs);
+  REQUIRE(rs.size() == 52);
+  Bytes sum = 0;
+  for (const Op* o : rs) sum += o->bytes;
+  CHECK(sum == 2 * kModel);
+}
+
+TEST_CASE("ZeRO-3 synchronous: per-rank loops on the host", "[zero3][strategies]") {
+  // p = 8, host defaults (4.8 us Python + 2.0 us dispatch per framework op).
+  //   _allgather_param: p narrows + the shard's copy_ + the call = 10 ops: 48 us + 20 us; then
+  //     ProcessGroupNCCL's p copy_ calls, dispatch only: 16 us.
+  //   _post_step: per persistent tensor 1 + 4p = 33 ops, 34 tensors: 1,122 ops -> 5,385.6 us of
+  //     Python; dispatch (1,122 + the flat buffer's 8 copies) x 2.0 = 2,260 us.
+  const Program p = lowered(gpt(kSync, 1, "\"cpu_cores\":8"));
+  const auto issue = named(p, 1, "zero3 all_gather partitions");
+  REQUIRE_FALSE(issue.empty());
+  CHECK(issue[0]->python_ns == 48000);
+  CHECK(issue[0]->dispatch_ns == 20000);
+  const auto copies = named(p, 1, "zero3 all_gather copy-out");
+  REQUIRE_FALSE(copies.empty());
+  CHECK(copies[0]->kind == OpKind::kHostWork);
+  CHECK(copies[0]->dispatch_ns == 16000);
+  const auto post = named(p, 1, "zero3 persistent copy-out");
+  REQUIRE(post.size() == 2);  // the host loop, then the copy kernel
+  CHECK(post[0]->python_ns == 5385600);
+  CHECK(post[0]->dispatch_ns == 2260000);
+}
+
+TEST_CASE("ZeRO-3 synchronous: the host waits for the whole device at every fetch",
+          "[zero3][strategies]") {
+  // _synchronize_communication and _allgather_param call torch.cuda.synchronize(): when such a
+  // host op ends, every GPU op issued before it on the rank has ended, whatever its stream.
+  const Scenario s = parse(gpt(kSync));
+  const Program p = lower(s);
+  REQUIRE(validate_program(p).empty());
+  sim::SimExecutor ex(s);
+  const ExecutionResult r = ex.run(p, RunControl{});
+  REQUIRE(r.complete);
+  int checked = 0;
+  for (const Op& op : p.ops) {
+    if (op.gpu != 0 || op.step != 2) continue;
+    const std::string n = p.name_of(op);
+    if (n != "zero3 synchronize_communication" && n != "zero3 torch.cuda.synchronize") continue;
+    const TimeNs at = r.timings[static_cast<std::size_t>(op.id)].end_ns;
+    for (OpId k = 0; k < op.id; ++k) {
+      const Op& g = p.ops[static_cast<std::size_t>(k)];
+      if (g.gpu != 0 || g.stream < 0 || g.kind == OpKind::kAlloc || g.kind == OpKind::kFree)
+        continue;
+      CHECK(r.timings[static_cast<std::size_t>(k)].end_ns <= at);
+    }
+    ++checked;
+  }
+  CHECK(checked > 0);
+}
+
 // [SECTION] Keys
 // ------------------------------------------------------------------------------------
 
@@ -279,6 +431,10 @@ TEST_CASE("ZeRO-3 keys: DeepSpeed's defaults, numbers as DeepSpeed writes them, 
   CHECK(d.persistence_threshold_numel == 100000);
   CHECK(d.reduce_bucket_numel == 500000000);
   CHECK(d.overlap_comm);
+  CHECK(d.fetch == Zero3Fetch::kAsync);
+  CHECK(parse(gpt(kSync)).strategy.parallel.zero3.fetch == Zero3Fetch::kSynchronous);
+  CHECK_THAT(parse_error(gpt(",\"zero3_fetch\":\"eager\"")),
+             Catch::Contains("strategy.zero3_fetch"));
   const Zero3Spec z = parse(gpt(",\"stage3_prefetch_bucket_size\":2e8")).strategy.parallel.zero3;
   CHECK(z.prefetch_bucket_numel == 200000000);
   CHECK(parse(gpt(",\"prefetch\":false")).strategy.parallel.zero3.prefetch_bucket_numel == 0);

@@ -35,6 +35,12 @@ const core::GpuCatalogEntry* bigger_gpu(const core::GpuSpec& gpu) {
 
 std::vector<Candidate> candidates(const core::Scenario& s) {
   std::vector<Candidate> c;
+  // 0. The caching allocator's expandable segments (docs/memory.md, "Expandable segments"):
+  //    pages mapped into one growing segment per stream, so a request fits wherever the
+  //    allocated bytes do (the verdict may be the allocator's: fragmentation).
+  if (!s.training.expandable_segments)
+    c.push_back({"expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)",
+                 {"training.allocator.expandable_segments=true"}});
   const core::StrategySpec& st = s.strategy;
   const core::ParallelSpec& par = st.parallel;
   const std::int64_t g = s.training.global_batch;

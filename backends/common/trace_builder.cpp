@@ -489,7 +489,14 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
                  {"capacity_bytes", mem.oom->capacity_bytes},
                  {"would_be_peak_bytes", mem.oom->would_be_peak_bytes},
                  {"over_capacity_bytes", mem.oom->over_capacity_bytes},
-                 {"steady_state", mem.oom->steady_state}};
+                 {"steady_state", mem.oom->steady_state},
+                 {"allocator", mem.oom->allocator}};
+    if (mem.oom->allocator) {
+      md["oom"]["expandable_segments"] = mem.oom->expandable_segments;
+      md["oom"]["reserved_bytes"] = mem.oom->reserved_bytes;
+      md["oom"]["segment_bytes"] = mem.oom->segment_bytes;
+      md["oom"]["allocated_bytes"] = mem.oom->allocated_bytes;
+    }
   } else {
     md["oom"] = nullptr;
   }
@@ -505,7 +512,13 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
                            {"reserved_bytes", o.reserved_bytes},
                            {"allocated_bytes", o.allocated_bytes},
                            {"capacity_bytes", o.capacity_bytes},
-                           {"at_ns", o.at_ns}};
+                           {"at_ns", o.at_ns},
+                           {"expandable_segments", o.expandable},
+                           {"verdict", mem.oom && mem.oom->allocator}};
+    if (o.expandable_peak_reserved_bytes >= 0) {
+      md["allocator_oom"]["expandable_peak_reserved_bytes"] = o.expandable_peak_reserved_bytes;
+      md["allocator_oom"]["expandable_oom"] = o.expandable_oom;
+    }
   } else {
     md["allocator_oom"] = nullptr;
   }

@@ -22,18 +22,28 @@ constexpr double kResidueFraction = 1e-6;
 
 // [SECTION] Bookkeeping --------------------------------------------------------------------------
 
-FlowNetwork::FlowNetwork(const std::vector<core::Link>& links) {
-  capacity_.reserve(links.size());
+namespace {
+std::vector<double> capacities_of(const std::vector<core::Link>& links) {
+  std::vector<double> c;
+  c.reserve(links.size());
   for (std::size_t i = 0; i < links.size(); ++i) {
     CSIM_ASSERT_MSG(links[i].id == static_cast<core::LinkId>(i), "links must be indexed by id");
-    CSIM_ASSERT_MSG(links[i].capacity_bytes_per_s > 0, "a link needs a positive capacity");
-    capacity_.push_back(links[i].capacity_bytes_per_s);
+    c.push_back(links[i].capacity_bytes_per_s);
   }
-  link_flows_.resize(links.size());
-  link_mark_.assign(links.size(), 0);
-  link_state_.assign(links.size(), 0);
-  cap_rem_.assign(links.size(), 0);
-  unfixed_.assign(links.size(), 0);
+  return c;
+}
+}  // namespace
+
+FlowNetwork::FlowNetwork(const std::vector<core::Link>& links)
+    : FlowNetwork(capacities_of(links)) {}
+
+FlowNetwork::FlowNetwork(const std::vector<double>& capacities) : capacity_(capacities) {
+  for (double c : capacity_) CSIM_ASSERT_MSG(c > 0, "a link needs a positive capacity");
+  link_flows_.resize(capacity_.size());
+  link_mark_.assign(capacity_.size(), 0);
+  link_state_.assign(capacity_.size(), 0);
+  cap_rem_.assign(capacity_.size(), 0);
+  unfixed_.assign(capacity_.size(), 0);
 }
 
 // Rounds up, except that a value within 1e-6 ns + 1e-12 relative above an integer counts as that

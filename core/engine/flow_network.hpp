@@ -55,6 +55,7 @@ struct FlowStartRef {
 class FlowNetwork {
  public:
   explicit FlowNetwork(const std::vector<core::Link>& links);
+  explicit FlowNetwork(const std::vector<double>& capacities);  // bytes/s per link id
 
   // Starts a flow at `now_ns` over `route` (link ids) carrying `bytes`; `rate_cap` 0 = none.
   // An empty route with no cap completes at once (next_completion_ns() == now). The rates are
@@ -122,7 +123,8 @@ class FlowNetwork {
   struct Batch {
     std::vector<FlowStartRef> flows;
     bool groupable = false;
-    std::vector<core::LinkId> links;  // every flow's links, flow after flow (distinct if groupable)
+    std::vector<core::LinkId> links;  // every flow's links, flow after flow
+    std::vector<core::LinkId> claim;  // its distinct links, in first-crossed order
     std::vector<int> link_begin;      // flow i's links: links[link_begin[i], link_begin[i + 1])
     bool uniform = false;             // every flow has the same duration (they end together)
     std::vector<double> rate;
@@ -189,6 +191,7 @@ class FlowNetwork {
 
   Slot alloc_slot();
   bool try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag);
+  bool solve_alone(Batch& b) const;  // a batch with shared links: groupable, rates, durations
   void materialize(int group);
   void report_group(TimeNs now_ns, Slot id);  // advance(): the group's members finished by now
   void release_group(int group);

@@ -4,13 +4,14 @@
 // A batch whose flows each run alone on their links gets, from progressive filling, the rate
 // min(cap, capacities on the route) per flow (FlowNetwork::solve_single), and keeps it until some
 // other flow starts on one of those links: a flow's own completion frees only links nobody else
-// uses. Those rates, and the durations ceil_to_ns(bytes / rate), depend on the batch alone, so they
-// are computed once, when it is registered; a start of an isolated batch is then one group with
-// one completion-heap entry. Each member's state is what an ordinary flow would hold after its
-// start (remaining = bytes as of the start, that rate, that completion time). When a flow starts
-// on a group's link the group is materialized into ordinary flows with exactly that state, before
-// the new flow is attached, so the recomputation that follows sees what it would have seen without
-// groups.
+// uses. A batch whose flows share links among themselves gets the rates the ordinary path gives
+// it alone (solve_alone), and keeps them as long as every group of flows sharing links ends at
+// once. Those rates, and the durations, depend on the batch alone, so they are computed once, when
+// it is registered; a start of an isolated batch is then one group with one completion-heap entry.
+// Each member's state is what an ordinary flow would hold after its start (remaining = bytes as of
+// the start, that rate, that completion time). When a flow starts on a group's link the group is
+// materialized into ordinary flows with exactly that state, before the new flow is attached, so the
+// recomputation that follows sees what it would have seen without groups.
 //
 // Index: [SECTION] Register, [SECTION] Start, [SECTION] Materialize, [SECTION] Report
 #include <algorithm>
@@ -27,6 +28,7 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
   Batch b;
   b.flows.assign(flows.begin(), flows.end());
   b.groupable = !flows.empty();
+  bool shared = false;  // a link crossed by two of the batch's flows
   ++epoch_;
   for (const FlowStartRef& st : flows) {
     CSIM_ASSERT(st.rate_cap >= 0);
@@ -35,8 +37,12 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
     for (core::LinkId l : st.route) {
       CSIM_ASSERT_MSG(l >= 0 && l < static_cast<core::LinkId>(capacity_.size()),
                       "route names an unknown link");
-      if (link_mark_[l] == epoch_) b.groupable = false;  // shared in the batch (or crossed twice)
-      link_mark_[l] = epoch_;
+      if (link_mark_[l] == epoch_) {
+        shared = true;
+      } else {
+        link_mark_[l] = epoch_;
+        b.claim.push_back(l);
+      }
       b.links.push_back(l);
     }
   }
@@ -47,15 +53,22 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
     b.duration_ns.resize(n);
     b.order.resize(n);
     b.rank.resize(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const FlowStartRef& st = flows[i];
-      // solve_single's closed form; commit_rate's completion time from remaining = bytes.
-      double rate = st.rate_cap > 0 ? st.rate_cap : std::numeric_limits<double>::infinity();
-      for (core::LinkId l : st.route) rate = std::min(rate, capacity_[l]);
-      b.rate[i] = rate;
-      b.duration_ns[i] = ceil_to_ns(st.bytes / rate * 1e9);
-      b.order[i] = static_cast<int>(i);
+    if (!shared) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const FlowStartRef& st = flows[i];
+        // solve_single's closed form; commit_rate's completion time from remaining = bytes.
+        double rate = st.rate_cap > 0 ? st.rate_cap : std::numeric_limits<double>::infinity();
+        for (core::LinkId l : st.route) rate = std::min(rate, capacity_[l]);
+        b.rate[i] = rate;
+        b.duration_ns[i] = ceil_to_ns(st.bytes / rate * 1e9);
+      }
+    } else {
+      b.groupable = solve_alone(b);
     }
+  }
+  if (b.groupable) {
+    const std::size_t n = flows.size();
+    for (std::size_t i = 0; i < n; ++i) b.order[i] = static_cast<int>(i);
     std::stable_sort(b.order.begin(), b.order.end(),
                      [&b](int x, int y) { return b.duration_ns[x] < b.duration_ns[y]; });
     for (std::size_t k = 0; k < n; ++k) b.rank[b.order[k]] = static_cast<int>(k);
@@ -64,6 +77,40 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
   }
   batches_.push_back(std::move(b));
   return static_cast<BatchId>(batches_.size()) - 1;
+}
+
+// A batch whose flows share links among themselves (a ring collective's channels leaving one GPU
+// through its one NVSwitch port): started alone at time 0 in a private network by the ordinary
+// path, which is what it would run at any start time T on links nobody else uses (rates depend on
+// capacities alone, completion times on T + the same offsets). It keeps those rates until its
+// first completion if every link's flows end at the same time, i.e. each connected component of
+// the batch ends at once: no member's completion can then raise the rate of a member still
+// running, so each member's state is its start's (remaining = bytes, that rate, that completion)
+// until it is reported, as for a batch without shared links. Otherwise the batch is not grouped.
+bool FlowNetwork::solve_alone(Batch& b) const {
+  FlowNetwork alone(capacity_);
+  for (const FlowStartRef& st : b.flows) {
+    const Slot id = alone.start_one(0, st.route, st.bytes, st.rate_cap, 0);
+    CSIM_ASSERT(id >= 0);  // groupable members have bytes and a route or a cap
+    alone.pending_seeds_.push_back(id);
+  }
+  alone.pending_ns_ = 0;
+  alone.flush_pending();
+  for (std::size_t i = 0; i < b.flows.size(); ++i) {
+    const Flow& f = alone.flows_[i];  // a fresh network's slots are the start order
+    b.rate[i] = f.rate;
+    b.duration_ns[i] = f.finish_ns;
+  }
+  // Every link's flows end together: the first one's duration, per link, in the scratch marks.
+  std::vector<TimeNs> end_of_link(capacity_.size(), -1);
+  for (std::size_t i = 0; i < b.flows.size(); ++i) {
+    for (int k = b.link_begin[i]; k < b.link_begin[i + 1]; ++k) {
+      TimeNs& e = end_of_link[static_cast<std::size_t>(b.links[k])];
+      if (e >= 0 && e != b.duration_ns[i]) return false;
+      e = b.duration_ns[i];
+    }
+  }
+  return true;
 }
 
 // [SECTION] Start --------------------------------------------------------------------------------
@@ -75,11 +122,11 @@ bool FlowNetwork::try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag
   if (!b.groupable) return false;
   // The group's id if it forms: the last freed one, else a new one.
   const int g = free_groups_.empty() ? static_cast<int>(groups_.size()) : free_groups_.back();
-  // Claim the links in one pass; on the first one in use, give back those claimed.
-  for (std::size_t k = 0; k < b.links.size(); ++k) {
-    const core::LinkId l = b.links[k];
+  // Claim the links (each once) in one pass; on the first one in use, give back those claimed.
+  for (std::size_t k = 0; k < b.claim.size(); ++k) {
+    const core::LinkId l = b.claim[k];
     if (link_state_[l] != 0) {
-      for (std::size_t j = 0; j < k; ++j) link_state_[b.links[j]] = 0;
+      for (std::size_t j = 0; j < k; ++j) link_state_[b.claim[j]] = 0;
       return false;
     }
     link_state_[l] = -1 - g;
@@ -120,8 +167,13 @@ bool FlowNetwork::try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag
 void FlowNetwork::materialize(int g) {
   const Group grp = groups_[g];  // a copy: alloc_slot may grow flows_ (never groups_)
   const Batch& b = batches_[grp.batch];
+  auto unreported = [&](std::size_t i) { return static_cast<std::size_t>(b.rank[i]) >= grp.next; };
+  // The group's links are free before any member attaches: members sharing a link count each.
+  for (std::size_t i = 0; i < b.flows.size(); ++i)
+    if (unreported(i))
+      for (core::LinkId l : b.flows[i].route) link_state_[l] = 0;
   for (std::size_t i = 0; i < b.flows.size(); ++i) {
-    if (static_cast<std::size_t>(b.rank[i]) < grp.next) continue;  // reported
+    if (!unreported(i)) continue;
     const Slot id = alloc_slot();
     const FlowStartRef& st = b.flows[i];
     Flow& f = flows_[id];
@@ -136,7 +188,6 @@ void FlowNetwork::materialize(int g) {
     f.update_ns = grp.start_ns;
     f.heap_pos = -1;
     f.group = -1;
-    for (core::LinkId l : st.route) link_state_[l] = 0;  // attach() counts the flow
     attach(id);
     heap_set(id, grp.start_ns + b.duration_ns[i]);
   }

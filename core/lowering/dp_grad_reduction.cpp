@@ -6,6 +6,7 @@
 // (Megatron's distributed optimizer) reduce-scatters, the sharding piece gathering the updated
 // parameters after the optimizer. From stage 2 on the sharding piece reduces every micro-batch
 // instead (zero_fsdp.cpp).
+#include "core/lowering/framework_states.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 
 namespace csim::core::hybrid {
@@ -30,8 +31,9 @@ class DataParallelPiece final : public ParallelPiece {
 
   void end_unit(LayerPass& lp) override {
     if (lp.forward() || !lp.sp.last_micro || e_.plan().sharding.grads_reduce_scattered) return;
-    const Bytes grads =
-        e_.plan().units[static_cast<std::size_t>(lp.unit)].params * e_.precision().grads;
+    // DeepSpeed reduces in the model dtype, Megatron in its main-grad dtype (framework_states.hpp).
+    const Bytes grads = e_.plan().units[static_cast<std::size_t>(lp.unit)].params *
+                        framework_grad_bytes(e_.scenario());
     if (e_.spec().dp <= 1 || grads == 0) return;
     RankState& r = lp.r();
     if (e_.spec().overlap_grad_reduce) {
@@ -60,7 +62,8 @@ class DataParallelPiece final : public ParallelPiece {
                                                                   : CollectiveKind::kAllReduce;
     const OpId id = e_.coll(r, r.dp, op_names::collective("dp", k, "grads"), k, r.dp_group, grads,
                             std::move(deps), StepPhase::kBackward);
-    e_.builder().set_dtype(id, e_.builder().grads_dtype());
+    e_.builder().set_dtype(id, deepspeed_states(e_.scenario()) ? e_.builder().weights_dtype()
+                                                               : e_.builder().grads_dtype());
     return id;
   }
 };

@@ -90,16 +90,34 @@ class Fsdp2Piece final : public ParallelPiece {
     grads_open_.assign(fu_params_.size(), 0);
   }
 
+  void begin_segment(SegmentPass& sp) override {
+    if (sp.forward) copy_out_.clear();
+  }
+
   void begin_unit(LayerPass& lp) override {
     RankState& r = lp.r();
     const int fu = fu_of_[static_cast<std::size_t>(lp.unit)];
     const bool fwd = lp.forward();
     const StepPhase phase = fwd ? StepPhase::kForward : StepPhase::kBackward;
-    gather(r, fu, phase);
+    gather(r, fu, phase, kNoOp);
+    // The unit's copy-out event (wait_for_unshard: foreach_all_gather_copy_out on the compute
+    // stream, then all_gather_copy_out_event.record()): the compute stream's position before the
+    // unit's first kernel.
+    if (fwd && !lp.sp.eval) copy_out_.push_back(r.last_compute);
     // One unit ahead: the next in forward, the previous in backward (not in an evaluation pass).
+    // Its all-gather streams wait on a copy-out event (_wait_all_gather_streams_on_event), which
+    // bounds how far they run ahead of the compute stream: in forward on the previous unit's
+    // (wait_for_unshard keeps the all-gather result until the next copy-out: implicit prefetch),
+    // in backward on this unit's (freed right after its copy-out).
     if (e_.spec().prefetch && !lp.sp.eval) {
       const int nu = neighbour(lp.unit, lp.sp.sg, fwd ? 1 : -1);
-      if (nu >= 0) gather(r, fu_of_[static_cast<std::size_t>(nu)], phase);
+      OpId event = kNoOp;
+      if (!fwd) {
+        event = r.last_compute;
+      } else if (copy_out_.size() >= 2) {
+        event = copy_out_[copy_out_.size() - 2];
+      }
+      if (nu >= 0) gather(r, fu_of_[static_cast<std::size_t>(nu)], phase, event);
     }
     const OpId g = gather_op_[static_cast<std::size_t>(fu)];
     if (g != kNoOp) lp.deps.push_back({g, DepKind::kStreamWaits});
@@ -137,6 +155,7 @@ class Fsdp2Piece final : public ParallelPiece {
   std::vector<int> shard_group_, rep_group_;  // per rank (HSDP)
   std::vector<char> gathered_, grads_open_;
   std::vector<OpId> gather_op_;
+  std::vector<OpId> copy_out_;  // this forward pass's units' copy-out events, in order
 
   void plan_units() {
     const Plan& plan = e_.plan();
@@ -191,12 +210,17 @@ class Fsdp2Piece final : public ParallelPiece {
     return fu_params_[static_cast<std::size_t>(fu)] * f_.reduce_bytes;
   }
 
-  void gather(RankState& r, int fu, StepPhase phase) {
+  // `event`: a compute op the all-gather stream waits for first (kNoOp: none); the alloc waits
+  // too, so the buffer is counted from when the stream may start the gather.
+  void gather(RankState& r, int fu, StepPhase phase, OpId event) {
     if (gathered_[static_cast<std::size_t>(fu)]) return;
     gathered_[static_cast<std::size_t>(fu)] = 1;
     const Bytes bytes = param_bytes(fu);
     if (bytes == 0 || shard_ranks() <= 1) return;
-    b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bytes, "fsdp2 unsharded params");
+    const OpId a =
+        b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bytes, "fsdp2 unsharded params");
+    if (event != kNoOp)
+      b_.program().ops[static_cast<std::size_t>(a)].deps.push_back({event, DepKind::kStreamWaits});
     std::vector<Dep> deps;
     if (!e_.spec().prefetch && r.last_compute != kNoOp)
       deps.push_back({r.last_compute, DepKind::kStreamWaits});

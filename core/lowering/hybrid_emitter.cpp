@@ -12,7 +12,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "core/lowering/fsdp1_flat_param.hpp"
+#include "core/lowering/framework_states.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 
@@ -319,8 +319,10 @@ void Emitter::emit_backward(SegmentPass& sp) {
   each_piece([&](ParallelPiece& p) { p.begin_segment(sp); });
   if (!sp.st.grads_allocated) {
     sp.st.grads_allocated = true;
-    const Bytes grads = model_states(r).grads;
-    if (grads > 0) b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kGrads, grads, ".grad");
+    // PyTorch's .grad appears at the first backward; Megatron's grad buffer exists from setup.
+    const ModelStateBytes states = model_states(r);
+    if (states.grads > 0 && !states.grads_at_setup)
+      b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kGrads, states.grads, ".grad");
   }
   for (int i = sp.sg.end - 1; i >= sp.sg.first; --i) {
     const int u = plan_.unit_of_layer[static_cast<std::size_t>(i)];
@@ -339,22 +341,9 @@ void Emitter::emit_backward(SegmentPass& sp) {
 // [SECTION] Step ----------------------------------------------------------------------------------
 
 ModelStateBytes Emitter::model_states(const RankState& r) const {
-  if (ps_.fsdp2.enabled)
-    return fsdp2_state_bytes(r.params, s_.training, plan_.sharding.shard_ranks, ps_.fsdp2.megatron);
-  // FSDP1: the sharded flat parameter is the fp32 copy (docs/memory.md, "FSDP1 flat parameters").
-  if (s_.strategy.kind == StrategyKind::kFsdp && ps_.fsdp_version == 1)
-    return fsdp1_state_bytes(r.params, s_.training, plan_.sharding.shard_ranks);
-  ModelStateBytes m = model_state_bytes(r.params, s_.training, plan_.sharding.state_stage, ps_.dp);
-  // DeepSpeed ZeRO-3 keeps the gradient shard in the model's dtype (optimizer_memory.hpp).
-  if (deepspeed_zero3(s_)) m.grads = (r.params + ps_.dp - 1) / ps_.dp * deepspeed_grad_bytes(pb_);
-  // Megatron's fp32 main gradients under fp16, sharded with the optimizer state.
-  const int main_grads = megatron_main_grad_bytes(s_);
-  if (main_grads > 0) {
-    const std::int64_t n =
-        plan_.sharding.optimizer_sharded ? (r.params + ps_.dp - 1) / ps_.dp : r.params;
-    m.optimizer += n * main_grads;
-  }
-  return m;
+  // What the rank's framework holds, and when (framework_states.hpp; docs/memory.md, "Model-state
+  // bytes by framework").
+  return rank_model_states(s_, plan_.sharding, r.params);
 }
 
 void Emitter::emit_step(RankState& r, int step) {
@@ -388,10 +377,16 @@ void Emitter::emit_optimizer(StepState& st) {
   RankState& r = st.r;
   const Lane lane{r.thread, r.gpu, r.compute};
   const ModelStateBytes states = model_states(r);
-  if (st.step == 1 && states.optimizer > 0) {
-    b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, states.optimizer,
-             "optimizer state");
-  }
+  // What the optimizer did not build at construction (Adam's moments) appears at the first step().
+  const Bytes lazy_state = states.optimizer - states.optimizer_at_setup;
+  if (st.step == 1 && lazy_state > 0)
+    b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, lazy_state, "optimizer state");
+  // Megatron fp16: step()'s fp32 copy of the gradients (prepare_grads), dropped by the next
+  // optimizer.zero_grad() at the start of the next train_step; nothing is allocated between this
+  // step's end and that call, so it is released here (framework_states.hpp).
+  if (states.step_main_grads > 0)
+    b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, states.step_main_grads,
+             "fp32 main grads");
   const int shard = plan_.sharding.shard_ranks;
   const std::int64_t n =
       plan_.sharding.optimizer_sharded ? (r.params + shard - 1) / shard : r.params;
@@ -408,7 +403,10 @@ void Emitter::emit_optimizer(StepState& st) {
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
   r.last_compute = end;
   each_piece_reversed([&](ParallelPiece& p) { p.end_optimizer(st, end); });
-  if (states.grads > 0)
+  if (states.step_main_grads > 0)
+    b_.release(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, states.step_main_grads,
+               "fp32 main grads");
+  if (states.grads > 0 && !states.grads_at_setup)
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kGrads, states.grads, ".grad (zero_grad)");
   if (st.in.bytes > 0)
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kActivations, st.in.bytes, "input batch");
@@ -435,6 +433,13 @@ void Emitter::build(const std::string& label) {
     const ModelStateBytes st = model_states(r);
     if (st.params > 0)
       b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kParams, st.params, "model parameters");
+    // Built with the model and the optimizer (framework_states.hpp): Megatron's grad buffer, the
+    // fp32 main parameters of Megatron and DeepSpeed.
+    if (st.grads_at_setup && st.grads > 0)
+      b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kGrads, st.grads, "grad buffer");
+    if (st.optimizer_at_setup > 0)
+      b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, st.optimizer_at_setup,
+               "fp32 main params");
     if (r.c.pp == 0) {
       r.feed = std::make_unique<DataFeed>(b_, r.node, r.thread, r.gpu, r.copy,
                                           " (rank " + std::to_string(r.rank) + ")");

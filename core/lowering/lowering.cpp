@@ -8,20 +8,40 @@ namespace csim::core {
 Program lower(const Scenario& scenario, Progress* progress) {
   Program p;
   switch (scenario.strategy.kind) {
-    case StrategyKind::kSingle: p = lower_single(scenario, progress); break;
-    case StrategyKind::kDataParallel: p = lower_data_parallel(scenario, progress); break;
-    case StrategyKind::kDdp: p = lower_ddp(scenario, progress); break;
-    case StrategyKind::kModelParallel: p = lower_model_parallel(scenario, progress); break;
-    case StrategyKind::kPipeline: p = lower_pipeline(scenario, progress); break;
-    case StrategyKind::kTensorParallel: p = lower_tensor_parallel(scenario, progress); break;
-    case StrategyKind::k3d: p = lower_3d(scenario, progress); break;
-    case StrategyKind::kZero: p = lower_zero(scenario, progress); break;
-    case StrategyKind::kFsdp: p = lower_fsdp(scenario, progress); break;
+    case StrategyKind::kSingle:
+      p = lower_single(scenario, progress);
+      break;
+    case StrategyKind::kDataParallel:
+      p = lower_data_parallel(scenario, progress);
+      break;
+    case StrategyKind::kDdp:
+      p = lower_ddp(scenario, progress);
+      break;
+    case StrategyKind::kModelParallel:
+      p = lower_model_parallel(scenario, progress);
+      break;
+    case StrategyKind::kPipeline:
+      p = lower_pipeline(scenario, progress);
+      break;
+    case StrategyKind::kTensorParallel:
+      p = lower_tensor_parallel(scenario, progress);
+      break;
+    case StrategyKind::k3d:
+      p = lower_3d(scenario, progress);
+      break;
+    case StrategyKind::kZero:
+      p = lower_zero(scenario, progress);
+      break;
+    case StrategyKind::kFsdp:
+      p = lower_fsdp(scenario, progress);
+      break;
   }
   // The memory switches (docs/memory.md, "Scenario switches") are lowered by every strategy.
   // MFU / HFU numerators (core/flops.hpp).
   p.model_flops_per_step = model_flops_per_step(scenario);
   p.hardware_flops_per_step = hardware_flops_per_step(scenario);
+  // The processes' allocator configuration, for the caching-allocator model.
+  p.expandable_segments = scenario.training.expandable_segments;
   const std::string problem = validate_program(p);
   CSIM_ASSERT_MSG(problem.empty(), problem.c_str());
   return p;
@@ -33,7 +53,8 @@ std::vector<std::int64_t> torch_chunk_sizes(std::int64_t batch, int n) {
   // torch.chunk: every chunk has ceil(B/n) rows except the last, which gets what is left; a
   // chunk is only made while rows remain, so fewer than n chunks can come out.
   const std::int64_t chunk = (batch + n - 1) / n;
-  for (std::int64_t done = 0; done < batch; done += chunk) sizes.push_back(std::min(chunk, batch - done));
+  for (std::int64_t done = 0; done < batch; done += chunk)
+    sizes.push_back(std::min(chunk, batch - done));
   return sizes;
 }
 

@@ -38,16 +38,6 @@ int deepspeed_grad_bytes(const PrecisionBytes& pb) {
   return pb.weights;
 }
 
-int megatron_main_grad_bytes(const Scenario& s) {
-  const StrategyKind k = s.strategy.kind;
-  const bool megatron = k == StrategyKind::k3d || k == StrategyKind::kPipeline ||
-                        k == StrategyKind::kTensorParallel ||
-                        s.strategy.parallel.distributed_optimizer;
-  if (!megatron || s.strategy.parallel.fsdp2.megatron) return 0;
-  const PrecisionBytes pb = precision_bytes(s.training.precision, s.training.amp_dtype);
-  return pb.master > 0 && pb.grads < 4 ? 4 : 0;
-}
-
 OptimizerTemporary optimizer_step_temporary(const Scenario& s, std::int64_t params_updated) {
   // docs/memory.md, "Optimizer step temporaries".
   OptimizerTemporary t;
@@ -60,6 +50,10 @@ OptimizerTemporary optimizer_step_temporary(const Scenario& s, std::int64_t para
   } else if (deepspeed_zero3(s)) {
     t.bytes = std::min(params_updated, kDeepSpeedSubGroupNumel) * 4;
     t.name = "zero3 fp32 grad partition";
+  } else if (s.strategy.kind == StrategyKind::kZero && !s.strategy.parallel.distributed_optimizer &&
+             (s.strategy.parallel.zero_stage == 1 || s.strategy.parallel.zero_stage == 2)) {
+    t.bytes = params_updated * 4;
+    t.name = "zero fp32 grad partition";
   }
   return t;
 }

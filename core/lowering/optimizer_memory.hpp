@@ -14,6 +14,10 @@
 //   gradient partition is converted to fp32 for the step (stage3.py, _prepare_sub_group /
 //   fp32_partitioned_groups_flat[i].grad):
 //       + min(n, sub_group_size 1e9) x 4 bytes during the step
+//   DeepSpeed ZeRO-1/2 (kind zero, zero_stage 1 or 2): per parameter group, the flattened
+//   gradient partition converted to fp32 (stage_1_and_2.py, step: `single_grad_partition =
+//   flat_grad_partition.to(fp32)`, freed after _optimizer_step(i)); one group assumed:
+//       + n x 4 bytes during the step
 //   SGD: nothing (foreach momentum updates in place, weight decay not modelled).
 // n = the parameters the rank's optimizer updates (its shard where the state is sharded).
 #pragma once
@@ -34,15 +38,12 @@ OptimizerTemporary optimizer_step_temporary(const Scenario& s, std::int64_t para
 // grad_partitions_flat_buffer are allocated with dtype=self.dtype) and reduce-scatters them in it
 // (communication_data_type defaults to the model dtype): G = W. bf16 + Adam:
 //   params W Psi/N + grads W Psi/N + fp32 master 4 Psi/N + Adam 8 Psi/N = 16 Psi / N
-// (the ZeRO paper's 2 + 2 + 12), where Megatron's fp32 main grads make it 18.
+// (the ZeRO paper's 2 + 2 + 12), where Megatron's fp32 main grads make it 18. ZeRO-1/2 likewise
+// (framework_states.hpp).
 bool deepspeed_zero3(const Scenario& s);
 int deepspeed_grad_bytes(const PrecisionBytes& pb);
 
-// Megatron with fp16 gradients keeps fp32 main gradients in its optimizer besides the fp16 ones
-// (Megatron-LM docs/source/api-guide/dist_optimizer.md: fp16 param, fp16 grads = 20 bytes per
-// parameter, 4 + 16/d distributed): 4 more optimizer bytes per parameter, sharded with the
-// optimizer state. 0 for bf16 (the grad buffer is fp32 already: 18, 6 + 12/d) and outside
-// Megatron's kinds (3d, pipeline, tensor_parallel, distributed_optimizer).
-int megatron_main_grad_bytes(const Scenario& s);
+// Megatron's fp32 copy of fp16 gradients made inside step(): framework_states.hpp
+// (ModelStateBytes::step_main_grads).
 
 }  // namespace csim::core

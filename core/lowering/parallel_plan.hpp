@@ -89,6 +89,7 @@ struct ShardedLayer {
   double bwd_flops_per_sample = -1;           // backward FLOPs on this rank; < 0: 2x fwd
   double bwd_traffic_per_sample = -1;         // backward traffic, excluding weights; < 0: 2x fwd
   std::int64_t params = 0;                    // parameters held by this rank
+  std::int64_t second_tensor_params = 0;      // of params: a second tensor's (LayerSpec's)
   double act_bytes_per_sample = 0;            // saved for backward (no recompute)
   double selective_act_bytes_per_sample = 0;  // saved under selective recompute
   double output_bytes_per_sample = 0;         // this rank's share of the output
@@ -134,6 +135,12 @@ struct ModelStateBytes {
   Bytes params = 0;     // weights held at rest
   Bytes grads = 0;      // gradients held between backward and the optimizer
   Bytes optimizer = 0;  // optimizer state incl. the fp32 master copy
+  // When the framework allocates them (framework_states.hpp; docs/memory.md, "Model-state bytes
+  // by framework"). The defaults are PyTorch's: gradients from the step's first backward until
+  // zero_grad, the whole optimizer state at the first step() (Adam's lazy state).
+  Bytes optimizer_at_setup = 0;  // of `optimizer`, built when the optimizer is constructed
+  bool grads_at_setup = false;   // a gradient buffer allocated at construction and kept
+  Bytes step_main_grads = 0;     // made inside every step(), freed by the next zero_grad
 };
 int optimizer_bytes_per_param(const TrainingSpec& t);  // K
 ModelStateBytes model_state_bytes(std::int64_t params, const TrainingSpec& t, int zero_stage,

@@ -21,6 +21,20 @@
 
 namespace csim::core {
 
+namespace {
+
+// The block input a checkpoint keeps: what ln_1 saves as one kernel (its input and statistics).
+// An eager framework's norm saves more while the block runs (an fp32 copy, core/eager_kernels.hpp),
+// not in the checkpoint.
+double checkpoint_bytes(const LayerSpec& l, const ShardedLayer& sl) {
+  if (l.fused_activation_bytes_per_sample < 0 || l.activation_bytes_per_sample <= 0)
+    return sl.act_bytes_per_sample;
+  return sl.act_bytes_per_sample * l.fused_activation_bytes_per_sample /
+         l.activation_bytes_per_sample;
+}
+
+}  // namespace
+
 double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int tp, bool sp,
                                           RecomputeMode mode, int every) {
   double bytes = 0;
@@ -36,11 +50,11 @@ double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int t
       bytes += sl.selective_act_bytes_per_sample;
     } else if (mode == RecomputeMode::kSelectiveOp) {
       // The checkpoint's input (what ln_1 saves) and the outputs the op policy keeps.
-      if (first_of_block) bytes += sl.act_bytes_per_sample;
+      if (first_of_block) bytes += checkpoint_bytes(l, sl);
       if (sac_op_output_saved(m, i)) bytes += sl.output_bytes_per_sample;
     } else {
       // Full: a block keeps only its input, which its first layer (ln_1) saves.
-      if (first_of_block) bytes += sl.act_bytes_per_sample;
+      if (first_of_block) bytes += checkpoint_bytes(l, sl);
     }
   }
   return bytes;

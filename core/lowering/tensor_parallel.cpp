@@ -26,6 +26,7 @@ ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sp) {
   const LayerSpec& l = m.layers[static_cast<std::size_t>(index)];
   ShardedLayer out;
   out.params = l.params;
+  out.second_tensor_params = l.second_tensor_params;
   out.flops_per_sample = l.fwd_flops_per_sample;
   out.traffic_per_sample = l.fwd_bytes_per_sample;
   out.bwd_flops_per_sample = l.bwd_flops_per_sample;
@@ -50,7 +51,10 @@ ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sp) {
     if (out.bwd_flops_per_sample > 0) out.bwd_flops_per_sample /= t;
     if (out.bwd_traffic_per_sample > 0) out.bwd_traffic_per_sample /= t;
   }
-  if (l.tp_role != TpRole::kReplicated) out.params = (l.params + tp - 1) / tp;
+  if (l.tp_role != TpRole::kReplicated) {
+    out.params = (l.params + tp - 1) / tp;
+    out.second_tensor_params = (l.second_tensor_params + tp - 1) / tp;
+  }
   // Saved activations (Korthikanti et al. 2022, section 4.2.1): a column GEMM saves its
   // replicated input, a row GEMM and the sharded pointwise layers their 1/t share; with sequence
   // parallelism everything is 1/t.

@@ -81,4 +81,62 @@ class Zero3Coordinator {
   void free_module(int m);
 };
 
+// What one use of a module does under DeepSpeed 0.3.13 - 0.5.10 (Zero3SyncCoordinator::use).
+struct Zero3SyncUse {
+  bool fetch = false;  // the module's parameters are gathered now (not gathered, not in flight)
+  bool synchronize = false;   // _synchronize_communication: the host waits for the whole device
+  int handles = 0;            // in-flight gathers whose handle.wait() runs there
+  std::vector<int> prefetch;  // modules gathered after the fetch (prefetch_next_sub_modules)
+};
+
+// DeepSpeed ZeRO-3's coordinator before 0.6.0, after deepspeed/runtime/zero/stage3.py of v0.3.14
+// (0cd9abf20416c1fce091e7f79694f02fd21b3687; the fetch unchanged in substance to v0.5.10): its
+// PartitionedParameterCoordinator (lines 274-491) and PrefetchCoordinator (lines 148-271).
+//   - fetch_sub_module (357-411): a module's parameters not gathered are gathered now; if any were,
+//     or any is in flight (prefetched), _synchronize_communication (483-491) waits every in-flight
+//     handle, then comm_stream.synchronize() and torch.cuda.synchronize(): the host waits for
+//     everything the device has queued.
+//   - prefetch_next_sub_modules (312-334): only with a finished trace, nothing in flight and the
+//     gathered elements below stage3_max_live_parameters: from this use on (get_params_to_prefetch,
+//     188-219) the parameters not gathered, in trace order, until at least
+//     stage3_prefetch_bucket_size elements.
+//   - release_sub_module (413-453): partitions the module unless, with a finished trace, its next
+//     use is within stage3_max_reuse_distance elements (_keep_for_later, 464-470; the elements of
+//     every module used in between, get_reuse_distance_in_numel 222-271).
+//   - the trace is every module use from the first forward until the first optimizer step
+//     (record_trace; finish_tracing in the step's _pre_step, lines 2240-2251): step 1 gathers on
+//     demand, later steps prefetch; the position restarts at every forward (reset_step).
+// Modules are gathered whole (its parameters above the persistence threshold): DeepSpeed walks
+// parameters, which for a layer's one big weight is the same.
+class Zero3SyncCoordinator {
+ public:
+  // numel[m]: the elements module m gathers (0: none, or persistent); params[m]: all its
+  // parameters (a reuse distance counts them); a use is recorded when params[m] > 0.
+  Zero3SyncCoordinator(const Zero3Spec& z, std::vector<std::int64_t> numel,
+                       std::vector<std::int64_t> params);
+
+  void begin_step(int step);             // step 1 records the trace, later steps replay it
+  void reset_step();                     // a forward begins (the root module's pre-forward hook)
+  Zero3SyncUse use(int m, bool traced);  // traced false: an evaluation pass
+  bool release(int m, bool traced);      // after the use: true if m's parameters are freed
+  std::vector<int> release_all();        // every module still gathered, freed (end of step)
+
+  std::int64_t live_numel() const { return live_; }
+  const std::vector<int>& trace() const { return trace_; }
+
+ private:
+  enum class Status : std::uint8_t { kNotAvailable, kInflight, kAvailable };
+  Zero3Spec z_;
+  std::vector<std::int64_t> numel_, params_;
+  bool recording_ = false, complete_ = false;
+  std::vector<int> trace_;
+  std::size_t pos_ = 0;  // the next use's trace position (step_id)
+  std::vector<Status> status_;
+  int inflight_ = 0;  // handles not yet waited
+  std::int64_t live_ = 0;
+  std::size_t use_pos_ = 0;  // trace position of the use being released
+
+  void gather(int m);
+};
+
 }  // namespace csim::core

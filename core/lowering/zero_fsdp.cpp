@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "core/fp8_recipe.hpp"
+#include "core/lowering/framework_states.hpp"
 #include "core/lowering/fsdp1_flat_param.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
@@ -105,7 +106,7 @@ class ShardingPiece final : public ParallelPiece {
     if (sh_.grads_reduce_scattered && ps.dp > 1) {
       // The unit's full gradients before the reduce-scatter into the shard.
       RankState& r = lp.r();
-      bucket_ = units[static_cast<std::size_t>(u)].params * e_.precision().grads;
+      bucket_ = units[static_cast<std::size_t>(u)].params * framework_grad_bytes(e_.scenario());
       if (bucket_ > 0)
         b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, bucket_, "grad bucket");
     }
@@ -126,7 +127,7 @@ class ShardingPiece final : public ParallelPiece {
         e_.plan().units[static_cast<std::size_t>(lp.unit - 1)].end > lp.sp.sg.first)
       gather(r, lp.unit - 1, StepPhase::kBackward);
     const std::int64_t numel = e_.plan().units[static_cast<std::size_t>(lp.unit)].params;
-    const Bytes g = e_.precision().grads;
+    const Bytes g = framework_grad_bytes(e_.scenario());  // DeepSpeed: the model dtype
     Bytes grads = numel * g;
     if (e_.spec().dp <= 1 || grads == 0 || !sh_.grads_reduce_scattered) return;
     // FSDP1's _reduce_grad (docs/memory.md, "FSDP1 flat parameters"): the padded copy of the
@@ -145,7 +146,7 @@ class ShardingPiece final : public ParallelPiece {
         e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
                 CollectiveKind::kReduceScatter, r.dp_group, grads,
                 {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
-    b_.set_dtype(rs, b_.grads_dtype());
+    b_.set_dtype(rs, deepspeed_states(e_.scenario()) ? b_.weights_dtype() : b_.grads_dtype());
     if (bucket_ > 0)
       b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bucket_, "grad bucket");
     // Accumulated into _saved_grad_shard (the gradient shard of the model state), then dropped.

@@ -1,0 +1,55 @@
+// Model states by framework (framework_states.hpp, which cites the sources; docs/memory.md,
+// "Model-state bytes by framework").
+#include "core/lowering/framework_states.hpp"
+
+#include "core/lowering/fsdp1_flat_param.hpp"
+
+namespace csim::core {
+
+bool megatron_states(const Scenario& s) {
+  const StrategyKind k = s.strategy.kind;
+  const ParallelSpec& ps = s.strategy.parallel;
+  if (ps.fsdp2.enabled) return false;
+  return k == StrategyKind::k3d || k == StrategyKind::kPipeline ||
+         k == StrategyKind::kTensorParallel || ps.distributed_optimizer;
+}
+
+bool deepspeed_states(const Scenario& s) {
+  return s.strategy.kind == StrategyKind::kZero && !megatron_states(s);
+}
+
+int framework_grad_bytes(const Scenario& s) {
+  const PrecisionBytes pb = precision_bytes(s.training.precision, s.training.amp_dtype);
+  return deepspeed_states(s) ? pb.weights : pb.grads;
+}
+
+ModelStateBytes rank_model_states(const Scenario& s, const ShardingPlan& plan,
+                                  std::int64_t params) {
+  const TrainingSpec& t = s.training;
+  const ParallelSpec& ps = s.strategy.parallel;
+  if (ps.fsdp2.enabled) return fsdp2_state_bytes(params, t, plan.shard_ranks, ps.fsdp2.megatron);
+  if (s.strategy.kind == StrategyKind::kFsdp && ps.fsdp_version == 1)
+    return fsdp1_state_bytes(params, t, plan.shard_ranks);
+  ModelStateBytes m = model_state_bytes(params, t, plan.state_stage, ps.dp);
+  const PrecisionBytes pb = precision_bytes(t.precision, t.amp_dtype);
+  const std::int64_t shard = (params + ps.dp - 1) / ps.dp;  // ceil(Psi / N)
+  // The parameters the optimizer updates: its shard from stage 1 on.
+  const std::int64_t updated = plan.state_stage >= 1 ? shard : params;
+  if (deepspeed_states(s)) {
+    // Gradients in the model dtype (G = W) at every stage; the fp32 partition built with the
+    // optimizer, Adam's moments at the first step().
+    m.grads = (plan.state_stage >= 2 ? shard : params) * pb.weights;
+    m.optimizer_at_setup = updated * pb.master;
+    return m;
+  }
+  if (megatron_states(s) && plan.state_stage <= 1) {
+    // The grad buffer and the fp32 main parameters exist from construction; Adam's moments from
+    // the first step(); fp16's fp32 copy of the gradients only inside each step().
+    m.grads_at_setup = true;
+    m.optimizer_at_setup = updated * pb.master;
+    if (pb.master > 0 && pb.grads < 4) m.step_main_grads = updated * 4;
+  }
+  return m;
+}
+
+}  // namespace csim::core

@@ -10,7 +10,8 @@ namespace {
 // with the default CommParams, NCCL's algorithm and protocol choice) reproduce a published
 // nccl-tests time; each efficiency the NIC capacity fraction that makes it reproduce a published
 // NIC-bound bus bandwidth. The cases are rows of calibration/published/
-// published-measurements.json; tests/test_collective_cost.cpp ("calibration: ...") and
+// nic-stack-measurements.json (gathered for issue 32 item 6; not part of the given
+// published-measurements set, calibration/published/README.md); tests/test_collective_cost.cpp ("calibration: ...") and
 // bench_accuracy check them.
 const NicStackInfo kStacks[] = {
     {NicStack::kInfiniband, "infiniband", 9.3, 0.97, true, true,

@@ -1,5 +1,6 @@
 // Collective and copy plans (docs/cost-model.md, "Communication" and "Calibration"); expected
-// values derived in comments. Calibration cases: calibration/published/published-measurements.json.
+// values derived in comments. Calibration cases: calibration/published/published-measurements.json
+// (the NIC-stack cases: nic-stack-measurements.json).
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -17,6 +17,8 @@ std::vector<CaseFile> default_case_files() {
   const std::string dir = std::string(CSIM_SOURCE_DIR) + "/calibration/published/";
   return {{dir + "published-measurements.json", "calibration"},
           {dir + "published-measurements-modern.json", "calibration"},
+          // Added by the project (issue 32 item 6), not part of the given set: its README says so.
+          {dir + "nic-stack-measurements.json", "calibration"},
           {dir + "development-set.json", "development"}};
 }
 

@@ -130,6 +130,38 @@ void eager_gelu(LayerSpec& l, double e) {
   l.activation_bytes_per_sample = 4 * e * n;
 }
 
+// Hugging Face's eager attention around its softmax, over n = a s^2 scores per sample
+// (modeling_gpt2.py _attn at v4.3.0 and eager_attention_forward through 2025: `w / sqrt(d)`,
+// GPT-2's `torch.where(causal_mask, w, mask_value)` with `mask.bool()`, `w + attention_mask`,
+// softmax; docs/transformer.md, "Eager kernel sequences", attention masks):
+//   forward  scale (2e), where (2e, and the 1-byte cast of the s^2 mask), mask add (2e), softmax
+//            (2e): 5 kernels, 8e B/elem (without the where: 3 kernels, 6e);
+//   backward softmax (3e), where's zeros_like (e) and where (3e), scale (2e): 4 kernels, 9e
+//            (without the where: 2 kernels, 5e); the add passes its gradient through.
+// The layer as built is Megatron's fused scale-mask-softmax: 2e forward, 3e backward.
+void eager_hf_attention_masks(LayerSpec& l, double e, bool where_mask) {
+  const double n = l.output_bytes_per_sample / e;
+  keep_fused(l);
+  l.kernels = where_mask ? 5 : 3;
+  l.bwd_kernels = where_mask ? 4 : 2;
+  l.fwd_bytes_per_sample = n * (where_mask ? 8 * e : 6 * e);
+  l.bwd_bytes_per_sample = n * (where_mask ? 9 * e : 5 * e);
+}
+
+// PyTorch's F.cross_entropy on the logits as torchtitan (`cross_entropy_loss(pred.flatten(0,
+// 1).float(), labels)`) and Hugging Face (ForCausalLMLoss: `logits.float()`, then
+// cross_entropy; GPT-2's CrossEntropyLoss) call it, per logit element of e bytes
+// (docs/transformer.md, "Eager kernel sequences", loss):
+//   log_softmax forward reads and writes fp32 (8 B), nll_loss gathers (~0), its backward fills
+//   the whole gradient (4 B) and scatters (~0), log_softmax's backward reads the gradient and the
+//   output and writes (12 B): 24 B, 5 kernels; bf16 / fp16 logits add the upcast (e + 4) and the
+//   gradient's cast back (4 + e), 2 kernels.
+void eager_cross_entropy(ModelSpec& m, double e) {
+  const bool cast = e != 4.0;
+  m.loss_kernels = cast ? 7 : 5;
+  m.loss_bytes_per_output_byte = (24.0 + (cast ? 2.0 * (e + 4.0) : 0.0)) / e;
+}
+
 }  // namespace
 
 void apply_eager_kernels(ModelSpec& m, Framework f, bool fused_rmsnorm) {
@@ -158,12 +190,15 @@ void apply_eager_kernels(ModelSpec& m, Framework f, bool fused_rmsnorm) {
       eager_rope(l, f, c, d, e);
     } else if (ends_with(l.name, ".mlp.gelu") && c.gelu_composite && f == Framework::kHf) {
       eager_gelu(l, e);
+    } else if (ends_with(l.name, ".attn.softmax") && f == Framework::kHf) {
+      eager_hf_attention_masks(l, e, c.causal_where_mask);
     } else if (split_projections && ends_with(l.name, ".attn.qkv")) {
       l.kernels = 3;  // three GEMMs of the same total shape (cost: their launches)
     } else if (split_projections && ends_with(l.name, ".mlp.fc") && c.mlp == MlpKind::kSwiglu) {
       l.kernels = 2;
     }
   }
+  eager_cross_entropy(m, e);
 }
 
 int block_forward_kernels(const ModelSpec& m, int block) {

@@ -461,6 +461,7 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
 
   // Norms and positions.
   c.norm = gated ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  c.causal_where_mask = gpt2;  // modeling_gpt2.py: torch.where(causal_mask, w, mask_value)
   if (gpt2) {
     c.position = PositionKind::kLearned;
     c.max_positions = r.req_int({"n_positions", "max_position_embeddings"}, 1, 1 << 24, arch);

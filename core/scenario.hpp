@@ -317,6 +317,11 @@ struct ModelSpec {
   // The general decoder block it was built from (model.transformer, model.hf_config); layers == 0
   // for every other model (model.gpt included). core/transformer_flops.hpp reads it.
   TransformerConfig transformer_config;
+  // The loss's kernels and its memory traffic per byte of the model's output, forward and
+  // backward together (docs/program.md, "A training step"): one read by default; PyTorch's
+  // cross-entropy as torchtitan and Hugging Face run it (core/eager_kernels.hpp) sets its own.
+  int loss_kernels = 3;
+  double loss_bytes_per_output_byte = 1;
   std::int64_t total_params() const;
   std::int64_t total_buffer_elems() const;
 };
@@ -394,6 +399,13 @@ struct TrainingSpec {
   // training.fused_rmsnorm: RMSNorm as one Triton kernel under an eager framework (torchtitan's
   // norm_type "fused_rmsnorm"); core/eager_kernels.hpp.
   bool fused_rmsnorm = false;
+  // training.pytorch_version "MAJOR.MINOR" as MAJOR * 100 + MINOR: which of PyTorch's optimizer
+  // and clipping implementations the loop runs (core/lowering/optimizer_kernels.hpp;
+  // docs/program.md, "Optimizer and clipping kernels").
+  int pytorch_version = 205;
+  // training.clip_grad_norm: torch.nn.utils.clip_grad_norm_(params, max_norm) before each
+  // optimizer step; 0 = no clipping.
+  double clip_grad_norm = 0;
   // allocator.expandable_segments: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, the caching
   // allocator's growing segments (docs/memory.md, "Expandable segments"; torchtitan's
   // run_train.sh sets it).

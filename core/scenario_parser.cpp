@@ -521,11 +521,25 @@ HostSpec parse_host(Ctx& ctx, const json* v) {
 
 // [SECTION] Training -----------------------------------------------------------------------------
 
+// training.pytorch_version: "MAJOR.MINOR" (a patch level is accepted and ignored) as
+// MAJOR * 100 + MINOR (core/lowering/optimizer_kernels.hpp).
+int parse_pytorch_version(Ctx& ctx, const Obj& o) {
+  const std::string v = o.string("pytorch_version", "");
+  int major = 0, minor = 0, used = 0;
+  if (std::sscanf(v.c_str(), "%d.%d%n", &major, &minor, &used) != 2 ||
+      (used != static_cast<int>(v.size()) && v[static_cast<std::size_t>(used)] != '.') ||
+      major < 1 || major > 9 || minor < 0 || minor > 99)
+    ctx.fail(o.at("pytorch_version"), "'" + v + "' is not a PyTorch release",
+             "write MAJOR.MINOR, e.g. \"1.8\" or \"2.5\"");
+  return major * 100 + minor;
+}
+
 TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
   Obj o(ctx, v, "training",
         {"global_batch", "dataset_size", "precision", "amp_dtype", "optimizer", "sgd_momentum",
          "steps", "gradient_accumulation", "data_loader", "leaks", "empty_cache_every",
-         "del_temporaries", "fp8", "compile", "framework", "fused_rmsnorm", "allocator"});
+         "del_temporaries", "fp8", "compile", "framework", "fused_rmsnorm", "allocator",
+         "pytorch_version", "clip_grad_norm"});
   TrainingSpec t;
   t.global_batch = o.req_integer("global_batch", 1, 1 << 24);
   t.dataset_size = o.integer("dataset_size", 0, 0, 1000000000000LL);
@@ -569,6 +583,8 @@ TrainingSpec parse_training(Ctx& ctx, const json& v, const GpuSpec& gpu) {
     Obj a(ctx, o.raw("allocator"), o.at("allocator"), {"expandable_segments"});
     t.expandable_segments = a.boolean("expandable_segments", false);
   }
+  if (o.has("pytorch_version")) t.pytorch_version = parse_pytorch_version(ctx, o);
+  t.clip_grad_norm = o.number("clip_grad_norm", 0.0, 0.0, 1e12);
   if (o.has("amp_dtype") && t.precision != Precision::kAmp) {
     ctx.warn(o.at("amp_dtype"), std::string("ignored: precision is ") + to_string(t.precision));
   }
@@ -782,6 +798,19 @@ ModelSpec parse_explicit(Ctx& ctx, const json& v, const std::string& path) {
 // torch.compile's fusion (docs/compile.md) and FP8's saved activations (docs/fp8.md, "Memory").
 // training.framework when not given (core/eager_kernels.hpp, default_framework), read off the raw
 // strategy and model before they are parsed: a malformed one is reported with its own path later.
+// training.clip_grad_norm is lowered where the optimizer step is PyTorch's on whole gradients
+// (single, data_parallel, ddp): elsewhere the norm needs a reduction across the shards or stages
+// the model does not emit yet.
+void check_clip_grad_norm(Ctx& ctx, const Scenario& sc) {
+  const StrategyKind k = sc.strategy.kind;
+  if (sc.training.clip_grad_norm > 0 && k != StrategyKind::kSingle &&
+      k != StrategyKind::kDataParallel && k != StrategyKind::kDdp)
+    ctx.warn("training.clip_grad_norm",
+             std::string("ignored: not lowered for strategy kind ") + to_string(k) +
+                 " (single, data_parallel and ddp only; docs/program.md, \"Optimizer and "
+                 "clipping kernels\")");
+}
+
 Framework resolve_framework(const json* strategy, const json& model) {
   StrategyKind kind = StrategyKind::kSingle;
   int fsdp_version = 1;
@@ -1320,6 +1349,7 @@ Scenario parse_document(json doc, const std::string& file,
                                sc.cluster, sc.training, sc.model, ga_given);
   pad_vocab_for_tensor_parallel(ctx, doc, sc);
   validate_fp8_scenario(ctx, sc);  // core/parse_fp8.cpp
+  check_clip_grad_norm(ctx, sc);
   if (top.has("nccl")) {
     Obj n(ctx, top.raw("nccl"), "nccl", {"algo", "proto", "p2p_disable"});
     // NCCL_P2P_DISABLE=1: the cluster's GPUs stage through host memory (docs/scenario.md, "nccl").

@@ -51,6 +51,10 @@ struct TransformerConfig {
   // The GELU is a Python formula of separate tensor operations in eager mode (Hugging Face's
   // gelu_new / gelu_fast, GPT-2's): core/eager_kernels.hpp costs its kernels under framework hf.
   bool gelu_composite = false;
+  // Eager attention masks the causal future with torch.where over its `bias` buffer before adding
+  // the attention mask (GPT-2's _attn / eager_attention_forward in transformers <= 4.5x):
+  // core/eager_kernels.hpp costs the pass under framework hf.
+  bool causal_where_mask = false;
   bool hidden_dropout = false;  // dropout after the embeddings and on both residual branches
                                 // (GPT-2 training: resid_pdrop, embd_pdrop)
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // resolved by the parser

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/lowering/optimizer_kernels.hpp"
+
 namespace csim::core {
 
 namespace {
@@ -43,7 +45,11 @@ OptimizerTemporary optimizer_step_temporary(const Scenario& s, std::int64_t para
   OptimizerTemporary t;
   if (s.training.optimizer != OptimizerKind::kAdam || params_updated <= 0) return t;
   const PrecisionBytes pb = precision_bytes(s.training.precision, s.training.amp_dtype);
-  if (runs_torch_optim(s)) {
+  if (runs_torch_optim(s) && optimizer_runs_for_loop(s.training)) {
+    // A for-loop Adam's denom = exp_avg_sq.sqrt(), one tensor at a time: the largest.
+    t.bytes = std::min(params_updated, largest_parameter_tensor(s.model)) * 4;
+    t.name = "adam for-loop denom";
+  } else if (runs_torch_optim(s)) {
     const int state = pb.master > 0 ? pb.master : pb.weights;
     t.bytes = params_updated * state;
     t.name = "adam foreach exp_avg_sq_sqrt";

@@ -8,6 +8,10 @@
 //   the size of the second moment for every parameter at once:
 //       + n x S bytes during the step, S = the state's element bytes (the updated copy's: the
 //         fp32 master where the recipe keeps one, else the weights)
+//     and before PyTorch 2.0 (training.pytorch_version) the for-loop's denom =
+//     exp_avg_sq.sqrt(), one parameter tensor at a time (torch/optim/_functional.py adam at
+//     v1.8.0; transformers.AdamW.step at v4.3.0):
+//       + min(n, the largest parameter tensor) x 4 bytes during the step
 //   Megatron (3d, pipeline, tensor_parallel, distributed_optimizer, megatron_fsdp): Transformer
 //   Engine's / Apex's FusedAdam, one multi-tensor kernel in place: nothing.
 //   DeepSpeed ZeRO-3 (kind zero, zero_stage 3): FusedAdam in place, but each optimizer sub-group's

@@ -199,11 +199,12 @@ class PipelinePiece final : public ParallelPiece {
         if (logits > 0)
           b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, logits,
                    NameRef::cat({sp.prefix, "logits"}, sp.micro));
-        r.last_compute =
-            b_.compute(Lane{r.thread, r.gpu, r.compute},
-                       NameRef::cat({sp.prefix, "loss"}, sp.micro), ComputeKind::kElementwise,
-                       5.0 * static_cast<double>(logits) / dtype_bytes(e_.precision().compute),
-                       logits, 3, true, {}, StepPhase::kLoss, e_.spec().micro_batch_size);
+        r.last_compute = b_.compute(
+            Lane{r.thread, r.gpu, r.compute}, NameRef::cat({sp.prefix, "loss"}, sp.micro),
+            ComputeKind::kElementwise,
+            5.0 * static_cast<double>(logits) / dtype_bytes(e_.precision().compute),
+            loss_traffic_bytes(e_.scenario().model, logits), e_.scenario().model.loss_kernels, true,
+            {}, StepPhase::kLoss, e_.spec().micro_batch_size);
       }
       return;
     }

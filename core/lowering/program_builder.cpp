@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/lowering/gemm_shape_lowering.hpp"
 #include "core/lowering/op_names.hpp"
+#include "core/lowering/optimizer_kernels.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 #include "core/lowering/parallel_plan.hpp"
 
@@ -342,19 +343,25 @@ OpId ProgramBuilder::optimizer_step(const Lane& l, std::vector<Dep> deps, bool f
     if (state > 0)
       alloc(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, state, "optimizer state");
   }
-  // docs/program.md, "A training step": optimizer_cost; 5 multi-tensor kernels per step.
-  const OptimizerCost cost = optimizer_cost(scenario_.training, precision(), n);
-  const double kernels = 5;
-  // Python side of optimizer.step(): the per-parameter-group loop, about one framework op per
-  // parameter tensor on top of the kernels (one tensor per layer here).
-  const double py_ops = kernels + static_cast<double>(scenario_.model.layers.size());
-  // docs/memory.md, "Optimizer step temporaries": foreach Adam's exp_avg_sq_sqrt.
+  // docs/memory.md, "Optimizer step temporaries": foreach Adam's exp_avg_sq_sqrt (a for-loop's
+  // per-tensor denom).
   const OptimizerTemporary tmp = optimizer_step_temporary(scenario_, n);
   if (tmp.bytes > 0) alloc(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
-  OpId id =
-      compute(l, op_names::optimizer_step(scenario_.training.optimizer), ComputeKind::kElementwise,
-              cost.flops, cost.traffic, kernels, true, std::move(deps), Phase::kOptimizer);
-  program_.ops[id].python_ns = python_ns(py_ops);
+  OpId id = kNoOp;
+  if (optimizer_runs_for_loop(scenario_.training)) {
+    // docs/program.md, "Optimizer and clipping kernels": one op per layer, each its tensors'
+    // kernels, so that the host's launches overlap the GPU's work as they do.
+    id = emit_for_loop_optimizer(*this, l, std::move(deps));
+  } else {
+    // Foreach's 5 multi-tensor kernels; Python: the per-parameter-group loop, about one framework
+    // op per parameter tensor on top of the kernels (one tensor per layer here).
+    const OptimizerLaunch cost = optimizer_launch(scenario_.training, precision(), n, 0, true);
+    id = compute(l, op_names::optimizer_step(scenario_.training.optimizer),
+                 ComputeKind::kElementwise, cost.flops, cost.traffic, cost.kernels, true,
+                 std::move(deps), Phase::kOptimizer);
+    program_.ops[id].python_ns =
+        python_ns(cost.python_ops + static_cast<double>(scenario_.model.layers.size()));
+  }
   if (tmp.bytes > 0)
     release(l.thread, l.stream, l.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
   return id;
@@ -382,15 +389,23 @@ void emit_model_setup(ProgramBuilder& b, const Lane& l) {
     b.alloc(l.thread, l.stream, l.gpu, MemCategory::kBuffers, b.buffer_bytes(), "module buffers");
 }
 
+Bytes loss_traffic_bytes(const ModelSpec& m, Bytes out_bytes) {
+  return static_cast<Bytes>(
+      std::llround(m.loss_bytes_per_output_byte * static_cast<double>(out_bytes)));
+}
+
 OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_bytes,
                std::vector<Dep> deps) {
   if (out_bytes > 0)
     b.alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, out_bytes, "model output");
-  // docs/program.md, "A training step": cross-entropy style loss, ~5 FLOPs and one read per output
-  // element (4-byte elements), 3 framework ops of Python.
+  // docs/program.md, "A training step": cross-entropy style loss, ~5 FLOPs per output element
+  // (4-byte elements), one read of the output and 3 framework ops, or the framework's own
+  // kernels and traffic (ModelSpec::loss_*, core/eager_kernels.hpp).
+  const ModelSpec& m = b.scenario().model;
   const double elems = static_cast<double>(out_bytes) / 4.0;
-  return b.compute(l, "loss", ComputeKind::kElementwise, 5.0 * elems, out_bytes, 3, true,
-                   std::move(deps), Phase::kLoss, batch);
+  return b.compute(l, "loss", ComputeKind::kElementwise, 5.0 * elems,
+                   loss_traffic_bytes(m, out_bytes), m.loss_kernels, true, std::move(deps),
+                   Phase::kLoss, batch);
 }
 
 void release_after_backward(ProgramBuilder& b, const Lane& l, Bytes out_bytes, Bytes input_bytes) {
@@ -403,6 +418,9 @@ void release_after_backward(ProgramBuilder& b, const Lane& l, Bytes out_bytes, B
 OpId emit_optimizer_and_sync(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps,
                              bool first_step, Bytes grads_to_free) {
   deps = b.fp8().before_optimizer(b, l, std::move(deps));  // delayed scaling (docs/fp8.md)
+  // docs/program.md, "Optimizer and clipping kernels": torch.nn.utils.clip_grad_norm_.
+  if (b.scenario().training.clip_grad_norm > 0)
+    deps = {{emit_clip_grad_norm(b, l, std::move(deps)), DepKind::kStreamWaits}};
   const OpId opt = b.optimizer_step(l, std::move(deps), first_step);
   // zero_grad(set_to_none=True), the default since PyTorch 2.0, drops the .grad tensors.
   if (grads_to_free > 0)

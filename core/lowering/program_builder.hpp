@@ -198,6 +198,8 @@ int optimizer_moment_bytes_per_param(const TrainingSpec& t);
 
 // Parameters and module buffers allocated once, before step 1 (step 0).
 void emit_model_setup(ProgramBuilder& b, const Lane& l);
+// The loss's memory traffic over `out_bytes` of model output (ModelSpec::loss_*).
+Bytes loss_traffic_bytes(const ModelSpec& m, Bytes out_bytes);
 // The loss on the model's output (a small elementwise kernel + Python); allocates the output.
 // Returns the loss op; the output (out_bytes) is freed by release_after_backward.
 OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_bytes,

@@ -42,6 +42,22 @@ void CachingAllocator::insert_free(BlockId b) {
   pool(blocks_[b].small).insert(key(b));
 }
 
+CachingAllocator::BlockId CachingAllocator::insert_free_after(BlockId b, Bytes addr, Bytes size) {
+  Block r;
+  r.size = size;
+  r.addr = addr;
+  r.stream = blocks_[b].stream;
+  r.small = blocks_[b].small;
+  r.segment = blocks_[b].segment;
+  r.prev = b;
+  r.next = blocks_[b].next;
+  const BlockId rid = new_block(r);
+  if (blocks_[rid].next != kNoBlock) blocks_[blocks_[rid].next].prev = rid;
+  blocks_[b].next = rid;
+  insert_free(rid);
+  return rid;
+}
+
 void CachingAllocator::erase_free(BlockId b) {
   pool(blocks_[b].small).erase(key(b));
 }
@@ -146,19 +162,8 @@ CachingAllocator::Allocation CachingAllocator::malloc(Bytes request_bytes, int s
   const Bytes rest = blocks_[b].size - size;
   if (((small || expandable_) && rest >= kAllocMinBlockSize) ||
       (!small && rest > kAllocSmallSize)) {
-    Block r;
-    r.size = rest;
-    r.addr = blocks_[b].addr + size;
-    r.stream = blocks_[b].stream;
-    r.small = blocks_[b].small;
-    r.segment = blocks_[b].segment;
-    r.prev = b;
-    r.next = blocks_[b].next;
-    const BlockId rid = new_block(r);
-    if (blocks_[rid].next != kNoBlock) blocks_[blocks_[rid].next].prev = rid;
-    blocks_[b].next = rid;
     blocks_[b].size = size;
-    insert_free(rid);
+    insert_free_after(b, blocks_[b].addr + size, rest);
   }
   blocks_[b].allocated = true;
   blocks_[b].requested = request_bytes;
@@ -351,18 +356,7 @@ Bytes CachingAllocator::unmap_block(BlockId b) {
     insert_free(fid);
   }
   if (hi > end) {
-    Block f;
-    f.size = hi - end;
-    f.addr = sg.base + end;
-    f.stream = blocks_[b].stream;
-    f.small = blocks_[b].small;
-    f.segment = blocks_[b].segment;
-    f.prev = b;
-    f.next = blocks_[b].next;
-    const BlockId fid = new_block(f);
-    if (blocks_[fid].next != kNoBlock) blocks_[blocks_[fid].next].prev = fid;
-    blocks_[b].next = fid;
-    insert_free(fid);
+    insert_free_after(b, sg.base + end, hi - end);
   }
   blocks_[b].addr = sg.base + begin;
   blocks_[b].size = end - begin;

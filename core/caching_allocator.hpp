@@ -112,6 +112,8 @@ class CachingAllocator {
   void insert_free(BlockId b);
   void erase_free(BlockId b);
   BlockId new_block(Block b);
+  // A free block of `size` bytes at `addr` in b's segment, linked right after b.
+  BlockId insert_free_after(BlockId b, Bytes addr, Bytes size);
   BlockId get_free_block(Bytes size, bool small, int stream);
   bool try_merge(BlockId dst, BlockId src);
   Bytes release_free_segments();

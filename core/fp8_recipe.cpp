@@ -15,35 +15,42 @@ namespace {
 // requirement, amax pass, amax history, data B/elem, scale B/elem, copies, weight cache, source.
 const Fp8RecipeTraits kTraits[kNumFp8Recipes] = {
     {Fp8Recipe::kDelayed, "delayed", "delayed scaling", 89, 0, "compute capability 8.9 or newer",
-     false, true, 1.0, 0.0, 2, true,
+     false, true, 1.0, 0.0, 2, true, false,
      "Transformer Engine DelayedScaling: per-tensor scale from an amax history, amax taken by "
      "the cast kernel; FP8 on sm_89+ (TE's FP8 support: Ada, Hopper, Blackwell)"},
     {Fp8Recipe::kCurrent, "current", "current (per-tensor) scaling", 89, 0,
-     "compute capability 8.9 or newer", true, false, 1.0, 0.0, 2, true,
+     "compute capability 8.9 or newer", true, false, 1.0, 0.0, 2, true, false,
      "Transformer Engine Float8CurrentScaling: per-tensor scale from the tensor's own amax, an "
      "amax pass before each cast; sm_89+"},
     {Fp8Recipe::kBlock, "block", "block scaling (1x128 activations, 128x128 weights)", 90, 0,
      "compute capability 9.0 or newer (Hopper or later)", false, false, 1.0, 4.0 / 128.0, 2, true,
+     false,
      "Transformer Engine Float8BlockScaling (DeepSeek-V3 technical report, section 3.3: 1x128 "
      "tiles for activations, 128x128 blocks for weights, an fp32 scale each, taken in the cast); "
      "cuBLAS 12.9 block-scaled FP8 on Hopper"},
     {Fp8Recipe::kMxfp8, "mxfp8", "MXFP8 block scaling", 100, 109,
      "compute capability 10.x (Blackwell datacenter: B200, GB200)", false, false, 1.0, 1.0 / 32.0,
-     2, true,
+     2, true, false,
      "Transformer Engine MXFP8BlockScaling (OCP Microscaling spec v1.0: an E8M0 scale per 32 "
      "elements, taken in the cast); Blackwell tensor cores (sm_100) only"},
     {Fp8Recipe::kNvfp4, "nvfp4", "NVFP4 block scaling", 100, 109,
      "compute capability 10.x (Blackwell datacenter: B200, GB200)", true, false, 0.5, 1.0 / 16.0, 2,
-     true,
+     true, false,
      "Transformer Engine NVFP4BlockScaling: 4-bit E2M1 data, an E4M3 scale per 16 elements and a "
      "per-tensor fp32 scale from a global amax pass; Blackwell (sm_100) only"},
     {Fp8Recipe::kRowwise, "rowwise", "torchao rowwise scaling", 89, 0,
      "compute capability 8.9 or newer (torch._scaled_mm rowwise kernels: sm_90, and sm_89 since "
      "PyTorch 2.6)",
-     false, false, 1.0, 0.0, 1, false,
+     false, false, 1.0, 0.0, 1, false, true,
      "torchao float8 Float8LinearConfig.from_recipe_name('rowwise'): per-row scales (fp32 per "
      "row, negligible per element) taken in the cast; weights recast in every forward and "
      "backward (no cached FP8 copy)"},
+    {Fp8Recipe::kTensorwise, "tensorwise", "torchao tensorwise scaling", 89, 0,
+     "compute capability 8.9 or newer (torch._scaled_mm: sm_89+)", true, false, 1.0, 0.0, 1, false,
+     true,
+     "torchao float8 Float8LinearConfig() (recipe 'tensorwise', torchtitan's float8 default): a "
+     "per-tensor scale from an amax pass (tensor_to_amax) before each cast; weights recast in "
+     "every forward and backward; torch._scaled_mm on cuBLASLt, the GEMM TE's recipes use"},
 };
 
 std::string cc_text(int cc) {
@@ -107,7 +114,9 @@ Bytes fp8_scaling_state_bytes(const Fp8Spec& f) {
 }
 
 double fp8_saved_activation_factor(const Fp8Spec& f) {
-  return fp8_quantized_bytes_per_elem(fp8_traits(f.recipe)) / kFp8HighPrecisionBytes;
+  const Fp8RecipeTraits& tr = fp8_traits(f.recipe);
+  if (tr.high_precision_saved) return 1.0;  // torchao saves the bf16 input
+  return fp8_quantized_bytes_per_elem(tr) / kFp8HighPrecisionBytes;
 }
 
 // docs/fp8.md, "FP8 all-gather".

@@ -26,13 +26,18 @@ struct Fp8RecipeTraits {
   int copies;          // quantised copies a cast writes (2: rowwise + columnwise/transposed)
   bool weight_cache;   // FP8 weights cast on a step's first micro-batch and kept (TE);
                        // false: recast every forward and backward (torchao)
+  // torchao's Float8Linear (matmul_with_hp_or_float8_args): the bf16 input and weight are saved
+  // for backward and cast again there, along the other dimension for the weight gradient, with
+  // the transposition copies torch._scaled_mm's layouts need; false: TE saves the columnwise
+  // FP8 copy its forward cast wrote (docs/fp8.md, "Kernels").
+  bool high_precision_saved;
   const char* source;  // where the behaviour is documented
 };
 
 const Fp8RecipeTraits& fp8_traits(Fp8Recipe r);
 // The recipe's index in kFp8RecipeKeys order (the training.fp8.recipe choices).
-inline constexpr const char* kFp8RecipeKeys[kNumFp8Recipes] = {"delayed", "current", "block",
-                                                               "mxfp8",   "nvfp4",   "rowwise"};
+inline constexpr const char* kFp8RecipeKeys[kNumFp8Recipes] = {
+    "delayed", "current", "block", "mxfp8", "nvfp4", "rowwise", "tensorwise"};
 
 // "" when `gpu` runs `r`; else the refusal (docs/fp8.md, "Support matrix"), e.g.
 // "delayed scaling needs compute capability 8.9 or newer; A100-SXM4-80GB has 8.0".

@@ -355,8 +355,8 @@ struct DataLoaderSpec {
 // FP8 scaling recipes (docs/fp8.md, "Recipes"): Transformer Engine's DelayedScaling,
 // Float8CurrentScaling, Float8BlockScaling (1x128 activations / 128x128 weights, DeepSeek-V3),
 // MXFP8BlockScaling and NVFP4BlockScaling, and torchao's Float8Linear with rowwise scaling.
-enum class Fp8Recipe { kDelayed, kCurrent, kBlock, kMxfp8, kNvfp4, kRowwise };
-inline constexpr int kNumFp8Recipes = 6;
+enum class Fp8Recipe { kDelayed, kCurrent, kBlock, kMxfp8, kNvfp4, kRowwise, kTensorwise };
+inline constexpr int kNumFp8Recipes = 7;
 
 // training.fp8 (docs/scenario.md, "training.fp8"); read only when precision is "fp8".
 struct Fp8Spec {

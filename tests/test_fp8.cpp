@@ -128,8 +128,9 @@ TEST_CASE("fp8: recipe x GPU support matrix as Transformer Engine's, refusals na
                       {"H100-PCIe-80GB", 90}, {"H100-SXM5-80GB", 90}, {"H800-SXM5-80GB", 90},
                       {"H200-SXM-141GB", 90}, {"B200-180GB", 100},    {"GB200-186GB", 100}};
   const std::map<std::string, std::pair<int, int>> range = {
-      {"delayed", {89, 1000}}, {"current", {89, 1000}}, {"rowwise", {89, 1000}},
-      {"block", {90, 1000}},   {"mxfp8", {100, 109}},   {"nvfp4", {100, 109}}};
+      {"delayed", {89, 1000}},    {"current", {89, 1000}}, {"rowwise", {89, 1000}},
+      {"tensorwise", {89, 1000}}, {"block", {90, 1000}},   {"mxfp8", {100, 109}},
+      {"nvfp4", {100, 109}}};
   for (const Gpu& g : gpus) {
     for (const auto& [recipe, cc] : range) {
       INFO(g.name << " " << recipe);
@@ -335,6 +336,10 @@ TEST_CASE("fp8: memory grows by the FP8 weight copies and the scaling state, inp
   const Run rw = simulate(gpt_scenario("H100", fp8_training("rowwise")));
   CHECK(peak_of(rw, MemCategory::kParams) == peak_of(bf16, MemCategory::kParams));
   CHECK(peak_of(rw, MemCategory::kBuffers) == peak_of(bf16, MemCategory::kBuffers));
+  // torchao saves the bf16 input (save_for_backward(input_hp, weight_hp_t)): no saving on
+  // activations, unlike TE's FP8 columnwise copy above.
+  const Run tw = simulate(gpt_scenario("H100", fp8_training("tensorwise")));
+  CHECK(saved(tw.s, "h.0.attn.qkv") == saved(bf16.s, "h.0.attn.qkv"));
 }
 
 // [SECTION] Kernels -------------------------------------------------------------------------------
@@ -376,6 +381,32 @@ TEST_CASE("fp8: cast and amax kernels per recipe, weight casts per step or per m
     // torchao rowwise: the weight recast in every forward (16) and every backward (16).
     const Program p = lower(parse(gpt_scenario("H100", fp8_training("rowwise", "", 4, 2))));
     CHECK(count_ops(p, ".fp8_cast_weight", 2) == 32);
+  }
+  {
+    // torchao tensorwise (float8_linear.py, matmul_with_hp_or_float8_args): every forward casts
+    // the weight and the input, each after an amax pass (16 + 16); every backward casts the
+    // gradient, the weight again, the gradient and the saved bf16 input along the other
+    // dimension (16 each, each after an amax pass), and transposes the weight's, the dim-1
+    // gradient's and the dim-1 input's FP8 copies for torch._scaled_mm (16 each).
+    const Program p = lower(parse(gpt_scenario("H100", fp8_training("tensorwise", "", 4, 2))));
+    CHECK(count_ops(p, ".fp8_cast_weight", 2) == 32);
+    CHECK(count_ops(p, ".fp8_amax_weight", 2) == 32);
+    CHECK(count_ops(p, ".fp8_amax_input", 2) == 16);
+    CHECK(count_ops(p, ".fp8_amax_input_dim1", 2) == 16);
+    CHECK(count_ops(p, ".fp8_cast_grad", 2) == 16);
+    CHECK(count_ops(p, ".fp8_cast_grad_dim1", 2) == 16);
+    CHECK(count_ops(p, ".fp8_amax_grad_dim1", 2) == 16);
+    for (const char* t :
+         {".fp8_transpose_weight", ".fp8_transpose_grad_dim1", ".fp8_transpose_input_dim1"})
+      CHECK(count_ops(p, t, 2) == 16);
+    CHECK(count_ops(p, "fp8 amax history update", 2) == 0);
+    // qkv's dim-1 input cast from the saved bf16 input: n = 2 x s x h elements read at 2 B and
+    // written once at 1 B: 3 n; its transposition reads and writes 1 B each: 2 n.
+    const double n = 2.0 * 2048 * 2048;
+    CHECK(find_op(p, "h.0.attn.qkv.fp8_cast_input_dim1")->bytes == static_cast<Bytes>(3 * n));
+    CHECK(find_op(p, "h.0.attn.qkv.fp8_transpose_input_dim1")->bytes == static_cast<Bytes>(2 * n));
+    // The forward input cast writes one copy (c = 1): 3 n.
+    CHECK(find_op(p, "h.0.attn.qkv.fp8_cast_input")->bytes == static_cast<Bytes>(3 * n));
   }
   {
     // bf16: no FP8 op at all.

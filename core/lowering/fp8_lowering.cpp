@@ -24,8 +24,7 @@ bool Fp8Lowering::fp8_layer(int layer) const {
 // One elementwise cast / amax kernel: 1 FLOP per element, `bytes` of traffic, one framework op.
 // The first kernel emitted takes `deps` (which is then emptied).
 OpId Fp8Lowering::cast_op(ProgramBuilder& b, const Lane& l, const NameRef& name, double elems,
-                          Bytes bytes, bool python, std::vector<Dep>& deps,
-                          Phase phase) {
+                          Bytes bytes, bool python, std::vector<Dep>& deps, Phase phase) {
   std::vector<Dep> d = std::move(deps);
   deps.clear();
   return b.compute(l, name, ComputeKind::kElementwise, elems, bytes, 1, python, std::move(d),
@@ -79,13 +78,18 @@ std::vector<Dep> Fp8Lowering::before_forward(ProgramBuilder& b, const Lane& l, i
   }
   cast_step_[key] = b.step();
   const double p = static_cast<double>(params);
-  if (cast_weight && params > 0) {
+  if (cast_weight && params > 0 && tr.high_precision_saved) {
+    // torchao: hp_tensor_to_float8_dynamic(weight): an amax pass when the recipe takes one.
+    quantize(b, l, label, "weight", p, python, deps, phase);
+  } else if (cast_weight && params > 0) {
     cast_op(b, l, NameRef::cat({label, ".fp8_cast_weight"}), p,
             static_cast<Bytes>(std::llround(p * (kFp8HighPrecisionBytes + c * q))), python, deps,
             phase);
   }
-  // The input: n = saved bytes / q elements (the saved activation is the GEMM's input in FP8).
-  const double n = saved_act_bytes_per_sample * static_cast<double>(batch) / q;
+  // The input: n = saved bytes / q elements (TE saves the GEMM's input in FP8; torchao saves it
+  // in bf16: n = saved bytes / e_hp).
+  const double n = saved_act_bytes_per_sample * static_cast<double>(batch) /
+                   (tr.high_precision_saved ? kFp8HighPrecisionBytes : q);
   quantize(b, l, label, "input", n, python, deps, phase);
   return deps;
 }
@@ -101,14 +105,41 @@ std::vector<Dep> Fp8Lowering::before_backward(ProgramBuilder& b, const Lane& l, 
   // The incoming gradient has the layer's output's elements: g = output bytes / e_hp.
   const double g = output_bytes_per_sample * static_cast<double>(batch) / kFp8HighPrecisionBytes;
   quantize(b, l, label, "grad", g, python, deps, phase);
-  if (!tr.weight_cache && params > 0) {
-    // torchao recasts the weight for the input-gradient GEMM: P x (e_hp + q) bytes.
-    const double p = static_cast<double>(params);
-    cast_op(b, l, NameRef::cat({label, ".fp8_cast_weight"}), p,
-            static_cast<Bytes>(std::llround(p * (kFp8HighPrecisionBytes + q))), python, deps,
-            phase);
+  if (!tr.high_precision_saved) return deps;
+  // torchao (float8_linear.py, matmul_with_hp_or_float8_args.backward) casts from the bf16
+  // tensors it saved: the weight again for the input-gradient GEMM, and the gradient and the
+  // input along the other dimension for the weight-gradient GEMM; torch._scaled_mm wants its
+  // first operand row-major and its second column-major, so the weight, the gradient's and the
+  // input's dim-1 casts are transposed by a copy each (torchao's preprocess_addmm:
+  // `.contiguous()` / `.t().contiguous().t()`), q read and q written per element.
+  const Fp8LayerShape shape = layer_shape(layer, output_bytes_per_sample);
+  const double p = static_cast<double>(params);
+  const double n = shape.input_elems_per_sample * static_cast<double>(batch);
+  const auto transpose = [&](const char* what, double elems) {
+    cast_op(b, l, NameRef::cat({label, ".fp8_transpose_", what}), elems,
+            static_cast<Bytes>(std::llround(elems * 2 * q)), python, deps, phase);
+  };
+  if (params > 0) {
+    quantize(b, l, label, "weight", p, python, deps, phase);
+    transpose("weight", p);
   }
+  quantize(b, l, label, "grad_dim1", g, python, deps, phase);
+  transpose("grad_dim1", g);
+  quantize(b, l, label, "input_dim1", n, python, deps, phase);
+  transpose("input_dim1", n);
   return deps;
+}
+
+Fp8Lowering::Fp8LayerShape Fp8Lowering::layer_shape(int layer,
+                                                    double output_bytes_per_sample) const {
+  // The caller's output bytes may be a slice of the layer's (tensor parallelism, a pipeline
+  // chunk's share): the input scales with them.
+  const LayerSpec& ls = s_.model.layers[static_cast<std::size_t>(layer)];
+  const double share =
+      ls.output_bytes_per_sample > 0 ? output_bytes_per_sample / ls.output_bytes_per_sample : 1.0;
+  Fp8LayerShape sh;
+  sh.input_elems_per_sample = ls.activation_bytes_per_sample / kFp8HighPrecisionBytes * share;
+  return sh;
 }
 
 void Fp8Lowering::mark(ProgramBuilder& b, OpId gemm, int layer) const {

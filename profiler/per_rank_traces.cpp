@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 
 #include "profiler/chrome_trace_writer.hpp"
+#include "profiler/library_kernel_names.hpp"
 #include "profiler/rank_symmetry.hpp"
 
 namespace csim::prof {
@@ -72,6 +74,43 @@ std::vector<std::size_t> file_of_events(
 // mirror's process, rank, pid and ids, as expand_mirrored_gpus gives them (correlation and flow
 // ids moved up by one block per mirror: CORR_OFF, FLOW_OFF). A symmetric strategy's GPU launches
 // only on itself, so everything of its file is on its own pid.
+// docs/trace-format.md, "Library kernel names": in a per-rank file a simulated compute kernel is
+// named as its library names it, its layer path kept in arg "op", as Kineto names a real kernel
+// by its symbol. Names are cached per (name, kind, dtype, phase): a run repeats them every step.
+class LibraryNamer {
+ public:
+  explicit LibraryNamer(const nlohmann::json& metadata)
+      : ctx_(KernelNameContext::from_metadata(metadata)) {}
+  TraceEvent operator()(const TraceEvent& e) {
+    TraceEvent out = e;
+    if (!ctx_ || e.cls != EventClass::kCompute || e.cat != "kernel") return out;
+    const std::string* kind = string_arg(e, "kind");
+    const std::string* dtype = string_arg(e, "dtype");
+    const std::string* phase = string_arg(e, "phase");
+    if (kind == nullptr || dtype == nullptr) return out;
+    const bool backward = phase != nullptr && *phase == "backward";
+    std::string key = e.name;
+    key.append(1, '\0').append(*kind).append(1, '\0').append(*dtype).append(backward ? "b" : "f");
+    auto it = cache_.find(key);
+    if (it == cache_.end())
+      it = cache_
+               .emplace(std::move(key), library_kernel_name(*ctx_, *kind, *dtype, backward, e.name))
+               .first;
+    out.args.push_back(Arg{"op", ArgValue(std::in_place_type<std::string>, e.name)});
+    out.name = it->second;
+    return out;
+  }
+
+ private:
+  static const std::string* string_arg(const TraceEvent& e, std::string_view key) {
+    for (const Arg& a : e.args)
+      if (a.key == key) return std::get_if<std::string>(&a.value);
+    return nullptr;
+  }
+  std::optional<KernelNameContext> ctx_;
+  std::unordered_map<std::string, std::string> cache_;
+};
+
 Trace mirror_file(const Trace& rep, std::int32_t rep_pid, const ProcessInfo& process,
                   const MirroredGpu& m, std::int64_t corr_off, std::int64_t flow_off) {
   Trace r;
@@ -185,6 +224,7 @@ PerRankResult write_per_rank_traces(const Trace& trace, const std::string& dir, 
 
   PerRankResult out;
   out.world_size = world;
+  LibraryNamer namer(trace.metadata);
   core::ProgressCount count(progress, "writing per-rank traces",
                             static_cast<std::int64_t>(procs.size()) + (expand ? block : 0), "files",
                             1);
@@ -208,7 +248,7 @@ PerRankResult write_per_rank_traces(const Trace& trace, const std::string& dir, 
     r.events.reserve(events_of[i].size());
     for (std::size_t k : events_of[i]) {
       const TraceEvent& e = trace.events[k];
-      r.events.push_back(e);
+      r.events.push_back(namer(e));
       pids.insert(e.pid);
       lanes.insert({e.pid, e.tid});
     }

@@ -6,10 +6,13 @@
 #include "backends/common/kineto_names.hpp"
 #include "core/cost/collective_cost.hpp"
 #include "core/error.hpp"
+#include "core/fp8_recipe.hpp"
+#include "core/lowering/optimizer_memory.hpp"
 #include "core/step_spans.hpp"
 #include "core/topology.hpp"
 #include "core/transformer_flops.hpp"
 #include "profiler/huge_pages.hpp"
+#include "profiler/library_kernel_names.hpp"
 
 #include <algorithm>
 #include <array>
@@ -425,6 +428,31 @@ void add_memory_counters(prof::Trace& tr, const core::MemoryReport& mem) {
   }
 }
 
+// The run's facts that pick its kernels' library names (prof::library_kernel_name).
+prof::KernelNameContext kernel_name_context(const core::Scenario& s) {
+  prof::KernelNameContext c;
+  c.compute_capability = s.cluster.gpu.compute_capability;
+  c.framework = core::to_string(s.training.framework);
+  for (const core::LayerSpec& l : s.model.layers)
+    if (l.kind == core::ComputeKind::kAttention &&
+        l.fused_attention.kernel != core::AttentionKernel::kEager) {
+      c.attention = core::to_string(l.fused_attention.kernel);
+      break;
+    }
+  if (s.model.transformer_config.layers > 0)
+    c.norm = s.model.transformer_config.norm == core::NormKind::kRmsNorm ? "rmsnorm" : "layernorm";
+  else if (s.model.source == "gpt")
+    c.norm = "layernorm";
+  if (s.training.precision == core::Precision::kFp8)
+    c.fp8_recipe = core::fp8_traits(s.training.fp8.recipe).key;
+  c.optimizer = s.training.optimizer == core::OptimizerKind::kAdam ? "adam" : "sgd";
+  c.compile = s.training.compile;
+  c.fused_rmsnorm = s.training.fused_rmsnorm;
+  c.torch_optim = core::runs_torch_optim(s);
+  c.for_loop = s.training.pytorch_version < 200;
+  return c;
+}
+
 void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program& p,
                   const core::ExecutionResult& r, const core::MemoryReport& mem) {
   std::map<int, int> rank_of;  // gpu -> rank (position in active_gpus)
@@ -451,6 +479,8 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
                  {"params", s.model.total_params()},
                  {"layers", s.model.layers.size()}};
   md["precision"] = core::to_string(s.training.precision);
+  // What names the kernels as their libraries do (docs/trace-format.md, "Library kernel names").
+  md["kernel_names"] = kernel_name_context(s).to_json();
   // MFU/HFU inputs (docs/program.md, "FLOPs utilisation"; docs/summary.md, "MFU and HFU").
   md["model_flops_per_step"] = p.model_flops_per_step;
   md["hardware_flops_per_step"] = p.hardware_flops_per_step;

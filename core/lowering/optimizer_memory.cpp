@@ -14,6 +14,8 @@ namespace {
 // 1e9): the optimizer steps the partition in sub-groups of at most this many elements.
 constexpr std::int64_t kDeepSpeedSubGroupNumel = 1'000'000'000;
 
+}  // namespace
+
 // The strategies whose optimizer is torch.optim's (docs/memory.md, "Optimizer step
 // temporaries"): the PyTorch-native kinds and FSDP (FSDP1, FSDP2), not Megatron-FSDP.
 bool runs_torch_optim(const Scenario& s) {
@@ -29,8 +31,6 @@ bool runs_torch_optim(const Scenario& s) {
       return false;
   }
 }
-
-}  // namespace
 
 bool deepspeed_zero3(const Scenario& s) {
   return s.strategy.kind == StrategyKind::kZero && s.strategy.parallel.zero_stage == 3;

@@ -32,6 +32,10 @@
 
 namespace csim::core {
 
+// The strategies whose optimizer is torch.optim's: the PyTorch-native kinds and FSDP (FSDP1,
+// FSDP2), not Megatron-FSDP (docs/memory.md, "Optimizer step temporaries").
+bool runs_torch_optim(const Scenario& s);
+
 struct OptimizerTemporary {
   Bytes bytes = 0;
   const char* name = "";  // the alloc / free op name

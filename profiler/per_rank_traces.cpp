@@ -92,6 +92,9 @@ class LibraryNamer {
     std::string key = e.name;
     key.append(1, '\0').append(*kind).append(1, '\0').append(*dtype).append(backward ? "b" : "f");
     auto it = cache_.find(key);
+    // Bounded: a run whose names carry micro-batch or stage fields has as many keys as ops, and
+    // the cache must not hold a copy of them all (docs/limits.md, "Measured").
+    if (it == cache_.end() && cache_.size() >= kMaxCached) cache_.clear();
     if (it == cache_.end())
       it = cache_
                .emplace(std::move(key), library_kernel_name(*ctx_, *kind, *dtype, backward, e.name))
@@ -107,6 +110,7 @@ class LibraryNamer {
       if (a.key == key) return std::get_if<std::string>(&a.value);
     return nullptr;
   }
+  static constexpr std::size_t kMaxCached = 4096;
   std::optional<KernelNameContext> ctx_;
   std::unordered_map<std::string, std::string> cache_;
 };

@@ -17,13 +17,6 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-const std::string* string_arg(const TraceEvent& e, std::string_view key) {
-  for (const Arg& a : e.args) {
-    if (a.key == key) return std::get_if<std::string>(&a.value);
-  }
-  return nullptr;
-}
-
 struct Rule {
   std::string_view needle;  // substring of the lower-cased name
   std::string_view cls;

@@ -105,11 +105,6 @@ class LibraryNamer {
   }
 
  private:
-  static const std::string* string_arg(const TraceEvent& e, std::string_view key) {
-    for (const Arg& a : e.args)
-      if (a.key == key) return std::get_if<std::string>(&a.value);
-    return nullptr;
-  }
   static constexpr std::size_t kMaxCached = 4096;
   std::optional<KernelNameContext> ctx_;
   std::unordered_map<std::string, std::string> cache_;

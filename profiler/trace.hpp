@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -53,6 +54,13 @@ struct TraceEvent {                  // a complete ("X") event
   std::int64_t correlation = -1;     // launch <-> kernel correlation id (-1: none)
   std::vector<Arg> args;             // further args, written in this order
 };
+
+// The string value of the event's arg `key`; nullptr when it has none or it is not a string.
+inline const std::string* string_arg(const TraceEvent& e, std::string_view key) {
+  for (const Arg& a : e.args)
+    if (a.key == key) return std::get_if<std::string>(&a.value);
+  return nullptr;
+}
 
 // Counter of the caching-allocator model (docs/trace-format.md, "Events"; docs/memory.md): series
 // reserved, allocated_blocks, cached_free, largest_free_block (bytes) and segments (a count).

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/lowering/framework_states.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
+#include "core/lowering/optimizer_kernels.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 
 namespace csim::core::hybrid {
@@ -390,15 +391,18 @@ void Emitter::emit_optimizer(StepState& st) {
   const int shard = plan_.sharding.shard_ranks;
   const std::int64_t n =
       plan_.sharding.optimizer_sharded ? (r.params + shard - 1) / shard : r.params;
-  const OptimizerCost cost = optimizer_cost(s_.training, pb_, n);
+  // docs/program.md, "Optimizer and clipping kernels": foreach's 5 launches, or a for-loop's
+  // kernels per tensor of the rank's share (torch.optim before 2.0; one op here).
+  const OptimizerLaunch cost = optimizer_launch(
+      s_.training, pb_, n, parameter_tensors_of_share(s_.model, n), runs_torch_optim(s_));
   st.optimizer_waits = b_.fp8().before_optimizer(b_, lane, std::move(st.optimizer_waits));
   // docs/memory.md, "Optimizer step temporaries".
   const OptimizerTemporary tmp = optimizer_step_temporary(s_, n);
   if (tmp.bytes > 0)
     b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
-  OpId end =
-      b_.compute(lane, op_names::optimizer_step(s_.training.optimizer), ComputeKind::kElementwise,
-                 cost.flops, cost.traffic, 5, true, st.optimizer_waits, StepPhase::kOptimizer);
+  OpId end = b_.compute(lane, op_names::optimizer_step(s_.training.optimizer),
+                        ComputeKind::kElementwise, cost.flops, cost.traffic, cost.kernels, true,
+                        st.optimizer_waits, StepPhase::kOptimizer);
   if (tmp.bytes > 0)
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
   r.last_compute = end;

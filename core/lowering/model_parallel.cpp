@@ -11,6 +11,7 @@
 
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/op_names.hpp"
+#include "core/lowering/optimizer_kernels.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
@@ -218,8 +219,8 @@ Program lower_model_parallel(const Scenario& s, Progress* progress) {
       const Bytes out =
           static_cast<Bytes>(std::llround(layers.back().output_bytes_per_sample * bs));
       const OpId loss = emit_loss(b, last_lane, micro[mi], out, {});
-      const OpId go =
-          b.marker(main, ids[static_cast<std::size_t>(last)], "loss.backward()", {}, Phase::kBackward);
+      const OpId go = b.marker(main, ids[static_cast<std::size_t>(last)], "loss.backward()", {},
+                               Phase::kBackward);
       if (mi == 0) {
         for (int k = 0; k < n; ++k) {
           if (params[static_cast<std::size_t>(k)] == 0) continue;
@@ -296,14 +297,15 @@ Program lower_model_parallel(const Scenario& s, Progress* progress) {
       if (step == 1 && np * k_opt > 0)
         b.alloc(main, lane.stream, g, MemCategory::kOptimizer, np * k_opt, "optimizer state");
       // docs/program.md, "A training step": optimizer traffic and FLOPs per parameter.
-      const OptimizerCost cost = optimizer_cost(s.training, pb, np);
+      const OptimizerLaunch cost = optimizer_launch(
+          s.training, pb, np, parameter_tensors_of_share(s.model, np), runs_torch_optim(s));
       // docs/memory.md, "Optimizer step temporaries": per device group, foreach Adam's sqrt.
       const OptimizerTemporary tmp = optimizer_step_temporary(s, np);
       if (tmp.bytes > 0)
         b.alloc(main, lane.stream, g, MemCategory::kOptimizer, tmp.bytes, tmp.name);
       const OpId o = b.compute(lane, op_names::optimizer_step(s.training.optimizer),
-                               ComputeKind::kElementwise, cost.flops, cost.traffic, 5, true,
-                               b.fp8().before_optimizer(b, lane, {}), Phase::kOptimizer);
+                               ComputeKind::kElementwise, cost.flops, cost.traffic, cost.kernels,
+                               true, b.fp8().before_optimizer(b, lane, {}), Phase::kOptimizer);
       if (tmp.bytes > 0)
         b.release(main, lane.stream, g, MemCategory::kOptimizer, tmp.bytes, tmp.name);
       if (np > 0)

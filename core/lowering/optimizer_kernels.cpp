@@ -3,6 +3,7 @@
 #include "core/lowering/optimizer_kernels.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/lowering/op_names.hpp"
 #include "core/lowering/program_builder.hpp"
@@ -18,6 +19,13 @@ std::int64_t parameter_tensors(const ModelSpec& m) {
   std::int64_t n = 0;
   for (const LayerSpec& l : m.layers) n += parameter_tensors(l);
   return n;
+}
+
+std::int64_t parameter_tensors_of_share(const ModelSpec& m, std::int64_t params) {
+  const std::int64_t total = m.total_params();
+  if (total <= 0 || params <= 0) return 1;
+  const double share = static_cast<double>(params) / static_cast<double>(total);
+  return std::max<std::int64_t>(1, std::llround(share * static_cast<double>(parameter_tensors(m))));
 }
 
 std::int64_t largest_parameter_tensor(const ModelSpec& m) {
@@ -75,18 +83,17 @@ ClipLaunch clip_grad_norm_launch(const TrainingSpec& t, const PrecisionBytes& pb
   ClipLaunch c;
   const double n = static_cast<double>(std::max<std::int64_t>(tensors, 1));
   const bool per_tensor = t.pytorch_version < 200;
-  // Norms: every gradient read once (G bytes); the partial norms are scalars.
+  // Norms: every gradient read once (G bytes); the partial norms are scalars. Per tensor a norm
+  // each; foreach: _foreach_norm, stack, norm, + eps, div, clamp (6).
   c.norms.traffic = params * pb.grads;
   c.norms.flops = 2.0 * static_cast<double>(params);
-  // Per tensor: a norm each, then stack, norm, + eps, reciprocal, * max_norm (5); foreach:
-  // _foreach_norm, stack, norm, + eps, div, clamp (6).
-  c.norms.kernels = per_tensor ? n + 5 : 6;
-  c.norms.python_ops = per_tensor ? n + 5 : 6;
+  c.norms.kernels = c.norms.python_ops = per_tensor ? n : 6;
+  // The per-tensor total: stack, norm, + eps, reciprocal, * max_norm (5 small kernels).
+  c.total.kernels = c.total.python_ops = per_tensor ? 5 : 0;
   // Scale: every gradient read and written (2 G).
   c.scale.traffic = 2 * params * pb.grads;
   c.scale.flops = static_cast<double>(params);
-  c.scale.kernels = per_tensor ? n : 1;
-  c.scale.python_ops = per_tensor ? n : 1;
+  c.scale.kernels = c.scale.python_ops = per_tensor ? n : 1;
   c.host_sync = clip_syncs_host(t);
   return c;
 }
@@ -95,18 +102,26 @@ namespace {
 
 // One op per layer with parameters, each `cost(layer)`'s kernels; the first waits on `deps`.
 template <class Cost>
-OpId emit_per_layer(ProgramBuilder& b, const Lane& l, const NameRef& name, std::vector<Dep> deps,
-                    Cost cost) {
+OpId emit_per_layer(ProgramBuilder& b, const Lane& l, const std::string& name,
+                    std::vector<Dep> deps, Cost cost) {
   OpId last = kNoOp;
   for (const LayerSpec& layer : b.scenario().model.layers) {
     if (parameter_tensors(layer) == 0) continue;
     const OptimizerLaunch c = cost(layer);
-    last = b.compute(l, NameRef::cat({name.str(b.program().names), " ", layer.name}),
-                     ComputeKind::kElementwise, c.flops, c.traffic, c.kernels, true,
+    last = b.compute(l, NameRef::cat({name, " ", layer.name}), ComputeKind::kElementwise, c.flops,
+                     c.traffic, c.kernels, true,
                      last == kNoOp ? std::move(deps) : std::vector<Dep>{}, Phase::kOptimizer);
     b.program().ops[static_cast<std::size_t>(last)].python_ns = b.python_ns(c.python_ops);
   }
   return last;
+}
+
+OpId emit_launch(ProgramBuilder& b, const Lane& l, const NameRef& name, const OptimizerLaunch& c,
+                 std::vector<Dep> deps) {
+  const OpId id = b.compute(l, name, ComputeKind::kElementwise, c.flops, c.traffic, c.kernels, true,
+                            std::move(deps), Phase::kOptimizer);
+  b.program().ops[static_cast<std::size_t>(id)].python_ns = b.python_ns(c.python_ops);
+  return id;
 }
 
 }  // namespace
@@ -114,38 +129,31 @@ OpId emit_per_layer(ProgramBuilder& b, const Lane& l, const NameRef& name, std::
 OpId emit_for_loop_optimizer(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps) {
   const Scenario& s = b.scenario();
   const PrecisionBytes pb = b.precision();
-  const OpId last = emit_per_layer(b, l, op_names::optimizer_step(s.training.optimizer),
-                                   std::move(deps), [&](const LayerSpec& layer) {
-                                     return optimizer_launch(s.training, pb, layer.params,
-                                                             parameter_tensors(layer), true);
-                                   });
-  return last;
+  return emit_per_layer(b, l, op_names::optimizer_step(s.training.optimizer).str(b.program().names),
+                        std::move(deps), [&](const LayerSpec& layer) {
+                          return optimizer_launch(s.training, pb, layer.params,
+                                                  parameter_tensors(layer), true);
+                        });
 }
 
 OpId emit_clip_grad_norm(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps) {
   const Scenario& s = b.scenario();
   const PrecisionBytes pb = b.precision();
-  const bool per_tensor = s.training.pytorch_version < 200;
+  const auto per_layer = [&](const LayerSpec& x) {
+    return clip_grad_norm_launch(s.training, pb, x.params, parameter_tensors(x));
+  };
   const ClipLaunch all =
       clip_grad_norm_launch(s.training, pb, s.model.total_params(), parameter_tensors(s.model));
-  // The norms: per tensor one kernel each (one op per layer), then the total's 5 small kernels;
-  // foreach: its 6 launches in one op.
+  const bool per_tensor = all.total.kernels > 0;
+  // The norms: per tensor one kernel each (one op per layer), then the total's small kernels;
+  // foreach: its launches in one op.
   OpId norms = kNoOp;
   if (per_tensor) {
-    norms = emit_per_layer(b, l, "clip_grad_norm_ norm", std::move(deps), [&](const LayerSpec& x) {
-      const std::int64_t n = parameter_tensors(x);
-      OptimizerLaunch c;
-      c.traffic = x.params * pb.grads;
-      c.flops = 2.0 * static_cast<double>(x.params);
-      c.kernels = c.python_ops = static_cast<double>(n);
-      return c;
-    });
-    norms = b.compute(l, "clip_grad_norm_ total", ComputeKind::kElementwise, 0, 0, 5, true, {},
-                      Phase::kOptimizer);
+    emit_per_layer(b, l, "clip_grad_norm_ norm", std::move(deps),
+                   [&](const LayerSpec& x) { return per_layer(x).norms; });
+    norms = emit_launch(b, l, "clip_grad_norm_ total", all.total, {});
   } else {
-    norms =
-        b.compute(l, "clip_grad_norm_ norms", ComputeKind::kElementwise, all.norms.flops,
-                  all.norms.traffic, all.norms.kernels, true, std::move(deps), Phase::kOptimizer);
+    norms = emit_launch(b, l, "clip_grad_norm_ norms", all.norms, std::move(deps));
   }
   std::vector<Dep> scale_deps;
   if (all.host_sync)
@@ -153,17 +161,9 @@ OpId emit_clip_grad_norm(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps
                             {{norms, DepKind::kHostWaits}}, Phase::kOptimizer),
                    DepKind::kHostWaits}};
   if (!per_tensor)
-    return b.compute(l, "clip_grad_norm_ mul_", ComputeKind::kElementwise, all.scale.flops,
-                     all.scale.traffic, all.scale.kernels, true, std::move(scale_deps),
-                     Phase::kOptimizer);
+    return emit_launch(b, l, "clip_grad_norm_ mul_", all.scale, std::move(scale_deps));
   return emit_per_layer(b, l, "clip_grad_norm_ mul_", std::move(scale_deps),
-                        [&](const LayerSpec& x) {
-                          OptimizerLaunch c;
-                          c.traffic = 2 * x.params * pb.grads;
-                          c.flops = static_cast<double>(x.params);
-                          c.kernels = c.python_ops = parameter_tensors(x);
-                          return c;
-                        });
+                        [&](const LayerSpec& x) { return per_layer(x).scale; });
 }
 
 }  // namespace csim::core

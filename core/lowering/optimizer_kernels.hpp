@@ -50,6 +50,9 @@ inline bool clip_syncs_host(const TrainingSpec& t) {
 int parameter_tensors(const LayerSpec& l);
 std::int64_t parameter_tensors(const ModelSpec& m);
 std::int64_t largest_parameter_tensor(const ModelSpec& m);
+// The tensors a rank's optimizer loops over when it updates `params` of the model's parameters
+// (a shard, a device's layers): the model's tensors in that proportion, at least 1.
+std::int64_t parameter_tensors_of_share(const ModelSpec& m, std::int64_t params);
 
 // One optimizer.step() over `params` parameters held in `tensors` tensors.
 struct OptimizerLaunch {
@@ -63,10 +66,13 @@ struct OptimizerLaunch {
 OptimizerLaunch optimizer_launch(const TrainingSpec& t, const PrecisionBytes& pb,
                                  std::int64_t params, std::int64_t tensors, bool torch_optim);
 
-// clip_grad_norm_ in two parts: the norms up to the total (and, before 1.10, the host's test of
-// it), then the multiply.
+// clip_grad_norm_ over `params` gradients in `tensors` tensors, in three parts: the norms (per
+// tensor before 2.0; foreach's launches from 2.0, the total's kernels with them), the total of a
+// per-tensor clip (its fixed kernels: emitted once, over the whole model), then (after the host's
+// test of the total before 1.10) the multiply.
 struct ClipLaunch {
   OptimizerLaunch norms;
+  OptimizerLaunch total;
   OptimizerLaunch scale;
   bool host_sync = false;
 };

@@ -112,9 +112,9 @@ std::vector<Dep> Fp8Lowering::before_backward(ProgramBuilder& b, const Lane& l, 
   // first operand row-major and its second column-major, so the weight, the gradient's and the
   // input's dim-1 casts are transposed by a copy each (torchao's preprocess_addmm:
   // `.contiguous()` / `.t().contiguous().t()`), q read and q written per element.
-  const Fp8LayerShape shape = layer_shape(layer, output_bytes_per_sample);
   const double p = static_cast<double>(params);
-  const double n = shape.input_elems_per_sample * static_cast<double>(batch);
+  const double n =
+      input_elems_per_sample(layer, output_bytes_per_sample) * static_cast<double>(batch);
   const auto transpose = [&](const char* what, double elems) {
     cast_op(b, l, NameRef::cat({label, ".fp8_transpose_", what}), elems,
             static_cast<Bytes>(std::llround(elems * 2 * q)), python, deps, phase);
@@ -130,16 +130,13 @@ std::vector<Dep> Fp8Lowering::before_backward(ProgramBuilder& b, const Lane& l, 
   return deps;
 }
 
-Fp8Lowering::Fp8LayerShape Fp8Lowering::layer_shape(int layer,
-                                                    double output_bytes_per_sample) const {
+double Fp8Lowering::input_elems_per_sample(int layer, double output_bytes_per_sample) const {
   // The caller's output bytes may be a slice of the layer's (tensor parallelism, a pipeline
   // chunk's share): the input scales with them.
   const LayerSpec& ls = s_.model.layers[static_cast<std::size_t>(layer)];
   const double share =
       ls.output_bytes_per_sample > 0 ? output_bytes_per_sample / ls.output_bytes_per_sample : 1.0;
-  Fp8LayerShape sh;
-  sh.input_elems_per_sample = ls.activation_bytes_per_sample / kFp8HighPrecisionBytes * share;
-  return sh;
+  return ls.activation_bytes_per_sample / kFp8HighPrecisionBytes * share;
 }
 
 void Fp8Lowering::mark(ProgramBuilder& b, OpId gemm, int layer) const {

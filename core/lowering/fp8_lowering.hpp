@@ -50,11 +50,9 @@ class Fp8Lowering {
   std::vector<Dep> before_optimizer(ProgramBuilder& b, const Lane& l, std::vector<Dep> deps);
 
  private:
-  struct Fp8LayerShape {
-    double input_elems_per_sample = 0;  // the GEMM's input, bf16 elements (torchao saves it)
-  };
-  // The layer's input per sample, scaled like `output_bytes_per_sample` (the caller's slice).
-  Fp8LayerShape layer_shape(int layer, double output_bytes_per_sample) const;
+  // The layer's GEMM input per sample in bf16 elements (torchao saves it), scaled like
+  // `output_bytes_per_sample` (the caller's slice of the layer).
+  double input_elems_per_sample(int layer, double output_bytes_per_sample) const;
   // A bf16 tensor of `elems` elements quantized to FP8: an amax pass first when the recipe scales
   // from the current tensor, then the cast(+transpose) writing the recipe's copies.
   void quantize(ProgramBuilder& b, const Lane& l, const std::string& label, const char* what,

@@ -279,12 +279,40 @@ TEST_CASE("a batch whose flows sharing a link end apart runs as ordinary flows",
   CHECK(net.advance(3000000) == std::vector<std::int64_t>{6});
 }
 
+TEST_CASE("a registered batch's flows with one route run as one unit, as if apart",
+          "[flow][group]") {
+  // Links 0, 1 of 1 GB/s. A and A' cross {0} with 1 MB each (two channels between one pair of
+  // GPUs: one unit of two members), B crosses {0, 1} with 2 MB. Link 0 counts three members, so
+  // each flow gets 1e9 / 3 B/s; A and A' end at 1e6 / (1e9 / 3) = 3 ms. B has sent 1e6 by then
+  // and sends the other 1e6 alone at 1e9: 1 ms more -> 4 ms. The link's flows end apart, so the
+  // batch is not a group: the unit runs as an ordinary flow, and reports its two members.
+  FlowNetwork net(make_links({1e9, 1e9}));
+  const Routes routes{{0}, {0, 1}, {0}};  // A, B, A' (a unit of ids 0 and 2)
+  net.start_batch(0, net.register_batch(refs(routes, {1e6, 2e6, 1e6}, {0, 0, 0})), 7);
+  CHECK(net.active() == 3);
+  CHECK(net.rate_of(0) == 1e9 / 3);
+  CHECK(net.rate_of(1) == 1e9 / 3);
+  CHECK(net.rate_of(2) == 1e9 / 3);
+  CHECK(net.next_completion_ns() == 3000000);
+  CHECK(net.advance(3000000) == std::vector<std::int64_t>{7, 7});
+  CHECK(net.active() == 1);
+  CHECK(net.rate_of(2) == 0);  // reported with its unit
+  CHECK(net.rate_of(1) == 1e9);
+  CHECK(net.next_completion_ns() == 4000000);
+  CHECK(net.advance(4000000) == std::vector<std::int64_t>{7});
+  CHECK(net.active() == 0);
+}
+
 TEST_CASE("groups give the same completions as copied flows, step by step", "[flow][group]") {
   // A deterministic pseudo-random schedule of batches on 16 links, run twice: registered batches
   // (groups where a batch is isolated) and copied routes (never groups). Every completion time,
-  // every reported tag list and every rate must be equal, bit for bit. Second run: a batch's flows
+  // every reported tag list and every rate must be equal, bit for bit. Mode 1: a batch's flows
   // carry equal bytes, so those sharing a link often end together (groups with shared links).
-  const bool equal_bytes = GENERATE(false, true);
+  // Mode 2: equal bytes, and the batch's flows repeated 2 or 3 times after one another, as NCCL's
+  // channels repeat a ring's flows: the registered batch runs each repeated flow as one unit
+  // (core/engine/flow_network.hpp, "Merged flows"), the copied one as separate flows.
+  const int mode = GENERATE(0, 1, 2);
+  const bool equal_bytes = mode >= 1;
   const int kLinks = 16;
   std::vector<double> caps;
   for (int i = 0; i < kLinks; ++i) caps.push_back(1e9 * (1 + i % 3));
@@ -335,17 +363,28 @@ TEST_CASE("groups give the same completions as copied flows, step by step", "[fl
       bytes.push_back(equal_bytes ? batch_bytes : 1e5 * (1 + next(20)));
       rate_caps.push_back(next(4) == 0 ? 7e8 : 0.0);
     }
+    if (mode == 2) {
+      const int channels = 2 + next(2);
+      for (int c = 1; c < channels; ++c)
+        for (int f = 0; f < n; ++f) {
+          routes.push_back(routes[f]);
+          bytes.push_back(bytes[f]);
+          rate_caps.push_back(rate_caps[f]);
+        }
+    }
+    const int total = static_cast<int>(routes.size());
     kept.push_back(routes);
     std::vector<FlowStart> owned;
-    for (int f = 0; f < n; ++f)
+    for (int f = 0; f < total; ++f)
       owned.push_back(FlowStart{routes[f], bytes[f], rate_caps[f], batch});
     const auto first = static_cast<csim::engine::FlowId>(checked);
     const auto id = grouped.register_batch(refs(kept.back(), bytes, rate_caps));
     registered.emplace_back(id, owned);
     grouped.start_batch(now, id, batch);
     copied.start_batch(now, owned);
-    for (int f = 0; f < n; ++f) REQUIRE(grouped.rate_of(first + f) == copied.rate_of(first + f));
-    checked += n;
+    for (int f = 0; f < total; ++f)
+      REQUIRE(grouped.rate_of(first + f) == copied.rate_of(first + f));
+    checked += total;
   }
   while (copied.next_completion_ns() >= 0) {
     const auto t = copied.next_completion_ns();

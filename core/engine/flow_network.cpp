@@ -40,6 +40,7 @@ FlowNetwork::FlowNetwork(const std::vector<core::Link>& links)
 FlowNetwork::FlowNetwork(const std::vector<double>& capacities) : capacity_(capacities) {
   for (double c : capacity_) CSIM_ASSERT_MSG(c > 0, "a link needs a positive capacity");
   link_flows_.resize(capacity_.size());
+  link_members_.assign(capacity_.size(), 0);
   link_mark_.assign(capacity_.size(), 0);
   link_state_.assign(capacity_.size(), 0);
   cap_rem_.assign(capacity_.size(), 0);
@@ -59,27 +60,27 @@ void FlowNetwork::attach(Slot id) {
   Flow& f = flows_[id];
   f.pos.resize(f.route.size());
   for (std::size_t i = 0; i < f.route.size(); ++i) {
-    std::vector<Slot>& lf = link_flows_[f.route[i]];
-    ++link_state_[f.route[i]];
+    const core::LinkId l = f.route[i];
+    std::vector<OnLink>& lf = link_flows_[l];
+    ++link_state_[l];
+    link_members_[l] += f.mult;
     f.pos[i] = static_cast<int>(lf.size());
-    lf.push_back(id);
+    lf.push_back({id, static_cast<int>(i)});
   }
 }
 
 void FlowNetwork::detach(Slot id) {
   Flow& f = flows_[id];
   for (std::size_t i = 0; i < f.route.size(); ++i) {
-    std::vector<Slot>& lf = link_flows_[f.route[i]];
-    --link_state_[f.route[i]];
+    const core::LinkId l = f.route[i];
+    std::vector<OnLink>& lf = link_flows_[l];
+    --link_state_[l];
+    link_members_[l] -= f.mult;
     const int at = f.pos[i];
-    const Slot moved = lf.back();
+    const OnLink moved = lf.back();
     lf[at] = moved;
     lf.pop_back();
-    if (moved != id) {
-      Flow& m = flows_[moved];
-      for (std::size_t j = 0; j < m.route.size(); ++j)
-        if (m.route[j] == f.route[i]) m.pos[j] = at;
-    }
+    if (moved.slot != id) flows_[moved.slot].pos[moved.hop] = at;
   }
   f.pos.clear();
 }
@@ -87,7 +88,8 @@ void FlowNetwork::detach(Slot id) {
 // A reported flow's slot becomes free; its vectors keep their buffers for the next flow.
 void FlowNetwork::release(Slot id) {
   Flow& f = flows_[id];
-  f.route.clear();
+  f.route = {};
+  f.owned.clear();
   f.pos.clear();
   f.active = false;
   f.done = true;
@@ -100,43 +102,42 @@ void FlowNetwork::release(Slot id) {
 // completion can move or leave in O(log F). Only the minimum's time is ever read, so the order of
 // equal times inside the heap does not matter.
 void FlowNetwork::sift_up(int i) {
-  const Slot id = heap_[i];
-  const TimeNs key = flows_[id].finish_ns;
+  const HeapEntry e = heap_[i];
   while (i > 0) {
     const int parent = (i - 1) / 2;
-    if (flows_[heap_[parent]].finish_ns <= key) break;
+    if (heap_[parent].finish_ns <= e.finish_ns) break;
     heap_[i] = heap_[parent];
-    flows_[heap_[i]].heap_pos = i;
+    flows_[heap_[i].slot].heap_pos = i;
     i = parent;
   }
-  heap_[i] = id;
-  flows_[id].heap_pos = i;
+  heap_[i] = e;
+  flows_[e.slot].heap_pos = i;
 }
 
 void FlowNetwork::sift_down(int i) {
-  const Slot id = heap_[i];
-  const TimeNs key = flows_[id].finish_ns;
+  const HeapEntry e = heap_[i];
   const int n = static_cast<int>(heap_.size());
   for (;;) {
     int child = 2 * i + 1;
     if (child >= n) break;
-    if (child + 1 < n && flows_[heap_[child + 1]].finish_ns < flows_[heap_[child]].finish_ns)
-      ++child;
-    if (flows_[heap_[child]].finish_ns >= key) break;
+    if (child + 1 < n && heap_[child + 1].finish_ns < heap_[child].finish_ns) ++child;
+    if (heap_[child].finish_ns >= e.finish_ns) break;
     heap_[i] = heap_[child];
-    flows_[heap_[i]].heap_pos = i;
+    flows_[heap_[i].slot].heap_pos = i;
     i = child;
   }
-  heap_[i] = id;
-  flows_[id].heap_pos = i;
+  heap_[i] = e;
+  flows_[e.slot].heap_pos = i;
 }
 
 void FlowNetwork::heap_set(Slot id, TimeNs finish_ns) {
   Flow& f = flows_[id];
   f.finish_ns = finish_ns;
   if (f.heap_pos < 0) {
-    heap_.push_back(id);
+    heap_.push_back({finish_ns, id});
     f.heap_pos = static_cast<int>(heap_.size()) - 1;
+  } else {
+    heap_[f.heap_pos].finish_ns = finish_ns;
   }
   sift_up(f.heap_pos);
   sift_down(flows_[id].heap_pos);
@@ -147,13 +148,13 @@ void FlowNetwork::heap_erase(Slot id) {
   const int i = f.heap_pos;
   if (i < 0) return;
   f.heap_pos = -1;
-  const Slot last = heap_.back();
+  const HeapEntry last = heap_.back();
   heap_.pop_back();
-  if (last == id) return;
+  if (last.slot == id) return;
   heap_[i] = last;
-  flows_[last].heap_pos = i;
+  flows_[last.slot].heap_pos = i;
   sift_up(i);
-  sift_down(flows_[last].heap_pos);
+  sift_down(flows_[last.slot].heap_pos);
 }
 
 std::size_t FlowNetwork::active() const {
@@ -191,6 +192,12 @@ FlowNetwork::Where FlowNetwork::locate(FlowId id) const {
     if (!f.active) continue;
     if (f.group < 0) {
       if (f.seq == id) w.slot = static_cast<Slot>(s);
+      if (f.mult > 1) {  // a unit: its members' ids are its first's plus their index offsets
+        const Batch& b = batches_[f.batch];
+        const int* m = b.unit_members.data() + b.unit_begin[f.unit];
+        for (int k = 1; k < f.mult; ++k)
+          if (f.seq + (m[k] - m[0]) == id) w.slot = static_cast<Slot>(s);
+      }
       continue;
     }
     const Group& grp = groups_[f.group];
@@ -207,7 +214,7 @@ FlowNetwork::Where FlowNetwork::locate(FlowId id) const {
 
 TimeNs FlowNetwork::next_completion_ns() const {
   flush_pending();
-  return heap_.empty() ? -1 : flows_[heap_.front()].finish_ns;
+  return heap_.empty() ? -1 : heap_.front().finish_ns;
 }
 
 // [SECTION] Start --------------------------------------------------------------------------------
@@ -219,7 +226,7 @@ FlowId FlowNetwork::start(TimeNs now_ns, const std::vector<core::LinkId>& route,
   if (now_ns != pending_ns_) flush_pending();
   last_ns_ = now_ns;
   const FlowId id = next_seq_;
-  const Slot slot = start_one(now_ns, route, bytes, rate_cap, tag);
+  const Slot slot = start_copied(now_ns, route, bytes, rate_cap, tag);
   if (slot >= 0) pending_seeds_.push_back(slot);
   pending_ns_ = now_ns;
   return id;
@@ -239,7 +246,7 @@ void FlowNetwork::start_batch(TimeNs now_ns, const FlowStart* starts, std::size_
   last_ns_ = now_ns;
   for (std::size_t i = 0; i < n; ++i) {
     const FlowStart& st = starts[i];
-    const Slot id = start_one(now_ns, st.route, st.bytes, st.rate_cap, st.tag);
+    const Slot id = start_copied(now_ns, st.route, st.bytes, st.rate_cap, st.tag);
     if (id >= 0) pending_seeds_.push_back(id);
   }
   // Deferred: consecutive starts at the same time are recomputed together (see flush_pending).
@@ -251,13 +258,24 @@ void FlowNetwork::start_batch(TimeNs now_ns, BatchId batch, std::int64_t tag) {
   CSIM_ASSERT_MSG(now_ns >= last_ns_, "flows must start in time order");
   if (now_ns != pending_ns_) flush_pending();
   last_ns_ = now_ns;
-  if (!try_start_group(now_ns, batch, tag)) {
-    for (const FlowStartRef& st : batches_[batch].flows) {
-      const Slot id = start_one(now_ns, st.route, st.bytes, st.rate_cap, tag);
-      if (id >= 0) pending_seeds_.push_back(id);
-    }
-  }
+  if (!try_start_group(now_ns, batch, tag)) start_units(now_ns, batches_[batch], batch, tag);
   pending_ns_ = now_ns;
+}
+
+void FlowNetwork::start_units(TimeNs now_ns, const Batch& b, BatchId id, std::int64_t tag) {
+  const FlowId first_seq = next_seq_;
+  next_seq_ += static_cast<FlowId>(b.flows.size());
+  for (std::size_t u = 0; u + 1 < b.unit_begin.size(); ++u) {
+    const int first = b.unit_members[b.unit_begin[u]];
+    const int mult = b.unit_begin[u + 1] - b.unit_begin[u];
+    const FlowStartRef& st = b.flows[first];
+    const Slot slot =
+        start_one(now_ns, st.route, st.bytes, st.rate_cap, tag, first_seq + first, mult, false);
+    if (slot < 0) continue;
+    flows_[slot].batch = id;
+    flows_[slot].unit = static_cast<int>(u);
+    pending_seeds_.push_back(slot);
+  }
 }
 
 FlowNetwork::Slot FlowNetwork::alloc_slot() {
@@ -272,33 +290,51 @@ FlowNetwork::Slot FlowNetwork::alloc_slot() {
   return static_cast<Slot>(flows_.size()) - 1;
 }
 
-// Places one flow in a slot; returns the slot when its rate must be computed, -1 when it completes
-// at once.
-FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, std::span<const core::LinkId> route,
-                                         double bytes, double rate_cap, std::int64_t tag) {
+// A route and cap as every flow needs them (a registered batch's are checked once, when
+// registered).
+void FlowNetwork::check_route(std::span<const core::LinkId> route, double rate_cap) const {
   CSIM_ASSERT(rate_cap >= 0);
   for (std::size_t i = 0; i < route.size(); ++i) {
     CSIM_ASSERT_MSG(route[i] >= 0 && route[i] < static_cast<core::LinkId>(capacity_.size()),
                     "route names an unknown link");
     for (std::size_t j = 0; j < i; ++j)
       CSIM_ASSERT_MSG(route[i] != route[j], "a route crosses the same link twice");
-    // A group on this link is no longer isolated: its members become ordinary flows first.
-    if (link_state_[route[i]] < 0) materialize(-1 - link_state_[route[i]]);
   }
+}
+
+FlowNetwork::Slot FlowNetwork::start_copied(TimeNs now_ns, std::span<const core::LinkId> route,
+                                            double bytes, double rate_cap, std::int64_t tag) {
+  check_route(route, rate_cap);
+  return start_one(now_ns, route, bytes, rate_cap, tag, next_seq_++, 1, true);
+}
+
+FlowNetwork::Slot FlowNetwork::start_one(TimeNs now_ns, std::span<const core::LinkId> route,
+                                         double bytes, double rate_cap, std::int64_t tag,
+                                         FlowId seq, int mult, bool owned) {
+  // A group on one of these links is no longer isolated: its members become ordinary flows first.
+  for (core::LinkId l : route)
+    if (link_state_[l] < 0) materialize(-1 - link_state_[l]);
   const Slot id = alloc_slot();
   Flow& f = flows_[id];
-  f.route.assign(route.begin(), route.end());
+  if (owned) {
+    f.owned.assign(route.begin(), route.end());
+    f.route = f.owned;
+  } else {
+    f.route = route;
+  }
   f.remaining = f.original = std::max(bytes, 0.0);
   f.rate = 0;
   f.cap = rate_cap;
   f.tag = tag;
   f.group = -1;
-  f.seq = next_seq_++;
+  f.seq = seq;
+  f.mult = mult;
+  f.batch = f.unit = -1;
   f.active = true;
   f.done = false;
   f.update_ns = now_ns;
   f.heap_pos = -1;
-  ++active_count_;
+  active_count_ += static_cast<std::size_t>(mult);
   if (f.remaining <= 0 || (f.route.empty() && f.cap == 0)) {
     // Nothing to send, or nothing limits it: completes at once.
     f.done = true;
@@ -343,7 +379,7 @@ void FlowNetwork::recompute_from(TimeNs now_ns, const std::vector<Slot>& seed_fl
     while (!stack_.empty()) {
       const core::LinkId l = stack_.back();
       stack_.pop_back();
-      for (Slot id : link_flows_[l]) visit_flow(id);
+      for (const OnLink& on : link_flows_[l]) visit_flow(on.slot);
     }
     solve_component(now_ns);
   };
@@ -379,14 +415,19 @@ void FlowNetwork::commit_rate(TimeNs now_ns, Slot id, double rate) {
   heap_set(id, now_ns + ceil_to_ns(f.remaining / f.rate * 1e9));
 }
 
-// A flow alone on its links: progressive filling pops its tightest constraint first, a link at
-// capacity / 1 or its cap (a link first on a tie), and fixes it there, i.e. at
-// min(cap, capacities on the route): the same value, computed in O(R).
+// A flow (its m members) alone on its links: progressive filling pops its tightest constraint
+// first, a link at capacity / m or its cap (a link first on a tie), and fixes every member there,
+// i.e. at min(cap, capacities / m on the route): the same value, computed in O(R).
 void FlowNetwork::solve_single(TimeNs now_ns, Slot id) {
   if (finish_if_residue(now_ns, id)) return;
   const Flow& f = flows_[id];
   double rate = f.cap > 0 ? f.cap : std::numeric_limits<double>::infinity();
-  for (core::LinkId l : f.route) rate = std::min(rate, capacity_[l]);
+  if (f.mult == 1) {
+    for (core::LinkId l : f.route) rate = std::min(rate, capacity_[l]);
+  } else {
+    const double m = f.mult;
+    for (core::LinkId l : f.route) rate = std::min(rate, capacity_[l] / m);
+  }
   commit_rate(now_ns, id, rate);
 }
 
@@ -407,7 +448,7 @@ void FlowNetwork::solve_component(TimeNs now_ns) {
 
   for (core::LinkId l : comp_links_) {
     cap_rem_[l] = capacity_[l];
-    unfixed_[l] = static_cast<int>(link_flows_[l].size());
+    unfixed_[l] = link_members_[l];
   }
   // A link has at most one entry; its key is a lower bound of its current share (shares only grow
   // as flows are fixed), so an entry whose share has grown is pushed back with the current value
@@ -423,11 +464,13 @@ void FlowNetwork::solve_component(TimeNs now_ns) {
   for (Slot id : live_)
     if (flows_[id].cap > 0) push(flows_[id].cap, 1, flows_[id].seq, id);
 
+  // A unit's members each subtract their rate in turn: the arithmetic of separate flows.
   auto fix = [&](Slot id, double rate) {
     new_rate_[id] = rate;
+    const int mult = flows_[id].mult;
     for (core::LinkId l : flows_[id].route) {
-      cap_rem_[l] = std::max(cap_rem_[l] - rate, 0.0);
-      --unfixed_[l];
+      for (int k = 0; k < mult; ++k) cap_rem_[l] = std::max(cap_rem_[l] - rate, 0.0);
+      unfixed_[l] -= mult;
     }
   };
   while (!fill_heap_.empty()) {
@@ -446,8 +489,8 @@ void FlowNetwork::solve_component(TimeNs now_ns) {
       continue;
     }
     // fix() changes shares, never link membership, so iterating the live list is safe.
-    for (Slot id : link_flows_[l])
-      if (new_rate_[id] == 0) fix(id, current);
+    for (const OnLink& on : link_flows_[l])
+      if (new_rate_[on.slot] == 0) fix(on.slot, current);
   }
 
   for (Slot id : live_) commit_rate(now_ns, id, new_rate_[id]);
@@ -478,13 +521,13 @@ const std::vector<FlowNetwork::TagCount>& FlowNetwork::advance_counts(TimeNs now
   finished_list_.clear();
   finished_runs_.clear();
   emptied_groups_.clear();
-  while (!heap_.empty() && flows_[heap_.front()].finish_ns <= now_ns) {
-    const Slot id = heap_.front();
+  while (!heap_.empty() && heap_.front().finish_ns <= now_ns) {
+    const Slot id = heap_.front().slot;
     if (flows_[id].group >= 0) {
       report_group(now_ns, id);  // re-keys the group at its next completion, or removes it
       continue;
     }
-    finished_list_.push_back({flows_[id].seq, 1, id, flows_[id].tag});
+    finished_list_.push_back({flows_[id].seq, flows_[id].mult, id, flows_[id].tag});
     heap_erase(id);
   }
   if (finished_list_.empty()) return finished_runs_;

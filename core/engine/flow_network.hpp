@@ -16,6 +16,11 @@
 // completion-heap entry and O(links) per start, no per-flow state. A flow that starts on a group's
 // link first turns the group into ordinary flows with exactly the state they would have had
 // (materialize), so results are the same, bit for bit, as without groups.
+// Merged flows: a registered batch's flows with the same route, bytes and cap (a ring's channels
+// between one pair of GPUs) run as one weighted flow standing for all of them (a unit): each
+// member gets the rate progressive filling gives every one of them, computed once, with each link
+// counting every member and losing each member's rate in turn, so the arithmetic, and with it the
+// results, are those of the members one by one, bit for bit.
 // Remaining bytes are updated lazily (only when a flow's rate changes), and completions sit in an
 // indexed min-heap, so next_completion_ns() is O(1) and advance() is O(finished * log F) plus the
 // recomputation. Storage is O(active flows): a finished flow's slot (and its route's buffer) is
@@ -105,8 +110,9 @@ class FlowNetwork {
   // are start sequence numbers (seq); every tie is broken by seq, i.e. by start order, whatever
   // slot a flow happens to occupy.
   struct Flow {
-    std::vector<core::LinkId> route;
-    double remaining = 0, rate = 0, cap = 0;
+    std::span<const core::LinkId> route;      // a registered batch's (borrowed) or `owned`
+    std::vector<core::LinkId> owned;          // the copy of an unregistered start's route
+    double remaining = 0, rate = 0, cap = 0;  // per member
     std::int64_t tag = 0;
     FlowId seq = -1;  // start order; the public id
     bool active = false;
@@ -117,6 +123,14 @@ class FlowNetwork {
     bool done = false;     // completed, waiting for advance() to report it
     std::vector<int> pos;  // pos[i]: index of this flow in link_flows_[route[i]]
     int group = -1;  // >= 0: this slot stands for groups_[group], keyed by its next completion
+    int mult = 1;    // flows it stands for: > 1 for a registered batch's merged unit
+    int batch = -1;  // a registered batch's flow: its batch and unit (to find its members' ids)
+    int unit = -1;
+  };
+  // A flow on a link, and which of its route's links that is (so a detach moves it in O(1)).
+  struct OnLink {
+    int slot;
+    int hop;
   };
   // A registered batch and, when it can form a group (every flow has bytes and a route or a cap,
   // no link twice), its flows' closed-form rates and durations.
@@ -131,6 +145,10 @@ class FlowNetwork {
     std::vector<TimeNs> duration_ns;
     std::vector<int> order;  // flow indices by (duration, index): completion order
     std::vector<int> rank;   // rank[order[k]] == k
+    // Units: flows with the same route, bytes and cap, run as one flow of that many members.
+    // Unit u's members are unit_members[unit_begin[u], unit_begin[u + 1]), increasing; units are
+    // in the order of their first members.
+    std::vector<int> unit_members, unit_begin;
   };
   std::vector<Batch> batches_;
   // A started isolated batch: flow i has public id first_seq + i and finishes at start_ns +
@@ -165,8 +183,14 @@ class FlowNetwork {
   FlowId next_seq_ = 0;           // the public id of the next flow started
   TimeNs last_ns_ = 0;
 
-  std::vector<std::vector<Slot>> link_flows_;  // active, not-done flows per link
-  std::vector<Slot> heap_;                     // min-heap of active flows by finish_ns
+  std::vector<std::vector<OnLink>> link_flows_;  // active, not-done flows per link
+  std::vector<int> link_members_;                // their members (sum of mult) per link
+  // Min-heap of active flows by finish_ns, the key beside the slot (sifting reads no Flow).
+  struct HeapEntry {
+    TimeNs finish_ns;
+    Slot slot;
+  };
+  std::vector<HeapEntry> heap_;
   std::size_t active_count_ = 0;
   // Scratch for recomputation, sized once; marks compare against an epoch instead of being cleared.
   std::vector<std::uint64_t> link_mark_, flow_mark_;
@@ -191,7 +215,8 @@ class FlowNetwork {
 
   Slot alloc_slot();
   bool try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag);
-  bool solve_alone(Batch& b) const;  // a batch with shared links: groupable, rates, durations
+  bool solve_alone(Batch& b) const;   // a batch with shared links: groupable, rates, durations
+  static void group_units(Batch& b);  // b.unit_members, b.unit_begin
   void materialize(int group);
   void report_group(TimeNs now_ns, Slot id);  // advance(): the group's members finished by now
   void release_group(int group);
@@ -203,8 +228,17 @@ class FlowNetwork {
     int index = -1;
   };
   Where locate(FlowId id) const;  // O(slots): for the test accessors only
+  // Places a flow (`mult` members, the first with public id `seq`) in a slot; returns the slot
+  // when its rate must be computed, -1 when it completes at once. `owned`: copy the route.
   Slot start_one(TimeNs now_ns, std::span<const core::LinkId> route, double bytes, double rate_cap,
-                 std::int64_t tag);
+                 std::int64_t tag, FlowId seq, int mult, bool owned);
+  void check_route(std::span<const core::LinkId> route, double rate_cap) const;
+  // An unregistered flow: its route checked and copied, the next public id.
+  Slot start_copied(TimeNs now_ns, std::span<const core::LinkId> route, double bytes,
+                    double rate_cap, std::int64_t tag);
+  // A registered batch's units as ordinary flows (member i gets the public id next_seq_ + i),
+  // queued for the next recomputation. `id`: the batch's id in batches_ (for locate).
+  void start_units(TimeNs now_ns, const Batch& b, BatchId id, std::int64_t tag);
   void attach(Slot id);
   void detach(Slot id);
   void release(Slot id);

@@ -31,7 +31,7 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
   bool shared = false;  // a link crossed by two of the batch's flows
   ++epoch_;
   for (const FlowStartRef& st : flows) {
-    CSIM_ASSERT(st.rate_cap >= 0);
+    check_route(st.route, st.rate_cap);
     b.link_begin.push_back(static_cast<int>(b.links.size()));
     if (!(st.bytes > 0) || (st.route.empty() && st.rate_cap == 0)) b.groupable = false;
     for (core::LinkId l : st.route) {
@@ -47,6 +47,7 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
     }
   }
   b.link_begin.push_back(static_cast<int>(b.links.size()));
+  group_units(b);
   if (b.groupable) {
     const std::size_t n = flows.size();
     b.rate.resize(n);
@@ -79,6 +80,41 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
   return static_cast<BatchId>(batches_.size()) - 1;
 }
 
+// Units: flows with equal routes (by content), bytes and caps, each unit's members in increasing
+// index, units in the order of their first members.
+void FlowNetwork::group_units(Batch& b) {
+  const std::vector<FlowStartRef>& fl = b.flows;
+  std::vector<int> by_key(fl.size());
+  for (std::size_t i = 0; i < fl.size(); ++i) by_key[i] = static_cast<int>(i);
+  auto less = [&fl](int x, int y) {
+    const FlowStartRef &a = fl[x], &c = fl[y];
+    if (a.bytes != c.bytes) return a.bytes < c.bytes;
+    if (a.rate_cap != c.rate_cap) return a.rate_cap < c.rate_cap;
+    return std::lexicographical_compare(a.route.begin(), a.route.end(), c.route.begin(),
+                                        c.route.end());
+  };
+  std::stable_sort(by_key.begin(), by_key.end(), less);  // equal keys keep increasing index
+  std::vector<std::pair<int, int>> runs;                 // (first member, begin in by_key)
+  for (std::size_t k = 0; k < by_key.size(); ++k)
+    if (k == 0 || less(by_key[k - 1], by_key[k])) runs.emplace_back(by_key[k], static_cast<int>(k));
+  const std::size_t n_runs = runs.size();
+  runs.emplace_back(-1, static_cast<int>(by_key.size()));
+  std::vector<int> ends(n_runs);
+  for (std::size_t r = 0; r < n_runs; ++r) ends[r] = runs[r + 1].second;
+  std::vector<int> units(n_runs);
+  for (std::size_t r = 0; r < n_runs; ++r) units[r] = static_cast<int>(r);
+  std::sort(units.begin(), units.end(),
+            [&runs](int x, int y) { return runs[x].first < runs[y].first; });
+  b.unit_members.clear();
+  b.unit_begin.clear();
+  for (int r : units) {
+    b.unit_begin.push_back(static_cast<int>(b.unit_members.size()));
+    b.unit_members.insert(b.unit_members.end(), by_key.begin() + runs[r].second,
+                          by_key.begin() + ends[r]);
+  }
+  b.unit_begin.push_back(static_cast<int>(b.unit_members.size()));
+}
+
 // A batch whose flows share links among themselves (a ring collective's channels leaving one GPU
 // through its one NVSwitch port): started alone at time 0 in a private network by the ordinary
 // path, which is what it would run at any start time T on links nobody else uses (rates depend on
@@ -89,17 +125,16 @@ FlowNetwork::BatchId FlowNetwork::register_batch(std::span<const FlowStartRef> f
 // until it is reported, as for a batch without shared links. Otherwise the batch is not grouped.
 bool FlowNetwork::solve_alone(Batch& b) const {
   FlowNetwork alone(capacity_);
-  for (const FlowStartRef& st : b.flows) {
-    const Slot id = alone.start_one(0, st.route, st.bytes, st.rate_cap, 0);
-    CSIM_ASSERT(id >= 0);  // groupable members have bytes and a route or a cap
-    alone.pending_seeds_.push_back(id);
-  }
+  alone.start_units(0, b, -1, 0);
+  CSIM_ASSERT(alone.pending_seeds_.size() + 1 == b.unit_begin.size());  // none ends at once
   alone.pending_ns_ = 0;
   alone.flush_pending();
-  for (std::size_t i = 0; i < b.flows.size(); ++i) {
-    const Flow& f = alone.flows_[i];  // a fresh network's slots are the start order
-    b.rate[i] = f.rate;
-    b.duration_ns[i] = f.finish_ns;
+  for (std::size_t u = 0; u + 1 < b.unit_begin.size(); ++u) {
+    const Flow& f = alone.flows_[u];  // a fresh network's slots are the units in start order
+    for (int k = b.unit_begin[u]; k < b.unit_begin[u + 1]; ++k) {
+      b.rate[b.unit_members[k]] = f.rate;
+      b.duration_ns[b.unit_members[k]] = f.finish_ns;
+    }
   }
   // Every link's flows end together: the first one's duration, per link, in the scratch marks.
   std::vector<TimeNs> end_of_link(capacity_.size(), -1);
@@ -145,9 +180,12 @@ bool FlowNetwork::try_start_group(TimeNs now_ns, BatchId batch, std::int64_t tag
   grp.start_ns = now_ns;
   grp.slot = slot;
   Flow& f = flows_[slot];
-  f.route.clear();
+  f.route = {};
+  f.owned.clear();
   f.pos.clear();
   f.group = g;
+  f.mult = 1;
+  f.batch = f.unit = -1;
   f.seq = grp.first_seq;
   f.tag = tag;
   f.active = true;
@@ -172,17 +210,23 @@ void FlowNetwork::materialize(int g) {
   for (std::size_t i = 0; i < b.flows.size(); ++i)
     if (unreported(i))
       for (core::LinkId l : b.flows[i].route) link_state_[l] = 0;
-  for (std::size_t i = 0; i < b.flows.size(); ++i) {
-    if (!unreported(i)) continue;
+  // A unit's members have one duration, so they are reported together: all or none unreported.
+  for (std::size_t u = 0; u + 1 < b.unit_begin.size(); ++u) {
+    const int i = b.unit_members[b.unit_begin[u]];
+    if (!unreported(static_cast<std::size_t>(i))) continue;
     const Slot id = alloc_slot();
     const FlowStartRef& st = b.flows[i];
     Flow& f = flows_[id];
-    f.route.assign(st.route.begin(), st.route.end());
+    f.route = st.route;
+    f.owned.clear();
     f.remaining = f.original = st.bytes;
     f.rate = b.rate[i];
     f.cap = st.rate_cap;
     f.tag = grp.tag;
     f.seq = grp.first_seq + static_cast<FlowId>(i);
+    f.mult = b.unit_begin[u + 1] - b.unit_begin[u];
+    f.batch = grp.batch;
+    f.unit = static_cast<int>(u);
     f.active = true;
     f.done = false;
     f.update_ns = grp.start_ns;

@@ -47,6 +47,27 @@ PowerProfile tdp_only(double watts, std::string source) {
   return p;
 }
 
+// H100 SXM5 under a cap: MLPerf Inference v4.0, NVIDIA's closed-division DGX-H100 (8x
+// H100-SXM-80GB) submissions, MaxQ (the board power capped by `nvidia-smi -pl` to the config's
+// power_limit) over MaxP (700 W), Offline samples per second, same hardware and software stack
+// (github.com/mlcommons/inference_results_v4.0, closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT
+// and ..._TRT_MaxQ, <benchmark>/Offline/performance/run_1/mlperf_log_summary.txt):
+//   400 W: BERT-99 (FP8 GEMMs, compute-bound) 53,726.9 / 70,116.2 = 0.766
+//   350 W: GPT-J-99 178.896 / 239.895 = 0.746
+// Whole-application throughput ratios of GEMM-dominated inference, used as the compute-throughput
+// factor (docs/cost-model.md, "Power limit").
+PowerProfile h100_sxm_power(std::string tdp_source) {
+  PowerProfile p;
+  p.tdp_w = 700;
+  p.tdp_source = std::move(tdp_source);
+  p.clock = {{350, 0.746}, {400, 0.766}};
+  p.clock_source =
+      "MLPerf Inference v4.0, NVIDIA DGX-H100 (8x H100-SXM-80GB), MaxQ over MaxP Offline "
+      "throughput, same stack: BERT-99 at a 400 W cap 53,726.9 / 70,116.2 samples/s = 0.766, "
+      "GPT-J-99 at 350 W 178.896 / 239.895 = 0.746; between 400 W and the 700 W TDP linear";
+  return p;
+}
+
 EfficiencyCurve curve(double max_eff, double half_flops, std::string source) {
   EfficiencyCurve c;
   c.max_efficiency = max_eff;
@@ -295,10 +316,14 @@ GpuCatalogEntry hopper(bool h200) {
   e.link_source =
       "NVIDIA DGX H100/H200 user guide: NVLink4 18 links, 900 GB/s bidirectional (450 GB/s per "
       "direction) through 4 NVSwitches; PCIe 5.0 x16; 8x 400 Gb/s NDR InfiniBand";
-  e.power = tdp_only(700, h200 ? "NVIDIA H200 Tensor Core GPU datasheet: H200 SXM max TDP up to "
-                                 "700 W (configurable)"
-                               : "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM max TDP up to "
-                                 "700 W (configurable)");
+  // H200: no published measurement under a cap (its HBM3e takes a different share of the board's
+  // power), so the H100's points are not reused.
+  e.power = h200 ? tdp_only(700,
+                            "NVIDIA H200 Tensor Core GPU datasheet: H200 SXM max TDP up to "
+                            "700 W (configurable)")
+                 : h100_sxm_power(
+                       "NVIDIA H100 Tensor Core GPU datasheet: H100 SXM max TDP up to "
+                       "700 W (configurable)");
   return e;
 }
 

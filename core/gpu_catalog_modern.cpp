@@ -127,6 +127,7 @@ GpuCatalogEntry h800(const GpuCatalogEntry& h100_sxm) {
       "NVLink4 links) through NVSwitch; DeepSeek-V3 technical report (2024, section 3.2.2) "
       "measures 160 GB/s of it and 8x 400 Gb/s InfiniBand per node; PCIe 5.0 x16";
   e.power.tdp_source = "as H100-SXM5-80GB (same GH100 SXM5 part): " + h100_sxm.power.tdp_source;
+  e.power.clock_source = "as H100-SXM5-80GB (same part): " + h100_sxm.power.clock_source;
   return e;
 }
 

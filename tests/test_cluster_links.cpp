@@ -124,17 +124,30 @@ TEST_CASE("cluster.nic: bad values name the key", "[nic]") {
 }
 
 TEST_CASE("cluster.gpu_power_limit_w: a cap up to the datasheet TDP", "[power]") {
-  // H100 SXM: TDP 700 W (H100 datasheet). No published clock under a cap in the catalog: 500 W
-  // is recorded, the factor stays 1 (placeholder), and the parser says so.
+  // H100 SXM: TDP 700 W (H100 datasheet); the catalog's published points (MLPerf Inference v4.0
+  // DGX-H100 MaxQ over MaxP): (350 W, 0.746), (400 W, 0.766). 500 W lies between 400 W and the
+  // TDP: 0.766 + (500 - 400) / (700 - 400) * (1 - 0.766) = 0.766 + 0.078 = 0.844. Modelled: no
+  // warning.
   std::vector<std::string> warnings;
   ClusterSpec c =
       parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.gpu_power_limit_w=500"}, &warnings);
   CHECK(c.gpu_power_limit_w == Approx(500));
+  CHECK(c.gpu.compute_clock_factor == Approx(0.844));
+  CHECK(warnings.empty());
+  // At a published point, its ratio; below the lowest one, held there.
+  CHECK(parse_cluster_file(kDgxH100, {"cluster.gpu_power_limit_w=400"}).gpu.compute_clock_factor ==
+        Approx(0.766));
+  CHECK(parse_cluster_file(kDgxH100, {"cluster.gpu_power_limit_w=300"}).gpu.compute_clock_factor ==
+        Approx(0.746));
+  // H200: same TDP, no published point (the H100's are not reused): recorded, factor 1, warned.
+  c = parse_cluster_file(kDgxH100, {"cluster.gpu=H200-SXM-141GB", "cluster.gpu_power_limit_w=500"},
+                         &warnings);
   CHECK(c.gpu.compute_clock_factor == 1.0);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("500 W (TDP 700 W) is recorded, not modelled") != std::string::npos);
   // At the TDP: nothing to model, no warning; no key: no cap.
   c = parse_cluster_file(kDgxH100, {"cluster.gpu_power_limit_w=700"}, &warnings);
+  CHECK(c.gpu.compute_clock_factor == 1.0);
   CHECK(warnings.empty());
   CHECK(parse_cluster_file(kDgxH100).gpu_power_limit_w == 0);
   // Above the TDP: refused, naming the key.

@@ -3,7 +3,10 @@
 # it (no ../shared: no published measurements, no PyTorch-profiler fixtures, no HTA client) and
 # runs the release suite there. Cases that need the real PyTorch-profiler traces, which may not be
 # committed, are reported by CTest as skipped (tests/kineto_fixtures.hpp); every other test must
-# pass. .ci/run calls it after the suite with ../shared (docs/ci.md, "The repository alone").
+# pass. With CSIM_STANDALONE_FIXTURES=DIR (scripts/run-tests.sh sets it to ../shared's fixtures
+# when the checkout has them) those cases (label kineto_fixtures) then run again in the clone's
+# build with the fixtures of DIR, and must pass. .ci/run runs it as the release suite (docs/ci.md,
+# "The repository alone").
 # usage: scripts/standalone-check.sh [SCRATCH_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,3 +33,7 @@ cmake --workflow --preset release 2>&1 | tee "$log"
 # the suite with ../shared.
 echo "standalone-check: ok; skipped here:"
 grep -E '\*\*\*Skipped' "$log" || echo "  (none)"
+if [ -n "${CSIM_STANDALONE_FIXTURES:-}" ]; then
+  echo "=== standalone: the kineto_fixtures cases with the fixtures of $CSIM_STANDALONE_FIXTURES"
+  CSIM_KINETO_FIXTURES="$CSIM_STANDALONE_FIXTURES" ctest --preset release -L kineto_fixtures
+fi

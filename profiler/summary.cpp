@@ -14,6 +14,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string_view>
@@ -756,6 +757,20 @@ Summary summarize(const Trace& trace, core::Progress* progress) {
   if (md.is_object() && md.contains("warnings") && md["warnings"].is_array()) {
     for (const nlohmann::json& w : md["warnings"])
       if (w.is_string()) s.notes.push_back("scenario: " + w.get<std::string>());
+  }
+  // A board power cap: what it did to every kernel's compute term (docs/cost-model.md, "Power
+  // limit"); a cap the catalog cannot model also has the parser's warning above.
+  if (md.is_object() && md.contains("cluster") && md["cluster"].is_object()) {
+    const nlohmann::json& c = md["cluster"];
+    const auto cap = c.find("gpu_power_limit_w"), factor = c.find("compute_clock_factor");
+    if (cap != c.end() && cap->is_number() && factor != c.end() && factor->is_number()) {
+      char line[160];
+      std::snprintf(line, sizeof line,
+                    "GPU power cap %.0f W: compute throughput x %.3f (docs/cost-model.md, "
+                    "\"Power limit\")",
+                    cap->get<double>(), factor->get<double>());
+      s.notes.push_back(line);
+    }
   }
   // The simulator's host synchronizations on pending frees (docs/memory.md, "Allocation
   // backpressure"), from the executor's notes.

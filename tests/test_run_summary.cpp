@@ -59,3 +59,18 @@ TEST_CASE("summary without a trace equals the trace's summary", "[summary][run_s
       "dp_vs_ddp_4x1080ti.json", {"training.leaks.loss_as_tensor=true", "training.steps=6"});
   CHECK(!leak.memory_growth.empty());
 }
+
+TEST_CASE("a GPU power cap is a summary note with its compute factor", "[summary][power]") {
+  // H100 SXM capped at 500 W: the catalog's points (400 W, 0.766) and the TDP (700 W, 1) give
+  // 0.766 + (500 - 400) / (700 - 400) * (1 - 0.766) = 0.844 (docs/cost-model.md, "Power limit").
+  const prof::Summary capped = same_summary("llama3_1_8b_8xh100_fsdp2.json",
+                                            {"cluster.gpu_power_limit_w=500", "training.steps=2"});
+  const std::string note = "GPU power cap 500 W: compute throughput x 0.844";
+  bool found = false;
+  for (const std::string& n : capped.notes) found = found || n.rfind(note, 0) == 0;
+  CHECK(found);
+  // Without a cap, no such note, and the step is faster (every kernel's compute term is / 0.844).
+  const prof::Summary full = same_summary("llama3_1_8b_8xh100_fsdp2.json", {"training.steps=2"});
+  for (const std::string& n : full.notes) CHECK(n.rfind("GPU power cap", 0) == std::string::npos);
+  CHECK(full.step_time_s < capped.step_time_s);
+}

@@ -475,6 +475,11 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
                    {"gpus_per_node", s.cluster.gpus_per_node},
                    {"gpu", s.cluster.gpu.name},
                    {"intra", core::to_string(s.cluster.intra.kind)}};
+  // A board power cap and the compute factor it gave (docs/cost-model.md, "Power limit").
+  if (s.cluster.gpu_power_limit_w > 0) {
+    md["cluster"]["gpu_power_limit_w"] = s.cluster.gpu_power_limit_w;
+    md["cluster"]["compute_clock_factor"] = s.cluster.gpu.compute_clock_factor;
+  }
   md["model"] = {{"name", s.model.name},
                  {"params", s.model.total_params()},
                  {"layers", s.model.layers.size()}};

@@ -11,8 +11,8 @@ namespace {
 // nccl-tests time; each efficiency the NIC capacity fraction that makes it reproduce a published
 // NIC-bound bus bandwidth. The cases are rows of calibration/published/
 // nic-stack-measurements.json (gathered for issue 32 item 6; not part of the given
-// published-measurements set, calibration/published/README.md); tests/test_collective_cost.cpp ("calibration: ...") and
-// bench_accuracy check them.
+// published-measurements set, calibration/published/README.md); tests/test_collective_cost.cpp
+// ("calibration: ...") and bench_accuracy check them.
 const NicStackInfo kStacks[] = {
     {NicStack::kInfiniband, "infiniband", 9.3, 0.97, true, true,
      "fitted: nccl_2x8h20_ib_latency (2 x 8 GPUs, CX-7 NDR, 8 B all_reduce 47.5 us)",
@@ -36,11 +36,11 @@ const NicStackInfo kStacks[] = {
      "all_gather 166.6 us)",
      "fitted: nccl_2xa3mega_tcpxo_allgather_8G (8 GiB all_gather, busbw 188.54 GB/s on "
      "8 x 25 GB/s)"},
-    {NicStack::kEfa, "efa", 25.1, 0.97, true, false,
+    {NicStack::kEfa, "efa", 21.2, 0.97, true, false,
      "fitted: nccl_2xp5_efa_latency (2 x 8 H100 p5.48xlarge, 32 x 100 Gb/s EFA as 8 x 50 GB/s, "
-     "8 B all_reduce 69.12 us)",
+     "8 B all_reduce 69.12 us, NVLSTree)",
      "as infiniband (not measured): the published p5 all-reduces (nccl_2xp5_efa_allreduce_16G, "
-     "nccl_4xp5_efa_allreduce_8G) are bounded in the model by NVLSTree or the hierarchical plan, "
+     "nccl_4xp5_efa_allreduce_8G) are bounded in the model by NVLSTree's channel cap, "
      "not by the NICs, so they check the stack but cannot set its NIC fraction"},
 };
 constexpr int kCount = static_cast<int>(sizeof kStacks / sizeof kStacks[0]);

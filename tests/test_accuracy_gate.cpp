@@ -69,6 +69,12 @@ TEST_CASE("accuracy baseline: a moved row needs a reason, an unmoved one keeps i
   CHECK(b["rows"][0]["signed_error_pct"] == 17.34);
   CHECK(b["rows"][1]["why"] == "a faster kernel");
   CHECK(b["rows"][1]["abs_error_pct"] == 6.0);
+  // A reason given by id replaces a row's old one even when it did not move (a constant refitted
+  // on it); the wildcard does not touch rows that did not move.
+  const json c = make_baseline(rows, old, {{"mlperf_a", "refitted"}, {"*", "faster"}});
+  CHECK(c["rows"][0]["why"] == "refitted");
+  CHECK(c["rows"][1]["why"] == "faster");
+  CHECK(make_baseline(rows, old, {{"*", "faster"}})["rows"][0]["why"] == "gap");
   // The committed text has one row per line.
   const std::string text = baseline_text(b);
   CHECK(text.find("\n  {\"id\": \"mlperf_a\", \"set\": \"development\"") != std::string::npos);

@@ -63,11 +63,11 @@ TEST_CASE("cluster.nic: the stack's catalogue latency, or latency_us", "[nic]") 
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("cluster.nic.latency_us") != std::string::npos);
   CHECK(warnings[0].find("cluster.nic.efficiency") != std::string::npos);
-  // EFA: its latency is fitted (nccl_2xp5_efa_latency, 25.1 us), its NIC fraction is not: the
+  // EFA: its latency is fitted (nccl_2xp5_efa_latency, 21.2 us), its NIC fraction is not: the
   // warning names only cluster.nic.efficiency ...
   c = parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=efa"}, &warnings);
   CHECK(c.nic.stack == NicStack::kEfa);
-  CHECK(c.nic.latency_ns == Approx(25100));
+  CHECK(c.nic.latency_ns == Approx(21200));
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("cluster.nic.efficiency") != std::string::npos);
   CHECK(warnings[0].find("cluster.nic.latency_us") == std::string::npos);

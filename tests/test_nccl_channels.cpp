@@ -176,13 +176,14 @@ TEST_CASE("hierarchical all-reduce: the three stages pipelined in one plan",
 TEST_CASE("1 GiB all-reduce on 64 and 1,024 A100s: the NIC bound plus NCCL's latency terms",
           "[collective][hierarchical]") {
   // Bound 2(p-1)/p x S / B, B = 8 x 25 GB/s per DGX A100 node: 10.57 ms (64 GPUs), 10.73 ms
-  // (1,024). The automatic plan is hierarchical (intra-node stages: 1.75 S through each NVSwitch
-  // port at 240 GB/s = 7.83 ms, below the NICs).
+  // (1,024). The hierarchical plan, forced (intra-node stages: 1.75 S through each NVSwitch port
+  // at 240 GB/s = 7.83 ms, below the NICs); the automatic choice tries it with trees across only
+  // (below).
   const double S = 1073741824.0;
-  auto plan_on = [&](int nodes) {
+  auto plan_on = [&](int nodes, CollectiveAlgo algo = CollectiveAlgo::kHierarchical) {
     const Topology t(dgx("A100-SXM4-80GB", nodes));
-    return plan_collective(t, CommParams{}, CollectiveKind::kAllReduce, CollectiveAlgo::kAuto,
-                           iota(nodes * 8), -1, S);
+    return plan_collective(t, CommParams{}, CollectiveKind::kAllReduce, algo, iota(nodes * 8), -1,
+                           S);
   };
   auto bound_ns = [&](int p) { return 2.0 * (p - 1) / p * S / 200e9 * 1e9; };
   // 8 nodes, Simple, rings across: each NIC path carries 2 x 7/8 x S/8 at 24 GB/s (one rail's
@@ -196,6 +197,14 @@ TEST_CASE("1 GiB all-reduce on 64 and 1,024 A100s: the NIC bound plus NCCL's lat
   CHECK(p64.latency_ns == Approx(832653).margin(3));
   CHECK(p64.predicted_ns == Approx(832653 + 1.75 * S / 8 / 24e9 * 1e9).margin(3));
   CHECK(p64.predicted_ns / bound_ns(64) == Approx(1.0047).epsilon(0.002));
+  // Automatic on 64 GPUs: no NCCL algorithm sends less than the ring's 2(p-1)/p x S/8 per NIC, so
+  // rings across are not a candidate; NCCL's ring runs at the bound's NICs, each NIC path at
+  // 24 GB/s: 2 x 63/64 x S/8 / 24e9 = 11.01 ms, above the bound (NCCL's own model: 12.24 ms).
+  const TransferPlan a64 = plan_on(8, CollectiveAlgo::kAuto);
+  CHECK(a64.algo == CollectiveAlgo::kRing);
+  CHECK(a64.predicted_ns > bound_ns(64));
+  CHECK(static_cast<double>(a64.predicted_ns - a64.latency_ns) >=
+        2.0 * 63 / 64 * S / 8 / 24e9 * 1e9 * 0.999);
   // 128 nodes: rings across would pay 2 x 127 crossings of latency (28 ms); trees across pay
   // 2 x 7 and win. LL128 trees: NCCL's per-channel tree limit (tuning.cc perChMaxTreeLL128Bw 20
   // GB/s per graph channel on Ampere) gives one rail 2 x min(12 x 120/128, 20 / 2) = 20 GB/s of

@@ -86,7 +86,9 @@ json make_baseline(const std::vector<Row>& rows, const json& old,
       moved = was.is_null() != now.is_null() ||
               (!now.is_null() && std::abs(now.get<double>() - was.get<double>()) > 0.05);
     }
-    if (!moved)
+    // A reason given for this row by its id replaces the old one even when the row did not move
+    // (a constant refitted on it, its old reason stale).
+    if (!moved && reasons.count(r.id) == 0)
       b["why"] = old_row->second.value("why", "");
     else if (given != reasons.end())
       b["why"] = given->second;

@@ -66,7 +66,7 @@ const std::map<std::string, std::string> kFitted = {
     {"nccl_2x4070tis_pcie_latency", "nccl_base_latency_us 4.0, PCIe alphas"},
     {"nccl_2x8h20_ib_latency", "NIC alpha 9.3 us (tree/LL), nvlstree_net_factor 0.454"},
     {"nccl_ndr_nic_peak", "NIC efficiency 0.97"},
-    {"nccl_2xp5_efa_latency", "EFA NIC alpha 25.1 us"},
+    {"nccl_2xp5_efa_latency", "EFA NIC alpha 21.2 us"},
     {"nccl_2xa3high_tcpx_allreduce_1M", "GPUDirect-TCPX NIC alpha 63.1 us"},
     {"nccl_2xa3high_tcpx_allreduce_2G", "GPUDirect-TCPX NIC efficiency 0.673"},
     {"nccl_2xa3mega_tcpxo_allgather_8M", "GPUDirect-TCPXO NIC alpha 27.2 us"},

@@ -281,9 +281,19 @@ TransferPlan all_reduce_plan(const Topology& topo, const CommParams& params, Col
   if (want == CollectiveAlgo::kHierarchical && hier) return best_over_protocols(params, hier_f);
   if (want == CollectiveAlgo::kNvlsTree && nvlstree)
     return detail::nvlstree_plan(topo, params, blocks, bytes);
-  TransferPlan best = best_over_protocols(params, ring_f);  // ties: ring, tree, hierarchical, ...
+  // NCCL's own choice (docs/cost-model.md, "Hierarchical all-reduce"): NCCL's algorithms are Tree,
+  // Ring, CollNet, NVLS, NVLSTree and PAT (src/include/device.h). Its Tree across nodes is a chain
+  // inside every node and a double binary tree across the nodes per channel, the channels spread
+  // over the NICs: the bytes per NVLink port and per NIC of the hierarchical plan with trees
+  // across, which stands for it. The plan with rings across (2(N-1)/N · S/g per NIC, below the
+  // ring's 2(p-1)/p · S/g) is no algorithm of NCCL's: only nccl.algo = hierarchical runs it.
+  // Ties: ring, tree, hierarchical, NVLS, CollNet, NVLSTree.
+  auto tree_across_f = [&](NcclProto pr) {
+    return detail::hierarchical_plan(topo, params, pr, blocks, bytes, true);
+  };
+  TransferPlan best = best_over_protocols(params, ring_f);
   keep_faster(best, best_over_protocols(params, tree_f));
-  if (hier) keep_faster(best, best_over_protocols(params, hier_f));
+  if (hier) keep_faster(best, best_over_protocols(params, tree_across_f));
   if (nvls && simple_ok) keep_faster(best, detail::nvls_ring_plan(topo, params, gpus, bytes));
   if (collnet && simple_ok) keep_faster(best, detail::collnet_plan(topo, params, blocks1, bytes));
   if (nvlstree && simple_ok) keep_faster(best, detail::nvlstree_plan(topo, params, blocks, bytes));

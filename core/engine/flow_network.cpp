@@ -422,12 +422,8 @@ void FlowNetwork::solve_single(TimeNs now_ns, Slot id) {
   if (finish_if_residue(now_ns, id)) return;
   const Flow& f = flows_[id];
   double rate = f.cap > 0 ? f.cap : std::numeric_limits<double>::infinity();
-  if (f.mult == 1) {
-    for (core::LinkId l : f.route) rate = std::min(rate, capacity_[l]);
-  } else {
-    const double m = f.mult;
-    for (core::LinkId l : f.route) rate = std::min(rate, capacity_[l] / m);
-  }
+  const double m = f.mult;  // C / 1.0 == C exactly: one flow's rate is unchanged
+  for (core::LinkId l : f.route) rate = std::min(rate, capacity_[l] / m);
   commit_rate(now_ns, id, rate);
 }
 

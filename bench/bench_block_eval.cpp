@@ -328,6 +328,14 @@ int main(int argc, char** argv) {
       cases.push_back({"llama3_1_405b_512xh100_3d.json", {}});
       cases.push_back({"llama3_1_405b_512xh100_3d.json", {"training.global_batch=256"}});
       cases.push_back({"llama3_1_8b_8xh100_fsdp2_fp8.json", {}});
+      // Context parallelism (issue 33): every cp_comm, and CP x TP x FSDP2 across nodes.
+      cases.push_back({"llama3_1_8b_8xh100_cp8_p2p.json", {}});
+      cases.push_back({"llama3_1_8b_8xh100_cp8_all_gather.json", {}});
+      cases.push_back({"llama3_1_8b_8xh100_cp8_a2a.json", {}});
+      cases.push_back({"llama3_1_8b_8xh100_cp8_p2p.json",
+                       {"strategy.cp=4", "strategy.cp_comm=a2a+p2p", "strategy.cp_a2a=2",
+                        "training.global_batch=2"}});
+      cases.push_back({"llama3_1_70b_64xh100_tp8_cp2_fsdp2.json", {}});
     }
   }
   if (digest) {

@@ -7,6 +7,9 @@ namespace csim::core::parse {
 const std::vector<std::string> kParallelKeys = {"dp",
                                                 "tp",
                                                 "pp",
+                                                "cp",
+                                                "cp_comm",
+                                                "cp_a2a",
                                                 "rank_order",
                                                 "sequence_parallel",
                                                 "tp_comm_overlap",
@@ -46,7 +49,8 @@ const std::vector<std::string> kParallelKeys = {"dp",
 // next (every later check reads dp, tp, pp); the stage split right after the schedule (it reads
 // virtual_stages, and its even-split refusal came from the schedule's check before);
 // micro-batches after the schedule (the interleaved schedule constrains their count); FSDP2's and
-// Megatron's sharding keys after zero_stage; model_parallel's split points last.
+// Megatron's sharding keys after zero_stage; model_parallel's split points; context parallelism
+// last (it reads zero_stage).
 const std::vector<ParallelValidator> kParallelValidators = {
     validate_fsdp_version,      validate_rank_grid,
     validate_tensor_parallel,   validate_pipeline_schedule,
@@ -54,6 +58,7 @@ const std::vector<ParallelValidator> kParallelValidators = {
     validate_sharding,          validate_fsdp2,
     validate_megatron_sharding, validate_zero3,
     validate_recompute,         validate_model_split,
+    validate_context_parallel,
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,

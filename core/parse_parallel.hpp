@@ -35,8 +35,8 @@ struct ParallelInput {
 
 using ParallelValidator = void (*)(const ParallelInput& in, ParallelSpec& ps);
 
-// parse_parallel_grid.cpp: dp, tp, pp (what the kind allows, the free one filling the GPUs) and
-// rank_order.
+// parse_parallel_grid.cpp: dp, tp, cp, pp (what the kind allows, the free one filling the GPUs)
+// and rank_order.
 void validate_rank_grid(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_tensor.cpp: tp needs model.gpt and a divisor of its heads; sequence_parallel.
 void validate_tensor_parallel(const ParallelInput& in, ParallelSpec& ps);
@@ -60,6 +60,9 @@ void validate_megatron_sharding(const ParallelInput& in, ParallelSpec& ps);
 void validate_zero3(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_recompute.cpp: recompute, recompute_every.
 void validate_recompute(const ParallelInput& in, ParallelSpec& ps);
+// parse_parallel_context.cpp: cp_comm, cp_a2a; cp (read with the grid) needs a fused attention
+// core, a sequence divisible by 2 cp and, for the all-to-all exchanges, divisible heads.
+void validate_context_parallel(const ParallelInput& in, ParallelSpec& ps);
 
 // The strategy keys the validators read (any of them is an error for the other kinds).
 extern const std::vector<std::string> kParallelKeys;

@@ -60,8 +60,9 @@ void validate_micro_batches(const ParallelInput& in, ParallelSpec& ps) {
       // size is one of the conflicting values (a --set cluster.nodes=N changes dp).
       keys.push_back("cluster.nodes");
       keys.push_back("cluster.gpus_per_node");
-      hint = "strategy.dp is not set, so it is the GPUs / (tp * pp) = " + std::to_string(ps.dp) +
-             "; " + hint + ", or set strategy.dp";
+      hint = std::string("strategy.dp is not set, so it is the GPUs / (") +
+             (ps.cp > 1 ? "tp * cp * pp" : "tp * pp") + ") = " + std::to_string(ps.dp) + "; " +
+             hint + ", or set strategy.dp";
     }
     ctx.fail_conflict(keys,
                       std::to_string(gb) + " samples do not split into dp " +

@@ -293,12 +293,54 @@ const char* to_string(ParallelDim d) {
   switch (d) {
     case ParallelDim::kTp:
       return "tp";
+    case ParallelDim::kCp:
+      return "cp";
+    case ParallelDim::kEp:
+      return "ep";
     case ParallelDim::kDp:
       return "dp";
     case ParallelDim::kPp:
       return "pp";
+    case ParallelDim::kEtp:
+      return "etp";
+    case ParallelDim::kEdp:
+      return "edp";
   }
   return "?";
+}
+
+const char* to_string(CpComm c) {
+  switch (c) {
+    case CpComm::kP2p:
+      return "p2p";
+    case CpComm::kAllGather:
+      return "all_gather";
+    case CpComm::kA2a:
+      return "a2a";
+    case CpComm::kA2aP2p:
+      return "a2a+p2p";
+  }
+  return "?";
+}
+
+int ParallelSpec::size(ParallelDim d) const {
+  switch (d) {
+    case ParallelDim::kTp:
+      return tp;
+    case ParallelDim::kCp:
+      return cp;
+    case ParallelDim::kEp:
+      return ep;
+    case ParallelDim::kDp:
+      return dp;
+    case ParallelDim::kPp:
+      return pp;
+    case ParallelDim::kEtp:
+      return etp;
+    case ParallelDim::kEdp:
+      return tp * cp * dp / (etp * ep);
+  }
+  return 1;
 }
 
 // usable = memory - cuda_context - (communicates ? nccl_buffers : 0) - workspace, floored at 0

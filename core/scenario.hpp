@@ -486,17 +486,43 @@ struct Fsdp1Spec {
 enum class FsdpSharding { kFullShard, kShardGradOp };
 const char* to_string(FsdpSharding f);
 
-enum class ParallelDim { kTp, kDp, kPp };
+// The named dimensions of the rank grid (core/lowering/parallel_plan.hpp, RankGrid;
+// docs/program.md, "Ranks"): the dense layers' tp, cp, ep, dp, pp, and the expert layers' etp and
+// edp of Megatron-Core's MoE Parallel Folding (etp x ep x edp covers the ranks of tp x cp x dp).
+enum class ParallelDim : std::uint8_t { kTp, kCp, kEp, kDp, kPp, kEtp, kEdp };
+inline constexpr int kNumParallelDims = 7;
 const char* to_string(ParallelDim d);
+
+// How context-parallel ranks exchange keys and values around the attention core (docs/program.md,
+// "Context parallel"): Transformer Engine's cp_comm_type.
+//   kP2p     ring attention: K/V blocks passed around the CP ring, each step's transfer overlapped
+//            with the attention of the block in hand (AttnFuncWithCPAndKVP2P)
+//   kAllGather  all-gather K and V before attention, reduce-scatter dK/dV (Llama 3, section 3.3.2)
+//   kA2a     DeepSpeed-Ulysses: all-to-all from sequence- to head-sharding and back
+//   kA2aP2p  Megatron's hierarchical CP: a2a inside groups of cp_a2a ranks, a ring across them
+enum class CpComm : std::uint8_t { kP2p, kAllGather, kA2a, kA2aP2p };
+const char* to_string(CpComm c);
 
 // Model, pipeline, tensor, 3D, ZeRO and FSDP parallelism (docs/scenario.md, "strategy.parallel").
 // The parser fills every field consistently for the strategy kind: dp * tp * pp = GPUs used.
 struct ParallelSpec {
-  int dp = 1;  // data-parallel replicas
-  int tp = 1;  // tensor-parallel ranks (Megatron column/row GEMMs)
-  int pp = 1;  // pipeline stages
-  std::vector<ParallelDim> rank_order{ParallelDim::kTp, ParallelDim::kDp, ParallelDim::kPp};
-  // fastest-varying first (Megatron: tp, dp, pp)
+  int dp = 1;   // data-parallel replicas
+  int tp = 1;   // tensor-parallel ranks (Megatron column/row GEMMs)
+  int pp = 1;   // pipeline stages
+  int cp = 1;   // context-parallel ranks: the sequence split into 2 cp chunks (docs/program.md)
+  int ep = 1;   // expert-parallel ranks (mixture of experts; 1 until MoE layers exist)
+  int etp = 1;  // expert tensor-parallel ranks (MoE Parallel Folding; 1 until MoE layers exist)
+  CpComm cp_comm = CpComm::kP2p;
+  int cp_a2a =
+      1;  // a2a+p2p: the a2a groups' size (Megatron's hierarchical sizes [cp_a2a, cp / cp_a2a])
+  // fastest-varying first (Megatron's RankGenerator: tp-cp-ep-dp-pp)
+  std::vector<ParallelDim> rank_order{ParallelDim::kTp, ParallelDim::kCp, ParallelDim::kEp,
+                                      ParallelDim::kDp, ParallelDim::kPp};
+  // A dimension's size (edp: the expert-data-parallel ranks tp cp dp / (etp ep)).
+  int size(ParallelDim d) const;
+  // The ranks holding the same (dense) parameters, over which gradients are reduced and ZeRO /
+  // FSDP shard: dp x cp (Megatron's data_parallel_group with context parallelism).
+  int dp_cp() const { return dp * cp; }
   bool sequence_parallel = false;  // reduce-scatter / all-gather instead of TP all-reduces
   // Megatron's async TP all-reduce (--async-tensor-model-parallel-allreduce, on in Megatron): a
   // column-parallel layer's input-gradient all-reduce runs on its own stream while the weight-

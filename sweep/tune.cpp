@@ -142,70 +142,106 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
   }
   const std::vector<std::string> orders =
       space.rank_orders.empty() ? std::vector<std::string>{""} : space.rank_orders;
-  for (const int tp : gpt ? divisors(gpus) : std::vector<int>{1}) {
-    if (tp > s.cluster.gpus_per_node || (gpt && tf.heads % tp != 0)) continue;
-    for (const int pp : gpt ? divisors(gpus / tp) : std::vector<int>{1}) {
-      std::pair<int, int> split{0, 0};
-      if (gpt && tf.layers % pp != 0) {
-        if (!space.uneven_stages || pp > tf.layers) continue;
-        split = first_last_split(tf.layers, pp);
-        if (split.first == 0) continue;
-      }
-      const int dp = gpus / (tp * pp);
-      const std::vector<Sharding> shs = shardings(space, gpt, dp, tp, pp, s.cluster.gpus_per_node);
-      const int dims_over_1 = (dp > 1) + (tp > 1) + (pp > 1);
-      for (const std::int64_t mbs : mbs_list) {
-        if (gb % (static_cast<std::int64_t>(dp) * mbs) != 0) continue;
-        const std::int64_t m = gb / (dp * mbs);
-        std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
-        if (pp > 1) {
-          schedules.push_back({"gpipe", 1});
-          if (split.first == 0 && tf.layers % (2 * pp) == 0 && m % pp == 0)
-            schedules.push_back({"interleaved", 2});
+  // Context parallelism (docs/sweep.md, "Tune: the other knobs"): each cp dividing the GPUs and
+  // the sequence into 2 cp chunks, with each K/V exchange asked for ("a2a+p2p:A": cp_a2a A).
+  std::vector<std::pair<int, std::string>> cps;
+  for (const int cp : gpt ? space.cp : std::vector<int>{1}) {
+    if (cp < 1 || gpus % cp != 0 || (cp > 1 && tf.seq_len % (2 * cp) != 0)) continue;
+    if (cp == 1) {
+      cps.push_back({1, ""});
+      continue;
+    }
+    for (const std::string& comm : space.cp_comm) cps.push_back({cp, comm});
+  }
+  for (const auto& [cp, cp_comm] : cps)
+    for (const int tp : gpt ? divisors(gpus / cp) : std::vector<int>{1}) {
+      if (tp > s.cluster.gpus_per_node || (gpt && tf.heads % tp != 0)) continue;
+      for (const int pp : gpt ? divisors(gpus / (tp * cp)) : std::vector<int>{1}) {
+        std::pair<int, int> split{0, 0};
+        if (gpt && tf.layers % pp != 0) {
+          if (!space.uneven_stages || pp > tf.layers) continue;
+          split = first_last_split(tf.layers, pp);
+          if (split.first == 0) continue;
         }
-        for (const auto& [sched, v] : schedules)
-          for (const Sharding& sh : shs)
-            for (const auto& [rc, every] : rcs)
-              for (const int sq :
-                   space.sequence_parallel&& tp > 1 ? std::vector<int>{0, 1} : std::vector<int>{0})
-                for (const std::string& order : orders) {
-                  // A rank order only matters with two dimensions over 1; the default once.
-                  if (!order.empty() && order != orders.front() && dims_over_1 < 2) continue;
-                  const bool zero0 = sh.keys.value("zero_stage", -1) == 0;
-                  if (!gpt && tp == 1 && pp == 1 && zero0) continue;  // that is DDP, above
-                  json st = sh.keys;
-                  st["micro_batch_size"] = mbs;
-                  std::string label;
-                  if (gpt) {
-                    st["dp"] = dp;
-                    st["tp"] = tp;
-                    st["pp"] = pp;
-                    st["recompute"] = rc;
-                    if (every > 1) st["recompute_every"] = every;
-                    if (pp > 1) st["schedule"] = sched;
-                    if (v > 1) st["virtual_stages"] = v;
-                    if (sq) st["sequence_parallel"] = true;
-                    if (!order.empty()) st["rank_order"] = order;
-                    if (split.first > 0) {
-                      st["first_stage_layers"] = split.first;
-                      st["last_stage_layers"] = split.second;
+        const int dp = gpus / (tp * pp * cp);
+        // Sharding spans dp x cp; DeepSpeed ZeRO-3 and FSDP1 take no cp (the parser refuses them).
+        std::vector<Sharding> shs = shardings(space, gpt, dp * cp, tp, pp, s.cluster.gpus_per_node);
+        if (cp > 1) {
+          shs.erase(std::remove_if(shs.begin(), shs.end(),
+                                   [](const Sharding& sh) {
+                                     return sh.keys.value("zero_stage", 0) == 3 ||
+                                            (sh.keys.value("kind", "") == "fsdp" &&
+                                             sh.keys.value("fsdp_version", 1) == 1);
+                                   }),
+                    shs.end());
+        }
+        const int dims_over_1 = (dp > 1) + (tp > 1) + (pp > 1) + (cp > 1);
+        for (const std::int64_t mbs : mbs_list) {
+          if (gb % (static_cast<std::int64_t>(dp) * mbs) != 0) continue;
+          const std::int64_t m = gb / (dp * mbs);
+          std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
+          if (pp > 1) {
+            schedules.push_back({"gpipe", 1});
+            if (split.first == 0 && tf.layers % (2 * pp) == 0 && m % pp == 0)
+              schedules.push_back({"interleaved", 2});
+          }
+          for (const auto& [sched, v] : schedules)
+            for (const Sharding& sh : shs)
+              for (const auto& [rc, every] : rcs)
+                for (const int sq : space.sequence_parallel&& tp > 1 ? std::vector<int>{0, 1}
+                                                                     : std::vector<int>{0})
+                  for (const std::string& order : orders) {
+                    // A rank order only matters with two dimensions over 1; the default once.
+                    if (!order.empty() && order != orders.front() && dims_over_1 < 2) continue;
+                    const bool zero0 = sh.keys.value("zero_stage", -1) == 0;
+                    if (!gpt && tp == 1 && pp == 1 && zero0) continue;  // that is DDP, above
+                    json st = sh.keys;
+                    st["micro_batch_size"] = mbs;
+                    std::string label;
+                    if (gpt) {
+                      st["dp"] = dp;
+                      st["tp"] = tp;
+                      st["pp"] = pp;
+                      st["recompute"] = rc;
+                      if (every > 1) st["recompute_every"] = every;
+                      if (pp > 1) st["schedule"] = sched;
+                      if (v > 1) st["virtual_stages"] = v;
+                      if (sq) st["sequence_parallel"] = true;
+                      if (!order.empty()) {
+                        // With cp > 1 an order that leaves cp out gets it after tp (Megatron's).
+                        std::string o = order;
+                        if (cp > 1 && o.find("cp") == std::string::npos)
+                          o.replace(o.find("tp"), 2, "tp-cp");
+                        st["rank_order"] = o;
+                      }
+                      if (cp > 1) {
+                        st["cp"] = cp;
+                        const std::size_t colon = cp_comm.find(':');
+                        st["cp_comm"] = cp_comm.substr(0, colon);
+                        if (colon != std::string::npos)
+                          st["cp_a2a"] = std::stoi(cp_comm.substr(colon + 1));
+                      }
+                      if (split.first > 0) {
+                        st["first_stage_layers"] = split.first;
+                        st["last_stage_layers"] = split.second;
+                      }
                     }
+                    std::snprintf(buf, sizeof buf, "dp %d tp %d pp %d mbs %lld%s%s %s rc %s", dp,
+                                  tp, pp, static_cast<long long>(mbs), pp > 1 ? " " : "",
+                                  pp > 1 ? sched.c_str() : "", sh.label.c_str(), rc.c_str());
+                    label = buf;
+                    if (every > 1) label += "/" + std::to_string(every);
+                    if (sq) label += " sp";
+                    if (cp > 1) label += " cp " + std::to_string(cp) + " " + cp_comm;
+                    if (!order.empty() && order != "tp-dp-pp") label += " " + order;
+                    if (split.first > 0)
+                      label += " split " + std::to_string(split.first) + "/" +
+                               std::to_string(split.second);
+                    out.push_back({st, label});
                   }
-                  std::snprintf(buf, sizeof buf, "dp %d tp %d pp %d mbs %lld%s%s %s rc %s", dp, tp,
-                                pp, static_cast<long long>(mbs), pp > 1 ? " " : "",
-                                pp > 1 ? sched.c_str() : "", sh.label.c_str(), rc.c_str());
-                  label = buf;
-                  if (every > 1) label += "/" + std::to_string(every);
-                  if (sq) label += " sp";
-                  if (!order.empty() && order != "tp-dp-pp") label += " " + order;
-                  if (split.first > 0)
-                    label += " split " + std::to_string(split.first) + "/" +
-                             std::to_string(split.second);
-                  out.push_back({st, label});
-                }
+        }
       }
     }
-  }
   return out;
 }
 
@@ -343,9 +379,8 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
                               ? static_cast<double>(core::fp8_weight_copy_bytes(
                                     fp8[static_cast<std::size_t>(st)], v.training.fp8))
                               : 0.0;
-    const double acts = core::stored_activation_bytes_per_sample(
-                            v.model, seg[static_cast<std::size_t>(st)], tp, ps.sequence_parallel,
-                            ps.recompute, ps.recompute_every) *
+    const double acts = core::rank_stored_activation_bytes_per_sample(
+                            v.model, seg[static_cast<std::size_t>(st)], ps) *
                         static_cast<double>(ps.micro_batch_size);
     take(states(params[static_cast<std::size_t>(st)]), copies, acts, v.training.steps >= 2, st);
   }

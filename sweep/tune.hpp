@@ -66,7 +66,11 @@ struct TuneSpace {
   bool sequence_parallel = false;  // also try sequence_parallel where tp > 1
   // Recompute policies: none, selective, selective_op, full, full:K (every K-th block).
   std::vector<std::string> recompute{"none", "selective", "full"};
-  std::vector<std::string> rank_orders;  // empty: the scenario's default (tp-dp-pp)
+  std::vector<std::string> rank_orders;  // empty: the scenario's default (tp-cp-ep-dp-pp)
+  // Context-parallel sizes (each dividing the GPUs, and the sequence into 2 cp chunks; 1: none)
+  // and the K/V exchanges tried for each cp > 1: p2p, all_gather, a2a, "a2a+p2p:A" (cp_a2a A).
+  std::vector<int> cp{1};
+  std::vector<std::string> cp_comm{"p2p"};
   bool uneven_stages = false;  // pp not dividing the blocks: Megatron's first/last stage split
 };
 

@@ -152,7 +152,8 @@ TEST_CASE("recompute re-runs carry the tensor-parallel collectives (recompute + 
   // is not recomputed). Forward and backward counts stay 9 and 9.
   const Scenario s = parse(gpt(2, "\"kind\":\"tensor_parallel\",\"tp\":2,\"recompute\":\"full\""));
   const Program p = compose(s, {kRecompute, kTensor});
-  CHECK(ops_of(p, 0, [&](const Op& o) { return ends_with(p.name_of(o), ".recompute"); }).size() == 52);
+  CHECK(ops_of(p, 0, [&](const Op& o) { return ends_with(p.name_of(o), ".recompute"); }).size() ==
+        52);
   std::map<std::string, int> by_phase;
   for (const Op* op : ops_of(p, 0, [](const Op& o) { return o.kind == OpKind::kCollective; }))
     ++by_phase[to_string(op->phase)];
@@ -171,25 +172,31 @@ TEST_CASE("recompute piece alone: full re-runs a block, selective the attention 
   // (scores, softmax, dropout, av) per block = 16, one "recomputed attention" buffer per block.
   const Program full =
       compose(parse(gpt(1, "\"kind\":\"3d\",\"recompute\":\"full\"")), {kRecompute});
-  CHECK(ops_of(full, 0, [&](const Op& o) { return ends_with(full.name_of(o), ".recompute"); }).size() == 52);
+  CHECK(ops_of(full, 0, [&](const Op& o) {
+          return ends_with(full.name_of(o), ".recompute");
+        }).size() == 52);
   CHECK(count_named(full, 0, "recomputed block") == 2 * 4);  // 4 allocs + 4 frees
   // The re-run of block 3 comes right before its last layer's backward, in forward order.
-  const auto last_bwd = std::find_if(full.ops.begin(), full.ops.end(),
-                                     [&](const Op& o) { return full.name_of(o) == "h.3.mlp.residual.bwd"; });
+  const auto last_bwd = std::find_if(full.ops.begin(), full.ops.end(), [&](const Op& o) {
+    return full.name_of(o) == "h.3.mlp.residual.bwd";
+  });
   REQUIRE(last_bwd != full.ops.end());
   CHECK(full.name_of(*(last_bwd - 1)) == "h.3.mlp.residual.recompute");
   CHECK(full.name_of(*(last_bwd - 13)) == "h.3.ln_1.recompute");
   CHECK(full.name_of(*(last_bwd - 14)) == "recomputed block");
   const Program sel =
       compose(parse(gpt(1, "\"kind\":\"3d\",\"recompute\":\"selective\"")), {kRecompute});
-  const auto re = ops_of(sel, 0, [&](const Op& o) { return ends_with(sel.name_of(o), ".recompute"); });
+  const auto re =
+      ops_of(sel, 0, [&](const Op& o) { return ends_with(sel.name_of(o), ".recompute"); });
   CHECK(re.size() == 16);
-  CHECK(sel.name_of(*re.front()) == "h.3.attn.scores.recompute");  // backward starts at the last block
+  CHECK(sel.name_of(*re.front()) ==
+        "h.3.attn.scores.recompute");  // backward starts at the last block
   CHECK(count_named(sel, 0, "recomputed attention") == 2 * 4);
   // Without the piece: no re-run at all.
   const Program none = compose(parse(gpt(1, "\"kind\":\"3d\",\"recompute\":\"full\"")), {});
-  CHECK(ops_of(none, 0, [&](const Op& o) { return ends_with(none.name_of(o), ".recompute"); })
-            .empty());
+  CHECK(ops_of(none, 0, [&](const Op& o) {
+          return ends_with(none.name_of(o), ".recompute");
+        }).empty());
 }
 
 // [SECTION] Pipeline ------------------------------------------------------------------------------
@@ -263,7 +270,8 @@ TEST_CASE("data-parallel piece alone: one reduction per unit at the last micro-b
     CHECK(op->phase == Phase::kBackward);
     CHECK(starts_with(p.name_of(op->deps.at(0).op), "mb1 "));
   }
-  const auto opt = ops_of(p, 0, [&](const Op& o) { return starts_with(p.name_of(o), "optimizer.step"); });
+  const auto opt =
+      ops_of(p, 0, [&](const Op& o) { return starts_with(p.name_of(o), "optimizer.step"); });
   REQUIRE(opt.size() == 1);
   CHECK(opt.front()->deps.size() == 4);
   // overlap_grad_reduce (default): unit 3's reduction goes out right after its backward kernel,
@@ -301,17 +309,19 @@ TEST_CASE("sharding piece: ZeRO-3 gathers each unit twice per micro-batch, reduc
   for (const Op* op : ops_of(p, 0, [](const Op& o) { return o.kind == OpKind::kCollective; }))
     CHECK(op->bytes == 4 << 20);
   // Prefetch (default): unit 1's gather is issued before unit 0's forward kernel.
-  const auto first_fwd =
-      std::find_if(p.ops.begin(), p.ops.end(), [&](const Op& o) { return p.name_of(o) == "mb0 l0.fwd"; });
-  const auto gathers_before = std::count_if(
-      p.ops.begin(), first_fwd, [&](const Op& o) { return p.name_of(o) == "zero all_gather params"; });
+  const auto first_fwd = std::find_if(p.ops.begin(), p.ops.end(),
+                                      [&](const Op& o) { return p.name_of(o) == "mb0 l0.fwd"; });
+  const auto gathers_before = std::count_if(p.ops.begin(), first_fwd, [&](const Op& o) {
+    return p.name_of(o) == "zero all_gather params";
+  });
   CHECK(gathers_before == 2);
   // Without prefetch every gather but the first waits for the kernel issued before it.
   const Program np =
       compose(parse(uniform(4, 4, 1 << 20, 1024, 1024,
                             "\"kind\":\"zero\",\"zero_stage\":3,\"prefetch\":false")),
               {kData, kSharding});
-  const auto g = ops_of(np, 0, [&](const Op& o) { return np.name_of(o) == "zero all_gather params"; });
+  const auto g =
+      ops_of(np, 0, [&](const Op& o) { return np.name_of(o) == "zero all_gather params"; });
   REQUIRE(g.size() == 8);
   CHECK(g.front()->deps.empty());
   for (std::size_t k = 1; k < g.size(); ++k) {
@@ -335,7 +345,8 @@ TEST_CASE("sharding piece: shard_grad_op gathers once per micro-batch, ZeRO-2 ga
   const Program z2 =
       compose(parse(uniform(4, 4, 1 << 20, 1024, 1024, "\"kind\":\"zero\",\"zero_stage\":2")),
               {kData, kSharding});
-  const auto ag = ops_of(z2, 0, [&](const Op& o) { return z2.name_of(o) == "zero all_gather params"; });
+  const auto ag =
+      ops_of(z2, 0, [&](const Op& o) { return z2.name_of(o) == "zero all_gather params"; });
   REQUIRE(ag.size() == 1);
   CHECK(ag.front()->bytes == 16 << 20);
   CHECK(ag.front()->phase == Phase::kOptimizer);
@@ -359,14 +370,11 @@ class ToyExpertPiece final : public hybrid::ParallelPiece {
  public:
   ToyExpertPiece(hybrid::Emitter& e, std::vector<std::string>* log) : e_(e), log_(log) {}
   void add_groups() override {
-    const ParallelSpec& ps = e_.spec();
-    for (int t = 0; t < ps.tp; ++t) {
-      for (int st = 0; st < ps.pp; ++st) {
-        const auto rks = e_.grid().dp_ranks(t, st);
-        const int g = e_.add_group(rks, "toy ep");
-        for (int x : rks) group_of_rank_[x] = g;
-      }
-    }
+    e_.grid().for_each_group({ParallelDim::kDp},
+                             [&](const std::vector<int>& rks, const RankCoord&) {
+                               const int g = e_.add_group(rks, "toy ep");
+                               for (int x : rks) group_of_rank_[x] = g;
+                             });
   }
   void begin_unit(hybrid::LayerPass& lp) override { log("begin_unit", lp); }
   void end_unit(hybrid::LayerPass& lp) override { log("end_unit", lp); }

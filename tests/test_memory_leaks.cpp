@@ -366,7 +366,7 @@ TEST_CASE("the leaks under tensor and 3D parallelism: each rank keeps its shard'
     const RankGrid grid(sc.strategy.parallel);
     for (const auto& [gpu, gr] : g) {
       INFO("GPU " << gpu);
-      CHECK(grid.coord(gpu).pp == 1);  // device_ids are 0..7: rank = GPU
+      CHECK(grid.coord(gpu)[ParallelDim::kPp] == 1);  // device_ids are 0..7: rank = GPU
       CHECK(gr.bytes_per_step == Approx(54 * 256 + 2 * 4));
     }
   }

@@ -65,8 +65,13 @@ TEST_CASE("rank grid validator: the kind's free dimension fills the GPUs", "[par
   ps = run(b, R"({"kind":"zero"})", {validate_rank_grid});
   CHECK((ps.dp == 8 && ps.tp == 1 && ps.pp == 1));
   // Megatron's default order unless rank_order says otherwise (fastest-varying first).
-  CHECK(ps.rank_order ==
-        std::vector<ParallelDim>{ParallelDim::kTp, ParallelDim::kDp, ParallelDim::kPp});
+  CHECK(ps.rank_order == std::vector<ParallelDim>{ParallelDim::kTp, ParallelDim::kCp,
+                                                  ParallelDim::kEp, ParallelDim::kDp,
+                                                  ParallelDim::kPp});
+  // Context parallelism takes its share of the GPUs before dp fills them: 8 / (tp 2 x cp 2) = 2.
+  ps = run(b, R"({"kind":"3d","tp":2,"cp":2})", {validate_rank_grid});
+  CHECK((ps.dp == 2 && ps.tp == 2 && ps.cp == 2 && ps.pp == 1));
+  // An order may leave out the dimensions of size 1; it lists exactly what it names.
   ps = run(b, R"({"kind":"3d","tp":2,"pp":2,"rank_order":"pp-tp-dp"})", {validate_rank_grid});
   CHECK(ps.rank_order ==
         std::vector<ParallelDim>{ParallelDim::kPp, ParallelDim::kTp, ParallelDim::kDp});
@@ -160,9 +165,10 @@ TEST_CASE("the driver runs every validator in order", "[parse][parallel]") {
   // grid, so a scenario wrong in both its grid and its sharding reports the grid.
   REQUIRE(kParallelValidators.front() == &validate_fsdp_version);
   REQUIRE(kParallelValidators[1] == &validate_rank_grid);
-  REQUIRE(kParallelValidators.size() == 12);  // fsdp version, grid, tensor, schedule, stage
+  REQUIRE(kParallelValidators.size() == 13);  // fsdp version, grid, tensor, schedule, stage
                                               // split, micro-batches, sharding, fsdp2, megatron
-                                              // sharding, zero3, recompute, model split
+                                              // sharding, zero3, recompute, model split,
+                                              // context parallelism
   const Scenario b = gpt_base();
   CHECK_THROWS_WITH(run(b, R"({"kind":"zero","tp":2,"zero_stage":2,"pp":2})", kParallelValidators),
                     Catch::Contains("has no tp dimension"));

@@ -275,25 +275,76 @@ TEST_CASE(
 // [SECTION] 3D
 // ----------------------------------------------------------------------------------------
 
-TEST_CASE("3D rank order: Megatron's tp-dp-pp by default, overridable", "[strategies][3d]") {
+TEST_CASE("3D rank order: Megatron's tp-cp-ep-dp-pp by default, overridable", "[strategies][3d]") {
   ParallelSpec ps;
   ps.dp = 2;
   ps.tp = 4;
   ps.pp = 3;
   const RankGrid g(ps);
-  // rank = tp + t * (dp + d * pp): TP groups are 4 consecutive ranks (one node of 8 holds two),
-  // DP peers are t = 4 apart, pipeline stages t * d = 8 apart.
-  CHECK(g.tp_ranks(1, 2) == std::vector<int>{20, 21, 22, 23});
-  CHECK(g.dp_ranks(3, 1) == std::vector<int>{11, 15});
-  CHECK(g.rank({1, 2, 2}) == 2 + 4 * (1 + 2 * 2));
-  ps.rank_order = {ParallelDim::kDp, ParallelDim::kTp, ParallelDim::kPp};
+  using D = ParallelDim;
+  auto at = [](int dp, int tp, int pp, int cp = 0) {
+    RankCoord c;
+    c[D::kDp] = dp;
+    c[D::kTp] = tp;
+    c[D::kPp] = pp;
+    c[D::kCp] = cp;
+    return c;
+  };
+  // rank = tp + t * (dp + d * pp) (cp, ep of size 1 add nothing): TP groups are 4 consecutive
+  // ranks (one node of 8 holds two), DP peers are t = 4 apart, pipeline stages t * d = 8 apart.
+  CHECK(g.group(g.rank(at(1, 0, 2)), {D::kTp}) == std::vector<int>{20, 21, 22, 23});
+  CHECK(g.group(g.rank(at(0, 3, 1)), {D::kDp}) == std::vector<int>{11, 15});
+  CHECK(g.rank(at(1, 2, 2)) == 2 + 4 * (1 + 2 * 2));
+  CHECK(g.coord(22)[D::kTp] == 2);
+  CHECK(g.coord(22)[D::kDp] == 1);
+  CHECK(g.coord(22)[D::kPp] == 2);
+  ps.rank_order = {D::kDp, D::kTp, D::kPp};
   const RankGrid h(ps);
-  CHECK(h.dp_ranks(0, 0) == std::vector<int>{0, 1});
-  CHECK(h.tp_ranks(0, 0) == std::vector<int>{0, 2, 4, 6});
+  CHECK(h.group(0, {D::kDp}) == std::vector<int>{0, 1});
+  CHECK(h.group(0, {D::kTp}) == std::vector<int>{0, 2, 4, 6});
   const Scenario s =
       parse(gpt_scenario(8, "\"kind\":\"3d\",\"tp\":2,\"pp\":2,\"rank_order\":\"dp-tp-pp\""));
   CHECK(s.strategy.parallel.dp == 2);
   CHECK(s.strategy.parallel.rank_order.front() == ParallelDim::kDp);
+}
+
+TEST_CASE("Rank grid over five dimensions: groups along any set, Megatron's tp-cp-dp-pp strides",
+          "[strategies][grid]") {
+  using D = ParallelDim;
+  ParallelSpec ps;
+  ps.tp = 2;
+  ps.cp = 2;
+  ps.dp = 2;
+  ps.pp = 2;
+  const RankGrid g(ps);
+  // Strides in tp-cp-ep-dp-pp order: tp 1, cp 2, (ep 4, size 1), dp 4, pp 8.
+  CHECK(g.size() == 16);
+  CHECK(g.stride(D::kCp) == 2);
+  CHECK(g.stride(D::kDp) == 4);
+  CHECK(g.stride(D::kPp) == 8);
+  // Rank 13 = tp 1 + 2 (cp 0) + 4 (dp 1) + 8 (pp 1). Its CP peers differ by the cp stride 2; its
+  // gradient group spans dp x cp (Megatron's data_parallel_group with context parallelism): the
+  // four ranks with tp 1, pp 1.
+  CHECK(g.group(13, {D::kCp}) == std::vector<int>{13, 15});
+  CHECK(g.group(13, {D::kDp, D::kCp}) == std::vector<int>{9, 11, 13, 15});
+  CHECK(g.group(13, {D::kCp, D::kDp}) == std::vector<int>{9, 11, 13, 15});  // a set: any order
+  // Every group along {dp, cp}, the others (tp, pp) counted with pp fastest.
+  std::vector<int> firsts;
+  g.for_each_group({D::kDp, D::kCp}, [&](const std::vector<int>& rks, const RankCoord&) {
+    firsts.push_back(rks[0]);
+  });
+  CHECK(firsts == std::vector<int>{0, 8, 1, 9});
+  // Llama 3's order [TP, CP, PP, DP]: pp before dp, so DP peers are t c p = 8 apart.
+  ps.rank_order = {D::kTp, D::kCp, D::kPp, D::kDp};
+  CHECK(RankGrid(ps).group(0, {D::kDp}) == std::vector<int>{0, 8});
+  // The expert grid of MoE Parallel Folding over the same 16 ranks: etp 1 x ep 4 x edp 1 in the
+  // default order (tp read as etp, dp as edp): EP groups of 4 consecutive ranks fold over tp x cp.
+  ps.rank_order = {D::kTp, D::kCp, D::kEp, D::kDp, D::kPp};
+  ps.ep = 4;
+  const RankGrid e = RankGrid::expert(ps);
+  CHECK(e.size() == 16);
+  CHECK(e.size(D::kEdp) == 2);  // tp cp dp / (etp ep) = 8 / 4
+  CHECK(e.group(5, {D::kEp}) == std::vector<int>{4, 5, 6, 7});
 }
 
 TEST_CASE("3D lowering simulates: dp 2 x tp 2 x pp 2 with 1F1B, every GPU computes",

@@ -90,7 +90,27 @@ std::vector<Candidate> candidates(const core::Scenario& s) {
                      " (dp " + std::to_string(par.dp) + " -> " + std::to_string(par.dp / 2) + ")",
                  {"strategy.pp=" + std::to_string(2 * par.pp),
                   "strategy.dp=" + std::to_string(par.dp / 2)}});
-  // 6. A GPU with more memory.
+  // 6. More context parallelism (docs/memory.md, "OOM advice"): twice the CP ranks, half the
+  //    data-parallel ones; every saved activation is per token, so each rank keeps half as many.
+  //    Where the parser allows cp: a fused attention core, 4 cp dividing the sequence, not
+  //    DeepSpeed ZeRO-3 or FSDP1.
+  const bool fused_attention =
+      std::any_of(s.model.layers.begin(), s.model.layers.end(), [](const core::LayerSpec& l) {
+        return l.kind == core::ComputeKind::kAttention &&
+               l.fused_attention.kernel != core::AttentionKernel::kEager;
+      });
+  const bool cp_kind = st.kind == StrategyKind::k3d || st.kind == StrategyKind::kPipeline ||
+                       st.kind == StrategyKind::kTensorParallel ||
+                       (st.kind == StrategyKind::kZero && par.zero_stage < 3) ||
+                       (st.kind == StrategyKind::kFsdp && par.fsdp2.enabled);
+  if (fused_attention && cp_kind && par.dp % 2 == 0 &&
+      s.model.transformer.seq_len % (4 * par.cp) == 0)
+    c.push_back({"context parallelism " + std::to_string(par.cp) + " -> " +
+                     std::to_string(2 * par.cp) + " (dp " + std::to_string(par.dp) + " -> " +
+                     std::to_string(par.dp / 2) + ")",
+                 {"strategy.cp=" + std::to_string(2 * par.cp),
+                  "strategy.dp=" + std::to_string(par.dp / 2)}});
+  // 7. A GPU with more memory.
   if (const core::GpuCatalogEntry* e = bigger_gpu(s.cluster.gpu))
     c.push_back({"GPU " + e->gpu.name + " (" + std::to_string(e->gpu.memory_bytes / kGiB) + " GiB)",
                  {"cluster.gpu=" + e->gpu.name}});

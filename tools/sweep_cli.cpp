@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -281,11 +282,49 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
           },
           "POLICY"));
   app.add_option("--rank-orders", sp.rank_orders,
-                 "rank orders to search, fastest-varying first: tp-dp-pp (Megatron's default), "
-                 "dp-tp-pp, tp-pp-dp, ... (default: the scenario's)")
+                 "rank orders to search, fastest-varying first: tp-dp-pp, dp-tp-pp, tp-pp-dp, "
+                 "...; with --cp, cp goes after tp unless named (default: the scenario's, "
+                 "Megatron's tp-cp-ep-dp-pp)")
       ->delimiter(',')
-      ->check(
-          CLI::IsMember({"tp-dp-pp", "tp-pp-dp", "dp-tp-pp", "dp-pp-tp", "pp-tp-dp", "pp-dp-tp"}));
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            std::vector<std::string> seen;
+            std::size_t pos = 0;
+            while (true) {
+              const std::size_t dash = v.find('-', pos);
+              const std::string part = v.substr(pos, dash == std::string::npos ? dash : dash - pos);
+              const bool dim =
+                  part == "tp" || part == "cp" || part == "ep" || part == "dp" || part == "pp";
+              if (!dim || std::find(seen.begin(), seen.end(), part) != seen.end())
+                return "'" + v + "' is not a permutation of tp, dp, pp (and cp, ep)";
+              seen.push_back(part);
+              if (dash == std::string::npos) break;
+              pos = dash + 1;
+            }
+            for (const char* need : {"tp", "dp", "pp"})
+              if (std::find(seen.begin(), seen.end(), need) == seen.end())
+                return "'" + v + "' leaves out " + need;
+            return {};
+          },
+          "ORDER"));
+  app.add_option("--cp", sp.cp,
+                 "context-parallel sizes to search, e.g. 1,2,4,8 (each dividing the GPUs and the "
+                 "sequence into 2 cp chunks; default 1: none)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--cp-comm", sp.cp_comm,
+                 "K/V exchanges to search for cp > 1: p2p (ring attention, default), all_gather, "
+                 "a2a (Ulysses), a2a+p2p:A (Megatron's hierarchical CP, a2a groups of A)")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "p2p" || v == "all_gather" || v == "a2a") return {};
+            if (v.rfind("a2a+p2p:", 0) == 0 && v.size() > 8 &&
+                v.find_first_not_of("0123456789", 8) == std::string::npos)
+              return {};
+            return "'" + v + "' is not p2p, all_gather, a2a or a2a+p2p:A (A: the a2a groups' size)";
+          },
+          "COMM"));
   app.add_flag("--uneven-stages", sp.uneven_stages,
                "also try pp that does not divide the blocks, with Megatron's first/last stage "
                "split");

@@ -4,12 +4,10 @@
 
 #include "backends/common/cuda_sync_plan.hpp"
 #include "backends/common/kineto_names.hpp"
-#include "core/cost/collective_cost.hpp"
 #include "core/error.hpp"
 #include "core/fp8_recipe.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 #include "core/step_spans.hpp"
-#include "core/topology.hpp"
 #include "core/transformer_flops.hpp"
 #include "profiler/huge_pages.hpp"
 #include "profiler/library_kernel_names.hpp"
@@ -19,7 +17,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -664,23 +661,6 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
   std::map<std::pair<int, int>, TimeNs> step_start;  // (gpu, step) -> start
   for (const core::StepSpan& ss : step_spans) step_start[{ss.gpu, ss.step}] = ss.start_ns;
   std::int64_t next_corr = sync.next_corr;
-  // The NCCL algorithm and protocol the cost model runs each collective with (the simulator's
-  // own choice: same topology, parameters and planning as backends/sim), planned once per shape.
-  std::optional<core::Topology> topo;
-  const core::CommParams comm = core::comm_params_for(s);
-  std::map<std::tuple<int, int, int, int, Bytes>, std::pair<core::CollectiveAlgo, core::NcclProto>>
-      plans;
-  const auto plan_of = [&](const Op& op) -> std::pair<core::CollectiveAlgo, core::NcclProto> {
-    if (op.group < 0) return {op.algo, core::NcclProto::kAuto};
-    const auto key = std::make_tuple(static_cast<int>(op.collective), static_cast<int>(op.algo),
-                                     op.group, op.root, op.bytes);
-    if (auto it = plans.find(key); it != plans.end()) return it->second;
-    if (!topo) topo.emplace(s.cluster);
-    const core::TransferPlan tp =
-        core::plan_collective(*topo, comm, op.collective, op.algo, p.groups[op.group].gpus, op.root,
-                              static_cast<double>(op.bytes));
-    return plans.emplace(key, std::make_pair(tp.algo, tp.proto)).first->second;
-  };
   std::vector<char> sync_lane(p.active_gpus.empty()
                                   ? 0
                                   : static_cast<std::size_t>(*std::max_element(
@@ -831,7 +811,10 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
     } else {
       // A collective simulated elsewhere (core/program_slice.hpp) has no group here.
       const GroupArgs::Group& g = group_args.of(op.group);
-      const auto [algo, proto] = plan_of(op);
+      // The algorithm and protocol the executor recorded (the simulator's plan); where it could
+      // not know them, the op's own forced algorithm, if any.
+      const core::CollectiveAlgo algo = t.algo != core::CollectiveAlgo::kAuto ? t.algo : op.algo;
+      const core::NcclProto proto = t.proto;
       const MsgNelems nel = msg_nelems(op.collective, op.dtype, op.bytes, g.size);
       const char* algo_name = nccl_algo_name(algo);
       const char* proto_name = nccl_proto_name(proto);

@@ -238,8 +238,8 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
           throw BackendUnavailable(op_label(program, op) + ": GPU " + std::to_string(op.gpu) +
                                    " is not a member of group '" + group.name + "'");
         }
-        if (op.collective == CollectiveKind::kSendRecv && group.gpus.size() != 2) {
-          throw BackendUnavailable(op_label(program, op) + ": send/recv needs a 2-GPU group, '" +
+        if (op.collective == CollectiveKind::kSendRecv && group.gpus.size() < 2) {
+          throw BackendUnavailable(op_label(program, op) + ": send/recv needs 2 or more GPUs, '" +
                                    group.name + "' has " + std::to_string(group.gpus.size()));
         }
         if (op.root >= 0 && rank_in_group(group, op.root) < 0) {

@@ -13,6 +13,32 @@ using core::CollectiveKind;
 // The calls of one chunk of all-to-all, scatter or gather: this rank's sends and receives, grouped
 // so NCCL runs them concurrently (ungrouped, a send could wait for a receive queued after it).
 // The group is this thread's own, for this one rank: members on other threads issue theirs.
+ncclResult_t ring_sendrecv(const CollectiveCall& c, std::size_t count, const char** failed_call) {
+  ncclResult_t first = ncclGroupStart();
+  if (first != ncclSuccess) {
+    *failed_call = "ncclGroupStart";
+    return first;
+  }
+  const int next = (c.rank + 1) % c.nranks, prev = (c.rank + c.nranks - 1) % c.nranks;
+  ncclResult_t r = ncclSend(c.send, count, ncclFloat, next, c.comm, c.stream);
+  if (r != ncclSuccess) {
+    first = r;
+    *failed_call = "ncclSend";
+  }
+  r = ncclRecv(c.recv, count, ncclFloat, prev, c.comm, c.stream);
+  if (r != ncclSuccess && first == ncclSuccess) {
+    first = r;
+    *failed_call = "ncclRecv";
+  }
+  // Always close the group, so this thread's NCCL group depth stays balanced.
+  r = ncclGroupEnd();
+  if (r != ncclSuccess && first == ncclSuccess) {
+    first = r;
+    *failed_call = "ncclGroupEnd";
+  }
+  return first;
+}
+
 ncclResult_t grouped_p2p(const CollectiveCall& c, std::size_t per, const char** failed_call) {
   auto* send = static_cast<float*>(c.send);
   auto* recv = static_cast<float*>(c.recv);
@@ -102,7 +128,12 @@ ncclResult_t issue_collective(const CollectiveCall& c, const char** failed_call)
         break;
       case CollectiveKind::kSendRecv:
         if (count == 0) break;
-        if (c.rank == 0) {
+        if (c.nranks > 2) {
+          // A ring (context parallelism's K/V hops, core/lowering/context_parallel.cpp): rank i
+          // sends to i + 1 and receives from i - 1 (mod n), one NCCL group, as the cost model's
+          // send/recv of more than two ranks (docs/cost-model.md).
+          r = ring_sendrecv(c, count, failed_call);
+        } else if (c.rank == 0) {
           *failed_call = "ncclSend";
           r = ncclSend(c.send, count, ncclFloat, 1, c.comm, c.stream);
         } else {

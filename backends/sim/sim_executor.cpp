@@ -106,6 +106,9 @@ struct Stage {
 struct Stages {
   std::vector<Stage> stages;
   double hbm_bytes_per_ns = 0;
+  // A collective's: what plan_collective chose (recorded in each member's OpTiming).
+  core::CollectiveAlgo algo = core::CollectiveAlgo::kAuto;
+  core::NcclProto proto = core::NcclProto::kAuto;
 };
 
 struct Transfer {
@@ -401,6 +404,8 @@ void SimRun::start_on_stream(int s, OpId id) {
         for (OpId m : in.arrived) {
           const Op& mo = program_.ops[m];
           set_holder(m, mo.gpu, sms_of(mo), plan.hbm_bytes_per_ns);
+          timings_[m].algo = plan.algo;
+          timings_[m].proto = plan.proto;
         }
         start_transfer(core::kNoOp, op.instance, plan);
       }
@@ -486,6 +491,8 @@ const Stages& SimRun::collective_plan(const Op& op) {
       flatten(flows_, plan, [this](const core::FlowSpec& f) -> std::span<const core::LinkId> {
         return topo_.route(f.src, f.dst);
       });
+  st.algo = plan.algo;
+  st.proto = plan.proto;
   // docs/cost-model.md, "Resource sharing": the HBM bytes a member's NCCL kernel moves, spread
   // over the plan's uncontended time.
   if (plan.predicted_ns > 0)

@@ -29,7 +29,6 @@ namespace {
 const std::map<std::string, std::string> kNotExpressible = {
     {"mbridge2509_qwen3_30b_a3b_h100_16gpu",
      "needs mixture-of-experts layers and expert parallelism (not expressible yet)"},
-    {"nemo2412_LLAMA3-8B_8", "needs context parallelism (cp 2; not expressible yet)"},
 };
 
 struct Simulated {

@@ -17,14 +17,17 @@ class DataParallelPiece final : public ParallelPiece {
   explicit DataParallelPiece(Emitter& e) : e_(e) {}
 
   void add_groups() override {
-    const ParallelSpec& ps = e_.spec();
-    for (int t = 0; t < ps.tp; ++t) {
-      for (int st = 0; st < ps.pp; ++st) {
-        const auto rks = e_.grid().dp_ranks(t, st);
-        const int g = ps.dp > 1 ? e_.add_group(rks, op_names::dim_group("dp", "tp", t, st)) : -1;
-        for (int x : rks) e_.ranks()[static_cast<std::size_t>(x)].dp_group = g;
-      }
-    }
+    // One group per (tp, pp) position over dp x cp: a CP run reduces its gradients over the
+    // context-parallel ranks too, as Megatron's DDP does (data_parallel_group
+    // with_context_parallel).
+    e_.grid().for_each_group({ParallelDim::kDp, ParallelDim::kCp}, [&](const std::vector<int>& rks,
+                                                                       const RankCoord& at) {
+      const int g =
+          rks.size() > 1
+              ? e_.add_group(rks, e_.group_name("dp", at, {ParallelDim::kDp, ParallelDim::kCp}))
+              : -1;
+      for (int x : rks) e_.ranks()[static_cast<std::size_t>(x)].group[ParallelDim::kDp] = g;
+    });
   }
 
   void begin_step(StepState& /*st*/) override { deferred_.clear(); }
@@ -34,7 +37,7 @@ class DataParallelPiece final : public ParallelPiece {
     // DeepSpeed reduces in the model dtype, Megatron in its main-grad dtype (framework_states.hpp).
     const Bytes grads = e_.plan().units[static_cast<std::size_t>(lp.unit)].params *
                         framework_grad_bytes(e_.scenario());
-    if (e_.spec().dp <= 1 || grads == 0) return;
+    if (lp.r().group[ParallelDim::kDp] < 0 || grads == 0) return;
     RankState& r = lp.r();
     if (e_.spec().overlap_grad_reduce) {
       lp.sp.st.optimizer_waits.push_back(
@@ -60,8 +63,9 @@ class DataParallelPiece final : public ParallelPiece {
   OpId reduce(RankState& r, Bytes grads, std::vector<Dep> deps) {
     const CollectiveKind k = e_.plan().sharding.optimizer_sharded ? CollectiveKind::kReduceScatter
                                                                   : CollectiveKind::kAllReduce;
-    const OpId id = e_.coll(r, r.dp, op_names::collective("dp", k, "grads"), k, r.dp_group, grads,
-                            std::move(deps), StepPhase::kBackward);
+    const OpId id =
+        e_.coll(r, r.stream[ParallelDim::kDp], op_names::collective("dp", k, "grads"), k,
+                r.group[ParallelDim::kDp], grads, std::move(deps), StepPhase::kBackward);
     e_.builder().set_dtype(id, deepspeed_states(e_.scenario()) ? e_.builder().weights_dtype()
                                                                : e_.builder().grads_dtype());
     return id;

@@ -30,9 +30,9 @@ ModelStateBytes rank_model_states(const Scenario& s, const ShardingPlan& plan,
   if (ps.fsdp2.enabled) return fsdp2_state_bytes(params, t, plan.shard_ranks, ps.fsdp2.megatron);
   if (s.strategy.kind == StrategyKind::kFsdp && ps.fsdp_version == 1)
     return fsdp1_state_bytes(params, t, plan.shard_ranks);
-  ModelStateBytes m = model_state_bytes(params, t, plan.state_stage, ps.dp);
+  ModelStateBytes m = model_state_bytes(params, t, plan.state_stage, ps.dp_cp());
   const PrecisionBytes pb = precision_bytes(t.precision, t.amp_dtype);
-  const std::int64_t shard = (params + ps.dp - 1) / ps.dp;  // ceil(Psi / N)
+  const std::int64_t shard = (params + ps.dp_cp() - 1) / ps.dp_cp();  // ceil(Psi / N)
   // The parameters the optimizer updates: its shard from stage 1 on.
   const std::int64_t updated = plan.state_stage >= 1 ? shard : params;
   if (deepspeed_states(s)) {

@@ -58,30 +58,28 @@ class Fsdp2Piece final : public ParallelPiece {
     // HSDP (torchtitan's dp_replicate x dp_shard mesh, shard innermost): within each DP group,
     // shard groups of S consecutive DP ranks and replica groups of the ranks S apart.
     plan_units();  // the Emitter's plan exists from here on
-    const ParallelSpec& ps = e_.spec();
-    const int reps = f_.replicate, s = ps.dp / reps;
+    const int reps = f_.replicate, s = e_.spec().dp_cp() / reps;
     shard_group_.assign(e_.ranks().size(), -1);
     rep_group_.assign(e_.ranks().size(), -1);
     if (reps <= 1) return;
-    for (int t = 0; t < ps.tp; ++t) {
-      for (int st = 0; st < ps.pp; ++st) {
-        const auto rks = e_.grid().dp_ranks(t, st);
-        for (int k = 0; k < reps; ++k) {
-          std::vector<int> g(rks.begin() + k * s, rks.begin() + (k + 1) * s);
-          const int id = s > 1 ? e_.add_group(g, op_names::dim_group("fsdp shard", "tp", t, st) +
-                                                     " replica " + std::to_string(k))
-                               : -1;
-          for (int x : g) shard_group_[static_cast<std::size_t>(x)] = id;
-        }
-        for (int j = 0; j < s; ++j) {
-          std::vector<int> g;
-          for (int k = 0; k < reps; ++k) g.push_back(rks[static_cast<std::size_t>(k * s + j)]);
-          const int id = e_.add_group(g, op_names::dim_group("fsdp replicate", "tp", t, st) +
-                                             " shard " + std::to_string(j));
-          for (int x : g) rep_group_[static_cast<std::size_t>(x)] = id;
-        }
+    // Over dp x cp (torchtitan's dp_shard_cp mesh: FSDP shards over the CP ranks too).
+    const std::initializer_list<ParallelDim> dims{ParallelDim::kDp, ParallelDim::kCp};
+    e_.grid().for_each_group(dims, [&](const std::vector<int>& rks, const RankCoord& at) {
+      for (int k = 0; k < reps; ++k) {
+        std::vector<int> g(rks.begin() + k * s, rks.begin() + (k + 1) * s);
+        const int id = s > 1 ? e_.add_group(g, e_.group_name("fsdp shard", at, dims) + " replica " +
+                                                   std::to_string(k))
+                             : -1;
+        for (int x : g) shard_group_[static_cast<std::size_t>(x)] = id;
       }
-    }
+      for (int j = 0; j < s; ++j) {
+        std::vector<int> g;
+        for (int k = 0; k < reps; ++k) g.push_back(rks[static_cast<std::size_t>(k * s + j)]);
+        const int id = e_.add_group(
+            g, e_.group_name("fsdp replicate", at, dims) + " shard " + std::to_string(j));
+        for (int x : g) rep_group_[static_cast<std::size_t>(x)] = id;
+      }
+    });
   }
 
   void begin_step(StepState& /*st*/) override {
@@ -186,9 +184,10 @@ class Fsdp2Piece final : public ParallelPiece {
     }
   }
 
-  int shard_ranks() const { return e_.spec().dp / f_.replicate; }
+  int shard_ranks() const { return e_.spec().dp_cp() / f_.replicate; }
   int shard_group(const RankState& r) const {
-    return f_.replicate > 1 ? shard_group_[static_cast<std::size_t>(r.rank)] : r.dp_group;
+    return f_.replicate > 1 ? shard_group_[static_cast<std::size_t>(r.rank)]
+                            : r.group[ParallelDim::kDp];
   }
 
   // The nearest plan unit from u in direction dir inside the segment whose FSDP2 unit differs.
@@ -217,15 +216,16 @@ class Fsdp2Piece final : public ParallelPiece {
     gathered_[static_cast<std::size_t>(fu)] = 1;
     const Bytes bytes = param_bytes(fu);
     if (bytes == 0 || shard_ranks() <= 1) return;
-    const OpId a =
-        b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bytes, "fsdp2 unsharded params");
+    const OpId a = b_.alloc(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers,
+                            bytes, "fsdp2 unsharded params");
     if (event != kNoOp)
       b_.program().ops[static_cast<std::size_t>(a)].deps.push_back({event, DepKind::kStreamWaits});
     std::vector<Dep> deps;
     if (!e_.spec().prefetch && r.last_compute != kNoOp)
       deps.push_back({r.last_compute, DepKind::kStreamWaits});
     const OpId g =
-        e_.coll(r, r.dp, op_names::collective("fsdp", CollectiveKind::kAllGather, "params"),
+        e_.coll(r, r.stream[ParallelDim::kDp],
+                op_names::collective("fsdp", CollectiveKind::kAllGather, "params"),
                 CollectiveKind::kAllGather, shard_group(r), bytes, std::move(deps), phase);
     b_.set_dtype(g, b_.weights_dtype());
     gather_op_[static_cast<std::size_t>(fu)] = g;
@@ -242,7 +242,7 @@ class Fsdp2Piece final : public ParallelPiece {
   }
 
   void open_grads(RankState& r, int fu) {
-    if (grads_open_[static_cast<std::size_t>(fu)] || e_.spec().dp <= 1) return;
+    if (grads_open_[static_cast<std::size_t>(fu)] || e_.spec().dp_cp() <= 1) return;
     grads_open_[static_cast<std::size_t>(fu)] = 1;
     const Bytes bytes = grad_bytes(fu);
     if (bytes > 0)
@@ -263,7 +263,8 @@ class Fsdp2Piece final : public ParallelPiece {
     const Dtype dt = f_.reduce_bytes == 4 ? Dtype::kFp32 : b_.weights_dtype();
     OpId last = kNoOp;
     if (shard_ranks() > 1) {
-      last = e_.coll(r, r.dp, op_names::collective("fsdp", CollectiveKind::kReduceScatter, "grads"),
+      last = e_.coll(r, r.stream[ParallelDim::kDp],
+                     op_names::collective("fsdp", CollectiveKind::kReduceScatter, "grads"),
                      CollectiveKind::kReduceScatter, shard_group(r), bytes,
                      {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
       b_.set_dtype(last, dt);
@@ -273,12 +274,14 @@ class Fsdp2Piece final : public ParallelPiece {
       const Bytes shard = (fu_params_[static_cast<std::size_t>(fu)] + s - 1) / s * f_.reduce_bytes;
       std::vector<Dep> deps;
       deps.push_back({last != kNoOp ? last : r.last_compute, DepKind::kStreamWaits});
-      last = e_.coll(r, r.dp, op_names::collective("fsdp", CollectiveKind::kAllReduce, "grads"),
+      last = e_.coll(r, r.stream[ParallelDim::kDp],
+                     op_names::collective("fsdp", CollectiveKind::kAllReduce, "grads"),
                      CollectiveKind::kAllReduce, rep_group_[static_cast<std::size_t>(r.rank)],
                      shard, std::move(deps), StepPhase::kBackward);
       b_.set_dtype(last, dt);
     }
-    b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bytes, "fsdp2 unsharded grads");
+    b_.release(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers, bytes,
+               "fsdp2 unsharded grads");
     if (last != kNoOp) sp.st.optimizer_waits.push_back({last, DepKind::kStreamWaits});
   }
 };

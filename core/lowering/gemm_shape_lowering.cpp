@@ -5,11 +5,13 @@
 
 namespace csim::core {
 
-GemmShape rank_gemm_shape(const LayerSpec& l, std::int64_t samples, int tp, double op_flops,
+GemmShape rank_gemm_shape(const LayerSpec& l, std::int64_t samples, int tp, int cp, double op_flops,
                           bool backward) {
   if (l.kind != ComputeKind::kGemm || l.gemm.empty() || samples <= 0) return {};
   GemmShape g = l.gemm;
   g.m *= samples;
+  // Context parallelism: each rank's s / cp tokens (the parser makes 2 cp divide s).
+  if (cp > 1) g.m /= cp;
   if (tp > 1) {
     // Megatron's column-parallel layers split the weight's output columns, row-parallel ones its
     // input rows (docs/program.md, "Tensor parallel"); shard_layer divides their FLOPs by tp.

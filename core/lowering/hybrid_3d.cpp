@@ -29,7 +29,16 @@ Program lower_hybrid(const Scenario& s, const std::string& label, Progress* prog
   e.add_piece(hybrid::make_recompute_piece(e));
   if (zero3) e.add_piece(hybrid::make_zero3_piece(e));
   e.add_piece(hybrid::make_tensor_parallel_piece(e));
-  e.build(label);
+  // Innermost: the K/V exchange wraps the attention core's kernel (split into ring steps) and
+  // nothing else.
+  const ParallelSpec& ps = s.strategy.parallel;
+  if (ps.cp > 1) e.add_piece(hybrid::make_context_parallel_piece(e));
+  std::string full = label;
+  if (ps.cp > 1 && !full.empty() && full.back() == ')') {
+    full.pop_back();
+    full += ", cp " + std::to_string(ps.cp) + " " + to_string(ps.cp_comm) + ")";
+  }
+  e.build(full);
   return b.take();
 }
 

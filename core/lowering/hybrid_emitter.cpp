@@ -38,11 +38,12 @@ void Emitter::make_plan() {
   const auto& layers = s_.model.layers;
   plan_.segments = ps_.pp * ps_.virtual_stages;
   plan_.segs = partition_layers(s_.model, plan_.segments, ps_.segment_blocks);
-  for (int i = 0; i < static_cast<int>(layers.size()); ++i)
+  for (int i = 0; i < static_cast<int>(layers.size()); ++i) {
     plan_.sharded.push_back(shard_layer(s_.model, i, ps_.tp, ps_.sequence_parallel));
+    shard_context(plan_.sharded.back(), layers[static_cast<std::size_t>(i)], ps_);
+  }
   for (const Segment& sg : plan_.segs) {
-    plan_.stored_per_sample.push_back(stored_activation_bytes_per_sample(
-        s_.model, sg, ps_.tp, ps_.sequence_parallel, ps_.recompute, ps_.recompute_every));
+    plan_.stored_per_sample.push_back(rank_stored_activation_bytes_per_sample(s_.model, sg, ps_));
   }
   plan_.sharding = sharding_plan(ps_, s_.strategy.kind);
   kernel_ops_.assign(layers.size(), {});
@@ -77,12 +78,16 @@ void Emitter::lay_out_ranks() {
   const int world = grid_.size();
   CSIM_ASSERT(world == static_cast<int>(ids.size()));
   ranks_.resize(static_cast<std::size_t>(world));
+  // Rank symmetry: the ranks that differ only by their data-, context- or tensor-parallel index
+  // run the same ops at the same times (docs/cost-model.md, "Rank symmetry").
+  for (ParallelDim d : {ParallelDim::kDp, ParallelDim::kCp, ParallelDim::kTp})
+    if (grid_.size(d) > 1) mirror_dims_.push_back(d);
   // Stragglers and degraded links make ranks differ: then every rank is simulated.
   // HSDP's shard groups are not mapped onto themselves by the data-parallel mirrors (a shift by
   // one rank straddles two groups), so HSDP runs every rank.
-  symmetric_ = s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1) && s_.cluster.homogeneous() &&
+  symmetric_ = s_.simulation.symmetry && !mirror_dims_.empty() && s_.cluster.homogeneous() &&
                ps_.fsdp2.replicate <= 1;
-  if (s_.simulation.symmetry && (ps_.dp > 1 || ps_.tp > 1) && !s_.cluster.homogeneous()) {
+  if (s_.simulation.symmetry && !mirror_dims_.empty() && !s_.cluster.homogeneous()) {
     prog.warnings.push_back(
         "rank symmetry off: stragglers or degraded links make ranks differ (every rank simulated)");
   }
@@ -93,21 +98,26 @@ void Emitter::lay_out_ranks() {
     r.gpu = ids[static_cast<std::size_t>(rk)];
     r.node = r.gpu / s_.cluster.gpus_per_node;
     r.c = grid_.coord(rk);
-    // Rank symmetry: replicas (dp) and tensor-parallel ranks (tp) run the same ops at the same
-    // times; rank (dp 0, tp 0) of each stage stands for the others.
-    r.emitted = !symmetric_ || (r.c.dp == 0 && r.c.tp == 0);
+    // Under rank symmetry the rank at 0 on every mirrored dimension of each stage stands for the
+    // others.
+    r.emitted = !symmetric_ || std::all_of(mirror_dims_.begin(), mirror_dims_.end(),
+                                           [&](ParallelDim d) { return r.c[d] == 0; });
     emitted_gpu_[static_cast<std::size_t>(r.gpu)] = r.emitted ? 1 : 0;
     for (int c = 0; c < ps_.virtual_stages; ++c) {
-      const Segment& sg = plan_.segs[static_cast<std::size_t>(c * ps_.pp + r.c.pp)];
+      const Segment& sg = plan_.segs[static_cast<std::size_t>(c * ps_.pp + r.c[ParallelDim::kPp])];
       for (int i = sg.first; i < sg.end; ++i)
         r.params += plan_.sharded[static_cast<std::size_t>(i)].params;
     }
     if (!r.emitted) continue;
-    const int proc =
-        b_.add_process(r.node, op_names::rank_process(rk, r.c.dp, r.c.tp, r.c.pp), true);
+    const int proc = b_.add_process(
+        r.node,
+        op_names::rank_process(rk, r.c[ParallelDim::kDp], r.c[ParallelDim::kTp],
+                               r.c[ParallelDim::kPp], ps_.cp > 1 ? r.c[ParallelDim::kCp] : -1),
+        true);
     r.thread = b_.add_thread(proc, r.gpu, "main");
     r.compute = b_.add_stream(r.gpu, StreamRole::kCompute, "compute");
-    r.dp = b_.add_stream(r.gpu, StreamRole::kComm, "dp");
+    r.stream[ParallelDim::kDp] = b_.add_stream(r.gpu, StreamRole::kComm, "dp");
+    r.stream[ParallelDim::kTp] = r.compute;  // Megatron issues TP collectives in line
     r.copy = b_.add_stream(r.gpu, StreamRole::kCopy, "copy");
     each_piece_reversed([&](ParallelPiece& p) { p.add_streams(r); });
   }
@@ -115,37 +125,58 @@ void Emitter::lay_out_ranks() {
 }
 
 void Emitter::set_up_symmetry() {
-  // Mirror (kd, kt) shifts every rank's data-parallel index by kd and its tensor-parallel index by
-  // kt (mod dp, tp), keeping its stage: the group Z_dp x Z_tp, identity first.
+  // A mirror shifts every rank's index along each mirrored dimension d by k_d (mod its size),
+  // keeping its stage: the group Z_dp x Z_cp x Z_tp, counted with the last dimension fastest,
+  // identity first. RankGrid::rank is linear in the coordinates (rank_grid.cpp), so the image of
+  // rank r is r + sum over d of ((c_d + k_d) mod n_d - c_d) x stride_d, taken from per-shift
+  // tables instead of a rank() call per rank and mirror.
   RankSymmetry& sym = b_.program().symmetry;
   const std::size_t world = static_cast<std::size_t>(b_.program().world_gpus);
   sym.weight_of_gpu.assign(world, 0);
-  // RankGrid::rank is linear in the coordinates (rank_grid.cpp): the image of rank r is
-  // r + (its shifted dp - dp) x stride_dp + (its shifted tp - tp) x stride_tp, computed from the
-  // strides and per-shift tables instead of a rank() call per rank and mirror.
-  const int origin = grid_.rank({0, 0, 0});
-  const int stride_dp = grid_.rank({1 % ps_.dp, 0, 0}) - origin;
-  const int stride_tp = grid_.rank({0, 1 % ps_.tp, 0}) - origin;
-  std::vector<int> dp_shift(static_cast<std::size_t>(ps_.dp)),
-      tp_shift(static_cast<std::size_t>(ps_.tp));
-  for (int kd = 0; kd < ps_.dp; ++kd) {
-    for (int d = 0; d < ps_.dp; ++d)
-      dp_shift[static_cast<std::size_t>(d)] = ((d + kd) % ps_.dp - d) * stride_dp;
-    for (int kt = 0; kt < ps_.tp; ++kt) {
-      for (int t = 0; t < ps_.tp; ++t)
-        tp_shift[static_cast<std::size_t>(t)] = ((t + kt) % ps_.tp - t) * stride_tp;
-      std::vector<int> img(world, -1);
-      for (const RankState& r : ranks_) {
-        const int to = r.rank + dp_shift[static_cast<std::size_t>(r.c.dp)] +
-                       tp_shift[static_cast<std::size_t>(r.c.tp)];
-        img[static_cast<std::size_t>(r.gpu)] = ranks_[static_cast<std::size_t>(to)].gpu;
-      }
-      sym.images.push_back(std::move(img));
+  const std::size_t nd = mirror_dims_.size();
+  int mirrors = 1;
+  for (ParallelDim d : mirror_dims_) mirrors *= grid_.size(d);
+  // shift[i][c]: the rank offset of coordinate c along mirror_dims_[i] under the current k_i.
+  std::vector<std::vector<int>> shift(nd);
+  std::vector<int> k(nd, 0);
+  for (int m = 0; m < mirrors; ++m) {
+    int rest = m;
+    for (std::size_t i = nd; i-- > 0;) {
+      const ParallelDim d = mirror_dims_[i];
+      const int n = grid_.size(d);
+      k[i] = rest % n;
+      rest /= n;
+      shift[i].resize(static_cast<std::size_t>(n));
+      for (int c = 0; c < n; ++c)
+        shift[i][static_cast<std::size_t>(c)] = ((c + k[i]) % n - c) * grid_.stride(d);
     }
+    std::vector<int> img(world, -1);
+    for (const RankState& r : ranks_) {
+      int to = r.rank;
+      for (std::size_t i = 0; i < nd; ++i)
+        to += shift[i][static_cast<std::size_t>(r.c[mirror_dims_[i]])];
+      img[static_cast<std::size_t>(r.gpu)] = ranks_[static_cast<std::size_t>(to)].gpu;
+    }
+    sym.images.push_back(std::move(img));
   }
   for (const RankState& r : ranks_) {
-    if (r.emitted) sym.weight_of_gpu[static_cast<std::size_t>(r.gpu)] = ps_.dp * ps_.tp;
+    if (r.emitted) sym.weight_of_gpu[static_cast<std::size_t>(r.gpu)] = mirrors;
   }
+}
+
+std::string Emitter::group_name(const char* label, const RankCoord& at,
+                                std::initializer_list<ParallelDim> dims) const {
+  std::string name = std::string(label) + " (";
+  bool first = true;
+  for (int i = 0; i < kNumParallelDims; ++i) {
+    const auto d = static_cast<ParallelDim>(i);
+    if (std::find(dims.begin(), dims.end(), d) != dims.end()) continue;
+    const bool always = d == ParallelDim::kTp || d == ParallelDim::kDp || d == ParallelDim::kPp;
+    if (!always && grid_.size(d) <= 1) continue;
+    name += (first ? "" : ", ") + std::string(to_string(d)) + " " + std::to_string(at[d]);
+    first = false;
+  }
+  return name + ")";
 }
 
 int Emitter::add_group(const std::vector<int>& rks, const std::string& name) {
@@ -297,6 +328,16 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   return c;
 }
 
+OpId Emitter::repeat_kernel(LayerPass& lp, std::vector<Dep> deps) {
+  std::vector<Op>& ops = b_.program().ops;
+  const auto c = static_cast<OpId>(ops.size());
+  Op& op = ops.emplace_back(ops[static_cast<std::size_t>(lp.kernel)]);
+  op.id = c;
+  op.deps = std::move(deps);
+  lp.r().last_compute = c;
+  return c;
+}
+
 void Emitter::emit_forward(SegmentPass& sp) {
   if (!sp.eval && sp.seg == 0 && sp.st.in.copy != kNoOp)
     sp.first.push_back({sp.st.in.copy, DepKind::kStreamWaits});
@@ -355,8 +396,8 @@ void Emitter::emit_step(RankState& r, int step) {
     st.in = r.feed->next_batch(ps_.micro_batch_size * m, Lane{r.thread, r.gpu, r.compute});
   each_piece([&](ParallelPiece& pc) { pc.begin_step(st); });
   // The pipeline schedule (pipeline.cpp) orders the step's segment passes.
-  for (const PipeStep& ps : pipeline_schedule(ps_.schedule, p, v, m, r.c.pp)) {
-    const int seg = ps.chunk * p + r.c.pp;
+  for (const PipeStep& ps : pipeline_schedule(ps_.schedule, p, v, m, r.c[ParallelDim::kPp])) {
+    const int seg = ps.chunk * p + r.c[ParallelDim::kPp];
     SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], ps.micro, ps.forward};
     sp.last_micro = ps.micro == m - 1;
     sp.prefix = op_names::micro_prefix(m);
@@ -444,7 +485,7 @@ void Emitter::build(const std::string& label) {
     if (st.optimizer_at_setup > 0)
       b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, st.optimizer_at_setup,
                "fp32 main params");
-    if (r.c.pp == 0) {
+    if (r.c[ParallelDim::kPp] == 0) {
       r.feed = std::make_unique<DataFeed>(b_, r.node, r.thread, r.gpu, r.copy,
                                           " (rank " + std::to_string(r.rank) + ")");
     }

@@ -17,6 +17,8 @@
 //                                               fetches and gradient buckets (inside recompute)
 //   RecomputePiece      recompute.cpp           forward re-runs before the backward
 //   TensorParallelPiece tensor_parallel.cpp     the collectives around each layer
+//   ContextParallelPiece context_parallel.cpp   the K/V exchange around each attention core
+//                                               (cp > 1 only), its CP groups and stream
 // The pieces nest around the layer kernel like wrappers, outermost first: begin_* hooks run in
 // piece order, end_* hooks (and the structure hooks) in reverse. hybrid_3d.cpp composes them.
 #pragma once
@@ -40,8 +42,13 @@ struct RankState {
   bool emitted = true;  // false: a mirror image of a representative (rank symmetry)
   RankCoord c;
   int thread = 0;
-  int compute = 0, dp = 0, copy = 0, send_next = 0, recv_prev = 0, send_prev = 0, recv_next = 0;
-  int tp_group = -1, dp_group = -1;
+  int compute = 0, copy = 0, send_next = 0, recv_prev = 0, send_prev = 0, recv_next = 0;
+  // Per dimension: the stream its collectives are issued on (-1: none; dp's "dp" stream carries
+  // the gradient reduction and the ZeRO/FSDP gathers, cp's the context-parallel exchange; TP's
+  // run in line on `compute`) and the rank's group along it (-1: none). The data-parallel
+  // piece's group spans dp x cp (Megatron's data_parallel_group with context parallelism).
+  DimTable<int> stream{-1};
+  DimTable<int> group{-1};
   OpId last_compute = kNoOp;       // last op issued on the compute stream
   std::int64_t params = 0;         // parameters of its segments after the TP split
   std::unique_ptr<DataFeed> feed;  // first stage only
@@ -142,7 +149,9 @@ class Emitter {
   const RankGrid& grid() const { return grid_; }
   std::vector<RankState>& ranks() { return ranks_; }
   int rank_of_segment(const RankState& r, int seg) const {
-    return grid_.rank({r.c.dp, r.c.tp, seg % ps_.pp});
+    RankCoord c = r.c;
+    c[ParallelDim::kPp] = seg % ps_.pp;
+    return grid_.rank(c);
   }
   // A collective of `group` on `stream`; instances are matched by order (the k-th op of every
   // member on a group is the k-th instance). Forward collectives cost one framework op of Python.
@@ -150,8 +159,15 @@ class Emitter {
             std::vector<Dep> deps, StepPhase phase);
   // Group `rks` (ranks) as GPUs.
   int add_group(const std::vector<int>& rks, const std::string& name);
+  // "<label> (tp 0, pp 1)": the coordinates of the group's other dimensions (tp, dp and pp always,
+  // the others where the grid has them; docs/program.md, "Names").
+  std::string group_name(const char* label, const RankCoord& at,
+                         std::initializer_list<ParallelDim> dims) const;
   // One layer's kernel with the pieces' layer hooks around it (recompute re-runs call it too).
   OpId emit_layer(LayerPass& lp);
+  // The layer kernel `lp.kernel` issued once more with `deps` (ring attention runs the core as
+  // one kernel per K/V block; context_parallel.cpp); it becomes the rank's last compute op.
+  OpId repeat_kernel(LayerPass& lp, std::vector<Dep> deps);
   // A forward pass through a segment with every piece's hooks (training or evaluation).
   void emit_forward(SegmentPass& sp);
   Bytes per_micro_batch(double per_sample) const;  // llround(per_sample * micro_batch_size)
@@ -174,8 +190,10 @@ class Emitter {
   std::vector<std::vector<std::pair<int, int>>> next_index_;
   TimeNs coll_python_ns_ = 0, coll_dispatch_ns_ = 0;  // one framework op (coll)
   std::unordered_map<std::int64_t, std::pair<int, int>>
-      open_;                       // (group, index) -> instance, ops left
-  bool symmetric_ = false;         // rank symmetry (docs/program.md)
+      open_;                // (group, index) -> instance, ops left
+  bool symmetric_ = false;  // rank symmetry (docs/program.md)
+  // The dimensions whose ranks mirror each other under rank symmetry, outermost first: dp, cp, tp.
+  std::vector<ParallelDim> mirror_dims_;
   std::vector<char> emitted_gpu_;  // per world GPU
   // The layer kernels' names (docs/program.md, "Names"): a kernel's pattern is the same for
   // every micro-batch (only the field differs), so it is interned once per layer and phase
@@ -222,12 +240,13 @@ class Emitter {
 };
 
 // The pieces (each in its dimension's file).
-std::unique_ptr<ParallelPiece> make_pipeline_piece(Emitter& e);         // pipeline.cpp
-std::unique_ptr<ParallelPiece> make_data_parallel_piece(Emitter& e);    // dp_grad_reduction.cpp
-std::unique_ptr<ParallelPiece> make_sharding_piece(Emitter& e);         // zero_fsdp.cpp
-std::unique_ptr<ParallelPiece> make_fsdp2_piece(Emitter& e);            // fsdp2.cpp
-std::unique_ptr<ParallelPiece> make_zero3_piece(Emitter& e);            // zero3_fetch.cpp
-std::unique_ptr<ParallelPiece> make_recompute_piece(Emitter& e);        // recompute.cpp
-std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e);  // tensor_parallel.cpp
+std::unique_ptr<ParallelPiece> make_pipeline_piece(Emitter& e);          // pipeline.cpp
+std::unique_ptr<ParallelPiece> make_data_parallel_piece(Emitter& e);     // dp_grad_reduction.cpp
+std::unique_ptr<ParallelPiece> make_sharding_piece(Emitter& e);          // zero_fsdp.cpp
+std::unique_ptr<ParallelPiece> make_fsdp2_piece(Emitter& e);             // fsdp2.cpp
+std::unique_ptr<ParallelPiece> make_zero3_piece(Emitter& e);             // zero3_fetch.cpp
+std::unique_ptr<ParallelPiece> make_recompute_piece(Emitter& e);         // recompute.cpp
+std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e);   // tensor_parallel.cpp
+std::unique_ptr<ParallelPiece> make_context_parallel_piece(Emitter& e);  // context_parallel.cpp
 
 }  // namespace csim::core::hybrid

@@ -56,7 +56,7 @@ void Emitter::emit_step_end(StepState& st) {
   RankState& r = st.r;
   const TrainingSpec& t = s_.training;
   // The loss is computed by the last segment, pp * v - 1, which is on the last stage.
-  if (t.leak_loss_as_tensor && r.c.pp == ps_.pp - 1) {
+  if (t.leak_loss_as_tensor && r.c[ParallelDim::kPp] == ps_.pp - 1) {
     // total_loss += loss for each micro-batch's loss (torch.distributed.pipelining hands the
     // script the last stage's per-micro-batch losses, graph attached): backward freed the saved
     // tensors; the nodes and the m loss scalars stay reachable.
@@ -86,7 +86,7 @@ void Emitter::eval_forward(StepState& st) {
   const int p = ps_.pp, v = ps_.virtual_stages, m = static_cast<int>(ps_.micro_batches);
   for (int j = 0; j < m; ++j) {
     for (int chunk = 0; chunk < v; ++chunk) {
-      const int seg = chunk * p + st.r.c.pp;
+      const int seg = chunk * p + st.r.c[ParallelDim::kPp];
       SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], j, true, true};
       sp.prefix = "eval (grad on): " + op_names::micro_prefix(m);
       emit_forward(sp);

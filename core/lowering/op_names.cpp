@@ -29,14 +29,10 @@ std::string p2p_group(bool forward, int src_rank, int dst_rank) {
          "->" + std::to_string(dst_rank);
 }
 
-std::string dim_group(const char* dim, const char* other, int other_index, int stage) {
-  return std::string(dim) + " (" + other + " " + std::to_string(other_index) + ", pp " +
-         std::to_string(stage) + ")";
-}
-
-std::string rank_process(int rank, int dp, int tp, int pp) {
+std::string rank_process(int rank, int dp, int tp, int pp, int cp) {
   return "python rank " + std::to_string(rank) + " (dp " + std::to_string(dp) + ", tp " +
-         std::to_string(tp) + ", pp " + std::to_string(pp) + ")";
+         std::to_string(tp) + (cp >= 0 ? ", cp " + std::to_string(cp) : std::string()) + ", pp " +
+         std::to_string(pp) + ")";
 }
 
 NameRef optimizer_step(OptimizerKind k) {

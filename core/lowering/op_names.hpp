@@ -33,10 +33,10 @@ NameRef collective(const char* dim, CollectiveKind k, const char* what);
 NameRef p2p(bool send, bool forward);
 // Its 2-GPU group: "pp activations 3->4".
 std::string p2p_group(bool forward, int src_rank, int dst_rank);
-// A dimension's group at one position of the others: "tp (dp 1, pp 0)", "dp (tp 3, pp 1)".
-std::string dim_group(const char* dim, const char* other, int other_index, int stage);
-// The process of a rank of the grid: "python rank 5 (dp 0, tp 1, pp 1)".
-std::string rank_process(int rank, int dp, int tp, int pp);
+// The process of a rank of the grid: "python rank 5 (dp 0, tp 1, pp 1)"; with context
+// parallelism (cp >= 0) "python rank 5 (dp 0, tp 1, cp 1, pp 1)". (A dimension's group:
+// Emitter::group_name.)
+std::string rank_process(int rank, int dp, int tp, int pp, int cp = -1);
 // optimizer.step() on every strategy: "optimizer.step (adam)".
 NameRef optimizer_step(OptimizerKind k);
 

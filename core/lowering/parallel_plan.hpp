@@ -9,7 +9,10 @@
 //        are declared in hybrid_emitter.hpp)
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -21,27 +24,52 @@ namespace csim::core {
 
 // [SECTION] Rank grid (rank_grid.cpp) ------------------------------------------------------------
 
-struct RankCoord {
-  int dp = 0;  // data-parallel replica
-  int tp = 0;  // tensor-parallel rank
-  int pp = 0;  // pipeline stage
+// One value per parallel dimension, indexed by ParallelDim: a rank's coordinates, its streams and
+// groups (hybrid_emitter.hpp, RankState).
+template <typename T>
+struct DimTable {
+  std::array<T, kNumParallelDims> v{};
+  DimTable() = default;
+  explicit DimTable(T fill) { v.fill(fill); }
+  T& operator[](ParallelDim d) { return v[static_cast<std::size_t>(d)]; }
+  const T& operator[](ParallelDim d) const { return v[static_cast<std::size_t>(d)]; }
 };
+using RankCoord = DimTable<int>;  // 0 on every dimension the grid does not have
 
-// rank = sum over dims of coord[dim] * stride[dim], strides growing in rank_order (fastest first):
-// with Megatron's tp-dp-pp, rank = tp + t * (dp + d * pp), so a TP group is t consecutive ranks
-// (one node when t <= gpus_per_node) and a pipeline's stages are t * d ranks apart.
+// rank = sum over dims of coord[dim] * stride[dim], strides growing in rank_order (fastest first;
+// Megatron's RankGenerator): with the default tp-cp-ep-dp-pp, rank = tp + t (cp + c (dp + d pp)),
+// so a TP group is t consecutive ranks (one node when t <= gpus_per_node), a CP group's ranks are
+// t apart and a pipeline's stages t c d apart. A dimension of size 1 changes no rank.
 class RankGrid {
  public:
+  // The dense layers' grid: tp, cp, dp, pp in ps.rank_order (ep folds into them: size 1 here).
   explicit RankGrid(const ParallelSpec& ps);
-  int size() const { return size_[0] * size_[1] * size_[2]; }
-  int rank(RankCoord c) const;
+  // The expert layers' grid (MoE Parallel Folding, Liu et al. 2025, Megatron-Core's expert
+  // RankGenerator): etp, ep, edp, pp over the same ranks, in ps.rank_order with tp read as etp,
+  // dp as edp and cp dropped.
+  static RankGrid expert(const ParallelSpec& ps);
+  int size() const { return world_; }
+  int size(ParallelDim d) const { return size_[d]; }
+  int stride(ParallelDim d) const { return stride_[d]; }
+  int rank(const RankCoord& c) const;
   RankCoord coord(int rank) const;
-  std::vector<int> tp_ranks(int dp, int pp) const;  // TP group, in TP order
-  std::vector<int> dp_ranks(int tp, int pp) const;  // DP group, in DP order
+  // The ranks that share `rank`'s coordinates on every dimension but `dims`, in ascending rank
+  // order (the listed dimensions vary fastest in rank_order's order): its TP group for {kTp}, the
+  // gradient reduction group of a CP run for {kDp, kCp} (Megatron's data_parallel_group with
+  // context parallelism).
+  std::vector<int> group(int rank, std::initializer_list<ParallelDim> dims) const;
+  // Every group along `dims`, the other dimensions' coordinates counted with the last dimension
+  // (in ParallelDim order) fastest: f(ranks of the group, coordinates of its first rank).
+  void for_each_group(
+      std::initializer_list<ParallelDim> dims,
+      const std::function<void(const std::vector<int>&, const RankCoord&)>& f) const;
 
  private:
-  int size_[3] = {1, 1, 1};    // by ParallelDim: tp, dp, pp
-  int stride_[3] = {1, 1, 1};  // by ParallelDim
+  RankGrid() = default;
+  void set_strides(const std::vector<ParallelDim>& order);
+  int world_ = 1;
+  DimTable<int> size_{1};
+  DimTable<int> stride_{0};
 };
 
 // [SECTION] Pipeline -----------------------------------------------------------------------------
@@ -101,6 +129,21 @@ struct ShardedLayer {
 };
 ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sequence_parallel);
 
+// [SECTION] Context parallel (context_parallel.cpp) ----------------------------------------------
+
+// One layer on a rank of a CP group (docs/program.md, "Context parallel"): every per-sample
+// quantity on s / cp tokens (a fused attention core: 1/cp of its work, the balanced split); under
+// ring attention (p2p, a2a+p2p) the core's kernel is one of cp_ring_steps, each 1/steps of it.
+void shard_context(ShardedLayer& sl, const LayerSpec& l, const ParallelSpec& ps);
+// The ring's steps: cp (p2p), cp / cp_a2a (a2a+p2p), 1 (all_gather, a2a: no ring).
+int cp_ring_steps(const ParallelSpec& ps);
+// Per sample on one rank: |KV| = 2 (s / cp) (g / tp) d e, |Q| = |O| = (s / cp) (a / tp) d e.
+struct CpBlockBytes {
+  double kv = 0;
+  double q = 0;
+};
+CpBlockBytes cp_block_bytes(const ModelSpec& m, const LayerSpec& core, const ParallelSpec& ps);
+
 // [SECTION] Recompute ----------------------------------------------------------------------------
 
 // Bytes one micro-batch sample keeps saved in layers [seg.first, seg.end) between its forward and
@@ -113,6 +156,13 @@ ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sequence_pa
 //                  3rd linear layers' of a GPT block: sh(2 + 6 + 2f/h) with 2-byte elements)
 double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int tp, bool sp,
                                           RecomputeMode mode, int every = 1);
+
+// What one micro-batch sample keeps saved on one rank of the strategy: the above at its tp,
+// sequence parallelism and recompute policy, over cp (context parallelism keeps 1/cp of every
+// saved tensor, all per token with fused attention). The lowering and tune's memory bound both
+// read it (docs/memory.md).
+double rank_stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg,
+                                               const ParallelSpec& ps);
 
 // torchtitan's policies (recompute_policy.cpp; docs/program.md, "Activation recompute"):
 // full every k-th block checkpoints 0-based block b iff (b + 1) mod k = 0; selective_op keeps the

@@ -259,6 +259,7 @@ class PipelinePiece final : public ParallelPiece {
     double per_sample =
         e_.scenario().model.layers[static_cast<std::size_t>(last)].output_bytes_per_sample;
     if (e_.spec().tp > 1) per_sample /= e_.spec().tp;
+    per_sample /= e_.spec().cp;  // each CP rank passes its s / cp tokens on
     return e_.per_micro_batch(per_sample);
   }
 

@@ -60,6 +60,14 @@ double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int t
   return bytes;
 }
 
+double rank_stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg,
+                                               const ParallelSpec& ps) {
+  // x / 1 is x exactly: without context parallelism nothing changes.
+  return stored_activation_bytes_per_sample(m, seg, ps.tp, ps.sequence_parallel, ps.recompute,
+                                            ps.recompute_every) /
+         ps.cp;
+}
+
 namespace hybrid {
 namespace {
 

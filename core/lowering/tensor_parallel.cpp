@@ -90,14 +90,12 @@ class TensorParallelPiece final : public ParallelPiece {
   explicit TensorParallelPiece(Emitter& e) : e_(e) {}
 
   void add_groups() override {
-    const ParallelSpec& ps = e_.spec();
-    for (int d = 0; d < ps.dp; ++d) {
-      for (int st = 0; st < ps.pp; ++st) {
-        const auto rks = e_.grid().tp_ranks(d, st);
-        const int g = ps.tp > 1 ? e_.add_group(rks, op_names::dim_group("tp", "dp", d, st)) : -1;
-        for (int x : rks) e_.ranks()[static_cast<std::size_t>(x)].tp_group = g;
-      }
-    }
+    e_.grid().for_each_group(
+        {ParallelDim::kTp}, [&](const std::vector<int>& rks, const RankCoord& at) {
+          const int g =
+              rks.size() > 1 ? e_.add_group(rks, e_.group_name("tp", at, {ParallelDim::kTp})) : -1;
+          for (int x : rks) e_.ranks()[static_cast<std::size_t>(x)].group[ParallelDim::kTp] = g;
+        });
   }
 
   void add_streams(RankState& r) override {
@@ -124,7 +122,7 @@ class TensorParallelPiece final : public ParallelPiece {
       const Bytes bytes = e_.per_micro_batch(sl.comm_bytes_per_sample);
       pending_[r.rank] = e_.coll(r, tp_stream_.at(r.rank),
                                  op_names::collective("tp", CollectiveKind::kAllReduce, ""),
-                                 CollectiveKind::kAllReduce, r.tp_group, bytes,
+                                 CollectiveKind::kAllReduce, r.group[ParallelDim::kTp], bytes,
                                  {{dgrad, DepKind::kStreamWaits}}, lp.phase);
       split_wgrad(e_, r, dgrad);
       return;
@@ -160,7 +158,8 @@ class TensorParallelPiece final : public ParallelPiece {
     if (c == TpComm::kAllGather) k = CollectiveKind::kAllGather;
     RankState& r = lp.r();
     const Bytes bytes = e_.per_micro_batch(layer(lp).comm_bytes_per_sample);
-    r.last_compute = e_.coll(r, r.compute, name_of(k), k, r.tp_group, bytes, {}, lp.phase);
+    r.last_compute =
+        e_.coll(r, r.compute, name_of(k), k, r.group[ParallelDim::kTp], bytes, {}, lp.phase);
   }
 };
 

@@ -363,7 +363,7 @@ class Zero3Piece final : public ParallelPiece {
     RankData& d = data(r);
     d.gather_stream =
         z_.overlap_comm ? b_.add_stream(r.gpu, StreamRole::kComm, "allgather") : r.compute;
-    d.reduce_stream = z_.overlap_comm ? r.dp : r.compute;
+    d.reduce_stream = z_.overlap_comm ? r.stream[ParallelDim::kDp] : r.compute;
   }
 
   void begin_step(StepState& st) override {
@@ -540,7 +540,7 @@ class Zero3Piece final : public ParallelPiece {
     }
     const OpId g = e_.coll(r, d.gather_stream,
                            op_names::collective("zero", CollectiveKind::kAllGather, "params"),
-                           CollectiveKind::kAllGather, r.dp_group, bytes, {}, phase);
+                           CollectiveKind::kAllGather, r.group[ParallelDim::kDp], bytes, {}, phase);
     b_.set_dtype(g, b_.weights_dtype());
     if (d.gather_op.size() <= static_cast<std::size_t>(serial))
       d.gather_op.resize(static_cast<std::size_t>(serial) + 1, kNoOp);
@@ -568,7 +568,7 @@ class Zero3Piece final : public ParallelPiece {
                  b_.dispatch_ns(prep), {}, StepPhase::kBackward);
     const OpId rs = e_.coll(r, d.reduce_stream,
                             op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
-                            CollectiveKind::kReduceScatter, r.dp_group, bytes,
+                            CollectiveKind::kReduceScatter, r.group[ParallelDim::kDp], bytes,
                             {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
     b_.set_dtype(rs, b_.weights_dtype());  // DeepSpeed reduces in the model dtype
     const double after = kReduceAfterOpsPerTensor * tensors;
@@ -610,7 +610,7 @@ class Zero3Piece final : public ParallelPiece {
              "all_gather flat output");
     const OpId g = e_.coll(r, d.gather_stream,
                            op_names::collective("zero", CollectiveKind::kAllGather, "params"),
-                           CollectiveKind::kAllGather, r.dp_group, bytes, {}, phase);
+                           CollectiveKind::kAllGather, r.group[ParallelDim::kDp], bytes, {}, phase);
     b_.set_dtype(g, b_.weights_dtype());
     b_.host_work(r.thread, r.gpu, "zero3 all_gather copy-out", 0, b_.dispatch_ns(p), {}, phase);
     d.gather_last = b_.compute(on_gather, "zero3 all_gather copy-out", ComputeKind::kElementwise, 0,
@@ -689,9 +689,9 @@ class Zero3Piece final : public ParallelPiece {
                "reduce_scatter flat input");
       b_.compute(on_reduce, "zero3 reduce_scatter copy-in", ComputeKind::kElementwise, 0, 2 * bytes,
                  0, false, {}, phase);
-      const OpId rs = e_.coll(r, d.reduce_stream,
-                              op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
-                              CollectiveKind::kReduceScatter, r.dp_group, bytes, {}, phase);
+      const OpId rs = e_.coll(
+          r, d.reduce_stream, op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
+          CollectiveKind::kReduceScatter, r.group[ParallelDim::kDp], bytes, {}, phase);
       b_.set_dtype(rs, b_.weights_dtype());
       b_.release(r.thread, d.reduce_stream, r.gpu, MemCategory::kCommBuffers, bytes,
                  "reduce_scatter flat input");
@@ -736,9 +736,10 @@ class Zero3Piece final : public ParallelPiece {
     b_.host_work(r.thread, r.gpu, "zero3 persistent all_gather partitions", b_.python_ns(before),
                  b_.dispatch_ns(before), {}, phase);
     // Outside fetch_sub_module's comm_stream context: on the current (compute) stream.
-    const OpId g = e_.coll(
-        r, r.compute, op_names::collective("zero", CollectiveKind::kAllGather, "params"),
-        CollectiveKind::kAllGather, r.dp_group, bytes, {{last, DepKind::kStreamWaits}}, phase);
+    const OpId g =
+        e_.coll(r, r.compute, op_names::collective("zero", CollectiveKind::kAllGather, "params"),
+                CollectiveKind::kAllGather, r.group[ParallelDim::kDp], bytes,
+                {{last, DepKind::kStreamWaits}}, phase);
     b_.set_dtype(g, b_.weights_dtype());
     // The flat output's p copies (C++), then per tensor and rank narrow, view, narrow, copy_.
     const double after = tensors * (1 + 4 * p);

@@ -48,7 +48,7 @@ ShardingPlan sharding_plan(const ParallelSpec& ps, StrategyKind kind) {
   p.state_stage = p.params_sharded ? 3 : ps.zero_stage;
   p.optimizer_sharded = ps.zero_stage >= 1;
   p.grads_reduce_scattered = ps.zero_stage >= 2;
-  p.shard_ranks = ps.dp / std::max(1, ps.fsdp2.replicate);
+  p.shard_ranks = ps.dp_cp() / std::max(1, ps.fsdp2.replicate);
   return p;
 }
 
@@ -103,7 +103,7 @@ class ShardingPiece final : public ParallelPiece {
       if (ahead && prev) gather(lp.r(), u - 1, StepPhase::kBackward);
       wait_for_gather(u, lp.deps);
     }
-    if (sh_.grads_reduce_scattered && ps.dp > 1) {
+    if (sh_.grads_reduce_scattered && ps.dp_cp() > 1) {
       // The unit's full gradients before the reduce-scatter into the shard.
       RankState& r = lp.r();
       bucket_ = units[static_cast<std::size_t>(u)].params * framework_grad_bytes(e_.scenario());
@@ -129,33 +129,34 @@ class ShardingPiece final : public ParallelPiece {
     const std::int64_t numel = e_.plan().units[static_cast<std::size_t>(lp.unit)].params;
     const Bytes g = framework_grad_bytes(e_.scenario());  // DeepSpeed: the model dtype
     Bytes grads = numel * g;
-    if (e_.spec().dp <= 1 || grads == 0 || !sh_.grads_reduce_scattered) return;
+    if (e_.spec().dp_cp() <= 1 || grads == 0 || !sh_.grads_reduce_scattered) return;
     // FSDP1's _reduce_grad (docs/memory.md, "FSDP1 flat parameters"): the padded copy of the
     // unsharded gradient when the unit does not divide evenly, and the reduce-scatter's output
     // shard, on the post-backward stream; the reduce-scatter carries the padded gradient.
     const Fsdp1FlatParam fp = fsdp1() ? fsdp1_flat_param(numel, sh_.shard_ranks) : Fsdp1FlatParam{};
     if (fsdp1()) grads = fp.padded * g;
     if (fp.pad_copy > 0)
-      b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, fp.pad_copy * g,
-               "fsdp1 padded grad");
+      b_.alloc(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers,
+               fp.pad_copy * g, "fsdp1 padded grad");
     if (fp.sharded_grad > 0)
-      b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, fp.sharded_grad * g,
-               "fsdp1 sharded grad");
+      b_.alloc(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers,
+               fp.sharded_grad * g, "fsdp1 sharded grad");
     // ZeRO-2/3, FSDP: reduce-scatter this unit's gradients every micro-batch into the shard.
-    const OpId rs =
-        e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
-                CollectiveKind::kReduceScatter, r.dp_group, grads,
-                {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
+    const OpId rs = e_.coll(r, r.stream[ParallelDim::kDp],
+                            op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
+                            CollectiveKind::kReduceScatter, r.group[ParallelDim::kDp], grads,
+                            {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
     b_.set_dtype(rs, deepspeed_states(e_.scenario()) ? b_.weights_dtype() : b_.grads_dtype());
     if (bucket_ > 0)
-      b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bucket_, "grad bucket");
+      b_.release(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers, bucket_,
+                 "grad bucket");
     // Accumulated into _saved_grad_shard (the gradient shard of the model state), then dropped.
     if (fp.pad_copy > 0)
-      b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, fp.pad_copy * g,
-                 "fsdp1 padded grad");
+      b_.release(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers,
+                 fp.pad_copy * g, "fsdp1 padded grad");
     if (fp.sharded_grad > 0)
-      b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, fp.sharded_grad * g,
-                 "fsdp1 sharded grad");
+      b_.release(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers,
+                 fp.sharded_grad * g, "fsdp1 sharded grad");
     lp.sp.st.optimizer_waits.push_back({rs, DepKind::kStreamWaits});
   }
 
@@ -163,11 +164,13 @@ class ShardingPiece final : public ParallelPiece {
     // ZeRO-1/2: every rank updated its shard; all-gather the parameters.
     RankState& r = st.r;
     const int stage = e_.spec().zero_stage;
-    if (e_.spec().dp <= 1 || sh_.params_sharded || (stage != 1 && stage != 2) || r.params <= 0)
+    if (e_.spec().dp_cp() <= 1 || sh_.params_sharded || (stage != 1 && stage != 2) || r.params <= 0)
       return;
-    last = e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kAllGather, "params"),
-                   CollectiveKind::kAllGather, r.dp_group, r.params * e_.precision().weights,
-                   {{last, DepKind::kStreamWaits}}, StepPhase::kOptimizer);
+    last = e_.coll(r, r.stream[ParallelDim::kDp],
+                   op_names::collective("zero", CollectiveKind::kAllGather, "params"),
+                   CollectiveKind::kAllGather, r.group[ParallelDim::kDp],
+                   r.params * e_.precision().weights, {{last, DepKind::kStreamWaits}},
+                   StepPhase::kOptimizer);
     b_.set_dtype(last, b_.weights_dtype());
   }
 
@@ -225,7 +228,8 @@ class ShardingPiece final : public ParallelPiece {
     const Bytes bytes = unit_bytes(u);
     gathered_[static_cast<std::size_t>(u)] = 1;
     if (bytes == 0) return;
-    b_.alloc(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, bytes, "gathered params");
+    b_.alloc(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers, bytes,
+             "gathered params");
     // FSDP1 parameter mixed precision: the low-precision copy of the local shard, _mp_shard, is
     // what the all-gather sends; freed once it is issued (docs/memory.md, "FSDP1 flat
     // parameters"). _unshard (_runtime_utils.py) runs pre_unshard -> _use_low_precision_shard
@@ -248,18 +252,20 @@ class ShardingPiece final : public ParallelPiece {
       deps.push_back({free_events_.front(), DepKind::kHostWaits});
       free_events_.erase(free_events_.begin());
     }
-    const OpId g =
-        e_.coll(r, r.dp, op_names::collective("zero", CollectiveKind::kAllGather, "params"),
-                CollectiveKind::kAllGather, r.dp_group, bytes, std::move(deps), phase);
+    const OpId g = e_.coll(r, r.stream[ParallelDim::kDp],
+                           op_names::collective("zero", CollectiveKind::kAllGather, "params"),
+                           CollectiveKind::kAllGather, r.group[ParallelDim::kDp], bytes,
+                           std::move(deps), phase);
     b_.set_dtype(g, b_.weights_dtype());
     if (mp > 0) {
       // FSDP1's post_unshard -> _free_low_precision_sharded_param (_flat_param.py), run under
       // `with stream(unshard_stream)` (_runtime_utils.py, _unshard):
       // _no_dispatch_record_stream(_mp_shard, current_stream()), then _free_storage. The current
-      // stream is the unshard stream, the all-gather's (r.dp), not the allocation's: the block
-      // is reusable once the all-gather has run (docs/memory.md, "Allocation backpressure").
-      const OpId f =
-          b_.release(r.thread, r.dp, r.gpu, MemCategory::kCommBuffers, mp, "fsdp1 mp shard");
+      // stream is the unshard stream, the all-gather's (r.stream[ParallelDim::kDp]), not the
+      // allocation's: the block is reusable once the all-gather has run (docs/memory.md,
+      // "Allocation backpressure").
+      const OpId f = b_.release(r.thread, r.stream[ParallelDim::kDp], r.gpu,
+                                MemCategory::kCommBuffers, mp, "fsdp1 mp shard");
       b_.program().ops[static_cast<std::size_t>(f)].record_stream = true;
     }
     gather_op_[static_cast<std::size_t>(u)] = g;

@@ -87,4 +87,21 @@ if wanted simview_hpo_asha.png; then
     --seed 1 --max-t 27 --startup-s 0.05 -o "$work/hpo_asha.json" >/dev/null
   shot simview_hpo_asha.png --size 1400x700 hpo_asha.json
 fi
+# docs/program.md "Context parallel": ring attention of Llama 3.1 8B at 131,072 tokens over 8 H100
+# (cp 8, p2p): one attention core's forward in step 2, its 8 ring-step kernels on the compute
+# stream while the K/V hops run on the cp stream. The window is read off the trace (the 9th to 16th
+# h.4.attn.core.fwd kernels of GPU 0, 2 ms either side), so it follows the model.
+if wanted simview_cp_ring.png; then
+  "$simrun" -q "$scenarios/llama3_1_8b_8xh100_cp8_p2p.json" -o "$work/cp8_p2p.json"
+  range=$(/usr/bin/python3 - "$work/cp8_p2p.json" <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+t0 = min(e["ts"] for e in ev)
+core = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("cat") == "kernel"
+              and e.get("args", {}).get("device") == 0 and e["name"] == "h.4.attn.core.fwd")[8:16]
+print(f"{(core[0][0] - t0) / 1e3 - 2:.3f}:{(core[-1][1] - t0) / 1e3 + 2:.3f}")
+PY
+  )
+  shot simview_cp_ring.png --size 1600x700 --range "$range" cp8_p2p.json
+fi
 echo "refresh-screenshots: look at docs/images/simview_*.png (git diff --stat docs/images)"

@@ -12,7 +12,7 @@
 
 #include "backends/block/block_eval.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "run/allocator.hpp"
 
 namespace {
@@ -156,8 +156,8 @@ void run_program_digest(const Case& c) {
       d.add(dep.op);
       d.add(dep.kind);
     }
-    // As 4-byte ints, their width before Op was packed (core/program.hpp): digests stay comparable
-    // with earlier binaries'.
+    // As 4-byte ints, their width before Op was packed (core/program/program.hpp): digests stay
+    // comparable with earlier binaries'.
     d.add(static_cast<std::int32_t>(op.compute_kind));
     d.add(static_cast<std::int32_t>(op.dtype));
     d.add(op.flops);

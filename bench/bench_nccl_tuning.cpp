@@ -14,8 +14,8 @@
 
 #include "core/cost/collective_cost.hpp"
 #include "core/cost/nccl_channels.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/hardware/topology.hpp"
 
 using namespace csim;
 using namespace csim::core;

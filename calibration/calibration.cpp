@@ -12,7 +12,7 @@
 #include "core/cost/collective_cost.hpp"
 #include "core/cost/compute_cost.hpp"
 #include "core/error.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/topology.hpp"
 
 namespace csim::calibration {
 
@@ -74,7 +74,8 @@ std::string bytes_label(double b) {
   return buf;
 }
 
-// "h2d pinned": the Program's name of the copy kind (core/program.cpp), spaced for the table.
+// "h2d pinned": the Program's name of the copy kind (core/program/program.cpp), spaced for the
+// table.
 std::string copy_name(CopyKind k) {
   std::string s = core::to_string(k);
   std::replace(s.begin(), s.end(), '_', ' ');

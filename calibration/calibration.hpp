@@ -13,8 +13,8 @@
 
 #include "calibration/fit.hpp"
 #include "calibration/micro_program.hpp"
-#include "core/executor.hpp"
-#include "core/scenario.hpp"
+#include "core/program/executor.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::calibration {
 

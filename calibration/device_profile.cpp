@@ -16,9 +16,9 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "core/gpu_catalog.hpp"
+#include "core/hardware/gpu_catalog.hpp"
 #include "core/json_diagnostics.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 namespace csim::calibration {
 

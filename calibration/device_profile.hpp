@@ -1,6 +1,6 @@
 // Device profiles (docs/calibration.md, "Profile"): what simrun calibrate writes (metadata, the
 // raw series, the fits, and "overrides" in the form --set takes). simrun --device-profile reads
-// it back through run/scenario_loader.hpp (core/device_profile.hpp).
+// it back through run/scenario_loader.hpp (core/scenario/device_profile.hpp).
 #pragma once
 
 #include <ostream>
@@ -11,12 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/calibration.hpp"
-#include "core/device_profile.hpp"
-#include "core/scenario.hpp"
+#include "core/scenario/device_profile.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::calibration {
 
-// The format, and reading a profile back, are core/device_profile.hpp's.
+// The format, and reading a profile back, are core/scenario/device_profile.hpp's.
 using core::kProfileFormat;
 using core::kProfileFormatVersion;
 

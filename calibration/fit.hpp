@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::calibration {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::calibration {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <exception>
 
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "run/run.hpp"
 #include "run/scenario_loader.hpp"
 

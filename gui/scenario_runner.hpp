@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 #include "profiler/trace.hpp"
 
 namespace csim::gui {

@@ -7,7 +7,7 @@
 #include <iterator>
 #include <map>
 
-#include "core/gpu_catalog.hpp"
+#include "core/hardware/gpu_catalog.hpp"
 #include "gui/time_axis.hpp"
 
 namespace csim::gui {

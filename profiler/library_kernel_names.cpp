@@ -123,7 +123,7 @@ std::string elementwise(const KernelNameContext& c, std::string_view layer, std:
                         bool backward) {
   const bool te = c.framework == "megatron_te";
   const bool torchao = c.fp8_recipe == "rowwise" || c.fp8_recipe == "tensorwise";
-  // torch.compile's fused groups (core/compile_fusion.hpp names them "a+b").
+  // torch.compile's fused groups (core/model/compile_fusion.hpp names them "a+b").
   if (c.compile && has(layer, "+")) {
     const std::size_t dot = layer.rfind('.');
     std::string n = backward ? "triton_poi_fused_bwd_" : "triton_poi_fused_";
@@ -236,7 +236,7 @@ std::string library_kernel_name(const KernelNameContext& c, std::string_view kin
                       "false, true>";
   }
   if (kind == "attention") {
-    // The fused core (core/attention_kernels.cpp: attn.core); eager attention's scores and
+    // The fused core (core/model/attention_kernels.cpp: attn.core); eager attention's scores and
     // attention x values are batched GEMMs.
     if (has(layer, "attn.core")) return attention(c, dtype, backward);
     return gemm(c, dtype);

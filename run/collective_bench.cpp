@@ -8,10 +8,10 @@
 
 #include "core/cost/collective_cost.hpp"
 #include "core/error.hpp"
-#include "core/nic_stack.hpp"
-#include "core/parse_nccl.hpp"
-#include "core/scenario_parser.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/nic_stack.hpp"
+#include "core/hardware/topology.hpp"
+#include "core/scenario/parse_nccl.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 namespace csim::run {
 namespace {
@@ -175,7 +175,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchRequest& rq) {
   }
   r.cluster = c;
   r.ranks = rq.gpus > 0 ? rq.gpus : c.world_gpus();
-  // A forced algorithm passes the gates a scenario's nccl.algo passes (core/parse_nccl.cpp).
+  // A forced algorithm passes the gates a scenario's nccl.algo passes
+  // (core/scenario/parse_nccl.cpp).
   if (const std::string why = core::parse::nccl_algo_gate(rq.algo, c); !why.empty())
     bad_option("--algo",
                std::string("\"") + core::to_string(rq.algo) + "\" cannot run here: " + why,

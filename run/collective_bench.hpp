@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/program.hpp"
-#include "core/scenario.hpp"
+#include "core/program/program.hpp"
+#include "core/scenario/scenario.hpp"
 #include "core/units.hpp"
 
 namespace csim::run {

@@ -5,8 +5,8 @@
 #pragma once
 
 #include "backends/real/process_launcher.hpp"
-#include "core/executor.hpp"
-#include "core/program.hpp"
+#include "core/program/executor.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::run {
 

@@ -13,7 +13,7 @@
 #include "backends/sim/sim_executor.hpp"
 #include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/program_slice.hpp"
+#include "core/program/program_slice.hpp"
 #include "profiler/nvml_sampler.hpp"
 #ifdef CSIM_CUDA_MODULE
 #include "profiler/cupti/cupti_records.hpp"

@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "core/hf_config.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/model/hf_config.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 namespace csim::run {
 

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/device_profile.hpp"
-#include "core/scenario.hpp"
+#include "core/scenario/device_profile.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::run {
 
@@ -22,8 +22,8 @@ class ScenarioLoader {
   // Reads the device profile (when `device_profile` is not empty), then the scenario file, then
   // the Hugging Face config `hf_config` (when not empty: every front end's --hf-config). Throws
   // InputError for any of them: a config that cannot be read or is refused (a mixture of experts,
-  // core/hf_config.hpp) names the config file before anything else is checked. The config then
-  // replaces the scenario's model as the first override (core::hf_config_model_override: the
+  // core/model/hf_config.hpp) names the config file before anything else is checked. The config
+  // then replaces the scenario's model as the first override (core::hf_config_model_override: the
   // scenario's seq_len and python_hooks kept), before `overrides` (--set), so that every load()
   // and every document + overrides() pair (sweeps, tune) sees the same model.
   static ScenarioLoader from_file(const std::string& path, const std::string& device_profile = {},

@@ -1,9 +1,9 @@
 // docs/block-eval.md, "Where it runs"; docs/sweep.md, "Figures".
 #include "run/summary_eval.hpp"
 
-#include "core/flops.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/step_spans.hpp"
+#include "core/model/flops.hpp"
+#include "core/program/step_spans.hpp"
 #include "run/run.hpp"
 
 namespace csim::run {
@@ -18,8 +18,7 @@ void describe(SummaryEval& out) {
   out.gpus = static_cast<int>(out.program.active_gpus.size());
   out.samples_per_step = out.program.samples_per_step;
   out.model_flops_per_step = out.program.model_flops_per_step;
-  if (out.figures.oom)
-    out.oom_op_name = out.program.name_of(out.figures.oom->op);
+  if (out.figures.oom) out.oom_op_name = out.program.name_of(out.figures.oom->op);
 }
 
 // The op-level figures of a run without a trace, through run() so that control.cancel stops the

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "backends/block/block_eval.hpp"
-#include "core/executor.hpp"
-#include "core/program.hpp"
-#include "core/scenario.hpp"
+#include "core/program/executor.hpp"
+#include "core/program/program.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::run {
 
@@ -27,7 +27,7 @@ struct SummaryEval {
   core::Program program;
   block::EvalResult figures;
   // The full Program's figures that a front end prints beside the evaluation, whichever way it
-  // was made: GPUs used, samples per step, model FLOPs per step (core/flops.hpp).
+  // was made: GPUs used, samples per step, model FLOPs per step (core/model/flops.hpp).
   int gpus = 0;
   std::int64_t samples_per_step = 0;
   double model_flops_per_step = 0;

@@ -46,7 +46,48 @@ ALLOWED = {
 # part maps records to Program ops.
 PROFILER_CORE_HEADERS = {"core/units.hpp", "core/error.hpp", "core/input_file.hpp",
                          "core/progress.hpp"}
-PROFILER_CUPTI_CORE_HEADERS = PROFILER_CORE_HEADERS | {"core/program.hpp"}
+PROFILER_CUPTI_CORE_HEADERS = PROFILER_CORE_HEADERS | {"core/program/program.hpp"}
+# core/'s own layers (core/README.md, FOLDERS.md): a file in core/<sub>/ may include core/'s root
+# (the base: units, errors, progress, input files, JSON diagnostics), the scenario format's two
+# headers, its own sub-folder and the sub-folders listed; a root file only the root. So the model
+# and the hardware know nothing of lowering, cost or the Program, and nothing includes lowering/.
+CORE_FORMAT_HEADERS = {"core/scenario/scenario.hpp", "core/scenario/transformer_config.hpp"}
+CORE_LAYERS = {
+    "": set(),
+    "scenario": {"model", "hardware"},  # the parser builds models and reads the GPU catalog
+    "model": set(),
+    "hardware": set(),
+    "program": set(),
+    "engine": {"hardware"},
+    "cost": {"hardware", "program", "engine"},
+    "lowering": {"scenario", "model", "hardware", "program", "cost"},
+}
+
+
+def core_layer(path):
+    """core/'s sub-folder of `path` ('' for core/'s root), or None outside core/ or unknown."""
+    parts = path.split("/")
+    if parts[0] != "core":
+        return None
+    sub = parts[1] if len(parts) > 2 else ""
+    return sub if sub in CORE_LAYERS else None
+
+
+def check_core_include(rel, target):
+    """A violation of core/'s own layering, or None."""
+    src, dst = core_layer(rel), core_layer(target)
+    if src is None or dst is None or src == dst or dst == "":
+        return None
+    if src != "" and target in CORE_FORMAT_HEADERS:
+        return None
+    if dst in CORE_LAYERS[src]:
+        return None
+    where = f"core/{src}/" if src else "core/'s root"
+    may = ", ".join(f"core/{d}/" for d in sorted(CORE_LAYERS[src]))
+    return (f"{where} may include core/'s root{' and the scenario format' if src else ''}"
+            f"{', ' + may if may else ''}; not {target}")
+
+
 # The command lines' in-process entry points, for tests and benches whose subject is the tool
 # (and simrun's progress line, tested against run() without a terminal).
 TOOL_ENTRY_POINTS = {"tools/simrun_app.hpp", "tools/tracediff_app.hpp", "tools/run_progress.hpp"}
@@ -79,6 +120,8 @@ def check_include(rel, target, root):
     if os.path.exists(os.path.join(root, os.path.dirname(rel), target)):
         return None
     dep = target.split("/", 1)[0]
+    if folder == "core" and dep == "core":
+        return check_core_include(rel, target)
     if dep not in ALLOWED or dep == folder:
         return None  # not a project folder (a system or third-party header in quotes)
     allowed = ALLOWED[folder]
@@ -141,9 +184,14 @@ def self_test():
         "core/ok.cpp": '#include "core/units.hpp"\n#include <vector>\n',
         "core/up.cpp": '#include "run/run.hpp"\n',                         # bad: core -> run
         "core/cuda.cpp": "#include <cuda_runtime_api.h>\n",                # bad: CUDA in core
+        "core/model/ok.cpp": '#include "core/scenario/scenario.hpp"\n#include "core/error.hpp"\n',
+        "core/model/low.cpp": '#include "core/lowering/lowering.hpp"\n',  # bad: model -> lowering
+        "core/model/parse.cpp": '#include "core/scenario/scenario_parser.hpp"\n',  # bad: parser
+        "core/lowering/ok.cpp": '#include "core/model/flops.hpp"\n#include "core/cost/x.hpp"\n',
+        "core/base.hpp": '#include "core/program/program.hpp"\n',         # bad: root -> program
         "profiler/ok.cpp": '#include "core/error.hpp"\n',
-        "profiler/prog.cpp": '#include "core/program.hpp"\n',              # bad: beyond units/error
-        "profiler/cupti/ok.cpp": '#include "core/program.hpp"\n#include <cupti.h>\n',
+        "profiler/prog.cpp": '#include "core/program/program.hpp"\n',              # bad: beyond units/error
+        "profiler/cupti/ok.cpp": '#include "core/program/program.hpp"\n#include <cupti.h>\n',
         "backends/ok.cpp": '#include "profiler/trace.hpp"\n',
         "backends/up.cpp": '#include "run/run.hpp"\n',                     # bad: backends -> run
         "run/ok.cpp": '#include "backends/sim/sim_executor.hpp"\n',
@@ -156,7 +204,8 @@ def self_test():
         "tests/helper.hpp": '#include "gui/viewer.hpp"\n',
         "tests/tool.cpp": '#include "tools/oom_advice.hpp"\n',             # bad: not an entry point
     }
-    expected = {"core/up.cpp", "core/cuda.cpp", "profiler/prog.cpp", "backends/up.cpp",
+    expected = {"core/up.cpp", "core/cuda.cpp", "core/model/low.cpp", "core/model/parse.cpp",
+                "core/base.hpp", "profiler/prog.cpp", "backends/up.cpp",
                 "run/cli.cpp", "gui/tool.cpp", "gui/backend.cpp", "sweep/gui.cpp",
                 "tests/tool.cpp"}
     with tempfile.TemporaryDirectory() as root:

@@ -485,7 +485,7 @@ def per_rank_sizes(c):
             raise RuntimeError(f"{scenario}: simrun's --per-rank refusal not understood: {out}")
         return int(m.group(1)), int(m.group(2)), m.group(3), int(m.group(4))
 
-    limit = 50_000_000  # core/scenario.hpp, ScenarioLimits::max_per_rank_events
+    limit = 50_000_000  # core/scenario/scenario.hpp, ScenarioLimits::max_per_rank_events
     rows = ["| scenario | steps | events | JSON | files | `--per-rank` by default |",
             "| --- | --- | --- | --- | --- | --- |"]
     for name in sorted(os.listdir(os.path.join(ROOT, "scenarios"))):

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/executor.hpp"
-#include "core/scenario.hpp"
+#include "core/program/executor.hpp"
+#include "core/scenario/scenario.hpp"
 #include "run/summary_eval.hpp"
 
 namespace csim::sweep {

@@ -6,12 +6,12 @@
 #include <cstdio>
 #include <thread>
 
-#include "core/attention_kernels.hpp"
 #include "core/error.hpp"
-#include "core/flops.hpp"
-#include "core/fp8_recipe.hpp"
 #include "core/lowering/framework_states.hpp"
 #include "core/lowering/parallel_plan.hpp"
+#include "core/model/attention_kernels.hpp"
+#include "core/model/flops.hpp"
+#include "core/model/fp8_recipe.hpp"
 #include "run/scenario_loader.hpp"
 
 namespace csim::sweep {

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 #include "sweep/evaluate.hpp"
 
 namespace csim::sweep {

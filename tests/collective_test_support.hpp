@@ -6,7 +6,7 @@
 
 #include "core/cost/collective_cost.hpp"
 #include "core/engine/flow_network.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/topology.hpp"
 
 namespace csim::test {
 

@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/gpu_catalog.hpp"
-#include "core/scenario.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::test {
 

@@ -7,8 +7,8 @@
 #include "backends/sim/alloc_backpressure.hpp"
 #include "backends/sim/sim_executor.hpp"
 #include "core/cost/compute_cost.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/memory_timeline.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/program/memory_timeline.hpp"
 #include "sim_test_scenario.hpp"
 
 using namespace csim;

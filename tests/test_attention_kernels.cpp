@@ -1,4 +1,4 @@
-// The attention core per kernel (core/attention_kernels.hpp; formulas: docs/attention.md).
+// The attention core per kernel (core/model/attention_kernels.hpp; formulas: docs/attention.md).
 // Expected values are derived in the comments.
 #include <catch2/catch.hpp>
 
@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/attention_kernels.hpp"
 #include "core/cost/compute_cost.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/model_builders.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/model/attention_kernels.hpp"
+#include "core/model/model_builders.hpp"
 
 using namespace csim;
 using namespace csim::core;

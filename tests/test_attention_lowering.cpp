@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "core/attention_kernels.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/model/attention_kernels.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "tests/test_support.hpp"
 
 using namespace csim;

@@ -4,7 +4,8 @@
 //
 // Completeness: every key of the scenario format must be exercised by at least one case. The keys
 // come from two places, and both are checked:
-//  - kParserKeys below, every path the parser (core/scenario_parser.cpp) reads, "[]" for array
+//  - kParserKeys below, every path the parser (core/scenario/scenario_parser.cpp) reads, "[]" for
+//  array
 //    elements; a key added to the parser must be added here (and a case written for it);
 //  - the key tables of docs/scenario.md and docs/limits.md: every backticked key in the first
 //    column of a table whose header starts with "| key" (and the second column of the layer
@@ -23,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "tests/bad_input_catalogue.hpp"
 #include "tests/simrun_cli_support.hpp"
 #include "tests/test_support.hpp"
@@ -90,7 +91,7 @@ const std::vector<std::string> kParserKeys = {
     "model.explicit[].activation_bytes_per_sample", "model.explicit[].output_bytes_per_sample",
     "model.explicit[].bwd_bytes_per_sample", "model.explicit[].kernels",
     "model.explicit[].extra_python_us",
-    // model.transformer (core/parse_transformer.cpp)
+    // model.transformer (core/scenario/parse_transformer.cpp)
     "model.transformer", "model.transformer.layers", "model.transformer.hidden",
     "model.transformer.heads", "model.transformer.kv_heads", "model.transformer.head_dim",
     "model.transformer.ffn_hidden", "model.transformer.seq_len", "model.transformer.vocab",
@@ -102,7 +103,7 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.hidden_dropout", "model.transformer.attention",
     "model.transformer.attention.kernel", "model.transformer.attention.window",
     "model.transformer.attention.global_every", "model.transformer.attention.dropout",
-    // model.hf_config (core/parse_hf_model.cpp)
+    // model.hf_config (core/scenario/parse_hf_model.cpp)
     "model.hf_config", "model.seq_len", "model.attention", "model.attention.kernel",
     "model.vocab_pad_multiple",
     // strategy

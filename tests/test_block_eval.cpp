@@ -13,10 +13,10 @@
 #include "backends/block/block_eval.hpp"
 #include "backends/common/trace_builder.hpp"
 #include "backends/sim/sim_executor.hpp"
+#include "core/hardware/topology_cache.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/scenario_parser.hpp"
-#include "core/topology_cache.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/summary.hpp"
 #include "test_support.hpp"
 
@@ -240,8 +240,8 @@ TEST_CASE("block eval: the schedule is deterministic", "[block]") {
       core::parse_scenario_file(test::scenario_path("gpt_20b_64xa100_3d.json"));
   const core::Program p = core::lower(sc);
   const block::EvalResult a = block::evaluate(sc, p);
-  // The second takes the first's Topology from core/topology_cache.hpp (nothing built); under
-  // ctest each case runs in a process of its own, so the first built it: a hit gives the same
+  // The second takes the first's Topology from core/hardware/topology_cache.hpp (nothing built);
+  // under ctest each case runs in a process of its own, so the first built it: a hit gives the same
   // figures as the build it stands for.
   const std::size_t built = core::topologies_built();
   const block::EvalResult b = block::evaluate(sc, p);

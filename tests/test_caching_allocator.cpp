@@ -1,11 +1,11 @@
-// The caching-allocator model (core/caching_allocator.hpp) on hand-made sequences: rounding, the
-// two pools, splitting and merging, per-stream reuse, release-and-retry before OOM, empty_cache.
-// Rules and their PyTorch sources: docs/memory.md.
+// The caching-allocator model (core/program/caching_allocator.hpp) on hand-made sequences:
+// rounding, the two pools, splitting and merging, per-stream reuse, release-and-retry before OOM,
+// empty_cache. Rules and their PyTorch sources: docs/memory.md.
 #include <catch2/catch.hpp>
 
-#include "core/caching_allocator.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/program/caching_allocator.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;

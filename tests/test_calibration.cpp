@@ -16,7 +16,7 @@
 #include "calibration/device_profile.hpp"
 #include "calibration/fit.hpp"
 #include "core/error.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "run/scenario_loader.hpp"
 #include "tests/simrun_cli_support.hpp"
 #include "tests/test_support.hpp"
@@ -46,7 +46,7 @@ double rel(double got, double want) {
   return std::fabs(got / want - 1);
 }
 
-// The H200 catalog figures the tests derive from (core/gpu_catalog.cpp).
+// The H200 catalog figures the tests derive from (core/hardware/gpu_catalog.cpp).
 constexpr double kH200Bf16Peak = 989.5e12;
 constexpr double kH200GemmMax = 0.62;
 constexpr double kH200GemmHalf = 2e9;

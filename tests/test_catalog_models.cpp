@@ -2,8 +2,8 @@
 // (docs/scenario.md, "GPU catalog" and "Model").
 #include <catch2/catch.hpp>
 
-#include "core/gpu_catalog.hpp"
-#include "core/model_builders.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/model/model_builders.hpp"
 
 using namespace csim;
 using namespace csim::core;

@@ -8,9 +8,9 @@
 #include <functional>
 
 #include "core/error.hpp"
-#include "core/nic_stack.hpp"
-#include "core/scenario_parser.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/nic_stack.hpp"
+#include "core/hardware/topology.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "tests/test_support.hpp"
 
 using namespace csim;
@@ -79,7 +79,7 @@ TEST_CASE("cluster.nic: the stack's catalogue latency, or latency_us", "[nic]") 
   CHECK(warnings.empty());
   CHECK(nic_latency_ns(c.nic) == Approx(15000));
   CHECK(nic_efficiency(c.nic) == Approx(0.9));
-  // GPUDirect-TCPX and TCPXO: both figures fitted (core/nic_stack.cpp), no warning.
+  // GPUDirect-TCPX and TCPXO: both figures fitted (core/hardware/nic_stack.cpp), no warning.
   c = parse_cluster_file(kDgxH100, {"cluster.nodes=2", "cluster.nic.stack=gpudirect_tcpx"},
                          &warnings);
   CHECK(warnings.empty());

@@ -9,8 +9,8 @@
 
 #include "core/cost/collective_cost.hpp"
 #include "core/engine/flow_network.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/nic_stack.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/hardware/nic_stack.hpp"
 #include "tests/collective_test_support.hpp"
 
 using namespace csim;
@@ -325,7 +325,7 @@ TEST_CASE("calibration: nccl_ndr_nic_peak (48.5 GB/s per NIC)", "[calibration]")
 }
 
 // [SECTION] NIC stacks (docs/scenario.md, "cluster.nic") ---------------------------------------
-// Each stack's catalogue latency and line-rate fraction (core/nic_stack.cpp) reproduce the
+// Each stack's catalogue latency and line-rate fraction (core/hardware/nic_stack.cpp) reproduce the
 // published case it was fitted to, through the full default model (channels, protocols, NCCL's
 // algorithm choice), as bench_accuracy runs it.
 

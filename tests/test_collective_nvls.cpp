@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/cost/collective_cost.hpp"
-#include "core/gpu_catalog.hpp"
+#include "core/hardware/gpu_catalog.hpp"
 #include "tests/collective_test_support.hpp"
 
 using namespace csim;

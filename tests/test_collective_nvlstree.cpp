@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/cost/collective_cost.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/parse_nccl.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/scenario/parse_nccl.hpp"
 #include "tests/collective_test_support.hpp"
 
 using namespace csim;
@@ -87,7 +87,7 @@ TEST_CASE("NVLSTree gates: NVLS hardware, two or more nodes", "[collective][nvls
   CHECK(all_reduce(h1, CollectiveAlgo::kNvlsTree, 8, S).algo != CollectiveAlgo::kNvlsTree);
   const Topology h2(catalog_cluster("H100-SXM5-80GB", 2, 8));
   CHECK(all_reduce(h2, CollectiveAlgo::kNvlsTree, 8, S).algo != CollectiveAlgo::kNvlsTree);
-  // The scenario's gate (core/parse_nccl.cpp): forcing it where it cannot run is exit 2.
+  // The scenario's gate (core/scenario/parse_nccl.cpp): forcing it where it cannot run is exit 2.
   CHECK(!parse::nccl_algo_gate(CollectiveAlgo::kNvlsTree, catalog_cluster("A100-SXM4-80GB", 2, 8))
              .empty());
   CHECK(!parse::nccl_algo_gate(CollectiveAlgo::kNvlsTree, catalog_cluster("H100-SXM5-80GB", 1, 8))

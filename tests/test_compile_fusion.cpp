@@ -1,6 +1,6 @@
-// torch.compile's fusion pass (core/compile_fusion.hpp; docs/compile.md): which layers of a GPT
-// block fuse, the bytes and kernels saved (derived by hand for one block), the min-cut rule, and
-// the lowered Program and simulation eager vs compiled: fewer, longer kernels, the same
+// torch.compile's fusion pass (core/model/compile_fusion.hpp; docs/compile.md): which layers of a
+// GPT block fuse, the bytes and kernels saved (derived by hand for one block), the min-cut rule,
+// and the lowered Program and simulation eager vs compiled: fewer, longer kernels, the same
 // tensor-parallel collectives.
 #include <catch2/catch.hpp>
 
@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "backends/sim/sim_executor.hpp"
-#include "core/compile_fusion.hpp"
 #include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/model_builders.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/model/compile_fusion.hpp"
+#include "core/model/model_builders.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;

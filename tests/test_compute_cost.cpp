@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/cost/compute_cost.hpp"
-#include "core/power_limit.hpp"
+#include "core/hardware/power_limit.hpp"
 
 using namespace csim;
 using namespace csim::core;

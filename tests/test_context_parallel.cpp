@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "backends/block/block_eval.hpp"
-#include "core/flops.hpp"
 #include "core/json_diagnostics.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/model/flops.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "sweep/tune.hpp"
 #include "test_support.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "run/run.hpp"
 #include "tests/test_support.hpp"

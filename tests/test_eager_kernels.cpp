@@ -1,13 +1,13 @@
-// Eager kernel sequences per framework (core/eager_kernels.hpp; docs/transformer.md, "Eager kernel
-// sequences"): the Llama 3 8B block under torchtitan and as built, the RMSNorm's traffic derived
-// from torchtitan's RMSNorm, torch.compile recovering the one-kernel figures, the defaults.
+// Eager kernel sequences per framework (core/model/eager_kernels.hpp; docs/transformer.md, "Eager
+// kernel sequences"): the Llama 3 8B block under torchtitan and as built, the RMSNorm's traffic
+// derived from torchtitan's RMSNorm, torch.compile recovering the one-kernel figures, the defaults.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "core/eager_kernels.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/model/eager_kernels.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim::core;
 

@@ -9,8 +9,8 @@
 #include "backends/sim/sim_executor.hpp"
 #include "core/lowering/framework_states.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;

@@ -9,7 +9,7 @@
 
 #include "core/lowering/fsdp1_flat_param.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;

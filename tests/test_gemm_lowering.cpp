@@ -8,7 +8,7 @@
 #include "backends/sim/sim_executor.hpp"
 #include "core/cost/gemm_shape_cost.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;

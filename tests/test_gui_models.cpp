@@ -6,7 +6,7 @@
 #include <memory>
 #include <tuple>
 
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "gui/document.hpp"
 #include "gui/event_style.hpp"
 #include "gui/memory_model.hpp"

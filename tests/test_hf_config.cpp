@@ -1,7 +1,7 @@
-// Hugging Face config.json import (core/hf_config.hpp, core/parse_hf_model.cpp; docs/scenario.md,
-// "model.hf_config"): every bundled config (scenarios/models/) maps to the fields its file gives,
-// the parameter counts of the built models are the published ones, and what cannot be modelled
-// is refused naming the file and the field.
+// Hugging Face config.json import (core/model/hf_config.hpp, core/scenario/parse_hf_model.cpp;
+// docs/scenario.md, "model.hf_config"): every bundled config (scenarios/models/) maps to the fields
+// its file gives, the parameter counts of the built models are the published ones, and what cannot
+// be modelled is refused naming the file and the field.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/attention_kernels.hpp"
 #include "core/error.hpp"
-#include "core/hf_config.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/model/attention_kernels.hpp"
+#include "core/model/hf_config.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "tests/test_support.hpp"
 
 namespace {
@@ -506,8 +506,8 @@ TEST_CASE("hf_config: scenario-side errors name the scenario key", "[hf_config]"
   CHECK(e.file() == gpt2);
   CHECK(e.json_path() == "attn_pdrop");
   // ... and by default GPT-2 on an H100 gets flash2; so does Llama here, a Hugging Face model on
-  // one GPU (framework hf: SDPA's flash backend, core/eager_kernels.hpp), where framework plain
-  // gets the GPU's default.
+  // one GPU (framework hf: SDPA's flash backend, core/model/eager_kernels.hpp), where framework
+  // plain gets the GPU's default.
   const Scenario d = parse_scenario_string(scenario_text(gpt2, R"(, "seq_len": 512)"), "s.json");
   CHECK(d.model.transformer_config.attention_kernel == AttentionKernel::kFlash2);
   const Scenario l = parse_scenario_string(
@@ -530,7 +530,8 @@ TEST_CASE("hf_config: training.compile and FP8's saved activations apply as to m
   // The same Llama 3.1 8B written as model.transformer (its config's fields, docs/scenario.md
   // "model.hf_config") must come out of the compile pass and the FP8 saved-activation pass
   // layer for layer identical: hf_config is only another way to fill the same block (both as
-  // framework plain: a Hugging Face model defaults to hf's eager kernels, core/eager_kernels.hpp).
+  // framework plain: a Hugging Face model defaults to hf's eager kernels,
+  // core/model/eager_kernels.hpp).
   const std::string tr =
       R"({"name": "t", "cluster": {"gpus_per_node": 1, "gpu": "H100-SXM5-80GB"},
           "model": {"transformer": {"layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,

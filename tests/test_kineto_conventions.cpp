@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "backends/common/kineto_names.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/chrome_trace_reader.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/op_classes.hpp"
@@ -339,4 +339,3 @@ TEST_CASE("stream dependencies: cuda_sync events point at real cudaEventRecord c
   CHECK(stream_waits > 0);
   // Per step, about one Stream Wait Event per bucket all-reduce and per optimizer dependency.
 }
-

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/chrome_trace_reader.hpp"
 #include "profiler/library_kernel_names.hpp"
 #include "profiler/op_classes.hpp"

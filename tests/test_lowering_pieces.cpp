@@ -12,7 +12,7 @@
 
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;

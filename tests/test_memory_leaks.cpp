@@ -6,10 +6,10 @@
 #include <map>
 #include <set>
 
-#include "core/caching_allocator.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/program/caching_allocator.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/summary.hpp"
 #include "run/run.hpp"
 

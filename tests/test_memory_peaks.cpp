@@ -1,11 +1,11 @@
 // First-step and steady-state peaks, and the OOM verdict's two figures (docs/memory.md, "First-
-// step and steady-state peaks", "OOM verdict"; core/memory_timeline.cpp).
+// step and steady-state peaks", "OOM verdict"; core/program/memory_timeline.cpp).
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/summary.hpp"
 #include "run/run.hpp"
 

@@ -1,4 +1,4 @@
-// The general decoder block (core/model_transformer.hpp, core/transformer_flops.hpp,
+// The general decoder block (core/model/model_transformer.hpp, core/model/transformer_flops.hpp,
 // model.transformer): published parameter counts, the GPT-2 equivalence with build_gpt, the
 // per-token FLOPs counts and the parser's checks. Formulas: docs/transformer.md; every expected
 // value is derived in the comment above it.
@@ -7,12 +7,12 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "core/flops.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/model_builders.hpp"
-#include "core/model_transformer.hpp"
-#include "core/scenario_parser.hpp"
-#include "core/transformer_flops.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/model/flops.hpp"
+#include "core/model/model_builders.hpp"
+#include "core/model/model_transformer.hpp"
+#include "core/model/transformer_flops.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim::core;
 

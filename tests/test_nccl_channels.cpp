@@ -8,8 +8,8 @@
 #include "core/cost/collective_cost.hpp"
 #include "core/cost/nccl_channels.hpp"
 #include "core/engine/flow_network.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/parse_nccl.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/scenario/parse_nccl.hpp"
 #include "tests/collective_test_support.hpp"
 
 using namespace csim;

@@ -1,6 +1,6 @@
 // Optimizer and clipping kernels by PyTorch release (core/lowering/optimizer_kernels.hpp;
 // docs/program.md, "Optimizer and clipping kernels") and Hugging Face's eager attention masks and
-// cross-entropy (core/eager_kernels.hpp; docs/transformer.md, "Eager kernel sequences").
+// cross-entropy (core/model/eager_kernels.hpp; docs/transformer.md, "Eager kernel sequences").
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -8,7 +8,7 @@
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/optimizer_kernels.hpp"
 #include "core/lowering/program_builder.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim::core;
 

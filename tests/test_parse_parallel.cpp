@@ -1,15 +1,15 @@
-// The per-dimension validators of the parallel strategy (core/parse_parallel.hpp), each called
-// alone on a strategy object, and the driver that runs them in order. The messages themselves are
-// pinned by tests/bad_inputs/ (test_bad_inputs.cpp); these tests check what each validator fills
-// and which problem it owns.
+// The per-dimension validators of the parallel strategy (core/scenario/parse_parallel.hpp), each
+// called alone on a strategy object, and the driver that runs them in order. The messages
+// themselves are pinned by tests/bad_inputs/ (test_bad_inputs.cpp); these tests check what each
+// validator fills and which problem it owns.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/parse_parallel.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/parse_parallel.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;

@@ -1,6 +1,7 @@
-// Uneven pipeline stages (core/pipeline_stages.hpp; docs/scenario.md, "strategy: uneven pipeline
-// stages"): the stage-assignment arithmetic, the parser's keys and refusals, and the lowering's
-// per-stage work and memory following the split. Every expected value is derived beside it.
+// Uneven pipeline stages (core/model/pipeline_stages.hpp; docs/scenario.md, "strategy: uneven
+// pipeline stages"): the stage-assignment arithmetic, the parser's keys and refusals, and the
+// lowering's per-stage work and memory following the split. Every expected value is derived beside
+// it.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -10,9 +11,9 @@
 #include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/pipeline_stages.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/model/pipeline_stages.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -194,7 +195,9 @@ TEST_CASE("10 blocks over 4 stages [3,3,2,2]: longer stages in the Program and t
   REQUIRE(r.complete);
   std::map<int, TimeNs> busy;
   for (const Op& op : p.ops) {
-    if (op.kind != OpKind::kCompute || (op.phase != Phase::kForward && op.phase != Phase::kBackward)) continue;
+    if (op.kind != OpKind::kCompute ||
+        (op.phase != Phase::kForward && op.phase != Phase::kBackward))
+      continue;
     const OpTiming& t = r.timings[static_cast<std::size_t>(op.id)];
     busy[op.gpu] += t.end_ns - t.start_ns;
   }

@@ -1,10 +1,10 @@
-// One rank of a Program run alone (core/program_slice.hpp): simrun --ranks R.
+// One rank of a Program run alone (core/program/program_slice.hpp): simrun --ranks R.
 #include <catch2/catch.hpp>
 
 #include "backends/sim/sim_executor.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/program_slice.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/program/program_slice.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using core::Op;

@@ -19,7 +19,7 @@
 #include "backends/real/standin_runtime.hpp"
 #include "backends/sim/sim_executor.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "tests/test_support.hpp"
 
 using namespace csim;

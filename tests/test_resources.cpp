@@ -9,8 +9,8 @@
 #include "backends/sim/resources.hpp"
 #include "backends/sim/sim_executor.hpp"
 #include "core/cost/hbm_traffic.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/hardware/topology.hpp"
 #include "sim_test_scenario.hpp"
 
 using namespace csim;

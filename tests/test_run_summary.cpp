@@ -12,8 +12,8 @@
 #include "backends/common/trace_builder.hpp"
 #include "backends/sim/sim_executor.hpp"
 #include "core/lowering/lowering.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/summary.hpp"
 #include "test_support.hpp"
 

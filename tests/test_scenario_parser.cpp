@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/json_diagnostics.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;

@@ -6,8 +6,8 @@
 #include "backends/sim/sim_executor.hpp"
 #include "core/cost/collective_cost.hpp"
 #include "core/cost/compute_cost.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/hardware/topology.hpp"
 #include "sim_test_scenario.hpp"
 
 using namespace csim;

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/cost/collective_cost.hpp"
-#include "core/scenario_parser.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/topology.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "tests/simrun_cli_support.hpp"
 #include "tests/test_support.hpp"
 

@@ -7,11 +7,11 @@
 
 #include "backends/sim/sim_executor.hpp"
 #include "core/error.hpp"
-#include "core/flops.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/model/flops.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "test_support.hpp"
 
 using namespace csim;

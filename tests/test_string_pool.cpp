@@ -9,9 +9,9 @@
 
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/op_names.hpp"
-#include "core/program.hpp"
-#include "core/scenario_parser.hpp"
-#include "core/string_pool.hpp"
+#include "core/program/program.hpp"
+#include "core/program/string_pool.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim::core;
 

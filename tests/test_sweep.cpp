@@ -10,7 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/json_diagnostics.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/summary.hpp"
 #include "simrun_cli_support.hpp"
 #include "sweep/results_io.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/lowering/lowering.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/chrome_trace_reader.hpp"
 #include "profiler/per_rank_traces.hpp"
 #include "profiler/rank_symmetry.hpp"

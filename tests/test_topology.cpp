@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "core/topology.hpp"
+#include "core/hardware/topology.hpp"
 
 using namespace csim;
 using namespace csim::core;

@@ -1,11 +1,11 @@
-// core/topology_cache.hpp: one Topology per distinct (ClusterSpec, LinkParams), equal to a fresh
-// one, shared across threads (docs/block-eval.md, "Speed").
+// core/hardware/topology_cache.hpp: one Topology per distinct (ClusterSpec, LinkParams), equal to a
+// fresh one, shared across threads (docs/block-eval.md, "Speed").
 #include <catch2/catch.hpp>
 
 #include <thread>
 #include <vector>
 
-#include "core/topology_cache.hpp"
+#include "core/hardware/topology_cache.hpp"
 
 using namespace csim;
 using namespace csim::core;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "run/run.hpp"
 #include "test_support.hpp"
 

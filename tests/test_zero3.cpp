@@ -1,6 +1,6 @@
 // DeepSpeed ZeRO-3's parameter coordinator and lowering (core/lowering/zero3_fetch.{hpp,cpp};
-// docs/program.md, "ZeRO-3 parameter fetch"), its keys (core/parse_parallel_zero3.cpp) and the
-// optimizer step's temporaries (core/lowering/optimizer_memory.cpp; docs/memory.md). Every
+// docs/program.md, "ZeRO-3 parameter fetch"), its keys (core/scenario/parse_parallel_zero3.cpp) and
+// the optimizer step's temporaries (core/lowering/optimizer_memory.cpp; docs/memory.md). Every
 // expected value is derived in a comment first.
 #include <catch2/catch.hpp>
 
@@ -15,7 +15,7 @@
 #include "core/lowering/optimizer_memory.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/zero3_fetch.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 using namespace csim;
 using namespace csim::core;

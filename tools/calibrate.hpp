@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "calibration/calibration.hpp"
-#include "core/executor.hpp"
+#include "core/program/executor.hpp"
 
 namespace csim::app {
 

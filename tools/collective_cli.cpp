@@ -3,7 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 #include "run/collective_bench.hpp"
 #include "tools/simrun_app.hpp"
 
@@ -31,7 +31,8 @@ int collective_main(const std::vector<std::string>& args, std::ostream& out, std
   app.add_option("-e,--maxbytes", max_b, "largest size (default 128M)");
   app.add_option("-f,--stepfactor", factor, "multiply the size by this per row (default 2)");
   app.add_option("-i,--stepbytes", step_b, "add this many bytes per row instead of -f");
-  std::string algos;  // the scenario's spellings, from the one enum table (core/scenario.cpp)
+  std::string
+      algos;  // the scenario's spellings, from the one enum table (core/scenario/scenario.cpp)
   for (const std::string& a : core::collective_algo_names())
     algos += (algos.empty() ? "" : ", ") + a;
   app.add_option("--algo", algo, "NCCL_ALGO: " + algos);

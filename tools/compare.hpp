@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
-#include "core/program.hpp"
+#include "core/program/executor.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::app {
 

@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "core/error.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/step_spans.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/program/step_spans.hpp"
 #include "run/run.hpp"
 
 namespace csim::app {
@@ -148,7 +148,7 @@ std::vector<AdviceItem> oom_advice(const run::ScenarioLoader& loader,
           it.worst_fill = std::max(
               it.worst_fill,
               static_cast<double>(std::max(g.peak_bytes, g.steady_peak_bytes)) / g.capacity_bytes);
-      // The summary's step time, from the same ProfilerStep spans (core/step_spans.hpp).
+      // The summary's step time, from the same ProfilerStep spans (core/program/step_spans.hpp).
       it.step_time_s = core::step_time_s(core::step_spans(run.program, run.result.timings));
     } catch (const InputError& e) {
       it.error = e.what();  // the change does not apply to this scenario (e.g. a divisibility rule)

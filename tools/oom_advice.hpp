@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
-#include "core/scenario.hpp"
+#include "core/program/executor.hpp"
+#include "core/scenario/scenario.hpp"
 #include "run/scenario_loader.hpp"
 
 namespace csim::app {

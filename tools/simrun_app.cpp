@@ -8,7 +8,7 @@
 #include "backends/common/run_summary.hpp"
 #include "backends/common/trace_builder.hpp"
 #include "core/error.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/per_rank_traces.hpp"

@@ -11,7 +11,7 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/atomic_file.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "run/run.hpp"

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/program.hpp"
-#include "core/scenario.hpp"
+#include "core/program/executor.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/program/program.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::block {
 

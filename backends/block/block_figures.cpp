@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "core/step_spans.hpp"
+#include "core/program/step_spans.hpp"
 
 namespace csim::block::detail {
 
@@ -42,7 +42,7 @@ EvalResult Schedule::figures() const {
   r.chains = chains_;
   r.chained_ops = chained_ops_;
   r.transfers_timed = static_cast<std::int64_t>(transfer_ns_.size());
-  // docs/summary.md, "Steps", as core/step_spans.cpp: per GPU and step the span from its
+  // docs/summary.md, "Steps", as core/program/step_spans.cpp: per GPU and step the span from its
   // thread reaching the step's first op to the step's last end, tiled (a step starts no earlier
   // than the previous one ended, which ends where the thread's next step is first drawn).
   std::vector<core::StepSpan> spans;
@@ -87,8 +87,9 @@ EvalResult Schedule::figures() const {
     prev_n = n;
     prev_end = se.second;
   }
-  // docs/memory.md, "First-step and steady-state peaks" (one step), as core/memory_timeline.cpp:
-  // memory ops by time then op id; the peak, and the steady state projected from step 1.
+  // docs/memory.md, "First-step and steady-state peaks" (one step), as
+  // core/program/memory_timeline.cpp: memory ops by time then op id; the peak, and the steady state
+  // projected from step 1.
   std::vector<MemEvent> mem = mem_;
   std::sort(mem.begin(), mem.end(), [](const MemEvent& a, const MemEvent& b) {
     return a.t != b.t ? a.t < b.t : a.op < b.op;

@@ -4,8 +4,8 @@
 
 #include "backends/block/block_eval.hpp"
 #include "backends/sim/sim_executor.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/step_spans.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/program/step_spans.hpp"
 
 namespace csim::block {
 namespace {

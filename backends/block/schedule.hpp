@@ -16,8 +16,8 @@
 #include "core/cost/collective_cost.hpp"
 #include "core/cost/compute_cost.hpp"
 #include "core/engine/event_queue.hpp"
-#include "core/topology.hpp"
-#include "core/topology_cache.hpp"
+#include "core/hardware/topology.hpp"
+#include "core/hardware/topology_cache.hpp"
 
 namespace csim::block::detail {
 
@@ -170,7 +170,7 @@ class Schedule {
   const core::Scenario& scenario_;
   const core::Program& program_;
   core::CommParams comm_;
-  // Shared with every evaluation of the same cluster (core/topology_cache.hpp).
+  // Shared with every evaluation of the same cluster (core/hardware/topology_cache.hpp).
   std::shared_ptr<const core::Topology> topology_;
   const core::Topology& topo_;
   std::vector<int> local_link_;  // time_plan's scratch: topology link -> compact index, -1

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/executor.hpp"
-#include "core/program.hpp"
+#include "core/program/executor.hpp"
+#include "core/program/program.hpp"
 #include "core/progress.hpp"
 
 namespace csim::backend {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "profiler/json_raw_format.hpp"
 
 namespace csim::backend {

@@ -5,7 +5,7 @@
 
 #include "backends/common/trace_builder.hpp"
 #include "backends/common/trace_parts.hpp"
-#include "core/step_spans.hpp"
+#include "core/program/step_spans.hpp"
 
 namespace csim::backend {
 namespace {

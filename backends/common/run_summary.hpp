@@ -3,10 +3,10 @@
 // "Without a trace").
 #pragma once
 
-#include "core/executor.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/program.hpp"
-#include "core/scenario.hpp"
+#include "core/program/executor.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/program/program.hpp"
+#include "core/scenario/scenario.hpp"
 #include "profiler/summary.hpp"
 
 namespace csim::backend {

@@ -5,10 +5,10 @@
 #include "backends/common/cuda_sync_plan.hpp"
 #include "backends/common/kineto_names.hpp"
 #include "core/error.hpp"
-#include "core/fp8_recipe.hpp"
 #include "core/lowering/optimizer_memory.hpp"
-#include "core/step_spans.hpp"
-#include "core/transformer_flops.hpp"
+#include "core/model/fp8_recipe.hpp"
+#include "core/model/transformer_flops.hpp"
+#include "core/program/step_spans.hpp"
 #include "profiler/huge_pages.hpp"
 #include "profiler/library_kernel_names.hpp"
 
@@ -289,7 +289,7 @@ class GroupArgs {
   };
   explicit GroupArgs(const core::Program& p)
       : p_(p), groups_(p.groups.size()), known_(p.groups.size(), 0) {}
-  // -1 (a collective simulated elsewhere, core/program_slice.hpp): no group, "[]".
+  // -1 (a collective simulated elsewhere, core/program/program_slice.hpp): no group, "[]".
   const Group& of(int group) {
     if (group < 0) {
       if (none_.ranks.empty()) {
@@ -331,7 +331,7 @@ class GroupArgs {
 // profiler.step() marks it): from the loop reaching the step's first op to the end of the step's
 // last op on that GPU. Other threads' early starts (data-loader workers prefetching later
 // batches) do not move the start; they still count for the end.
-// core/step_spans.cpp computes them (sweeps read the step time from the same spans).
+// core/program/step_spans.cpp computes them (sweeps read the step time from the same spans).
 template <class Sink>
 void step_annotations(Sink& sink, const core::Program& p,
                       const std::vector<core::StepSpan>& step_spans) {
@@ -610,7 +610,8 @@ struct BuildPrep {
 BuildPrep build_prep(const core::Program& p, const core::ExecutionResult& r,
                      core::ProgressCount& count) {
   // Stream and host dependencies become CUDA events as Kineto records them with
-  // enable_cuda_sync_events (cuda_sync_plan.hpp); the ProfilerStep#N spans (core/step_spans.hpp).
+  // enable_cuda_sync_events (cuda_sync_plan.hpp); the ProfilerStep#N spans
+  // (core/program/step_spans.hpp).
   return {plan_cuda_sync(p, r.timings, static_cast<std::int64_t>(p.ops.size()) + 1, &count),
           core::step_spans(p, r.timings, &count)};
 }
@@ -809,7 +810,7 @@ void build_into(Sink& sink, const core::Scenario& s, const core::Program& p,
       sink.arg("op", name_text);
       if (op.peer_gpu >= 0) sink.arg("src_device", static_cast<std::int64_t>(op.peer_gpu));
     } else {
-      // A collective simulated elsewhere (core/program_slice.hpp) has no group here.
+      // A collective simulated elsewhere (core/program/program_slice.hpp) has no group here.
       const GroupArgs::Group& g = group_args.of(op.group);
       // The algorithm and protocol the executor recorded (the simulator's plan); where it could
       // not know them, the op's own forced algorithm, if any.

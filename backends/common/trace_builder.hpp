@@ -4,10 +4,10 @@
 // categories, ac2g launch -> kernel flows, memory counters, ProfilerStep#N spans.
 #pragma once
 
-#include "core/executor.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/program.hpp"
-#include "core/scenario.hpp"
+#include "core/program/executor.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/program/program.hpp"
+#include "core/scenario/scenario.hpp"
 #include "profiler/chrome_trace_writer.hpp"
 #include "profiler/trace.hpp"
 

@@ -5,18 +5,18 @@
 
 #include <vector>
 
-#include "core/executor.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/program.hpp"
-#include "core/scenario.hpp"
-#include "core/step_spans.hpp"
+#include "core/program/executor.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/program/program.hpp"
+#include "core/program/step_spans.hpp"
+#include "core/scenario/scenario.hpp"
 #include "profiler/trace.hpp"
 
 namespace csim::backend::detail {
 
 // One process per simulated GPU (a mirrored GPU has none under rank symmetry).
 void add_gpu_processes(prof::Trace& tr, const core::Program& p, const core::MemoryReport& mem);
-// The ProfilerStep#N spans (core/step_spans.cpp) on each GPU's first host thread.
+// The ProfilerStep#N spans (core/program/step_spans.cpp) on each GPU's first host thread.
 void add_step_annotations(prof::Trace& tr, const core::Program& p,
                           const std::vector<core::StepSpan>& step_spans);
 // The "memory" counter alone: allocated bytes per GPU, in total and by category.

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::cuda {
 

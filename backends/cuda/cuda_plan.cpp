@@ -186,8 +186,8 @@ ProcessPlan plan_process(const core::Program& program, const std::vector<int>& g
     ++plan.local_ops;
     DevicePlan& dev = plan.devices[static_cast<std::size_t>(slot_of(op.gpu))];
     const Bytes capped = std::min(op.bytes, kMaxBufferBytes);
-    // Work simulated elsewhere (core/program_slice.hpp, simrun --ranks): a timed wait on the
-    // stream, no buffers, peers or communicators.
+    // Work simulated elsewhere (core/program/program_slice.hpp, simrun --ranks): a timed wait on
+    // the stream, no buffers, peers or communicators.
     if (op.fixed_ns >= 0) {
       plan.delay_stream[static_cast<std::size_t>(op.stream)] = 1;
       continue;

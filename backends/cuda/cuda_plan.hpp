@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backends/cuda/gemm_proxy.hpp"
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "core/units.hpp"
 
 namespace csim::cuda {

@@ -10,7 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "core/units.hpp"
 
 namespace csim::cuda {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "core/units.hpp"
 
 namespace csim::real {

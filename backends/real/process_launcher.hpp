@@ -15,7 +15,7 @@
 #include "backends/real/device_runtime.hpp"
 #include "backends/real/real_executor.hpp"
 #include "backends/real/wire.hpp"
-#include "core/executor.hpp"
+#include "core/program/executor.hpp"
 
 namespace csim::real {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "backends/real/wire.hpp"
-#include "core/executor.hpp"
-#include "core/program.hpp"
+#include "core/program/executor.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::real {
 

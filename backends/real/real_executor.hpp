@@ -8,7 +8,7 @@
 #include <string>
 
 #include "backends/real/device_runtime.hpp"
-#include "core/executor.hpp"
+#include "core/program/executor.hpp"
 
 namespace csim::real {
 

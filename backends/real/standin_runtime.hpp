@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "backends/real/device_runtime.hpp"
-#include "core/executor.hpp"
-#include "core/scenario.hpp"
+#include "core/program/executor.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::real {
 

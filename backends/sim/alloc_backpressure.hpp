@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/program.hpp"
-#include "core/scenario.hpp"
+#include "core/program/program.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::sim {
 
@@ -75,8 +75,8 @@ class AllocBackpressure {
   std::vector<int> syncs_;
 };
 
-// Usable memory per global GPU index, as the memory timeline checks it (core/memory_timeline.cpp:
-// NCCL's buffers counted on the GPUs that run a collective).
+// Usable memory per global GPU index, as the memory timeline checks it
+// (core/program/memory_timeline.cpp: NCCL's buffers counted on the GPUs that run a collective).
 std::vector<Bytes> usable_memory_by_gpu(const core::Program& p, const core::ClusterSpec& cluster);
 
 // One note per GPU whose host synchronized ("allocator backpressure: ..."), none otherwise.

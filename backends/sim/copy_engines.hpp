@@ -13,7 +13,7 @@
 
 #include <vector>
 
-#include "core/topology.hpp"
+#include "core/hardware/topology.hpp"
 
 namespace csim::sim {
 

@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "core/units.hpp"
 
 namespace csim::sim {

@@ -28,7 +28,7 @@
 #include "core/engine/event_queue.hpp"
 #include "core/engine/flow_network.hpp"
 #include "core/error.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/topology.hpp"
 
 namespace csim::sim {
 namespace {
@@ -369,7 +369,8 @@ void SimRun::start_on_stream(int s, OpId id) {
     }
     case OpKind::kCopy: {
       st.running = id;
-      if (op.fixed_ns >= 0) {  // simulated elsewhere (core/program_slice.hpp): a fixed delay
+      if (op.fixed_ns >=
+          0) {  // simulated elsewhere (core/program/program_slice.hpp): a fixed delay
         push(now_ + op.fixed_ns, EvType::kComputeDone, id);
         return;
       }
@@ -391,7 +392,8 @@ void SimRun::start_on_stream(int s, OpId id) {
     case OpKind::kCollective: {
       st.running = id;
       set_holder(id, op.gpu, sms_of(op), 0);  // it spins on its SMs until the data moves
-      if (op.fixed_ns >= 0) {  // simulated elsewhere (core/program_slice.hpp): a fixed delay
+      if (op.fixed_ns >=
+          0) {  // simulated elsewhere (core/program/program_slice.hpp): a fixed delay
         push(now_ + op.fixed_ns, EvType::kComputeDone, id);
         return;
       }

@@ -1,11 +1,12 @@
-// The simulator: runs a Program on the cost model in a deterministic discrete-event simulation (one SimRun per run)
-// (docs/cost-model.md). Contention is resolved for GPU streams (FIFO per stream), links (flows
-// sharing bandwidth by max-min fairness), CPU cores per node and the GIL per Python process.
+// The simulator: runs a Program on the cost model in a deterministic discrete-event simulation (one
+// SimRun per run) (docs/cost-model.md). Contention is resolved for GPU streams (FIFO per stream),
+// links (flows sharing bandwidth by max-min fairness), CPU cores per node and the GIL per Python
+// process.
 #pragma once
 
 #include "core/cost/collective_cost.hpp"
-#include "core/executor.hpp"
-#include "core/scenario.hpp"
+#include "core/program/executor.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::sim {
 

@@ -7,9 +7,9 @@
 
 #include "bench/accuracy/accuracy.hpp"
 #include "core/cost/collective_cost.hpp"
-#include "core/gpu_catalog.hpp"
-#include "core/nic_stack.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/gpu_catalog.hpp"
+#include "core/hardware/nic_stack.hpp"
+#include "core/hardware/topology.hpp"
 
 namespace csim::accuracy {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "bench/accuracy/accuracy.hpp"
-#include "core/memory_timeline.hpp"
-#include "core/scenario_parser.hpp"
+#include "core/program/memory_timeline.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "profiler/summary.hpp"
 #include "run/run.hpp"
 

@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "core/program.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/topology.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::core {
 

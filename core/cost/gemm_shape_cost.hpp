@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 #include "core/units.hpp"
 
 namespace csim::core {

@@ -4,7 +4,7 @@
 
 #include <span>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::core {
 

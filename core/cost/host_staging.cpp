@@ -9,11 +9,6 @@
 
 namespace csim::core {
 
-double host_staging_link_bytes_per_s(double bridge_bytes_per_s) {
-  CSIM_ASSERT(bridge_bytes_per_s > 0);
-  return bridge_bytes_per_s / 2;
-}
-
 double shm_step_wire_bytes(NcclProto proto) {
   // NCCL src/init.cc: DEFAULT_LL_BUFFSIZE = NCCL_LL_LINES_PER_THREAD (8) x NCCL_LL_MAX_NTHREADS
   // (512) x NCCL_STEPS (8) x 16-byte lines; DEFAULT_LL128_BUFFSIZE = NCCL_LL128_ELEMS_PER_THREAD

@@ -2,22 +2,21 @@
 // (cluster.p2p false, nccl.p2p_disable, NCCL_P2P_DISABLE=1) NCCL's SHM transport moves every
 // intra-node hop through a buffer in host memory: the sender copies a chunk in, the receiver copies
 // it out. The topology routes such hops over both copies' links and a host.staging link that makes
-// the two copies share the host bridge (core/topology.cpp); this file has that link's rate and the
-// chunk pipeline's fill, which the collective plans add (core/cost/collective_cost.cpp,
+// the two copies share the host bridge (core/hardware/topology.cpp); this file has that link's rate
+// and the chunk pipeline's fill, which the collective plans add (core/cost/collective_cost.cpp,
 // plan_collective).
 #pragma once
 
 #include <vector>
 
 #include "core/cost/collective_cost.hpp"
-#include "core/program.hpp"
-#include "core/topology.hpp"
+#include "core/hardware/topology.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::core {
 
-// Capacity of a node's host.staging link: every staged byte crosses the host bridge twice (into
-// host memory, out of it) and the two crossings share its bandwidth: bridge / 2.
-double host_staging_link_bytes_per_s(double bridge_bytes_per_s);
+// The host.staging link's capacity, host_staging_link_bytes_per_s, is the topology's
+// (core/hardware/topology.hpp).
 
 // The chunk one SHM step carries, in wire bytes: NCCL's buffer for the protocol / NCCL_STEPS
 // (src/init.cc DEFAULT_*BUFFSIZE, src/include/device.h NCCL_STEPS = 8): LL 64 KiB, LL128

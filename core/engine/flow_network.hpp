@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/topology.hpp"
+#include "core/hardware/topology.hpp"
 #include "core/units.hpp"
 
 namespace csim::engine {

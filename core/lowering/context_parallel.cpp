@@ -20,9 +20,9 @@
 // element); |Q| = |O| = (s / cp) (a / tp) d e.
 #include <algorithm>
 
-#include "core/attention_kernels.hpp"
 #include "core/error.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
+#include "core/model/attention_kernels.hpp"
 
 namespace csim::core {
 
@@ -67,7 +67,8 @@ CpBlockBytes cp_block_bytes(const ModelSpec& m, const LayerSpec& core, const Par
   const double d = static_cast<double>(core.fused_attention.head_dim);
   const double a = m.transformer.heads;
   const double g = m.transformer.kv_heads > 0 ? m.transformer.kv_heads : m.transformer.heads;
-  // e from the core's output O = s a d e per sample (core/attention_kernels.cpp, fused_layers).
+  // e from the core's output O = s a d e per sample (core/model/attention_kernels.cpp,
+  // fused_layers).
   const double e = core.output_bytes_per_sample / (s * a * d);
   const double tokens = s / ps.cp, t = ps.tp;
   return CpBlockBytes{2.0 * tokens * (g / t) * d * e, tokens * (a / t) * d * e};

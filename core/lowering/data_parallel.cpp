@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <map>
 
-#include "core/caching_allocator.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/program_builder.hpp"
+#include "core/program/caching_allocator.hpp"
 
 namespace csim::core {
 namespace {
@@ -26,9 +26,9 @@ constexpr double kReplicatePyOpsFixed = 10.0;
 
 struct DeviceLanes {
   int gpu = 0;
-  int compute = 0;        // default stream
-  int copy = 0;           // side stream used by Scatter/Gather copies
-  int replica_thread = 0; // parallel_apply worker
+  int compute = 0;         // default stream
+  int copy = 0;            // side stream used by Scatter/Gather copies
+  int replica_thread = 0;  // parallel_apply worker
   int autograd_thread = 0;
 };
 
@@ -42,7 +42,8 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
   const int d0 = ids.front();
   const int od = s.strategy.output_device;
   const int node = d0 / s.cluster.gpus_per_node;
-  p.strategy_label = "data_parallel (" + std::to_string(n) + " GPUs, output_device " + std::to_string(od) + ")";
+  p.strategy_label =
+      "data_parallel (" + std::to_string(n) + " GPUs, output_device " + std::to_string(od) + ")";
   p.active_gpus = ids;
   p.samples_per_step = s.training.global_batch;
 
@@ -63,7 +64,8 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
   auto group_for = [&](int r) {
     auto it = group_of_replicas.find(r);
     if (it != group_of_replicas.end()) return it->second;
-    const int g = b.add_group(std::vector<int>(ids.begin(), ids.begin() + r), "data_parallel x" + std::to_string(r));
+    const int g = b.add_group(std::vector<int>(ids.begin(), ids.begin() + r),
+                              "data_parallel x" + std::to_string(r));
     group_of_replicas[r] = g;
     return g;
   };
@@ -76,7 +78,8 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
 
   for (int step = 1; step <= s.training.steps; ++step) {
     b.set_step(step);
-    const std::int64_t samples = batch_for_step(s.training.global_batch, s.training.dataset_size, step);
+    const std::int64_t samples =
+        batch_for_step(s.training.global_batch, s.training.dataset_size, step);
     const auto micro = torch_chunk_sizes(samples, s.training.gradient_accumulation);
     OpId last_grad_op = kNoOp;
     std::vector<std::pair<Bytes, Bytes>> kept;  // del_temporaries false: (gathered output, input)
@@ -102,7 +105,8 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
         const DeviceLanes& d = dev[ids[i]];
         b.alloc(main, d.copy, d.gpu, MemCategory::kActivations, chunk_bytes[i], "input chunk");
         OpId c = b.copy(main, d.copy, d.gpu, "scatter chunk " + std::to_string(i), CopyKind::kPeer,
-                        chunk_bytes[i], d0, {{in.copy, DepKind::kStreamWaits}}, Phase::kScatter, b.python_ns(1), b.dispatch_ns(1));
+                        chunk_bytes[i], d0, {{in.copy, DepKind::kStreamWaits}}, Phase::kScatter,
+                        b.python_ns(1), b.dispatch_ns(1));
         p.ops[c].batch = chunks[i];
         chunk_ready[i] = c;
       }
@@ -111,13 +115,17 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
       if (r > 1) {
         const int g = group_for(r);
         const int inst = b.new_instance();
-        const double py_ops = kReplicatePyOpsFixed + kReplicatePyOpsPerLayer * static_cast<double>(s.model.layers.size());
+        const double py_ops = kReplicatePyOpsFixed +
+                              kReplicatePyOpsPerLayer * static_cast<double>(s.model.layers.size());
         for (int i = 0; i < r; ++i) {
           const DeviceLanes& d = dev[ids[i]];
-          if (i > 0) b.alloc(main, d.compute, d.gpu, MemCategory::kParams, replica_bytes, "replica parameters");
-          bcast[i] = b.collective(main, d.compute, d.gpu, "replicate: broadcast_coalesced", CollectiveKind::kBroadcast,
-                                  g, d0, inst, replica_bytes, {}, Phase::kReplicate, i == 0 ? b.python_ns(py_ops) : 0,
-                                  b.dispatch_ns(1));
+          if (i > 0)
+            b.alloc(main, d.compute, d.gpu, MemCategory::kParams, replica_bytes,
+                    "replica parameters");
+          bcast[i] =
+              b.collective(main, d.compute, d.gpu, "replicate: broadcast_coalesced",
+                           CollectiveKind::kBroadcast, g, d0, inst, replica_bytes, {},
+                           Phase::kReplicate, i == 0 ? b.python_ns(py_ops) : 0, b.dispatch_ns(1));
           b.set_dtype(bcast[i], b.weights_dtype());
         }
       }
@@ -128,13 +136,18 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
       for (int i = 0; i < r; ++i) {
         const DeviceLanes& d = dev[ids[i]];
         const OpId spawn = b.host_work(main, d0, "start thread replica " + std::to_string(i),
-                                       s.host.python ? us_to_ns(s.host.thread_start_us) : 0, 0, {}, Phase::kParallelApply);
-        std::vector<Dep> deps{{spawn, DepKind::kHostWaits}, {chunk_ready[i], DepKind::kStreamWaits}};
+                                       s.host.python ? us_to_ns(s.host.thread_start_us) : 0, 0, {},
+                                       Phase::kParallelApply);
+        std::vector<Dep> deps{{spawn, DepKind::kHostWaits},
+                              {chunk_ready[i], DepKind::kStreamWaits}};
         if (bcast[i] != kNoOp) deps.push_back({bcast[i], DepKind::kStreamWaits});
         const Lane rl{d.replica_thread, d.gpu, d.compute};
         fwd[i] = b.forward(rl, chunks[i], std::move(deps), "replica " + std::to_string(i) + ": ");
-        outputs_alloc[i] = b.alloc(d.replica_thread, d.compute, d.gpu, MemCategory::kActivations, fwd[i].output_bytes, "replica output");
-        replica_done[i] = b.marker(d.replica_thread, d.gpu, "replica " + std::to_string(i) + " returns", {}, Phase::kParallelApply);
+        outputs_alloc[i] = b.alloc(d.replica_thread, d.compute, d.gpu, MemCategory::kActivations,
+                                   fwd[i].output_bytes, "replica output");
+        replica_done[i] =
+            b.marker(d.replica_thread, d.gpu, "replica " + std::to_string(i) + " returns", {},
+                     Phase::kParallelApply);
       }
       std::vector<Dep> join;
       for (OpId o : replica_done) join.push_back({o, DepKind::kHostWaits});
@@ -150,40 +163,53 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
           loss_deps.push_back({fwd[i].last, DepKind::kStreamWaits});
           continue;
         }
-        const OpId c = b.copy(main, out.compute, od, "gather output " + std::to_string(i), CopyKind::kPeer,
-                              fwd[i].output_bytes, ids[i], {{fwd[i].last, DepKind::kStreamWaits}}, Phase::kGather,
-                              i == 0 ? b.python_ns(2) : 0, b.dispatch_ns(1));
+        const OpId c =
+            b.copy(main, out.compute, od, "gather output " + std::to_string(i), CopyKind::kPeer,
+                   fwd[i].output_bytes, ids[i], {{fwd[i].last, DepKind::kStreamWaits}},
+                   Phase::kGather, i == 0 ? b.python_ns(2) : 0, b.dispatch_ns(1));
         loss_deps.push_back({c, DepKind::kStreamWaits});
       }
       const OpId loss = b.compute(Lane{main, od, out.compute}, "loss", ComputeKind::kElementwise,
-                                  5.0 * static_cast<double>(gathered) / 4.0, gathered, 3, true, std::move(loss_deps), Phase::kLoss, micro[m]);
+                                  5.0 * static_cast<double>(gathered) / 4.0, gathered, 3, true,
+                                  std::move(loss_deps), Phase::kLoss, micro[m]);
       // (5) backward on the per-device autograd threads.
       const OpId go = b.marker(main, d0, "loss.backward()", {}, Phase::kBackward);
-      const OpId grad_out = b.alloc(out.autograd_thread, out.compute, od, MemCategory::kGatheredOutputs, gathered, "grad of gathered outputs");
+      const OpId grad_out =
+          b.alloc(out.autograd_thread, out.compute, od, MemCategory::kGatheredOutputs, gathered,
+                  "grad of gathered outputs");
       p.ops[grad_out].deps = {{go, DepKind::kHostWaits}};
-      const OpId loss_bwd = b.compute(Lane{out.autograd_thread, od, out.compute}, "loss.bwd", ComputeKind::kElementwise,
-                                      2.0 * static_cast<double>(gathered) / 4.0, 2 * gathered, 2, s.model.python_hooks,
-                                      {{loss, DepKind::kStreamWaits}}, Phase::kBackward, micro[m]);
+      const OpId loss_bwd = b.compute(
+          Lane{out.autograd_thread, od, out.compute}, "loss.bwd", ComputeKind::kElementwise,
+          2.0 * static_cast<double>(gathered) / 4.0, 2 * gathered, 2, s.model.python_hooks,
+          {{loss, DepKind::kStreamWaits}}, Phase::kBackward, micro[m]);
       // Gather's backward is a Scatter of the output gradient to the replicas' devices.
       std::vector<OpId> grad_in(r, loss_bwd);
       for (int i = 0; i < r; ++i) {
         if (ids[i] == od) continue;
         const DeviceLanes& d = dev[ids[i]];
-        b.alloc(out.autograd_thread, d.copy, d.gpu, MemCategory::kActivations, fwd[i].output_bytes, "grad of replica output");
-        grad_in[i] = b.copy(out.autograd_thread, d.copy, d.gpu, "gather.bwd: scatter grad " + std::to_string(i), CopyKind::kPeer,
-                            fwd[i].output_bytes, od, {{loss_bwd, DepKind::kStreamWaits}}, Phase::kBackward, 0, b.dispatch_ns(1));
+        b.alloc(out.autograd_thread, d.copy, d.gpu, MemCategory::kActivations, fwd[i].output_bytes,
+                "grad of replica output");
+        grad_in[i] = b.copy(out.autograd_thread, d.copy, d.gpu,
+                            "gather.bwd: scatter grad " + std::to_string(i), CopyKind::kPeer,
+                            fwd[i].output_bytes, od, {{loss_bwd, DepKind::kStreamWaits}},
+                            Phase::kBackward, 0, b.dispatch_ns(1));
       }
-      const OpId handed = b.marker(out.autograd_thread, od, "gather.bwd done", {}, Phase::kBackward);
+      const OpId handed =
+          b.marker(out.autograd_thread, od, "gather.bwd done", {}, Phase::kBackward);
       std::vector<OpId> bwd_last(r), bwd_done(r);
       for (int i = 0; i < r; ++i) {
         const DeviceLanes& d = dev[ids[i]];
-        const OpId ga = b.alloc(d.autograd_thread, d.compute, d.gpu, MemCategory::kGrads, b.grad_bytes(), "replica grads");
+        const OpId ga = b.alloc(d.autograd_thread, d.compute, d.gpu, MemCategory::kGrads,
+                                b.grad_bytes(), "replica grads");
         p.ops[ga].deps = {{handed, DepKind::kHostWaits}};
         const Lane bl{d.autograd_thread, d.gpu, d.compute};
-        const BackwardOps bw = b.backward(bl, chunks[i], fwd[i], {{grad_in[i], DepKind::kStreamWaits}},
-                                          "replica " + std::to_string(i) + ": ", {});
+        const BackwardOps bw =
+            b.backward(bl, chunks[i], fwd[i], {{grad_in[i], DepKind::kStreamWaits}},
+                       "replica " + std::to_string(i) + ": ", {});
         bwd_last[i] = bw.last;
-        bwd_done[i] = b.marker(d.autograd_thread, d.gpu, "replica " + std::to_string(i) + " backward issued", {}, Phase::kBackward);
+        bwd_done[i] =
+            b.marker(d.autograd_thread, d.gpu, "replica " + std::to_string(i) + " backward issued",
+                     {}, Phase::kBackward);
       }
       // Broadcast's backward: ReduceAddCoalesced onto device_ids[0], run by device_ids[0]'s
       // autograd thread once every replica's gradients exist.
@@ -191,8 +217,9 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
       std::vector<Dep> all_grads;
       for (int i = 0; i < r; ++i) all_grads.push_back({bwd_done[i], DepKind::kHostWaits});
       const bool accumulate = m > 0;
-      const OpId ra = b.alloc(first.autograd_thread, first.compute, d0, MemCategory::kGrads, b.grad_bytes(),
-                              accumulate ? "reduced grads (to accumulate)" : ".grad (reduced)");
+      const OpId ra =
+          b.alloc(first.autograd_thread, first.compute, d0, MemCategory::kGrads, b.grad_bytes(),
+                  accumulate ? "reduced grads (to accumulate)" : ".grad (reduced)");
       p.ops[ra].deps = std::move(all_grads);
       OpId reduced = bwd_last[0];
       if (r > 1) {
@@ -200,38 +227,50 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
         const int inst = b.new_instance();
         for (int i = 0; i < r; ++i) {
           const DeviceLanes& d = dev[ids[i]];
-          const OpId c = b.collective(first.autograd_thread, d.compute, d.gpu, "broadcast.bwd: reduce_add_coalesced",
-                                      CollectiveKind::kReduce, g, d0, inst, b.grad_bytes(),
-                                      {{bwd_last[i], DepKind::kStreamWaits}}, Phase::kReduce, 0, b.dispatch_ns(1));
+          const OpId c = b.collective(
+              first.autograd_thread, d.compute, d.gpu, "broadcast.bwd: reduce_add_coalesced",
+              CollectiveKind::kReduce, g, d0, inst, b.grad_bytes(),
+              {{bwd_last[i], DepKind::kStreamWaits}}, Phase::kReduce, 0, b.dispatch_ns(1));
           b.set_dtype(c, b.grads_dtype());
           if (i == 0) reduced = c;
         }
       }
       if (accumulate) {
-        reduced = b.compute(Lane{first.autograd_thread, d0, first.compute}, "accumulate .grad", ComputeKind::kElementwise,
-                            static_cast<double>(s.model.total_params()), 3 * b.grad_bytes(), 1, false, {}, Phase::kBackward);
-        b.release(first.autograd_thread, first.compute, d0, MemCategory::kGrads, b.grad_bytes(), "reduced grads (accumulated)");
+        reduced = b.compute(Lane{first.autograd_thread, d0, first.compute}, "accumulate .grad",
+                            ComputeKind::kElementwise, static_cast<double>(s.model.total_params()),
+                            3 * b.grad_bytes(), 1, false, {}, Phase::kBackward);
+        b.release(first.autograd_thread, first.compute, d0, MemCategory::kGrads, b.grad_bytes(),
+                  "reduced grads (accumulated)");
       }
       // Replica-side temporaries die with the autograd graph.
       for (int i = 0; i < r; ++i) {
         const DeviceLanes& d = dev[ids[i]];
-        b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kGrads, b.grad_bytes(), "replica grads");
+        b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kGrads, b.grad_bytes(),
+                  "replica grads");
         if (i > 0) {
-          b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kParams, replica_bytes, "replica parameters");
-          b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kActivations, chunk_bytes[i], "input chunk");
+          b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kParams, replica_bytes,
+                    "replica parameters");
+          b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kActivations,
+                    chunk_bytes[i], "input chunk");
         }
-        b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kActivations, fwd[i].output_bytes, "replica output");
-        if (ids[i] != od) b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kActivations, fwd[i].output_bytes, "grad of replica output");
+        b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kActivations,
+                  fwd[i].output_bytes, "replica output");
+        if (ids[i] != od)
+          b.release(first.autograd_thread, d.compute, d.gpu, MemCategory::kActivations,
+                    fwd[i].output_bytes, "grad of replica output");
       }
       last_grad_op = reduced;
-      const OpId ag_done = b.marker(first.autograd_thread, d0, "autograd done", {}, Phase::kBackward);
+      const OpId ag_done =
+          b.marker(first.autograd_thread, d0, "autograd done", {}, Phase::kBackward);
       b.marker(main, d0, "backward() returns", {{ag_done, DepKind::kHostWaits}}, Phase::kBackward);
       // The script's temporaries: the gathered output on output_device and the input batch on
       // device_ids[0]; autograd frees the output's gradient.
       if (s.training.del_temporaries) {
-        b.release(main, out.compute, od, MemCategory::kGatheredOutputs, gathered, "gathered outputs");
+        b.release(main, out.compute, od, MemCategory::kGatheredOutputs, gathered,
+                  "gathered outputs");
       }
-      b.release(main, out.compute, od, MemCategory::kGatheredOutputs, gathered, "grad of gathered outputs");
+      b.release(main, out.compute, od, MemCategory::kGatheredOutputs, gathered,
+                "grad of gathered outputs");
       if (s.training.del_temporaries) {
         b.release(main, dev[d0].compute, d0, MemCategory::kActivations, in.bytes, "input batch");
       } else {
@@ -239,10 +278,12 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
       }
     }
     // (6) optimizer on device_ids[0] only.
-    emit_optimizer_and_sync(b, lane0, {{last_grad_op, DepKind::kStreamWaits}}, step == 1, b.grad_bytes());
+    emit_optimizer_and_sync(b, lane0, {{last_grad_op, DepKind::kStreamWaits}}, step == 1,
+                            b.grad_bytes());
     // del_temporaries false: (output, input) of each micro-batch live until here.
     for (const auto& [gathered, input] : kept) {
-      b.release(main, dev[od].compute, od, MemCategory::kGatheredOutputs, gathered, "gathered outputs");
+      b.release(main, dev[od].compute, od, MemCategory::kGatheredOutputs, gathered,
+                "gathered outputs");
       b.release(main, dev[d0].compute, d0, MemCategory::kActivations, input, "input batch");
     }
     // (7) docs/memory.md, "Scenario switches" under DataParallel.
@@ -256,7 +297,8 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
       const std::int64_t per_replica = autograd_graph_nodes(s) - 4;
       b.alloc(main, out_lane.stream, od, MemCategory::kAutogradGraph,
               (r * per_replica + 4 + 3) * kAutogradNodeBytes, "autograd graph kept by total_loss");
-      b.alloc(main, out_lane.stream, od, MemCategory::kAutogradGraph, kLossScalarBytes, "loss scalar kept by total_loss");
+      b.alloc(main, out_lane.stream, od, MemCategory::kAutogradGraph, kLossScalarBytes,
+              "loss scalar kept by total_loss");
     }
     if (t.leak_keep_outputs) {
       // An evaluation forward through the module without torch.no_grad, its gathered logits kept
@@ -265,12 +307,16 @@ Program lower_data_parallel(const Scenario& s, Progress* progress) {
       Bytes gathered = 0;
       for (int i = 0; i < r; ++i) {
         const DeviceLanes& d = dev[ids[i]];
-        if (i > 0) b.alloc(main, d.compute, d.gpu, MemCategory::kParams, replica_bytes, "eval replica parameters (kept by the graph)");
+        if (i > 0)
+          b.alloc(main, d.compute, d.gpu, MemCategory::kParams, replica_bytes,
+                  "eval replica parameters (kept by the graph)");
         const ForwardOps eval = b.forward(Lane{d.replica_thread, d.gpu, d.compute}, chunks[i], {},
                                           "eval (grad on): replica " + std::to_string(i) + ": ");
         gathered += eval.output_bytes;
       }
-      if (gathered > 0) b.alloc(main, out_lane.stream, od, MemCategory::kGatheredOutputs, gathered, "eval outputs (kept in a list)");
+      if (gathered > 0)
+        b.alloc(main, out_lane.stream, od, MemCategory::kGatheredOutputs, gathered,
+                "eval outputs (kept in a list)");
     }
     if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
       // torch.cuda.empty_cache() releases the cached segments of every device.

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "core/fp8_recipe.hpp"
 #include "core/lowering/program_builder.hpp"
+#include "core/model/fp8_recipe.hpp"
 
 namespace csim::core {
 

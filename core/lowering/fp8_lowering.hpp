@@ -1,9 +1,9 @@
 // FP8 training in the lowering (docs/fp8.md, "Kernels"): for every layer that runs in FP8
-// (core/fp8_recipe.hpp, runs_in_fp8) the casts and amax reductions around its GEMM as elementwise
-// kernels on the GEMM's stream, the GEMM itself in Dtype::kFp8, the FP8 weight copies and the
-// scaling state allocated where the first cast writes them, and delayed scaling's amax history
-// update once per step. Every strategy's layer loop calls it around its layer kernels; with any
-// precision but "fp8" it emits nothing and changes nothing.
+// (core/model/fp8_recipe.hpp, runs_in_fp8) the casts and amax reductions around its GEMM as
+// elementwise kernels on the GEMM's stream, the GEMM itself in Dtype::kFp8, the FP8 weight copies
+// and the scaling state allocated where the first cast writes them, and delayed scaling's amax
+// history update once per step. Every strategy's layer loop calls it around its layer kernels; with
+// any precision but "fp8" it emits nothing and changes nothing.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/program.hpp"
-#include "core/scenario.hpp"
+#include "core/program/program.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::core {
 

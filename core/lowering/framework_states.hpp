@@ -47,7 +47,7 @@
 #include <cstdint>
 
 #include "core/lowering/parallel_plan.hpp"
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::core {
 

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/caching_allocator.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
+#include "core/program/caching_allocator.hpp"
 
 namespace csim::core {
 

@@ -1,7 +1,7 @@
 #include "core/lowering/lowering.hpp"
 
 #include "core/error.hpp"
-#include "core/flops.hpp"
+#include "core/model/flops.hpp"
 
 namespace csim::core {
 
@@ -37,7 +37,7 @@ Program lower(const Scenario& scenario, Progress* progress) {
       break;
   }
   // The memory switches (docs/memory.md, "Scenario switches") are lowered by every strategy.
-  // MFU / HFU numerators (core/flops.hpp).
+  // MFU / HFU numerators (core/model/flops.hpp).
   p.model_flops_per_step = model_flops_per_step(scenario);
   p.hardware_flops_per_step = hardware_flops_per_step(scenario);
   // The processes' allocator configuration, for the caching-allocator model.

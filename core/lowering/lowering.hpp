@@ -6,9 +6,9 @@
 // the shared op factories in program_builder.hpp, the op names in op_names.hpp.
 #pragma once
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "core/progress.hpp"
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::core {
 

@@ -7,7 +7,7 @@
 // one GPU computes at a time: the others' idle time is the point of the example.
 #include <cmath>
 
-#include "core/caching_allocator.hpp"
+#include "core/program/caching_allocator.hpp"
 
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/op_names.hpp"

@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <string>
 
-#include "core/program.hpp"
-#include "core/scenario.hpp"
+#include "core/program/program.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::core {
 
-// Op::phase of the step's ops (core/program.hpp): kForward, kBackward, kRecompute, kLoss,
+// Op::phase of the step's ops (core/program/program.hpp): kForward, kBackward, kRecompute, kLoss,
 // kOptimizer, kSync, kMemory.
 using StepPhase = Phase;
 
@@ -21,7 +21,7 @@ namespace op_names {
 
 // "mb3 " in front of a micro-batch's ops when a step has several micro-batches, else "": as a
 // pattern, "mb\x1f " (kNameField), whose names carry the micro-batch index as their field
-// (core/string_pool.hpp), so one pattern serves every micro-batch.
+// (core/program/string_pool.hpp), so one pattern serves every micro-batch.
 std::string micro_prefix(std::int64_t micro_batches);
 // A layer's kernel: "mb3 h.0.attn.qkv.fwd", ".bwd", ".recompute" (`prefix` micro_prefix's
 // pattern, `micro` its field).

@@ -29,8 +29,8 @@
 
 #include <vector>
 
-#include "core/program.hpp"
-#include "core/scenario.hpp"
+#include "core/program/program.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::core {
 

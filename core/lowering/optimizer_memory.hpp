@@ -28,7 +28,7 @@
 
 #include <cstdint>
 
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::core {
 

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "core/progress.hpp"
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::core {
 
@@ -93,7 +93,7 @@ std::vector<PipeStep> pipeline_schedule(PipelineSchedule schedule, int stages, i
 
 // Model segment g = chunk * pp + stage holds layers [first, end). GPT: the blocks split evenly,
 // or segment_blocks[g] blocks each when given (ParallelSpec::segment_blocks, uneven stages:
-// core/pipeline_stages.hpp), the embedding joins segment 0 and ln_f + lm_head the last one;
+// core/model/pipeline_stages.hpp), the embedding joins segment 0 and ln_f + lm_head the last one;
 // other models: contiguous layers balanced by forward FLOPs (each segment non-empty).
 struct Segment {
   int first = 0;

@@ -75,7 +75,7 @@ std::vector<Segment> partition_layers(const ModelSpec& m, int segments,
   if (m.transformer.layers > 0) {
     // Transformers: segment g holds blocks [start_g, start_g + blocks_g), evenly blocks / segments
     // each (the parser checks divisibility) unless segment_blocks says otherwise
-    // (core/pipeline_stages.hpp); the first segment also takes the layers before block 0
+    // (core/model/pipeline_stages.hpp); the first segment also takes the layers before block 0
     // (embedding), the last the layers after the last block (final norm, LM head).
     CSIM_ASSERT(segment_blocks.empty() || static_cast<int>(segment_blocks.size()) == segments);
     std::vector<int> start(static_cast<std::size_t>(segments) + 1, 0);

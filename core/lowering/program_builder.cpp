@@ -4,14 +4,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/attention_kernels.hpp"
-#include "core/caching_allocator.hpp"
 #include "core/error.hpp"
 #include "core/lowering/gemm_shape_lowering.hpp"
 #include "core/lowering/op_names.hpp"
 #include "core/lowering/optimizer_kernels.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 #include "core/lowering/parallel_plan.hpp"
+#include "core/model/attention_kernels.hpp"
+#include "core/program/caching_allocator.hpp"
 
 namespace csim::core {
 
@@ -401,7 +401,7 @@ OpId emit_loss(ProgramBuilder& b, const Lane& l, std::int64_t batch, Bytes out_b
     b.alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, out_bytes, "model output");
   // docs/program.md, "A training step": cross-entropy style loss, ~5 FLOPs per output element
   // (4-byte elements), one read of the output and 3 framework ops, or the framework's own
-  // kernels and traffic (ModelSpec::loss_*, core/eager_kernels.hpp).
+  // kernels and traffic (ModelSpec::loss_*, core/model/eager_kernels.hpp).
   const ModelSpec& m = b.scenario().model;
   const double elems = static_cast<double>(out_bytes) / 4.0;
   return b.compute(l, "loss", ComputeKind::kElementwise, 5.0 * elems,
@@ -460,7 +460,7 @@ void emit_step_end(ProgramBuilder& b, const Lane& l, int step, std::int64_t batc
   }
   if (t.empty_cache_every > 0 && step % t.empty_cache_every == 0) {
     // After loss.item() the host has waited for the step's GPU work; empty_cache releases every
-    // fully free cached segment (core/caching_allocator.hpp).
+    // fully free cached segment (core/program/caching_allocator.hpp).
     b.marker(l.thread, l.gpu, kEmptyCacheOpName, {}, Phase::kMemory);
   }
 }

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "core/lowering/fp8_lowering.hpp"
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "core/progress.hpp"
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::core {
 

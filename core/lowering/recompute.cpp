@@ -7,9 +7,9 @@
 //   tensor + sequence parallel     sh(34/t + 5as/(ht))
 //   selective recompute            drops the 5as/h term (scores, softmax, dropout recomputed)
 //   full recompute                 2sh (the block input; /t with sequence parallelism)
-// The per-layer split of the 34 (see core/model_builders.cpp) and shard_layer give all of them.
-// The RecomputePiece (hybrid_emitter.hpp) re-runs the recomputed forward work right before the
-// backward that needs it: selective recompute the attention core's forward, full recompute the
+// The per-layer split of the 34 (see core/model/model_builders.cpp) and shard_layer give all of
+// them. The RecomputePiece (hybrid_emitter.hpp) re-runs the recomputed forward work right before
+// the backward that needs it: selective recompute the attention core's forward, full recompute the
 // whole block's forward (with its tensor-parallel collectives: the re-run goes through every
 // piece's layer hooks), holding what it recreates until the backward of the recomputed layers is
 // done.
@@ -24,8 +24,8 @@ namespace csim::core {
 namespace {
 
 // The block input a checkpoint keeps: what ln_1 saves as one kernel (its input and statistics).
-// An eager framework's norm saves more while the block runs (an fp32 copy, core/eager_kernels.hpp),
-// not in the checkpoint.
+// An eager framework's norm saves more while the block runs (an fp32 copy,
+// core/model/eager_kernels.hpp), not in the checkpoint.
 double checkpoint_bytes(const LayerSpec& l, const ShardedLayer& sl) {
   if (l.fused_activation_bytes_per_sample < 0 || l.activation_bytes_per_sample <= 0)
     return sl.act_bytes_per_sample;

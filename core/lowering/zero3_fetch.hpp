@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/scenario.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace csim::core {
 

@@ -14,12 +14,12 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "core/fp8_recipe.hpp"
 #include "core/lowering/framework_states.hpp"
 #include "core/lowering/fsdp1_flat_param.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
+#include "core/model/fp8_recipe.hpp"
 
 namespace csim::core {
 

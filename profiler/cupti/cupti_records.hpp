@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "core/units.hpp"
 #include "profiler/trace.hpp"
 

@@ -13,7 +13,7 @@
 #include <iostream>
 #include <string>
 
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 
 namespace csim::test {
 

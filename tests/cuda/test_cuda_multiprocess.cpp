@@ -9,7 +9,7 @@
 
 #include "backends/cuda/cuda_plan.hpp"
 #include "backends/real/device_runtime.hpp"
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "tests/cuda/op_fixture.hpp"
 
 using namespace csim;

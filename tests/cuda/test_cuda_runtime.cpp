@@ -17,7 +17,7 @@
 #include "backends/cuda/cuda_plan.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
 #include "backends/cuda/gemm_proxy.hpp"
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "tests/cuda/op_fixture.hpp"
 
 using namespace csim;

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_runtime.hpp"
-#include "core/program.hpp"
+#include "core/program/program.hpp"
 #include "profiler/cupti/cupti_tracer.hpp"
 #include "tests/cuda/op_fixture.hpp"
 

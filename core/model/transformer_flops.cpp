@@ -1,0 +1,60 @@
+// FLOPs counts of the general decoder block (core/model/transformer_flops.hpp). Formulas:
+// docs/transformer.md, "Model FLOPs" and "FLOPs per token".
+#include "core/model/transformer_flops.hpp"
+
+#include "core/model/attention_kernels.hpp"
+#include "core/model/model_transformer.hpp"
+
+namespace csim::core {
+
+TransformerForwardFlops transformer_forward_flops(const TransformerConfig& c) {
+  const TransformerDims d = transformer_dims(c);
+  const double s = static_cast<double>(c.seq_len), h = static_cast<double>(c.hidden);
+  const double a = c.heads, g = static_cast<double>(d.kv_heads),
+               hd = static_cast<double>(d.head_dim);
+  const double f = static_cast<double>(d.ffn_hidden);
+  const double mlp_mats = c.mlp == MlpKind::kSwiglu ? 3.0 : 2.0;
+  // Per block and sample: q, k, v 2 s h (a + 2g) d; output 2 s a d h; MLP 2 s h f per matrix.
+  const double gemms =
+      2.0 * s * h * (a + 2.0 * g) * hd + 2.0 * s * a * hd * h + mlp_mats * 2.0 * s * h * f;
+  TransformerForwardFlops out;
+  for (int i = 0; i < c.layers; ++i) {
+    // Q K^T and A V: 2 d FLOPs per attended pair each, per query head.
+    AttentionShape sh;
+    sh.seq_len = c.seq_len;
+    sh.window = block_is_windowed(c, i) ? c.window : 0;
+    const double attn = 4.0 * a * hd * attended_pairs(sh);  // s^2/2 causal, s w - w^2/2 windowed
+    out.attention += attn;
+    out.blocks += gemms + attn;
+  }
+  out.logits = 2.0 * s * h * static_cast<double>(d.padded_vocab);
+  return out;
+}
+
+FlopsPerToken transformer_flops_per_token(const ModelSpec& m) {
+  const TransformerConfig& c = m.transformer_config;
+  FlopsPerToken t;
+  if (c.layers <= 0 || c.seq_len <= 0) return t;
+  const TransformerDims d = transformer_dims(c);
+  const double s = static_cast<double>(c.seq_len), h = static_cast<double>(c.hidden);
+  const double l = c.layers, a = c.heads, g = static_cast<double>(d.kv_heads);
+  const double hd = static_cast<double>(d.head_dim), f = static_cast<double>(d.ffn_hidden);
+  const double vp = static_cast<double>(d.padded_vocab);
+  const double n = static_cast<double>(m.total_params());
+  // nn.Embedding tables: the token table and, with learned positions, the position table.
+  const double n_embedding = vp * h + static_cast<double>(d.positions) * h;
+  const TransformerForwardFlops fw = transformer_forward_flops(c);
+  t.model = 3.0 * (fw.blocks + fw.logits) / s;
+  const double attention_full = 12.0 * l * a * hd * s;  // no causal discount
+  t.six_n_attention = 6.0 * n + attention_full;
+  t.torchtitan = 6.0 * (n - n_embedding) + attention_full;
+  // Megatron-LM (megatron/training/training.py, num_floating_point_operations, transformer_flops):
+  // 3 (fwd, wgrad, dgrad) x 2 (FMA) x [per layer: h (a d + 2 g d) + a d s / 2 x 2 + a d h
+  //   + h f (3 gated, 2 otherwise)] + 3 x 2 x h Vp, per token; causal: half of s.
+  const double ffn_factor = c.mlp == MlpKind::kSwiglu ? 3.0 : 2.0;
+  t.megatron = 6.0 * l * (h * (a * hd + 2.0 * g * hd) + a * hd * s + a * hd * h) +
+               6.0 * l * h * f * ffn_factor + 6.0 * h * vp;
+  return t;
+}
+
+}  // namespace csim::core

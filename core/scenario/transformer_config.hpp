@@ -1,0 +1,64 @@
+// A general decoder-only transformer as a user (or a Hugging Face config.json) describes it:
+// plain data, no JSON. `model.transformer` in scenario.json (core/scenario/parse_transformer.cpp)
+// and `model.hf_config` (core/model/hf_config.cpp) both fill one TransformerConfig;
+// build_transformer (core/model/model_transformer.hpp) turns it into layers. Every key and its
+// default: docs/scenario.md, "model.transformer"; every formula: docs/transformer.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace csim::core {
+
+enum class MlpKind { kGelu, kSwiglu };  // gelu: fc + gelu + proj; swiglu: gate, up, silu*mul, down
+enum class NormKind { kLayerNorm, kRmsNorm };  // layernorm: weight + bias; rmsnorm: weight only
+enum class PositionKind { kLearned, kRope, kAlibi, kNone };
+// The attention core's implementation: eager = unfused scores / softmax / (dropout) / AV with the
+// s^2 matrices in memory (the 2019 GPT block); flash2 = FlashAttention-2; flash3 =
+// FlashAttention-3 (Hopper only); cudnn = PyTorch SDPA's cuDNN backend.
+enum class AttentionKernel { kEager, kFlash2, kFlash3, kCudnn };
+
+const char* to_string(MlpKind k);
+const char* to_string(NormKind k);
+const char* to_string(PositionKind k);
+const char* to_string(AttentionKernel k);
+
+struct TransformerConfig {
+  std::string name;                     // e.g. "Llama-3.1-8B"; "" = the builder names it by shape
+  int layers = 0;                       // l, decoder blocks
+  std::int64_t hidden = 0;              // h
+  int heads = 0;                        // a, query heads
+  int kv_heads = 0;                     // key/value heads (GQA); 0 = heads (MHA); 1 = MQA
+  std::int64_t head_dim = 0;            // 0 = hidden / heads
+  std::int64_t ffn_hidden = 0;          // f; 0 = 4h for gelu (swiglu needs it given, as published)
+  std::int64_t seq_len = 0;             // s, tokens per sample
+  std::int64_t vocab = 0;               // V as given (the tokenizer's size)
+  std::int64_t vocab_pad_multiple = 1;  // embedding rows padded up to a multiple of this
+  std::int64_t max_positions = 0;       // learned position table rows; 0 = seq_len
+  MlpKind mlp = MlpKind::kGelu;
+  NormKind norm = NormKind::kLayerNorm;
+  PositionKind position = PositionKind::kLearned;
+  double rotary_fraction = 1.0;    // share of head_dim that RoPE rotates (GPT-NeoX rotary_pct)
+  bool tied_embeddings = false;    // LM head shares the token embedding
+  bool qkv_bias = false;           // biases on the q, k, v projections (GPT-2, Qwen2)
+  bool attn_out_bias = false;      // bias on the attention output projection (GPT-2, NeoX)
+  bool mlp_bias = false;           // biases on the MLP matrices (GPT-2, NeoX)
+  bool qk_norm = false;            // RMSNorm over q and k per head (Qwen3): 2 * head_dim params
+  bool parallel_residual = false;  // x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX, GPT-J)
+  std::int64_t window = 0;         // sliding-window attention span in tokens; 0 = full causal
+  int global_every = 0;  // with a window: every k-th block attends fully (0 = all windowed)
+  bool attention_dropout = false;  // dropout on the attention probabilities (GPT-2 training)
+  // The GELU is a Python formula of separate tensor operations in eager mode (Hugging Face's
+  // gelu_new / gelu_fast, GPT-2's): core/model/eager_kernels.hpp costs its kernels under framework
+  // hf.
+  bool gelu_composite = false;
+  // Eager attention masks the causal future with torch.where over its `bias` buffer before adding
+  // the attention mask (GPT-2's _attn / eager_attention_forward in transformers <= 4.5x):
+  // core/model/eager_kernels.hpp costs the pass under framework hf.
+  bool causal_where_mask = false;
+  bool hidden_dropout = false;  // dropout after the embeddings and on both residual branches
+                                // (GPT-2 training: resid_pdrop, embd_pdrop)
+  AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // resolved by the parser
+};
+
+}  // namespace csim::core

@@ -315,8 +315,9 @@ Program lower_fsdp(const Scenario& s, Progress* progress) {
     // FSDP2 (fsdp2.cpp): "fsdp2 (dp 8)", "fsdp2 (dp 4 x tp 2, reshard never)", ...
     std::string label = "fsdp2 (dp " + std::to_string(ps.dp);
     if (ps.fsdp2.replicate > 1)
+      // The shard groups span dp x cp (torchtitan's dp_shard_cp): shard = dp cp / replicate.
       label += " = replicate " + std::to_string(ps.fsdp2.replicate) + " x shard " +
-               std::to_string(ps.dp / ps.fsdp2.replicate);
+               std::to_string(ps.dp_cp() / ps.fsdp2.replicate);
     if (ps.tp > 1) label += " x tp " + std::to_string(ps.tp);
     if (ps.pp > 1) label += " x pp " + std::to_string(ps.pp);
     if (ps.fsdp2.reshard != ReshardPolicy::kDefault)

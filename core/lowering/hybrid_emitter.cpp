@@ -257,7 +257,6 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   RankState& r = lp.r();
   const LayerSpec& l = s_.model.layers[static_cast<std::size_t>(lp.layer)];
   const ShardedLayer& sl = plan_.sharded[static_cast<std::size_t>(lp.layer)];
-  const double bsz = static_cast<double>(ps_.micro_batch_size);
   const Lane lane{r.thread, r.gpu, r.compute};
   // The id alone on the copy path below: a NameRef is 112 bytes, value-initialised (its parts
   // zeroed) on every construction, which perf showed as the costliest instruction of this function.
@@ -292,31 +291,21 @@ OpId Emitter::emit_layer(LayerPass& lp) {
   const std::string fp8_label =
       fp8_layer ? NameRef::cat({lp.sp.prefix, l.name}, lp.sp.micro).str(b_.names()) : std::string();
   const NameRef name(name_id);
-  if (lp.forward()) {
-    const Bytes traffic = per_micro_batch(sl.traffic_per_sample) + sl.params * pb_.weights;
-    lp.deps = b_.fp8().before_forward(b_, lane, lp.layer, sl.params, sl.act_bytes_per_sample,
-                                      ps_.micro_batch_size, fp8_label,
-                                      lp.phase == StepPhase::kForward, std::move(lp.deps));
-    c = b_.compute(lane, name, l.kind, sl.flops_per_sample * bsz, traffic, l.kernels,
-                   lp.phase == StepPhase::kForward, std::move(lp.deps), lp.phase,
-                   ps_.micro_batch_size);
-    b_.set_layer_efficiency(c, l, false);
-  } else {
-    // Backward: 2x the forward FLOPs unless the layer states its own; the layer's backward traffic,
-    // 2x the forward's unless it says otherwise (docs/program.md, "A training step").
-    const Bytes traffic =
-        backward_traffic_bytes(sl.traffic_per_sample, sl.bwd_traffic_per_sample, bsz) +
-        sl.params * (pb_.weights + pb_.grads);
-    lp.deps = b_.fp8().before_backward(b_, lane, lp.layer, sl.params, sl.output_bytes_per_sample,
-                                       ps_.micro_batch_size, fp8_label, s_.model.python_hooks,
-                                       std::move(lp.deps));
-    c = b_.compute(lane, name, l.kind,
-                   backward_flops(sl.flops_per_sample, sl.bwd_flops_per_sample, bsz), traffic,
-                   backward_kernels(l), s_.model.python_hooks, std::move(lp.deps), lp.phase,
-                   ps_.micro_batch_size);
-    b_.set_layer_efficiency(c, l, true);
-  }
-  b_.fp8().mark(b_, c, lp.layer);
+  // The kernel through the one layer-kernel function every strategy uses (program_builder.hpp):
+  // this rank's sharded figures; a forward's launch costs Python, a recompute's does not.
+  ProgramBuilder::LayerKernel k;
+  k.layer = lp.layer;
+  k.phase = lp.phase;
+  k.batch = ps_.micro_batch_size;
+  k.params = sl.params;
+  k.flops_per_sample = sl.flops_per_sample;
+  k.traffic_per_sample = sl.traffic_per_sample;
+  k.bwd_flops_per_sample = sl.bwd_flops_per_sample;
+  k.bwd_traffic_per_sample = sl.bwd_traffic_per_sample;
+  k.act_bytes_per_sample = sl.act_bytes_per_sample;
+  k.output_bytes_per_sample = sl.output_bytes_per_sample;
+  k.python = lp.forward() ? lp.phase == StepPhase::kForward : s_.model.python_hooks;
+  c = b_.layer_kernel(lane, name, k, fp8_label, std::move(lp.deps));
   if (t != nullptr) {  // as emitted, before any piece's end_layer hook changes it
     t->op = b_.program().ops[static_cast<std::size_t>(c)];
     t->op.deps.clear();

@@ -57,7 +57,6 @@ SplitForward forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::i
                                 std::vector<Dep> first, const std::string& prefix) {
   const auto& layers = b.scenario().model.layers;
   const int nl = static_cast<int>(layers.size());
-  const PrecisionBytes pb = b.precision();
   const double bs = static_cast<double>(batch);
   SplitForward f;
   f.act.assign(static_cast<std::size_t>(nl), kNoOp);
@@ -84,14 +83,9 @@ SplitForward forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::i
     if (a > 0)
       f.act[static_cast<std::size_t>(i)] =
           b.alloc(d.main, lane.stream, g, MemCategory::kActivations, a, prefix + l.name + ".act");
-    const Bytes traffic =
-        static_cast<Bytes>(std::llround(l.fwd_bytes_per_sample * bs)) + l.params * pb.weights;
-    deps = b.fp8().before_forward(b, lane, i, l.params, l.activation_bytes_per_sample, batch,
-                                  prefix + l.name, true, std::move(deps));  // docs/fp8.md
-    prev = b.compute(lane, prefix + l.name + ".fwd", l.kind, l.fwd_flops_per_sample * bs, traffic,
-                     l.kernels, true, std::move(deps), Phase::kForward, batch);
-    b.set_layer_efficiency(prev, l, false);
-    b.fp8().mark(b, prev, i);
+    prev = b.layer_kernel(lane, prefix + l.name + ".fwd",
+                          b.whole_layer(i, Phase::kForward, batch, true), prefix + l.name,
+                          std::move(deps));
   }
   f.last = prev;
   return f;
@@ -250,17 +244,9 @@ Program lower_model_parallel(const Scenario& s, Progress* progress) {
                      bytes, src, std::move(deps), Phase::kBackward, 0, b.dispatch_ns(1));
           deps = {{cp, DepKind::kStreamWaits}};
         }
-        const Bytes traffic =
-            backward_traffic_bytes(l.fwd_bytes_per_sample, l.bwd_bytes_per_sample, bs) +
-            l.params * (pb.weights + pb.grads);
-        deps = b.fp8().before_backward(b, lane, i, l.params, l.output_bytes_per_sample, micro[mi],
-                                       l.name, s.model.python_hooks, std::move(deps));
-        prev = b.compute(lane, l.name + ".bwd", l.kind,
-                         backward_flops(l.fwd_flops_per_sample, l.bwd_flops_per_sample, bs),
-                         traffic, backward_kernels(l), s.model.python_hooks, std::move(deps),
-                         Phase::kBackward, micro[mi]);
-        b.set_layer_efficiency(prev, l, true);
-        b.fp8().mark(b, prev, i);
+        prev = b.layer_kernel(lane, l.name + ".bwd",
+                              b.whole_layer(i, Phase::kBackward, micro[mi], s.model.python_hooks),
+                              l.name, std::move(deps));
         done[static_cast<std::size_t>(k)] = prev;
         const OpId a = act[static_cast<std::size_t>(i)];
         if (a != kNoOp)

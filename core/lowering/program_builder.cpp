@@ -250,6 +250,53 @@ NameId ProgramBuilder::layer_name(LayerNames& n, LayerName which, const std::str
   return n.id[which];
 }
 
+OpId ProgramBuilder::layer_kernel(const Lane& l, const NameRef& name, const LayerKernel& k,
+                                  const std::string& fp8_label, std::vector<Dep> deps) {
+  const LayerSpec& layer = scenario_.model.layers[static_cast<std::size_t>(k.layer)];
+  const double b = static_cast<double>(k.batch);
+  const bool forward = k.phase != Phase::kBackward;
+  OpId c = kNoOp;
+  if (forward) {
+    deps = fp8_.before_forward(*this, l, k.layer, k.params, k.act_bytes_per_sample, k.batch,
+                               fp8_label, k.python, std::move(deps));
+    const Bytes traffic =
+        static_cast<Bytes>(std::llround(k.traffic_per_sample * b)) + k.params * precision().weights;
+    c = compute(l, name, layer.kind, k.flops_per_sample * b, traffic, layer.kernels, k.python,
+                std::move(deps), k.phase, k.batch);
+  } else {
+    // Backward: 2x the forward FLOPs unless the layer states its own; the layer's backward
+    // traffic, 2x the forward's unless it says otherwise (docs/program.md, "A training step").
+    deps = fp8_.before_backward(*this, l, k.layer, k.params, k.output_bytes_per_sample, k.batch,
+                                fp8_label, k.python, std::move(deps));
+    const Bytes traffic =
+        backward_traffic_bytes(k.traffic_per_sample, k.bwd_traffic_per_sample, b) +
+        k.params * (precision().weights + precision().grads);
+    c = compute(l, name, layer.kind, backward_flops(k.flops_per_sample, k.bwd_flops_per_sample, b),
+                traffic, backward_kernels(layer), k.python, std::move(deps), k.phase, k.batch);
+  }
+  set_layer_efficiency(c, layer, !forward);
+  fp8_.mark(*this, c, k.layer);
+  return c;
+}
+
+ProgramBuilder::LayerKernel ProgramBuilder::whole_layer(int i, Phase phase, std::int64_t batch,
+                                                        bool python) const {
+  const LayerSpec& layer = scenario_.model.layers[static_cast<std::size_t>(i)];
+  LayerKernel k;
+  k.layer = i;
+  k.phase = phase;
+  k.batch = batch;
+  k.params = layer.params;
+  k.flops_per_sample = layer.fwd_flops_per_sample;
+  k.traffic_per_sample = layer.fwd_bytes_per_sample;
+  k.bwd_flops_per_sample = layer.bwd_flops_per_sample;
+  k.bwd_traffic_per_sample = layer.bwd_bytes_per_sample;
+  k.act_bytes_per_sample = layer.activation_bytes_per_sample;
+  k.output_bytes_per_sample = layer.output_bytes_per_sample;
+  k.python = python;
+  return k;
+}
+
 ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
                                    const std::string& prefix) {
   ForwardOps f;
@@ -269,22 +316,14 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
       f.activation_bytes += act;
     }
     f.activation_allocs.push_back(a);
-    // Memory traffic: activations in/out for the batch plus reading the weights once.
-    const Bytes traffic = static_cast<Bytes>(std::llround(layer.fwd_bytes_per_sample * b * scale)) +
-                          layer.params * precision().weights;
     std::vector<Dep> deps = i == 0 ? first_deps : std::vector<Dep>{};
     const int li = static_cast<int>(i);
     // The FP8 casts' label only where the layer runs in FP8 (before_forward emits nothing else).
-    if (fp8_.fp8_layer(li))
-      deps =
-          fp8_.before_forward(*this, l, li, layer.params, layer.activation_bytes_per_sample * scale,
-                              batch, prefix + layer.name, true, std::move(deps));
     // Names interned once per prefix and layer (layer_name).
-    OpId c = compute(l, layer_name(names[i], kFwdName, prefix, layer.name), layer.kind,
-                     layer.fwd_flops_per_sample * b, traffic, layer.kernels, true, std::move(deps),
-                     Phase::kForward, batch);
-    set_layer_efficiency(c, layer, false);
-    fp8_.mark(*this, c, li);
+    OpId c =
+        layer_kernel(l, layer_name(names[i], kFwdName, prefix, layer.name),
+                     whole_layer(li, Phase::kForward, batch, true),
+                     fp8_.fp8_layer(li) ? prefix + layer.name : std::string(), std::move(deps));
     if (layer.extra_python_us > 0 && scenario_.host.python)
       program_.ops[c].python_ns += us_to_ns(layer.extra_python_us);
     f.layer_ops.push_back(c);
@@ -302,8 +341,6 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
                                      const std::function<void(int, OpId)>& on_layer_done) {
   BackwardOps bw;
   std::vector<LayerNames>& names = layer_names(prefix);
-  const double scale = act_scale();
-  const double b = static_cast<double>(batch);
   const auto& layers = scenario_.model.layers;
   const bool hooks =
       scenario_.model.python_hooks;  // Python hooks make autograd threads take the GIL
@@ -312,20 +349,12 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
     // docs/program.md, "A training step": grad-input and grad-weight GEMMs, 2x the forward FLOPs
     // and traffic unless the layer states its own, launched as 2x the forward kernels by
     // autograd's C++ device thread.
-    const Bytes traffic =
-        backward_traffic_bytes(layer.fwd_bytes_per_sample, layer.bwd_bytes_per_sample, b * scale) +
-        layer.params * (precision().weights + precision().grads);
     std::vector<Dep> deps =
         i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
-    if (fp8_.fp8_layer(i))
-      deps = fp8_.before_backward(*this, l, i, layer.params, layer.output_bytes_per_sample * scale,
-                                  batch, prefix + layer.name, hooks, std::move(deps));
-    OpId c = compute(
-        l, layer_name(names[static_cast<std::size_t>(i)], kBwdName, prefix, layer.name), layer.kind,
-        backward_flops(layer.fwd_flops_per_sample, layer.bwd_flops_per_sample, b), traffic,
-        backward_kernels(layer), hooks, std::move(deps), Phase::kBackward, batch);
-    set_layer_efficiency(c, layer, true);
-    fp8_.mark(*this, c, i);
+    OpId c = layer_kernel(
+        l, layer_name(names[static_cast<std::size_t>(i)], kBwdName, prefix, layer.name),
+        whole_layer(i, Phase::kBackward, batch, hooks),
+        fp8_.fp8_layer(i) ? prefix + layer.name : std::string(), std::move(deps));
     bw.layer_ops.push_back(c);
     bw.last = c;
     if (on_layer_done) on_layer_done(i, c);

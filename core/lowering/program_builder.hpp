@@ -115,6 +115,29 @@ class ProgramBuilder {
   Bytes optimizer_bytes() const;  // optimizer state incl. fp32 master copy
   double act_scale() const;       // 1: model bytes are already in the compute dtype
 
+  // One layer's kernel, as every strategy's layer loop issues it (docs/program.md, "A training
+  // step"; the Emitter's emit_layer, forward / backward below, model_parallel.cpp): the FP8 casts
+  // before it (docs/fp8.md), the kernel — forward or recompute: FLOPs and traffic per sample times
+  // the batch, plus the weights read once; backward: backward_flops, backward_traffic_bytes plus
+  // weights and gradients, backward_kernels — its GEMM shape or fused-attention efficiency, and
+  // its FP8 dtype. The per-sample figures are what this rank runs (sharded under TP and CP).
+  struct LayerKernel {
+    int layer = 0;
+    Phase phase = Phase::kForward;  // kForward, kRecompute or kBackward
+    std::int64_t batch = 0;
+    std::int64_t params = 0;
+    double flops_per_sample = 0, traffic_per_sample = 0;
+    double bwd_flops_per_sample = -1, bwd_traffic_per_sample = -1;  // < 0: 2x the forward's
+    double act_bytes_per_sample = 0;     // forward: the saved activation the FP8 input cast writes
+    double output_bytes_per_sample = 0;  // backward: the gradient the FP8 cast reads
+    bool python = true;  // the launches hold the GIL (forward; backward with Python hooks)
+  };
+  // `fp8_label` ("mb1 h.0.attn.qkv") names the FP8 casts; only read where the layer runs in FP8.
+  OpId layer_kernel(const Lane& l, const NameRef& name, const LayerKernel& k,
+                    const std::string& fp8_label, std::vector<Dep> deps);
+  // Layer `i` whole (one GPU runs all of it: single, DataParallel, DDP, model parallel).
+  LayerKernel whole_layer(int i, Phase phase, std::int64_t batch, bool python) const;
+
   // Forward of the whole model on `batch` samples; first layer waits for `first_deps`.
   ForwardOps forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
                      const std::string& prefix);

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/hardware/gpu_catalog.hpp"
+#include "core/model/attention_kernels.hpp"
 #include "core/program/step_spans.hpp"
 #include "run/run.hpp"
 
@@ -95,10 +96,8 @@ std::vector<Candidate> candidates(const core::Scenario& s) {
   //    Where the parser allows cp: a fused attention core, 4 cp dividing the sequence, not
   //    DeepSpeed ZeRO-3 or FSDP1.
   const bool fused_attention =
-      std::any_of(s.model.layers.begin(), s.model.layers.end(), [](const core::LayerSpec& l) {
-        return l.kind == core::ComputeKind::kAttention &&
-               l.fused_attention.kernel != core::AttentionKernel::kEager;
-      });
+      std::any_of(s.model.layers.begin(), s.model.layers.end(),
+                  [](const core::LayerSpec& l) { return core::is_fused_attention_core(l); });
   const bool cp_kind = st.kind == StrategyKind::k3d || st.kind == StrategyKind::kPipeline ||
                        st.kind == StrategyKind::kTensorParallel ||
                        (st.kind == StrategyKind::kZero && par.zero_stage < 3) ||

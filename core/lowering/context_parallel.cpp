@@ -53,7 +53,7 @@ void shard_context(ShardedLayer& sl, const LayerSpec& l, const ParallelSpec& ps)
   sl.output_bytes_per_sample /= c;
   sl.comm_bytes_per_sample /= c;
   // Ring attention runs the core as one kernel per ring step, each 1/steps of the rank's work.
-  if (l.kind == ComputeKind::kAttention && l.fused_attention.kernel != AttentionKernel::kEager) {
+  if (is_fused_attention_core(l)) {
     const double steps = cp_ring_steps(ps);
     sl.flops_per_sample /= steps;
     sl.traffic_per_sample /= steps;
@@ -126,8 +126,10 @@ class ContextParallelPiece final : public ParallelPiece {
       pending_.clear();
     }
     if (!is_core(lp.layer)) return;
-    const CpBlockBytes bb = block(lp);
-    const Bytes kv = e_.per_micro_batch(bb.kv), q = e_.per_micro_batch(bb.q);
+    const CpBlockBytes bb = cp_block_bytes(e_.scenario().model, layer(lp.layer), ps_);
+    kv_ = e_.per_micro_batch(bb.kv);
+    q_ = e_.per_micro_batch(bb.q);
+    const Bytes kv = kv_, q = q_;
     std::vector<Dep> after;
     if (r.last_compute != kNoOp) after.push_back({r.last_compute, DepKind::kStreamWaits});
     // Transient buffers, freed when the core is done (docs/memory.md, "Context parallel"): p2p
@@ -166,8 +168,7 @@ class ContextParallelPiece final : public ParallelPiece {
     if (!is_core(lp.layer)) return;
     RankState& r = lp.r();
     const bool fwd = lp.forward();
-    const CpBlockBytes bb = block(lp);
-    const Bytes kv = e_.per_micro_batch(bb.kv), q = e_.per_micro_batch(bb.q);
+    const Bytes kv = kv_, q = q_;  // this core's, from begin_layer
     // Each ring step's kernel attends one block: (s / cp) / 2 keys per query on average, 1/steps
     // of the core's (its efficiency from that shape; docs/attention.md, "Efficiency").
     set_efficiency(lp.kernel, lp);
@@ -226,18 +227,13 @@ class ContextParallelPiece final : public ParallelPiece {
   std::vector<OpId> ring_;                   // this core's ring transfers, in step order
   std::vector<OpId> pending_;                // dK/dV hops the next layer waits for
   Bytes buffer_ = 0;
+  Bytes kv_ = 0, q_ = 0;  // the core in hand's |KV| and |Q| for one micro-batch
 
   static std::size_t idx(int rank) { return static_cast<std::size_t>(rank); }
   const LayerSpec& layer(int i) const {
     return e_.scenario().model.layers[static_cast<std::size_t>(i)];
   }
-  bool is_core(int i) const {
-    const LayerSpec& l = layer(i);
-    return l.kind == ComputeKind::kAttention && l.fused_attention.kernel != AttentionKernel::kEager;
-  }
-  CpBlockBytes block(const LayerPass& lp) const {
-    return cp_block_bytes(e_.scenario().model, layer(lp.layer), ps_);
-  }
+  bool is_core(int i) const { return is_fused_attention_core(layer(i)); }
   static NameRef name(const char* what) { return NameRef::cat({"cp ", what}); }
   Bytes transient_bytes(const LayerPass& lp, Bytes kv, Bytes q) const {
     switch (ps_.cp_comm) {

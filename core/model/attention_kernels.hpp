@@ -30,6 +30,12 @@ struct AttentionShape {
 std::vector<LayerSpec> attention_core_layers(AttentionKernel kernel, const AttentionShape& shape,
                                              double act_bytes, const std::string& prefix);
 
+// The layer is a fused attention core (flash2, flash3, cudnn: one attn.core kernel), the layer
+// context parallelism wraps (core/lowering/context_parallel.cpp).
+inline bool is_fused_attention_core(const LayerSpec& l) {
+  return l.kind == ComputeKind::kAttention && l.fused_attention.kernel != AttentionKernel::kEager;
+}
+
 // The fraction of the GPU's dense peak (for the op's dtype) that a fused attention kernel reaches
 // for this shape, forward or backward: E(kernel, GPU generation, pass, head_dim) *
 // k / (k + k_half) * u, k = keys per query, u = the useful share of the pairs a causal core's

@@ -4,6 +4,7 @@
 // load-balanced layout), so cp needs a sequence divisible by 2 cp, a model with a fused attention
 // core (Transformer Engine runs CP inside its FlashAttention / cuDNN attention), and for the
 // all-to-all exchanges heads and kv_heads divisible by the ranks they are spread over.
+#include "core/model/attention_kernels.hpp"
 #include "core/scenario/parse_parallel.hpp"
 
 namespace csim::core::parse {
@@ -46,7 +47,7 @@ void validate_context_parallel(const ParallelInput& in, ParallelSpec& ps) {
   for (const LayerSpec& l : m.layers) {
     if (l.kind != ComputeKind::kAttention) continue;
     attention = true;
-    fused = fused || l.fused_attention.kernel != AttentionKernel::kEager;
+    fused = fused || is_fused_attention_core(l);
   }
   if (!attention) {
     ctx.fail(o.at("cp"),

@@ -2,8 +2,8 @@
 // (core/model/fp8_recipe.hpp, runs_in_fp8) the casts and amax reductions around its GEMM as
 // elementwise kernels on the GEMM's stream, the GEMM itself in Dtype::kFp8, the FP8 weight copies
 // and the scaling state allocated where the first cast writes them, and delayed scaling's amax
-// history update once per step. Every strategy's layer loop calls it around its layer kernels; with
-// any precision but "fp8" it emits nothing and changes nothing.
+// history update once per step. The one layer loop (layer_loop.hpp) calls it around every layer
+// kernel; with any precision but "fp8" it emits nothing and changes nothing.
 #pragma once
 
 #include <cstdint>

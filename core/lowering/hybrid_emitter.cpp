@@ -19,6 +19,33 @@
 
 namespace csim::core::hybrid {
 
+// The pieces as the layer loop's per-layer pass: every hook it calls is a LayerPass's (the
+// Emitter walks and re-runs LayerPasses only).
+class Emitter::PieceHooks : public LayerHook {
+ public:
+  explicit PieceHooks(Emitter& e) : e_(e) {}
+  void enter(LayerVisit& v) override {
+    LayerPass& lp = static_cast<LayerPass&>(v);
+    if (lp.unit_begins) e_.each_piece([&](ParallelPiece& p) { p.begin_unit(lp); });
+  }
+  void begin_kernel(LayerVisit& v) override {
+    LayerPass& lp = static_cast<LayerPass&>(v);
+    e_.each_piece([&](ParallelPiece& p) { p.begin_layer(lp); });
+  }
+  void end_kernel(LayerVisit& v) override {
+    LayerPass& lp = static_cast<LayerPass&>(v);
+    lp.r().last_compute = lp.kernel;
+    e_.each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });
+  }
+  void leave(LayerVisit& v) override {
+    LayerPass& lp = static_cast<LayerPass&>(v);
+    if (lp.unit_ends) e_.each_piece_reversed([&](ParallelPiece& p) { p.end_unit(lp); });
+  }
+
+ private:
+  Emitter& e_;
+};
+
 Emitter::Emitter(const Scenario& s, ProgramBuilder& b)
     : s_(s),
       ps_(s.strategy.parallel),
@@ -26,7 +53,10 @@ Emitter::Emitter(const Scenario& s, ProgramBuilder& b)
       grid_(ps_),
       pb_(b.precision()),
       coll_python_ns_(b.python_ns(1)),
-      coll_dispatch_ns_(b.dispatch_ns(1)) {}
+      coll_dispatch_ns_(b.dispatch_ns(1)),
+      piece_hooks_(std::make_unique<PieceHooks>(*this)) {
+  hooks_[0] = piece_hooks_.get();
+}
 
 Bytes Emitter::per_micro_batch(double per_sample) const {
   return static_cast<Bytes>(std::llround(per_sample * static_cast<double>(ps_.micro_batch_size)));
@@ -46,7 +76,7 @@ void Emitter::make_plan() {
     plan_.stored_per_sample.push_back(rank_stored_activation_bytes_per_sample(s_.model, sg, ps_));
   }
   plan_.sharding = sharding_plan(ps_, s_.strategy.kind);
-  kernel_ops_.assign(layers.size(), {});
+  loop_ = std::make_unique<LayerLoop>(b_, sharded_layer_figures(plan_.sharded));
   // Units: blocks (GPT) or a layer with parameters and the parameter-free layers after it; a
   // unit never crosses a segment boundary.
   std::vector<char> seg_start(layers.size() + 1, 0);
@@ -230,91 +260,21 @@ OpId Emitter::coll(RankState& r, int stream, const NameRef& name, CollectiveKind
 
 // [SECTION] Passes --------------------------------------------------------------------------------
 
-std::size_t Emitter::kernel_phase(StepPhase p) {
-  return p == StepPhase::kBackward ? 2 : p == StepPhase::kRecompute ? 1 : 0;
+LayerPass::LayerPass(SegmentPass& pass, int layer_index, int unit_index, StepPhase p)
+    : sp(pass), unit(unit_index) {
+  layer = layer_index;
+  phase = p;
+  prefix = pass.prefix;
+  micro = pass.micro;
+  const RankState& rk = pass.st.r;
+  lane = Lane{rk.thread, rk.gpu, rk.compute};
 }
 
-NameId Emitter::kernel_name(const LayerPass& lp) {
-  const LayerSpec& l = s_.model.layers[static_cast<std::size_t>(lp.layer)];
-  if (lp.sp.micro < 0)  // no field to tell whether the pattern has one: not remembered
-    return op_names::layer_kernel(lp.sp.prefix, lp.sp.micro, l.name, lp.phase).intern(b_.names());
-  if (kernel_names_.empty() || lp.sp.prefix != kernel_prefix_) {
-    kernel_prefix_ = lp.sp.prefix;
-    kernel_names_.assign(s_.model.layers.size(), {});
-  }
-  KernelName& k = kernel_names_[static_cast<std::size_t>(lp.layer)][kernel_phase(lp.phase)];
-  if (k.index != 0) return NameId{k.index - 1, k.has_field ? lp.sp.micro : -1};
-  // As StringPool::intern: the id carries the field where the pattern has the field's byte.
-  const NameId id =
-      op_names::layer_kernel(lp.sp.prefix, lp.sp.micro, l.name, lp.phase).intern(b_.names());
-  k.index = id.index + 1;
-  k.has_field = id.field >= 0;
-  return id;
-}
+Emitter::~Emitter() = default;
 
 OpId Emitter::emit_layer(LayerPass& lp) {
-  each_piece([&](ParallelPiece& p) { p.begin_layer(lp); });
-  RankState& r = lp.r();
-  const LayerSpec& l = s_.model.layers[static_cast<std::size_t>(lp.layer)];
-  const ShardedLayer& sl = plan_.sharded[static_cast<std::size_t>(lp.layer)];
-  const Lane lane{r.thread, r.gpu, r.compute};
-  // The id alone on the copy path below: a NameRef is 112 bytes, value-initialised (its parts
-  // zeroed) on every construction, which perf showed as the costliest instruction of this function.
-  const NameId name_id = kernel_name(lp);
-  OpId c = kNoOp;
-  // A layer kernel outside FP8 (no casts around it) repeats its layer and phase's first one but
-  // for the fields set here (kernel_ops_).
-  const bool fp8_layer = b_.fp8().fp8_layer(lp.layer);
-  const bool repeatable = !fp8_layer;
-  const std::size_t phase = kernel_phase(lp.phase);
-  KernelOp* const t =
-      repeatable ? &kernel_ops_[static_cast<std::size_t>(lp.layer)][phase] : nullptr;
-  if (t != nullptr && t->valid) {
-    // Copied into place (ProgramBuilder::add's id and step), not through a temporary Op.
-    std::vector<Op>& ops = b_.program().ops;
-    c = static_cast<OpId>(ops.size());
-    Op& op = ops.emplace_back(t->op);
-    op.id = c;
-    op.step = b_.step();
-    op.name = name_id;
-    op.thread = lane.thread;
-    op.stream = lane.stream;
-    op.gpu = lane.gpu;
-    op.deps = std::move(lp.deps);
-    r.last_compute = c;
-    lp.kernel = c;
-    each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });
-    return c;
-  }
-  // FP8 casts (docs/fp8.md): the label, as text, only for a layer that has them (no string per
-  // kernel).
-  const std::string fp8_label =
-      fp8_layer ? NameRef::cat({lp.sp.prefix, l.name}, lp.sp.micro).str(b_.names()) : std::string();
-  const NameRef name(name_id);
-  // The kernel through the one layer-kernel function every strategy uses (program_builder.hpp):
-  // this rank's sharded figures; a forward's launch costs Python, a recompute's does not.
-  ProgramBuilder::LayerKernel k;
-  k.layer = lp.layer;
-  k.phase = lp.phase;
-  k.batch = ps_.micro_batch_size;
-  k.params = sl.params;
-  k.flops_per_sample = sl.flops_per_sample;
-  k.traffic_per_sample = sl.traffic_per_sample;
-  k.bwd_flops_per_sample = sl.bwd_flops_per_sample;
-  k.bwd_traffic_per_sample = sl.bwd_traffic_per_sample;
-  k.act_bytes_per_sample = sl.act_bytes_per_sample;
-  k.output_bytes_per_sample = sl.output_bytes_per_sample;
-  k.python = lp.forward() ? lp.phase == StepPhase::kForward : s_.model.python_hooks;
-  c = b_.layer_kernel(lane, name, k, fp8_label, std::move(lp.deps));
-  if (t != nullptr) {  // as emitted, before any piece's end_layer hook changes it
-    t->op = b_.program().ops[static_cast<std::size_t>(c)];
-    t->op.deps.clear();
-    t->valid = true;
-  }
-  r.last_compute = c;
-  lp.kernel = c;
-  each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });
-  return c;
+  lp.batch = ps_.micro_batch_size;
+  return loop_->emit(lp, hooks_);
 }
 
 OpId Emitter::repeat_kernel(LayerPass& lp, std::vector<Dep> deps) {
@@ -327,21 +287,28 @@ OpId Emitter::repeat_kernel(LayerPass& lp, std::vector<Dep> deps) {
   return c;
 }
 
+void Emitter::walk(SegmentPass& sp, bool forward) {
+  // The segment's layers through the one layer loop, forward in order, backward in reverse; the
+  // pass's first kernel waits for what the pass waits for.
+  loop_->walk(sp.sg.first, sp.sg.end, forward, hooks_, [&](int i, bool first) {
+    const int u = plan_.unit_of_layer[static_cast<std::size_t>(i)];
+    const Unit& un = plan_.units[static_cast<std::size_t>(u)];
+    const int unit_first = std::max(un.first, sp.sg.first),
+              unit_last = std::min(un.end, sp.sg.end) - 1;
+    LayerPass lp{sp, i, u, forward ? StepPhase::kForward : StepPhase::kBackward};
+    lp.batch = ps_.micro_batch_size;
+    lp.unit_begins = i == (forward ? unit_first : unit_last);
+    lp.unit_ends = i == (forward ? unit_last : unit_first);
+    if (first) lp.deps = sp.first;
+    return lp;
+  });
+}
+
 void Emitter::emit_forward(SegmentPass& sp) {
   if (!sp.eval && sp.seg == 0 && sp.st.in.copy != kNoOp)
     sp.first.push_back({sp.st.in.copy, DepKind::kStreamWaits});
   each_piece([&](ParallelPiece& p) { p.begin_segment(sp); });
-  for (int i = sp.sg.first; i < sp.sg.end; ++i) {
-    const int u = plan_.unit_of_layer[static_cast<std::size_t>(i)];
-    const Unit& un = plan_.units[static_cast<std::size_t>(u)];
-    LayerPass lp{sp, i, u, StepPhase::kForward};
-    lp.unit_begins = i == std::max(un.first, sp.sg.first);
-    lp.unit_ends = i + 1 == std::min(un.end, sp.sg.end);
-    if (i == sp.sg.first) lp.deps = sp.first;
-    if (lp.unit_begins) each_piece([&](ParallelPiece& p) { p.begin_unit(lp); });
-    emit_layer(lp);
-    if (lp.unit_ends) each_piece_reversed([&](ParallelPiece& p) { p.end_unit(lp); });
-  }
+  walk(sp, true);
   each_piece_reversed([&](ParallelPiece& p) { p.end_segment(sp); });
 }
 
@@ -355,17 +322,7 @@ void Emitter::emit_backward(SegmentPass& sp) {
     if (states.grads > 0 && !states.grads_at_setup)
       b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kGrads, states.grads, ".grad");
   }
-  for (int i = sp.sg.end - 1; i >= sp.sg.first; --i) {
-    const int u = plan_.unit_of_layer[static_cast<std::size_t>(i)];
-    const Unit& un = plan_.units[static_cast<std::size_t>(u)];
-    LayerPass lp{sp, i, u, StepPhase::kBackward};
-    lp.unit_begins = i == std::min(un.end, sp.sg.end) - 1;
-    lp.unit_ends = i == std::max(un.first, sp.sg.first);
-    if (i == sp.sg.end - 1) lp.deps = sp.first;
-    if (lp.unit_begins) each_piece([&](ParallelPiece& p) { p.begin_unit(lp); });
-    emit_layer(lp);
-    if (lp.unit_ends) each_piece_reversed([&](ParallelPiece& p) { p.end_unit(lp); });
-  }
+  walk(sp, false);
   each_piece_reversed([&](ParallelPiece& p) { p.end_segment(sp); });
 }
 

@@ -3,8 +3,9 @@
 // Internal to core/lowering.
 //
 // The Emitter (hybrid_emitter.cpp) lays out the ranks (one process, thread and set of streams per
-// GPU), walks each rank's step — the pipeline schedule's segment passes, the layers of each pass,
-// the optimizer — and at every point calls the ParallelPieces it is composed of, one per parallel
+// GPU), walks each rank's step — the pipeline schedule's segment passes, the layers of each pass
+// (through the one layer loop, layer_loop.hpp, with the pieces as its per-layer pass), the
+// optimizer — and at every point calls the ParallelPieces it is composed of, one per parallel
 // dimension, each in its own file:
 //   PipelinePiece       pipeline.cpp            receives, sends, activations, the loss
 //   DataParallelPiece   dp_grad_reduction.cpp   DP groups, gradient all-reduce (ZeRO-1:
@@ -23,7 +24,6 @@
 // piece order, end_* hooks (and the structure hooks) in reverse. hybrid_3d.cpp composes them.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/lowering/layer_loop.hpp"
 #include "core/lowering/op_names.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
@@ -98,18 +99,16 @@ struct SegmentPass {
   std::vector<Dep> first;  // what the pass's first kernel waits for
 };
 
-// One layer kernel of a pass. Unit hooks run where the pass enters and leaves a unit (in pass
-// order: the unit's first layer forward, its last backward).
-struct LayerPass {
+// One layer kernel of a pass, as the layer loop visits it (layer_loop.hpp: the layer, its phase,
+// batch, name prefix, lane, the deps its kernel will wait for, which a hook may extend, and the
+// kernel once emitted), with the pass and unit it is in. Unit hooks run where the pass enters and
+// leaves a unit (in pass order: the unit's first layer forward, its last backward).
+struct LayerPass : LayerVisit {
+  LayerPass(SegmentPass& pass, int layer_index, int unit_index, StepPhase p);
   SegmentPass& sp;
-  int layer = 0;
   int unit = 0;
-  StepPhase phase = StepPhase::kForward;  // kRecompute: a forward re-run before its backward
   bool unit_begins = false, unit_ends = false;
-  std::vector<Dep> deps;  // what the kernel waits for
-  OpId kernel = kNoOp;    // the layer's kernel, once emitted (for the end_layer hooks)
   RankState& r() const { return sp.st.r; }
-  bool forward() const { return phase != StepPhase::kBackward; }
 };
 
 // One parallel dimension's part of the lowering. Every hook defaults to nothing.
@@ -136,6 +135,7 @@ class ParallelPiece {
 class Emitter {
  public:
   Emitter(const Scenario& s, ProgramBuilder& b);
+  ~Emitter();
   // The pieces, outermost first (hybrid_3d.cpp).
   void add_piece(std::unique_ptr<ParallelPiece> piece) { pieces_.push_back(std::move(piece)); }
   void build(const std::string& label);
@@ -195,27 +195,13 @@ class Emitter {
   // The dimensions whose ranks mirror each other under rank symmetry, outermost first: dp, cp, tp.
   std::vector<ParallelDim> mirror_dims_;
   std::vector<char> emitted_gpu_;  // per world GPU
-  // The layer kernels' names (docs/program.md, "Names"): a kernel's pattern is the same for
-  // every micro-batch (only the field differs), so it is interned once per layer and phase
-  // (forward, recompute, backward) under the prefix `kernel_prefix_`, and later kernels take
-  // the id with their own field; a pass with another prefix (an evaluation forward) starts over.
-  struct KernelName {
-    std::uint32_t index = 0;  // the pattern's id in the pool + 1; 0: not interned yet
-    bool has_field = false;   // the pattern holds kNameField (the id carries the micro-batch)
-  };
-  std::string kernel_prefix_;
-  std::vector<std::array<KernelName, 3>> kernel_names_;  // per layer
-  NameId kernel_name(const LayerPass& lp);
-  static std::size_t kernel_phase(StepPhase p);  // forward 0, recompute 1, backward 2
-  // The layer kernels outside FP8: every field of one is a function of its layer, its phase and
-  // the scenario, except its id, step, name field, lane and deps; the first kernel of each layer
-  // and phase is emitted in full and kept (before the pieces' end_layer hooks), and the later
-  // ones are copies of it with those fields set (emit_layer).
-  struct KernelOp {
-    Op op;
-    bool valid = false;
-  };
-  std::vector<std::array<KernelOp, 3>> kernel_ops_;  // per layer, by kernel_phase
+  // The one layer loop over this rank's share of each layer (layer_loop.hpp), and the pieces as
+  // its per-layer pass: unit hooks on entering and leaving a layer, layer hooks around its kernel.
+  std::unique_ptr<LayerLoop> loop_;
+  class PieceHooks;
+  std::unique_ptr<PieceHooks> piece_hooks_;
+  LayerHook* hooks_[1] = {nullptr};
+  void walk(SegmentPass& sp, bool forward);
 
   void make_plan();
   void lay_out_ranks();

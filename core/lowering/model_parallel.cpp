@@ -9,6 +9,7 @@
 
 #include "core/program/caching_allocator.hpp"
 
+#include "core/lowering/layer_loop.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/op_names.hpp"
 #include "core/lowering/optimizer_kernels.hpp"
@@ -37,58 +38,118 @@ std::vector<int> layer_devices(const Scenario& s) {
   return dev;
 }
 
-// Where the forward runs: the issuing thread, each layer's device index, the devices' GPUs and
-// compute streams.
+// Where the passes run: the issuing threads (the main thread forward, autograd's thread of each
+// device backward), each layer's device index, the devices' GPUs and compute streams.
 struct DeviceLayout {
   int main = 0;
   const std::vector<int>* ids = nullptr;
-  std::vector<int> dev;      // per layer
-  std::vector<int> compute;  // per device
+  std::vector<int> dev;       // per layer
+  std::vector<int> compute;   // per device
+  std::vector<int> autograd;  // per device
 };
 
-struct SplitForward {
-  std::vector<OpId> act;  // per layer, the saved activations' alloc (kNoOp: none)
-  OpId last = kNoOp;
-};
+// The per-layer pass of model parallelism (a LayerHook of the one layer loop, layer_loop.hpp):
+// each layer's kernel on its device, and at each split the activation copied forward
+// (x.to('cuda:k')) or the gradient copied back (ToCopyBackward). Kernels follow one another
+// across devices: each waits for the one before (stream order within a device).
+class DevicePlacement : public LayerHook {
+ public:
+  DevicePlacement(ProgramBuilder& b, const DeviceLayout& d, std::int64_t batch, OpId prev)
+      : b_(b),
+        d_(d),
+        batch_(static_cast<double>(batch)),
+        prev_(prev),
+        done_(d.ids->size(), kNoOp) {}
 
-// The forward layer by layer on each layer's device; at each split the previous layer's output is
-// copied to the next device (x.to('cuda:k')).
-SplitForward forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::int64_t batch,
-                                std::vector<Dep> first, const std::string& prefix) {
-  const auto& layers = b.scenario().model.layers;
-  const int nl = static_cast<int>(layers.size());
-  const double bs = static_cast<double>(batch);
-  SplitForward f;
-  f.act.assign(static_cast<std::size_t>(nl), kNoOp);
-  OpId prev = kNoOp;
-  for (int i = 0; i < nl; ++i) {
-    const LayerSpec& l = layers[static_cast<std::size_t>(i)];
-    const int k = d.dev[static_cast<std::size_t>(i)];
-    const int g = (*d.ids)[static_cast<std::size_t>(k)];
-    const Lane lane{d.main, g, d.compute[static_cast<std::size_t>(k)]};
-    std::vector<Dep> deps = i == 0 ? first : std::vector<Dep>{};
-    if (i > 0 && d.dev[static_cast<std::size_t>(i - 1)] != k) {
-      // x.to('cuda:k'): the previous layer's output copied to this device.
-      const int src = (*d.ids)[static_cast<std::size_t>(d.dev[static_cast<std::size_t>(i - 1)])];
-      const Bytes bytes = static_cast<Bytes>(
-          std::llround(layers[static_cast<std::size_t>(i - 1)].output_bytes_per_sample * bs));
-      b.alloc(d.main, lane.stream, g, MemCategory::kActivations, bytes, prefix + "activation copy");
-      const OpId cp =
-          b.copy(d.main, lane.stream, g, prefix + "activation to GPU " + std::to_string(g),
-                 CopyKind::kPeer, bytes, src, {{prev, DepKind::kStreamWaits}}, Phase::kForward,
-                 b.python_ns(1), b.dispatch_ns(1));
-      deps.push_back({cp, DepKind::kStreamWaits});
+  void enter(LayerVisit& v) override {
+    const int k = device(v.layer);
+    const int g = gpu(k);
+    if (v.forward()) {
+      v.lane = Lane{d_.main, g, d_.compute[static_cast<std::size_t>(k)]};
+      if (v.layer > 0 && device(v.layer - 1) != k) {
+        // x.to('cuda:k'): the previous layer's output copied to this device.
+        const Bytes bytes = output_bytes(v.layer - 1);
+        const std::string prefix(v.prefix);
+        b_.alloc(d_.main, v.lane.stream, g, MemCategory::kActivations, bytes,
+                 prefix + "activation copy");
+        const OpId cp = b_.copy(d_.main, v.lane.stream, g,
+                                prefix + "activation to GPU " + std::to_string(g), CopyKind::kPeer,
+                                bytes, gpu(device(v.layer - 1)), {{prev_, DepKind::kStreamWaits}},
+                                Phase::kForward, b_.python_ns(1), b_.dispatch_ns(1));
+        v.deps.push_back({cp, DepKind::kStreamWaits});
+      }
+      return;
     }
-    const Bytes a = static_cast<Bytes>(std::llround(l.activation_bytes_per_sample * bs));
-    if (a > 0)
-      f.act[static_cast<std::size_t>(i)] =
-          b.alloc(d.main, lane.stream, g, MemCategory::kActivations, a, prefix + l.name + ".act");
-    prev = b.layer_kernel(lane, prefix + l.name + ".fwd",
-                          b.whole_layer(i, Phase::kForward, batch, true), prefix + l.name,
-                          std::move(deps));
+    const int th = d_.autograd[static_cast<std::size_t>(k)];
+    v.lane = Lane{th, g, d_.compute[static_cast<std::size_t>(k)]};
+    std::vector<Dep> deps{{prev_, DepKind::kStreamWaits}};
+    deps.insert(deps.end(), v.deps.begin(), v.deps.end());
+    const int nl = static_cast<int>(d_.dev.size());
+    if (v.layer + 1 < nl && device(v.layer + 1) != k) {
+      // ToCopyBackward: the gradient copied back to this device.
+      const OpId cp = b_.copy(th, v.lane.stream, g, "gradient to GPU " + std::to_string(g),
+                              CopyKind::kPeer, output_bytes(v.layer), gpu(device(v.layer + 1)),
+                              std::move(deps), Phase::kBackward, 0, b_.dispatch_ns(1));
+      deps = {{cp, DepKind::kStreamWaits}};
+    }
+    v.deps = std::move(deps);
   }
-  f.last = prev;
-  return f;
+
+  void leave(LayerVisit& v) override {
+    prev_ = v.kernel;
+    const int k = device(v.layer);
+    done_[static_cast<std::size_t>(k)] = v.kernel;
+    // Backward past a split: the activation copied in at it is freed.
+    if (!v.forward() && v.layer > 0 && device(v.layer - 1) != k)
+      b_.release(v.lane.thread, v.lane.stream, v.lane.gpu, MemCategory::kActivations,
+                 output_bytes(v.layer - 1), "activation copy");
+  }
+
+  OpId last() const { return prev_; }
+  // Per device, its last kernel of the pass (kNoOp: none ran there).
+  const std::vector<OpId>& done() const { return done_; }
+
+ private:
+  int device(int layer) const { return d_.dev[static_cast<std::size_t>(layer)]; }
+  int gpu(int k) const { return (*d_.ids)[static_cast<std::size_t>(k)]; }
+  Bytes output_bytes(int layer) const {
+    return static_cast<Bytes>(std::llround(
+        b_.scenario().model.layers[static_cast<std::size_t>(layer)].output_bytes_per_sample *
+        batch_));
+  }
+  ProgramBuilder& b_;
+  const DeviceLayout& d_;
+  double batch_;
+  OpId prev_;
+  std::vector<OpId> done_;
+};
+
+// The visit of layer i of a pass over the devices.
+LayerVisit device_visit(int i, bool first, StepPhase phase, std::int64_t batch,
+                        const std::string& prefix, const std::vector<Dep>& first_deps) {
+  LayerVisit v;
+  v.layer = i;
+  v.phase = phase;
+  v.batch = batch;
+  v.prefix = prefix;
+  if (first) v.deps = first_deps;
+  return v;
+}
+
+// The forward layer by layer on each layer's device, through the layer loop. Returns, per layer,
+// the saved activations' alloc (kNoOp: none).
+std::vector<OpId> forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::int64_t batch,
+                                     const std::vector<Dep>& first, const std::string& prefix) {
+  const int nl = static_cast<int>(d.dev.size());
+  std::vector<OpId> act(static_cast<std::size_t>(nl), kNoOp);
+  LayerLoop& loop = b.whole_layers();
+  DevicePlacement placement(b, d, batch, kNoOp);
+  SavedActivations saved(b, loop, act);
+  LayerHook* const hooks[] = {&placement, &saved};
+  loop.walk(0, nl, true, hooks, [&](int i, bool is_first) {
+    return device_visit(i, is_first, StepPhase::kForward, batch, prefix, first);
+  });
+  return act;
 }
 
 // The model output on the last device and the input batch on the first, freed once backward
@@ -192,7 +253,7 @@ Program lower_model_parallel(const Scenario& s, Progress* progress) {
     }
   }
   DataFeed feed(b, node, main, ids.front(), copy, "");
-  const DeviceLayout layout{main, &ids, dev, compute};
+  const DeviceLayout layout{main, &ids, dev, compute, autograd};
   const int k_opt = optimizer_bytes_per_param(s.training);
 
   for (int step = 1; step <= s.training.steps; ++step) {
@@ -209,7 +270,7 @@ Program lower_model_parallel(const Scenario& s, Progress* progress) {
       const double bs = static_cast<double>(micro[mi]);
       const FedBatch in = feed.next_batch(micro[mi], Lane{main, ids.front(), compute[0]});
       const std::vector<OpId> act =
-          forward_on_devices(b, layout, micro[mi], {{in.copy, DepKind::kStreamWaits}}, "").act;
+          forward_on_devices(b, layout, micro[mi], {{in.copy, DepKind::kStreamWaits}}, "");
       const Bytes out =
           static_cast<Bytes>(std::llround(layers.back().output_bytes_per_sample * bs));
       const OpId loss = emit_loss(b, last_lane, micro[mi], out, {});
@@ -225,39 +286,18 @@ Program lower_model_parallel(const Scenario& s, Progress* progress) {
           p.ops[static_cast<std::size_t>(ga)].deps = {{go, DepKind::kHostWaits}};
         }
       }
-      OpId prev = loss;
-      std::vector<OpId> done(static_cast<std::size_t>(n), kNoOp);
-      for (int i = nl - 1; i >= 0; --i) {
-        const LayerSpec& l = layers[static_cast<std::size_t>(i)];
-        const int k = dev[static_cast<std::size_t>(i)];
-        const int g = ids[static_cast<std::size_t>(k)];
-        const int th = autograd[static_cast<std::size_t>(k)];
-        const Lane lane{th, g, compute[static_cast<std::size_t>(k)]};
-        std::vector<Dep> deps{{prev, DepKind::kStreamWaits}};
-        if (i == nl - 1) deps.push_back({go, DepKind::kHostWaits});
-        if (i + 1 < nl && dev[static_cast<std::size_t>(i + 1)] != k) {
-          // ToCopyBackward: the gradient copied back to this device.
-          const int src = ids[static_cast<std::size_t>(dev[static_cast<std::size_t>(i + 1)])];
-          const Bytes bytes = static_cast<Bytes>(std::llround(l.output_bytes_per_sample * bs));
-          const OpId cp =
-              b.copy(th, lane.stream, g, "gradient to GPU " + std::to_string(g), CopyKind::kPeer,
-                     bytes, src, std::move(deps), Phase::kBackward, 0, b.dispatch_ns(1));
-          deps = {{cp, DepKind::kStreamWaits}};
-        }
-        prev = b.layer_kernel(lane, l.name + ".bwd",
-                              b.whole_layer(i, Phase::kBackward, micro[mi], s.model.python_hooks),
-                              l.name, std::move(deps));
-        done[static_cast<std::size_t>(k)] = prev;
-        const OpId a = act[static_cast<std::size_t>(i)];
-        if (a != kNoOp)
-          b.release(th, lane.stream, g, MemCategory::kActivations,
-                    p.ops[static_cast<std::size_t>(a)].bytes, l.name + ".act");
-        if (i > 0 && dev[static_cast<std::size_t>(i - 1)] != k) {
-          const Bytes bytes = static_cast<Bytes>(
-              std::llround(layers[static_cast<std::size_t>(i - 1)].output_bytes_per_sample * bs));
-          b.release(th, lane.stream, g, MemCategory::kActivations, bytes, "activation copy");
-        }
-      }
+      // Backward in reverse on autograd's thread of each layer's device; the first kernel waits
+      // for the loss and for loss.backward() to hand autograd the graph.
+      LayerLoop& loop = b.whole_layers();
+      DevicePlacement placement(b, layout, micro[mi], loss);
+      std::vector<OpId> saved_allocs = act;
+      SavedActivations saved(b, loop, saved_allocs);
+      LayerHook* const hooks[] = {&placement, &saved};
+      const std::vector<Dep> handed{{go, DepKind::kHostWaits}};
+      loop.walk(0, nl, false, hooks, [&](int i, bool first) {
+        return device_visit(i, first, StepPhase::kBackward, micro[mi], "", handed);
+      });
+      const std::vector<OpId>& done = placement.done();
       std::vector<Dep> joins;
       for (int k = 0; k < n; ++k) {
         if (done[static_cast<std::size_t>(k)] != kNoOp) {

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/lowering/gemm_shape_lowering.hpp"
+#include "core/lowering/layer_loop.hpp"
 #include "core/lowering/op_names.hpp"
 #include "core/lowering/optimizer_kernels.hpp"
 #include "core/lowering/optimizer_memory.hpp"
@@ -227,111 +228,73 @@ Bytes ProgramBuilder::optimizer_bytes() const {
   return scenario_.model.total_params() * optimizer_bytes_per_param(scenario_.training);
 }
 
-// The model builders already size activations in the precision's element bytes (docs/scenario.md,
-// "Model"), so the lowering uses them as they are.
-double ProgramBuilder::act_scale() const {
-  return 1.0;
+ProgramBuilder::~ProgramBuilder() = default;
+
+Program ProgramBuilder::take() {
+  whole_layers_.reset();  // its kept kernels and names are the taken Program's
+  if (unit_open_) lowered_.add();
+  unit_open_ = false;
+  lowered_.finish();
+  return std::move(program_);
 }
 
-std::vector<ProgramBuilder::LayerNames>& ProgramBuilder::layer_names(const std::string& prefix) {
-  auto it = layer_names_.find(prefix);
-  if (it == layer_names_.end())
-    it = layer_names_.emplace(prefix, std::vector<LayerNames>(scenario_.model.layers.size())).first;
-  return it->second;
+LayerLoop& ProgramBuilder::whole_layers() {
+  if (!whole_layers_)
+    whole_layers_ = std::make_unique<LayerLoop>(*this, whole_layer_figures(scenario_.model));
+  return *whole_layers_;
 }
 
-NameId ProgramBuilder::layer_name(LayerNames& n, LayerName which, const std::string& prefix,
-                                  const std::string& layer) {
-  if (!n.interned[which]) {
-    static constexpr const char* kSuffix[kNumLayerNames] = {".act", ".fwd", ".bwd"};
-    n.id[which] = NameRef::cat({prefix, layer, kSuffix[which]}).intern(program_.names);
-    n.interned[which] = true;
+namespace {
+
+// A pass's layer kernels in the order they run, and DDP's gradient hook after each backward one.
+class KernelRecorder : public LayerHook {
+ public:
+  KernelRecorder(std::vector<OpId>& ops, const std::function<void(int, OpId)>* on_done)
+      : ops_(ops), on_done_(on_done) {}
+  void leave(LayerVisit& v) override {
+    ops_.push_back(v.kernel);
+    if (on_done_ != nullptr && *on_done_) (*on_done_)(v.layer, v.kernel);
   }
-  return n.id[which];
+
+ private:
+  std::vector<OpId>& ops_;
+  const std::function<void(int, OpId)>* on_done_;
+};
+
+// The visit of layer i of a whole-model pass on one lane.
+LayerVisit whole_visit(int i, bool first, StepPhase phase, std::int64_t batch,
+                       const std::string& prefix, const Lane& l,
+                       const std::vector<Dep>& first_deps) {
+  LayerVisit v;
+  v.layer = i;
+  v.phase = phase;
+  v.batch = batch;
+  v.prefix = prefix;
+  v.lane = l;
+  if (first) v.deps = first_deps;
+  return v;
 }
 
-OpId ProgramBuilder::layer_kernel(const Lane& l, const NameRef& name, const LayerKernel& k,
-                                  const std::string& fp8_label, std::vector<Dep> deps) {
-  const LayerSpec& layer = scenario_.model.layers[static_cast<std::size_t>(k.layer)];
-  const double b = static_cast<double>(k.batch);
-  const bool forward = k.phase != Phase::kBackward;
-  OpId c = kNoOp;
-  if (forward) {
-    deps = fp8_.before_forward(*this, l, k.layer, k.params, k.act_bytes_per_sample, k.batch,
-                               fp8_label, k.python, std::move(deps));
-    const Bytes traffic =
-        static_cast<Bytes>(std::llround(k.traffic_per_sample * b)) + k.params * precision().weights;
-    c = compute(l, name, layer.kind, k.flops_per_sample * b, traffic, layer.kernels, k.python,
-                std::move(deps), k.phase, k.batch);
-  } else {
-    // Backward: 2x the forward FLOPs unless the layer states its own; the layer's backward
-    // traffic, 2x the forward's unless it says otherwise (docs/program.md, "A training step").
-    deps = fp8_.before_backward(*this, l, k.layer, k.params, k.output_bytes_per_sample, k.batch,
-                                fp8_label, k.python, std::move(deps));
-    const Bytes traffic =
-        backward_traffic_bytes(k.traffic_per_sample, k.bwd_traffic_per_sample, b) +
-        k.params * (precision().weights + precision().grads);
-    c = compute(l, name, layer.kind, backward_flops(k.flops_per_sample, k.bwd_flops_per_sample, b),
-                traffic, backward_kernels(layer), k.python, std::move(deps), k.phase, k.batch);
-  }
-  set_layer_efficiency(c, layer, !forward);
-  fp8_.mark(*this, c, k.layer);
-  return c;
-}
-
-ProgramBuilder::LayerKernel ProgramBuilder::whole_layer(int i, Phase phase, std::int64_t batch,
-                                                        bool python) const {
-  const LayerSpec& layer = scenario_.model.layers[static_cast<std::size_t>(i)];
-  LayerKernel k;
-  k.layer = i;
-  k.phase = phase;
-  k.batch = batch;
-  k.params = layer.params;
-  k.flops_per_sample = layer.fwd_flops_per_sample;
-  k.traffic_per_sample = layer.fwd_bytes_per_sample;
-  k.bwd_flops_per_sample = layer.bwd_flops_per_sample;
-  k.bwd_traffic_per_sample = layer.bwd_bytes_per_sample;
-  k.act_bytes_per_sample = layer.activation_bytes_per_sample;
-  k.output_bytes_per_sample = layer.output_bytes_per_sample;
-  k.python = python;
-  return k;
-}
+}  // namespace
 
 ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
                                    const std::string& prefix) {
   ForwardOps f;
-  std::vector<LayerNames>& names = layer_names(prefix);
-  const double scale = act_scale();
-  const double b = static_cast<double>(batch);
   const auto& layers = scenario_.model.layers;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const LayerSpec& layer = layers[i];
-    // Saved activations (and the last layer's output) are allocated before the kernel writes them.
-    const Bytes act =
-        static_cast<Bytes>(std::llround(layer.activation_bytes_per_sample * b * scale));
-    OpId a = kNoOp;
-    if (act > 0) {
-      a = alloc(l.thread, l.stream, l.gpu, MemCategory::kActivations, act,
-                layer_name(names[static_cast<std::size_t>(i)], kActName, prefix, layer.name));
-      f.activation_bytes += act;
-    }
-    f.activation_allocs.push_back(a);
-    std::vector<Dep> deps = i == 0 ? first_deps : std::vector<Dep>{};
-    const int li = static_cast<int>(i);
-    // The FP8 casts' label only where the layer runs in FP8 (before_forward emits nothing else).
-    // Names interned once per prefix and layer (layer_name).
-    OpId c =
-        layer_kernel(l, layer_name(names[i], kFwdName, prefix, layer.name),
-                     whole_layer(li, Phase::kForward, batch, true),
-                     fp8_.fp8_layer(li) ? prefix + layer.name : std::string(), std::move(deps));
-    if (layer.extra_python_us > 0 && scenario_.host.python)
-      program_.ops[c].python_ns += us_to_ns(layer.extra_python_us);
-    f.layer_ops.push_back(c);
-    f.last = c;
-  }
+  const int n = static_cast<int>(layers.size());
+  f.activation_allocs.assign(layers.size(), kNoOp);
+  LayerLoop& loop = whole_layers();
+  SavedActivations saved(*this, loop, f.activation_allocs);
+  KernelRecorder recorder(f.layer_ops, nullptr);
+  LayerHook* const hooks[] = {&recorder, &saved};
+  loop.walk(0, n, true, hooks, [&](int i, bool first) {
+    return whole_visit(i, first, StepPhase::kForward, batch, prefix, l, first_deps);
+  });
+  f.activation_bytes = saved.saved();
+  if (!f.layer_ops.empty()) f.last = f.layer_ops.back();
   if (!layers.empty()) {
-    f.output_bytes =
-        static_cast<Bytes>(std::llround(layers.back().output_bytes_per_sample * b * scale));
+    f.output_bytes = static_cast<Bytes>(
+        std::llround(layers.back().output_bytes_per_sample * static_cast<double>(batch)));
   }
   return f;
 }
@@ -340,29 +303,17 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
                                      std::vector<Dep> first_deps, const std::string& prefix,
                                      const std::function<void(int, OpId)>& on_layer_done) {
   BackwardOps bw;
-  std::vector<LayerNames>& names = layer_names(prefix);
-  const auto& layers = scenario_.model.layers;
-  const bool hooks =
-      scenario_.model.python_hooks;  // Python hooks make autograd threads take the GIL
-  for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
-    const LayerSpec& layer = layers[i];
-    // docs/program.md, "A training step": grad-input and grad-weight GEMMs, 2x the forward FLOPs
-    // and traffic unless the layer states its own, launched as 2x the forward kernels by
-    // autograd's C++ device thread.
-    std::vector<Dep> deps =
-        i == static_cast<int>(layers.size()) - 1 ? first_deps : std::vector<Dep>{};
-    OpId c = layer_kernel(
-        l, layer_name(names[static_cast<std::size_t>(i)], kBwdName, prefix, layer.name),
-        whole_layer(i, Phase::kBackward, batch, hooks),
-        fp8_.fp8_layer(i) ? prefix + layer.name : std::string(), std::move(deps));
-    bw.layer_ops.push_back(c);
-    bw.last = c;
-    if (on_layer_done) on_layer_done(i, c);
-    const OpId a = fwd.activation_allocs[i];
-    if (a != kNoOp)
-      release(l.thread, l.stream, l.gpu, MemCategory::kActivations, program_.ops[a].bytes,
-              layer_name(names[static_cast<std::size_t>(i)], kActName, prefix, layer.name));
-  }
+  const int n = static_cast<int>(scenario_.model.layers.size());
+  LayerLoop& loop = whole_layers();
+  std::vector<OpId> allocs = fwd.activation_allocs;
+  SavedActivations saved(*this, loop, allocs);
+  // DDP's hook runs after the layer's kernel, before its activations are freed.
+  KernelRecorder recorder(bw.layer_ops, &on_layer_done);
+  LayerHook* const hooks[] = {&saved, &recorder};
+  loop.walk(0, n, false, hooks, [&](int i, bool first) {
+    return whole_visit(i, first, StepPhase::kBackward, batch, prefix, l, first_deps);
+  });
+  if (!bw.layer_ops.empty()) bw.last = bw.layer_ops.back();
   return bw;
 }
 

@@ -1,12 +1,12 @@
 // ProgramBuilder: the pieces every strategy's lowering is made of (docs/program.md):
 // processes, threads, streams and groups; op factories that fill host costs from HostSpec; the
-// model's forward, backward and optimizer on one GPU; the data-loader feed.
+// model's forward and backward on one GPU (through the one layer loop, layer_loop.hpp) and its
+// optimizer; the data-loader feed.
 #pragma once
 
-#include <array>
 #include <functional>
+#include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/lowering/fp8_lowering.hpp"
@@ -36,22 +36,22 @@ struct BackwardOps {
   OpId last = kNoOp;
 };
 
+class LayerLoop;
+
 class ProgramBuilder {
  public:
   // With `progress`, the phase "lowering" begins; set_step counts its units.
   explicit ProgramBuilder(const Scenario& scenario, Progress* progress = nullptr);
+  ~ProgramBuilder();
 
   Program& program() { return program_; }
   const Scenario& scenario() const { return scenario_; }
   // Precision "fp8": the casts and amax kernels around the FP8 GEMMs (docs/fp8.md).
   Fp8Lowering& fp8() { return fp8_; }
-  Program take() {
-    layer_names_.clear();  // their ids are the taken Program's
-    if (unit_open_) lowered_.add();
-    unit_open_ = false;
-    lowered_.finish();
-    return std::move(program_);
-  }
+  Program take();
+  // The layer loop over every layer whole (one GPU runs all of it: single, DataParallel, DDP,
+  // model parallel; layer_loop.hpp), made at its first use; forward() and backward() walk it.
+  LayerLoop& whole_layers();
   // The Program's name pool (Op::name; docs/program.md, "Names").
   StringPool& names() { return program_.names; }
 
@@ -113,36 +113,13 @@ class ProgramBuilder {
   Bytes grad_bytes() const;       // all .grad tensors
   Bytes buffer_bytes() const;     // module buffers (fp32)
   Bytes optimizer_bytes() const;  // optimizer state incl. fp32 master copy
-  double act_scale() const;       // 1: model bytes are already in the compute dtype
 
-  // One layer's kernel, as every strategy's layer loop issues it (docs/program.md, "A training
-  // step"; the Emitter's emit_layer, forward / backward below, model_parallel.cpp): the FP8 casts
-  // before it (docs/fp8.md), the kernel — forward or recompute: FLOPs and traffic per sample times
-  // the batch, plus the weights read once; backward: backward_flops, backward_traffic_bytes plus
-  // weights and gradients, backward_kernels — its GEMM shape or fused-attention efficiency, and
-  // its FP8 dtype. The per-sample figures are what this rank runs (sharded under TP and CP).
-  struct LayerKernel {
-    int layer = 0;
-    Phase phase = Phase::kForward;  // kForward, kRecompute or kBackward
-    std::int64_t batch = 0;
-    std::int64_t params = 0;
-    double flops_per_sample = 0, traffic_per_sample = 0;
-    double bwd_flops_per_sample = -1, bwd_traffic_per_sample = -1;  // < 0: 2x the forward's
-    double act_bytes_per_sample = 0;     // forward: the saved activation the FP8 input cast writes
-    double output_bytes_per_sample = 0;  // backward: the gradient the FP8 cast reads
-    bool python = true;  // the launches hold the GIL (forward; backward with Python hooks)
-  };
-  // `fp8_label` ("mb1 h.0.attn.qkv") names the FP8 casts; only read where the layer runs in FP8.
-  OpId layer_kernel(const Lane& l, const NameRef& name, const LayerKernel& k,
-                    const std::string& fp8_label, std::vector<Dep> deps);
-  // Layer `i` whole (one GPU runs all of it: single, DataParallel, DDP, model parallel).
-  LayerKernel whole_layer(int i, Phase phase, std::int64_t batch, bool python) const;
-
-  // Forward of the whole model on `batch` samples; first layer waits for `first_deps`.
+  // Forward of the whole model on `batch` samples through the layer loop (layer_loop.hpp), each
+  // layer whole, its saved activations allocated; the first layer waits for `first_deps`.
   ForwardOps forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
                      const std::string& prefix);
-  // Backward in reverse layer order; `on_layer_done(layer, op)` runs after each layer's op (DDP
-  // hooks). Frees the forward's activations as each layer finishes.
+  // Backward in reverse layer order through the layer loop; `on_layer_done(layer, op)` runs after
+  // each layer's op (DDP hooks). Frees the forward's activations as each layer finishes.
   BackwardOps backward(const Lane& l, std::int64_t batch, const ForwardOps& fwd,
                        std::vector<Dep> first_deps, const std::string& prefix,
                        const std::function<void(int layer, OpId op)>& on_layer_done);
@@ -167,18 +144,8 @@ class ProgramBuilder {
   bool counting_ = false;   // lowered_ has its total
   bool unit_open_ = false;  // a unit begun by set_step and not yet counted
   Fp8Lowering fp8_;
-  // The names forward() / backward() give a layer's ops under one prefix ("<prefix><layer>.act",
-  // ".fwd", ".bwd"): each interned the first time an op takes it, exactly when it would be
-  // interned otherwise (so ids keep their first-interned order), and reused by every later step.
-  enum LayerName { kActName, kFwdName, kBwdName, kNumLayerNames };
-  struct LayerNames {
-    std::array<NameId, kNumLayerNames> id{};
-    std::array<bool, kNumLayerNames> interned{};
-  };
-  std::unordered_map<std::string, std::vector<LayerNames>> layer_names_;  // by prefix, per layer
-  std::vector<LayerNames>& layer_names(const std::string& prefix);
-  NameId layer_name(LayerNames& n, LayerName which, const std::string& prefix,
-                    const std::string& layer);
+  // The loop forward() / backward() walk: every layer whole (made at the first pass).
+  std::unique_ptr<LayerLoop> whole_layers_;
 };
 
 // The data loader of one training process (docs/program.md, "A training step"): with num_workers

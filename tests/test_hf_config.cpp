@@ -493,6 +493,16 @@ TEST_CASE("hf_config: scenario-side errors name the scenario key", "[hf_config]"
   CHECK(err(R"(, "seq_len": 512, "attention": {"kernel": "flash9"})").json_path() ==
         "model.attention.kernel");
   CHECK(err(R"(, "seq_len": 512, "window": 4)").json_path() == "model.window");
+  // Context parallelism's sequence check names the key the sequence came from: model.seq_len
+  // beside hf_config (cp 4 splits 36 tokens into 8 chunks: 36 / 8 is not whole).
+  std::string cp = scenario_text(gpt2, R"(, "seq_len": 36, "attention": {"kernel": "flash2"})");
+  const std::string one_gpu = "\"gpus_per_node\": 1";
+  cp.replace(cp.find(one_gpu), one_gpu.size(), "\"gpus_per_node\": 4");
+  cp = cp.substr(0, cp.rfind('}')) + R"(, "strategy": {"kind": "3d", "cp": 4}})";
+  e = error_of([&] { parse_scenario_string(cp, "s.json"); });
+  CHECK(e.json_path().find("model.seq_len") != std::string::npos);
+  CHECK(e.json_path().find("strategy.cp") != std::string::npos);
+  CHECK(e.message().find("do not divide seq_len 36") != std::string::npos);
   // flash3 needs Hopper: named at the scenario's key.
   e = error_of([&] {
     parse_scenario_string(

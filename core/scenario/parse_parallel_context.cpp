@@ -13,6 +13,19 @@ namespace {
 
 const std::vector<std::string> kCpCommNames = {"p2p", "all_gather", "a2a", "a2a+p2p"};
 
+// Where the scenario gave the model's `key` (seq_len, heads, kv_heads): model.gpt.<key>,
+// model.transformer.<key>, or with model.hf_config model.seq_len beside it and the config file's
+// fields (num_attention_heads, num_key_value_heads) for the shape.
+std::string model_key_path(const Ctx& ctx, const std::string& key) {
+  const json* model =
+      ctx.doc != nullptr && ctx.doc->contains("model") ? &(*ctx.doc)["model"] : nullptr;
+  if (model != nullptr && model->is_object()) {
+    if (model->contains("hf_config")) return key == "seq_len" ? "model.seq_len" : "model.hf_config";
+    if (model->contains("gpt")) return "model.gpt." + key;
+  }
+  return "model.transformer." + key;
+}
+
 void check_heads(const ParallelInput& in, const ParallelSpec& ps, int ranks, const char* why) {
   const ModelSpec& m = in.model;
   const int kv = m.transformer.kv_heads > 0 ? m.transformer.kv_heads : m.transformer.heads;
@@ -20,7 +33,7 @@ void check_heads(const ParallelInput& in, const ParallelSpec& ps, int ranks, con
                                std::pair<const char*, int>{"kv_heads", kv}}) {
     if (n % ranks == 0) continue;
     in.ctx.fail_conflict(
-        {in.o.at("cp_comm"), "model.transformer." + std::string(key)},
+        {in.o.at("cp_comm"), model_key_path(in.ctx, key)},
         std::string("strategy.cp_comm ") + to_string(ps.cp_comm) + " spreads the heads over " +
             why + " = " + std::to_string(ranks) + " ranks, which does not divide " + key + " " +
             std::to_string(n),
@@ -65,7 +78,7 @@ void validate_context_parallel(const ParallelInput& in, ParallelSpec& ps) {
   }
   const std::int64_t s = m.transformer.seq_len;
   if (s % (2 * ps.cp) != 0) {
-    ctx.fail_conflict({o.at("cp"), "model.transformer.seq_len"},
+    ctx.fail_conflict({o.at("cp"), model_key_path(ctx, "seq_len")},
                       "cp " + std::to_string(ps.cp) +
                           " splits the sequence into 2 cp = " + std::to_string(2 * ps.cp) +
                           " chunks, which do not divide seq_len " + std::to_string(s),

@@ -627,6 +627,8 @@ Summary summarize(const Trace& trace, core::Progress* progress) {
   for (const Interval& w : window) window_ns += std::max<TimeNs>(0, w.end - w.start);
   const double per_step = s.window_steps > 0 ? 1.0 / s.window_steps : 0.0;
   s.window_s = ns_to_s(window_ns) * per_step;
+  std::vector<std::pair<TimeNs, TimeNs>> window_pairs;
+  for (const Interval& w : window) window_pairs.emplace_back(w.start, w.end);
 
   // GPUs: processes with a GPU index or with GPU work, in pid order.
   std::set<std::int32_t> gpu_pids;
@@ -700,6 +702,7 @@ Summary summarize(const Trace& trace, core::Progress* progress) {
     g.idle_s = ns_to_s(sp.idle) * per_step;
     g.exposed_comm_s = g.comm_s;
     g.overlapped_comm_s = ns_to_s(sp.overlapped) * per_step;
+    g.comm_by_group = comm_by_group(events_of[pid], window_pairs, per_step);
     // busy_fraction = (compute + comm + copy) / |W| (docs/summary.md "Time split")
     g.busy_fraction = window_ns > 0 ? static_cast<double>(sp.compute + sp.comm + sp.copy) /
                                           static_cast<double>(window_ns)
@@ -729,6 +732,7 @@ Summary summarize(const Trace& trace, core::Progress* progress) {
     }
     s.exposed_comm_s += g.exposed_comm_s * g.stands_for;
     s.overlapped_comm_s += g.overlapped_comm_s * g.stands_for;
+    add_comm_by_group(s.comm_by_group, g.comm_by_group, g.stands_for);
     s.gpus += g.stands_for;
     s.per_gpu.push_back(std::move(g));
   }

@@ -14,6 +14,7 @@
 
 #include "core/progress.hpp"
 #include "core/units.hpp"
+#include "profiler/comm_by_group.hpp"
 #include "profiler/trace.hpp"
 
 namespace csim::prof {
@@ -26,28 +27,29 @@ struct StepUtilisation {
   Bytes peak_bytes = 0;      // allocated, at most (0 without memory data)
 };
 
-struct GpuSummary {                    // one GPU (trace process); times are seconds per step
-  std::int32_t pid = 0;                // trace process id
-  std::string name;                    // "node 0 / GPU 1" ("rank 3 / GPU 0" for imported traces)
-  int rank = -1, node = -1, gpu = -1;  // from ProcessInfo (gpu = global index)
-  Bytes peak_bytes = 0;                // max of the "allocated" memory counter and of the
-                                       //   steady-state peak (docs: Memory)
-  Bytes first_step_peak_bytes = 0;     // metadata memory_peaks (0: unknown, e.g. imported)
-  Bytes steady_peak_bytes = 0;         //   from step 2 on (projected for one-step runs)
-  bool steady_projected = false;       // the steady state was projected from a one-step run
-  Bytes peak_reserved_bytes = 0;       // max of the "memory reserved" counter's reserved series
-  bool has_reserved_data = false;      // the GPU has caching-allocator counters
-  Bytes capacity_bytes = 0;            // usable memory (0: unknown)
-  bool has_memory_data = false;        // the GPU has memory counters
-  double busy_fraction = 0;            // (compute + comm + copy) / window (docs: Time split)
-  double compute_s = 0;                // exclusive split, priority compute > comm > copy >
-  double comm_s = 0;                   //   host-wait > idle; the five sum to the window
-  double copy_s = 0;                   //   length per step
-  double host_wait_s = 0;              // GIL waits on this process's host threads
-  double idle_s = 0;                   // none of the above
-  double exposed_comm_s = 0;           // communication not overlapped by compute (= comm_s)
-  double overlapped_comm_s = 0;        // communication ∩ compute
-  int stands_for = 1;                  // rank symmetry: GPUs this row's figures count for (itself
+struct GpuSummary {                      // one GPU (trace process); times are seconds per step
+  std::int32_t pid = 0;                  // trace process id
+  std::string name;                      // "node 0 / GPU 1" ("rank 3 / GPU 0" for imported traces)
+  int rank = -1, node = -1, gpu = -1;    // from ProcessInfo (gpu = global index)
+  Bytes peak_bytes = 0;                  // max of the "allocated" memory counter and of the
+                                         //   steady-state peak (docs: Memory)
+  Bytes first_step_peak_bytes = 0;       // metadata memory_peaks (0: unknown, e.g. imported)
+  Bytes steady_peak_bytes = 0;           //   from step 2 on (projected for one-step runs)
+  bool steady_projected = false;         // the steady state was projected from a one-step run
+  Bytes peak_reserved_bytes = 0;         // max of the "memory reserved" counter's reserved series
+  bool has_reserved_data = false;        // the GPU has caching-allocator counters
+  Bytes capacity_bytes = 0;              // usable memory (0: unknown)
+  bool has_memory_data = false;          // the GPU has memory counters
+  double busy_fraction = 0;              // (compute + comm + copy) / window (docs: Time split)
+  double compute_s = 0;                  // exclusive split, priority compute > comm > copy >
+  double comm_s = 0;                     //   host-wait > idle; the five sum to the window
+  double copy_s = 0;                     //   length per step
+  double host_wait_s = 0;                // GIL waits on this process's host threads
+  double idle_s = 0;                     // none of the above
+  double exposed_comm_s = 0;             // communication not overlapped by compute (= comm_s)
+  double overlapped_comm_s = 0;          // communication ∩ compute
+  std::vector<GroupComm> comm_by_group;  // per process group (docs: Communication by group)
+  int stands_for = 1;                    // rank symmetry: GPUs this row's figures count for (itself
                        //   incl.); 0 for a mirror's row (counted by its representative)
   int mirror_of = -1;  // rank symmetry: the representative GPU whose figures these are
   std::vector<StepUtilisation> by_step;  // every step, the first included
@@ -119,6 +121,7 @@ struct Summary {
   int output_device = -1;           // DataParallel: output_device (-1 otherwise)
   double exposed_comm_s = 0;        // sum over GPUs, per step
   double overlapped_comm_s = 0;     // sum over GPUs, per step
+  std::vector<GroupComm> comm_by_group;  // per process group, sums over GPUs, per step
   // The GPU that bounds the step (docs/summary.md, "Bounding GPU"): the most compute + copy time
   // per step (the others wait for it in collectives); -1 without GPUs.
   int bounding_gpu = -1, bounding_rank = -1;

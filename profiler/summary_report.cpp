@@ -1,7 +1,9 @@
 // Summary reporters: JSON (summary_to_json) and the console table (print_summary_table).
 // Formulas of every printed figure: docs/summary.md.
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "profiler/summary.hpp"
 
@@ -37,6 +39,13 @@ std::string markers(const Summary& s, const GpuSummary& g) {
   if (s.output_device >= 0 && g.gpu == s.output_device)
     m += m.empty() ? " output_device" : " + output_device";
   return m;
+}
+
+nlohmann::json comm_by_group_json(const std::vector<GroupComm>& groups) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GroupComm& g : groups)
+    out.push_back({{"group", g.group}, {"comm_s", g.comm_s}, {"exposed_s", g.exposed_s}});
+  return out;
 }
 
 }  // namespace
@@ -108,6 +117,7 @@ nlohmann::json summary_to_json(const Summary& s) {
       s.output_device >= 0 ? nlohmann::json(s.output_device) : nlohmann::json(nullptr);
   j["exposed_comm_s"] = s.exposed_comm_s;
   j["overlapped_comm_s"] = s.overlapped_comm_s;
+  j["comm_by_group"] = comm_by_group_json(s.comm_by_group);
   if (s.bounding_gpu >= 0) {
     j["bounding"] = {{"gpu", s.bounding_gpu},
                      {"rank", s.bounding_rank},
@@ -147,7 +157,8 @@ nlohmann::json summary_to_json(const Summary& s) {
          {"host_wait_s", g.host_wait_s},
          {"idle_s", g.idle_s},
          {"exposed_comm_s", g.exposed_comm_s},
-         {"overlapped_comm_s", g.overlapped_comm_s}});
+         {"overlapped_comm_s", g.overlapped_comm_s},
+         {"comm_by_group", comm_by_group_json(g.comm_by_group)}});
     nlohmann::json steps = nlohmann::json::array();
     for (const StepUtilisation& u : g.by_step)
       steps.push_back({{"step", u.step},
@@ -275,6 +286,21 @@ void print_summary_table(const Summary& s, std::ostream& out) {
   out << "\ncommunication per step: exposed " << fmt("%.3f", s.exposed_comm_s * 1e3)
       << " ms, overlapped with compute " << fmt("%.3f", s.overlapped_comm_s * 1e3)
       << " ms (sums over GPUs)\n";
+  if (!s.comm_by_group.empty()) {
+    // Most exposed first (docs/summary.md, "Communication by group").
+    std::vector<GroupComm> groups = s.comm_by_group;
+    std::stable_sort(groups.begin(), groups.end(), [](const GroupComm& a, const GroupComm& b) {
+      return a.exposed_s > b.exposed_s;
+    });
+    out << "  by group:";
+    const char* sep = " ";
+    for (const GroupComm& g : groups) {
+      out << sep << g.group << " " << fmt("%.3f", g.comm_s * 1e3) << " ms (exposed "
+          << fmt("%.3f", g.exposed_s * 1e3) << ")";
+      sep = ", ";
+    }
+    out << "\n";
+  }
   if (s.has_memory_data) {
     out << "imbalance (max/mean of peak memory): " << fmt("%.2f", s.imbalance) << "x";
     // Name the fullest GPU and its DataParallel roles.

@@ -505,12 +505,44 @@ def per_rank_sizes(c):
     return "\n\n" + "\n".join(rows) + "\n\n"
 
 
+def cp_sweep(c):
+    # docs/program.md, "Context parallel": Llama 3.1 8B at 131,072 tokens on 8 H100 (the bundled
+    # cp 8 scenario) at cp 1, 2, 4, 8 under each exchange, one sample per data-parallel rank
+    # (global batch 8 / cp); the CP exchange is the summary's "cp" group per GPU.
+    scen = "scenarios/llama3_1_8b_8xh100_cp8_p2p.json"
+    rows = ["| cp | cp_comm | step s | tokens/s per GPU | MFU | peak GiB | CP exchange ms per GPU "
+            "(exposed) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    runs = [(1, "—", ())]
+    for comm in ("p2p", "all_gather", "a2a", "a2a+p2p"):
+        for cp in (2, 4, 8):
+            if comm == "a2a+p2p" and cp < 4:
+                continue  # a2a inside groups of 2 and a ring across them needs cp >= 4
+            extra = ("strategy.cp_a2a=2",) if comm == "a2a+p2p" else ()
+            runs.append((cp, comm, (f"strategy.cp_comm={comm}",) + extra))
+    for cp, comm, sets in runs:
+        d = c.summary(scen, f"strategy.cp={cp}", f"training.global_batch={8 // cp}", *sets)
+        peak = max(g["peak_bytes"] for g in d["per_gpu"] if "peak_bytes" in g) / GIB
+        if d.get("oom"):
+            peak_cell = f"OOM ({d['oom']['would_be_peak_bytes'] / GIB:.1f} needed)"
+        else:
+            peak_cell = f"{peak:.1f}"
+        cpg = [g for g in d.get("comm_by_group", []) if g["group"] == "cp"]
+        n = d["gpus"]
+        cp_cell = (f"{cpg[0]['comm_s'] / n * 1e3:.1f} ({cpg[0]['exposed_s'] / n * 1e3:.1f})"
+                   if cpg else "—")
+        rows.append(f"| {cp} | {comm} | {d['step_time_s']:.3f} | "
+                    f"{d['transformer']['tokens_per_s_per_gpu']:.1f} | {100 * d['mfu']:.1f} % | "
+                    f"{peak_cell} | {cp_cell} |")
+    return "\n\n" + "\n".join(rows) + "\n\n"
+
+
 FIGURES = {
     "tracediff_output": (tracediff_output, False),
     "per_rank_sizes": (per_rank_sizes, False),
     "collective_sweep_dgx_a100": (lambda c: collective_sweep(c, "dgx_a100"), False),
     "collective_sweep_dgx_h100": (lambda c: collective_sweep(c, "dgx_h100"), False),
     "fp8_example": (fp8_example, False),
+    "cp_sweep": (cp_sweep, False),
     "block_eval_accuracy": (block_eval_accuracy, False),
     "block_eval_speed": (block_eval_speed, True),
     "sweep_rate": (sweep_rate, True),

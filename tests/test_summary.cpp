@@ -128,8 +128,7 @@ TEST_CASE("utilisation per step: busy share and memory peak of every step, the f
               ev(0, 8, 20 * kMs, 24 * kMs, EventClass::kCommunication)};
   // Memory: 1 GiB at 0, 4 GiB at 12 ms, 2 GiB at 18 ms, nothing after: step 1 peaks at 1 GiB,
   // step 2 at 4 GiB, step 3 keeps the 2 GiB step 2 left (the level before it counts).
-  t.counters = {mem(0, 0, 1.0 * kGiB), mem(0, 12 * kMs, 4.0 * kGiB),
-                mem(0, 18 * kMs, 2.0 * kGiB)};
+  t.counters = {mem(0, 0, 1.0 * kGiB), mem(0, 12 * kMs, 4.0 * kGiB), mem(0, 18 * kMs, 2.0 * kGiB)};
   const Summary s = summarize(t);
   REQUIRE(s.per_gpu.size() == 1);
   const std::vector<StepUtilisation>& u = s.per_gpu[0].by_step;
@@ -219,4 +218,49 @@ TEST_CASE("no steps: the whole trace is one step, with a note", "[summary]") {
   REQUIRE(s.per_gpu.size() == 1);  // no process info: the pid with GPU work is the GPU
   CHECK(s.per_gpu[0].busy_fraction == Approx(1.0));
   CHECK(s.notes.size() == 2);  // no ProfilerStep, no memory data
+}
+
+TEST_CASE("communication by group: each group's time and the part no compute overlaps",
+          "[summary]") {
+  // One step [0, 100] ms on GPU 0 (a single step is the window). Compute [0, 40]; a tp
+  // collective [30, 50] and a cp transfer [45, 70] on two streams; a second cp event [60, 80]
+  // overlapping the first; a dp collective without a description, named only by its process group
+  // name; and a collective outside any group. Per group:
+  //   tp: [30, 50] = 20 ms, exposed [40, 50] = 10 ms
+  //   cp: [45, 80] (the union) = 35 ms, all exposed
+  //   dp (Process Group Name "dp_shard 3"): [90, 95] = 5 ms exposed
+  //   unnamed: [96, 98] = 2 ms
+  // tp and cp both run in [45, 50]: each counts it, so the groups' exposed times sum to 52 ms
+  // where the GPU's own split has 47 ms of exposed communication ([40, 80] + [90, 95] + [96, 98]).
+  Trace t;
+  t.processes = {{0, "node 0 / GPU 0", 0, 0, 0, 0, 0}};
+  auto comm = [](TimeNs a, TimeNs b, std::int32_t tid, const char* key, const char* value) {
+    TraceEvent e = ev(0, tid, a * kMs, b * kMs, EventClass::kCommunication);
+    if (key != nullptr) e.args.push_back({key, std::string(value)});
+    return e;
+  };
+  t.events = {step(0, 1, 0, 100 * kMs),
+              ev(0, 7, 0, 40 * kMs, EventClass::kCompute),
+              comm(30, 50, 7, "Process Group Description", "tp (dp 0, pp 0)"),
+              comm(45, 70, 8, "Process Group Description", "cp (tp 0, dp 0, pp 0)"),
+              comm(60, 80, 9, "Process Group Description", "cp (tp 0, dp 0, pp 0)"),
+              comm(90, 95, 8, "Process Group Name", "dp_shard 3"),
+              comm(96, 98, 8, nullptr, nullptr)};
+  const Summary s = summarize(t);
+  REQUIRE(s.comm_by_group.size() == 4);
+  const std::vector<std::string> order = {"tp", "cp", "dp_shard", "unnamed"};  // first seen
+  const std::vector<double> comm_ms = {20, 35, 5, 2}, exposed_ms = {10, 35, 5, 2};
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    INFO(order[i]);
+    CHECK(s.comm_by_group[i].group == order[i]);
+    CHECK(s.comm_by_group[i].comm_s == Approx(comm_ms[i] * 1e-3));
+    CHECK(s.comm_by_group[i].exposed_s == Approx(exposed_ms[i] * 1e-3));
+  }
+  CHECK(s.exposed_comm_s == Approx(0.047));
+  // The table names them, most exposed first.
+  std::ostringstream out;
+  print_summary_table(s, out);
+  CHECK(out.str().find("by group: cp 35.000 ms (exposed 35.000), tp 20.000 ms (exposed 10.000), "
+                       "dp_shard 5.000 ms (exposed 5.000), unnamed 2.000 ms (exposed 2.000)") !=
+        std::string::npos);
 }

@@ -101,6 +101,10 @@ prof::Summary summarize_run(const core::Scenario& s, const core::Program& p,
   // order: per op its GIL wait on its host thread, then its device span. Every other event of the
   // trace has a class the summary's sweep skips.
   tr.events.reserve(p.ops.size());
+  std::vector<prof::Arg> group_args;
+  group_args.reserve(p.groups.size());
+  for (const core::CommGroup& g : p.groups)
+    group_args.push_back({"Process Group Description", g.name});
   for (const core::Op& op : p.ops) {
     count.add();
     const core::OpTiming& t = r.timings[static_cast<std::size_t>(op.id)];
@@ -134,6 +138,10 @@ prof::Summary summarize_run(const core::Scenario& s, const core::Program& p,
     const core::StreamDesc& st = p.streams[static_cast<std::size_t>(op.stream)];
     tr.events.push_back(
         {st.gpu, stream_tid(st.id), t.start_ns, t.end_ns - t.start_ns, {}, {}, cls, op.id, -1, {}});
+    // A collective's group, as build_trace's "Process Group Description" names it (the summary's
+    // communication by group, docs/summary.md).
+    if (op.kind == core::OpKind::kCollective && op.group >= 0)
+      tr.events.back().args.push_back(group_args[static_cast<std::size_t>(op.group)]);
   }
   count.finish();
   detail::add_step_annotations(tr, p, step_spans);

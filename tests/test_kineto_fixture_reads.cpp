@@ -97,6 +97,14 @@ TEST_CASE("real PyTorch-profiler trace (NCCL, gzip) reads and summarises", "[tra
   REQUIRE(s.per_gpu.size() == 1);
   CHECK(s.per_gpu[0].gpu == 0);
   CHECK(s.per_gpu[0].comm_s + s.per_gpu[0].overlapped_comm_s > 0);
+  // Its NCCL kernels carry record_param_comms' "Process Group Description": "default_pg", so
+  // all of its communication is that group's (docs/summary.md, "Communication by group"): the
+  // group's exposed time is the GPU's exposed communication, its time the GPU's comm + overlap.
+  REQUIRE(s.comm_by_group.size() == 1);
+  CHECK(s.comm_by_group[0].group == "default_pg");
+  CHECK(s.comm_by_group[0].exposed_s == Approx(s.per_gpu[0].exposed_comm_s));
+  CHECK(s.comm_by_group[0].comm_s ==
+        Approx(s.per_gpu[0].comm_s + s.per_gpu[0].overlapped_comm_s));
   std::ostringstream table;
   print_summary_table(s, table);
   CHECK(table.str().find("no memory data") != std::string::npos);

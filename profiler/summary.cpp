@@ -513,6 +513,7 @@ void read_transformer_figures(const nlohmann::json& md, double gpus, Summary& s)
   const auto t = md.find("transformer");
   if (t == md.end() || !t->is_object()) return;
   s.model_params = t->value("params", std::int64_t{0});
+  s.model_active_params = t->value("active_params", s.model_params);
   s.tokens_per_step = t->value("tokens_per_step", std::int64_t{0});
   if (s.tokens_per_step > 0 && s.step_time_s > 0) {
     s.tokens_per_s = static_cast<double>(s.tokens_per_step) / s.step_time_s;

@@ -99,6 +99,7 @@ struct Summary {
   // Decoder transformers whose metadata has "transformer" (docs/summary.md, "Tokens and FLOPs per
   // token"); all 0 otherwise.
   std::int64_t model_params = 0;          // the model's parameter count N
+  std::int64_t model_active_params = 0;   // of N, those a token uses (a mixture of experts)
   std::int64_t tokens_per_step = 0;       // samples_per_step x seq_len
   double tokens_per_s = 0;                // tokens_per_step / step_time_s
   double tokens_per_s_per_gpu = 0;        // tokens_per_s / gpus

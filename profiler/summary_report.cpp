@@ -74,6 +74,8 @@ nlohmann::json summary_to_json(const Summary& s) {
                           {"six_n_attention", s.flops_per_token_6n},
                           {"megatron", s.flops_per_token_megatron},
                           {"torchtitan", s.flops_per_token_torchtitan}}}};
+    if (s.model_active_params > 0 && s.model_active_params != s.model_params)
+      j["transformer"]["active_params"] = s.model_active_params;
   }
   j["window_s"] = s.window_s;
   j["window_steps"] = s.window_steps;
@@ -243,9 +245,12 @@ void print_summary_table(const Summary& s, std::ostream& out) {
     out << "tokens/s:  " << fmt("%.0f", s.tokens_per_s) << " ("
         << fmt("%.1f", s.tokens_per_s_per_gpu) << " per GPU; " << s.tokens_per_step
         << " tokens per step)\n";
-    out << "model:     " << s.model_params
-        << " parameters; GFLOP per token: " << fmt("%.4g", s.flops_per_token_model / 1e9)
-        << " model (MFU), " << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
+    out << "model:     " << s.model_params << " parameters"
+        << (s.model_active_params > 0 && s.model_active_params != s.model_params
+                ? " (" + std::to_string(s.model_active_params) + " active)"
+                : std::string())
+        << "; GFLOP per token: " << fmt("%.4g", s.flops_per_token_model / 1e9) << " model (MFU), "
+        << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
         << fmt("%.4g", s.flops_per_token_megatron / 1e9) << " Megatron, "
         << fmt("%.4g", s.flops_per_token_torchtitan / 1e9) << " torchtitan\n";
   }

@@ -103,6 +103,11 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.hidden_dropout", "model.transformer.attention",
     "model.transformer.attention.kernel", "model.transformer.attention.window",
     "model.transformer.attention.global_every", "model.transformer.attention.dropout",
+    // model.transformer.moe (core/scenario/parse_moe.cpp)
+    "model.transformer.moe", "model.transformer.moe.experts", "model.transformer.moe.top_k",
+    "model.transformer.moe.expert_ffn_hidden", "model.transformer.moe.shared_experts",
+    "model.transformer.moe.shared_ffn_hidden", "model.transformer.moe.first_dense_layers",
+    "model.transformer.moe.every_k_layers",
     // model.hf_config (core/scenario/parse_hf_model.cpp)
     "model.hf_config", "model.seq_len", "model.attention", "model.attention.kernel",
     "model.vocab_pad_multiple",

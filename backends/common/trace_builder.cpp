@@ -502,6 +502,10 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
           {"six_n_attention", f.six_n_attention},
           {"megatron", f.megatron},
           {"torchtitan", f.torchtitan}}}};
+    // A mixture of experts: the parameters a token uses (docs/transformer.md, "Mixture of
+    // experts"); absent for dense models.
+    if (s.model.active_params() != s.model.total_params())
+      md["transformer"]["active_params"] = s.model.active_params();
   }
   // First-step and steady-state peaks per GPU (docs/memory.md): the summary reports the larger.
   nlohmann::json peaks = nlohmann::json::array();

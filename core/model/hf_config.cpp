@@ -28,7 +28,7 @@ using i64 = std::int64_t;
 
 // [SECTION] Architectures -------------------------------------------------------------------------
 
-enum class Family { kLlama, kMistral, kQwen2, kQwen3, kGpt2, kNeox };
+enum class Family { kLlama, kMistral, kQwen2, kQwen3, kGpt2, kNeox, kMixtral, kQwen3Moe };
 
 struct Arch {
   const char* name;        // architectures[0]
@@ -43,15 +43,20 @@ const Arch kArchs[] = {
     {"Qwen3ForCausalLM", "qwen3", Family::kQwen3},
     {"GPT2LMHeadModel", "gpt2", Family::kGpt2},
     {"GPTNeoXForCausalLM", "gpt_neox", Family::kNeox},
+    {"MixtralForCausalLM", "mixtral", Family::kMixtral},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", Family::kQwen3Moe},
 };
 
-// Mixture-of-experts architectures (architectures[0], model_type): refused until MoE is modelled.
+bool is_moe_family(Family f) {
+  return f == Family::kMixtral || f == Family::kQwen3Moe;
+}
+
+// Mixture-of-experts architectures (architectures[0], model_type) not modelled yet (Mixtral and
+// Qwen3-MoE are, in kArchs).
 // The causal-LM classes of transformers whose blocks route tokens to experts
 // (src/transformers/models/<model_type>/modeling_<model_type>.py); docs/scenario.md lists them.
 const char* const kMoeArchs[][2] = {
-    {"MixtralForCausalLM", "mixtral"},
     {"Qwen2MoeForCausalLM", "qwen2_moe"},
-    {"Qwen3MoeForCausalLM", "qwen3_moe"},
     {"Qwen3NextForCausalLM", "qwen3_next"},
     {"DeepseekV2ForCausalLM", "deepseek_v2"},
     {"DeepseekV3ForCausalLM", "deepseek_v3"},
@@ -77,7 +82,8 @@ const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed
                                    "moe_num_experts"};
 const char* const kExpertParents[] = {"text_config", "ffn_config"};
 
-constexpr const char* kMoeLater = "MoE comes in a later issue";
+constexpr const char* kMoeLater =
+    "not modelled yet (the mixtures modelled: MixtralForCausalLM, Qwen3MoeForCausalLM)";
 
 // Fields accepted without a warning although nothing here reads them: they have no cost effect
 // this model represents (token ids, initialisation, RoPE's base and scaling, the norms' eps,
@@ -243,7 +249,7 @@ void refuse_experts(Reader& r, const json& cfg) {
       const json& v = obj.at(k);
       if (v.is_number() && v.get<double>() > 0)
         r.fail(prefix + k, v.dump() + " experts make a mixture-of-experts model: " + kMoeLater,
-               "the dense architectures are " + supported_list());
+               "the architectures modelled are " + supported_list());
     }
   };
   check(cfg, "");
@@ -271,10 +277,15 @@ const Arch& architecture(Reader& r, const json& cfg) {
     key = "model_type";
     by_type = true;
   }
+  // The mixtures modelled: their experts are read by read_moe.
+  for (const Arch& a : kArchs) {
+    if (!key.empty() && is_moe_family(a.family) && name == (by_type ? a.model_type : a.name))
+      return a;
+  }
   for (const auto& moe : kMoeArchs) {
     if (!key.empty() && name == moe[by_type ? 1 : 0])
       r.fail(key, name + " is a mixture-of-experts model: " + kMoeLater,
-             "the dense architectures are " + supported_list());
+             "the architectures modelled are " + supported_list());
   }
   refuse_experts(r, cfg);
   if (key.empty())
@@ -358,6 +369,38 @@ void apply_layer_types(Reader& r, TransformerConfig& c, i64 sliding_window) {
   }
 }
 
+// The experts of Mixtral (modeling_mixtral.py: num_local_experts experts of intermediate_size,
+// num_experts_per_tok per token, every block sparse) and Qwen3-MoE (modeling_qwen3_moe.py:
+// num_experts of moe_intermediate_size, num_experts_per_tok; block i sparse when not in
+// mlp_only_layers and (i + 1) % decoder_sparse_step == 0, the others a dense MLP of
+// intermediate_size). Router settings with no cost effect here are read quietly.
+void read_moe(Reader& r, Family f, TransformerConfig& c, const std::string& arch) {
+  MoeConfig& m = c.moe;
+  for (const char* quiet : {"router_aux_loss_coef", "output_router_logits", "router_jitter_noise",
+                            "norm_topk_prob", "num_local_experts", "num_experts"})
+    r.present(quiet);
+  if (f == Family::kMixtral) {
+    m.experts = static_cast<int>(r.req_int({"num_local_experts"}, 2, 1 << 16, arch));
+    m.expert_ffn_hidden = c.ffn_hidden;
+  } else {
+    m.experts = static_cast<int>(r.req_int({"num_experts"}, 2, 1 << 16, arch));
+    m.expert_ffn_hidden = r.req_int({"moe_intermediate_size"}, 1, 1 << 22, arch);
+    m.every_k_layers = static_cast<int>(r.opt_int("decoder_sparse_step", 1, 1, 100000));
+    if (r.given("mlp_only_layers")) {
+      const json& v = r.at("mlp_only_layers");
+      if (!v.is_array()) r.fail("mlp_only_layers", "expected an array, got " + describe_value(v));
+      // Dense blocks 0..n-1 are a prefix this model represents (moe.first_dense_layers).
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number_integer() || v[i].get<i64>() != static_cast<i64>(i))
+          r.fail("mlp_only_layers", "dense blocks other than a prefix 0..n-1",
+                 "this model keeps the first n blocks dense (moe.first_dense_layers)");
+      }
+      m.first_dense_layers = static_cast<int>(v.size());
+    }
+  }
+  m.top_k = static_cast<int>(r.opt_int("num_experts_per_tok", 2, 1, m.experts));
+}
+
 }  // namespace
 
 const std::vector<std::string>& hf_supported_architectures() {
@@ -436,6 +479,7 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
 
   // MLP.
   if (gated) {
+    // Mixtral: the experts' width; Qwen3-MoE: the dense blocks' (read_moe reads the experts').
     c.ffn_hidden = r.req_int({"intermediate_size"}, 1, 1 << 22, arch);
     const std::string act = r.string("hidden_act", "silu");
     if (act != "silu" && act != "swish")
@@ -493,11 +537,13 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
       break;
     }
     case Family::kMistral:
-      break;  // no bias anywhere (modeling_mistral.py)
+    case Family::kMixtral:
+      break;  // no bias anywhere (modeling_mistral.py, modeling_mixtral.py)
     case Family::kQwen2:
       c.qkv_bias = true;  // q_proj, k_proj, v_proj have biases; o_proj and the MLP none
       break;
-    case Family::kQwen3: {
+    case Family::kQwen3:
+    case Family::kQwen3Moe: {
       const bool ab = r.boolean("attention_bias", false);
       c.qkv_bias = c.attn_out_bias = ab;
       c.qk_norm = true;  // q_norm, k_norm: RMSNorm over head_dim (modeling_qwen3.py)
@@ -523,7 +569,11 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
                   ? (r.given("sliding_window") ? r.to_int("sliding_window", 1, 1LL << 30) : 0)
                   : 4096;
     c.window = sliding;
-  } else if (f == Family::kQwen2 || f == Family::kQwen3) {
+  } else if (f == Family::kMixtral) {
+    // MixtralConfig's sliding_window defaults to None (full causal).
+    sliding = r.given("sliding_window") ? r.to_int("sliding_window", 1, 1LL << 30) : 0;
+    c.window = sliding;
+  } else if (f == Family::kQwen2 || f == Family::kQwen3 || f == Family::kQwen3Moe) {
     c.window = qwen_window(r, c.layers, notes);
     sliding = r.given("sliding_window") ? r.to_int("sliding_window", 1, 1LL << 30) : 0;
   }
@@ -542,6 +592,8 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
   } else if (neox) {
     c.hidden_dropout = r.number("hidden_dropout", 0.0, 0.0, 1.0) > 0;
   }
+
+  if (is_moe_family(f)) read_moe(r, f, c, arch);
 
   const std::vector<std::string> unread = r.unread();
   if (!unread.empty()) {

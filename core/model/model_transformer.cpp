@@ -11,6 +11,7 @@
 
 #include "core/model/attention_kernels.hpp"
 #include "core/model/model_builders.hpp"
+#include "core/model/moe_layers.hpp"
 
 namespace csim::core {
 
@@ -216,27 +217,26 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
   // already saved: it saves only its statistics.
   m.layers.push_back(
       norm_spec(p + "ln_2", c.norm, h, s, e, c.parallel_residual, TpRole::kReplicated));
-  // gelu: fc h -> f. swiglu: gate and up as one column-parallel GEMM h -> 2f (Megatron's
-  // linear_fc1 with a gated linear unit; HF's gate_proj and up_proj hold the same parameters).
-  const i64 fc_w = gated ? 2 * f : f;
-  m.layers.push_back(linear_spec(p + "mlp.fc", h, fc_w, c.mlp_bias, s, e, TpRole::kColumn));
-  const double sf = s * static_cast<double>(f);
-  if (gated) {
-    // silu(gate) * up, eager PyTorch (F.silu then mul: 2 kernels): silu 5 FLOPs/elem (sigmoid 4,
-    // times x 1), mul 1; traffic silu 2e sf + mul 3e sf; saved: gate (silu's input), up and
-    // silu(gate) (mul's inputs) = 3 e sf (docs/transformer.md, "MLP").
-    m.layers.push_back(make(p + "mlp.swiglu", CK::kElementwise, TpRole::kSharded, 0, 6.0 * sf,
-                            5.0 * e * sf, 3.0 * e * sf, e * sf, 2));
-    // Backward: mul's reads dy, up and silu(gate) and writes both input gradients (5e sf); silu's
-    // reads gate and its gradient and writes d gate (3e sf).
-    m.layers.back().bwd_bytes_per_sample = 8.0 * e * sf;
+  if (block_is_moe(c, i)) {
+    // A mixture of experts in the MLP's place (core/model/moe_layers.hpp).
+    add_moe_mlp(m.layers, c, p, s, e);
   } else {
-    // GELU (tanh form, ~8 FLOPs/elem as build_gpt): reads and writes sf, saves its input.
-    m.layers.push_back(make(p + "mlp.gelu", CK::kElementwise, TpRole::kSharded, 0, 8.0 * sf,
-                            2.0 * e * sf, e * sf, e * sf, 1));
-    m.layers.back().bwd_bytes_per_sample = 3.0 * e * sf;  // reads x and dy, writes dx
+    // gelu: fc h -> f. swiglu: gate and up as one column-parallel GEMM h -> 2f (Megatron's
+    // linear_fc1 with a gated linear unit; HF's gate_proj and up_proj hold the same parameters).
+    const i64 fc_w = gated ? 2 * f : f;
+    m.layers.push_back(linear_spec(p + "mlp.fc", h, fc_w, c.mlp_bias, s, e, TpRole::kColumn));
+    const double sf = s * static_cast<double>(f);
+    if (gated) {
+      // silu(gate) * up (docs/transformer.md, "MLP").
+      m.layers.push_back(swiglu_spec(p + "mlp.swiglu", sf, e, TpRole::kSharded));
+    } else {
+      // GELU (tanh form, ~8 FLOPs/elem as build_gpt): reads and writes sf, saves its input.
+      m.layers.push_back(make(p + "mlp.gelu", CK::kElementwise, TpRole::kSharded, 0, 8.0 * sf,
+                              2.0 * e * sf, e * sf, e * sf, 1));
+      m.layers.back().bwd_bytes_per_sample = 3.0 * e * sf;  // reads x and dy, writes dx
+    }
+    m.layers.push_back(linear_spec(p + "mlp.proj", f, h, c.mlp_bias, s, e, TpRole::kRow));
   }
-  m.layers.push_back(linear_spec(p + "mlp.proj", f, h, c.mlp_bias, s, e, TpRole::kRow));
   if (c.parallel_residual) {
     // x + attn + mlp: two adds (2 FLOPs/elem, 2 kernels of 3e/elem each); with hidden dropout
     // each branch is dropped first (its mask saved).
@@ -273,10 +273,14 @@ std::int64_t transformer_layer_count(const TransformerConfig& c) {
   tiny.dropout = c.attention_dropout;
   const auto core =
       static_cast<i64>(attention_core_layers(c.attention_kernel, tiny, 2.0, "").size());
-  const i64 per_block = 2 /* ln_1, qkv */ + (c.qk_norm ? 1 : 0) +
+  const i64 attention = 2 /* ln_1, qkv */ + (c.qk_norm ? 1 : 0) +
                         (c.position == PositionKind::kRope ? 1 : 0) + core + 1 /* proj */ +
-                        (c.parallel_residual ? 0 : 1) + 4 /* ln_2, fc, act, proj */ + 1;
-  return 1 /* embed */ + c.layers * per_block + 2 /* ln_f, lm_head */;
+                        (c.parallel_residual ? 0 : 1);
+  i64 blocks = 0;
+  for (int i = 0; i < c.layers; ++i)
+    blocks += attention + 1 /* ln_2 */ + (block_is_moe(c, i) ? moe_mlp_layer_count(c) : 3) +
+              1 /* residual */;
+  return 1 /* embed */ + blocks + 2 /* ln_f, lm_head */;
 }
 
 ModelSpec build_transformer(const TransformerConfig& c, int act_bytes) {
@@ -287,6 +291,10 @@ ModelSpec build_transformer(const TransformerConfig& c, int act_bytes) {
   require(d.kv_heads >= 1 && c.heads % d.kv_heads == 0, "kv_heads must divide heads");
   require(c.mlp != MlpKind::kSwiglu || c.ffn_hidden > 0, "swiglu needs ffn_hidden");
   require(c.window >= 0 && c.global_every >= 0, "window and global_every must be >= 0");
+  require(
+      !c.moe.any() || (c.moe.top_k >= 1 && c.moe.top_k <= c.moe.experts &&
+                       c.mlp == MlpKind::kSwiglu && c.moe.every_k_layers >= 1),
+      "a mixture of experts needs 1 <= top_k <= experts, swiglu experts and every_k_layers >= 1");
   const double e = act_bytes, s = static_cast<double>(c.seq_len);
   const double sh = s * static_cast<double>(c.hidden);
   const i64 h = c.hidden, vp = d.padded_vocab;

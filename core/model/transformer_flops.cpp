@@ -4,6 +4,7 @@
 
 #include "core/model/attention_kernels.hpp"
 #include "core/model/model_transformer.hpp"
+#include "core/model/moe_layers.hpp"
 
 namespace csim::core {
 
@@ -14,11 +15,13 @@ TransformerForwardFlops transformer_forward_flops(const TransformerConfig& c) {
                hd = static_cast<double>(d.head_dim);
   const double f = static_cast<double>(d.ffn_hidden);
   const double mlp_mats = c.mlp == MlpKind::kSwiglu ? 3.0 : 2.0;
-  // Per block and sample: q, k, v 2 s h (a + 2g) d; output 2 s a d h; MLP 2 s h f per matrix.
-  const double gemms =
-      2.0 * s * h * (a + 2.0 * g) * hd + 2.0 * s * a * hd * h + mlp_mats * 2.0 * s * h * f;
+  // Per block and sample: q, k, v 2 s h (a + 2g) d; output 2 s a d h; MLP 2 s h f per matrix, or
+  // a mixture of experts' router and the experts a token uses (moe_mlp_gemm_flops).
+  const double projections = 2.0 * s * h * (a + 2.0 * g) * hd + 2.0 * s * a * hd * h;
+  const double dense_mlp = mlp_mats * 2.0 * s * h * f;
   TransformerForwardFlops out;
   for (int i = 0; i < c.layers; ++i) {
+    const double gemms = projections + (block_is_moe(c, i) ? moe_mlp_gemm_flops(c, s) : dense_mlp);
     // Q K^T and A V: 2 d FLOPs per attended pair each, per query head.
     AttentionShape sh;
     sh.seq_len = c.seq_len;
@@ -40,7 +43,9 @@ FlopsPerToken transformer_flops_per_token(const ModelSpec& m) {
   const double l = c.layers, a = c.heads, g = static_cast<double>(d.kv_heads);
   const double hd = static_cast<double>(d.head_dim), f = static_cast<double>(d.ffn_hidden);
   const double vp = static_cast<double>(d.padded_vocab);
-  const double n = static_cast<double>(m.total_params());
+  // A mixture of experts counts the parameters a token uses (docs/transformer.md, "FLOPs per
+  // token"): 6 N_active, as the MoE papers and torchtitan's MoE count do.
+  const double n = static_cast<double>(m.active_params());
   // nn.Embedding tables: the token table and, with learned positions, the position table.
   const double n_embedding = vp * h + static_cast<double>(d.positions) * h;
   const TransformerForwardFlops fw = transformer_forward_flops(c);
@@ -51,9 +56,17 @@ FlopsPerToken transformer_flops_per_token(const ModelSpec& m) {
   // Megatron-LM (megatron/training/training.py, num_floating_point_operations, transformer_flops):
   // 3 (fwd, wgrad, dgrad) x 2 (FMA) x [per layer: h (a d + 2 g d) + a d s / 2 x 2 + a d h
   //   + h f (3 gated, 2 otherwise)] + 3 x 2 x h Vp, per token; causal: half of s.
+  // With MoE (moe_layer_freq): dense blocks h f, MoE blocks h (k f_e + f_shared) times the factor
+  // (Megatron counts neither the router nor the routing kernels).
   const double ffn_factor = c.mlp == MlpKind::kSwiglu ? 3.0 : 2.0;
+  double ffn = 0;
+  for (int i = 0; i < c.layers; ++i)
+    ffn += block_is_moe(c, i)
+               ? static_cast<double>(c.moe.top_k) * static_cast<double>(expert_ffn_hidden(c)) +
+                     static_cast<double>(shared_ffn_hidden(c))
+               : f;
   t.megatron = 6.0 * l * (h * (a * hd + 2.0 * g * hd) + a * hd * s + a * hd * h) +
-               6.0 * l * h * f * ffn_factor + 6.0 * h * vp;
+               6.0 * h * ffn * ffn_factor + 6.0 * h * vp;
   return t;
 }
 

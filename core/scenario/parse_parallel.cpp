@@ -58,7 +58,7 @@ const std::vector<ParallelValidator> kParallelValidators = {
     validate_sharding,          validate_fsdp2,
     validate_megatron_sharding, validate_zero3,
     validate_recompute,         validate_model_split,
-    validate_context_parallel,
+    validate_context_parallel,  validate_experts,
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,

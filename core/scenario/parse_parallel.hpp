@@ -63,6 +63,9 @@ void validate_recompute(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_context.cpp: cp_comm, cp_a2a; cp (read with the grid) needs a fused attention
 // core, a sequence divisible by 2 cp and, for the all-to-all exchanges, divisible heads.
 void validate_context_parallel(const ParallelInput& in, ParallelSpec& ps);
+// parse_parallel_experts.cpp: a mixture of experts with tp 1 (expert tensor parallelism is not
+// modelled yet).
+void validate_experts(const ParallelInput& in, ParallelSpec& ps);
 
 // The strategy keys the validators read (any of them is an error for the other kinds).
 extern const std::vector<std::string> kParallelKeys;

@@ -74,6 +74,7 @@ std::optional<TransformerProblem> transformer_problem(const TransformerConfig& c
   if (c.attention_dropout && c.attention_kernel == AttentionKernel::kFlash3)
     return P{"attention.dropout", "attention kernel flash3 has no dropout (docs/attention.md)",
              "use attention.kernel flash2 or cudnn, or remove attention.dropout"};
+  if (auto p = moe_problem(c)) return p;
   const std::string why = attention_kernel_unsupported(c.attention_kernel, gpu);
   if (!why.empty())
     return P{"attention.kernel", why,
@@ -121,7 +122,8 @@ ModelSpec parse_transformer(Ctx& ctx, const nlohmann::json& v, const std::string
          "qk_norm",
          "parallel_residual",
          "hidden_dropout",
-         "attention"});
+         "attention",
+         "moe"});
   TransformerConfig c;
   c.layers = static_cast<int>(o.req_integer("layers", 1, 100000));
   c.hidden = o.req_integer("hidden", 1, 1 << 17);
@@ -154,6 +156,7 @@ ModelSpec parse_transformer(Ctx& ctx, const nlohmann::json& v, const std::string
     c.global_every = static_cast<int>(a.integer("global_every", 0, 0, 100000));
     c.attention_dropout = a.boolean("dropout", false);
   }
+  if (o.has("moe")) c.moe = parse_moe(ctx, o.raw("moe"), o.at("moe"));
   return build_checked_transformer(ctx, c, path, act_bytes, gpu);
 }
 

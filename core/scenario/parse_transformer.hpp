@@ -31,6 +31,13 @@ struct TransformerProblem {
 std::optional<TransformerProblem> transformer_problem(const TransformerConfig& c,
                                                       const GpuSpec& gpu);
 
+// The mixture-of-experts rules (parse_moe.cpp; docs/scenario.md, "model.transformer.moe"): 2 or
+// more experts, 1 <= top_k <= experts, SwiGLU experts, a dense prefix shorter than the model.
+// transformer_problem includes them.
+std::optional<TransformerProblem> moe_problem(const TransformerConfig& c);
+// model.transformer.moe at `path`.
+MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path);
+
 // Checks `c` (a problem fails at path + "." + key), the layer count against limits.max_layers,
 // and builds it.
 ModelSpec build_checked_transformer(Ctx& ctx, const TransformerConfig& c, const std::string& path,

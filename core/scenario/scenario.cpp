@@ -108,6 +108,12 @@ std::int64_t ModelSpec::total_params() const {
   return n;
 }
 
+std::int64_t ModelSpec::active_params() const {
+  std::int64_t n = 0;
+  for (const LayerSpec& l : layers) n += l.params - l.inactive_params;
+  return n;
+}
+
 std::int64_t ModelSpec::total_buffer_elems() const {
   std::int64_t n = 0;
   for (const LayerSpec& l : layers) n += l.buffer_elems;

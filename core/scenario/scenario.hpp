@@ -233,6 +233,9 @@ struct LayerSpec {
   // position table beside the token table); 0: one tensor. DeepSpeed ZeRO-3 keeps, gathers and
   // reduce-scatters each tensor on its own (docs/program.md, "ZeRO-3 parameter fetch").
   std::int64_t second_tensor_params = 0;
+  // Of `params`, those a token does not use: a mixture of experts' routed experts beyond its top_k
+  // ((E - k) experts' weights; docs/transformer.md, "Mixture of experts"). 0 for dense layers.
+  std::int64_t inactive_params = 0;
   std::int64_t buffer_elems = 0;    // non-trainable buffers (BatchNorm running stats)
   double fwd_flops_per_sample = 0;  // forward FLOPs for one sample
   double fwd_bytes_per_sample =
@@ -324,6 +327,9 @@ struct ModelSpec {
   int loss_kernels = 3;
   double loss_bytes_per_output_byte = 1;
   std::int64_t total_params() const;
+  // Parameters one token uses: total_params less every layer's inactive_params (a mixture of
+  // experts' unrouted experts); total_params for a dense model.
+  std::int64_t active_params() const;
   std::int64_t total_buffer_elems() const;
 };
 

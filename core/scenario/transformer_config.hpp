@@ -23,6 +23,20 @@ const char* to_string(NormKind k);
 const char* to_string(PositionKind k);
 const char* to_string(AttentionKernel k);
 
+// Mixture of experts in the decoder block (docs/transformer.md, "Mixture of experts"): blocks
+// whose MLP is `experts` SwiGLU experts of which each token uses `top_k`, chosen by a router, plus
+// `shared_experts` every token uses. experts == 0: every block dense.
+struct MoeConfig {
+  int experts = 0;                     // E, routed experts per MoE block
+  int top_k = 0;                       // k, experts per token
+  std::int64_t expert_ffn_hidden = 0;  // f_e, one expert's width; 0 = ffn_hidden
+  int shared_experts = 0;              // experts every token uses (DeepSeek, Qwen2-MoE)
+  std::int64_t shared_ffn_hidden = 0;  // their total width; 0 = shared_experts x f_e
+  int first_dense_layers = 0;          // blocks 0..n-1 keep a dense MLP (DeepSeek-V3: 3)
+  int every_k_layers = 1;              // block i is MoE when (i + 1) % k == 0 (Qwen's step)
+  bool any() const { return experts > 0; }
+};
+
 struct TransformerConfig {
   std::string name;                     // e.g. "Llama-3.1-8B"; "" = the builder names it by shape
   int layers = 0;                       // l, decoder blocks
@@ -59,6 +73,7 @@ struct TransformerConfig {
   bool hidden_dropout = false;  // dropout after the embeddings and on both residual branches
                                 // (GPT-2 training: resid_pdrop, embd_pdrop)
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // resolved by the parser
+  MoeConfig moe;                                                // dense unless moe.experts > 0
 };
 
 }  // namespace csim::core

@@ -15,6 +15,7 @@
 #include "core/model/attention_kernels.hpp"
 #include "core/model/hf_config.hpp"
 #include "core/scenario/scenario_parser.hpp"
+#include "tests/input_error_support.hpp"
 #include "tests/test_support.hpp"
 
 namespace {
@@ -36,17 +37,7 @@ HfModel read(const std::string& name) {
   return read_hf_model(model_file(name));
 }
 
-// The InputError `f` throws (REQUIREs one).
-template <class F>
-InputError error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("no InputError thrown");
-  return InputError("", "", "");
-}
+using csim::test::error_of;
 
 InputError map_error(const json& cfg) {
   return error_of([&] { hf_model_from_json(cfg, "cfg.json"); });

@@ -13,6 +13,7 @@
 #include "core/model/moe_layers.hpp"
 #include "core/model/transformer_flops.hpp"
 #include "core/scenario/scenario_parser.hpp"
+#include "tests/input_error_support.hpp"
 #include "tests/test_support.hpp"
 
 using namespace csim;
@@ -43,16 +44,7 @@ std::string tiny(const std::string& moe, const std::string& strategy = "\"kind\"
          strategy + "}}";
 }
 
-template <class F>
-InputError error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("no InputError thrown");
-  return InputError("", "", "");
-}
+using csim::test::error_of;
 
 const LayerSpec& layer(const ModelSpec& m, const std::string& name) {
   for (const LayerSpec& l : m.layers)

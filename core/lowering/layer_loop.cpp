@@ -42,6 +42,19 @@ std::vector<LayerFigures> sharded_layer_figures(const std::vector<ShardedLayer>&
   return out;
 }
 
+LayerVisit pass_visit(int layer, bool first, StepPhase phase, std::int64_t batch,
+                      std::string_view prefix, const Lane& lane,
+                      const std::vector<Dep>& first_deps) {
+  LayerVisit v;
+  v.layer = layer;
+  v.phase = phase;
+  v.batch = batch;
+  v.prefix = prefix;
+  v.lane = lane;
+  if (first) v.deps = first_deps;
+  return v;
+}
+
 LayerLoop::LayerLoop(ProgramBuilder& b, std::vector<LayerFigures> figures)
     : b_(b), m_(b.scenario().model), figures_(std::move(figures)), kernels_(figures_.size()) {}
 

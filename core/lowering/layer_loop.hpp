@@ -57,6 +57,12 @@ struct LayerVisit {
   bool forward() const { return phase != StepPhase::kBackward; }
 };
 
+// Layer `layer`'s visit in a pass of `batch` samples whose kernels are named under `prefix`, on
+// `lane` (a hook may move it); the pass's first layer (`first`) waits for `first_deps`.
+LayerVisit pass_visit(int layer, bool first, StepPhase phase, std::int64_t batch,
+                      std::string_view prefix, const Lane& lane,
+                      const std::vector<Dep>& first_deps);
+
 // A per-layer pass. Every hook defaults to nothing.
 class LayerHook {
  public:

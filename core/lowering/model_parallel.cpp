@@ -124,18 +124,6 @@ class DevicePlacement : public LayerHook {
   std::vector<OpId> done_;
 };
 
-// The visit of layer i of a pass over the devices.
-LayerVisit device_visit(int i, bool first, StepPhase phase, std::int64_t batch,
-                        const std::string& prefix, const std::vector<Dep>& first_deps) {
-  LayerVisit v;
-  v.layer = i;
-  v.phase = phase;
-  v.batch = batch;
-  v.prefix = prefix;
-  if (first) v.deps = first_deps;
-  return v;
-}
-
 // The forward layer by layer on each layer's device, through the layer loop. Returns, per layer,
 // the saved activations' alloc (kNoOp: none).
 std::vector<OpId> forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, std::int64_t batch,
@@ -147,7 +135,7 @@ std::vector<OpId> forward_on_devices(ProgramBuilder& b, const DeviceLayout& d, s
   SavedActivations saved(b, loop, act);
   LayerHook* const hooks[] = {&placement, &saved};
   loop.walk(0, nl, true, hooks, [&](int i, bool is_first) {
-    return device_visit(i, is_first, StepPhase::kForward, batch, prefix, first);
+    return pass_visit(i, is_first, StepPhase::kForward, batch, prefix, Lane{}, first);
   });
   return act;
 }
@@ -295,7 +283,7 @@ Program lower_model_parallel(const Scenario& s, Progress* progress) {
       LayerHook* const hooks[] = {&placement, &saved};
       const std::vector<Dep> handed{{go, DepKind::kHostWaits}};
       loop.walk(0, nl, false, hooks, [&](int i, bool first) {
-        return device_visit(i, first, StepPhase::kBackward, micro[mi], "", handed);
+        return pass_visit(i, first, StepPhase::kBackward, micro[mi], "", Lane{}, handed);
       });
       const std::vector<OpId>& done = placement.done();
       std::vector<Dep> joins;

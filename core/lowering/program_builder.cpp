@@ -261,20 +261,6 @@ class KernelRecorder : public LayerHook {
   const std::function<void(int, OpId)>* on_done_;
 };
 
-// The visit of layer i of a whole-model pass on one lane.
-LayerVisit whole_visit(int i, bool first, StepPhase phase, std::int64_t batch,
-                       const std::string& prefix, const Lane& l,
-                       const std::vector<Dep>& first_deps) {
-  LayerVisit v;
-  v.layer = i;
-  v.phase = phase;
-  v.batch = batch;
-  v.prefix = prefix;
-  v.lane = l;
-  if (first) v.deps = first_deps;
-  return v;
-}
-
 }  // namespace
 
 ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vector<Dep> first_deps,
@@ -288,7 +274,7 @@ ForwardOps ProgramBuilder::forward(const Lane& l, std::int64_t batch, std::vecto
   KernelRecorder recorder(f.layer_ops, nullptr);
   LayerHook* const hooks[] = {&recorder, &saved};
   loop.walk(0, n, true, hooks, [&](int i, bool first) {
-    return whole_visit(i, first, StepPhase::kForward, batch, prefix, l, first_deps);
+    return pass_visit(i, first, StepPhase::kForward, batch, prefix, l, first_deps);
   });
   f.activation_bytes = saved.saved();
   if (!f.layer_ops.empty()) f.last = f.layer_ops.back();
@@ -311,7 +297,7 @@ BackwardOps ProgramBuilder::backward(const Lane& l, std::int64_t batch, const Fo
   KernelRecorder recorder(bw.layer_ops, &on_layer_done);
   LayerHook* const hooks[] = {&saved, &recorder};
   loop.walk(0, n, false, hooks, [&](int i, bool first) {
-    return whole_visit(i, first, StepPhase::kBackward, batch, prefix, l, first_deps);
+    return pass_visit(i, first, StepPhase::kBackward, batch, prefix, l, first_deps);
   });
   if (!bw.layer_ops.empty()) bw.last = bw.layer_ops.back();
   return bw;

@@ -32,7 +32,7 @@ fi
 phase_done "release (standalone clone)"
 for preset in asan tsan; do
   echo "=== tests: preset $preset"
-  cmake --workflow --preset "$preset"
+  scripts/preset-suite.sh "$preset"
   phase_done "preset $preset"
 done
 # Then the input parsers under libFuzzer for a bounded time each (fuzz preset, clang;

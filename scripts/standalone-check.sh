@@ -28,7 +28,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$jobs}
 export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-$jobs}
 log="$scratch/ctest.log"
-cmake --workflow --preset release 2>&1 | tee "$log"
+scripts/preset-suite.sh release 2>&1 | tee "$log"
 # Skips are listed: the Kineto fixture cases, and what this machine lacks (GPU, display), as in
 # the suite with ../shared.
 echo "standalone-check: ok; skipped here:"

@@ -514,6 +514,25 @@ void read_transformer_figures(const nlohmann::json& md, double gpus, Summary& s)
   if (t == md.end() || !t->is_object()) return;
   s.model_params = t->value("params", std::int64_t{0});
   s.model_active_params = t->value("active_params", s.model_params);
+  if (const auto r = t->find("moe_routing"); r != t->end() && r->is_object()) {
+    s.moe_routing = r->value("kind", std::string());
+    s.moe_routing_samples = r->value("samples", 0);
+    s.tokens_per_expert_max_over_mean = r->value("tokens_per_expert_max_over_mean", 0.0);
+    s.worst_tokens_per_expert_max_over_mean =
+        r->value("worst_tokens_per_expert_max_over_mean", 0.0);
+    s.tokens_per_ep_rank_max_over_mean = r->value("tokens_per_ep_rank_max_over_mean", 0.0);
+    s.worst_tokens_per_ep_rank_max_over_mean =
+        r->value("worst_tokens_per_ep_rank_max_over_mean", 0.0);
+    if (const auto c = r->find("busiest_ep_rank_count"); c != r->end() && c->is_array()) {
+      for (std::size_t i = 0; i < c->size(); ++i) {
+        const int n = (*c)[i].is_number_integer() ? (*c)[i].get<int>() : 0;
+        if (n > s.busiest_ep_rank_count) {
+          s.busiest_ep_rank_count = n;
+          s.busiest_ep_rank = static_cast<int>(i);
+        }
+      }
+    }
+  }
   s.tokens_per_step = t->value("tokens_per_step", std::int64_t{0});
   if (s.tokens_per_step > 0 && s.step_time_s > 0) {
     s.tokens_per_s = static_cast<double>(s.tokens_per_step) / s.step_time_s;

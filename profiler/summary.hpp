@@ -98,8 +98,16 @@ struct Summary {
 
   // Decoder transformers whose metadata has "transformer" (docs/summary.md, "Tokens and FLOPs per
   // token"); all 0 otherwise.
-  std::int64_t model_params = 0;          // the model's parameter count N
-  std::int64_t model_active_params = 0;   // of N, those a token uses (a mixture of experts)
+  std::int64_t model_params = 0;         // the model's parameter count N
+  std::int64_t model_active_params = 0;  // of N, those a token uses (a mixture of experts)
+  // Expert parallelism's routing (docs/summary.md, "Routing"): its kind ("" without ep), MoE
+  // blocks x micro-batches sampled, max / mean tokens per expert and per EP rank (mean over the
+  // samples, and the worst), and the EP rank that was busiest most often.
+  std::string moe_routing;
+  int moe_routing_samples = 0;
+  double tokens_per_expert_max_over_mean = 0, worst_tokens_per_expert_max_over_mean = 0;
+  double tokens_per_ep_rank_max_over_mean = 0, worst_tokens_per_ep_rank_max_over_mean = 0;
+  int busiest_ep_rank = -1, busiest_ep_rank_count = 0;
   std::int64_t tokens_per_step = 0;       // samples_per_step x seq_len
   double tokens_per_s = 0;                // tokens_per_step / step_time_s
   double tokens_per_s_per_gpu = 0;        // tokens_per_s / gpus

@@ -76,6 +76,17 @@ nlohmann::json summary_to_json(const Summary& s) {
                           {"torchtitan", s.flops_per_token_torchtitan}}}};
     if (s.model_active_params > 0 && s.model_active_params != s.model_params)
       j["transformer"]["active_params"] = s.model_active_params;
+    if (!s.moe_routing.empty()) {
+      j["transformer"]["moe_routing"] = {
+          {"kind", s.moe_routing},
+          {"samples", s.moe_routing_samples},
+          {"tokens_per_expert_max_over_mean", s.tokens_per_expert_max_over_mean},
+          {"worst_tokens_per_expert_max_over_mean", s.worst_tokens_per_expert_max_over_mean},
+          {"tokens_per_ep_rank_max_over_mean", s.tokens_per_ep_rank_max_over_mean},
+          {"worst_tokens_per_ep_rank_max_over_mean", s.worst_tokens_per_ep_rank_max_over_mean},
+          {"busiest_ep_rank", s.busiest_ep_rank},
+          {"busiest_ep_rank_count", s.busiest_ep_rank_count}};
+    }
   }
   j["window_s"] = s.window_s;
   j["window_steps"] = s.window_steps;
@@ -253,6 +264,18 @@ void print_summary_table(const Summary& s, std::ostream& out) {
         << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
         << fmt("%.4g", s.flops_per_token_megatron / 1e9) << " Megatron, "
         << fmt("%.4g", s.flops_per_token_torchtitan / 1e9) << " torchtitan\n";
+    if (s.moe_routing == "balanced") {
+      out << "routing:   balanced: every expert gets tokens x k / E, every EP rank the same\n";
+    } else if (!s.moe_routing.empty()) {
+      // docs/summary.md, "Routing".
+      out << "routing:   " << s.moe_routing << ", tokens max/mean per expert "
+          << fmt("%.2f", s.tokens_per_expert_max_over_mean) << " (worst "
+          << fmt("%.2f", s.worst_tokens_per_expert_max_over_mean) << "), per EP rank "
+          << fmt("%.2f", s.tokens_per_ep_rank_max_over_mean) << " (worst "
+          << fmt("%.2f", s.worst_tokens_per_ep_rank_max_over_mean) << ") over "
+          << s.moe_routing_samples << " MoE layer passes; busiest EP rank " << s.busiest_ep_rank
+          << " in " << s.busiest_ep_rank_count << "\n";
+    }
   }
   if (s.mfu > 0) {
     out << "MFU:       " << fmt("%.1f", s.mfu * 100) << " % (HFU " << fmt("%.1f", s.hfu * 100)

@@ -47,17 +47,17 @@ const std::vector<std::string> kParserKeys = {
     "cluster.gpu.peak_fp8_tflops", "cluster.gpu.mem_bw_gbps", "cluster.gpu.sm_count",
     "cluster.gpu.nccl_sms", "cluster.gpu.hbm_sharing", "cluster.gpu.compute_capability",
     "cluster.gpu.kernel_overhead_us", "cluster.gpu.mem_bw_efficiency", "cluster.gpu.efficiency",
-    "cluster.gpu.gemm_tile_efficiency", "cluster.gpu.source", "cluster.gpu.efficiency.gemm",
-    "cluster.gpu.efficiency.elementwise", "cluster.gpu.efficiency.conv",
-    "cluster.gpu.efficiency.attention", "cluster.gpu.efficiency.gemm.max_efficiency",
-    "cluster.gpu.efficiency.elementwise.half_flops", "cluster.gpu.efficiency.conv.source",
-    "cluster.reserve.cuda_context_mb", "cluster.reserve.nccl_buffers_mb",
-    "cluster.reserve.workspace_mb", "cluster.intra.kind", "cluster.intra.pcie_gen",
-    "cluster.intra.pcie_lanes", "cluster.intra.host_bridge_gbps", "cluster.intra.nvlink_pairs",
-    "cluster.intra.nvlink_gbps_per_link", "cluster.intra.nvswitch_gbps",
-    "cluster.fabric.nodes_per_leaf", "cluster.fabric.oversubscription",
-    "cluster.fabric.rail_optimized", "cluster.fabric.sharp", "cluster.stragglers[].gpu",
-    "cluster.stragglers[].slowdown", "cluster.degraded_links[].node",
+    "cluster.gpu.gemm_tile_efficiency", "cluster.gpu.fp8_grouped_gemm_efficiency",
+    "cluster.gpu.source", "cluster.gpu.efficiency.gemm", "cluster.gpu.efficiency.elementwise",
+    "cluster.gpu.efficiency.conv", "cluster.gpu.efficiency.attention",
+    "cluster.gpu.efficiency.gemm.max_efficiency", "cluster.gpu.efficiency.elementwise.half_flops",
+    "cluster.gpu.efficiency.conv.source", "cluster.reserve.cuda_context_mb",
+    "cluster.reserve.nccl_buffers_mb", "cluster.reserve.workspace_mb", "cluster.intra.kind",
+    "cluster.intra.pcie_gen", "cluster.intra.pcie_lanes", "cluster.intra.host_bridge_gbps",
+    "cluster.intra.nvlink_pairs", "cluster.intra.nvlink_gbps_per_link",
+    "cluster.intra.nvswitch_gbps", "cluster.fabric.nodes_per_leaf",
+    "cluster.fabric.oversubscription", "cluster.fabric.rail_optimized", "cluster.fabric.sharp",
+    "cluster.stragglers[].gpu", "cluster.stragglers[].slowdown", "cluster.degraded_links[].node",
     "cluster.degraded_links[].nic", "cluster.degraded_links[].gpu",
     "cluster.degraded_links[].factor",
     // host
@@ -107,19 +107,22 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.moe", "model.transformer.moe.experts", "model.transformer.moe.top_k",
     "model.transformer.moe.expert_ffn_hidden", "model.transformer.moe.shared_experts",
     "model.transformer.moe.shared_ffn_hidden", "model.transformer.moe.first_dense_layers",
-    "model.transformer.moe.every_k_layers",
+    "model.transformer.moe.every_k_layers", "model.transformer.moe.routing",
+    "model.transformer.moe.routing.kind", "model.transformer.moe.routing.skew",
+    "model.transformer.moe.routing.concentration", "model.transformer.moe.routing.tokens",
+    "model.transformer.moe.routing.seed",
     // model.hf_config (core/scenario/parse_hf_model.cpp)
     "model.hf_config", "model.seq_len", "model.attention", "model.attention.kernel",
-    "model.vocab_pad_multiple",
+    "model.vocab_pad_multiple", "model.moe_routing",
     // strategy
     "strategy.kind", "strategy.device_ids", "strategy.output_device", "strategy.ddp",
     "strategy.ddp.bucket_cap_mb", "strategy.ddp.first_bucket_mb", "strategy.ddp.overlap",
     "strategy.ddp.broadcast_buffers", "strategy.ddp.gradient_as_bucket_view",
     "strategy.ddp.launcher", "strategy.dp", "strategy.tp", "strategy.pp", "strategy.cp",
-    "strategy.cp_comm", "strategy.cp_a2a", "strategy.rank_order", "strategy.sequence_parallel",
-    "strategy.tp_comm_overlap", "strategy.micro_batch_size", "strategy.schedule",
-    "strategy.virtual_stages", "strategy.zero_stage", "strategy.fsdp_sharding", "strategy.prefetch",
-    "strategy.overlap_grad_reduce", "strategy.recompute", "strategy.split_at",
+    "strategy.cp_comm", "strategy.cp_a2a", "strategy.ep", "strategy.etp", "strategy.rank_order",
+    "strategy.sequence_parallel", "strategy.tp_comm_overlap", "strategy.micro_batch_size",
+    "strategy.schedule", "strategy.virtual_stages", "strategy.zero_stage", "strategy.fsdp_sharding",
+    "strategy.prefetch", "strategy.overlap_grad_reduce", "strategy.recompute", "strategy.split_at",
     "strategy.stage_layers", "strategy.first_stage_layers", "strategy.last_stage_layers",
     "strategy.account_for_embedding", "strategy.account_for_loss", "strategy.recompute_every",
     "strategy.fsdp_version", "strategy.reshard_after_forward", "strategy.reduce_dtype",
@@ -207,6 +210,11 @@ TEST_CASE("bad inputs: every case of the catalogue exits 2 naming file, path and
           "[bad_inputs]") {
   const json cat = csim::test::load_bad_input_catalogue();
   const fs::path dir = csim::test::fresh_dir("csim_bad_inputs_", "cases");
+  // The model.hf_config cases name configs relative to the scenario's folder: the bundled ones,
+  // copied beside the case files, so that a case may get past reading its config.
+  fs::create_directories(dir / "models");
+  fs::copy_file(fs::path(CSIM_SOURCE_DIR) / "scenarios" / "models" / "gpt2.json",
+                dir / "models" / "gpt2.json");
   int n = 0;
   for (const json& c : cat.at("cases")) {
     ++n;

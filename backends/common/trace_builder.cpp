@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 #include "core/model/fp8_recipe.hpp"
+#include "core/model/moe_routing.hpp"
 #include "core/model/transformer_flops.hpp"
 #include "core/program/step_spans.hpp"
 #include "profiler/huge_pages.hpp"
@@ -506,6 +507,23 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
     // experts"); absent for dense models.
     if (s.model.active_params() != s.model.total_params())
       md["transformer"]["active_params"] = s.model.active_params();
+    // Expert parallelism: what the routing samples amount to (docs/summary.md, "Routing").
+    const core::ParallelSpec& ps = s.strategy.parallel;
+    if (s.model.transformer_config.moe.any() && ps.ep > 1) {
+      static constexpr std::array<const char*, 4> kKinds = {"balanced", "zipf", "dirichlet",
+                                                            "histogram"};
+      const core::RoutingStats st =
+          core::routing_stats(s.model.transformer_config, ps.ep, ps.micro_batches);
+      md["transformer"]["moe_routing"] = {
+          {"kind", kKinds[static_cast<std::size_t>(s.model.transformer_config.moe.routing.kind)]},
+          {"ep", ps.ep},
+          {"samples", st.samples},
+          {"tokens_per_expert_max_over_mean", st.expert_max_over_mean},
+          {"worst_tokens_per_expert_max_over_mean", st.worst_expert_max_over_mean},
+          {"tokens_per_ep_rank_max_over_mean", st.rank_max_over_mean},
+          {"worst_tokens_per_ep_rank_max_over_mean", st.worst_rank_max_over_mean},
+          {"busiest_ep_rank_count", st.busiest_rank_count}};
+    }
   }
   // First-step and steady-state peaks per GPU (docs/memory.md): the summary reports the larger.
   nlohmann::json peaks = nlohmann::json::array();

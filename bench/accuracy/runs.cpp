@@ -25,11 +25,8 @@ using nlohmann::json;
 
 namespace {
 
-// Rows the scenario format cannot express yet, and why.
-const std::map<std::string, std::string> kNotExpressible = {
-    {"mbridge2509_qwen3_30b_a3b_h100_16gpu",
-     "needs mixture-of-experts layers and expert parallelism (not expressible yet)"},
-};
+// Rows the scenario format cannot express yet, and why (none since expert parallelism, issue 34).
+const std::map<std::string, std::string> kNotExpressible = {};
 
 struct Simulated {
   std::string file;  // relative to the source tree, for the "how" column

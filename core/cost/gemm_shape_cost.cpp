@@ -43,7 +43,8 @@ GemmShape wgrad_shape(const GemmShape& f) {
 //   tiles     = batch * ceil(m / Tm) * ceil(n / Tn) * S
 //   waves     = ceil(tiles / SMs)
 //   t_tile    = e_c * batch * m * n * S / tiles / (mem_bw * mem_bw_efficiency / SMs)  (epilogue)
-//             + 2 * Tm * Tn * ceil(k / S) / (peak(d) / SMs * tile_efficiency)        (main loop)
+//             + 2 * Tm * Tn * ceil(k / S) / (peak(d) / SMs * tile_efficiency * g)    (main loop)
+//   (g = fp8_grouped_gemm_efficiency for an FP8 GEMM with batch > 1, else 1)
 //   t_reduce  = S > 1: batch * m * n * (4 S + e_out) / (mem_bw * mem_bw_efficiency)
 //   t_compute = min over (tile, S) of waves * t_tile + t_reduce
 //   t_memory  = batch * (e * (m k + k n) + e_out * m n) / (mem_bw * mem_bw_efficiency)
@@ -61,7 +62,10 @@ GemmPlan plan_gemm(const GpuSpec& gpu, Dtype dtype, const GemmShape& s, double m
   const double tile_eff = dtype != Dtype::kFp8 && gpu.gemm_tile_efficiency > 0
                               ? gpu.gemm_tile_efficiency
                               : curve.max_efficiency;
-  const double eff = max_efficiency > 0 ? max_efficiency : tile_eff;
+  // An FP8 grouped GEMM (batch > 1: the experts of an MoE block, one launch) at the GPU's grouped
+  // fraction of a single FP8 GEMM's efficiency (docs/cost-model.md, "GEMM shape").
+  const double eff = (max_efficiency > 0 ? max_efficiency : tile_eff) *
+                     (s.batch > 1 && dtype == Dtype::kFp8 ? gpu.fp8_grouped_gemm_efficiency : 1.0);
   CSIM_ASSERT_MSG(eff > 0, "gemm efficiency <= 0");
   const double bw = gpu.mem_bw_bytes_per_s * gpu.mem_bw_efficiency;
   CSIM_ASSERT_MSG(bw > 0, "GPU without memory bandwidth");

@@ -21,9 +21,9 @@ auto fields(const EfficiencyCurve& x) {
 }
 auto fields(const GpuSpec& x) {
   const auto& [name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, hbm_sharing, cc,
-               tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, clock, source] = x;
+               tile, grouped, overhead, efficiency, fp8_gemm, mem_bw_efficiency, clock, source] = x;
   return std::tie(name, memory, fp32, tf32, fp16, bf16, fp8, mem_bw, sms, nccl_sms, hbm_sharing, cc,
-                  tile, overhead, efficiency, fp8_gemm, mem_bw_efficiency, clock, source);
+                  tile, grouped, overhead, efficiency, fp8_gemm, mem_bw_efficiency, clock, source);
 }
 auto fields(const MemoryReserve& x) {
   const auto& [context, nccl, workspace] = x;

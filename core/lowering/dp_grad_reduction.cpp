@@ -35,37 +35,49 @@ class DataParallelPiece final : public ParallelPiece {
   void end_unit(LayerPass& lp) override {
     if (lp.forward() || !lp.sp.last_micro || e_.plan().sharding.grads_reduce_scattered) return;
     // DeepSpeed reduces in the model dtype, Megatron in its main-grad dtype (framework_states.hpp).
-    const Bytes grads = e_.plan().units[static_cast<std::size_t>(lp.unit)].params *
-                        framework_grad_bytes(e_.scenario());
-    if (lp.r().group[ParallelDim::kDp] < 0 || grads == 0) return;
+    // Under expert parallelism the routed experts' gradients are reduced over the
+    // expert-data-parallel group (Megatron's expert_data_parallel_group), the rest over dp x cp.
+    const Unit& u = e_.plan().units[static_cast<std::size_t>(lp.unit)];
+    const int g = framework_grad_bytes(e_.scenario());
     RankState& r = lp.r();
-    if (e_.spec().overlap_grad_reduce) {
-      lp.sp.st.optimizer_waits.push_back(
-          {reduce(r, grads, {{r.last_compute, DepKind::kStreamWaits}}), DepKind::kStreamWaits});
-    } else {
-      deferred_.push_back(grads);
+    for (const Part& part : {Part{(u.params - u.expert_params) * g, ParallelDim::kDp},
+                             Part{u.expert_params * g, ParallelDim::kEdp}}) {
+      if (r.group[part.over] < 0 || part.grads == 0) continue;
+      if (e_.spec().overlap_grad_reduce) {
+        lp.sp.st.optimizer_waits.push_back(
+            {reduce(r, part, {{r.last_compute, DepKind::kStreamWaits}}), DepKind::kStreamWaits});
+      } else {
+        deferred_.push_back(part);
+      }
     }
   }
 
   void end_backward(StepState& st) override {
     // Without overlap the reductions start after the whole backward, in the same unit order.
     RankState& r = st.r;
-    for (const Bytes grads : deferred_) {
+    for (const Part& part : deferred_) {
       st.optimizer_waits.push_back(
-          {reduce(r, grads, {{r.last_compute, DepKind::kStreamWaits}}), DepKind::kStreamWaits});
+          {reduce(r, part, {{r.last_compute, DepKind::kStreamWaits}}), DepKind::kStreamWaits});
     }
   }
 
  private:
+  // A unit's gradients reduced over one group: its dense ones over dp (x cp), its experts' over
+  // edp.
+  struct Part {
+    Bytes grads = 0;
+    ParallelDim over = ParallelDim::kDp;
+  };
   Emitter& e_;
-  std::vector<Bytes> deferred_;  // overlap_grad_reduce false: unit gradients reduced after backward
+  std::vector<Part> deferred_;  // overlap_grad_reduce false: unit gradients reduced after backward
 
-  OpId reduce(RankState& r, Bytes grads, std::vector<Dep> deps) {
+  OpId reduce(RankState& r, const Part& part, std::vector<Dep> deps) {
     const CollectiveKind k = e_.plan().sharding.optimizer_sharded ? CollectiveKind::kReduceScatter
                                                                   : CollectiveKind::kAllReduce;
     const OpId id =
-        e_.coll(r, r.stream[ParallelDim::kDp], op_names::collective("dp", k, "grads"), k,
-                r.group[ParallelDim::kDp], grads, std::move(deps), StepPhase::kBackward);
+        e_.coll(r, r.stream[ParallelDim::kDp],
+                op_names::collective(part.over == ParallelDim::kEdp ? "edp" : "dp", k, "grads"), k,
+                r.group[part.over], part.grads, std::move(deps), StepPhase::kBackward);
     e_.builder().set_dtype(id, deepspeed_states(e_.scenario()) ? e_.builder().weights_dtype()
                                                                : e_.builder().grads_dtype());
     return id;

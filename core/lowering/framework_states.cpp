@@ -23,16 +23,28 @@ int framework_grad_bytes(const Scenario& s) {
   return deepspeed_states(s) ? pb.weights : pb.grads;
 }
 
-ModelStateBytes rank_model_states(const Scenario& s, const ShardingPlan& plan,
-                                  std::int64_t params) {
+ModelStateBytes operator+(const ModelStateBytes& a, const ModelStateBytes& b) {
+  ModelStateBytes m = a;
+  m.params += b.params;
+  m.grads += b.grads;
+  m.optimizer += b.optimizer;
+  m.optimizer_at_setup += b.optimizer_at_setup;
+  m.grads_at_setup = a.grads_at_setup || b.grads_at_setup;
+  m.step_main_grads += b.step_main_grads;
+  return m;
+}
+
+ModelStateBytes rank_model_states(const Scenario& s, const ShardingPlan& plan, std::int64_t params,
+                                  int shard_over) {
   const TrainingSpec& t = s.training;
   const ParallelSpec& ps = s.strategy.parallel;
   if (ps.fsdp2.enabled) return fsdp2_state_bytes(params, t, plan.shard_ranks, ps.fsdp2.megatron);
   if (s.strategy.kind == StrategyKind::kFsdp && ps.fsdp_version == 1)
     return fsdp1_state_bytes(params, t, plan.shard_ranks);
-  ModelStateBytes m = model_state_bytes(params, t, plan.state_stage, ps.dp_cp());
+  const int n = shard_over > 0 ? shard_over : ps.dp_cp();
+  ModelStateBytes m = model_state_bytes(params, t, plan.state_stage, n);
   const PrecisionBytes pb = precision_bytes(t.precision, t.amp_dtype);
-  const std::int64_t shard = (params + ps.dp_cp() - 1) / ps.dp_cp();  // ceil(Psi / N)
+  const std::int64_t shard = (params + n - 1) / n;  // ceil(Psi / N)
   // The parameters the optimizer updates: its shard from stage 1 on.
   const std::int64_t updated = plan.state_stage >= 1 ? shard : params;
   if (deepspeed_states(s)) {

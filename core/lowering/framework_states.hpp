@@ -59,7 +59,12 @@ bool deepspeed_states(const Scenario& s);
 // Bytes per gradient element as the framework keeps and reduces it: W for DeepSpeed, else G.
 int framework_grad_bytes(const Scenario& s);
 
-// The rank's model states for `params` parameters under `plan` (sharding_plan of the scenario).
-ModelStateBytes rank_model_states(const Scenario& s, const ShardingPlan& plan, std::int64_t params);
+// The rank's model states for `params` parameters under `plan` (sharding_plan of the scenario),
+// ZeRO's shards taken over `shard_over` ranks (0: dp x cp, the dense layers'; a mixture of experts'
+// routed experts under expert parallelism: the expert-data-parallel ranks, docs/memory.md).
+ModelStateBytes rank_model_states(const Scenario& s, const ShardingPlan& plan, std::int64_t params,
+                                  int shard_over = 0);
+// a + b, field by field (the dense and the expert states of one rank).
+ModelStateBytes operator+(const ModelStateBytes& a, const ModelStateBytes& b);
 
 }  // namespace csim::core

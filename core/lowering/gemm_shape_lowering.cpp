@@ -5,11 +5,18 @@
 
 namespace csim::core {
 
-GemmShape rank_gemm_shape(const LayerSpec& l, std::int64_t samples, int tp, int cp, double op_flops,
-                          bool backward) {
+GemmShape rank_gemm_shape(const LayerSpec& l, std::int64_t samples, const ParallelSpec& ps,
+                          double op_flops, bool backward) {
   if (l.kind != ComputeKind::kGemm || l.gemm.empty() || samples <= 0) return {};
+  const int tp = ps.tp, cp = ps.cp;
   GemmShape g = l.gemm;
   g.m *= samples;
+  // Expert parallelism: E / ep grouped GEMMs, each on the whole EP group's copies for its expert
+  // (docs/program.md, "Expert parallel"; balanced routing).
+  if (ps.ep > 1 && l.expert_role != ExpertRole::kNone) {
+    g.batch /= ps.ep;
+    g.m *= ps.ep;
+  }
   // Context parallelism: each rank's s / cp tokens (the parser makes 2 cp divide s).
   if (cp > 1) g.m /= cp;
   if (tp > 1) {

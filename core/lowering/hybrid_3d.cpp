@@ -33,10 +33,16 @@ Program lower_hybrid(const Scenario& s, const std::string& label, Progress* prog
   // nothing else.
   const ParallelSpec& ps = s.strategy.parallel;
   if (ps.cp > 1) e.add_piece(hybrid::make_context_parallel_piece(e));
+  // The token dispatch and combine wrap the routed experts' kernels (expert_parallel.cpp).
+  if (ps.ep > 1) e.add_piece(hybrid::make_expert_parallel_piece(e));
   std::string full = label;
   if (ps.cp > 1 && !full.empty() && full.back() == ')') {
     full.pop_back();
     full += ", cp " + std::to_string(ps.cp) + " " + to_string(ps.cp_comm) + ")";
+  }
+  if (ps.ep > 1 && !full.empty() && full.back() == ')') {
+    full.pop_back();
+    full += ", ep " + std::to_string(ps.ep) + ")";
   }
   e.build(full);
   return b.take();

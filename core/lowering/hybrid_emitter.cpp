@@ -71,6 +71,7 @@ void Emitter::make_plan() {
   for (int i = 0; i < static_cast<int>(layers.size()); ++i) {
     plan_.sharded.push_back(shard_layer(s_.model, i, ps_.tp, ps_.sequence_parallel));
     shard_context(plan_.sharded.back(), layers[static_cast<std::size_t>(i)], ps_);
+    shard_experts(plan_.sharded.back(), layers[static_cast<std::size_t>(i)], ps_);
   }
   for (const Segment& sg : plan_.segs) {
     plan_.stored_per_sample.push_back(rank_stored_activation_bytes_per_sample(s_.model, sg, ps_));
@@ -96,6 +97,8 @@ void Emitter::make_plan() {
     if (fresh) units.push_back(Unit{i, i, 0});
     units.back().end = i + 1;
     units.back().params += plan_.sharded[static_cast<std::size_t>(i)].params;
+    if (ps_.ep > 1 && l.expert_role != ExpertRole::kNone)
+      units.back().expert_params += plan_.sharded[static_cast<std::size_t>(i)].params;
     plan_.unit_of_layer.push_back(static_cast<int>(units.size()) - 1);
   }
 }
@@ -110,16 +113,32 @@ void Emitter::lay_out_ranks() {
   ranks_.resize(static_cast<std::size_t>(world));
   // Rank symmetry: the ranks that differ only by their data-, context- or tensor-parallel index
   // run the same ops at the same times (docs/cost-model.md, "Rank symmetry").
-  for (ParallelDim d : {ParallelDim::kDp, ParallelDim::kCp, ParallelDim::kTp})
-    if (grid_.size(d) > 1) mirror_dims_.push_back(d);
+  // Under expert parallelism a shift along dp would straddle EP groups: the mirrors shift the
+  // expert grid's edp coordinate instead (the ranks of an EP group are all emitted), which maps
+  // EP, EDP, the dense gradient group and the pipeline's pairs onto their like; with cp > 1 the
+  // CP groups would not be (docs/program.md, "Rank symmetry"), so every rank is simulated.
+  bool expert_folded = false;
+  if (ps_.ep > 1) {
+    expert_folded = true;
+    const RankGrid eg = RankGrid::expert(ps_);
+    if (eg.size(ParallelDim::kEdp) > 1)
+      mirror_axes_.push_back({eg.size(ParallelDim::kEdp), eg.stride(ParallelDim::kEdp)});
+  } else {
+    for (ParallelDim d : {ParallelDim::kDp, ParallelDim::kCp, ParallelDim::kTp})
+      if (grid_.size(d) > 1) mirror_axes_.push_back({grid_.size(d), grid_.stride(d)});
+  }
   // Stragglers and degraded links make ranks differ: then every rank is simulated.
   // HSDP's shard groups are not mapped onto themselves by the data-parallel mirrors (a shift by
   // one rank straddles two groups), so HSDP runs every rank.
-  symmetric_ = s_.simulation.symmetry && !mirror_dims_.empty() && s_.cluster.homogeneous() &&
-               ps_.fsdp2.replicate <= 1;
-  if (s_.simulation.symmetry && !mirror_dims_.empty() && !s_.cluster.homogeneous()) {
+  symmetric_ = s_.simulation.symmetry && !mirror_axes_.empty() && s_.cluster.homogeneous() &&
+               ps_.fsdp2.replicate <= 1 && !(expert_folded && ps_.cp > 1);
+  if (s_.simulation.symmetry && !mirror_axes_.empty() && !s_.cluster.homogeneous()) {
     prog.warnings.push_back(
         "rank symmetry off: stragglers or degraded links make ranks differ (every rank simulated)");
+  }
+  if (s_.simulation.symmetry && expert_folded && ps_.cp > 1) {
+    prog.warnings.push_back(
+        "rank symmetry off: expert parallelism with context parallelism (every rank simulated)");
   }
   emitted_gpu_.assign(static_cast<std::size_t>(prog.world_gpus), 0);
   for (int rk = 0; rk < world; ++rk) {
@@ -130,13 +149,17 @@ void Emitter::lay_out_ranks() {
     r.c = grid_.coord(rk);
     // Under rank symmetry the rank at 0 on every mirrored dimension of each stage stands for the
     // others.
-    r.emitted = !symmetric_ || std::all_of(mirror_dims_.begin(), mirror_dims_.end(),
-                                           [&](ParallelDim d) { return r.c[d] == 0; });
+    r.emitted = !symmetric_ || std::all_of(mirror_axes_.begin(), mirror_axes_.end(),
+                                           [&](const MirrorAxis& a) { return a.coord(rk) == 0; });
     emitted_gpu_[static_cast<std::size_t>(r.gpu)] = r.emitted ? 1 : 0;
     for (int c = 0; c < ps_.virtual_stages; ++c) {
       const Segment& sg = plan_.segs[static_cast<std::size_t>(c * ps_.pp + r.c[ParallelDim::kPp])];
-      for (int i = sg.first; i < sg.end; ++i)
+      for (int i = sg.first; i < sg.end; ++i) {
         r.params += plan_.sharded[static_cast<std::size_t>(i)].params;
+        if (ps_.ep > 1 &&
+            s_.model.layers[static_cast<std::size_t>(i)].expert_role != ExpertRole::kNone)
+          r.expert_params += plan_.sharded[static_cast<std::size_t>(i)].params;
+      }
     }
     if (!r.emitted) continue;
     const int proc = b_.add_process(
@@ -163,28 +186,28 @@ void Emitter::set_up_symmetry() {
   RankSymmetry& sym = b_.program().symmetry;
   const std::size_t world = static_cast<std::size_t>(b_.program().world_gpus);
   sym.weight_of_gpu.assign(world, 0);
-  const std::size_t nd = mirror_dims_.size();
+  const std::size_t nd = mirror_axes_.size();
   int mirrors = 1;
-  for (ParallelDim d : mirror_dims_) mirrors *= grid_.size(d);
-  // shift[i][c]: the rank offset of coordinate c along mirror_dims_[i] under the current k_i.
+  for (const MirrorAxis& a : mirror_axes_) mirrors *= a.size;
+  // shift[i][c]: the rank offset of coordinate c along mirror_axes_[i] under the current k_i.
   std::vector<std::vector<int>> shift(nd);
   std::vector<int> k(nd, 0);
   for (int m = 0; m < mirrors; ++m) {
     int rest = m;
     for (std::size_t i = nd; i-- > 0;) {
-      const ParallelDim d = mirror_dims_[i];
-      const int n = grid_.size(d);
+      const MirrorAxis& a = mirror_axes_[i];
+      const int n = a.size;
       k[i] = rest % n;
       rest /= n;
       shift[i].resize(static_cast<std::size_t>(n));
       for (int c = 0; c < n; ++c)
-        shift[i][static_cast<std::size_t>(c)] = ((c + k[i]) % n - c) * grid_.stride(d);
+        shift[i][static_cast<std::size_t>(c)] = ((c + k[i]) % n - c) * a.stride;
     }
     std::vector<int> img(world, -1);
     for (const RankState& r : ranks_) {
       int to = r.rank;
       for (std::size_t i = 0; i < nd; ++i)
-        to += shift[i][static_cast<std::size_t>(r.c[mirror_dims_[i]])];
+        to += shift[i][static_cast<std::size_t>(mirror_axes_[i].coord(r.rank))];
       img[static_cast<std::size_t>(r.gpu)] = ranks_[static_cast<std::size_t>(to)].gpu;
     }
     sym.images.push_back(std::move(img));
@@ -331,7 +354,18 @@ void Emitter::emit_backward(SegmentPass& sp) {
 ModelStateBytes Emitter::model_states(const RankState& r) const {
   // What the rank's framework holds, and when (framework_states.hpp; docs/memory.md, "Model-state
   // bytes by framework").
-  return rank_model_states(s_, plan_.sharding, r.params);
+  if (r.expert_params == 0) return rank_model_states(s_, plan_.sharding, r.params);
+  return rank_model_states(s_, plan_.sharding, r.params - r.expert_params) +
+         rank_model_states(s_, plan_.sharding, r.expert_params, ps_.size(ParallelDim::kEdp));
+}
+
+std::int64_t Emitter::optimizer_share(const RankState& r) const {
+  if (!plan_.sharding.optimizer_sharded) return r.params;
+  const auto share = [](std::int64_t n, int over) { return (n + over - 1) / over; };
+  const int shard = plan_.sharding.shard_ranks;
+  if (r.expert_params == 0) return share(r.params, shard);
+  return share(r.params - r.expert_params, shard) +
+         share(r.expert_params, ps_.size(ParallelDim::kEdp));
 }
 
 void Emitter::emit_step(RankState& r, int step) {
@@ -375,9 +409,7 @@ void Emitter::emit_optimizer(StepState& st) {
   if (states.step_main_grads > 0)
     b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, states.step_main_grads,
              "fp32 main grads");
-  const int shard = plan_.sharding.shard_ranks;
-  const std::int64_t n =
-      plan_.sharding.optimizer_sharded ? (r.params + shard - 1) / shard : r.params;
+  const std::int64_t n = optimizer_share(r);
   // docs/program.md, "Optimizer and clipping kernels": foreach's 5 launches, or a for-loop's
   // kernels per tensor of the rank's share (torch.optim before 2.0; one op here).
   const OptimizerLaunch cost = optimizer_launch(

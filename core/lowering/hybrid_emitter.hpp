@@ -20,6 +20,8 @@
 //   TensorParallelPiece tensor_parallel.cpp     the collectives around each layer
 //   ContextParallelPiece context_parallel.cpp   the K/V exchange around each attention core
 //                                               (cp > 1 only), its CP groups and stream
+//   ExpertParallelPiece expert_parallel.cpp     the token dispatch and combine around each MoE
+//                                               block's experts (ep > 1 only), EP/EDP groups
 // The pieces nest around the layer kernel like wrappers, outermost first: begin_* hooks run in
 // piece order, end_* hooks (and the structure hooks) in reverse. hybrid_3d.cpp composes them.
 #pragma once
@@ -52,6 +54,7 @@ struct RankState {
   DimTable<int> group{-1};
   OpId last_compute = kNoOp;       // last op issued on the compute stream
   std::int64_t params = 0;         // parameters of its segments after the TP split
+  std::int64_t expert_params = 0;  // of params: routed experts' (split over ep; reduced over edp)
   std::unique_ptr<DataFeed> feed;  // first stage only
 };
 
@@ -60,7 +63,8 @@ struct RankState {
 // parameters plus the parameter-free layers after it. A unit never crosses a segment boundary.
 struct Unit {
   int first = 0, end = 0;
-  std::int64_t params = 0;  // after the TP split
+  std::int64_t params = 0;         // after the TP split
+  std::int64_t expert_params = 0;  // of params: routed experts' under ep > 1 (over edp)
 };
 
 // What the pieces share, computed once from the scenario (Emitter::build).
@@ -171,8 +175,12 @@ class Emitter {
   // A forward pass through a segment with every piece's hooks (training or evaluation).
   void emit_forward(SegmentPass& sp);
   Bytes per_micro_batch(double per_sample) const;  // llround(per_sample * micro_batch_size)
-  // The rank's model-state bytes (parameters, gradients, optimizer state) under its sharding.
+  // The rank's model-state bytes (parameters, gradients, optimizer state) under its sharding:
+  // the dense parameters' over dp x cp, the routed experts' (ep > 1) over edp.
   ModelStateBytes model_states(const RankState& r) const;
+  // The parameters the rank's optimizer updates: all of them, or with a sharded optimizer its
+  // shard of the dense ones (over dp x cp) and of the experts (over edp).
+  std::int64_t optimizer_share(const RankState& r) const;
 
  private:
   const Scenario& s_;
@@ -192,8 +200,14 @@ class Emitter {
   std::unordered_map<std::int64_t, std::pair<int, int>>
       open_;                // (group, index) -> instance, ops left
   bool symmetric_ = false;  // rank symmetry (docs/program.md)
-  // The dimensions whose ranks mirror each other under rank symmetry, outermost first: dp, cp, tp.
-  std::vector<ParallelDim> mirror_dims_;
+  // The axes along which ranks mirror each other under rank symmetry, outermost first: the dense
+  // grid's dp, cp, tp, or under expert parallelism the expert grid's edp. A rank's coordinate on
+  // an axis is rank / stride mod size (both grids are mixed-radix over the same ranks).
+  struct MirrorAxis {
+    int size = 1, stride = 1;
+    int coord(int rank) const { return rank / stride % size; }
+  };
+  std::vector<MirrorAxis> mirror_axes_;
   std::vector<char> emitted_gpu_;  // per world GPU
   // The one layer loop over this rank's share of each layer (layer_loop.hpp), and the pieces as
   // its per-layer pass: unit hooks on entering and leaving a layer, layer hooks around its kernel.
@@ -234,5 +248,6 @@ std::unique_ptr<ParallelPiece> make_zero3_piece(Emitter& e);             // zero
 std::unique_ptr<ParallelPiece> make_recompute_piece(Emitter& e);         // recompute.cpp
 std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e);   // tensor_parallel.cpp
 std::unique_ptr<ParallelPiece> make_context_parallel_piece(Emitter& e);  // context_parallel.cpp
+std::unique_ptr<ParallelPiece> make_expert_parallel_piece(Emitter& e);   // expert_parallel.cpp
 
 }  // namespace csim::core::hybrid

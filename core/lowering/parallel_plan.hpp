@@ -144,6 +144,13 @@ struct CpBlockBytes {
 };
 CpBlockBytes cp_block_bytes(const ModelSpec& m, const LayerSpec& core, const ParallelSpec& ps);
 
+// [SECTION] Expert parallel (expert_parallel.cpp) ------------------------------------------------
+
+// A routed-expert layer on one rank of its EP group (docs/program.md, "Expert parallel"): E / ep
+// of its experts' parameters; under balanced routing its per-sample work is unchanged (the rank's
+// experts get the whole group's copies for them: (s k / E) ep tokens each).
+void shard_experts(ShardedLayer& sl, const LayerSpec& l, const ParallelSpec& ps);
+
 // [SECTION] Recompute ----------------------------------------------------------------------------
 
 // Bytes one micro-batch sample keeps saved in layers [seg.first, seg.end) between its forward and

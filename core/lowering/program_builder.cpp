@@ -124,8 +124,7 @@ void ProgramBuilder::set_layer_efficiency(OpId op, const LayerSpec& layer, bool 
   Op& o = program_.ops[static_cast<std::size_t>(op)];
   // docs/cost-model.md, "GEMM shape": a linear layer's kernel is timed from its shape; its
   // backward is the input- and weight-gradient GEMMs.
-  o.gemm = rank_gemm_shape(layer, o.batch, scenario_.strategy.parallel.tp,
-                           scenario_.strategy.parallel.cp, o.flops, backward);
+  o.gemm = rank_gemm_shape(layer, o.batch, scenario_.strategy.parallel, o.flops, backward);
   o.gemm_pass = backward ? GemmPass::kBackward : GemmPass::kForward;
   if (layer.fused_attention.kernel == AttentionKernel::kEager) return;
   program_.ops[static_cast<std::size_t>(op)].max_efficiency =

@@ -162,16 +162,21 @@ class ShardingPiece final : public ParallelPiece {
 
   void end_optimizer(StepState& st, OpId& last) override {
     // ZeRO-1/2: every rank updated its shard; all-gather the parameters.
+    // Under expert parallelism the routed experts' shards are gathered over the
+    // expert-data-parallel group, the dense parameters over dp x cp.
     RankState& r = st.r;
     const int stage = e_.spec().zero_stage;
-    if (e_.spec().dp_cp() <= 1 || sh_.params_sharded || (stage != 1 && stage != 2) || r.params <= 0)
-      return;
-    last = e_.coll(r, r.stream[ParallelDim::kDp],
-                   op_names::collective("zero", CollectiveKind::kAllGather, "params"),
-                   CollectiveKind::kAllGather, r.group[ParallelDim::kDp],
-                   r.params * e_.precision().weights, {{last, DepKind::kStreamWaits}},
-                   StepPhase::kOptimizer);
-    b_.set_dtype(last, b_.weights_dtype());
+    if (sh_.params_sharded || (stage != 1 && stage != 2)) return;
+    for (const auto& [params, over] : {std::pair{r.params - r.expert_params, ParallelDim::kDp},
+                                       std::pair{r.expert_params, ParallelDim::kEdp}}) {
+      if (r.group[over] < 0 || params <= 0) continue;
+      last = e_.coll(r, r.stream[ParallelDim::kDp],
+                     op_names::collective(over == ParallelDim::kEdp ? "zero edp" : "zero",
+                                          CollectiveKind::kAllGather, "params"),
+                     CollectiveKind::kAllGather, r.group[over], params * e_.precision().weights,
+                     {{last, DepKind::kStreamWaits}}, StepPhase::kOptimizer);
+      b_.set_dtype(last, b_.weights_dtype());
+    }
   }
 
  private:

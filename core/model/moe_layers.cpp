@@ -102,15 +102,20 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
   // The experts as grouped GEMMs (one launch each, Megatron's GroupedMLP / TE's grouped linear):
   // E GEMMs of t / E tokens each under balanced routing. A token uses k of the E experts: the
   // other (E - k) experts' weights are inactive for it.
+  // Under expert parallelism the three are split over the ep ranks (ExpertRole; the token
+  // dispatch before experts.fc, the combine after experts.proj: core/lowering/expert_parallel.cpp).
   const bool even = static_cast<i64>(t) % ne == 0;
   const i64 per_expert = static_cast<i64>(t) / ne;
   out.push_back(gemm_layer(p + "mlp.experts.fc", TpRole::kColumn, ne * h * 2 * fe,
                            (ne - k) * h * 2 * fe, 2.0 * t * dh * 2.0 * dfe, t * dh, t * 2.0 * dfe,
                            e, even ? GemmShape{ne, per_expert, 2 * fe, h} : GemmShape{}));
+  out.back().expert_role = ExpertRole::kFirst;
   out.push_back(swiglu_spec(p + "mlp.experts.swiglu", t * dfe, e, TpRole::kSharded));
+  out.back().expert_role = ExpertRole::kInner;
   out.push_back(gemm_layer(p + "mlp.experts.proj", TpRole::kRow, ne * fe * h, (ne - k) * fe * h,
                            2.0 * t * dfe * dh, t * dfe, t * dh, e,
                            even ? GemmShape{ne, per_expert, h, fe} : GemmShape{}));
+  out.back().expert_role = ExpertRole::kLast;
   // Un-permutation: the k expert outputs of each token weighted by its routing weights and summed
   // back in token order (2 FLOPs per copied element), plus the shared experts' output (1 per
   // token element); reads e t h, the weights and the shared output, writes e s h; saves the

@@ -68,7 +68,7 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
   }
   Obj o(ctx, v, "model",
         {"hf_config", "seq_len", "attention", "vocab_pad_multiple", "name",
-         "input_bytes_per_sample", "python_hooks"});
+         "input_bytes_per_sample", "python_hooks", "moe_routing"});
   // The scenario's keys first, so that their errors do not depend on the config file.
   const std::string given = o.string("hf_config", "");
   if (given.empty())
@@ -115,6 +115,14 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
   else if (c.name.empty())
     c.name = fs::path(path).stem().string();
   for (const std::string& w : hf.warnings) ctx.warn("model.hf_config", path + ": " + w);
+  // The routing of a mixture of experts, which a Hugging Face config does not hold.
+  if (o.has("moe_routing")) {
+    if (!c.moe.any())
+      ctx.fail(o.at("moe_routing"), path + " is not a mixture of experts",
+               "remove moe_routing, or point hf_config at an MoE model (Mixtral, Qwen3-MoE)");
+    c.moe.routing =
+        parse_moe_routing(ctx, o.raw("moe_routing"), o.at("moe_routing"), c.moe.experts);
+  }
 
   // model.transformer's checks, each named where its value came from.
   const bool gpt2 = hf.architecture == "GPT2LMHeadModel";

@@ -2,6 +2,7 @@
 // "model.transformer.moe"): the mixture-of-experts keys, and the rules a MoeConfig must follow
 // (shared with the Hugging Face import, which fills the same MoeConfig).
 #include <string>
+#include <vector>
 
 #include "core/scenario/parse_transformer.hpp"
 
@@ -39,10 +40,51 @@ std::optional<TransformerProblem> moe_problem(const TransformerConfig& c) {
   return std::nullopt;
 }
 
+MoeRouting parse_moe_routing(Ctx& ctx, const nlohmann::json& v, const std::string& path,
+                             int experts) {
+  const std::vector<std::string> kinds = {"balanced", "zipf", "dirichlet", "histogram"};
+  MoeRouting r;
+  if (v.is_string()) {  // "balanced" (or a kind whose parameters all default)
+    r.kind = static_cast<RoutingKind>(Obj(ctx, empty_object(), path, {}).to_choice(v, path, kinds));
+    if (r.kind == RoutingKind::kHistogram)
+      ctx.fail(path, "a histogram needs its tokens per expert",
+               "{\"kind\": \"histogram\", \"tokens\": [one number per expert]}");
+    return r;
+  }
+  Obj o(ctx, v, path, {"kind", "skew", "concentration", "tokens", "seed"});
+  r.kind = static_cast<RoutingKind>(o.choice("kind", kinds, 0));
+  r.skew = o.number("skew", 1.0, 0.0, 10.0);
+  r.concentration = o.number("concentration", 1.0, 1e-3, 1e6);
+  r.seed = static_cast<std::uint64_t>(o.integer("seed", 0, 0, std::int64_t{1} << 53));
+  const bool histogram = r.kind == RoutingKind::kHistogram;
+  if (histogram != o.has("tokens")) {
+    ctx.fail(o.at(histogram ? "kind" : "tokens"),
+             histogram ? "a histogram needs its tokens per expert"
+                       : "tokens is the histogram's (kind " + kinds[static_cast<int>(r.kind)] + ")",
+             histogram ? "add \"tokens\": [one number per expert]"
+                       : "set \"kind\": \"histogram\", or remove tokens");
+  }
+  if (!histogram) return r;
+  const json& t = require_array(ctx, o.raw("tokens"), o.at("tokens"), true);
+  if (static_cast<int>(t.size()) != experts) {
+    ctx.fail(o.at("tokens"),
+             std::to_string(t.size()) + " entries for " + std::to_string(experts) + " experts",
+             "one entry per routed expert, in expert order");
+  }
+  double sum = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    r.tokens.push_back(o.to_num(t[i], o.at("tokens") + "[" + std::to_string(i) + "]", 0.0, 1e18));
+    sum += r.tokens.back();
+  }
+  if (!(sum > 0))
+    ctx.fail(o.at("tokens"), "every expert has 0 tokens", "give at least one positive entry");
+  return r;
+}
+
 MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path) {
   Obj o(ctx, v, path,
         {"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",
-         "first_dense_layers", "every_k_layers"});
+         "first_dense_layers", "every_k_layers", "routing"});
   MoeConfig m;
   m.experts = static_cast<int>(o.req_integer("experts", 2, 1 << 16));
   m.top_k = static_cast<int>(o.req_integer("top_k", 1, 1 << 16));
@@ -51,6 +93,8 @@ MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path) 
   m.shared_ffn_hidden = o.integer("shared_ffn_hidden", 0, 1, 1 << 22);
   m.first_dense_layers = static_cast<int>(o.integer("first_dense_layers", 0, 0, 100000));
   m.every_k_layers = static_cast<int>(o.integer("every_k_layers", 1, 1, 100000));
+  if (o.has("routing"))
+    m.routing = parse_moe_routing(ctx, o.raw("routing"), o.at("routing"), m.experts);
   return m;
 }
 

@@ -63,9 +63,14 @@ void validate_recompute(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_context.cpp: cp_comm, cp_a2a; cp (read with the grid) needs a fused attention
 // core, a sequence divisible by 2 cp and, for the all-to-all exchanges, divisible heads.
 void validate_context_parallel(const ParallelInput& in, ParallelSpec& ps);
-// parse_parallel_experts.cpp: a mixture of experts with tp 1 (expert tensor parallelism is not
-// modelled yet).
+// parse_parallel_experts.cpp: ep (expert parallelism: a mixture of experts whose expert count
+// it divides, folded into tp x cp x dp, under the kinds whose sharding it models) and etp (1:
+// expert tensor parallelism is not modelled yet); a mixture of experts with tp 1.
 void validate_experts(const ParallelInput& in, ParallelSpec& ps);
+// Where the scenario gave the model's `key` (seq_len, heads, moe.experts): model.gpt.<key>,
+// model.transformer.<key>, or with model.hf_config model.seq_len beside it and the config file
+// for the shape (parse_parallel_context.cpp).
+std::string model_key_path(const Ctx& ctx, const std::string& key);
 
 // The strategy keys the validators read (any of them is an error for the other kinds).
 extern const std::vector<std::string> kParallelKeys;

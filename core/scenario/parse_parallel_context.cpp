@@ -13,19 +13,6 @@ namespace {
 
 const std::vector<std::string> kCpCommNames = {"p2p", "all_gather", "a2a", "a2a+p2p"};
 
-// Where the scenario gave the model's `key` (seq_len, heads, kv_heads): model.gpt.<key>,
-// model.transformer.<key>, or with model.hf_config model.seq_len beside it and the config file's
-// fields (num_attention_heads, num_key_value_heads) for the shape.
-std::string model_key_path(const Ctx& ctx, const std::string& key) {
-  const json* model =
-      ctx.doc != nullptr && ctx.doc->contains("model") ? &(*ctx.doc)["model"] : nullptr;
-  if (model != nullptr && model->is_object()) {
-    if (model->contains("hf_config")) return key == "seq_len" ? "model.seq_len" : "model.hf_config";
-    if (model->contains("gpt")) return "model.gpt." + key;
-  }
-  return "model.transformer." + key;
-}
-
 void check_heads(const ParallelInput& in, const ParallelSpec& ps, int ranks, const char* why) {
   const ModelSpec& m = in.model;
   const int kv = m.transformer.kv_heads > 0 ? m.transformer.kv_heads : m.transformer.heads;
@@ -43,6 +30,19 @@ void check_heads(const ParallelInput& in, const ParallelSpec& ps, int ranks, con
 }
 
 }  // namespace
+
+std::string model_key_path(const Ctx& ctx, const std::string& key) {
+  const json* model =
+      ctx.doc != nullptr && ctx.doc->contains("model") ? &(*ctx.doc)["model"] : nullptr;
+  if (model != nullptr && model->is_object()) {
+    if (model->contains("hf_config")) {
+      if (key == "seq_len") return "model.seq_len";
+      return key == "moe.routing" ? "model.moe_routing" : "model.hf_config";
+    }
+    if (model->contains("gpt")) return "model.gpt." + key;
+  }
+  return "model.transformer." + key;
+}
 
 void validate_context_parallel(const ParallelInput& in, ParallelSpec& ps) {
   Ctx& ctx = in.ctx;

@@ -1,20 +1,85 @@
-// A mixture-of-experts model under the parallel strategies (core/scenario/parse_parallel.hpp;
-// docs/scenario.md, "model.transformer.moe"): every expert is on every rank (no expert
-// parallelism yet), so the dimensions that leave tokens or weights whole per rank compose with it
-// (data parallelism, ZeRO, FSDP, pipeline and context parallelism); tensor parallelism would
-// split the experts as Megatron's expert tensor parallelism does, which is not modelled yet.
+// Expert parallelism's keys (core/scenario/parse_parallel.hpp; docs/scenario.md, "strategy:
+// expert parallelism"): strategy.ep splits each MoE block's routed experts over ep ranks, folded
+// into the dense layers' tp x cp x dp ranks as Megatron-Core's MoE Parallel Folding does (Liu et
+// al. 2025): the expert layers' grid is etp x ep x edp x pp over the same ranks, edp = tp cp dp /
+// (etp ep). What is modelled (docs/program.md, "Expert parallel"): etp 1, tp 1, the kinds whose
+// gradient reduction and optimizer sharding the expert-data-parallel groups take over (3d,
+// pipeline and zero, with zero_stage <= 1: Megatron's distributed optimizer at most). Tensor
+// parallelism of the dense layers would need expert tensor parallelism's choices (etp) as well:
+// refused.
+#include <algorithm>
+
 #include "core/scenario/parse_parallel.hpp"
 
 namespace csim::core::parse {
 
 void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
-  if (!in.model.transformer_config.moe.any() || ps.tp <= 1) return;
-  in.ctx.fail_conflict({in.o.at("tp"), "model.transformer.moe"},
-                       "tp " + std::to_string(ps.tp) +
-                           " would split the experts (Megatron's expert tensor parallelism), "
-                           "which is not modelled yet",
-                       "use tp 1 with a mixture of experts: dp, ZeRO / FSDP, pp and cp compose "
-                       "with it");
+  Ctx& ctx = in.ctx;
+  const Obj& o = in.o;
+  const MoeConfig& moe = in.model.transformer_config.moe;
+  ps.ep = static_cast<int>(o.integer("ep", 1, 1, 1 << 16));
+  ps.etp = static_cast<int>(o.integer("etp", 1, 1, 1 << 16));
+  if (ps.etp != 1) {
+    ctx.fail(o.at("etp"),
+             "etp " + std::to_string(ps.etp) +
+                 " (expert tensor parallelism) is not modelled yet: the experts are whole on "
+                 "each expert-parallel rank",
+             "use etp 1 and spread the experts with ep");
+  }
+  if (moe.any() && ps.tp > 1) {
+    ctx.fail_conflict({o.at("tp"), "model.transformer.moe"},
+                      "tp " + std::to_string(ps.tp) +
+                          " would split the experts (Megatron's expert tensor parallelism), "
+                          "which is not modelled yet",
+                      "use tp 1 with a mixture of experts: dp, ep, ZeRO / FSDP, pp and cp compose "
+                      "with it");
+  }
+  if (ps.ep == 1) {
+    // Without expert parallelism every expert is on every rank: uneven shares change no rank's
+    // work (the grouped GEMM's total is the same).
+    if (moe.any() && moe.routing.kind != RoutingKind::kBalanced)
+      ctx.warn(model_key_path(ctx, "moe.routing"),
+               "routing imbalance changes nothing without expert parallelism (strategy.ep is 1)");
+    return;
+  }
+  if (!moe.any()) {
+    ctx.fail(o.at("ep"), "ep " + std::to_string(ps.ep) + " needs a mixture of experts",
+             "give model.transformer.moe (or an MoE model.hf_config), or remove strategy.ep");
+  }
+  const bool kind_ok = in.kind == StrategyKind::k3d || in.kind == StrategyKind::kPipeline ||
+                       in.kind == StrategyKind::kZero;
+  if (!kind_ok || ps.zero_stage > 1 || ps.fsdp2.enabled) {
+    ctx.fail_conflict(
+        {o.at("ep"), o.at(ps.fsdp2.enabled ? (o.has("megatron_fsdp") ? "megatron_fsdp" : "kind")
+                                           : (o.has("zero_stage") ? "zero_stage" : "kind"))},
+        "ep " + std::to_string(ps.ep) + " under strategy.kind " + to_string(in.kind) +
+            (ps.zero_stage > 1 ? " zero_stage " + std::to_string(ps.zero_stage) : std::string()) +
+            " is not modelled yet (the experts' sharding over the expert-data-parallel ranks)",
+        "use kind 3d or pipeline (Megatron: distributed_optimizer true shards the optimizer "
+        "state of the experts over edp), or kind zero with zero_stage <= 1");
+  }
+  if (std::find(ps.rank_order.begin(), ps.rank_order.end(), ParallelDim::kEp) ==
+      ps.rank_order.end()) {
+    ctx.fail_conflict(
+        {o.at("ep"), o.at("rank_order")},
+        "strategy.rank_order leaves out ep (strategy.ep is " + std::to_string(ps.ep) + ")",
+        "name ep in rank_order, e.g. \"tp-cp-ep-dp-pp\" (Megatron's default)");
+  }
+  if (moe.experts % ps.ep != 0) {
+    ctx.fail_conflict({o.at("ep"), model_key_path(ctx, "moe.experts")},
+                      "ep " + std::to_string(ps.ep) + " does not divide the " +
+                          std::to_string(moe.experts) + " experts",
+                      "use an ep that divides moe.experts, so every rank holds as many experts");
+  }
+  const int folded = ps.tp * ps.cp * ps.dp;
+  if (folded % (ps.ep * ps.etp) != 0) {
+    ctx.fail_conflict({o.at("ep"), o.at("dp")},
+                      "etp x ep = " + std::to_string(ps.ep * ps.etp) +
+                          " does not divide tp x cp x dp = " + std::to_string(folded) +
+                          ", the ranks the expert layers fold into",
+                      "use an ep dividing tp x cp x dp (the rest is the expert-data-parallel "
+                      "size edp)");
+  }
 }
 
 }  // namespace csim::core::parse

@@ -37,6 +37,10 @@ std::optional<TransformerProblem> transformer_problem(const TransformerConfig& c
 std::optional<TransformerProblem> moe_problem(const TransformerConfig& c);
 // model.transformer.moe at `path`.
 MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path);
+// moe.routing (model.transformer.moe.routing, or model.moe_routing beside model.hf_config): how
+// tokens spread over the `experts` experts (docs/scenario.md, "Routing imbalance").
+MoeRouting parse_moe_routing(Ctx& ctx, const nlohmann::json& v, const std::string& path,
+                             int experts);
 
 // Checks `c` (a problem fails at path + "." + key), the layer count against limits.max_layers,
 // and builds it.

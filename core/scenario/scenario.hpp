@@ -57,6 +57,10 @@ struct GpuSpec {
   // Fraction of peak a GEMM thread block's main loop reaches (docs/cost-model.md, "GEMM shape");
   // 0 = the gemm curve's max_efficiency.
   double gemm_tile_efficiency = 0;
+  // An FP8 grouped GEMM's (batch > 1: a mixture of experts' experts, one launch) tiles reach this
+  // fraction of a single FP8 GEMM's tile efficiency (docs/cost-model.md, "GEMM shape"); 1 = the
+  // same.
+  double fp8_grouped_gemm_efficiency = 1;
   TimeNs kernel_overhead_ns = 0;                 // per-kernel device-side fixed cost
   EfficiencyCurve efficiency[kNumComputeKinds];  // by ComputeKind
   // FP8 GEMMs (kGemm ops of dtype kFp8; docs/fp8.md, "FP8 GEMM efficiency"): a curve of their own
@@ -199,6 +203,12 @@ struct HostSpec {
 enum class TpRole { kReplicated, kColumn, kRow, kSharded, kVocabInput, kVocabOutput };
 const char* to_string(TpRole r);
 
+// A routed-expert layer's place in its mixture-of-experts block (core/model/moe_layers.hpp;
+// docs/program.md, "Expert parallel"): under expert parallelism its parameters are split over the
+// ep ranks and its gradients reduced over the expert-data-parallel ranks; the token dispatch runs
+// before the first (experts.fc) and the combine after the last (experts.proj).
+enum class ExpertRole : std::uint8_t { kNone, kFirst, kInner, kLast };
+
 // The shape a fused attention kernel's efficiency depends on (docs/attention.md, "Efficiency"):
 // set on the attn.core layer of flash2 / flash3 / cudnn; kernel kEager = not a fused attention
 // kernel, and the layer's ComputeKind curve applies unchanged.
@@ -236,8 +246,9 @@ struct LayerSpec {
   // Of `params`, those a token does not use: a mixture of experts' routed experts beyond its top_k
   // ((E - k) experts' weights; docs/transformer.md, "Mixture of experts"). 0 for dense layers.
   std::int64_t inactive_params = 0;
-  std::int64_t buffer_elems = 0;    // non-trainable buffers (BatchNorm running stats)
-  double fwd_flops_per_sample = 0;  // forward FLOPs for one sample
+  ExpertRole expert_role = ExpertRole::kNone;  // routed experts: split over strategy.ep
+  std::int64_t buffer_elems = 0;               // non-trainable buffers (BatchNorm running stats)
+  double fwd_flops_per_sample = 0;             // forward FLOPs for one sample
   double fwd_bytes_per_sample =
       0;  // forward memory traffic (bytes) for one sample, excluding weights
   double activation_bytes_per_sample = 0;  // bytes saved for backward, one sample
@@ -517,8 +528,8 @@ struct ParallelSpec {
   int tp = 1;   // tensor-parallel ranks (Megatron column/row GEMMs)
   int pp = 1;   // pipeline stages
   int cp = 1;   // context-parallel ranks: the sequence split into 2 cp chunks (docs/program.md)
-  int ep = 1;   // expert-parallel ranks (mixture of experts; 1 until MoE layers exist)
-  int etp = 1;  // expert tensor-parallel ranks (MoE Parallel Folding; 1 until MoE layers exist)
+  int ep = 1;   // expert-parallel ranks: the routed experts split over them (docs/program.md)
+  int etp = 1;  // expert tensor-parallel ranks (MoE Parallel Folding; 1: not modelled beyond)
   CpComm cp_comm = CpComm::kP2p;
   int cp_a2a =
       1;  // a2a+p2p: the a2a groups' size (Megatron's hierarchical sizes [cp_a2a, cp / cp_a2a])

@@ -180,7 +180,7 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
         {"base", "name", "memory_gib", "peak_fp32_tflops", "peak_tf32_tflops", "peak_fp16_tflops",
          "peak_bf16_tflops", "peak_fp8_tflops", "mem_bw_gbps", "sm_count", "nccl_sms",
          "hbm_sharing", "compute_capability", "kernel_overhead_us", "mem_bw_efficiency",
-         "efficiency", "gemm_tile_efficiency", "source"});
+         "efficiency", "gemm_tile_efficiency", "fp8_grouped_gemm_efficiency", "source"});
   GpuCatalogEntry e;
   if (o.has("base")) {
     const std::string base = o.string("base", "");
@@ -257,6 +257,8 @@ GpuCatalogEntry parse_gpu(Ctx& ctx, const json& v, const std::string& path) {
     }
   }
   g.gemm_tile_efficiency = o.number("gemm_tile_efficiency", g.gemm_tile_efficiency, 0, 1.0);
+  g.fp8_grouped_gemm_efficiency =
+      o.number("fp8_grouped_gemm_efficiency", g.fp8_grouped_gemm_efficiency, 0.01, 1.0);
   return e;
 }
 

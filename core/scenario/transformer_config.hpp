@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace csim::core {
 
@@ -26,6 +27,17 @@ const char* to_string(AttentionKernel k);
 // Mixture of experts in the decoder block (docs/transformer.md, "Mixture of experts"): blocks
 // whose MLP is `experts` SwiGLU experts of which each token uses `top_k`, chosen by a router, plus
 // `shared_experts` every token uses. experts == 0: every block dense.
+// How tokens spread over the experts (docs/transformer.md, "Routing imbalance"): each MoE block's
+// share of every expert, sampled per block and micro-batch from `seed`.
+enum class RoutingKind : std::uint8_t { kBalanced, kZipf, kDirichlet, kHistogram };
+struct MoeRouting {
+  RoutingKind kind = RoutingKind::kBalanced;
+  double skew = 1.0;           // zipf: share of the i-th most popular expert ~ 1 / i^skew
+  double concentration = 1.0;  // dirichlet: alpha of the symmetric Dirichlet (small: skewed)
+  std::vector<double> tokens;  // histogram: tokens (or any weight) per expert, E entries
+  std::uint64_t seed = 0;
+};
+
 struct MoeConfig {
   int experts = 0;                     // E, routed experts per MoE block
   int top_k = 0;                       // k, experts per token
@@ -34,6 +46,7 @@ struct MoeConfig {
   std::int64_t shared_ffn_hidden = 0;  // their total width; 0 = shared_experts x f_e
   int first_dense_layers = 0;          // blocks 0..n-1 keep a dense MLP (DeepSeek-V3: 3)
   int every_k_layers = 1;              // block i is MoE when (i + 1) % k == 0 (Qwen's step)
+  MoeRouting routing;                  // balanced unless the scenario says otherwise
   bool any() const { return experts > 0; }
 };
 

@@ -1,0 +1,175 @@
+// Expert parallelism's part of the composable lowering (hybrid_emitter.hpp; docs/program.md,
+// "Expert parallel"). Each MoE block's routed experts are split over the ep ranks of the expert
+// layers' grid (RankGrid::expert: Megatron-Core's MoE Parallel Folding, etp x ep x edp x pp over
+// the dense layers' ranks). Megatron's alltoall token dispatcher (MoEAlltoAllTokenDispatcher):
+// each rank permutes its tokens' k copies into expert order, an all-to-all over the EP group sends
+// every copy to the rank holding its expert (dispatch), the local experts run as grouped GEMMs, a
+// second all-to-all brings the outputs home (combine) before the weighted un-permutation. In
+// backward the two run reversed: the combine's gradient before experts.proj's backward, the
+// dispatch's after experts.fc's. Both run in line on the compute stream (the dispatcher calls
+// all_to_all on the current stream and the expert GEMMs consume its output). Under balanced
+// routing every expert gets s k / E token copies per sample, so each rank's E / ep local experts
+// get (s k / E) ep copies each from the whole group: the rank's expert FLOPs are those of its own
+// s k copies, and each all-to-all moves e s k h bytes per sample and rank, (ep - 1) / ep of it
+// over the links.
+//
+// Routing imbalance (moe.routing; core/model/moe_routing.hpp): per MoE block and micro-batch the
+// experts' shares, and so each EP rank's load L_j = ep x its experts' shares (1 when balanced).
+// Rank j's expert kernels do L_j times the balanced work (FLOPs, activation traffic, the grouped
+// GEMM's tokens per expert); every all-to-all of the group moves max_j L_j times the balanced
+// bytes (rank j receives L_j times its own copies in the dispatch and sends them back in the
+// combine: the busiest rank bounds the exchange), and the combine waits for the slowest rank's
+// experts. Every EP group of the run sees the same sample (the expert-data-parallel replicas
+// stay mirror images, docs/program.md "Rank symmetry").
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "core/lowering/hybrid_emitter.hpp"
+#include "core/model/moe_routing.hpp"
+
+namespace csim::core {
+
+void shard_experts(ShardedLayer& sl, const LayerSpec& l, const ParallelSpec& ps) {
+  if (ps.ep <= 1 || l.expert_role == ExpertRole::kNone) return;
+  // E / ep whole experts per rank (the parser makes ep divide E); FLOPs, traffic and saved bytes
+  // per sample unchanged under balanced routing (above).
+  sl.params /= ps.ep;
+  sl.second_tensor_params /= ps.ep;
+}
+
+namespace hybrid {
+namespace {
+
+class ExpertParallelPiece final : public ParallelPiece {
+ public:
+  explicit ExpertParallelPiece(Emitter& e) : e_(e) {}
+
+  void add_groups() override {
+    // The plan exists from here on (Emitter::build: plan, ranks, then groups).
+    // Per sample on this rank, the bytes each all-to-all moves: the routed token copies
+    // experts.proj writes, e (s / cp) k h (shard_context keeps 1/cp).
+    const auto& layers = e_.scenario().model.layers;
+    token_bytes_.assign(layers.size(), 0.0);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      if (layers[i].expert_role != ExpertRole::kFirst) continue;
+      std::size_t j = i;
+      while (j < layers.size() && layers[j].expert_role != ExpertRole::kLast) ++j;
+      CSIM_ASSERT(j < layers.size());
+      token_bytes_[i] = token_bytes_[j] = e_.plan().sharded[j].output_bytes_per_sample;
+    }
+    const RankGrid grid = RankGrid::expert(e_.spec());
+    for (int rk = 0; rk < grid.size(); ++rk) ep_index_.push_back(grid.coord(rk)[ParallelDim::kEp]);
+    balanced_ = e_.scenario().model.transformer_config.moe.routing.kind == RoutingKind::kBalanced;
+    auto& ranks = e_.ranks();
+    grid.for_each_group({ParallelDim::kEp}, [&](const std::vector<int>& rks, const RankCoord& at) {
+      const int g = e_.add_group(rks, name("ep", grid, at, ParallelDim::kEp));
+      for (int x : rks) ranks[static_cast<std::size_t>(x)].group[ParallelDim::kEp] = g;
+    });
+    // The expert-data-parallel groups, over which the experts' gradients are reduced (the
+    // data-parallel piece, dp_grad_reduction.cpp) and their optimizer state sharded.
+    grid.for_each_group({ParallelDim::kEdp}, [&](const std::vector<int>& rks, const RankCoord& at) {
+      const int g =
+          rks.size() > 1 ? e_.add_group(rks, name("edp", grid, at, ParallelDim::kEdp)) : -1;
+      for (int x : rks) ranks[static_cast<std::size_t>(x)].group[ParallelDim::kEdp] = g;
+    });
+  }
+
+  void begin_layer(LayerPass& lp) override {
+    const ExpertRole role = role_of(lp.layer);
+    if ((lp.forward() && role == ExpertRole::kFirst) ||
+        (!lp.forward() && role == ExpertRole::kLast)) {
+      std::vector<Dep> after;
+      if (lp.r().last_compute != kNoOp)
+        after.push_back({lp.r().last_compute, DepKind::kStreamWaits});
+      lp.deps.push_back(
+          {all_to_all(lp, lp.forward() ? "dispatch" : "combine grad", std::move(after)),
+           DepKind::kStreamWaits});
+    }
+  }
+
+  void end_layer(LayerPass& lp) override {
+    const ExpertRole role = role_of(lp.layer);
+    if (role != ExpertRole::kNone && !balanced_) imbalance(lp);
+    if ((lp.forward() && role == ExpertRole::kLast) ||
+        (!lp.forward() && role == ExpertRole::kFirst)) {
+      lp.r().last_compute = all_to_all(lp, lp.forward() ? "combine" : "dispatch grad", {});
+    }
+  }
+
+ private:
+  // One MoE block's sample in one micro-batch: the EP ranks' loads and their maximum.
+  struct Loads {
+    std::vector<double> per_rank;
+    double max = 1;
+  };
+  Emitter& e_;
+  std::vector<double> token_bytes_;  // per layer: e (s / cp) k h at the block's expert layers
+  std::vector<int> ep_index_;        // per rank: its index in its EP group
+  bool balanced_ = true;
+  std::unordered_map<std::int64_t, Loads> loads_;  // by block x micro-batches + micro
+
+  const Loads& loads(int layer, int micro) {
+    const int block = e_.scenario().model.layers[static_cast<std::size_t>(layer)].block;
+    const std::int64_t key = static_cast<std::int64_t>(block) * e_.spec().micro_batches + micro;
+    auto it = loads_.find(key);
+    if (it != loads_.end()) return it->second;
+    Loads l;
+    l.per_rank = ep_rank_loads(
+        expert_shares(e_.scenario().model.transformer_config.moe, block, micro), e_.spec().ep);
+    l.max = *std::max_element(l.per_rank.begin(), l.per_rank.end());
+    return loads_.emplace(key, std::move(l)).first->second;
+  }
+
+  // The expert kernel just emitted at this rank's load: FLOPs, the activation part of its traffic
+  // (the weights' is fixed) and the grouped GEMM's tokens per expert.
+  void imbalance(LayerPass& lp) {
+    const double f =
+        loads(lp.layer, lp.sp.micro).per_rank[static_cast<std::size_t>(ep_index_[lp.r().rank])];
+    Op& op = e_.builder().program().ops[static_cast<std::size_t>(lp.kernel)];
+    const PrecisionBytes& pb = e_.precision();
+    const Bytes weights = e_.plan().sharded[static_cast<std::size_t>(lp.layer)].params *
+                          (pb.weights + (lp.forward() ? 0 : pb.grads));
+    op.flops *= f;
+    op.bytes =
+        weights + static_cast<Bytes>(std::llround(static_cast<double>(op.bytes - weights) * f));
+    if (op.gemm.m > 0)
+      op.gemm.m = std::max<std::int64_t>(1, std::llround(static_cast<double>(op.gemm.m) * f));
+  }
+
+  ExpertRole role_of(int layer) const {
+    return e_.scenario().model.layers[static_cast<std::size_t>(layer)].expert_role;
+  }
+
+  OpId all_to_all(LayerPass& lp, const char* what, std::vector<Dep> deps) {
+    RankState& r = lp.r();
+    const double bytes = token_bytes_[static_cast<std::size_t>(lp.layer)] *
+                         (balanced_ ? 1.0 : loads(lp.layer, lp.sp.micro).max);
+    return e_.coll(r, r.compute, NameRef::cat({"ep all_to_all ", what}), CollectiveKind::kAllToAll,
+                   r.group[ParallelDim::kEp], e_.per_micro_batch(bytes), std::move(deps), lp.phase);
+  }
+
+  // "ep (edp 0, pp 1)": the group's position on the expert grid's other dimensions.
+  static std::string name(const char* label, const RankGrid& grid, const RankCoord& at,
+                          ParallelDim along) {
+    std::string out = std::string(label) + " (";
+    bool first = true;
+    for (ParallelDim d :
+         {ParallelDim::kEtp, ParallelDim::kEp, ParallelDim::kEdp, ParallelDim::kPp}) {
+      if (d == along || (grid.size(d) <= 1 && d != ParallelDim::kPp)) continue;
+      out += (first ? "" : ", ") + std::string(to_string(d)) + " " + std::to_string(at[d]);
+      first = false;
+    }
+    return out + ")";
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ParallelPiece> make_expert_parallel_piece(Emitter& e) {
+  return std::make_unique<ExpertParallelPiece>(e);
+}
+
+}  // namespace hybrid
+}  // namespace csim::core

@@ -345,6 +345,11 @@ std::vector<std::string> run_case(const Case& k, const fs::path& root, int index
   const fs::path work = root / ("w" + std::to_string(index));
   const fs::path err_file = root / ("e" + std::to_string(index) + ".txt");
   fs::create_directories(work);
+  // The model.hf_config cases name a bundled config relative to the scenario's folder, as
+  // tests/test_bad_inputs.cpp lays them out.
+  fs::create_directories(work / "models");
+  fs::copy_file(fs::path(CSIM_SOURCE_DIR) / "scenarios" / "models" / "gpt2.json",
+                work / "models" / "gpt2.json");
   write_setup(work, k.setup);
   if (k.unprivileged && ::geteuid() == 0) {
     // Where the child falls back to uid 65534, it must be able to enter the working directory

@@ -317,20 +317,27 @@ TEST_CASE("block eval within 1 % of op level: mixtures of experts", "[block][moe
           {R"(strategy={"kind":"3d","pp":2,"dp":8,"micro_batch_size":1,"recompute":"full"})",
            "training.global_batch=64"},
           true);
+  // Expert parallelism (ep 8): balanced and zipf-routed Qwen3 (the busiest EP rank sets each MoE
+  // layer's pace, the block path sees the same samples), at 4 micro-batches a pipeline to keep
+  // the op level short; Mixtral 8x7B on 64 H100 mirrored along edp.
+  compare("mbridge2509_qwen3_30b_a3b_h100_16gpu.json", {"training.global_batch=64"}, true);
+  compare("qwen3_30b_a3b_16xh100_ep8_zipf.json", {"training.global_batch=64"}, true);
+  compare("mixtral_8x7b_64xh100_ep8.json", {}, true);
 }
 
 TEST_CASE("block eval: every bundled scenario has a case above", "[block]") {
-  // 33 files in scenarios/ (19 + gpt_fp8_8xh100, gpt_fsdp2_8xh100, transformer_tiny_1xh200 + the
+  // 38 files in scenarios/ (19 + gpt_fp8_8xh100, gpt_fsdp2_8xh100, transformer_tiny_1xh200 + the
   // 7 of issue 18: llama3_1_8b_8xh100_fsdp2 and _fp8, llama3_1_70b_64xh100_fsdp2_tp,
   // llama3_1_405b_512xh100_3d, mistral_7b_8xa100_ddp, mbridge2509_llama3_8b_h100_8gpu and
   // mbridge2509_llama3_70b_h100_64gpu + the 4 context-parallel ones of issue 33:
   // llama3_1_8b_8xh100_cp8_{p2p,all_gather,a2a}, llama3_1_70b_64xh100_tp8_cp2_fsdp2 + the 2
-  // mixtures of experts of issue 34: mixtral_8x7b_16xh100_fsdp2, qwen3_30b_a3b_16xh100_fsdp2);
-  // a new one needs its case.
+  // mixtures of experts of issue 34: mixtral_8x7b_16xh100_fsdp2, qwen3_30b_a3b_16xh100_fsdp2 + its
+  // 3 expert-parallel ones: mbridge2509_qwen3_30b_a3b_h100_16gpu, qwen3_30b_a3b_16xh100_ep8_zipf,
+  // mixtral_8x7b_64xh100_ep8); a new one needs its case.
   std::size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator(test::repo_path("scenarios")))
     n += e.path().extension() == ".json";
-  CHECK(n == 35);
+  CHECK(n == 38);
 }
 
 TEST_CASE("op-level figures are the summary's", "[block]") {

@@ -262,7 +262,7 @@ TEST_CASE("Routing imbalance: the busiest EP rank's experts and the exchange it 
   CHECK(dispatch == 98'304);
 }
 
-TEST_CASE("EP under rank symmetry runs as every rank does; the block path agrees", "[ep][sim]") {
+TEST_CASE("EP under rank symmetry runs as every rank does, and the block path agrees", "[ep][sim]") {
   // dp 8, ep 2 on 8 GPUs: the mirrors shift the expert-data-parallel index (edp 4), so GPUs 0 and
   // 1 (one EP group) are simulated and stand for the other three groups.
   for (const char* routing : {"", R"(, "routing": {"kind": "zipf", "skew": 1.2, "seed": 3})"}) {

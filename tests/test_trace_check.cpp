@@ -196,6 +196,11 @@ TEST_CASE("trace check: every bundled scenario's trace passes", "[trace_check][s
       {"mbridge2509_llama3_70b_h100_64gpu.json", {"training.global_batch=16"}},
       // dp 8: 2 micro-batches per GPU in place of 16.
       {"mbridge2509_llama3_8b_h100_8gpu.json", {"training.global_batch=16"}},
+      // Expert parallelism: dp 8 x micro-batch 2 x 2 micro-batches (a multiple of pp 2) in place
+      // of 32 (16 ranks simulated: edp 1, no mirror); Mixtral's dp 16 at 4 micro-batches.
+      {"mbridge2509_qwen3_30b_a3b_h100_16gpu.json", {"training.global_batch=32"}},
+      {"qwen3_30b_a3b_16xh100_ep8_zipf.json", {"training.global_batch=32"}},
+      {"mixtral_8x7b_64xh100_ep8.json", {"training.global_batch=64"}},
   };
   const fs::path d = csim::test::fresh_dir("csim_trace_check_", "scenarios");
   for (const auto& entry : fs::directory_iterator(csim::test::repo_path("scenarios"))) {

@@ -18,6 +18,7 @@
 #include "run/scenario_loader.hpp"
 #include "tools/calibrate.hpp"
 #include "tools/collective_cli.hpp"
+#include "tools/replay_cli.hpp"
 #include "tools/compare.hpp"
 #include "tools/hpo.hpp"
 #include "tools/oom_advice.hpp"
@@ -153,6 +154,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     return sweep_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   if (!args.empty() && args.front() == "collective")
     return collective_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  if (!args.empty() && args.front() == "replay")
+    return replay_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   if (!args.empty() && args.front() == "tune")
     return tune_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   CLI::App app{

@@ -1,0 +1,483 @@
+// Stage 3: sorted traces -> Program (docs/replay.md, "Stages", "Host time", "Edges").
+//
+// Index
+//   [SECTION] Helpers         coverage of a thread by CPU ops, collective sizes
+//   [SECTION] RankBuilder     one trace: window, streams, threads and their ops
+//   [SECTION] Inferred edges  synchronisations, stream waits, thread hand-overs
+//   [SECTION] Entry point
+#include "replay/replay_program.hpp"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "replay/replay_edges.hpp"
+
+namespace csim::replay {
+namespace {
+
+using core::Op;
+using core::OpId;
+using core::OpKind;
+
+// [SECTION] Helpers ------------------------------------------------------------------------------
+
+// The union of a thread's CPU-op intervals, merged, with prefix sums: covered(c, a) is the time in
+// [c, a) spent inside some CPU op (ATen), the rest of a gap being Python or idle.
+class Coverage {
+ public:
+  void add(TimeNs b, TimeNs e) { raw_.push_back({b, e}); }
+  void finish() {
+    std::sort(raw_.begin(), raw_.end());
+    for (const auto& [b, e] : raw_) {
+      if (!iv_.empty() && b <= iv_.back().second) {
+        iv_.back().second = std::max(iv_.back().second, e);
+      } else {
+        iv_.push_back({b, e});
+      }
+    }
+    prefix_.assign(iv_.size() + 1, 0);
+    for (std::size_t i = 0; i < iv_.size(); ++i)
+      prefix_[i + 1] = prefix_[i] + (iv_[i].second - iv_[i].first);
+  }
+  TimeNs covered(TimeNs c, TimeNs a) const { return upto(a) - upto(c); }
+
+ private:
+  TimeNs upto(TimeNs t) const {  // covered time before t
+    auto it = std::upper_bound(iv_.begin(), iv_.end(), std::make_pair(t, TimeNs{0}),
+                               [](const auto& x, const auto& y) { return x.first < y.first; });
+    const std::size_t i = static_cast<std::size_t>(it - iv_.begin());
+    if (i == 0) return 0;
+    const auto& last = iv_[i - 1];
+    return prefix_[i - 1] + std::min(t, last.second) - last.first;
+  }
+  std::vector<std::pair<TimeNs, TimeNs>> raw_, iv_;
+  std::vector<TimeNs> prefix_;
+};
+
+Bytes dtype_bytes(const std::string& d) {
+  if (d == "Double" || d == "Long" || d == "ComplexFloat") return 8;
+  if (d == "Half" || d == "BFloat16" || d == "Short") return 2;
+  if (d == "Byte" || d == "Char" || d == "Bool" || d.rfind("Float8", 0) == 0) return 1;
+  return 4;  // Float, Int and unknown
+}
+
+core::Dtype dtype_of(const std::string& d) {
+  if (d == "BFloat16") return core::Dtype::kBf16;
+  if (d == "Half") return core::Dtype::kFp16;
+  return core::Dtype::kFp32;
+}
+
+bool has(const std::string& s, const char* w) { return s.find(w) != std::string::npos; }
+
+// The collective a record_param_comms names, or else the NCCL kernel's name.
+core::CollectiveKind collective_kind(const std::string& coll, const std::string& kernel) {
+  const std::string& s = coll.empty() ? kernel : coll;
+  std::string n;
+  for (char c : s) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (has(n, "reduce_scatter") || has(n, "reducescatter")) return core::CollectiveKind::kReduceScatter;
+  if (has(n, "allgather") || has(n, "all_gather")) return core::CollectiveKind::kAllGather;
+  if (has(n, "alltoall") || has(n, "all_to_all")) return core::CollectiveKind::kAllToAll;
+  if (has(n, "broadcast")) return core::CollectiveKind::kBroadcast;
+  if (has(n, "sendrecv") || has(n, "send") || has(n, "recv")) return core::CollectiveKind::kSendRecv;
+  if (has(n, "allreduce") || has(n, "all_reduce")) return core::CollectiveKind::kAllReduce;
+  if (has(n, "reduce")) return core::CollectiveKind::kReduce;
+  return core::CollectiveKind::kAllReduce;
+}
+
+core::CopyKind copy_kind(const std::string& name) {
+  if (has(name, "HtoD")) return has(name, "Pinned") ? core::CopyKind::kH2DPinned
+                                                    : core::CopyKind::kH2DPageable;
+  if (has(name, "DtoH")) return core::CopyKind::kD2H;
+  return core::CopyKind::kD2D;  // DtoD, PtoP (the peer is not in the trace)
+}
+
+// [SECTION] RankBuilder --------------------------------------------------------------------------
+
+class RankBuilder {
+ public:
+  RankBuilder(SortedTrace& s, int gpu, ReplayProgram& out, EdgeInputs& edges)
+      : s_(s), gpu_(gpu), out_(out), p_(out.program), edges_(edges) {}
+
+  ImportedRank build();
+
+ private:
+  using ThreadKey = std::pair<std::int64_t, std::int64_t>;
+  enum class ItemKind { kStepEnd, kStepBegin, kRuntime, kOrphan };
+  struct Item {
+    TimeNs t = 0;
+    ItemKind kind = ItemKind::kRuntime;
+    std::int64_t seq = 0;
+    std::size_t rec = 0;  // record index, or step index for step items
+  };
+
+  void find_window();
+  void make_streams();
+  void match_launches();
+  void build_thread(const ThreadKey& key, bool loop);
+  OpId emit(Op op, const std::string& name);
+  void emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts);
+  void emit_gap(int thread, bool loop, const Coverage& cov, TimeNs c, TimeNs a);
+  const Record* enclosing_comms(const ThreadKey& key, TimeNs t) const;
+
+  SortedTrace& s_;
+  int gpu_;
+  ReplayProgram& out_;
+  core::Program& p_;
+  EdgeInputs& edges_;
+  ImportedRank rank_;
+  ThreadKey loop_{0, 0};
+  std::vector<std::size_t> step_recs_;
+  TimeNs w0_ = 0, w1_ = 0;
+  std::map<ThreadKey, int> stream_of_;                            // (device, stream) -> id
+  std::unordered_map<std::int64_t, std::size_t> runtime_of_corr_;  // correlation -> record
+  std::vector<std::size_t> orphans_;                              // GPU records without launch
+  std::unordered_map<std::size_t, std::vector<std::size_t>> launched_;  // runtime -> GPU records
+  int step_ = 1;
+};
+
+OpId RankBuilder::emit(Op op, const std::string& name) {
+  op.id = static_cast<OpId>(p_.ops.size());
+  op.gpu = gpu_;
+  op.step = step_;
+  op.name = p_.names.intern(name);
+  p_.ops.push_back(std::move(op));
+  return p_.ops.back().id;
+}
+
+void RankBuilder::find_window() {
+  // The training loop's thread: the one holding the ProfilerStep#N annotations, else the one
+  // making the most runtime calls (docs/replay.md, "Steps").
+  std::map<ThreadKey, int> steps, calls;
+  for (const auto& [key, idx] : s_.host) {
+    for (std::size_t i : idx) {
+      const Record& r = s_.records[i];
+      if (r.name.rfind("ProfilerStep#", 0) == 0) ++steps[key];
+      if (r.cat == Cat::kRuntime) ++calls[key];
+    }
+  }
+  auto best = [](const std::map<ThreadKey, int>& m, ThreadKey* k) {
+    int n = 0;
+    for (const auto& [key, c] : m)
+      if (c > n) n = c, *k = key;
+    return n > 0;
+  };
+  if (best(steps, &loop_)) {
+    std::vector<std::string> seen;
+    for (std::size_t i : s_.host[loop_]) {
+      const Record& r = s_.records[i];
+      if (r.name.rfind("ProfilerStep#", 0) != 0) continue;
+      if (std::find(seen.begin(), seen.end(), r.name) != seen.end()) continue;  // cpu_op twin
+      seen.push_back(r.name);
+      step_recs_.push_back(i);
+    }
+    rank_.stats.add(Stat::profiler_steps, static_cast<std::int64_t>(step_recs_.size()));
+    w0_ = s_.records[step_recs_.front()].ts_ns;
+    w1_ = w0_;
+    for (std::size_t i : step_recs_) {
+      const Record& r = s_.records[i];
+      w1_ = std::max(w1_, r.ts_ns + r.dur_ns);
+      rank_.steps.push_back({r.name, r.dur_ns, core::kNoOp, core::kNoOp});
+    }
+    return;
+  }
+  rank_.stats.add(Stat::no_steps);
+  if (!best(calls, &loop_) && !s_.host.empty()) loop_ = s_.host.begin()->first;
+  bool any = false;
+  for (const Record& r : s_.records) {
+    if (r.cat == Cat::kMemory) continue;
+    w0_ = any ? std::min(w0_, r.ts_ns) : r.ts_ns;
+    w1_ = any ? std::max(w1_, r.ts_ns + r.dur_ns) : r.ts_ns + r.dur_ns;
+    any = true;
+  }
+  rank_.steps.push_back({"window", w1_ - w0_, core::kNoOp, core::kNoOp});
+}
+
+void RankBuilder::make_streams() {
+  for (const auto& [key, idx] : s_.gpu) {
+    bool comm = false, copies_only = true;
+    for (std::size_t i : idx) {
+      const Record& r = s_.records[i];
+      comm |= r.cat == Cat::kKernel && is_collective_kernel(r.name);
+      copies_only &= r.cat == Cat::kMemcpy;
+    }
+    core::StreamDesc sd;
+    sd.id = static_cast<int>(p_.streams.size());
+    sd.gpu = gpu_;
+    sd.role = comm ? core::StreamRole::kComm
+                   : copies_only ? core::StreamRole::kCopy : core::StreamRole::kCompute;
+    sd.name = "stream " + std::to_string(key.second);
+    stream_of_[key] = sd.id;
+    rank_.streams.push_back({sd.id, 0});
+    p_.streams.push_back(std::move(sd));
+  }
+}
+
+void RankBuilder::match_launches() {
+  for (const auto& [key, idx] : s_.host)
+    for (std::size_t i : idx)
+      if (s_.records[i].cat == Cat::kRuntime && s_.records[i].correlation >= 0)
+        runtime_of_corr_.emplace(s_.records[i].correlation, i);
+  std::vector<TimeNs> latencies;
+  for (const auto& [key, idx] : s_.gpu) {
+    TimeNs prev_end = -1;
+    for (std::size_t i : idx) {
+      const Record& g = s_.records[i];
+      auto it = g.correlation >= 0 ? runtime_of_corr_.find(g.correlation) : runtime_of_corr_.end();
+      if (it == runtime_of_corr_.end()) {
+        if (g.ts_ns >= w0_ && g.ts_ns < w1_) {
+          orphans_.push_back(i);
+          rank_.stats.add(Stat::no_launch);
+        } else {
+          rank_.stats.add(Stat::outside_window);
+        }
+      } else {
+        const Record& r = s_.records[it->second];
+        if (r.ts_ns >= w0_ && r.ts_ns < w1_) {
+          launched_[it->second].push_back(i);
+          rank_.stats.add(Stat::launches_matched);
+          if (prev_end < r.ts_ns && g.ts_ns >= r.ts_ns) latencies.push_back(g.ts_ns - r.ts_ns);
+        } else {
+          rank_.stats.add(Stat::outside_window);
+        }
+      }
+      prev_end = std::max(prev_end, g.ts_ns + g.dur_ns);
+    }
+  }
+  for (auto& [rt, recs] : launched_) {
+    std::sort(recs.begin(), recs.end());  // records are in time order: index order is time order
+    if (recs.size() > 1) rank_.stats.add(Stat::graph_launch_kernels, static_cast<std::int64_t>(recs.size()));
+  }
+  // The launch latency the host model adds (host.launch_latency_us): the median delay from a
+  // launch call's start to its kernel's start on a stream that was idle (docs/replay.md, "Host").
+  rank_.launch_latency_ns = 4000;
+  if (!latencies.empty()) {
+    const std::size_t mid = (latencies.size() - 1) / 2;  // the lower median
+    std::nth_element(latencies.begin(), latencies.begin() + static_cast<std::ptrdiff_t>(mid),
+                     latencies.end());
+    rank_.launch_latency_ns = std::min<TimeNs>(latencies[mid], 50000);
+  }
+}
+
+const Record* RankBuilder::enclosing_comms(const ThreadKey& key, TimeNs t) const {
+  auto it = s_.host.find(key);
+  if (it == s_.host.end()) return nullptr;
+  const Record* best = nullptr;
+  // The innermost record_param_comms around t: the latest one starting at or before t that still
+  // covers it (CPU ops on one thread nest, so the latest start is the innermost).
+  for (std::size_t i : it->second) {
+    const Record& r = s_.records[i];
+    if (r.ts_ns > t) break;
+    if (r.name == "record_param_comms" && r.ts_ns + r.dur_ns >= t) best = &r;
+  }
+  return best;
+}
+
+void RankBuilder::emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts) {
+  const Record& g = s_.records[rec];
+  const std::int64_t dev = g.device >= 0 ? g.device : g.pid;
+  const std::int64_t stream = g.stream >= 0 ? g.stream : g.tid;
+  GpuOpInfo info;
+  info.measured_ns = g.dur_ns;
+  info.cls = classify_kernel(g.cat, g.name, g.dur_ns, &info.tensor_core, &info.tf32);
+  Op op;
+  op.thread = thread;
+  op.stream = stream_of_.at({dev, stream});
+  op.fixed_ns = g.dur_ns;
+  op.bytes = std::max<std::int64_t>(g.bytes, 0);
+  op.dtype = info.tensor_core ? core::Dtype::kBf16 : core::Dtype::kFp32;
+  if (g.cat == Cat::kMemcpy) {
+    op.kind = OpKind::kCopy;
+    op.copy_kind = copy_kind(g.name);
+  } else if (info.cls == KernelClass::kCollective) {
+    op.kind = OpKind::kCollective;
+    rank_.stats.add(Stat::collectives);
+    const Record* rpc = nullptr;
+    auto rt = runtime_of_corr_.find(g.correlation);
+    if (rt != runtime_of_corr_.end()) {
+      const Record& r = s_.records[rt->second];
+      rpc = enclosing_comms({r.pid, r.tid}, r.ts_ns);
+    }
+    op.collective = collective_kind(rpc ? rpc->collective_name : "", g.name);
+    if (rpc != nullptr && rpc->in_nelems >= 0) {
+      op.dtype = dtype_of(rpc->dtype);
+      op.bytes = std::max(rpc->in_nelems, rpc->out_nelems) * dtype_bytes(rpc->dtype);
+      rank_.stats.add(Stat::collectives_sized);
+    } else {
+      rank_.stats.add(Stat::collectives_unsized);
+    }
+  } else {
+    op.kind = OpKind::kCompute;
+    op.compute_kind = info.cls == KernelClass::kGemm ? core::ComputeKind::kGemm
+                                                     : core::ComputeKind::kElementwise;
+  }
+  info.op = emit(std::move(op), g.name);
+  rank_.streams[static_cast<std::size_t>(p_.ops.back().stream - rank_.streams.front().stream)]
+      .measured_busy_ns += g.dur_ns;
+  edges_.gpu_ops.push_back({info.op, gpu_, p_.ops.back().stream, thread, launch_ts, g.ts_ns,
+                            g.ts_ns + g.dur_ns});
+  out_.gpu_ops.push_back(info);
+}
+
+void RankBuilder::emit_gap(int thread, bool loop, const Coverage& cov, TimeNs c, TimeNs a) {
+  if (a <= c) return;
+  const TimeNs covered = cov.covered(c, a);
+  Op op;
+  op.kind = OpKind::kHostWork;
+  op.thread = thread;
+  // The loop thread's time outside any CPU op is Python (the GIL held); inside one, ATen.
+  // Other threads (autograd, data loading) run C++ only.
+  op.python_ns = loop ? a - c - covered : 0;
+  op.dispatch_ns = loop ? covered : a - c;
+  const OpId id = emit(std::move(op), loop ? "host (python + aten)" : "host");
+  edges_.host_ops.push_back({id, gpu_, thread, c, a, a - c - covered, true});
+}
+
+void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
+  core::ThreadDesc td;
+  td.id = static_cast<int>(p_.threads.size());
+  td.process = gpu_;
+  td.gpu = gpu_;
+  td.name = (loop ? "main " : "thread ") + std::to_string(key.second);
+  p_.threads.push_back(td);
+  const int thread = td.id;
+  Coverage cov;
+  std::vector<Item> items;
+  for (std::size_t i : s_.host[key]) {
+    const Record& r = s_.records[i];
+    if (r.cat == Cat::kCpuOp) cov.add(r.ts_ns, r.ts_ns + r.dur_ns);
+    if (r.cat != Cat::kRuntime) continue;
+    if (r.ts_ns < w0_ || r.ts_ns >= w1_) {
+      rank_.stats.add(Stat::outside_window);
+      continue;
+    }
+    items.push_back({r.ts_ns, ItemKind::kRuntime, r.seq, i});
+  }
+  cov.finish();
+  if (loop) {
+    for (std::size_t k = 0; k < step_recs_.size(); ++k) {
+      const Record& r = s_.records[step_recs_[k]];
+      items.push_back({r.ts_ns, ItemKind::kStepBegin, r.seq, k});
+      items.push_back({r.ts_ns + r.dur_ns, ItemKind::kStepEnd, r.seq, k});
+    }
+    if (step_recs_.empty()) {
+      items.push_back({w0_, ItemKind::kStepBegin, -1, 0});
+      items.push_back({w1_, ItemKind::kStepEnd, -1, 0});
+    }
+    for (std::size_t i : orphans_)
+      items.push_back({s_.records[i].ts_ns, ItemKind::kOrphan, s_.records[i].seq, i});
+  }
+  // At one time: a step's end before the next one's begin, then calls in file order.
+  std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
+    if (x.t != y.t) return x.t < y.t;
+    if (x.kind != y.kind) return static_cast<int>(x.kind) < static_cast<int>(y.kind);
+    return x.seq < y.seq;
+  });
+  if (items.empty()) {
+    p_.threads.pop_back();
+    return;
+  }
+  step_ = 1;
+  TimeNs cursor = w0_;
+  for (const Item& it : items) {
+    if (it.kind != ItemKind::kStepEnd) {
+      emit_gap(thread, loop, cov, cursor, it.t);
+      cursor = std::max(cursor, it.t);
+    } else {
+      emit_gap(thread, loop, cov, cursor, it.t);  // the step's tail
+      cursor = std::max(cursor, it.t);
+    }
+    switch (it.kind) {
+      case ItemKind::kStepBegin: {
+        step_ = static_cast<int>(it.rec) + 1;
+        Op op;
+        op.kind = OpKind::kMarker;
+        op.thread = thread;
+        rank_.steps[it.rec].begin = emit(std::move(op), rank_.steps[it.rec].name);
+        break;
+      }
+      case ItemKind::kStepEnd: {
+        Op op;
+        op.kind = OpKind::kMarker;
+        op.thread = thread;
+        rank_.steps[it.rec].end = emit(std::move(op), rank_.steps[it.rec].name + " end");
+        break;
+      }
+      case ItemKind::kOrphan:
+        emit_gpu_op(it.rec, thread, it.t);
+        break;
+      case ItemKind::kRuntime: {
+        const Record& r = s_.records[it.rec];
+        auto l = launched_.find(it.rec);
+        // The GPU ops first: the sim enqueues an op when it is issued, the call's time follows.
+        const std::size_t first = edges_.gpu_ops.size();
+        if (l != launched_.end())
+          for (std::size_t g : l->second) emit_gpu_op(g, thread, r.ts_ns);
+        Op op;
+        op.kind = OpKind::kHostWork;
+        op.thread = thread;
+        op.dispatch_ns = r.dur_ns;
+        const OpId id = emit(std::move(op), r.name);
+        edges_.host_ops.push_back({id, gpu_, thread, r.ts_ns, r.ts_ns + r.dur_ns, 0, false});
+        edges_.syncs.push_back(
+            {id, gpu_, r.ts_ns, r.ts_ns + r.dur_ns, first, edges_.gpu_ops.size(), is_sync_call(r.name)});
+        cursor = std::max(cursor, r.ts_ns + r.dur_ns);
+        break;
+      }
+    }
+  }
+}
+
+ImportedRank RankBuilder::build() {
+  rank_.meta = s_.meta;
+  rank_.gpu = gpu_;
+  rank_.stats = s_.stats;
+  find_window();
+  make_streams();
+  match_launches();
+  core::ProcessDesc pd;
+  pd.id = gpu_;
+  pd.node = 0;
+  pd.name = "rank " + std::to_string(s_.meta.rank >= 0 ? s_.meta.rank : gpu_) + " (" +
+            s_.meta.file + ")";
+  p_.processes.push_back(pd);
+  build_thread(loop_, true);
+  for (const auto& [key, idx] : s_.host)
+    if (key != loop_) build_thread(key, false);
+  p_.steps = std::max(p_.steps, static_cast<int>(rank_.steps.size()));
+  return std::move(rank_);
+}
+
+}  // namespace
+
+// [SECTION] Entry point --------------------------------------------------------------------------
+
+ReplayProgram build_replay_program(std::vector<SortedTrace> traces) {
+  ReplayProgram out;
+  core::Program& p = out.program;
+  p.strategy_label = "replay (" + std::to_string(traces.size()) + " trace" +
+                     (traces.size() == 1 ? "" : "s") + ")";
+  EdgeInputs edges;
+  for (std::size_t r = 0; r < traces.size(); ++r) {
+    const std::size_t ops_before = p.ops.size();
+    RankBuilder b(traces[r], static_cast<int>(r), out, edges);
+    ImportedRank rank = b.build();
+    bool gpu_work = false;
+    for (std::size_t i = ops_before; i < p.ops.size(); ++i)
+      gpu_work |= p.ops[i].stream >= 0 || p.ops[i].kind == OpKind::kHostWork;
+    if (!gpu_work)
+      throw InputError(traces[r].meta.file, "traceEvents",
+                       "nothing to replay: no CPU op, runtime call or GPU record in the window",
+                       "record with torch.profiler activities=[CPU, CUDA] around a few steps");
+    p.active_gpus.push_back(static_cast<int>(r));
+    out.ranks.push_back(std::move(rank));
+  }
+  p.world_gpus = static_cast<int>(traces.size());
+  p.gpus_per_node = p.world_gpus;
+  infer_edges(p, edges, out);
+  for (const ImportedRank& r : out.ranks) out.stats.merge(r.stats);
+  return out;
+}
+
+}  // namespace csim::replay

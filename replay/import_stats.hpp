@@ -35,9 +35,12 @@ const char* to_string(Severity s);
   X(launches_matched, kInfo, "GPU records matched to their launch by correlation id")             \
   X(graph_launch_kernels, kInfo, "kernels launched by one cudaGraphLaunch (expanded)")            \
   X(metadata_events, kInfo, "metadata (ph M) and flow (ph s/f) records, not needed")              \
-  X(no_launch, kInferred, "GPU records without a launch: issued at their start on the loop thread") \
+  X(no_launch, kInferred, "GPU records without a launch: issued after the one before on the stream") \
+  X(carried_over, kInferred, "GPU records launched before the window, running in it: kept")     \
   X(sync_waits, kInferred, "synchronising calls replayed as a wait for the GPU op they outlasted") \
   X(stream_edges, kInferred, "cross-stream waits inferred from a kernel held back by another")    \
+  X(occupancy_edges, kInferred, "kernels held back while another stream's kernel filled the GPU") \
+  X(unexplained_waits, kInferred, "GPU ops held back for no reason the trace shows: kept at their start") \
   X(thread_edges, kInferred, "host-thread waits inferred from an idle gap ended by another thread") \
   X(collectives_unsized, kInferred, "collectives without a size: kept at their measured duration") \
   X(no_steps, kInferred, "traces without ProfilerStep#N: replayed as one window")                 \

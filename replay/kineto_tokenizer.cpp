@@ -150,7 +150,7 @@ bool read_event(dom::element e, std::int64_t seq, Record* r, ImportStats& st) {
     st.add(Stat::metadata_events);
     return false;
   }
-  (void)obj["cat"].get_string().get(cat);
+  if (obj["cat"].get_string().get(cat) != simdjson::SUCCESS) cat = {};
   if (obj["name"].get_string().get(name) != simdjson::SUCCESS) {
     st.add(Stat::missing_field);
     return false;

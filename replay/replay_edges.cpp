@@ -70,14 +70,15 @@ void sync_edges(core::Program& p, const EdgeInputs& in,
   }
 }
 
-void stream_edges(core::Program& p, const EdgeInputs& in,
+void stream_edges(core::Program& p, EdgeInputs& in,
                   const std::map<int, std::vector<std::size_t>>& gpu_by_end, ReplayProgram& out) {
   std::map<int, std::vector<std::size_t>> by_stream;
   for (std::size_t i = 0; i < in.gpu_ops.size(); ++i) by_stream[in.gpu_ops[i].stream].push_back(i);
-  for (auto& [stream, v] : by_stream) {
+  for (auto& [stream, v] : by_stream)
     std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) {
       return in.gpu_ops[a].start_ns < in.gpu_ops[b].start_ns;
     });
+  for (const auto& [stream, v] : by_stream) {
     TimeNs prev_end = -1;
     for (std::size_t i : v) {
       const GpuOpRef& k = in.gpu_ops[i];
@@ -86,14 +87,54 @@ void stream_edges(core::Program& p, const EdgeInputs& in,
       prev_end = std::max(prev_end, k.end_ns);
       if (k.start_ns - ready <= kStreamEdgeSlackNs) continue;
       const std::ptrdiff_t j =
-          latest(in.gpu_ops, gpu_by_end.at(k.gpu), ready, k.start_ns + kSyncSlackNs / 2,
+          latest(in.gpu_ops, gpu_by_end.at(k.gpu), ready, k.start_ns + kStreamEdgeAfterNs,
                  [&](const GpuOpRef& g) {
                    return g.stream != k.stream && (g.thread != k.thread || g.op < k.op);
                  });
-      if (j < 0) continue;
-      p.ops[static_cast<std::size_t>(k.op)].deps.push_back(
-          {in.gpu_ops[static_cast<std::size_t>(j)].op, core::DepKind::kStreamWaits});
-      rank.stats.add(Stat::stream_edges);
+      if (j >= 0) {
+        // The latest, and with it the latest op of every other stream that ended within
+        // kStreamEdgeNearNs of it: which of them the event stood for the trace does not say.
+        const TimeNs latest_end = in.gpu_ops[static_cast<std::size_t>(j)].end_ns;
+        std::map<int, std::ptrdiff_t> per_stream;
+        latest(in.gpu_ops, gpu_by_end.at(k.gpu), std::max(ready, latest_end - kStreamEdgeNearNs),
+               k.start_ns + kStreamEdgeAfterNs, [&](const GpuOpRef& g) {
+                 if (g.stream != k.stream && (g.thread != k.thread || g.op < k.op))
+                   per_stream.emplace(g.stream, static_cast<std::ptrdiff_t>(&g - in.gpu_ops.data()));
+                 return false;
+               });
+        for (const auto& [st, x] : per_stream)
+          p.ops[static_cast<std::size_t>(k.op)].deps.push_back(
+              {in.gpu_ops[static_cast<std::size_t>(x)].op, core::DepKind::kStreamWaits});
+        rank.stats.add(Stat::stream_edges);
+        continue;
+      }
+      // None ended just before: a kernel of another stream that was running when it started,
+      // ending sooner after that than the op was held back (the GPU was full).
+      const GpuOpRef* x = nullptr;
+      for (const auto& [other, w] : by_stream) {
+        if (other == stream) continue;
+        auto it = std::upper_bound(w.begin(), w.end(), k.start_ns, [&](TimeNs t, std::size_t a) {
+          return t < in.gpu_ops[a].start_ns;
+        });
+        if (it == w.begin()) continue;
+        const GpuOpRef& c = in.gpu_ops[*(it - 1)];
+        if (c.gpu != k.gpu || !c.kernel || c.end_ns <= k.start_ns ||
+            c.end_ns - k.start_ns >= k.start_ns - ready || (c.thread == k.thread && c.op > k.op))
+          continue;
+        if (x == nullptr || c.end_ns < x->end_ns) x = &c;
+      }
+      if (x == nullptr) {
+        if (k.launch_op != core::kNoOp) {
+          in.holds.push_back({k.op, k.gpu, std::max<TimeNs>(0, k.start_ns - k.launch_end_ns),
+                              k.launch_op, k.launch_end_ns});
+        } else {
+          in.holds.push_back({k.op, k.gpu, k.start_ns - rank.launch_latency_ns});
+        }
+        rank.stats.add(Stat::unexplained_waits);
+        continue;
+      }
+      p.ops[static_cast<std::size_t>(k.op)].deps.push_back({x->op, core::DepKind::kStreamWaits});
+      rank.stats.add(Stat::occupancy_edges);
     }
   }
 }
@@ -101,8 +142,9 @@ void stream_edges(core::Program& p, const EdgeInputs& in,
 void thread_edges(core::Program& p, const EdgeInputs& in, ReplayProgram& out) {
   const std::map<int, std::vector<std::size_t>> host_by_end = by_end(in.host_ops);
   for (const HostOpRef& h : in.host_ops) {
-    if (!h.gap || h.idle_ns < kThreadEdgeNs) continue;
-    const std::ptrdiff_t j = latest(in.host_ops, host_by_end.at(h.gpu), h.start_ns, h.end_ns - 1,
+    if (!h.gap || h.idle_ns < (h.loop ? kLoopEdgeNs : kThreadEdgeNs)) continue;
+    const std::ptrdiff_t j = latest(in.host_ops, host_by_end.at(h.gpu),
+                                    std::max(h.start_ns, h.end_ns - kWakeNs), h.end_ns - 1,
                                     [&](const HostOpRef& y) { return y.thread != h.thread; });
     if (j < 0) continue;
     const HostOpRef& y = in.host_ops[static_cast<std::size_t>(j)];
@@ -117,13 +159,77 @@ void thread_edges(core::Program& p, const EdgeInputs& in, ReplayProgram& out) {
   }
 }
 
+// Helper threads for the holds. Absolute holds: one thread per GPU, HostWork up to each hold's
+// time from the window's start, then the marker. Relative holds: threads shared by measured time
+// (a thread takes a hold when its previous one's marker time has passed): each waits for the launch
+// call, spends the measured delay, then issues the marker.
+void hold_threads(core::Program& p, std::vector<Hold>& holds, const ReplayProgram& out) {
+  auto new_thread = [&](int gpu, const char* name) {
+    core::ThreadDesc td;
+    td.id = static_cast<int>(p.threads.size());
+    td.process = gpu;
+    td.gpu = gpu;
+    td.name = name;
+    p.threads.push_back(td);
+    return td.id;
+  };
+  auto emit = [&](int thread, int gpu, core::OpKind kind, TimeNs ns, const char* name,
+                  const Hold& h) {
+    core::Op op;
+    op.id = static_cast<core::OpId>(p.ops.size());
+    op.kind = kind;
+    op.thread = thread;
+    op.gpu = gpu;
+    op.step = p.ops[static_cast<std::size_t>(h.op)].step;
+    op.dispatch_ns = ns;
+    op.name = p.names.intern(name);
+    p.ops.push_back(std::move(op));
+    return p.ops.back().id;
+  };
+  std::stable_sort(holds.begin(), holds.end(), [](const Hold& a, const Hold& b) {
+    if (a.gpu != b.gpu) return a.gpu < b.gpu;
+    return a.from_ns + a.at_ns < b.from_ns + b.at_ns;
+  });
+  int gpu = -1, abs_thread = -1;
+  TimeNs cursor = 0;
+  std::vector<std::pair<int, TimeNs>> pool;  // relative-hold threads of this GPU: (id, free at)
+  for (const Hold& h : holds) {
+    if (h.gpu != gpu) {
+      gpu = h.gpu;
+      abs_thread = -1;
+      pool.clear();
+      cursor = out.ranks[static_cast<std::size_t>(gpu)].window_start_ns;
+    }
+    core::OpId m = core::kNoOp;
+    if (h.after == core::kNoOp) {
+      if (abs_thread < 0) abs_thread = new_thread(gpu, "measured time (holds)");
+      if (h.at_ns > cursor) {
+        emit(abs_thread, gpu, core::OpKind::kHostWork, h.at_ns - cursor, "measured time", h);
+        cursor = h.at_ns;
+      }
+      m = emit(abs_thread, gpu, core::OpKind::kMarker, 0, "hold", h);
+    } else {
+      std::size_t t = 0;
+      while (t < pool.size() && pool[t].second > h.from_ns) ++t;
+      if (t == pool.size()) pool.push_back({new_thread(gpu, "launch delay (holds)"), 0});
+      pool[t].second = h.from_ns + h.at_ns;
+      const core::OpId w =
+          emit(pool[t].first, gpu, core::OpKind::kHostWork, h.at_ns, "measured delay", h);
+      p.ops[static_cast<std::size_t>(w)].deps.push_back({h.after, core::DepKind::kHostWaits});
+      m = emit(pool[t].first, gpu, core::OpKind::kMarker, 0, "hold", h);
+    }
+    p.ops[static_cast<std::size_t>(h.op)].deps.push_back({m, core::DepKind::kStreamWaits});
+  }
+}
+
 }  // namespace
 
-void infer_edges(core::Program& p, const EdgeInputs& in, ReplayProgram& out) {
+void infer_edges(core::Program& p, EdgeInputs& in, ReplayProgram& out) {
   const std::map<int, std::vector<std::size_t>> gpu_by_end = by_end(in.gpu_ops);
   sync_edges(p, in, gpu_by_end, out);
   stream_edges(p, in, gpu_by_end, out);
   thread_edges(p, in, out);
+  hold_threads(p, in.holds, out);
 }
 
 }  // namespace csim::replay

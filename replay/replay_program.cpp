@@ -104,7 +104,7 @@ class RankBuilder {
 
  private:
   using ThreadKey = std::pair<std::int64_t, std::int64_t>;
-  enum class ItemKind { kStepEnd, kStepBegin, kRuntime, kOrphan };
+  enum class ItemKind { kStepEnd, kStepBegin, kOrphan, kRuntime };
   struct Item {
     TimeNs t = 0;
     ItemKind kind = ItemKind::kRuntime;
@@ -132,9 +132,15 @@ class RankBuilder {
   TimeNs w0_ = 0, w1_ = 0;
   std::map<ThreadKey, int> stream_of_;                            // (device, stream) -> id
   std::unordered_map<std::int64_t, std::size_t> runtime_of_corr_;  // correlation -> record
-  std::vector<std::size_t> orphans_;                              // GPU records without launch
+  std::vector<std::size_t> orphans_;  // GPU records without launch, first on their stream
   std::unordered_map<std::size_t, std::vector<std::size_t>> launched_;  // runtime -> GPU records
+  std::unordered_map<std::size_t, std::vector<std::size_t>> attached_;  // ... issued after them
+  std::unordered_map<std::size_t, OpId> op_of_rec_;  // GPU record -> its op
+  std::vector<std::size_t> unlaunched_;  // GPU records without a launch in the window
   int step_ = 1;
+  std::pair<OpId, TimeNs> last_host_{core::kNoOp, 0};  // the thread's last HostWork, measured end
+
+  void hold_unlaunched();
 };
 
 OpId RankBuilder::emit(Op op, const std::string& name) {
@@ -222,32 +228,54 @@ void RankBuilder::match_launches() {
   std::vector<TimeNs> latencies;
   for (const auto& [key, idx] : s_.gpu) {
     TimeNs prev_end = -1;
+    // The launch call of the record before on this stream (none: the window's start). A record
+    // without a launch in the window is issued right after it, so the stream keeps its order
+    // (docs/replay.md, "Edges").
+    std::int64_t anchor = -1;
     for (std::size_t i : idx) {
-      const Record& g = s_.records[i];
+      Record& g = s_.records[i];
+      const TimeNs end = g.ts_ns + g.dur_ns;
       auto it = g.correlation >= 0 ? runtime_of_corr_.find(g.correlation) : runtime_of_corr_.end();
-      if (it == runtime_of_corr_.end()) {
-        if (g.ts_ns >= w0_ && g.ts_ns < w1_) {
-          orphans_.push_back(i);
-          rank_.stats.add(Stat::no_launch);
+      const bool in_window = it != runtime_of_corr_.end() && s_.records[it->second].ts_ns >= w0_ &&
+                             s_.records[it->second].ts_ns < w1_;
+      if (in_window) {
+        const Record& r = s_.records[it->second];
+        launched_[it->second].push_back(i);
+        rank_.stats.add(Stat::launches_matched);
+        if (prev_end < r.ts_ns && g.ts_ns >= r.ts_ns) latencies.push_back(g.ts_ns - r.ts_ns);
+        anchor = static_cast<std::int64_t>(it->second);
+      } else if (end > w0_ && g.ts_ns < w1_) {
+        // Launched before the window (or its launch is missing) and running in it: what the GPU
+        // was still doing when the window opened is kept, from the window's start.
+        if (it != runtime_of_corr_.end()) {
+          rank_.stats.add(Stat::carried_over);
         } else {
-          rank_.stats.add(Stat::outside_window);
+          rank_.stats.add(Stat::no_launch);
+        }
+        if (g.ts_ns < w0_) {
+          g.dur_ns = end - w0_;
+          g.ts_ns = w0_;
+        }
+        unlaunched_.push_back(i);
+        if (anchor >= 0) {
+          attached_[static_cast<std::size_t>(anchor)].push_back(i);
+        } else {
+          orphans_.push_back(i);
         }
       } else {
-        const Record& r = s_.records[it->second];
-        if (r.ts_ns >= w0_ && r.ts_ns < w1_) {
-          launched_[it->second].push_back(i);
-          rank_.stats.add(Stat::launches_matched);
-          if (prev_end < r.ts_ns && g.ts_ns >= r.ts_ns) latencies.push_back(g.ts_ns - r.ts_ns);
-        } else {
-          rank_.stats.add(Stat::outside_window);
-        }
+        rank_.stats.add(Stat::outside_window);
       }
-      prev_end = std::max(prev_end, g.ts_ns + g.dur_ns);
+      prev_end = std::max(prev_end, end);
     }
   }
   for (auto& [rt, recs] : launched_) {
     std::sort(recs.begin(), recs.end());  // records are in time order: index order is time order
-    if (recs.size() > 1) rank_.stats.add(Stat::graph_launch_kernels, static_cast<std::int64_t>(recs.size()));
+    if (recs.size() > 1)
+      rank_.stats.add(Stat::graph_launch_kernels, static_cast<std::int64_t>(recs.size()));
+  }
+  for (auto& [rt, recs] : attached_) {
+    std::vector<std::size_t>& l = launched_[rt];
+    l.insert(l.end(), recs.begin(), recs.end());
   }
   // The launch latency the host model adds (host.launch_latency_us): the median delay from a
   // launch call's start to its kernel's start on a stream that was idle (docs/replay.md, "Host").
@@ -316,7 +344,8 @@ void RankBuilder::emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts) {
   rank_.streams[static_cast<std::size_t>(p_.ops.back().stream - rank_.streams.front().stream)]
       .measured_busy_ns += g.dur_ns;
   edges_.gpu_ops.push_back({info.op, gpu_, p_.ops.back().stream, thread, launch_ts, g.ts_ns,
-                            g.ts_ns + g.dur_ns});
+                            g.ts_ns + g.dur_ns, p_.ops.back().kind == OpKind::kCompute && g.cat == Cat::kKernel});
+  op_of_rec_[rec] = info.op;
   out_.gpu_ops.push_back(info);
 }
 
@@ -331,7 +360,8 @@ void RankBuilder::emit_gap(int thread, bool loop, const Coverage& cov, TimeNs c,
   op.python_ns = loop ? a - c - covered : 0;
   op.dispatch_ns = loop ? covered : a - c;
   const OpId id = emit(std::move(op), loop ? "host (python + aten)" : "host");
-  edges_.host_ops.push_back({id, gpu_, thread, c, a, a - c - covered, true});
+  last_host_ = {id, a};
+  edges_.host_ops.push_back({id, gpu_, thread, c, a, a - c - covered, true, loop});
 }
 
 void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
@@ -365,8 +395,9 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
       items.push_back({w0_, ItemKind::kStepBegin, -1, 0});
       items.push_back({w1_, ItemKind::kStepEnd, -1, 0});
     }
-    for (std::size_t i : orphans_)
-      items.push_back({s_.records[i].ts_ns, ItemKind::kOrphan, s_.records[i].seq, i});
+    // Records without a launch in the window that are the first of their stream: issued at the
+    // window's start (they were queued when it opened), in start order.
+    for (std::size_t i : orphans_) items.push_back({w0_, ItemKind::kOrphan, static_cast<std::int64_t>(i), i});
   }
   // At one time: a step's end before the next one's begin, then calls in file order.
   std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
@@ -379,6 +410,7 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
     return;
   }
   step_ = 1;
+  last_host_ = {core::kNoOp, 0};
   TimeNs cursor = w0_;
   for (const Item& it : items) {
     if (it.kind != ItemKind::kStepEnd) {
@@ -405,7 +437,7 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
         break;
       }
       case ItemKind::kOrphan:
-        emit_gpu_op(it.rec, thread, it.t);
+        emit_gpu_op(it.rec, thread, s_.records[it.rec].ts_ns);
         break;
       case ItemKind::kRuntime: {
         const Record& r = s_.records[it.rec];
@@ -419,7 +451,14 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
         op.thread = thread;
         op.dispatch_ns = r.dur_ns;
         const OpId id = emit(std::move(op), r.name);
-        edges_.host_ops.push_back({id, gpu_, thread, r.ts_ns, r.ts_ns + r.dur_ns, 0, false});
+        edges_.host_ops.push_back({id, gpu_, thread, r.ts_ns, r.ts_ns + r.dur_ns, 0, false, false});
+        // A hold is measured from the host op before the launch (the GPU ops are issued before
+        // the call's own HostWork, which may wait for them: replay_edges.hpp, "hold").
+        for (std::size_t g = first; g < edges_.gpu_ops.size(); ++g) {
+          edges_.gpu_ops[g].launch_op = last_host_.first;
+          edges_.gpu_ops[g].launch_end_ns = last_host_.second;
+        }
+        last_host_ = {id, r.ts_ns + r.dur_ns};
         edges_.syncs.push_back(
             {id, gpu_, r.ts_ns, r.ts_ns + r.dur_ns, first, edges_.gpu_ops.size(), is_sync_call(r.name)});
         cursor = std::max(cursor, r.ts_ns + r.dur_ns);
@@ -429,11 +468,20 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
   }
 }
 
+// A GPU record without a launch in the window is issued after the one before it on its stream (or
+// at the window's start), which keeps the stream's order but not its start: what it waited for
+// before the window is unknown, so it is held to its measured start (replay_edges.hpp, "holds").
+void RankBuilder::hold_unlaunched() {
+  for (std::size_t i : unlaunched_)
+    edges_.holds.push_back({op_of_rec_.at(i), gpu_, s_.records[i].ts_ns - rank_.launch_latency_ns});
+}
+
 ImportedRank RankBuilder::build() {
   rank_.meta = s_.meta;
   rank_.gpu = gpu_;
   rank_.stats = s_.stats;
   find_window();
+  rank_.window_start_ns = w0_;
   make_streams();
   match_launches();
   core::ProcessDesc pd;
@@ -445,6 +493,7 @@ ImportedRank RankBuilder::build() {
   build_thread(loop_, true);
   for (const auto& [key, idx] : s_.host)
     if (key != loop_) build_thread(key, false);
+  hold_unlaunched();
   p_.steps = std::max(p_.steps, static_cast<int>(rank_.steps.size()));
   return std::move(rank_);
 }

@@ -52,6 +52,7 @@ struct ImportedRank {
   std::vector<StepRecord> steps;
   std::vector<StreamRecord> streams;
   ImportStats stats;
+  TimeNs window_start_ns = 0;    // the trace's time at the replay's time 0
   TimeNs launch_latency_ns = 0;  // median launch call start -> start of a kernel on an idle stream
 };
 

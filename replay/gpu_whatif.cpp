@@ -69,6 +69,21 @@ std::vector<ExplainRow> apply_gpu_whatif(ReplayProgram& rp, const core::GpuSpec&
 }
 
 void print_explain(const std::vector<ExplainRow>& rows, std::ostream& out, std::size_t limit) {
+  // Totals per class over every row, in the classes' order.
+  constexpr int kClasses = 5;
+  TimeNs before[kClasses] = {}, after[kClasses] = {};
+  for (const ExplainRow& r : rows) {
+    before[static_cast<int>(r.cls)] += r.measured_ns;
+    after[static_cast<int>(r.cls)] += r.replayed_ns;
+  }
+  out << "GPU time by class (measured -> what-if ms):";
+  for (int c = 0; c < kClasses; ++c) {
+    if (before[c] == 0) continue;
+    out << "  " << to_string(static_cast<KernelClass>(c)) << " " << std::fixed
+        << std::setprecision(3) << static_cast<double>(before[c]) / 1e6 << " -> "
+        << static_cast<double>(after[c]) / 1e6 << std::defaultfloat;
+  }
+  out << "\n";
   out << "kernels by measured time (class, rule, count, measured -> what-if ms):\n";
   for (std::size_t i = 0; i < rows.size() && i < limit; ++i) {
     const ExplainRow& r = rows[i];

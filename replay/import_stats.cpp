@@ -27,7 +27,9 @@ constexpr StatInfo kInfo[] = {
 static_assert(sizeof(kInfo) / sizeof(kInfo[0]) == kNumStats);
 }  // namespace
 
-const StatInfo& info(Stat s) { return kInfo[static_cast<std::size_t>(s)]; }
+const StatInfo& info(Stat s) {
+  return kInfo[static_cast<std::size_t>(s)];
+}
 
 std::int64_t ImportStats::errors() const {
   std::int64_t n = 0;

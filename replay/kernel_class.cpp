@@ -26,7 +26,9 @@ const char* to_string(KernelClass c) {
 
 namespace {
 
-bool has(const std::string& s, const char* w) { return s.find(w) != std::string::npos; }
+bool has(const std::string& s, const char* w) {
+  return s.find(w) != std::string::npos;
+}
 
 }  // namespace
 
@@ -60,7 +62,8 @@ KernelClass classify_kernel(Cat cat, const std::string& name, TimeNs dur_ns, boo
   if (!gemm || norm) return KernelClass::kMemoryBound;
   // cuBLAS/CUTLASS name the math: s1688/tf32 is TF32 on tensor cores; h/bf16/hmma/884/1688/16816
   // half-precision tensor cores; sgemm/"_s" plain FP32.
-  *tf32 = has(n, "tf32") || ((has(n, "s1688") || has(n, "s16816")) && !has(n, "bf16") && !has(n, "f16"));
+  *tf32 = has(n, "tf32") ||
+          ((has(n, "s1688") || has(n, "s16816")) && !has(n, "bf16") && !has(n, "f16"));
   *tensor_core = *tf32 || has(n, "tensorop") || has(n, "h884") || has(n, "h1688") ||
                  has(n, "h16816") || has(n, "bf16") || has(n, "f16") || has(n, "hmma") ||
                  has(n, "xmma") || has(n, "flash") || has(n, "fmha") || has(n, "mfma") ||

@@ -43,7 +43,8 @@ std::string read_maybe_gzip(const std::string& path) {
 bool us_to_ns(dom::element v, TimeNs* out) {
   std::int64_t i = 0;
   if (v.get_int64().get(i) == simdjson::SUCCESS) {
-    if (i > std::numeric_limits<TimeNs>::max() / 1000 || i < std::numeric_limits<TimeNs>::min() / 1000)
+    if (i > std::numeric_limits<TimeNs>::max() / 1000 ||
+        i < std::numeric_limits<TimeNs>::min() / 1000)
       return false;
     *out = i * 1000;
     return true;
@@ -76,7 +77,8 @@ bool int_arg(dom::object args, const char* key, std::int64_t* out, bool* present
     std::int64_t x = 0;
     bool any = false;
     for (char c : s) {
-      if (c < '0' || c > '9' || x > std::numeric_limits<std::int64_t>::max() / 10 - 10) return false;
+      if (c < '0' || c > '9' || x > std::numeric_limits<std::int64_t>::max() / 10 - 10)
+        return false;
       x = x * 10 + (c - '0');
       any = true;
     }
@@ -170,7 +172,8 @@ bool read_event(dom::element e, std::int64_t seq, Record* r, ImportStats& st) {
   r->seq = seq;
   dom::element ts, dur, pid, tid;
   if (obj["ts"].get(ts) != simdjson::SUCCESS || obj["pid"].get(pid) != simdjson::SUCCESS ||
-      obj["tid"].get(tid) != simdjson::SUCCESS || (!memory && obj["dur"].get(dur) != simdjson::SUCCESS)) {
+      obj["tid"].get(tid) != simdjson::SUCCESS ||
+      (!memory && obj["dur"].get(dur) != simdjson::SUCCESS)) {
     st.add(Stat::missing_field);
     return false;
   }
@@ -187,7 +190,7 @@ bool read_event(dom::element e, std::int64_t seq, Record* r, ImportStats& st) {
     if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;
     std::string_view s;
     if (v.get_string().get(s) != simdjson::SUCCESS) return false;
-    *out = static_cast<std::int64_t>(std::hash<std::string_view>{}(s) & 0x3fffffffffffffffull);
+    *out = static_cast<std::int64_t>(std::hash<std::string_view>{}(s)&0x3fffffffffffffffull);
     return true;
   };
   if (!id_of(pid, &r->pid) || !id_of(tid, &r->tid)) {

@@ -15,14 +15,14 @@
 namespace csim::replay {
 
 enum class Cat : std::uint8_t {
-  kCpuOp,           // cpu_op: host work inside the framework (ATen)
-  kPython,          // python_function (with_stack=True): Python frames
-  kAnnotation,      // user_annotation (ProfilerStep#N, record_function ranges)
-  kRuntime,         // cuda_runtime / cuda_driver (and HIP's): a call that may launch GPU work
-  kKernel,          // kernel
-  kMemcpy,          // gpu_memcpy
-  kMemset,          // gpu_memset
-  kMemory,          // [memory] instant (profile_memory=True)
+  kCpuOp,       // cpu_op: host work inside the framework (ATen)
+  kPython,      // python_function (with_stack=True): Python frames
+  kAnnotation,  // user_annotation (ProfilerStep#N, record_function ranges)
+  kRuntime,     // cuda_runtime / cuda_driver (and HIP's): a call that may launch GPU work
+  kKernel,      // kernel
+  kMemcpy,      // gpu_memcpy
+  kMemset,      // gpu_memset
+  kMemory,      // [memory] instant (profile_memory=True)
 };
 
 struct Record {
@@ -45,10 +45,10 @@ struct Record {
 };
 
 struct TraceMeta {
-  std::string file;       // as named on the command line
-  std::string gpu_name;   // deviceProperties[0].name ("" when absent)
-  int rank = -1;          // distributedInfo.rank
-  int world_size = -1;    // distributedInfo.world_size
+  std::string file;      // as named on the command line
+  std::string gpu_name;  // deviceProperties[0].name ("" when absent)
+  int rank = -1;         // distributedInfo.rank
+  int world_size = -1;   // distributedInfo.world_size
 };
 
 struct TokenizedTrace {

@@ -50,7 +50,8 @@ void sync_edges(core::Program& p, const EdgeInputs& in,
     const GpuOpRef* k = nullptr;
     for (std::size_t i = sc.own_begin; i < sc.own_end; ++i) {
       const GpuOpRef& g = in.gpu_ops[i];
-      if (g.end_ns > sc.start_ns && g.end_ns <= sc.end_ns && (k == nullptr || g.end_ns >= k->end_ns))
+      if (g.end_ns > sc.start_ns && g.end_ns <= sc.end_ns &&
+          (k == nullptr || g.end_ns >= k->end_ns))
         k = &g;
     }
     if (k == nullptr && sc.synchronize) {
@@ -71,7 +72,8 @@ void sync_edges(core::Program& p, const EdgeInputs& in,
 }
 
 void stream_edges(core::Program& p, EdgeInputs& in,
-                  const std::map<int, std::vector<std::size_t>>& gpu_by_end, ReplayProgram& out) {
+                  const std::map<int, std::vector<std::size_t>>& gpu_by_end, ReplayProgram& out,
+                  bool hold_unexplained) {
   std::map<int, std::vector<std::size_t>> by_stream;
   for (std::size_t i = 0; i < in.gpu_ops.size(); ++i) by_stream[in.gpu_ops[i].stream].push_back(i);
   for (auto& [stream, v] : by_stream)
@@ -99,7 +101,8 @@ void stream_edges(core::Program& p, EdgeInputs& in,
         latest(in.gpu_ops, gpu_by_end.at(k.gpu), std::max(ready, latest_end - kStreamEdgeNearNs),
                k.start_ns + kStreamEdgeAfterNs, [&](const GpuOpRef& g) {
                  if (g.stream != k.stream && (g.thread != k.thread || g.op < k.op))
-                   per_stream.emplace(g.stream, static_cast<std::ptrdiff_t>(&g - in.gpu_ops.data()));
+                   per_stream.emplace(g.stream,
+                                      static_cast<std::ptrdiff_t>(&g - in.gpu_ops.data()));
                  return false;
                });
         for (const auto& [st, x] : per_stream)
@@ -124,13 +127,15 @@ void stream_edges(core::Program& p, EdgeInputs& in,
         if (x == nullptr || c.end_ns < x->end_ns) x = &c;
       }
       if (x == nullptr) {
+        rank.stats.add(Stat::unexplained_waits);
+        if (!hold_unexplained) continue;
         if (k.launch_op != core::kNoOp) {
           in.holds.push_back({k.op, k.gpu, std::max<TimeNs>(0, k.start_ns - k.launch_end_ns),
                               k.launch_op, k.launch_end_ns});
         } else {
           in.holds.push_back({k.op, k.gpu, k.start_ns - rank.launch_latency_ns});
         }
-        rank.stats.add(Stat::unexplained_waits);
+
         continue;
       }
       p.ops[static_cast<std::size_t>(k.op)].deps.push_back({x->op, core::DepKind::kStreamWaits});
@@ -143,9 +148,9 @@ void thread_edges(core::Program& p, const EdgeInputs& in, ReplayProgram& out) {
   const std::map<int, std::vector<std::size_t>> host_by_end = by_end(in.host_ops);
   for (const HostOpRef& h : in.host_ops) {
     if (!h.gap || h.idle_ns < (h.loop ? kLoopEdgeNs : kThreadEdgeNs)) continue;
-    const std::ptrdiff_t j = latest(in.host_ops, host_by_end.at(h.gpu),
-                                    std::max(h.start_ns, h.end_ns - kWakeNs), h.end_ns - 1,
-                                    [&](const HostOpRef& y) { return y.thread != h.thread; });
+    const std::ptrdiff_t j =
+        latest(in.host_ops, host_by_end.at(h.gpu), std::max(h.start_ns, h.end_ns - kWakeNs),
+               h.end_ns - 1, [&](const HostOpRef& y) { return y.thread != h.thread; });
     if (j < 0) continue;
     const HostOpRef& y = in.host_ops[static_cast<std::size_t>(j)];
     core::Op& op = p.ops[static_cast<std::size_t>(h.op)];
@@ -224,10 +229,10 @@ void hold_threads(core::Program& p, std::vector<Hold>& holds, const ReplayProgra
 
 }  // namespace
 
-void infer_edges(core::Program& p, EdgeInputs& in, ReplayProgram& out) {
+void infer_edges(core::Program& p, EdgeInputs& in, ReplayProgram& out, bool hold_unexplained) {
   const std::map<int, std::vector<std::size_t>> gpu_by_end = by_end(in.gpu_ops);
   sync_edges(p, in, gpu_by_end, out);
-  stream_edges(p, in, gpu_by_end, out);
+  stream_edges(p, in, gpu_by_end, out, hold_unexplained);
   thread_edges(p, in, out);
   hold_threads(p, in.holds, out);
 }

@@ -71,15 +71,17 @@ inline constexpr TimeNs kStreamEdgeNearNs = 20000;  // other streams' ops ending
                                                     // latest one: waited for too
 inline constexpr TimeNs kStreamEdgeAfterNs = 3000;  // the op it waits for may end this much after
                                                     // it starts (µs rounding of both)
-inline constexpr TimeNs kThreadEdgeNs = 20000;     // idle this long: look for who woke it
-inline constexpr TimeNs kLoopEdgeNs = 1000000;     // the loop thread: idle this long (its Python
-                                                   // counts as idle: only a long wait is one)
-inline constexpr TimeNs kWakeNs = 50000;           // woken: resumed within this of the op's end
+inline constexpr TimeNs kThreadEdgeNs = 20000;      // idle this long: look for who woke it
+inline constexpr TimeNs kLoopEdgeNs = 1000000;      // the loop thread: idle this long (its Python
+                                                    // counts as idle: only a long wait is one)
+inline constexpr TimeNs kWakeNs = 50000;            // woken: resumed within this of the op's end
 inline constexpr TimeNs kSyncSlackNs = 2000;        // a sync returns this long after its op ends
 
 // cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, hip*, and blocking memcpy.
 bool is_sync_call(const std::string& name);
 
-void infer_edges(core::Program& p, EdgeInputs& in, ReplayProgram& out);
+// hold_unexplained false: ops held back for no reason the trace shows start when they can
+// (replay.hold_unexplained=false, the optimistic bound of a what-if).
+void infer_edges(core::Program& p, EdgeInputs& in, ReplayProgram& out, bool hold_unexplained);
 
 }  // namespace csim::replay

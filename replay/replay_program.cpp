@@ -69,26 +69,30 @@ core::Dtype dtype_of(const std::string& d) {
   return core::Dtype::kFp32;
 }
 
-bool has(const std::string& s, const char* w) { return s.find(w) != std::string::npos; }
+bool has(const std::string& s, const char* w) {
+  return s.find(w) != std::string::npos;
+}
 
 // The collective a record_param_comms names, or else the NCCL kernel's name.
 core::CollectiveKind collective_kind(const std::string& coll, const std::string& kernel) {
   const std::string& s = coll.empty() ? kernel : coll;
   std::string n;
   for (char c : s) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (has(n, "reduce_scatter") || has(n, "reducescatter")) return core::CollectiveKind::kReduceScatter;
+  if (has(n, "reduce_scatter") || has(n, "reducescatter"))
+    return core::CollectiveKind::kReduceScatter;
   if (has(n, "allgather") || has(n, "all_gather")) return core::CollectiveKind::kAllGather;
   if (has(n, "alltoall") || has(n, "all_to_all")) return core::CollectiveKind::kAllToAll;
   if (has(n, "broadcast")) return core::CollectiveKind::kBroadcast;
-  if (has(n, "sendrecv") || has(n, "send") || has(n, "recv")) return core::CollectiveKind::kSendRecv;
+  if (has(n, "sendrecv") || has(n, "send") || has(n, "recv"))
+    return core::CollectiveKind::kSendRecv;
   if (has(n, "allreduce") || has(n, "all_reduce")) return core::CollectiveKind::kAllReduce;
   if (has(n, "reduce")) return core::CollectiveKind::kReduce;
   return core::CollectiveKind::kAllReduce;
 }
 
 core::CopyKind copy_kind(const std::string& name) {
-  if (has(name, "HtoD")) return has(name, "Pinned") ? core::CopyKind::kH2DPinned
-                                                    : core::CopyKind::kH2DPageable;
+  if (has(name, "HtoD"))
+    return has(name, "Pinned") ? core::CopyKind::kH2DPinned : core::CopyKind::kH2DPageable;
   if (has(name, "DtoH")) return core::CopyKind::kD2H;
   return core::CopyKind::kD2D;  // DtoD, PtoP (the peer is not in the trace)
 }
@@ -130,12 +134,12 @@ class RankBuilder {
   ThreadKey loop_{0, 0};
   std::vector<std::size_t> step_recs_;
   TimeNs w0_ = 0, w1_ = 0;
-  std::map<ThreadKey, int> stream_of_;                            // (device, stream) -> id
+  std::map<ThreadKey, int> stream_of_;                             // (device, stream) -> id
   std::unordered_map<std::int64_t, std::size_t> runtime_of_corr_;  // correlation -> record
   std::vector<std::size_t> orphans_;  // GPU records without launch, first on their stream
   std::unordered_map<std::size_t, std::vector<std::size_t>> launched_;  // runtime -> GPU records
   std::unordered_map<std::size_t, std::vector<std::size_t>> attached_;  // ... issued after them
-  std::unordered_map<std::size_t, OpId> op_of_rec_;  // GPU record -> its op
+  std::unordered_map<std::size_t, OpId> op_of_rec_;                     // GPU record -> its op
   std::vector<std::size_t> unlaunched_;  // GPU records without a launch in the window
   int step_ = 1;
   std::pair<OpId, TimeNs> last_host_{core::kNoOp, 0};  // the thread's last HostWork, measured end
@@ -211,8 +215,9 @@ void RankBuilder::make_streams() {
     core::StreamDesc sd;
     sd.id = static_cast<int>(p_.streams.size());
     sd.gpu = gpu_;
-    sd.role = comm ? core::StreamRole::kComm
-                   : copies_only ? core::StreamRole::kCopy : core::StreamRole::kCompute;
+    sd.role = comm          ? core::StreamRole::kComm
+              : copies_only ? core::StreamRole::kCopy
+                            : core::StreamRole::kCompute;
     sd.name = "stream " + std::to_string(key.second);
     stream_of_[key] = sd.id;
     rank_.streams.push_back({sd.id, 0});
@@ -337,14 +342,15 @@ void RankBuilder::emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts) {
     }
   } else {
     op.kind = OpKind::kCompute;
-    op.compute_kind = info.cls == KernelClass::kGemm ? core::ComputeKind::kGemm
-                                                     : core::ComputeKind::kElementwise;
+    op.compute_kind =
+        info.cls == KernelClass::kGemm ? core::ComputeKind::kGemm : core::ComputeKind::kElementwise;
   }
   info.op = emit(std::move(op), g.name);
   rank_.streams[static_cast<std::size_t>(p_.ops.back().stream - rank_.streams.front().stream)]
       .measured_busy_ns += g.dur_ns;
   edges_.gpu_ops.push_back({info.op, gpu_, p_.ops.back().stream, thread, launch_ts, g.ts_ns,
-                            g.ts_ns + g.dur_ns, p_.ops.back().kind == OpKind::kCompute && g.cat == Cat::kKernel});
+                            g.ts_ns + g.dur_ns,
+                            p_.ops.back().kind == OpKind::kCompute && g.cat == Cat::kKernel});
   op_of_rec_[rec] = info.op;
   out_.gpu_ops.push_back(info);
 }
@@ -397,7 +403,8 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
     }
     // Records without a launch in the window that are the first of their stream: issued at the
     // window's start (they were queued when it opened), in start order.
-    for (std::size_t i : orphans_) items.push_back({w0_, ItemKind::kOrphan, static_cast<std::int64_t>(i), i});
+    for (std::size_t i : orphans_)
+      items.push_back({w0_, ItemKind::kOrphan, static_cast<std::int64_t>(i), i});
   }
   // At one time: a step's end before the next one's begin, then calls in file order.
   std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
@@ -459,8 +466,8 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
           edges_.gpu_ops[g].launch_end_ns = last_host_.second;
         }
         last_host_ = {id, r.ts_ns + r.dur_ns};
-        edges_.syncs.push_back(
-            {id, gpu_, r.ts_ns, r.ts_ns + r.dur_ns, first, edges_.gpu_ops.size(), is_sync_call(r.name)});
+        edges_.syncs.push_back({id, gpu_, r.ts_ns, r.ts_ns + r.dur_ns, first, edges_.gpu_ops.size(),
+                                is_sync_call(r.name)});
         cursor = std::max(cursor, r.ts_ns + r.dur_ns);
         break;
       }
@@ -487,8 +494,8 @@ ImportedRank RankBuilder::build() {
   core::ProcessDesc pd;
   pd.id = gpu_;
   pd.node = 0;
-  pd.name = "rank " + std::to_string(s_.meta.rank >= 0 ? s_.meta.rank : gpu_) + " (" +
-            s_.meta.file + ")";
+  pd.name =
+      "rank " + std::to_string(s_.meta.rank >= 0 ? s_.meta.rank : gpu_) + " (" + s_.meta.file + ")";
   p_.processes.push_back(pd);
   build_thread(loop_, true);
   for (const auto& [key, idx] : s_.host)
@@ -502,11 +509,11 @@ ImportedRank RankBuilder::build() {
 
 // [SECTION] Entry point --------------------------------------------------------------------------
 
-ReplayProgram build_replay_program(std::vector<SortedTrace> traces) {
+ReplayProgram build_replay_program(std::vector<SortedTrace> traces, bool hold_unexplained) {
   ReplayProgram out;
   core::Program& p = out.program;
-  p.strategy_label = "replay (" + std::to_string(traces.size()) + " trace" +
-                     (traces.size() == 1 ? "" : "s") + ")";
+  p.strategy_label =
+      "replay (" + std::to_string(traces.size()) + " trace" + (traces.size() == 1 ? "" : "s") + ")";
   EdgeInputs edges;
   for (std::size_t r = 0; r < traces.size(); ++r) {
     const std::size_t ops_before = p.ops.size();
@@ -524,7 +531,7 @@ ReplayProgram build_replay_program(std::vector<SortedTrace> traces) {
   }
   p.world_gpus = static_cast<int>(traces.size());
   p.gpus_per_node = p.world_gpus;
-  infer_edges(p, edges, out);
+  infer_edges(p, edges, out, hold_unexplained);
   for (const ImportedRank& r : out.ranks) out.stats.merge(r.stats);
   return out;
 }

@@ -42,8 +42,8 @@ struct StepRecord {
 };
 
 struct StreamRecord {
-  int stream = 0;                // Program stream id
-  TimeNs measured_busy_ns = 0;   // sum of its GPU records' durations in the window
+  int stream = 0;               // Program stream id
+  TimeNs measured_busy_ns = 0;  // sum of its GPU records' durations in the window
 };
 
 struct ImportedRank {
@@ -66,7 +66,7 @@ struct ReplayProgram {
 
 // Builds the Program of one trace per rank (rank r on GPU r). Throws InputError naming the file
 // when a trace holds nothing to replay (no GPU record and no runtime call in its window).
-ReplayProgram build_replay_program(std::vector<SortedTrace> traces);
+ReplayProgram build_replay_program(std::vector<SortedTrace> traces, bool hold_unexplained = true);
 
 // The longest a GPU record can be and still count as launch-bound (docs/replay.md, "Another GPU").
 inline constexpr TimeNs kLaunchBoundNs = 5000;

@@ -53,9 +53,15 @@ std::vector<std::string> split_sets(const std::vector<std::string>& sets, Replay
       k->python_scale = scale_value(key, v);
     } else if (key == "replay.dispatch_scale") {
       k->dispatch_scale = scale_value(key, v);
+    } else if (key == "replay.hold_unexplained") {
+      if (v != "true" && v != "false")
+        throw InputError("(command line)", "--set " + key, "'" + v + "' is not true or false",
+                         "false lets GPU ops held back for no reason the trace shows start early");
+      k->hold_unexplained = v == "true";
     } else {
       throw InputError("(command line)", "--set " + key, "unknown replay key",
-                       "replay.source_gpu, replay.python_scale or replay.dispatch_scale");
+                       "replay.source_gpu, replay.python_scale, replay.dispatch_scale or "
+                       "replay.hold_unexplained");
     }
   }
   return rest;
@@ -89,10 +95,10 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return files;
 }
 
-ReplayProgram import_traces(const std::vector<std::string>& files) {
+ReplayProgram import_traces(const std::vector<std::string>& files, bool hold_unexplained) {
   std::vector<SortedTrace> sorted;
   for (const std::string& f : files) sorted.push_back(sort_trace(tokenize_file(f)));
-  return build_replay_program(std::move(sorted));
+  return build_replay_program(std::move(sorted), hold_unexplained);
 }
 
 std::string catalog_gpu_of(const std::string& device_name) {
@@ -112,10 +118,10 @@ std::string catalog_gpu_of(const std::string& device_name) {
 
 ReplayOutcome replay(const ReplayRequest& rq) {
   ReplayOutcome o;
-  o.imported = import_traces(expand_inputs(rq.inputs));
-  ReplayProgram& rp = o.imported;
   ReplayKnobs knobs;
   const std::vector<std::string> overrides = split_sets(rq.sets, &knobs);
+  o.imported = import_traces(expand_inputs(rq.inputs), knobs.hold_unexplained);
+  ReplayProgram& rp = o.imported;
   // The traces' GPU: replay.source_gpu, else the first trace's deviceProperties.
   o.source_gpu = knobs.source_gpu;
   if (o.source_gpu.empty()) {
@@ -143,7 +149,9 @@ ReplayOutcome replay(const ReplayRequest& rq) {
        {{"name", "replayed trace"},
         {"layers", {{{"type", "linear"}, {"name", "fc"}, {"in", 8}, {"out", 8}}}}}},
       {"training",
-       {{"global_batch", n}, {"precision", "fp32"}, {"optimizer", "sgd"},
+       {{"global_batch", n},
+        {"precision", "fp32"},
+        {"optimizer", "sgd"},
         {"steps", std::max(1, rp.program.steps)}}},
       {"strategy", {{"kind", n == 1 ? "single" : "ddp"}}},
       {"host",
@@ -157,9 +165,10 @@ ReplayOutcome replay(const ReplayRequest& rq) {
   for (core::ProcessDesc& pd : rp.program.processes) pd.has_gil = o.scenario.host.gil;
   for (core::Op& op : rp.program.ops) {
     if (op.kind != core::OpKind::kHostWork) continue;
-    op.python_ns = static_cast<TimeNs>(std::llround(static_cast<double>(op.python_ns) * knobs.python_scale));
-    op.dispatch_ns =
-        static_cast<TimeNs>(std::llround(static_cast<double>(op.dispatch_ns) * knobs.dispatch_scale));
+    op.python_ns =
+        static_cast<TimeNs>(std::llround(static_cast<double>(op.python_ns) * knobs.python_scale));
+    op.dispatch_ns = static_cast<TimeNs>(
+        std::llround(static_cast<double>(op.dispatch_ns) * knobs.dispatch_scale));
   }
   const std::string problem = core::validate_program(rp.program);
   CSIM_ASSERT_MSG(problem.empty(), ("replayed Program invalid: " + problem).c_str());
@@ -220,15 +229,17 @@ void print_replay(const ReplayOutcome& o, std::ostream& out, bool explain) {
   out << std::fixed << std::setprecision(3);
   out << "steps (ms):  rank  step                 measured   replayed    error\n";
   for (const StepResult& s : o.steps) {
-    const double err = s.measured_ns > 0 ? 100.0 * static_cast<double>(s.replayed_ns - s.measured_ns) /
-                                               static_cast<double>(s.measured_ns)
-                                         : 0.0;
+    const double err = s.measured_ns > 0
+                           ? 100.0 * static_cast<double>(s.replayed_ns - s.measured_ns) /
+                                 static_cast<double>(s.measured_ns)
+                           : 0.0;
     out << "             " << std::setw(4) << s.gpu << "  " << std::left << std::setw(18) << s.name
         << std::right << std::setw(11) << ms(s.measured_ns) << std::setw(11) << ms(s.replayed_ns)
         << std::setw(8) << std::setprecision(2) << err << " %" << std::setprecision(3) << "\n";
   }
   out << "mean |error| over steps: " << std::setprecision(2) << 100.0 * mean_step_error(o.steps)
-      << " %\n" << std::setprecision(3);
+      << " %\n"
+      << std::setprecision(3);
   out << "stream busy (ms): rank  stream        measured   replayed\n";
   for (const StreamResult& s : o.streams)
     out << "                  " << std::setw(4) << s.gpu << "  " << std::left << std::setw(12)

@@ -20,7 +20,7 @@ namespace csim::replay {
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs);
 
 // Tokenize, sort and build (the three stages) over every file.
-ReplayProgram import_traces(const std::vector<std::string>& files);
+ReplayProgram import_traces(const std::vector<std::string>& files, bool hold_unexplained = true);
 
 // The catalog GPU a trace's deviceProperties name ("NVIDIA A100-SXM4-40GB", "Tesla V100-SXM2-32GB",
 // "NVIDIA A100-PG509-200"), or "" when none matches.
@@ -29,9 +29,10 @@ std::string catalog_gpu_of(const std::string& device_name);
 // What the replay.* keys of --set ask for (docs/replay.md, "What-ifs"); the other --set keys go
 // to the scenario.
 struct ReplayKnobs {
-  std::string source_gpu;     // replay.source_gpu: the GPU the traces ran on (default: detected)
-  double python_scale = 1.0;  // replay.python_scale: the loop thread's Python time x this
-  double dispatch_scale = 1.0;  // replay.dispatch_scale: ATen dispatch and runtime calls x this
+  std::string source_gpu;        // replay.source_gpu: the GPU the traces ran on (default: detected)
+  double python_scale = 1.0;     // replay.python_scale: the loop thread's Python time x this
+  double dispatch_scale = 1.0;   // replay.dispatch_scale: ATen dispatch and runtime calls x this
+  bool hold_unexplained = true;  // replay.hold_unexplained: unexplained waits kept (true/false)
 };
 
 struct ReplayRequest {

@@ -18,7 +18,8 @@ struct SortedTrace {
   std::vector<Record> records;  // sorted by (ts_ns, seq)
   // Indices into records, each in time order:
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::size_t>> host;  // (pid, tid)
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::size_t>> gpu;  // (device, stream)
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::size_t>>
+      gpu;  // (device, stream)
   std::unordered_map<std::int64_t, std::vector<std::size_t>> gpu_by_correlation;
   std::vector<std::size_t> memory;  // [memory] events
   ImportStats stats;

@@ -39,15 +39,16 @@ std::string launch(double ts, double dur, int corr, const std::string& name = "c
 }
 std::string kernel(const std::string& name, int stream, double ts, double dur, int corr) {
   return ev("kernel", name, 0, stream, ts, dur,
-            R"("device":0,"stream":)" + std::to_string(stream) +
-                R"(,"correlation":)" + std::to_string(corr));
+            R"("device":0,"stream":)" + std::to_string(stream) + R"(,"correlation":)" +
+                std::to_string(corr));
 }
 std::string step(int n, double ts, double dur) {
   return ev("user_annotation", "ProfilerStep#" + std::to_string(n), 100, 100, ts, dur);
 }
-std::string trace(const std::vector<std::string>& events, const std::string& gpu = "NVIDIA A100-SXM4-40GB") {
-  std::string s = R"({"schemaVersion":1,"deviceProperties":[{"id":0,"name":")" + gpu +
-                  R"("}],"traceEvents":[)";
+std::string trace(const std::vector<std::string>& events,
+                  const std::string& gpu = "NVIDIA A100-SXM4-40GB") {
+  std::string s =
+      R"({"schemaVersion":1,"deviceProperties":[{"id":0,"name":")" + gpu + R"("}],"traceEvents":[)";
   for (std::size_t i = 0; i < events.size(); ++i) s += (i ? "," : "") + events[i];
   return s + "]}";
 }
@@ -115,7 +116,8 @@ TEST_CASE("replay: another GPU scales memory-bound kernels by the bandwidth rati
   const core::GpuSpec& h = core::find_gpu("H100-SXM5-80GB")->gpu;
   // d' = 100 µs * bw(A100) / bw(H100); the step loses 100 - d' (the sync returns 2 µs after the
   // kernel, the Python after it is host time, unchanged).
-  const auto d = static_cast<TimeNs>(std::llround(100e3 * a.mem_bw_bytes_per_s / h.mem_bw_bytes_per_s));
+  const auto d =
+      static_cast<TimeNs>(std::llround(100e3 * a.mem_bw_bytes_per_s / h.mem_bw_bytes_per_s));
   REQUIRE(o.steps.size() == 1);
   CHECK(o.steps[0].replayed_ns == 200 * kUs - (100 * kUs - d));
   REQUIRE(o.explain.size() == 1);
@@ -144,8 +146,8 @@ TEST_CASE("replay: launch-bound kernels, collectives and host copies are unchang
   // 5 µs is kLaunchBoundNs: at or below it a kernel is launch-bound whatever its name.
   CHECK(replay::classify_kernel(Cat::kKernel, "sm80_xmma_gemm", 5000, &tc, &tf32) ==
         KernelClass::kLaunchBound);
-  CHECK(replay::classify_kernel(Cat::kKernel, "ncclKernel_AllReduce_RING_LL_Sum_float", 900000,
-                                &tc, &tf32) == KernelClass::kCollective);
+  CHECK(replay::classify_kernel(Cat::kKernel, "ncclKernel_AllReduce_RING_LL_Sum_float", 900000, &tc,
+                                &tf32) == KernelClass::kCollective);
   CHECK(replay::classify_kernel(Cat::kMemcpy, "Memcpy HtoD (Pinned -> Device)", 900000, &tc,
                                 &tf32) == KernelClass::kHostCopy);
   CHECK(replay::classify_kernel(Cat::kKernel, "void cudnn::bn_fw_tr_1C11_kernel_NCHW", 90000, &tc,
@@ -163,22 +165,24 @@ TEST_CASE("replay: a kernel held back by another stream waits for it", "[replay]
   e.push_back(kernel("other_kernel", 13, 121, 50, 3));
   const replay::ReplayOutcome own = run_replay("edge.json", trace(e));
   CHECK(own.imported.stats.get(Stat::stream_edges) == 1);
-  const replay::ReplayOutcome h = run_replay("edge2.json", trace(e), {"cluster.gpu=H100-SXM5-80GB"});
+  const replay::ReplayOutcome h =
+      run_replay("edge2.json", trace(e), {"cluster.gpu=H100-SXM5-80GB"});
   const auto& t = h.run.result.timings;
   const auto& ops = h.imported.gpu_ops;
   REQUIRE(ops.size() == 2);
   // Both kernels shrink; the second still starts exactly when the first ends.
-  CHECK(t[static_cast<std::size_t>(ops[1].op)].start_ns == t[static_cast<std::size_t>(ops[0].op)].end_ns);
+  CHECK(t[static_cast<std::size_t>(ops[1].op)].start_ns ==
+        t[static_cast<std::size_t>(ops[0].op)].end_ns);
 }
 
 TEST_CASE("replay: an idle thread resumes after the thread that woke it", "[replay]") {
   // Thread 200 (autograd) is idle until 60, when it calls cudaLaunchKernel; the loop thread's
   // last call before that ends at 35. The inferred edge makes thread 200 start 60 - 35 = 25 µs
   // after that call, and halving the loop's Python time moves it earlier.
-  std::vector<std::string> e = {step(1, 0, 200), launch(30, 5, 1), kernel("k1", 7, 40, 10, 1),
-                                ev("cuda_runtime", "cudaLaunchKernel", 100, 200, 60, 5,
-                                   R"("correlation":2)"),
-                                kernel("k2", 7, 70, 10, 2)};
+  std::vector<std::string> e = {
+      step(1, 0, 200), launch(30, 5, 1), kernel("k1", 7, 40, 10, 1),
+      ev("cuda_runtime", "cudaLaunchKernel", 100, 200, 60, 5, R"("correlation":2)"),
+      kernel("k2", 7, 70, 10, 2)};
   const replay::ReplayOutcome o = run_replay("thread.json", trace(e));
   CHECK(o.imported.stats.get(Stat::thread_edges) >= 1);
   CHECK(o.steps[0].replayed_ns == 200 * kUs);
@@ -206,9 +210,9 @@ TEST_CASE("replay: a trace without ProfilerStep replays as one window", "[replay
 
 TEST_CASE("replay: damaged records are counted by cause and skipped", "[replay]") {
   std::vector<std::string> e = base();
-  e.push_back("42");                                                          // not an object
+  e.push_back("42");                                                               // not an object
   e.push_back(R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"dur":1})");  // no ts
-  e.push_back(ev("kernel", "neg", 0, 7, 5, -3));                               // negative
+  e.push_back(ev("kernel", "neg", 0, 7, 5, -3));                                   // negative
   e.push_back(R"({"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":"x","dur":1})");
   e.push_back(R"({"ph":"B","name":"begin","pid":1,"tid":1,"ts":1})");
   const replay::ReplayOutcome o = run_replay("damaged.json", trace(e));
@@ -229,8 +233,10 @@ TEST_CASE("replay: collective sizes come from record_param_comms", "[replay]") {
       step(1, 0, 300),
       ev("cpu_op", "record_param_comms", 100, 100, 5, 20,
          R"("Collective name":"allreduce","In msg nelems":1000,"Out msg nelems":1000,"dtype":"BFloat16","Group size":8)"),
-      launch(10, 5, 1), kernel("ncclKernel_AllReduce_RING_LL_Sum_bf16", 20, 20, 200, 1),
-      launch(40, 5, 2), kernel("ncclDevKernel_AllGather_RING_LL", 20, 220, 50, 2)};
+      launch(10, 5, 1),
+      kernel("ncclKernel_AllReduce_RING_LL_Sum_bf16", 20, 20, 200, 1),
+      launch(40, 5, 2),
+      kernel("ncclDevKernel_AllGather_RING_LL", 20, 220, 50, 2)};
   const replay::ReplayOutcome o = run_replay("comms.json", trace(e));
   CHECK(o.imported.stats.get(Stat::collectives) == 2);
   CHECK(o.imported.stats.get(Stat::collectives_sized) == 1);
@@ -241,15 +247,18 @@ TEST_CASE("replay: collective sizes come from record_param_comms", "[replay]") {
   CHECK(ar.fixed_ns == 200 * kUs);
   const core::Op& ag = o.imported.program.ops[static_cast<std::size_t>(o.imported.gpu_ops[1].op)];
   CHECK(ag.collective == core::CollectiveKind::kAllGather);  // from the kernel's name
-  CHECK(o.imported.program.streams[static_cast<std::size_t>(ar.stream)].role == core::StreamRole::kComm);
+  CHECK(o.imported.program.streams[static_cast<std::size_t>(ar.stream)].role ==
+        core::StreamRole::kComm);
 }
 
 TEST_CASE("replay: memcpy direction and graph launches", "[replay]") {
-  std::vector<std::string> e = {
-      step(1, 0, 100), launch(5, 5, 1, "cudaMemcpyAsync"),
-      ev("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 9, 12, 8,
-         R"("device":0,"stream":9,"correlation":1,"bytes":4096)"),
-      launch(20, 10, 2, "cudaGraphLaunch"), kernel("g1", 7, 32, 10, 2), kernel("g2", 7, 42, 10, 2)};
+  std::vector<std::string> e = {step(1, 0, 100),
+                                launch(5, 5, 1, "cudaMemcpyAsync"),
+                                ev("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 9, 12, 8,
+                                   R"("device":0,"stream":9,"correlation":1,"bytes":4096)"),
+                                launch(20, 10, 2, "cudaGraphLaunch"),
+                                kernel("g1", 7, 32, 10, 2),
+                                kernel("g2", 7, 42, 10, 2)};
   const replay::ReplayOutcome o = run_replay("copy.json", trace(e));
   const core::Op& c = o.imported.program.ops[static_cast<std::size_t>(o.imported.gpu_ops[0].op)];
   CHECK(c.kind == core::OpKind::kCopy);
@@ -313,8 +322,9 @@ TEST_CASE("replay: the command prints steps, streams, stats and writes the trace
   const fs::path in = write("cli.json", trace(base()));
   const fs::path out = fs::temp_directory_path() / "csim_tests_replay" / "cli_out.json";
   fs::remove(out);
-  const test::CliResult r = test::run_simrun(
-      {"replay", in.string(), "--set", "cluster.gpu=H100-SXM5-80GB", "--explain", "-o", out.string()});
+  const test::CliResult r =
+      test::run_simrun({"replay", in.string(), "--set", "cluster.gpu=H100-SXM5-80GB", "--explain",
+                        "-o", out.string()});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("ProfilerStep#1") != std::string::npos);

@@ -33,7 +33,7 @@ int replay_main(const std::vector<std::string>& args, std::ostream& out, std::os
   return run_command("simrun replay", err, [&]() -> int {
     if (!run::parse_backend(backend, &rq.backend))
       throw csim::InputError("(command line)", "--backend", "unknown backend '" + backend + "'",
-                       "sim, standin or cuda");
+                             "sim, standin or cuda");
     rq.trace = !output.empty();
     const replay::ReplayOutcome o = replay::replay(rq);
     replay::print_replay(o, out, explain);

@@ -20,8 +20,9 @@ TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, do
                            Bytes bytes, double max_efficiency = 0);
 
 // A kCompute op's kernel time: Op::fixed_ns when set (a kernel replayed from a profiler trace at
-// its measured duration, docs/replay.md, "Durations"); from its GEMM shape when it has one (docs/cost-model.md, "GEMM
-// shape"; core/cost/gemm_shape_cost.hpp), else compute_duration_ns of its FLOPs and bytes.
+// its measured duration, docs/replay.md, "Durations"); from its GEMM shape when it has one
+// (docs/cost-model.md, "GEMM shape"; core/cost/gemm_shape_cost.hpp), else compute_duration_ns of
+// its FLOPs and bytes.
 TimeNs op_compute_ns(const GpuSpec& gpu, const Op& op);
 
 // op_compute_ns on one GPU type, remembered: a direct-mapped table of the last kernel seen in each

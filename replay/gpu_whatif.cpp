@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "core/cost/gemm_shape_cost.hpp"
+
 namespace csim::replay {
 
 double class_ratio(const GpuOpInfo& k, const core::GpuSpec& from, const core::GpuSpec& to,
@@ -18,6 +20,19 @@ double class_ratio(const GpuOpInfo& k, const core::GpuSpec& from, const core::Gp
       const core::Dtype d = k.tf32          ? core::Dtype::kTf32
                             : k.tensor_core ? core::Dtype::kBf16
                                             : core::Dtype::kFp32;
+      if (!k.shape.empty()) {
+        // The cost model's time of this shape on both GPUs (docs/cost-model.md, "GEMM shape"):
+        // the ratio holds the efficiency each reaches at this size, not only the peaks.
+        const TimeNs ta = core::gemm_duration_ns(from, d, k.shape, core::GemmPass::kForward);
+        const TimeNs tb = core::gemm_duration_ns(to, d, k.shape, core::GemmPass::kForward);
+        if (ta > 0 && tb > 0) {
+          r = static_cast<double>(tb) / static_cast<double>(ta);
+          os << "x" << r << " (" << k.shape.batch << "x" << k.shape.m << "x" << k.shape.n << "x"
+             << k.shape.k << " " << core::to_string(d) << ": model " << ta / 1000.0 << " -> "
+             << tb / 1000.0 << " us)";
+          break;
+        }
+      }
       const double a = from.peak_flops_per_s(d), b = to.peak_flops_per_s(d);
       r = a > 0 && b > 0 ? a / b : 1.0;
       os << "x" << r << " (" << core::to_string(d) << " peak " << a / 1e12 << " -> " << b / 1e12

@@ -31,6 +31,7 @@ const char* to_string(Severity s);
   X(collectives, kInfo, "NCCL/RCCL kernels read as collectives")                                   \
   X(collectives_sized, kInfo, "collectives whose size came from record_param_comms")               \
   X(memory_events, kInfo, "[memory] instant events read")                                          \
+  X(gemm_shapes, kInfo, "GEMM kernels whose shape came from their CPU op's Input Dims")            \
   X(profiler_steps, kInfo, "ProfilerStep#N annotations (replay windows)")                          \
   X(launches_matched, kInfo, "GPU records matched to their launch by correlation id")              \
   X(graph_launch_kernels, kInfo, "kernels launched by one cudaGraphLaunch (expanded)")             \

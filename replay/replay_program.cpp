@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "replay/gemm_shapes.hpp"
 #include "replay/replay_edges.hpp"
 
 namespace csim::replay {
@@ -124,6 +125,7 @@ class RankBuilder {
   void emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts);
   void emit_gap(int thread, bool loop, const Coverage& cov, TimeNs c, TimeNs a);
   const Record* enclosing_comms(const ThreadKey& key, TimeNs t) const;
+  const Record* enclosing_gemm(const ThreadKey& key, TimeNs t) const;
 
   SortedTrace& s_;
   int gpu_;
@@ -307,6 +309,21 @@ const Record* RankBuilder::enclosing_comms(const ThreadKey& key, TimeNs t) const
   return best;
 }
 
+// The innermost GEMM CPU op (aten::mm, addmm, bmm, baddbmm, linear) around t on the thread: the
+// latest one starting at or before t that still covers it, among the 256 host records before t.
+const Record* RankBuilder::enclosing_gemm(const ThreadKey& key, TimeNs t) const {
+  auto it = s_.host.find(key);
+  if (it == s_.host.end()) return nullptr;
+  const std::vector<std::size_t>& v = it->second;
+  auto pos = std::upper_bound(v.begin(), v.end(), t,
+                              [&](TimeNs x, std::size_t i) { return x < s_.records[i].ts_ns; });
+  for (int n = 0; pos != v.begin() && n < 256; ++n) {
+    const Record& r = s_.records[*--pos];
+    if (r.cat == Cat::kCpuOp && r.ts_ns + r.dur_ns >= t && is_gemm_op(r.name)) return &r;
+  }
+  return nullptr;
+}
+
 void RankBuilder::emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts) {
   const Record& g = s_.records[rec];
   const std::int64_t dev = g.device >= 0 ? g.device : g.pid;
@@ -344,6 +361,18 @@ void RankBuilder::emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts) {
     op.kind = OpKind::kCompute;
     op.compute_kind =
         info.cls == KernelClass::kGemm ? core::ComputeKind::kGemm : core::ComputeKind::kElementwise;
+    auto rt = g.correlation >= 0 ? runtime_of_corr_.find(g.correlation) : runtime_of_corr_.end();
+    if (info.cls == KernelClass::kGemm && rt != runtime_of_corr_.end()) {
+      const Record& r = s_.records[rt->second];
+      const Record* mm = enclosing_gemm({r.pid, r.tid}, r.ts_ns);
+      if (mm != nullptr && gemm_shape_of(mm->name, mm->input_dims, &info.shape)) {
+        op.gemm = info.shape;
+        const core::GemmShape& s = info.shape;
+        op.flops = 2.0 * static_cast<double>(s.batch) * static_cast<double>(s.m) *
+                   static_cast<double>(s.n) * static_cast<double>(s.k);
+        rank_.stats.add(Stat::gemm_shapes);
+      }
+    }
   }
   info.op = emit(std::move(op), g.name);
   rank_.streams[static_cast<std::size_t>(p_.ops.back().stream - rank_.streams.front().stream)]

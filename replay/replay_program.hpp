@@ -33,6 +33,7 @@ struct GpuOpInfo {
   KernelClass cls = KernelClass::kMemoryBound;
   bool tensor_core = false;  // GEMM-like with a tensor-core name (half/bf16/tf32 peaks apply)
   bool tf32 = false;         // tensor-core name of a TF32 kernel (s1688, tf32)
+  core::GemmShape shape;     // GEMM: from its CPU op's Input Dims (empty when none)
 };
 
 struct StepRecord {

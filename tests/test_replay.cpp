@@ -1,6 +1,7 @@
 // simrun replay on synthetic Kineto traces built here (docs/replay.md): the importer's stages and
 // stats, the edges it reads and infers, exact replay on the traces' own GPU, the what-ifs, bad
 // input. Times in the traces are µs (Chrome trace); expectations are derived beside each check.
+#include <unistd.h>
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
@@ -11,8 +12,10 @@
 #include <vector>
 
 #include "core/cost/compute_cost.hpp"
+#include "core/cost/gemm_shape_cost.hpp"
 #include "core/error.hpp"
 #include "core/hardware/gpu_catalog.hpp"
+#include "replay/gemm_shapes.hpp"
 #include "replay/gpu_whatif.hpp"
 #include "replay/kineto_tokenizer.hpp"
 #include "replay/replay_run.hpp"
@@ -53,8 +56,13 @@ std::string trace(const std::vector<std::string>& events,
   return s + "]}";
 }
 
+// A folder of this process's own (CTest runs the cases in parallel, build trees side by side).
+fs::path scratch() {
+  return fs::temp_directory_path() / ("csim_tests_replay_" + std::to_string(::getpid()));
+}
+
 fs::path write(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / "csim_tests_replay";
+  const fs::path dir = scratch();
   fs::create_directories(dir);
   const fs::path p = dir / name;
   std::ofstream(p) << text;
@@ -269,7 +277,7 @@ TEST_CASE("replay: memcpy direction and graph launches", "[replay]") {
 }
 
 TEST_CASE("replay: gzip traces and folders of ranks", "[replay]") {
-  const fs::path dir = fs::temp_directory_path() / "csim_tests_replay" / "ranks";
+  const fs::path dir = scratch() / "ranks";
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string text = trace(base());
@@ -320,7 +328,7 @@ TEST_CASE("replay: bad input is one line naming the file, exit 2", "[replay]") {
 
 TEST_CASE("replay: the command prints steps, streams, stats and writes the trace", "[replay]") {
   const fs::path in = write("cli.json", trace(base()));
-  const fs::path out = fs::temp_directory_path() / "csim_tests_replay" / "cli_out.json";
+  const fs::path out = scratch() / "cli_out.json";
   fs::remove(out);
   const test::CliResult r =
       test::run_simrun({"replay", in.string(), "--set", "cluster.gpu=H100-SXM5-80GB", "--explain",
@@ -356,4 +364,41 @@ TEST_CASE("replay: GPU names map to the catalog", "[replay]") {
   // No deviceProperties: the default GPU, counted.
   const replay::ReplayOutcome o = run_replay("nogpu.json", trace(base(), ""));
   CHECK(o.imported.stats.get(Stat::gpu_guessed) == 1);
+}
+
+TEST_CASE("replay: GEMM shapes from Input Dims", "[replay]") {
+  core::GemmShape g;
+  REQUIRE(replay::gemm_shape_of("aten::mm", "[[64,128],[128,256]]", &g));
+  CHECK((g.m == 64 && g.k == 128 && g.n == 256 && g.batch == 1));
+  REQUIRE(replay::gemm_shape_of("aten::addmm", "[[256],[64,128],[128,256],[],[]]", &g));
+  CHECK((g.m == 64 && g.k == 128 && g.n == 256));
+  REQUIRE(replay::gemm_shape_of("aten::bmm", "[[8,64,128],[8,128,32]]", &g));
+  CHECK((g.batch == 8 && g.m == 64 && g.k == 128 && g.n == 32));
+  REQUIRE(replay::gemm_shape_of("aten::linear", "[[4,16,128],[256,128],[256]]", &g));
+  CHECK((g.m == 64 && g.k == 128 && g.n == 256));  // M = 4 x 16 leading rows
+  CHECK_FALSE(replay::gemm_shape_of("aten::mm", "[[64,128]]", &g));
+  CHECK_FALSE(replay::gemm_shape_of("aten::add", "[[64,128],[64,128]]", &g));
+  CHECK_FALSE(replay::gemm_shape_of("aten::mm", "[[\"x\"]]", &g));
+
+  // A GEMM kernel launched inside aten::mm: on another GPU it scales by the cost model's time of
+  // that shape on both GPUs, not by the peak ratio alone.
+  const std::string gemm = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn";
+  std::vector<std::string> e = {
+      step(1, 0, 200),
+      ev("cpu_op", "aten::mm", 100, 100, 8, 10, R"("Input Dims":[[1024,4096],[4096,1024]])"),
+      launch(10, 5, 1), kernel(gemm, 7, 20, 100, 1), launch(30, 92, 2, "cudaDeviceSynchronize")};
+  const replay::ReplayOutcome o =
+      run_replay("shape.json", trace(e), {"cluster.gpu=H100-SXM5-80GB"});
+  CHECK(o.imported.stats.get(Stat::gemm_shapes) == 1);
+  const core::GemmShape s{1, 1024, 1024, 4096};
+  const double r =
+      static_cast<double>(core::gemm_duration_ns(core::find_gpu("H100-SXM5-80GB")->gpu,
+                                                 core::Dtype::kBf16, s, core::GemmPass::kForward)) /
+      static_cast<double>(core::gemm_duration_ns(core::find_gpu("A100-SXM4-40GB")->gpu,
+                                                 core::Dtype::kBf16, s, core::GemmPass::kForward));
+  REQUIRE(o.explain.size() == 1);
+  CHECK(o.explain[0].replayed_ns == static_cast<TimeNs>(std::llround(100e3 * r)));
+  CHECK(o.explain[0].rule.find("1x1024x1024x4096") != std::string::npos);
+  const core::Op& op = o.imported.program.ops[static_cast<std::size_t>(o.imported.gpu_ops[0].op)];
+  CHECK(op.flops == 2.0 * 1024 * 1024 * 4096);
 }

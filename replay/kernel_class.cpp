@@ -50,7 +50,9 @@ KernelClass classify_kernel(Cat cat, const std::string& name, TimeNs dur_ns, boo
   if (dur_ns <= kLaunchBoundNs) return KernelClass::kLaunchBound;
   if (cat != Cat::kKernel) return KernelClass::kMemoryBound;  // memset, on-device copy
   // Batch-norm and layer-norm kernels of cuDNN are memory-bound even though cuDNN writes them.
-  const bool norm = has(n, "bn_") || has(n, "norm") || has(n, "softmax");
+  // FBGEMM's embedding-table kernels (fbgemm_gpu::, split_embedding_*) are memory-bound lookups.
+  const bool norm = has(n, "bn_") || has(n, "norm") || has(n, "softmax") || has(n, "embedding") ||
+                    has(n, "fbgemm_gpu");
   const bool gemm = has(n, "gemm") || has(n, "gemv") || has(n, "cutlass") || has(n, "xmma") ||
                     has(n, "cublas") || has(n, "conv") || has(n, "wgrad") || has(n, "dgrad") ||
                     has(n, "fprop") || has(n, "flash") || has(n, "fmha") || has(n, "attention") ||

@@ -163,6 +163,10 @@ TEST_CASE("replay: launch-bound kernels, collectives and host copies are unchang
   CHECK(replay::classify_kernel(Cat::kKernel, "cutlass_80_tensorop_s1688gemm_64x64", 90000, &tc,
                                 &tf32) == KernelClass::kGemm);
   CHECK(tf32);
+  // fbgemm's name holds "gemm", but its embedding-table kernels are memory-bound lookups.
+  CHECK(replay::classify_kernel(
+            Cat::kKernel, "void fbgemm_gpu::split_embedding_codegen_forward_unweighted_kernel",
+            90000, &tc, &tf32) == KernelClass::kMemoryBound);
 }
 
 TEST_CASE("replay: a kernel held back by another stream waits for it", "[replay]") {

@@ -285,7 +285,8 @@ void RankBuilder::match_launches() {
     l.insert(l.end(), recs.begin(), recs.end());
   }
   // The launch latency the host model adds (host.launch_latency_us): the median delay from a
-  // launch call's start to its kernel's start on a stream that was idle (docs/replay.md, "Host").
+  // launch call's start to its kernel's start on a stream that was idle (docs/replay.md, "Host
+  // time").
   rank_.launch_latency_ns = 4000;
   if (!latencies.empty()) {
     const std::size_t mid = (latencies.size() - 1) / 2;  // the lower median

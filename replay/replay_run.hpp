@@ -65,7 +65,7 @@ struct ReplayOutcome {
 
 ReplayOutcome replay(const ReplayRequest& rq);
 
-// Mean over steps of |replayed - measured| / measured (docs/replay.md, "Fidelity").
+// Mean over steps of |replayed - measured| / measured (docs/replay.md, "Steps").
 double mean_step_error(const std::vector<StepResult>& steps);
 
 void print_replay(const ReplayOutcome& o, std::ostream& out, bool explain);

@@ -51,7 +51,7 @@ PROFILER_CUPTI_CORE_HEADERS = PROFILER_CORE_HEADERS | {"core/program/program.hpp
 # replay/: the importer (library csim_replay_import, linked alone by its fuzz target) builds a
 # Program from core/ only; the pipeline beside it (gpu_whatif, replay_run) runs it through run/.
 REPLAY_IMPORT_FILES = {"import_stats", "kineto_tokenizer", "trace_sorter", "kernel_class",
-                       "gemm_shapes", "replay_program", "replay_edges"}
+                       "gemm_shapes", "record_fields", "replay_program", "replay_edges"}
 # core/'s own layers (core/README.md, FOLDERS.md): a file in core/<sub>/ may include core/'s root
 # (the base: units, errors, progress, input files, JSON diagnostics), the scenario format's two
 # headers, its own sub-folder and the sub-folders listed; a root file only the root. So the model

@@ -3,7 +3,8 @@
 
 usage: fuzz/make_seeds.py OUT_DIR [MAX_SEED_BYTES]
 
-Writes OUT_DIR/fuzz_scenario, OUT_DIR/fuzz_trace_reader and OUT_DIR/fuzz_tolerances afresh.
+Writes OUT_DIR/fuzz_scenario, OUT_DIR/fuzz_trace_reader, OUT_DIR/fuzz_tolerances and
+OUT_DIR/fuzz_replay_importer (the Kineto excerpts) afresh.
 Nothing is copied into the repository: the seeds live in the build directory.
 
   fuzz_scenario      scenarios/*.json, JSON files under tests/data that are scenarios
@@ -71,7 +72,8 @@ def main():
         sys.exit(__doc__)
     out = sys.argv[1]
     max_seed = int(sys.argv[2]) if len(sys.argv) > 2 else 65536
-    dirs = {t: os.path.join(out, t) for t in ("fuzz_scenario", "fuzz_trace_reader", "fuzz_tolerances")}
+    dirs = {t: os.path.join(out, t) for t in ("fuzz_scenario", "fuzz_trace_reader", "fuzz_tolerances",
+                                              "fuzz_replay_importer")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
         for n in os.listdir(d):
@@ -123,6 +125,7 @@ def main():
                 text = None
             if text:
                 add("fuzz_trace_reader", text, "kineto-excerpt")
+                add("fuzz_replay_importer", text, "kineto-excerpt")
     else:
         print(f"make_seeds: {kineto} not found: no PyTorch-profiler seeds", file=sys.stderr)
 

@@ -3,7 +3,7 @@
 # with fuzz/replay_main.cpp, is run by one CTest test over its directory. Included from
 # tests/CMakeLists.txt, so the release and asan presets both run it.
 foreach(csim_fuzz_pair "scenario:csim_scenario" "trace_reader:csim_profiler"
-                       "tolerances:csim_profiler")
+                       "tolerances:csim_profiler" "replay_importer:csim_replay_import")
   string(REPLACE ":" ";" csim_fuzz_pair "${csim_fuzz_pair}")
   list(GET csim_fuzz_pair 0 csim_fuzz_target)
   list(GET csim_fuzz_pair 1 csim_fuzz_lib)

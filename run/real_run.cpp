@@ -233,7 +233,9 @@ RunResult run_real(const RunRequest& o) {
   RunResult run;
   std::unique_ptr<real::DeviceRuntime> rt;
   std::optional<prof::NvmlSampler> nvml;  // --cupti: sampled around the run
-  if (o.rank >= 0) {
+  if (o.program != nullptr) {
+    run.program = *o.program;  // simrun replay: every op of the trace (no --ranks slice)
+  } else if (o.rank >= 0) {
     if (o.launch != Launch::kThreads)
       throw InputError("(command line)", "--ranks", "one GPU runs in one process",
                        "use --launch threads with --ranks");

@@ -61,7 +61,7 @@ RunResult run_sim(const RunRequest& rq) {
   const core::Scenario& scenario = *rq.scenario;
   core::Progress* const progress = rq.control.progress;
   RunResult run;
-  run.program = core::lower(scenario, progress);
+  run.program = rq.program != nullptr ? *rq.program : core::lower(scenario, progress);
   sim::SimExecutor exec(scenario);
   run.result = exec.run(run.program, rq.control);
   // Interrupted: the outputs keep the steps that completed, marked incomplete (docs/limits.md).

@@ -50,6 +50,9 @@ class MpiLauncher;  // run/mpi_launch.hpp: only front ends that link MPI supply 
 
 struct RunRequest {
   const core::Scenario* scenario = nullptr;  // must outlive the call
+  // A ready Program to run instead of lowering the scenario (simrun replay: a profiler trace's
+  // Program, docs/replay.md); the scenario then gives the hardware only. Must outlive the call.
+  const core::Program* program = nullptr;
   Backend backend = Backend::kSim;
   Launch launch = Launch::kThreads;  // real backends only
   bool trace = true;                 // build RunResult::trace (false: sweeps, tune, OOM advice)

@@ -34,9 +34,10 @@ ALLOWED = {
     "hpo": {"core"},
     "backends": {"core", "profiler"},
     "run": {"core", "profiler", "backends"},
+    "replay": {"core", "profiler", "backends", "run"},  # narrowed for the importer below
     "sweep": {"core", "profiler", "backends", "run"},
     "gui": {"core", "profiler", "run"},
-    "tools": {"core", "profiler", "backends", "run", "sweep", "calibration", "hpo"},
+    "tools": {"core", "profiler", "backends", "run", "sweep", "calibration", "hpo", "replay"},
     "tests": None,
     "bench": None,
     "fuzz": None,
@@ -47,6 +48,10 @@ ALLOWED = {
 PROFILER_CORE_HEADERS = {"core/units.hpp", "core/error.hpp", "core/input_file.hpp",
                          "core/progress.hpp"}
 PROFILER_CUPTI_CORE_HEADERS = PROFILER_CORE_HEADERS | {"core/program/program.hpp"}
+# replay/: the importer (library csim_replay_import, linked alone by its fuzz target) builds a
+# Program from core/ only; the pipeline beside it (gpu_whatif, replay_run) runs it through run/.
+REPLAY_IMPORT_FILES = {"import_stats", "kineto_tokenizer", "trace_sorter", "kernel_class",
+                       "gemm_shapes", "record_fields", "replay_program", "replay_edges"}
 # core/'s own layers (core/README.md, FOLDERS.md): a file in core/<sub>/ may include core/'s root
 # (the base: units, errors, progress, input files, JSON diagnostics), the scenario format's two
 # headers, its own sub-folder and the sub-folders listed; a root file only the root. So the model
@@ -133,6 +138,9 @@ def check_include(rel, target, root):
     if dep not in allowed:
         may = ", ".join(sorted(allowed)) if allowed else "nothing outside core/"
         return f"{folder}/ may include {may}; not {dep}/ ({target})"
+    if folder == "replay" and dep != "core" and \
+            os.path.splitext(os.path.basename(rel))[0] in REPLAY_IMPORT_FILES:
+        return f"replay/'s importer ({os.path.basename(rel)}) may include core/ only; not {target}"
     if folder == "profiler":
         headers = PROFILER_CUPTI_CORE_HEADERS if rel.startswith("profiler/cupti/") else \
             PROFILER_CORE_HEADERS
@@ -197,6 +205,8 @@ def self_test():
         "run/ok.cpp": '#include "backends/sim/sim_executor.hpp"\n',
         "run/cli.cpp": "#include <CLI/CLI.hpp>\n",                         # bad: CLI11 in run
         "gui/tool.cpp": '#include "tools/simrun_app.hpp"\n',               # bad: gui -> tools
+        "replay/replay_run.cpp": '#include "run/run.hpp"\n',
+        "replay/replay_program.cpp": '#include "run/run.hpp"\n',          # bad: importer -> run
         "gui/backend.cpp": '#include "backends/sim/sim_executor.hpp"\n',   # bad: gui -> backends
         "sweep/gui.cpp": '#include "gui/viewer.hpp"\n',                    # bad: sideways
         "tools/ok.cpp": '#include "sweep/tune.hpp"\n#include "hpo/curves.hpp"\n',
@@ -207,7 +217,7 @@ def self_test():
     expected = {"core/up.cpp", "core/cuda.cpp", "core/model/low.cpp", "core/model/parse.cpp",
                 "core/base.hpp", "profiler/prog.cpp", "backends/up.cpp",
                 "run/cli.cpp", "gui/tool.cpp", "gui/backend.cpp", "sweep/gui.cpp",
-                "tests/tool.cpp"}
+                "tests/tool.cpp", "replay/replay_program.cpp"}
     with tempfile.TemporaryDirectory() as root:
         for rel, text in tree.items():
             os.makedirs(os.path.join(root, os.path.dirname(rel)), exist_ok=True)

@@ -3,7 +3,8 @@
 #
 # usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #   SECONDS_PER_TARGET  libFuzzer's -max_total_time for each target (default 40)
-#   TARGET              fuzz_scenario, fuzz_trace_reader, fuzz_tolerances (default: all three)
+#   TARGET              fuzz_scenario, fuzz_trace_reader, fuzz_tolerances, fuzz_replay_importer
+#                       (default: all four)
 #
 # Configures and builds the "fuzz" preset (clang, libFuzzer, ASan + UBSan), builds the seed corpora
 # from the bundled files (fuzz/make_seeds.py) and runs each target in turn. The corpus a run grows
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-40}
 if [ $# -gt 0 ]; then shift; fi
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then targets=(fuzz_scenario fuzz_trace_reader fuzz_tolerances); fi
+if [ ${#targets[@]} -eq 0 ]; then targets=(fuzz_scenario fuzz_trace_reader fuzz_tolerances fuzz_replay_importer); fi
 max_len=${CSIM_FUZZ_MAX_LEN:-65536}
 
 build=build/fuzz

@@ -21,6 +21,7 @@
 #include "tools/compare.hpp"
 #include "tools/hpo.hpp"
 #include "tools/oom_advice.hpp"
+#include "tools/replay_cli.hpp"
 #include "tools/run_progress.hpp"
 #include "tools/signals.hpp"
 #include "tools/sweep_cli.hpp"
@@ -153,6 +154,8 @@ int simrun_main(const std::vector<std::string>& args, std::ostream& out, std::os
     return sweep_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   if (!args.empty() && args.front() == "collective")
     return collective_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
+  if (!args.empty() && args.front() == "replay")
+    return replay_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   if (!args.empty() && args.front() == "tune")
     return tune_main(std::vector<std::string>(args.begin() + 1, args.end()), out, err);
   CLI::App app{

@@ -363,6 +363,12 @@ void SimRun::start_on_stream(int s, OpId id) {
       return;
     case OpKind::kCompute: {
       st.running = id;
+      if (op.fixed_ns >= 0) {
+        // A measured kernel (docs/replay.md, "Durations"): its duration already holds whatever
+        // shared the GPU with it when it was measured, so it takes no share of the SMs or HBM.
+        push(now_ + op.fixed_ns, EvType::kComputeDone, id);
+        return;
+      }
       start_kernel(id, op.gpu, kernel_ns_.get(scenario_.cluster.gpu, op),
                    static_cast<double>(op.bytes));
       return;

@@ -62,6 +62,7 @@ TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, do
 // attention, elementwise, GEMMs of the explicit and legacy builders, any GEMM on a GPU without an
 // SM count) keeps the curve above.
 TimeNs op_compute_ns(const GpuSpec& gpu, const Op& op) {
+  if (op.fixed_ns >= 0) return op.fixed_ns;  // measured (docs/replay.md, "Durations")
   if (op.compute_kind == ComputeKind::kGemm && !op.gemm.empty() && gpu.sm_count > 0)
     return gemm_duration_ns(gpu, op.dtype, op.gemm, op.gemm_pass, op.max_efficiency);
   return compute_duration_ns(gpu, op.compute_kind, op.dtype, op.flops, op.bytes, op.max_efficiency);

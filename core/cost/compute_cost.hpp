@@ -19,8 +19,10 @@ double efficiency(const EfficiencyCurve& curve, double flops);
 TimeNs compute_duration_ns(const GpuSpec& gpu, ComputeKind kind, Dtype dtype, double flops,
                            Bytes bytes, double max_efficiency = 0);
 
-// A kCompute op's kernel time: from its GEMM shape when it has one (docs/cost-model.md, "GEMM
-// shape"; core/cost/gemm_shape_cost.hpp), else compute_duration_ns of its FLOPs and bytes.
+// A kCompute op's kernel time: Op::fixed_ns when set (a kernel replayed from a profiler trace at
+// its measured duration, docs/replay.md, "Durations"); from its GEMM shape when it has one
+// (docs/cost-model.md, "GEMM shape"; core/cost/gemm_shape_cost.hpp), else compute_duration_ns of
+// its FLOPs and bytes.
 TimeNs op_compute_ns(const GpuSpec& gpu, const Op& op);
 
 // op_compute_ns on one GPU type, remembered: a direct-mapped table of the last kernel seen in each
@@ -32,6 +34,7 @@ class OpComputeMemo {
  public:
   OpComputeMemo() : e_(kSlots) {}
   TimeNs get(const GpuSpec& g, const Op& op) {
+    if (op.fixed_ns >= 0) return op.fixed_ns;  // a measured kernel (op_compute_ns)
     std::uint64_t fb = 0;
     std::memcpy(&fb, &op.flops, sizeof fb);
     const int kind = static_cast<int>(op.compute_kind) * 16 + static_cast<int>(op.dtype);

@@ -187,9 +187,10 @@ struct Op {
   // when the host frees it.
   bool record_stream = false;
 
-  // A stand-in for work that needs GPUs outside the Program (core/program/program_slice.hpp): when
-  // >= 0, the op (a collective or a peer copy, with no group or peer) occupies its stream for
-  // exactly this long instead of moving data.
+  // When >= 0, the op occupies its stream for exactly this long instead of being costed: a
+  // stand-in for work that needs GPUs outside the Program (a collective or a peer copy, with no
+  // group or peer; core/program/program_slice.hpp), or a kernel, copy or collective replayed from
+  // a profiler trace at its measured duration (docs/replay.md, "Durations").
   TimeNs fixed_ns = -1;
 
   // annotations (and `phase`, above)

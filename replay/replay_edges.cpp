@@ -1,0 +1,240 @@
+// Inferred edges (docs/replay.md, "Edges"); the rules are in replay_edges.hpp.
+#include "replay/replay_edges.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "replay/replay_program.hpp"
+
+namespace csim::replay {
+
+bool is_sync_call(const std::string& name) {
+  return name.find("Synchronize") != std::string::npos || name == "cudaMemcpy" ||
+         name == "hipMemcpy" || name == "cudaMemcpy2D" || name == "cudaMemset";
+}
+
+namespace {
+
+// Indices of `refs` per GPU, sorted by end time (ties: op id).
+template <typename Ref>
+std::map<int, std::vector<std::size_t>> by_end(const std::vector<Ref>& refs) {
+  std::map<int, std::vector<std::size_t>> m;
+  for (std::size_t i = 0; i < refs.size(); ++i) m[refs[i].gpu].push_back(i);
+  for (auto& [gpu, v] : m)
+    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) {
+      return refs[a].end_ns != refs[b].end_ns ? refs[a].end_ns < refs[b].end_ns
+                                              : refs[a].op < refs[b].op;
+    });
+  return m;
+}
+
+// Walks `sorted` (indices by end) backwards from the last end <= hi, while end > lo, and returns
+// the first index `ok` accepts, or -1.
+template <typename Ref, typename Ok>
+std::ptrdiff_t latest(const std::vector<Ref>& refs, const std::vector<std::size_t>& sorted,
+                      TimeNs lo, TimeNs hi, Ok&& ok) {
+  auto it = std::upper_bound(sorted.begin(), sorted.end(), hi,
+                             [&](TimeNs t, std::size_t i) { return t < refs[i].end_ns; });
+  while (it != sorted.begin()) {
+    --it;
+    const Ref& r = refs[*it];
+    if (r.end_ns <= lo) break;
+    if (ok(r)) return static_cast<std::ptrdiff_t>(*it);
+  }
+  return -1;
+}
+
+void sync_edges(core::Program& p, const EdgeInputs& in,
+                const std::map<int, std::vector<std::size_t>>& gpu_by_end, ReplayProgram& out) {
+  for (const SyncCall& sc : in.syncs) {
+    const GpuOpRef* k = nullptr;
+    for (std::size_t i = sc.own_begin; i < sc.own_end; ++i) {
+      const GpuOpRef& g = in.gpu_ops[i];
+      if (g.end_ns > sc.start_ns && g.end_ns <= sc.end_ns &&
+          (k == nullptr || g.end_ns >= k->end_ns))
+        k = &g;
+    }
+    if (k == nullptr && sc.synchronize) {
+      auto it = gpu_by_end.find(sc.gpu);
+      if (it != gpu_by_end.end()) {
+        const std::ptrdiff_t j =
+            latest(in.gpu_ops, it->second, sc.start_ns, sc.end_ns + kSyncSlackNs,
+                   [&](const GpuOpRef& g) { return g.launch_ns < sc.start_ns; });
+        if (j >= 0) k = &in.gpu_ops[static_cast<std::size_t>(j)];
+      }
+    }
+    if (k == nullptr) continue;
+    core::Op& op = p.ops[static_cast<std::size_t>(sc.op)];
+    op.deps.push_back({k->op, core::DepKind::kHostWaits});
+    op.dispatch_ns = std::max<TimeNs>(0, sc.end_ns - k->end_ns);
+    out.ranks[static_cast<std::size_t>(sc.gpu)].stats.add(Stat::sync_waits);
+  }
+}
+
+void stream_edges(core::Program& p, EdgeInputs& in,
+                  const std::map<int, std::vector<std::size_t>>& gpu_by_end, ReplayProgram& out,
+                  bool hold_unexplained) {
+  std::map<int, std::vector<std::size_t>> by_stream;
+  for (std::size_t i = 0; i < in.gpu_ops.size(); ++i) by_stream[in.gpu_ops[i].stream].push_back(i);
+  for (auto& [stream, v] : by_stream)
+    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) {
+      return in.gpu_ops[a].start_ns < in.gpu_ops[b].start_ns;
+    });
+  for (const auto& [stream, v] : by_stream) {
+    TimeNs prev_end = -1;
+    for (std::size_t i : v) {
+      const GpuOpRef& k = in.gpu_ops[i];
+      ImportedRank& rank = out.ranks[static_cast<std::size_t>(k.gpu)];
+      const TimeNs ready = std::max(prev_end, k.launch_ns + rank.launch_latency_ns);
+      prev_end = std::max(prev_end, k.end_ns);
+      if (k.start_ns - ready <= kStreamEdgeSlackNs) continue;
+      const std::ptrdiff_t j =
+          latest(in.gpu_ops, gpu_by_end.at(k.gpu), ready, k.start_ns + kStreamEdgeAfterNs,
+                 [&](const GpuOpRef& g) {
+                   return g.stream != k.stream && (g.thread != k.thread || g.op < k.op);
+                 });
+      if (j >= 0) {
+        // The latest, and with it the latest op of every other stream that ended within
+        // kStreamEdgeNearNs of it: which of them the event stood for the trace does not say.
+        const TimeNs latest_end = in.gpu_ops[static_cast<std::size_t>(j)].end_ns;
+        std::map<int, std::ptrdiff_t> per_stream;
+        latest(in.gpu_ops, gpu_by_end.at(k.gpu), std::max(ready, latest_end - kStreamEdgeNearNs),
+               k.start_ns + kStreamEdgeAfterNs, [&](const GpuOpRef& g) {
+                 if (g.stream != k.stream && (g.thread != k.thread || g.op < k.op))
+                   per_stream.emplace(g.stream,
+                                      static_cast<std::ptrdiff_t>(&g - in.gpu_ops.data()));
+                 return false;
+               });
+        for (const auto& [st, x] : per_stream)
+          p.ops[static_cast<std::size_t>(k.op)].deps.push_back(
+              {in.gpu_ops[static_cast<std::size_t>(x)].op, core::DepKind::kStreamWaits});
+        rank.stats.add(Stat::stream_edges);
+        continue;
+      }
+      // None ended just before: a kernel of another stream that was running when it started,
+      // ending sooner after that than the op was held back (the GPU was full).
+      const GpuOpRef* x = nullptr;
+      for (const auto& [other, w] : by_stream) {
+        if (other == stream) continue;
+        auto it = std::upper_bound(w.begin(), w.end(), k.start_ns, [&](TimeNs t, std::size_t a) {
+          return t < in.gpu_ops[a].start_ns;
+        });
+        if (it == w.begin()) continue;
+        const GpuOpRef& c = in.gpu_ops[*(it - 1)];
+        if (c.gpu != k.gpu || !c.kernel || c.end_ns <= k.start_ns ||
+            c.end_ns - k.start_ns >= k.start_ns - ready || (c.thread == k.thread && c.op > k.op))
+          continue;
+        if (x == nullptr || c.end_ns < x->end_ns) x = &c;
+      }
+      if (x == nullptr) {
+        rank.stats.add(Stat::unexplained_waits);
+        if (!hold_unexplained) continue;
+        if (k.launch_op != core::kNoOp) {
+          in.holds.push_back({k.op, k.gpu, std::max<TimeNs>(0, k.start_ns - k.launch_end_ns),
+                              k.launch_op, k.launch_end_ns});
+        } else {
+          in.holds.push_back({k.op, k.gpu, k.start_ns - rank.launch_latency_ns});
+        }
+
+        continue;
+      }
+      p.ops[static_cast<std::size_t>(k.op)].deps.push_back({x->op, core::DepKind::kStreamWaits});
+      rank.stats.add(Stat::occupancy_edges);
+    }
+  }
+}
+
+void thread_edges(core::Program& p, const EdgeInputs& in, ReplayProgram& out) {
+  const std::map<int, std::vector<std::size_t>> host_by_end = by_end(in.host_ops);
+  for (const HostOpRef& h : in.host_ops) {
+    if (!h.gap || h.idle_ns < (h.loop ? kLoopEdgeNs : kThreadEdgeNs)) continue;
+    const std::ptrdiff_t j =
+        latest(in.host_ops, host_by_end.at(h.gpu), std::max(h.start_ns, h.end_ns - kWakeNs),
+               h.end_ns - 1, [&](const HostOpRef& y) { return y.thread != h.thread; });
+    if (j < 0) continue;
+    const HostOpRef& y = in.host_ops[static_cast<std::size_t>(j)];
+    core::Op& op = p.ops[static_cast<std::size_t>(h.op)];
+    op.deps.push_back({y.op, core::DepKind::kHostWaits});
+    // Woken at y's end: what is left of the gap, but never less than its time inside CPU ops.
+    const TimeNs covered = (h.end_ns - h.start_ns) - h.idle_ns;
+    const TimeNs total = std::max(h.end_ns - y.end_ns, covered);
+    op.dispatch_ns = std::min(op.dispatch_ns, total);
+    op.python_ns = total - op.dispatch_ns;
+    out.ranks[static_cast<std::size_t>(h.gpu)].stats.add(Stat::thread_edges);
+  }
+}
+
+// Helper threads for the holds. Absolute holds: one thread per GPU, HostWork up to each hold's
+// time from the window's start, then the marker. Relative holds: threads shared by measured time
+// (a thread takes a hold when its previous one's marker time has passed): each waits for the launch
+// call, spends the measured delay, then issues the marker.
+void hold_threads(core::Program& p, std::vector<Hold>& holds, const ReplayProgram& out) {
+  auto new_thread = [&](int gpu, const char* name) {
+    core::ThreadDesc td;
+    td.id = static_cast<int>(p.threads.size());
+    td.process = gpu;
+    td.gpu = gpu;
+    td.name = name;
+    p.threads.push_back(td);
+    return td.id;
+  };
+  auto emit = [&](int thread, int gpu, core::OpKind kind, TimeNs ns, const char* name,
+                  const Hold& h) {
+    core::Op op;
+    op.id = static_cast<core::OpId>(p.ops.size());
+    op.kind = kind;
+    op.thread = thread;
+    op.gpu = gpu;
+    op.step = p.ops[static_cast<std::size_t>(h.op)].step;
+    op.dispatch_ns = ns;
+    op.name = p.names.intern(name);
+    p.ops.push_back(std::move(op));
+    return p.ops.back().id;
+  };
+  std::stable_sort(holds.begin(), holds.end(), [](const Hold& a, const Hold& b) {
+    if (a.gpu != b.gpu) return a.gpu < b.gpu;
+    return a.from_ns + a.at_ns < b.from_ns + b.at_ns;
+  });
+  int gpu = -1, abs_thread = -1;
+  TimeNs cursor = 0;
+  std::vector<std::pair<int, TimeNs>> pool;  // relative-hold threads of this GPU: (id, free at)
+  for (const Hold& h : holds) {
+    if (h.gpu != gpu) {
+      gpu = h.gpu;
+      abs_thread = -1;
+      pool.clear();
+      cursor = out.ranks[static_cast<std::size_t>(gpu)].window_start_ns;
+    }
+    core::OpId m = core::kNoOp;
+    if (h.after == core::kNoOp) {
+      if (abs_thread < 0) abs_thread = new_thread(gpu, "measured time (holds)");
+      if (h.at_ns > cursor) {
+        emit(abs_thread, gpu, core::OpKind::kHostWork, h.at_ns - cursor, "measured time", h);
+        cursor = h.at_ns;
+      }
+      m = emit(abs_thread, gpu, core::OpKind::kMarker, 0, "hold", h);
+    } else {
+      std::size_t t = 0;
+      while (t < pool.size() && pool[t].second > h.from_ns) ++t;
+      if (t == pool.size()) pool.push_back({new_thread(gpu, "launch delay (holds)"), 0});
+      pool[t].second = h.from_ns + h.at_ns;
+      const core::OpId w =
+          emit(pool[t].first, gpu, core::OpKind::kHostWork, h.at_ns, "measured delay", h);
+      p.ops[static_cast<std::size_t>(w)].deps.push_back({h.after, core::DepKind::kHostWaits});
+      m = emit(pool[t].first, gpu, core::OpKind::kMarker, 0, "hold", h);
+    }
+    p.ops[static_cast<std::size_t>(h.op)].deps.push_back({m, core::DepKind::kStreamWaits});
+  }
+}
+
+}  // namespace
+
+void infer_edges(core::Program& p, EdgeInputs& in, ReplayProgram& out, bool hold_unexplained) {
+  const std::map<int, std::vector<std::size_t>> gpu_by_end = by_end(in.gpu_ops);
+  sync_edges(p, in, gpu_by_end, out);
+  stream_edges(p, in, gpu_by_end, out, hold_unexplained);
+  thread_edges(p, in, out);
+  hold_threads(p, in.holds, out);
+}
+
+}  // namespace csim::replay

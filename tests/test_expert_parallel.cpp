@@ -262,9 +262,12 @@ TEST_CASE("Routing imbalance: the busiest EP rank's experts and the exchange it 
   CHECK(dispatch == 98'304);
 }
 
-TEST_CASE("EP under rank symmetry runs as every rank does, and the block path agrees", "[ep][sim]") {
-  // dp 8, ep 2 on 8 GPUs: the mirrors shift the expert-data-parallel index (edp 4), so GPUs 0 and
-  // 1 (one EP group) are simulated and stand for the other three groups.
+TEST_CASE("EP under rank symmetry runs as every rank does, and the block path agrees",
+          "[ep][sim]") {
+  // dp 8, ep 2 on 8 GPUs: the mirrors shift the expert-data-parallel index (edp 4), so under zipf
+  // routing GPUs 0 and 1 (one EP group) are simulated and stand for the other three groups; under
+  // balanced routing the ranks of an EP group are alike too and the mirrors also shift the ep
+  // index: GPU 0 alone stands for all 8 (4 x 2 images).
   for (const char* routing : {"", R"(, "routing": {"kind": "zipf", "skew": 1.2, "seed": 3})"}) {
     INFO(routing);
     const std::string moe =
@@ -276,7 +279,8 @@ TEST_CASE("EP under rank symmetry runs as every rank does, and the block path ag
     on.simulation.symmetry = true;
     const Program po = lower(off), pn = lower(on);
     REQUIRE(validate_program(pn).empty());
-    CHECK(pn.symmetry.images.size() == 4);
+    const bool balanced = std::string(routing).empty();
+    CHECK(pn.symmetry.images.size() == (balanced ? 8u : 4u));
     const block::EvalResult ro = block::evaluate_op_level(off, po);
     const block::EvalResult rn = block::evaluate_op_level(on, pn);
     CHECK(rn.step_time_ns == ro.step_time_ns);
@@ -333,4 +337,42 @@ TEST_CASE("The summary reports the routing the lowering used", "[ep][routing]") 
   CHECK(b.moe_routing == "balanced");
   CHECK(b.tokens_per_ep_rank_max_over_mean == Approx(1.0));
   CHECK(s.step_time_s > b.step_time_s);
+}
+
+TEST_CASE("tp 2 with experts: whole experts on each tp rank's s / tp tokens (etp 1)", "[ep]") {
+  // 4 GPUs, tp 2 with sequence parallelism x dp 2, ep 2 folded over tp x dp (edp 2), against tp 1
+  // x dp 4 with ep 2 on the same ranks. Global batch 8: 4 micro-batches of 1 with dp 2.
+  const Program tp2 = lower_tiny(
+      R"("kind": "3d", "tp": 2, "sequence_parallel": true, "dp": 2, "micro_batch_size": 1,
+         "ep": 2)");
+  const Program tp1 = lower_tiny(R"("kind": "3d", "dp": 4, "micro_batch_size": 1, "ep": 2)");
+  const auto seen = collectives_on_gpu0(tp2);
+  // Each tp rank dispatches its own s / tp = 32 tokens' copies: 32 x 2 x 256 x 2 = 32,768 bytes,
+  // half of tp 1's 65,536; 4 blocks x 4 micro-batches x 2 steps = 32 of each.
+  for (const char* name : {"ep all_to_all dispatch", "ep all_to_all combine",
+                           "ep all_to_all combine grad", "ep all_to_all dispatch grad"}) {
+    INFO(name);
+    REQUIRE(seen.count(name) == 1);
+    CHECK(seen.at(name).count == 32);
+    CHECK(seen.at(name).bytes == 32'768);
+  }
+  // The experts are whole: their gradients over edp are tp 1's, 2 experts' 196,608 parameters x
+  // 4 bytes = 786,432 per block (not halved by tp).
+  CHECK(seen.at("edp all_reduce grads").bytes == 786'432);
+  // Tensor-parallel collectives only around the dense layers: per micro-batch an all-gather before
+  // each block's qkv (forward) and before its proj's backward, one before the LM head and one in
+  // the embedding's backward = 2 x 4 + 2 = 10, and as many reduce-scatters; 4 micro-batches x 2
+  // steps = 80 each. Split like the dense MLP, the experts would add 2 of each per block: 144.
+  CHECK(seen.at("tp all_gather").count == 80);
+  CHECK(seen.at("tp reduce_scatter").count == 80);
+  // An expert kernel does half of tp 1's work: the same experts on half the tokens.
+  auto fc_flops = [](const Program& p) {
+    for (const Op& op : p.ops)
+      if (op.kind == OpKind::kCompute && op.gpu == 0 &&
+          p.name_of(op).find("h.0.mlp.experts.fc.fwd") != std::string::npos)
+        return op.flops;
+    FAIL("no experts.fc forward kernel on GPU 0");
+    return 0.0;
+  };
+  CHECK(fc_flops(tp2) == Approx(fc_flops(tp1) / 2));
 }

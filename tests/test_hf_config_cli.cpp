@@ -59,14 +59,14 @@ TEST_CASE("simrun --hf-config: a config that is not JSON exits 2 naming it", "[h
   // A mixture of experts: the field named.
   {
     std::ofstream out(cfg);
-    out << R"({"architectures": ["DeepseekV3ForCausalLM"], "n_routed_experts": 256})";
+    out << R"({"architectures": ["DeepseekV2ForCausalLM"], "n_routed_experts": 160})";
   }
   const csim::test::CliResult moe = csim::test::run_simrun(
       {csim::test::scenario_path("gpt2_small_1xh200.json"), "-q", "--hf-config", cfg, "-o", trace});
   CHECK(moe.code == 2);
-  CHECK(moe.err.find(cfg + ": architectures[0]: DeepseekV3ForCausalLM is a mixture-of-experts "
+  CHECK(moe.err.find(cfg + ": architectures[0]: DeepseekV2ForCausalLM is a mixture-of-experts "
                            "model: not modelled yet (the mixtures modelled: MixtralForCausalLM, "
-                           "Qwen3MoeForCausalLM)") != std::string::npos);
+                           "Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)") != std::string::npos);
   CHECK_FALSE(fs::exists(trace));
   fs::remove_all(dir);
 }

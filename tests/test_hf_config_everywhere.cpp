@@ -205,13 +205,13 @@ TEST_CASE(
   const std::vector<Case> cases = {
       {"tests/data/hf/gpt_oss_like.json", "architectures[0]",
        "GptOssForCausalLM is a mixture-of-experts model: not modelled yet (the mixtures modelled: "
-       "MixtralForCausalLM, Qwen3MoeForCausalLM)"},
+       "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)"},
       {"tests/data/hf/unknown_arch_with_experts.json", "num_experts",
        "64 experts make a mixture-of-experts model: not modelled yet (the mixtures modelled: "
-       "MixtralForCausalLM, Qwen3MoeForCausalLM)"},
+       "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)"},
       {"tests/data/hf/nested_text_config_experts.json", "text_config.num_local_experts",
        "16 experts make a mixture-of-experts model: not modelled yet (the mixtures modelled: "
-       "MixtralForCausalLM, Qwen3MoeForCausalLM)"},
+       "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)"},
   };
   for (const Case& c : cases) {
     const std::string cfg = csim::test::repo_path(c.file);

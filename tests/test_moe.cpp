@@ -92,8 +92,8 @@ TEST_CASE("An MoE block: router, routing, shared experts, grouped expert GEMMs, 
   std::vector<std::string> mlp;
   for (const LayerSpec& l : m.layers)
     if (l.block == 0 && l.name.find("h.0.mlp.") == 0) mlp.push_back(l.name);
-  CHECK(mlp == std::vector<std::string>{"h.0.mlp.router", "h.0.mlp.route", "h.0.mlp.shared.fc",
-                                        "h.0.mlp.shared.swiglu", "h.0.mlp.shared.proj",
+  CHECK(mlp == std::vector<std::string>{"h.0.mlp.shared.fc", "h.0.mlp.shared.swiglu",
+                                        "h.0.mlp.shared.proj", "h.0.mlp.router", "h.0.mlp.route",
                                         "h.0.mlp.permute", "h.0.mlp.experts.fc",
                                         "h.0.mlp.experts.swiglu", "h.0.mlp.experts.proj",
                                         "h.0.mlp.unpermute", "h.0.mlp.residual"});

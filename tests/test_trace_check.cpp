@@ -201,6 +201,10 @@ TEST_CASE("trace check: every bundled scenario's trace passes", "[trace_check][s
       {"mbridge2509_qwen3_30b_a3b_h100_16gpu.json", {"training.global_batch=32"}},
       {"qwen3_30b_a3b_16xh100_ep8_zipf.json", {"training.global_batch=32"}},
       {"mixtral_8x7b_64xh100_ep8.json", {"training.global_batch=64"}},
+      // DeepSeek-V3: dp 128 x 2 micro-batches in place of 120; the interleaved layout's dp 64 x 8
+      // micro-batches (the fewest at pp 8) in place of 128.
+      {"deepseek_v3_2048xh800_pp16_ep64.json", {"training.global_batch=256"}},
+      {"deepseek_v3_1024xh100_mbridge_tp2_pp8_ep64.json", {"training.global_batch=512"}},
   };
   const fs::path d = csim::test::fresh_dir("csim_trace_check_", "scenarios");
   for (const auto& entry : fs::directory_iterator(csim::test::repo_path("scenarios"))) {

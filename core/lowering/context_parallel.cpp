@@ -65,13 +65,17 @@ void shard_context(ShardedLayer& sl, const LayerSpec& l, const ParallelSpec& ps)
 CpBlockBytes cp_block_bytes(const ModelSpec& m, const LayerSpec& core, const ParallelSpec& ps) {
   const double s = static_cast<double>(core.fused_attention.seq_len);
   const double d = static_cast<double>(core.fused_attention.head_dim);
+  const double dv = core.fused_attention.v_head_dim > 0
+                        ? static_cast<double>(core.fused_attention.v_head_dim)
+                        : d;  // MLA: v narrower than q and k
   const double a = m.transformer.heads;
   const double g = m.transformer.kv_heads > 0 ? m.transformer.kv_heads : m.transformer.heads;
-  // e from the core's output O = s a d e per sample (core/model/attention_kernels.cpp,
+  // e from the core's output O = s a d_v e per sample (core/model/attention_kernels.cpp,
   // fused_layers).
-  const double e = core.output_bytes_per_sample / (s * a * d);
+  const double e = core.output_bytes_per_sample / (s * a * dv);
   const double tokens = s / ps.cp, t = ps.tp;
-  return CpBlockBytes{2.0 * tokens * (g / t) * d * e, tokens * (a / t) * d * e};
+  // K (d per head) and V (d_v): 2 d when d_v = d.
+  return CpBlockBytes{tokens * (g / t) * (d + dv) * e, tokens * (a / t) * d * e};
 }
 
 namespace hybrid {

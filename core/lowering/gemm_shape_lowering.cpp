@@ -19,7 +19,10 @@ GemmShape rank_gemm_shape(const LayerSpec& l, std::int64_t samples, const Parall
   }
   // Context parallelism: each rank's s / cp tokens (the parser makes 2 cp divide s).
   if (cp > 1) g.m /= cp;
-  if (tp > 1) {
+  if (tp > 1 && l.expert_role != ExpertRole::kNone) {
+    // Whole experts on each tp rank's s / tp tokens (etp 1, shard_layer).
+    g.m /= tp;
+  } else if (tp > 1) {
     // Megatron's column-parallel layers split the weight's output columns, row-parallel ones its
     // input rows (docs/program.md, "Tensor parallel"); shard_layer divides their FLOPs by tp.
     if (l.tp_role == TpRole::kColumn || l.tp_role == TpRole::kVocabOutput)

@@ -19,6 +19,33 @@
 
 namespace csim::core::hybrid {
 
+namespace {
+
+// Whether shifting every rank's coordinate along (size, stride) by one, cyclically, maps each
+// group of `g` along each of `dims` onto a whole group (a mirror must: the ranks it stands for
+// take part in the same collectives). A group is named by its ranks with the coordinate along
+// its dimension zeroed; the shift must send every member of one group to members of one group.
+bool shift_maps_groups(int size, int stride, const RankGrid& g,
+                       std::initializer_list<ParallelDim> dims) {
+  const int world = g.size();
+  for (ParallelDim d : dims) {
+    if (g.size(d) <= 1) continue;
+    std::vector<int> image_of_group(static_cast<std::size_t>(world), -1);
+    for (int rk = 0; rk < world; ++rk) {
+      const int c = rk / stride % size;
+      const int to = rk + ((c + 1) % size - c) * stride;
+      const int from_key = rk - g.coord(rk)[d] * g.stride(d);
+      const int to_key = to - g.coord(to)[d] * g.stride(d);
+      int& seen = image_of_group[static_cast<std::size_t>(from_key)];
+      if (seen < 0) seen = to_key;
+      if (seen != to_key) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 // The pieces as the layer loop's per-layer pass: every hook it calls is a LayerPass's (the
 // Emitter walks and re-runs LayerPasses only).
 class Emitter::PieceHooks : public LayerHook {
@@ -114,15 +141,29 @@ void Emitter::lay_out_ranks() {
   // Rank symmetry: the ranks that differ only by their data-, context- or tensor-parallel index
   // run the same ops at the same times (docs/cost-model.md, "Rank symmetry").
   // Under expert parallelism a shift along dp would straddle EP groups: the mirrors shift the
-  // expert grid's edp coordinate instead (the ranks of an EP group are all emitted), which maps
-  // EP, EDP, the dense gradient group and the pipeline's pairs onto their like; with cp > 1 the
-  // CP groups would not be (docs/program.md, "Rank symmetry"), so every rank is simulated.
+  // expert grid's edp coordinate instead (the ranks of an EP group are all emitted under uneven
+  // routing), which maps EP, EDP, the dense gradient group and the pipeline's pairs onto their
+  // like; with cp > 1 the CP groups would not be (docs/program.md, "Rank symmetry"), so every
+  // rank is simulated.
   bool expert_folded = false;
   if (ps_.ep > 1) {
     expert_folded = true;
     const RankGrid eg = RankGrid::expert(ps_);
     if (eg.size(ParallelDim::kEdp) > 1)
       mirror_axes_.push_back({eg.size(ParallelDim::kEdp), eg.stride(ParallelDim::kEdp)});
+    // Balanced routing makes the ranks of an EP group alike as well: the mirrors also shift the
+    // ep coordinate, in steps of tp (so that tensor-parallel groups map onto their like), where
+    // that maps every dense and expert group onto a group.
+    const int step = ps_.tp;
+    const int n = eg.size(ParallelDim::kEp) / step;
+    const int stride = eg.stride(ParallelDim::kEp) * step;
+    if (s_.model.transformer_config.moe.routing.kind == RoutingKind::kBalanced &&
+        eg.size(ParallelDim::kEp) % step == 0 && n > 1 &&
+        shift_maps_groups(
+            n, stride, grid_,
+            {ParallelDim::kTp, ParallelDim::kCp, ParallelDim::kDp, ParallelDim::kPp}) &&
+        shift_maps_groups(n, stride, eg, {ParallelDim::kEp, ParallelDim::kEdp}))
+      mirror_axes_.push_back({n, stride});
   } else {
     for (ParallelDim d : {ParallelDim::kDp, ParallelDim::kCp, ParallelDim::kTp})
       if (grid_.size(d) > 1) mirror_axes_.push_back({grid_.size(d), grid_.stride(d)});

@@ -38,6 +38,20 @@ ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sp) {
   out.output_bytes_per_sample = l.output_bytes_per_sample;
   if (tp <= 1) return out;
   const double t = tp;
+  if (l.expert_role != ExpertRole::kNone) {
+    // The routed experts under tp > 1 with etp 1 (docs/program.md, "Expert parallel"): whole
+    // experts, each tp rank's own s / t tokens (sequence parallelism, which the parser requires):
+    // the work, the saved activations and the output split by t, the weights not, and no tensor-
+    // parallel collective (the expert-parallel all-to-alls move the tokens).
+    out.flops_per_sample /= t;
+    out.traffic_per_sample /= t;
+    if (out.bwd_flops_per_sample > 0) out.bwd_flops_per_sample /= t;
+    if (out.bwd_traffic_per_sample > 0) out.bwd_traffic_per_sample /= t;
+    out.act_bytes_per_sample /= t;
+    out.selective_act_bytes_per_sample /= t;
+    out.output_bytes_per_sample /= t;
+    return out;
+  }
   // The activation a TP collective moves: the row layer's output, or the column layer's input
   // (the previous layer's output), both s * h * e per sample.
   const double prev_out =

@@ -16,6 +16,10 @@ namespace {
 
 // [SECTION] Helpers ------------------------------------------------------------------------------
 
+std::int64_t v_dim(const AttentionShape& sh) {
+  return sh.v_head_dim > 0 ? sh.v_head_dim : sh.head_dim;
+}
+
 LayerSpec make(std::string name, ComputeKind kind, double flops, double bytes, double act,
                double out, int kernels) {
   LayerSpec l;
@@ -44,9 +48,12 @@ void check_shape(const AttentionShape& sh) {
 // window are applied to the scores, not skipped, so neither changes the work.
 std::vector<LayerSpec> eager_layers(const AttentionShape& sh, double e, const std::string& p) {
   const double s = static_cast<double>(sh.seq_len), d = static_cast<double>(sh.head_dim);
+  const double dv = static_cast<double>(v_dim(sh));
   const double a = sh.heads, g = sh.kv_heads;
-  const double q = s * a * d;    // Q and the core's output O, elements
-  const double kv = s * g * d;   // K or V, elements
+  const double q = s * a * d;    // Q, elements
+  const double kv = s * g * d;   // K, elements
+  const double o = s * a * dv;   // the core's output O, elements
+  const double vv = s * g * dv;  // V, elements
   const double as2 = a * s * s;  // one s^2 matrix per query head
   std::vector<LayerSpec> out;
   //   scores  2 s^2 a d FLOPs; reads Q, K, writes as^2; saves Q and K (kept by selective)
@@ -67,22 +74,24 @@ std::vector<LayerSpec> eager_layers(const AttentionShape& sh, double e, const st
     out.back().bwd_bytes_per_sample = 2.0 * e * as2 + as2;
     out.back().selective_activation_bytes_per_sample = 0;
   }
-  //   av      2 s^2 a d FLOPs; reads P (as^2) and V, writes O; saves P and V (selective: V)
-  out.push_back(make(p + "attn.av", ComputeKind::kAttention, 2.0 * s * s * a * d,
-                     e * (as2 + kv + q), e * (as2 + kv), e * q, 1));
-  out.back().selective_activation_bytes_per_sample = e * kv;
+  //   av      2 s^2 a d_v FLOPs; reads P (as^2) and V, writes O; saves P and V (selective: V)
+  out.push_back(make(p + "attn.av", ComputeKind::kAttention, 2.0 * s * s * a * dv,
+                     e * (as2 + vv + o), e * (as2 + vv), e * o, 1));
+  out.back().selective_activation_bytes_per_sample = e * vv;
   for (LayerSpec& l : out) l.selective_recompute = true;  // Korthikanti et al. 2022, section 4.2
   return out;
 }
 
 // [SECTION] Fused --------------------------------------------------------------------------------
 // docs/attention.md, "Fused kernels": one layer attn.core; P = attended_pairs per head.
-//   FLOPs   forward 4 P a d (two matmuls, 2 FLOPs per MAC); backward 2.5x (five matmuls: the
+//   FLOPs   forward 2 P a (d + d_v) = 4 P a d when d_v = d (two matmuls, 2 FLOPs per MAC:
+//           Q K^T over d, P V over d_v); backward 2.5x (five matmuls: the
 //           scores recomputed, dV, dP, dQ, dK; Dao 2023, section 3.1.2;
 //           benchmark_flash_attention.py)
 //   bytes   forward reads Q, K, V, writes O and the fp32 logsumexp (4 B per query row and head)
 //           backward reads Q, K, V, O, dO and the logsumexp, writes dQ, dK, dV and the fp32
-//           rowsum(dO * O) it then reads back: e (4 s a d + 4 s g d) + 12 s a
+//           rowsum(dO * O) it then reads back: e (2 (Q + K + V) + 2 O) + 12 s a, which is
+//           e (4 s a d + 4 s g d) + 12 s a when d_v = d
 //   saved   Q, K, V and the logsumexp; O is the output projection's saved input (counted there)
 std::vector<LayerSpec> fused_layers(AttentionKernel kernel, const AttentionShape& sh, double e,
                                     const std::string& p) {
@@ -91,20 +100,23 @@ std::vector<LayerSpec> fused_layers(AttentionKernel kernel, const AttentionShape
         "attention kernel flash3 has no dropout (FlashAttention-3's flash_attn_func takes no "
         "dropout_p); use flash2 or cudnn, or turn attention dropout off");
   const double s = static_cast<double>(sh.seq_len), d = static_cast<double>(sh.head_dim);
+  const double dv = static_cast<double>(v_dim(sh));
   const double a = sh.heads, g = sh.kv_heads;
-  const double q = s * a * d, kv = s * g * d, lse = 4.0 * s * a;
+  // Q and K of d per head, V and O of d_v (= d but under MLA): the d + d_v sums below are 2d.
+  const double q = s * a * d, k = s * g * d, v = s * g * dv, o = s * a * dv, lse = 4.0 * s * a;
   const double pairs = attended_pairs(sh);
-  const double fwd_flops = 4.0 * pairs * a * d;
-  LayerSpec l = make(p + "attn.core", ComputeKind::kAttention, fwd_flops,
-                     e * (2.0 * q + 2.0 * kv) + lse, e * (q + 2.0 * kv) + lse, e * q, 1);
+  const double fwd_flops = 2.0 * pairs * a * (d + dv);
+  LayerSpec l = make(p + "attn.core", ComputeKind::kAttention, fwd_flops, e * (q + k + v + o) + lse,
+                     e * (q + k + v) + lse, e * o, 1);
   l.bwd_flops_per_sample = 2.5 * fwd_flops;
-  l.bwd_bytes_per_sample = e * (4.0 * q + 4.0 * kv) + 3.0 * lse;
+  l.bwd_bytes_per_sample = e * (2.0 * (q + k + v) + 2.0 * o) + 3.0 * lse;
   // Nothing s^2 is saved, so Megatron's selective recompute has nothing to drop: the layer is not
   // marked and keeps all it saves (selective = a no-op for it).
   l.selective_recompute = false;
   l.selective_activation_bytes_per_sample = -1;
   l.fused_attention.kernel = kernel;
   l.fused_attention.head_dim = sh.head_dim;
+  l.fused_attention.v_head_dim = v_dim(sh);
   l.fused_attention.keys_per_query = pairs / s;
   l.fused_attention.seq_len = sh.seq_len;
   l.fused_attention.causal = sh.causal && sh.window == 0;

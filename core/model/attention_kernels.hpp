@@ -14,13 +14,14 @@
 namespace csim::core {
 
 struct AttentionShape {
-  std::int64_t seq_len = 0;   // s, tokens per sample
-  int heads = 0;              // query heads (whole model, before tensor parallelism)
-  int kv_heads = 0;           // key/value heads (GQA); == heads for MHA
-  std::int64_t head_dim = 0;  // d
-  std::int64_t window = 0;    // sliding window in tokens; 0 = full causal attention
-  bool causal = true;         // decoder: the upper triangle is masked
-  bool dropout = false;       // dropout on the probabilities (eager only; flash fuses it)
+  std::int64_t seq_len = 0;     // s, tokens per sample
+  int heads = 0;                // query heads (whole model, before tensor parallelism)
+  int kv_heads = 0;             // key/value heads (GQA); == heads for MHA
+  std::int64_t head_dim = 0;    // d, per head of q and k
+  std::int64_t v_head_dim = 0;  // d_v, per head of v and the output (MLA: 128 with d 192); 0 = d
+  std::int64_t window = 0;      // sliding window in tokens; 0 = full causal attention
+  bool causal = true;           // decoder: the upper triangle is masked
+  bool dropout = false;         // dropout on the probabilities (eager only; flash fuses it)
 };
 
 // The core's layers for one sample, in forward order, named prefix + "attn.<part>" (eager:

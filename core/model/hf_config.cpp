@@ -3,7 +3,7 @@
 // default below is the one the architecture's code in transformers applies when the field is absent
 // (src/transformers/models/<arch>/configuration_<arch>.py and modeling_<arch>.py).
 //
-// Index: [SECTION] Architectures, [SECTION] Reader, [SECTION] Mapping, [SECTION] File
+// Index: [SECTION] Architectures, [SECTION] Mapping, [SECTION] File
 #include "core/model/hf_config.hpp"
 
 #include <cerrno>
@@ -18,6 +18,8 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/json_diagnostics.hpp"
+#include "core/model/hf_config_deepseek.hpp"
+#include "core/model/hf_reader.hpp"
 
 namespace csim::core {
 
@@ -28,7 +30,17 @@ using i64 = std::int64_t;
 
 // [SECTION] Architectures -------------------------------------------------------------------------
 
-enum class Family { kLlama, kMistral, kQwen2, kQwen3, kGpt2, kNeox, kMixtral, kQwen3Moe };
+enum class Family {
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kGpt2,
+  kNeox,
+  kMixtral,
+  kQwen3Moe,
+  kDeepseekV3
+};
 
 struct Arch {
   const char* name;        // architectures[0]
@@ -45,21 +57,21 @@ const Arch kArchs[] = {
     {"GPTNeoXForCausalLM", "gpt_neox", Family::kNeox},
     {"MixtralForCausalLM", "mixtral", Family::kMixtral},
     {"Qwen3MoeForCausalLM", "qwen3_moe", Family::kQwen3Moe},
+    {"DeepseekV3ForCausalLM", "deepseek_v3", Family::kDeepseekV3},
 };
 
 bool is_moe_family(Family f) {
-  return f == Family::kMixtral || f == Family::kQwen3Moe;
+  return f == Family::kMixtral || f == Family::kQwen3Moe || f == Family::kDeepseekV3;
 }
 
-// Mixture-of-experts architectures (architectures[0], model_type) not modelled yet (Mixtral and
-// Qwen3-MoE are, in kArchs).
+// Mixture-of-experts architectures (architectures[0], model_type) not modelled yet (Mixtral,
+// Qwen3-MoE and DeepSeek-V3 are, in kArchs).
 // The causal-LM classes of transformers whose blocks route tokens to experts
 // (src/transformers/models/<model_type>/modeling_<model_type>.py); docs/scenario.md lists them.
 const char* const kMoeArchs[][2] = {
     {"Qwen2MoeForCausalLM", "qwen2_moe"},
     {"Qwen3NextForCausalLM", "qwen3_next"},
     {"DeepseekV2ForCausalLM", "deepseek_v2"},
-    {"DeepseekV3ForCausalLM", "deepseek_v3"},
     {"GptOssForCausalLM", "gpt_oss"},
     {"PhimoeForCausalLM", "phimoe"},
     {"OlmoeForCausalLM", "olmoe"},
@@ -83,7 +95,8 @@ const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed
 const char* const kExpertParents[] = {"text_config", "ffn_config"};
 
 constexpr const char* kMoeLater =
-    "not modelled yet (the mixtures modelled: MixtralForCausalLM, Qwen3MoeForCausalLM)";
+    "not modelled yet (the mixtures modelled: MixtralForCausalLM, Qwen3MoeForCausalLM, "
+    "DeepseekV3ForCausalLM)";
 
 // Fields accepted without a warning although nothing here reads them: they have no cost effect
 // this model represents (token ids, initialisation, RoPE's base and scaling, the norms' eps,
@@ -133,115 +146,11 @@ std::string supported_list() {
   return s;
 }
 
-// [SECTION] Reader --------------------------------------------------------------------------------
-
-// The config object with typed getters that name the file and the field in every error, and the
-// set of fields read (the rest, outside kNoCostFields, become one warning).
-class Reader {
- public:
-  Reader(const json& j, const std::string& file) : j_(j), file_(file) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& message,
-                         const std::string& hint = {}) const {
-    throw InputError(file_, key, message, hint);
-  }
-  // Present and not null (transformers writes null for "not set": sliding_window, head_dim).
-  bool given(const std::string& key) {
-    used_.insert(key);
-    return j_.contains(key) && !j_.at(key).is_null();
-  }
-  bool present(const std::string& key) {
-    used_.insert(key);
-    return j_.contains(key);
-  }
-  const json& at(const std::string& key) const { return j_.at(key); }
-  // The first of `names` given; "" when none is.
-  std::string pick(std::initializer_list<const char*> names) {
-    std::string found;
-    for (const char* n : names) {
-      if (given(n) && found.empty()) found = n;
-    }
-    return found;
-  }
-  i64 to_int(const std::string& key, i64 lo, i64 hi) const {
-    const json& v = j_.at(key);
-    double d = 0;
-    if (v.is_number_integer() && !v.is_number_unsigned()) {
-      d = static_cast<double>(v.get<i64>());
-    } else if (v.is_number_unsigned()) {
-      d = static_cast<double>(v.get<std::uint64_t>());
-    } else if (v.is_number_float()) {
-      d = v.get<double>();
-      if (d != static_cast<double>(static_cast<i64>(d)))
-        fail(key, "expected an integer, got " + describe_value(v), type_hint("integer", v));
-    } else {
-      fail(key, "expected an integer, got " + describe_value(v), type_hint("integer", v));
-    }
-    if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-      fail(key,
-           v.dump() + " is out of range: must be " + std::to_string(lo) + ".." + std::to_string(hi),
-           range_hint(d, static_cast<double>(lo), static_cast<double>(hi)));
-    return static_cast<i64>(d);
-  }
-  // A required integer under any of `names` (the first is the one messages name).
-  i64 req_int(std::initializer_list<const char*> names, i64 lo, i64 hi, const std::string& arch) {
-    const std::string key = pick(names);
-    if (key.empty())
-      fail(*names.begin(), std::string("missing required field '") + *names.begin() + "'",
-           "every " + arch + " config.json gives it; is this the model's config.json?");
-    return to_int(key, lo, hi);
-  }
-  i64 opt_int(const std::string& key, i64 def, i64 lo, i64 hi) {
-    return given(key) ? to_int(key, lo, hi) : def;
-  }
-  double number(const std::string& key, double def, double lo, double hi) {
-    if (!given(key)) return def;
-    const json& v = j_.at(key);
-    if (!v.is_number())
-      fail(key, "expected a number, got " + describe_value(v), type_hint("number", v));
-    const double x = v.get<double>();
-    if (!(x >= lo && x <= hi)) {
-      std::ostringstream os;
-      os << v.dump() << " is out of range: must be " << lo << ".." << hi;
-      fail(key, os.str(), range_hint(x, lo, hi));
-    }
-    return x;
-  }
-  bool boolean(const std::string& key, bool def) {
-    if (!given(key)) return def;
-    const json& v = j_.at(key);
-    if (!v.is_boolean())
-      fail(key, "expected true or false, got " + describe_value(v), type_hint("boolean", v));
-    return v.get<bool>();
-  }
-  std::string string(const std::string& key, const std::string& def) {
-    if (!given(key)) return def;
-    const json& v = j_.at(key);
-    if (!v.is_string())
-      fail(key, "expected a string, got " + describe_value(v), type_hint("string", v));
-    return v.get<std::string>();
-  }
-  // Fields of the config neither read nor in kNoCostFields, in file order.
-  std::vector<std::string> unread() const {
-    std::set<std::string> quiet(std::begin(kNoCostFields), std::end(kNoCostFields));
-    std::vector<std::string> out;
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      if (!used_.count(it.key()) && !quiet.count(it.key())) out.push_back(it.key());
-    }
-    return out;
-  }
-
- private:
-  const json& j_;
-  const std::string& file_;
-  std::set<std::string> used_;
-};
-
 // [SECTION] Mapping -------------------------------------------------------------------------------
 
 // A config with experts (kExpertKeys above 0, at the top level or in kExpertParents) is refused
 // as a mixture of experts, naming the key: also when its architecture is not one this file knows.
-void refuse_experts(Reader& r, const json& cfg) {
+void refuse_experts(HfReader& r, const json& cfg) {
   auto check = [&r](const json& obj, const std::string& prefix) {
     for (const char* k : kExpertKeys) {
       if (prefix.empty()) r.present(k);  // read: a dense config's 0 is not an unread field
@@ -261,7 +170,7 @@ void refuse_experts(Reader& r, const json& cfg) {
 
 // The architecture: a mixture-of-experts one refused by name (architectures[0] or model_type),
 // then any config with experts by its expert count, then one not in kArchs.
-const Arch& architecture(Reader& r, const json& cfg) {
+const Arch& architecture(HfReader& r, const json& cfg) {
   std::string name, key;
   bool by_type = false;
   if (r.given("architectures")) {
@@ -312,7 +221,7 @@ bool is_gelu(const std::string& act) {
 // The window of the Qwen2 / Qwen3 configs: with use_sliding_window, blocks from max_window_layers
 // on attend through sliding_window tokens, the ones below it fully (configuration_qwen2.py,
 // layer_types). Only "all blocks" or "none" is one TransformerConfig::window.
-i64 qwen_window(Reader& r, int layers, std::vector<std::string>& notes) {
+i64 qwen_window(HfReader& r, int layers, std::vector<std::string>& notes) {
   const bool use = r.boolean("use_sliding_window", false);
   const i64 window = r.given("sliding_window") ? r.to_int("sliding_window", 1, 1LL << 30) : 0;
   const i64 from = r.opt_int("max_window_layers", 28, 0, 1LL << 30);
@@ -338,7 +247,7 @@ i64 qwen_window(Reader& r, int layers, std::vector<std::string>& notes) {
 }
 
 // layer_types (newer transformers write it): all full, or all sliding, is representable.
-void apply_layer_types(Reader& r, TransformerConfig& c, i64 sliding_window) {
+void apply_layer_types(HfReader& r, TransformerConfig& c, i64 sliding_window) {
   if (!r.given("layer_types")) return;
   const json& v = r.at("layer_types");
   if (!v.is_array()) r.fail("layer_types", "expected an array, got " + describe_value(v));
@@ -374,7 +283,7 @@ void apply_layer_types(Reader& r, TransformerConfig& c, i64 sliding_window) {
 // num_experts of moe_intermediate_size, num_experts_per_tok; block i sparse when not in
 // mlp_only_layers and (i + 1) % decoder_sparse_step == 0, the others a dense MLP of
 // intermediate_size). Router settings with no cost effect here are read quietly.
-void read_moe(Reader& r, Family f, TransformerConfig& c, const std::string& arch) {
+void read_moe(HfReader& r, Family f, TransformerConfig& c, const std::string& arch) {
   MoeConfig& m = c.moe;
   for (const char* quiet : {"router_aux_loss_coef", "output_router_logits", "router_jitter_noise",
                             "norm_topk_prob", "num_local_experts", "num_experts"})
@@ -416,12 +325,19 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
   if (!cfg.is_object())
     throw InputError(file, "", "a config.json is a JSON object, got " + describe_value(cfg),
                      "give the model's config.json from its Hugging Face repository");
-  Reader r(cfg, file);
+  HfReader r(cfg, file);
   const Arch& a = architecture(r, cfg);
-  if (r.given("quantization_config"))
-    r.fail("quantization_config",
-           "a quantized checkpoint: the weights here train in training.precision",
-           "use the unquantized model's config.json");
+  if (r.given("quantization_config")) {
+    // DeepSeek-V3's published checkpoint is stored in FP8 with 128 x 128 block scales, the
+    // format it trained in: read as the model, training in training.precision. Any other
+    // quantization is an inference checkpoint.
+    const json& q = r.at("quantization_config");
+    const bool fp8 = q.is_object() && q.contains("quant_method") && q.at("quant_method") == "fp8";
+    if (!fp8)
+      r.fail("quantization_config",
+             "a quantized checkpoint: the weights here train in training.precision",
+             "use the unquantized model's config.json");
+  }
   if (r.boolean("is_encoder_decoder", false))
     r.fail("is_encoder_decoder", "an encoder-decoder model: only decoder-only models are modelled");
   if (r.boolean("add_cross_attention", false))
@@ -466,6 +382,8 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
     c.head_dim = r.to_int("head_dim", 1, 1 << 16);
   } else if (f == Family::kQwen3) {
     c.head_dim = 128;  // Qwen3Config's default head_dim
+  } else if (f == Family::kDeepseekV3) {
+    c.head_dim = 0;  // MLA's head widths are read_deepseek_v3's
   } else {
     if (c.hidden % c.heads != 0)
       r.fail(heads_key,
@@ -539,6 +457,8 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
     case Family::kMistral:
     case Family::kMixtral:
       break;  // no bias anywhere (modeling_mistral.py, modeling_mixtral.py)
+    case Family::kDeepseekV3:
+      break;  // attention_bias is read by read_deepseek_v3 (MLA's projections)
     case Family::kQwen2:
       c.qkv_bias = true;  // q_proj, k_proj, v_proj have biases; o_proj and the MLP none
       break;
@@ -593,9 +513,14 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
     c.hidden_dropout = r.number("hidden_dropout", 0.0, 0.0, 1.0) > 0;
   }
 
-  if (is_moe_family(f)) read_moe(r, f, c, arch);
+  if (f == Family::kDeepseekV3) {
+    read_deepseek_v3(r, c, arch, notes);
+  } else if (is_moe_family(f)) {
+    read_moe(r, f, c, arch);
+  }
 
-  const std::vector<std::string> unread = r.unread();
+  const std::vector<std::string> unread =
+      r.unread(std::set<std::string>(std::begin(kNoCostFields), std::end(kNoCostFields)));
   if (!unread.empty()) {
     std::string list;
     for (const std::string& k : unread) list += (list.empty() ? "" : ", ") + k;

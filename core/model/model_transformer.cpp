@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/model/attention_kernels.hpp"
+#include "core/model/block_layers.hpp"
+#include "core/model/mla_layers.hpp"
 #include "core/model/model_builders.hpp"
 #include "core/model/moe_layers.hpp"
 
@@ -74,7 +76,16 @@ TransformerDims transformer_dims(const TransformerConfig& c) {
   d.ffn_hidden = c.ffn_hidden > 0 ? c.ffn_hidden : 4 * c.hidden;
   const std::int64_t m = c.vocab_pad_multiple > 1 ? c.vocab_pad_multiple : 1;
   d.padded_vocab = (c.vocab + m - 1) / m * m;
-  if (c.position == PositionKind::kRope) {
+  if (c.mla.any()) {
+    // Multi-head latent attention (docs/transformer.md, "Multi-head latent attention"): every q
+    // head has its own k and v (kv_heads = heads); q and k are d_nope + d_rope wide, and RoPE
+    // turns exactly the d_rope dims.
+    d.kv_heads = c.heads;
+    d.head_dim = mla_qk_head_dim(c.mla);
+  }
+  if (c.mla.any() && c.position == PositionKind::kRope) {
+    d.rotary_dim = c.mla.qk_rope_head_dim;
+  } else if (c.position == PositionKind::kRope) {
     // GPT-NeoX: rotary_ndims = int(head_dim * rotary_pct); the rotation pairs dimensions, so an
     // odd count is rounded down (docs/transformer.md, "Positions").
     const auto r = static_cast<std::int64_t>(c.rotary_fraction * static_cast<double>(d.head_dim));
@@ -105,6 +116,7 @@ AttentionShape attention_shape(const TransformerConfig& c, const TransformerDims
   a.heads = c.heads;
   a.kv_heads = static_cast<int>(d.kv_heads);
   a.head_dim = d.head_dim;
+  a.v_head_dim = c.mla.any() ? c.mla.v_head_dim : 0;
   a.window = block_is_windowed(c, block) ? c.window : 0;
   a.causal = true;
   a.dropout = c.attention_dropout;
@@ -118,36 +130,6 @@ AttentionShape attention_shape(const TransformerConfig& c, const TransformerDims
 LayerSpec make(std::string name, CK kind, TpRole role, i64 params, double flops, double bytes,
                double act, double out, int kernels) {
   return make_layer(std::move(name), kind, role, params, flops, bytes, act, out, kernels);
-}
-
-// A norm over t positions of w features (docs/transformer.md, "Norms"): LayerNorm weight + bias,
-// 5 FLOPs/elem, saves fp32 mean and rstd (8 B per position); RMSNorm weight only, 4 FLOPs/elem,
-// saves fp32 rstd (4 B per position). Both read and write the tensor (2e/elem) and save their
-// input unless `input_saved` (another layer already holds that tensor).
-LayerSpec norm_spec(std::string name, NormKind kind, i64 w, double t, double e, bool input_saved,
-                    TpRole role) {
-  const bool ln = kind == NormKind::kLayerNorm;
-  const double n = t * static_cast<double>(w);
-  const double stats = (ln ? 8.0 : 4.0) * t;
-  LayerSpec l = make(std::move(name), CK::kElementwise, role, ln ? 2 * w : w, (ln ? 5.0 : 4.0) * n,
-                     2.0 * e * n, (input_saved ? 0.0 : e * n) + stats, e * n, 1);
-  if (ln) l.second_tensor_params = w;  // weight and bias
-  // Backward (docs/transformer.md, "Backward traffic"): one kernel reads dy and x and writes dx,
-  // a second reads dy and x again for the weight (and bias) gradients: 5e/elem + the statistics.
-  l.bwd_bytes_per_sample = 5.0 * e * n + stats;
-  return l;
-}
-
-// Linear(in, out) at s positions (docs/transformer.md, "Projections"): params in*out (+ out
-// bias); FLOPs 2 s in out; traffic e s (in + out); saves its input (e s in).
-LayerSpec linear_spec(std::string name, i64 in, i64 out, bool bias, double s, double e,
-                      TpRole role) {
-  const double di = static_cast<double>(in), dout = static_cast<double>(out);
-  LayerSpec l = make(std::move(name), CK::kGemm, role, in * out + (bias ? out : 0),
-                     2.0 * s * di * dout, e * s * (di + dout), e * s * di, e * s * dout, 1);
-  l.gemm = GemmShape{1, static_cast<i64>(s), out, in};  // docs/cost-model.md, "GEMM shape"
-  if (bias) l.second_tensor_params = out;
-  return l;
 }
 
 // Residual add of n elements (docs/transformer.md, "Residuals"): 1 FLOP/elem, reads two tensors
@@ -169,29 +151,24 @@ LayerSpec residual_spec(std::string name, double n, double e, bool dropout) {
 
 // [SECTION] Block --------------------------------------------------------------------------------
 
-void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& d, int i,
-               double e) {
-  const std::string p = "h." + std::to_string(i) + ".";
-  const i64 h = c.hidden, a = c.heads, g = d.kv_heads, hd = d.head_dim, f = d.ffn_hidden;
-  const double s = static_cast<double>(c.seq_len), sh = s * static_cast<double>(h);
+// The attention branch from ln_1's output to the output projection, q/k/v attention
+// (docs/transformer.md, "Block").
+void add_attention(std::vector<LayerSpec>& layers, const TransformerConfig& c,
+                   const TransformerDims& d, int i, const std::string& p, double s, double e) {
+  const i64 h = c.hidden, a = c.heads, g = d.kv_heads, hd = d.head_dim;
   const i64 q_w = a * hd, kv_w = g * hd, qkv_w = q_w + 2 * kv_w;  // q, k, v widths
-  const bool gated = c.mlp == MlpKind::kSwiglu;
-  const std::size_t first = m.layers.size();
-
-  // Attention branch (docs/transformer.md, "Block"). ln_1 saves the block input x.
-  m.layers.push_back(norm_spec(p + "ln_1", c.norm, h, s, e, false, TpRole::kReplicated));
   // q, k, v as one column-parallel GEMM h -> (a + 2g) d (Megatron's linear_qkv; HF's q_proj,
   // k_proj, v_proj hold the same parameters): split by heads under tensor parallelism.
-  m.layers.push_back(linear_spec(p + "attn.qkv", h, qkv_w, c.qkv_bias, s, e, TpRole::kColumn));
+  layers.push_back(linear_spec(p + "attn.qkv", h, qkv_w, c.qkv_bias, s, e, TpRole::kColumn));
   if (c.qk_norm) {
     // Qwen3: RMSNorm over each head's q and k (weights of head_dim each, shared by the heads):
     // 2d params; 4 FLOPs/elem over s (a + g) d; saves q and k and the fp32 rstd per head and
     // position; one kernel each for q and k (docs/transformer.md, "QK-norm").
     const double n = s * static_cast<double>(q_w + kv_w);
     const double rows = s * static_cast<double>(a + g);
-    m.layers.push_back(make(p + "attn.qk_norm", CK::kElementwise, TpRole::kSharded, 2 * hd, 4.0 * n,
-                            2.0 * e * n, e * n + 4.0 * rows, e * n, 2));
-    m.layers.back().second_tensor_params = hd;  // q_norm and k_norm: two weights of head_dim
+    layers.push_back(make(p + "attn.qk_norm", CK::kElementwise, TpRole::kSharded, 2 * hd, 4.0 * n,
+                          2.0 * e * n, e * n + 4.0 * rows, e * n, 2));
+    layers.back().second_tensor_params = hd;  // q_norm and k_norm: two weights of head_dim
   }
   if (c.position == PositionKind::kRope && d.rotary_dim > 0) {
     // RoPE on q and k over rotary_dim of each head: x cos + rotate_half(x) sin, 3 FLOPs/elem; reads
@@ -200,16 +177,33 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
     // fused kernel each for q and k (docs/transformer.md, "Positions").
     const double r = static_cast<double>(d.rotary_dim);
     const double n = s * static_cast<double>(a + g) * r;
-    m.layers.push_back(make(p + "attn.rope", CK::kElementwise, TpRole::kSharded, 0, 3.0 * n,
-                            2.0 * e * n + 2.0 * e * s * r, 0, e * s * static_cast<double>(qkv_w),
-                            2));
+    layers.push_back(make(p + "attn.rope", CK::kElementwise, TpRole::kSharded, 0, 3.0 * n,
+                          2.0 * e * n + 2.0 * e * s * r, 0, e * s * static_cast<double>(qkv_w), 2));
   }
   // The attention core (core/model/attention_kernels.hpp, docs/attention.md). ALiBi's bias is added
   // inside it (docs/transformer.md, "Positions").
   for (LayerSpec& l : attention_core_layers(c.attention_kernel, attention_shape(c, d, i), e, p))
-    m.layers.push_back(std::move(l));
+    layers.push_back(std::move(l));
   LayerSpec proj = linear_spec(p + "attn.proj", q_w, h, c.attn_out_bias, s, e, TpRole::kRow);
-  m.layers.push_back(std::move(proj));
+  layers.push_back(std::move(proj));
+}
+
+void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& d, int i,
+               double e) {
+  const std::string p = "h." + std::to_string(i) + ".";
+  const i64 h = c.hidden, f = d.ffn_hidden;
+  const double s = static_cast<double>(c.seq_len), sh = s * static_cast<double>(h);
+  const bool gated = c.mlp == MlpKind::kSwiglu;
+  const std::size_t first = m.layers.size();
+
+  // Attention branch (docs/transformer.md, "Block"). ln_1 saves the block input x.
+  m.layers.push_back(norm_spec(p + "ln_1", c.norm, h, s, e, false, TpRole::kReplicated));
+  if (c.mla.any()) {
+    // Multi-head latent attention in place of q, k, v (core/model/mla_layers.hpp).
+    add_mla_attention(m.layers, c, attention_shape(c, d, i), p, s, e);
+  } else {
+    add_attention(m.layers, c, d, i, p, s, e);
+  }
   if (!c.parallel_residual)
     m.layers.push_back(residual_spec(p + "attn.residual", sh, e, c.hidden_dropout));
 
@@ -273,9 +267,12 @@ std::int64_t transformer_layer_count(const TransformerConfig& c) {
   tiny.dropout = c.attention_dropout;
   const auto core =
       static_cast<i64>(attention_core_layers(c.attention_kernel, tiny, 2.0, "").size());
-  const i64 attention = 2 /* ln_1, qkv */ + (c.qk_norm ? 1 : 0) +
-                        (c.position == PositionKind::kRope ? 1 : 0) + core + 1 /* proj */ +
-                        (c.parallel_residual ? 0 : 1);
+  const i64 attention =
+      1 /* ln_1 */ +
+      (c.mla.any() ? mla_attention_layer_count(c, static_cast<int>(core))
+                   : 1 /* qkv */ + (c.qk_norm ? 1 : 0) +
+                         (c.position == PositionKind::kRope ? 1 : 0) + core + 1 /* proj */) +
+      (c.parallel_residual ? 0 : 1);
   i64 blocks = 0;
   for (int i = 0; i < c.layers; ++i)
     blocks += attention + 1 /* ln_2 */ + (block_is_moe(c, i) ? moe_mlp_layer_count(c) : 3) +

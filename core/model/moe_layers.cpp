@@ -24,6 +24,35 @@ LayerSpec gemm_layer(std::string name, TpRole role, i64 params, i64 inactive, do
   return l;
 }
 
+// Routing (docs/transformer.md, "Router"): the scores over the E logits, softmax 5 FLOPs/elem or
+// sigmoid 4; top-k (1); the load-balancing loss's per-expert fractions and mean probabilities (2).
+// Reads the logits three times and writes the scores (4e s E), writes k indices (int64) and
+// weights per token; saves the scores (their backward) and the indices; 6 kernels (scores, topk,
+// the weights' renormalisation, the loss's 3). A score-correction bias adds 1 FLOP/elem and one
+// kernel reading the scores and writing the biased copy the selection reads (2e s E); group-limited
+// selection (DeepSeek-V3's n_group, topk_group) adds the group scores (the sum of each group's top
+// 2: 2 FLOPs/elem), the top groups and the mask over the other groups' experts (1 FLOP/elem),
+// reading and writing the scores once more (2e s E), 3 kernels.
+LayerSpec route_spec(const TransformerConfig& c, const std::string& p, double s, double e) {
+  const MoeRouter& rt = c.moe.router;
+  const double de = c.moe.experts, t = s * c.moe.top_k, se = s * de;
+  double flops = ((rt.score == RouterScore::kSigmoid ? 4.0 : 5.0) + 3.0) * se;
+  double bytes = 4.0 * e * se + t * (8.0 + e);
+  int kernels = 6;
+  if (rt.bias) {
+    flops += se;
+    bytes += 2.0 * e * se;
+    kernels += 1;
+  }
+  if (rt.groups > 1) {
+    flops += 3.0 * se;
+    bytes += 2.0 * e * se;
+    kernels += 3;
+  }
+  return make_layer(p + "mlp.route", CK::kElementwise, TpRole::kReplicated, 0, flops, bytes,
+                    e * se + 8.0 * t, e * t, kernels);
+}
+
 }  // namespace
 
 bool block_is_moe(const TransformerConfig& c, int block) {
@@ -72,18 +101,10 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
   const double t = s * static_cast<double>(k);  // routed token copies per sample
   const double dfe = static_cast<double>(fe);
 
-  // Router: logits = x W_r over the E experts (no bias), a GEMM h -> E on every token.
-  out.push_back(gemm_layer(p + "mlp.router", TpRole::kReplicated, h * ne, 0, 2.0 * s * dh * de,
-                           s * dh, s * de, e, GemmShape{1, static_cast<i64>(s), ne, h}));
-  // Routing: softmax over the E logits (5 FLOPs/elem), top-k (1), the load-balancing loss's
-  // per-expert fractions and mean probabilities (2); reads the logits three times and writes the
-  // probabilities (4e s E), writes k indices (int64) and weights per token; saves the
-  // probabilities (softmax's backward) and the indices; 6 kernels (softmax, topk, the weights'
-  // renormalisation, the loss's 3).
-  out.push_back(make_layer(p + "mlp.route", CK::kElementwise, TpRole::kReplicated, 0, 8.0 * s * de,
-                           4.0 * e * s * de + t * (8.0 + e), e * s * de + 8.0 * t, e * t, 6));
   if (fsh > 0) {
-    // Shared experts: one SwiGLU MLP of width f_shared over every token (as the dense MLP).
+    // Shared experts: one SwiGLU MLP of width f_shared over every token (as the dense MLP), on
+    // ln_2's output beside the router: first in the list, so that under tensor parallelism the
+    // all-gather before shared.fc moves ln_2's output (shard_layer reads the previous layer's).
     const double dfs = static_cast<double>(fsh);
     out.push_back(gemm_layer(p + "mlp.shared.fc", TpRole::kColumn, h * 2 * fsh, 0,
                              2.0 * s * dh * 2.0 * dfs, s * dh, s * 2.0 * dfs, e,
@@ -92,6 +113,20 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
     out.push_back(gemm_layer(p + "mlp.shared.proj", TpRole::kRow, fsh * h, 0, 2.0 * s * dfs * dh,
                              s * dfs, s * dh, e, GemmShape{1, static_cast<i64>(s), h, fsh}));
   }
+  // Router: logits = x W_r over the E experts (no bias), a GEMM h -> E on every token. With a
+  // score-correction bias (DeepSeek-V3) the router holds E more parameters, counted as parameters
+  // as DeepSeek's model.py holds them (transformers registers them as a buffer:
+  // docs/transformer.md, "Router").
+  const MoeRouter& rt = c.moe.router;
+  LayerSpec router = gemm_layer(p + "mlp.router", TpRole::kReplicated, h * ne, 0, 2.0 * s * dh * de,
+                                s * dh, s * de, e, GemmShape{1, static_cast<i64>(s), ne, h});
+  if (rt.bias) {
+    router.params += ne;
+    router.second_tensor_params = ne;
+  }
+  if (fsh > 0) router.activation_bytes_per_sample = 0;  // ln_2's output, saved by shared.fc
+  out.push_back(std::move(router));
+  out.push_back(route_spec(c, p, s, e));
   // Permutation: each token's k copies gathered into expert order (an argsort of the expert ids
   // and an index_select: 2 kernels), reading and writing e t h; its backward scatters the
   // gradients back (2e t h). The indices are saved by the routing.

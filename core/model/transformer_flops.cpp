@@ -3,10 +3,18 @@
 #include "core/model/transformer_flops.hpp"
 
 #include "core/model/attention_kernels.hpp"
+#include "core/model/mla_layers.hpp"
 #include "core/model/model_transformer.hpp"
 #include "core/model/moe_layers.hpp"
 
 namespace csim::core {
+
+double attention_head_width(const TransformerConfig& c) {
+  const TransformerDims d = transformer_dims(c);
+  // Q K^T runs over d_qk per query head and P V over d_v: 2 a d with d_v = d.
+  if (c.mla.any()) return c.heads * static_cast<double>(d.head_dim + c.mla.v_head_dim);
+  return 2.0 * c.heads * static_cast<double>(d.head_dim);
+}
 
 TransformerForwardFlops transformer_forward_flops(const TransformerConfig& c) {
   const TransformerDims d = transformer_dims(c);
@@ -15,18 +23,21 @@ TransformerForwardFlops transformer_forward_flops(const TransformerConfig& c) {
                hd = static_cast<double>(d.head_dim);
   const double f = static_cast<double>(d.ffn_hidden);
   const double mlp_mats = c.mlp == MlpKind::kSwiglu ? 3.0 : 2.0;
-  // Per block and sample: q, k, v 2 s h (a + 2g) d; output 2 s a d h; MLP 2 s h f per matrix, or
-  // a mixture of experts' router and the experts a token uses (moe_mlp_gemm_flops).
-  const double projections = 2.0 * s * h * (a + 2.0 * g) * hd + 2.0 * s * a * hd * h;
+  // Per block and sample: q, k, v 2 s h (a + 2g) d; output 2 s a d h (MLA: its down and up
+  // projections, mla_projection_flops); MLP 2 s h f per matrix, or a mixture of experts' router
+  // and the experts a token uses (moe_mlp_gemm_flops).
+  const double projections = c.mla.any() ? mla_projection_flops(c, s)
+                                         : 2.0 * s * h * (a + 2.0 * g) * hd + 2.0 * s * a * hd * h;
+  const double width = attention_head_width(c);
   const double dense_mlp = mlp_mats * 2.0 * s * h * f;
   TransformerForwardFlops out;
   for (int i = 0; i < c.layers; ++i) {
     const double gemms = projections + (block_is_moe(c, i) ? moe_mlp_gemm_flops(c, s) : dense_mlp);
-    // Q K^T and A V: 2 d FLOPs per attended pair each, per query head.
+    // Q K^T and A V: 2 d (2 d_v) FLOPs per attended pair each, per query head.
     AttentionShape sh;
     sh.seq_len = c.seq_len;
     sh.window = block_is_windowed(c, i) ? c.window : 0;
-    const double attn = 4.0 * a * hd * attended_pairs(sh);  // s^2/2 causal, s w - w^2/2 windowed
+    const double attn = 2.0 * width * attended_pairs(sh);  // s^2/2 causal, s w - w^2/2 windowed
     out.attention += attn;
     out.blocks += gemms + attn;
   }
@@ -50,7 +61,7 @@ FlopsPerToken transformer_flops_per_token(const ModelSpec& m) {
   const double n_embedding = vp * h + static_cast<double>(d.positions) * h;
   const TransformerForwardFlops fw = transformer_forward_flops(c);
   t.model = 3.0 * (fw.blocks + fw.logits) / s;
-  const double attention_full = 12.0 * l * a * hd * s;  // no causal discount
+  const double attention_full = 6.0 * l * attention_head_width(c) * s;  // no causal discount
   t.six_n_attention = 6.0 * n + attention_full;
   t.torchtitan = 6.0 * (n - n_embedding) + attention_full;
   // Megatron-LM (megatron/training/training.py, num_floating_point_operations, transformer_flops):
@@ -65,7 +76,11 @@ FlopsPerToken transformer_flops_per_token(const ModelSpec& m) {
                ? static_cast<double>(c.moe.top_k) * static_cast<double>(expert_ffn_hidden(c)) +
                      static_cast<double>(shared_ffn_hidden(c))
                : f;
-  t.megatron = 6.0 * l * (h * (a * hd + 2.0 * g * hd) + a * hd * s + a * hd * h) +
+  // MLA (Megatron's multi_latent_attention branch): the latent projections' parameters in place
+  // of q, k, v and o (mla_projection_flops / 2s), the core a (d_qk + d_v) s / 2 per token.
+  const double projections =
+      c.mla.any() ? mla_projection_flops(c, 1.0) / 2.0 : h * (a * hd + 2.0 * g * hd) + a * hd * h;
+  t.megatron = 6.0 * l * (projections + attention_head_width(c) * s / 2.0) +
                6.0 * h * ffn * ffn_factor + 6.0 * h * vp;
   return t;
 }

@@ -18,6 +18,10 @@ struct TransformerForwardFlops {
 };
 TransformerForwardFlops transformer_forward_flops(const TransformerConfig& c);
 
+// The attention core's width per token and attended key, summed over the query heads: a (d_qk +
+// d_v), = 2 a d without multi-head latent attention (docs/transformer.md, "Model FLOPs").
+double attention_head_width(const TransformerConfig& c);
+
 struct FlopsPerToken {
   double model = 0;            // 3 x transformer_forward_flops / s: the MFU numerator per token
   double six_n_attention = 0;  // 6 N + 12 l a d s (Chowdhery et al. 2022, PaLM, appendix B)

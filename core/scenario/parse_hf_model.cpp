@@ -109,6 +109,7 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
   // fastest kernel (core/model/eager_kernels.hpp, framework_attention_kernel).
   if (!kernel_given)
     if (const auto sdpa = framework_attention_kernel(t.framework, gpu)) kernel = *sdpa;
+  if (!kernel_given) kernel = mla_default_kernel(c, kernel);
   c.attention_kernel = kernel;
   if (name_given)
     c.name = name;

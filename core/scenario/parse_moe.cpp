@@ -37,6 +37,20 @@ std::optional<TransformerProblem> moe_problem(const TransformerConfig& c) {
              n(m.first_dense_layers) + " dense blocks leave no MoE block of " + n(c.layers),
              "fewer than layers (DeepSeek-V3 keeps 3 of 61 dense)"};
   if (m.shared_experts < 0) return P{"moe.shared_experts", "must be >= 0", "0: no shared expert"};
+  const MoeRouter& r = m.router;
+  if (r.groups < 1 || m.experts % r.groups != 0)
+    return P{"moe.router.groups",
+             n(r.groups) + " groups do not split the " + n(m.experts) + " experts evenly",
+             "a divisor of experts (DeepSeek-V3: 8 groups of 32 of its 256)"};
+  if (r.group_top_k < 1 || r.group_top_k > r.groups)
+    return P{"moe.router.group_top_k",
+             n(r.group_top_k) + " is not between 1 and groups (" + n(r.groups) + ")",
+             "the groups a token may choose its experts from (DeepSeek-V3: 4 of 8)"};
+  if (static_cast<std::int64_t>(r.group_top_k) * (m.experts / r.groups) < m.top_k)
+    return P{"moe.router.group_top_k",
+             n(r.group_top_k) + " groups of " + n(m.experts / r.groups) +
+                 " experts hold fewer than top_k (" + n(m.top_k) + ")",
+             "raise group_top_k so that group_top_k x experts / groups >= top_k"};
   return std::nullopt;
 }
 
@@ -81,10 +95,20 @@ MoeRouting parse_moe_routing(Ctx& ctx, const nlohmann::json& v, const std::strin
   return r;
 }
 
+MoeRouter parse_moe_router(Ctx& ctx, const nlohmann::json& v, const std::string& path) {
+  Obj o(ctx, v, path, {"score", "bias", "groups", "group_top_k"});
+  MoeRouter r;
+  r.score = static_cast<RouterScore>(o.choice("score", {"softmax", "sigmoid"}, 0));
+  r.bias = o.boolean("bias", false);
+  r.groups = static_cast<int>(o.integer("groups", 1, 1, 1 << 16));
+  r.group_top_k = static_cast<int>(o.integer("group_top_k", r.groups, 1, 1 << 16));
+  return r;
+}
+
 MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path) {
   Obj o(ctx, v, path,
         {"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",
-         "first_dense_layers", "every_k_layers", "routing"});
+         "first_dense_layers", "every_k_layers", "router", "routing"});
   MoeConfig m;
   m.experts = static_cast<int>(o.req_integer("experts", 2, 1 << 16));
   m.top_k = static_cast<int>(o.req_integer("top_k", 1, 1 << 16));
@@ -93,6 +117,7 @@ MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path) 
   m.shared_ffn_hidden = o.integer("shared_ffn_hidden", 0, 1, 1 << 22);
   m.first_dense_layers = static_cast<int>(o.integer("first_dense_layers", 0, 0, 100000));
   m.every_k_layers = static_cast<int>(o.integer("every_k_layers", 1, 1, 100000));
+  if (o.has("router")) m.router = parse_moe_router(ctx, o.raw("router"), o.at("router"));
   if (o.has("routing"))
     m.routing = parse_moe_routing(ctx, o.raw("routing"), o.at("routing"), m.experts);
   return m;

@@ -2,11 +2,10 @@
 // expert parallelism"): strategy.ep splits each MoE block's routed experts over ep ranks, folded
 // into the dense layers' tp x cp x dp ranks as Megatron-Core's MoE Parallel Folding does (Liu et
 // al. 2025): the expert layers' grid is etp x ep x edp x pp over the same ranks, edp = tp cp dp /
-// (etp ep). What is modelled (docs/program.md, "Expert parallel"): etp 1, tp 1, the kinds whose
-// gradient reduction and optimizer sharding the expert-data-parallel groups take over (3d,
-// pipeline and zero, with zero_stage <= 1: Megatron's distributed optimizer at most). Tensor
-// parallelism of the dense layers would need expert tensor parallelism's choices (etp) as well:
-// refused.
+// (etp ep). What is modelled (docs/program.md, "Expert parallel"): etp 1 (with tp > 1 the
+// experts stay whole under sequence parallelism), the kinds whose gradient reduction and
+// optimizer sharding the expert-data-parallel groups take over (3d, pipeline and zero, with
+// zero_stage <= 1: Megatron's distributed optimizer at most).
 #include <algorithm>
 
 #include "core/scenario/parse_parallel.hpp"
@@ -26,13 +25,23 @@ void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
                  "each expert-parallel rank",
              "use etp 1 and spread the experts with ep");
   }
-  if (moe.any() && ps.tp > 1) {
-    ctx.fail_conflict({o.at("tp"), "model.transformer.moe"},
-                      "tp " + std::to_string(ps.tp) +
-                          " would split the experts (Megatron's expert tensor parallelism), "
-                          "which is not modelled yet",
-                      "use tp 1 with a mixture of experts: dp, ep, ZeRO / FSDP, pp and cp compose "
-                      "with it");
+  // tp > 1: the dense layers split by tensor parallelism, the experts whole (etp 1) with the
+  // EP group folded over the tp ranks too. Megatron-Core requires sequence parallelism there
+  // (arguments.py: "When using MoE and tensor parallelism, sequence parallelism must be used"),
+  // so each tp rank routes its own s / tp tokens; without ep the experts would have to be split
+  // by tp (Megatron's default etp = tp), which is not modelled.
+  if (moe.any() && ps.tp > 1 && (!ps.sequence_parallel || ps.ep <= 1)) {
+    ctx.fail_conflict({o.at(ps.sequence_parallel ? "ep" : "sequence_parallel"), o.at("tp"),
+                       "model.transformer.moe"},
+                      "tp " + std::to_string(ps.tp) + " with a mixture of experts needs " +
+                          (ps.sequence_parallel ? "ep > 1" : "sequence_parallel true") +
+                          ": the experts stay whole (etp 1) and each tp rank routes its own "
+                          "s / tp tokens over the expert-parallel group",
+                      ps.sequence_parallel
+                          ? "give ep > 1 (Megatron-Core's MoE Parallel Folding spreads the "
+                            "experts over tp x cp x dp ranks), or use tp 1"
+                          : "set sequence_parallel true (Megatron-Core requires it for MoE "
+                            "with tp > 1), or use tp 1");
   }
   if (ps.ep == 1) {
     // Without expert parallelism every expert is on every rank: uneven shares change no rank's

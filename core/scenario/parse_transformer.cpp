@@ -39,7 +39,7 @@ std::optional<TransformerProblem> transformer_problem(const TransformerConfig& c
     return P{"kv_heads", n(c.kv_heads) + " key/value heads do not divide " + n(c.heads) + " heads",
              "each key/value head serves heads / kv_heads query heads: pick a divisor of heads"};
   if (c.head_dim < 0) return P{"head_dim", "must be >= 0", "0 means hidden / heads"};
-  if (c.head_dim == 0 && c.hidden % c.heads != 0)
+  if (c.head_dim == 0 && !c.mla.any() && c.hidden % c.heads != 0)
     return P{"heads", n(c.heads) + " heads do not divide hidden " + n(c.hidden),
              "give head_dim explicitly (as Qwen3 and Gemma do) or a divisor of hidden"};
   if (c.mlp == MlpKind::kSwiglu && c.ffn_hidden <= 0)
@@ -75,6 +75,7 @@ std::optional<TransformerProblem> transformer_problem(const TransformerConfig& c
     return P{"attention.dropout", "attention kernel flash3 has no dropout (docs/attention.md)",
              "use attention.kernel flash2 or cudnn, or remove attention.dropout"};
   if (auto p = moe_problem(c)) return p;
+  if (auto p = mla_problem(c)) return p;
   const std::string why = attention_kernel_unsupported(c.attention_kernel, gpu);
   if (!why.empty())
     return P{"attention.kernel", why,
@@ -123,7 +124,8 @@ ModelSpec parse_transformer(Ctx& ctx, const nlohmann::json& v, const std::string
          "parallel_residual",
          "hidden_dropout",
          "attention",
-         "moe"});
+         "moe",
+         "mla"});
   TransformerConfig c;
   c.layers = static_cast<int>(o.req_integer("layers", 1, 100000));
   c.hidden = o.req_integer("hidden", 1, 1 << 17);
@@ -146,7 +148,8 @@ ModelSpec parse_transformer(Ctx& ctx, const nlohmann::json& v, const std::string
   c.qk_norm = o.boolean("qk_norm", false);
   c.parallel_residual = o.boolean("parallel_residual", false);
   c.hidden_dropout = o.boolean("hidden_dropout", false);
-  c.attention_kernel = default_attention_kernel(gpu);
+  if (o.has("mla")) c.mla = parse_mla(ctx, o.raw("mla"), o.at("mla"));
+  c.attention_kernel = mla_default_kernel(c, default_attention_kernel(gpu));
   if (o.has("attention")) {
     Obj a(ctx, o.raw("attention"), o.at("attention"),
           {"kernel", "window", "global_every", "dropout"});

@@ -42,6 +42,17 @@ MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path);
 MoeRouting parse_moe_routing(Ctx& ctx, const nlohmann::json& v, const std::string& path,
                              int experts);
 
+// Multi-head latent attention's rules (parse_mla.cpp; docs/scenario.md, "model.transformer.mla"):
+// ranks and head widths >= 1, an even RoPE part, RoPE positions, no kv_heads / head_dim / qk_norm
+// / qkv_bias of its own, a kernel that takes q/k and v heads of different widths.
+// transformer_problem includes them.
+std::optional<TransformerProblem> mla_problem(const TransformerConfig& c);
+// The kernel MLA runs when none is named: cudnn where the GPU's default is flash2 (which takes one
+// head width only); `kernel` otherwise.
+AttentionKernel mla_default_kernel(const TransformerConfig& c, AttentionKernel kernel);
+// model.transformer.mla at `path`.
+MlaConfig parse_mla(Ctx& ctx, const nlohmann::json& v, const std::string& path);
+
 // Checks `c` (a problem fails at path + "." + key), the layer count against limits.max_layers,
 // and builds it.
 ModelSpec build_checked_transformer(Ctx& ctx, const TransformerConfig& c, const std::string& path,

@@ -214,7 +214,8 @@ enum class ExpertRole : std::uint8_t { kNone, kFirst, kInner, kLast };
 // kernel, and the layer's ComputeKind curve applies unchanged.
 struct FusedAttentionShape {
   AttentionKernel kernel = AttentionKernel::kEager;  // which fused kernel runs the layer
-  std::int64_t head_dim = 0;                         // d
+  std::int64_t head_dim = 0;                         // d, q's and k's per head
+  std::int64_t v_head_dim = 0;                       // v's per head (MLA: != d); 0 = d
   double keys_per_query = 0;  // keys each query attends on average (s, ~s/2 causal, ~w windowed)
   std::int64_t seq_len = 0;   // s (the causal diagonal tiles' share depends on it)
   bool causal = false;        // causal without a window: the kernel also runs the diagonal tiles

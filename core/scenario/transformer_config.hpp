@@ -38,6 +38,19 @@ struct MoeRouting {
   std::uint64_t seed = 0;
 };
 
+// The router's scoring (docs/transformer.md, "Router"): softmax over the E logits (Mixtral,
+// Qwen3-MoE) or a sigmoid per expert (DeepSeek-V3), optionally with a score-correction bias of E
+// entries per MoE block that only the selection reads (DeepSeek-V3's auxiliary-loss-free balancing)
+// and group-limited selection (the experts in `groups` groups, a token choosing among the
+// `group_top_k` best groups only).
+enum class RouterScore : std::uint8_t { kSoftmax, kSigmoid };
+struct MoeRouter {
+  RouterScore score = RouterScore::kSoftmax;
+  bool bias = false;    // E parameters per MoE block (DeepSeek-V3's e_score_correction_bias)
+  int groups = 1;       // n_group; 1 = no group limit
+  int group_top_k = 1;  // topk_group: groups a token may use (<= groups)
+};
+
 struct MoeConfig {
   int experts = 0;                     // E, routed experts per MoE block
   int top_k = 0;                       // k, experts per token
@@ -46,8 +59,23 @@ struct MoeConfig {
   std::int64_t shared_ffn_hidden = 0;  // their total width; 0 = shared_experts x f_e
   int first_dense_layers = 0;          // blocks 0..n-1 keep a dense MLP (DeepSeek-V3: 3)
   int every_k_layers = 1;              // block i is MoE when (i + 1) % k == 0 (Qwen's step)
+  MoeRouter router;                    // softmax, no bias, no groups unless said otherwise
   MoeRouting routing;                  // balanced unless the scenario says otherwise
   bool any() const { return experts > 0; }
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3; docs/transformer.md, "Multi-head latent
+// attention"): q and the joint k/v are projected down to low ranks, normed, and projected back up
+// per head; each head's q and k carry qk_nope_head_dim dimensions without positions and
+// qk_rope_head_dim rotated ones (k's rotated part computed once and shared by every head).
+// kv_lora_rank == 0: ordinary attention (heads, kv_heads, head_dim).
+struct MlaConfig {
+  std::int64_t q_lora_rank = 0;       // 0: q projected straight from h (DeepSeek-V2-Lite)
+  std::int64_t kv_lora_rank = 0;      // the joint k/v latent's width
+  std::int64_t qk_nope_head_dim = 0;  // per-head q/k dimensions without RoPE
+  std::int64_t qk_rope_head_dim = 0;  // per-head q/k dimensions rotated by RoPE
+  std::int64_t v_head_dim = 0;        // per-head value dimensions
+  bool any() const { return kv_lora_rank > 0; }
 };
 
 struct TransformerConfig {
@@ -87,6 +115,7 @@ struct TransformerConfig {
                                 // (GPT-2 training: resid_pdrop, embd_pdrop)
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // resolved by the parser
   MoeConfig moe;                                                // dense unless moe.experts > 0
+  MlaConfig mla;  // ordinary attention unless mla.kv_lora_rank > 0
 };
 
 }  // namespace csim::core

@@ -10,6 +10,8 @@
 
 #include "core/error.hpp"
 #include "core/hardware/gpu_catalog.hpp"
+#include "core/scenario/cluster_document.hpp"
+#include "replay/collective_recost.hpp"
 #include "replay/kineto_tokenizer.hpp"
 #include "replay/trace_sorter.hpp"
 #include "run/scenario_loader.hpp"
@@ -37,6 +39,20 @@ double scale_value(const std::string& key, const std::string& v) {
   return d;
 }
 
+int count_value(const std::string& key, const std::string& v, int hi, const std::string& hint) {
+  std::size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || n < 1 || n > hi)
+    throw InputError("(command line)", "--set " + key,
+                     "'" + v + "' is not a whole number from 1 to " + std::to_string(hi), hint);
+  return static_cast<int>(n);
+}
+
 // Splits --set into the replay.* knobs and the scenario's overrides.
 std::vector<std::string> split_sets(const std::vector<std::string>& sets, ReplayKnobs* k) {
   std::vector<std::string> rest;
@@ -58,13 +74,86 @@ std::vector<std::string> split_sets(const std::vector<std::string>& sets, Replay
         throw InputError("(command line)", "--set " + key, "'" + v + "' is not true or false",
                          "false lets GPU ops held back for no reason the trace shows start early");
       k->hold_unexplained = v == "true";
+    } else if (key == "replay.dp_scale") {
+      k->dp_scale = count_value(key, v, 1024,
+                                "e.g. --set replay.dp_scale=2 runs the same per-rank work on twice "
+                                "the data-parallel ranks");
+    } else if (key == "replay.source_gpus_per_node") {
+      k->source_gpus_per_node = count_value(
+          key, v, 1024, "the traced job's GPUs per node, e.g. --set replay.source_gpus_per_node=8");
     } else {
       throw InputError("(command line)", "--set " + key, "unknown replay key",
-                       "replay.source_gpu, replay.python_scale, replay.dispatch_scale or "
-                       "replay.hold_unexplained");
+                       "replay.source_gpu, replay.python_scale, replay.dispatch_scale, "
+                       "replay.hold_unexplained, replay.dp_scale or replay.source_gpus_per_node");
     }
   }
   return rest;
+}
+
+// The job's cluster as traced and as the --set keys ask, and its collectives re-costed between
+// the two (docs/replay.md, "Collectives on another cluster", "Data-parallel scale-out").
+void recost_job_collectives(ReplayOutcome& o, const ReplayKnobs& knobs,
+                            const std::vector<std::string>& overrides) {
+  ReplayProgram& rp = o.imported;
+  // The job's ranks: distributedInfo.world_size, at least the traces and every group.
+  int world = static_cast<int>(rp.ranks.size());
+  for (const ImportedRank& r : rp.ranks) world = std::max(world, r.meta.world_size);
+  for (const GpuOpInfo& k : rp.gpu_ops) world = std::max(world, k.group_size);
+  if (static_cast<long long>(world) * knobs.dp_scale > (1 << 20))
+    throw InputError("(command line)", "--set replay.dp_scale",
+                     std::to_string(world) + " ranks x " + std::to_string(knobs.dp_scale) +
+                         " is more than 1,048,576 GPUs",
+                     "a smaller factor");
+  o.job_ranks = world;
+  o.job_ranks_to = world * knobs.dp_scale;
+  auto nodes_for = [](int ranks, int per_node) { return (ranks + per_node - 1) / per_node; };
+  // As traced: the source GPU's catalog node (its links and NICs), gpus_per_node of them a node.
+  const int g = knobs.source_gpus_per_node;
+  nlohmann::json job = {
+      {"nodes", nodes_for(world, g)}, {"gpus_per_node", g}, {"gpu", o.source_gpu}};
+  o.job_from = core::parse_cluster_document(job, "(command line)");
+  // As asked: the same with the cluster.* keys; the ranks fill ceil(ranks / gpus_per_node) nodes
+  // unless cluster.nodes says how many.
+  std::vector<std::string> sets;
+  std::string nodes_set;
+  for (const std::string& s : overrides) {
+    if (s.rfind("cluster.nodes=", 0) == 0)
+      nodes_set = s;
+    else if (s.rfind("cluster.", 0) == 0)
+      sets.push_back(s);
+  }
+  job["nodes"] = 1;
+  const int per_node = core::parse_cluster_document(job, "(command line)", sets).gpus_per_node;
+  sets.push_back(nodes_set.empty()
+                     ? "cluster.nodes=" + std::to_string(nodes_for(o.job_ranks_to, per_node))
+                     : nodes_set);
+  o.job_to = core::parse_cluster_document(job, "(command line)", sets);
+  if (o.job_to.world_gpus() < o.job_ranks_to)
+    throw InputError(
+        "(command line)", "--set cluster.nodes",
+        std::to_string(o.job_to.nodes) + " nodes of " + std::to_string(o.job_to.gpus_per_node) +
+            " GPUs hold fewer than the job's " + std::to_string(o.job_ranks_to) + " ranks",
+        "leave cluster.nodes out: the ranks fill ceil(ranks / gpus_per_node) nodes");
+  RecostRequest rc;
+  rc.from = o.job_from;
+  rc.to = o.job_to;
+  rc.params = core::comm_params_for(o.scenario);
+  rc.world = world;
+  rc.dp_scale = knobs.dp_scale;
+  const std::vector<ExplainRow> rows = recost_collectives(rp, rc);
+  // The collectives' rows replace the GPU what-if's (which keeps them as measured).
+  o.explain.erase(
+      std::remove_if(o.explain.begin(), o.explain.end(),
+                     [](const ExplainRow& r) { return r.cls == KernelClass::kCollective; }),
+      o.explain.end());
+  for (const ExplainRow& r : rows) {
+    o.explain.push_back(r);
+    (r.rule.rfind("not re-costable", 0) == 0 ? o.collectives_fixed : o.collectives_recosted) +=
+        static_cast<int>(r.count);
+  }
+  std::stable_sort(
+      o.explain.begin(), o.explain.end(),
+      [](const ExplainRow& a, const ExplainRow& b) { return a.measured_ns > b.measured_ns; });
 }
 
 }  // namespace
@@ -157,11 +246,20 @@ ReplayOutcome replay(const ReplayRequest& rq) {
       {"host",
        {{"cpu_cores", 1024},
         {"launch_latency_us", static_cast<double>(lat[lat.size() / 2]) / 1000.0}}}};
-  o.scenario = run::load_scenario_document(doc, "replay", overrides);
+  // cluster.nodes and cluster.gpus_per_node place the job's ranks (below); the run's own cluster
+  // is the traces' GPUs on one node.
+  auto placement = [](const std::string& s) {
+    return s.rfind("cluster.nodes=", 0) == 0 || s.rfind("cluster.gpus_per_node=", 0) == 0;
+  };
+  std::vector<std::string> run_sets;
+  for (const std::string& s : overrides)
+    if (!placement(s)) run_sets.push_back(s);
+  o.scenario = run::load_scenario_document(doc, "replay", run_sets);
   o.target_gpu = o.scenario.cluster.gpu.name;
   // What-ifs (docs/replay.md, "What-ifs").
   if (o.target_gpu != o.source_gpu)
     o.explain = apply_gpu_whatif(rp, core::find_gpu(o.source_gpu)->gpu, o.scenario.cluster.gpu);
+  recost_job_collectives(o, knobs, overrides);
   for (core::ProcessDesc& pd : rp.program.processes) pd.has_gil = o.scenario.host.gil;
   for (core::Op& op : rp.program.ops) {
     if (op.kind != core::OpKind::kHostWork) continue;
@@ -246,6 +344,15 @@ void print_replay(const ReplayOutcome& o, std::ostream& out, bool explain) {
         << s.name << std::right << std::setw(10) << ms(s.measured_busy_ns) << std::setw(11)
         << ms(s.replayed_busy_ns) << "\n";
   out << std::defaultfloat;
+  if (o.collectives_recosted + o.collectives_fixed > 0) {
+    auto cluster = [](int ranks, const core::ClusterSpec& c) {
+      return std::to_string(ranks) + " ranks on " + std::to_string(c.nodes) + " x " +
+             std::to_string(c.gpus_per_node) + " " + c.gpu.name;
+    };
+    out << "collectives: " << o.collectives_recosted << " re-costed from "
+        << cluster(o.job_ranks, o.job_from) << " to " << cluster(o.job_ranks_to, o.job_to) << ", "
+        << o.collectives_fixed << " not re-costable (measured)\n";
+  }
   out << "import stats:\n";
   rp.stats.print(out);
   if (explain && !o.explain.empty()) print_explain(o.explain, out, 40);

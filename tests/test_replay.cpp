@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -553,4 +554,37 @@ TEST_CASE("replay: bad scale-out keys are one line naming the key, exit 2", "[re
   CHECK(r.code == 2);
   CHECK(r.err.find("cluster.nodes") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("replay: simrun sweep takes a trace and sweeps the replay's what-ifs", "[replay]") {
+  // The forced-ring 1 GiB all-reduce above, at dp_scale 1 and 2: the GPU busy time is the
+  // collective's, 10 ms, then x1.5 (2(p-1)/p from 2 to 4 ranks) within 1 %.
+  const fs::path in = write("sweep.json", allreduce_trace(1L << 28, 2, 10000, 2));
+  const fs::path csv = scratch() / "sweep.csv";
+  const test::CliResult r = test::run_simrun({"sweep", in.string(), "--grid", "replay.dp_scale=1,2",
+                                              "--set", "nccl.algo=ring", "-o", csv.string()});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("2 variants replayed") != std::string::npos);
+  std::ifstream f(csv);
+  std::string header, line;
+  std::getline(f, header);
+  CHECK(header.rfind("replay.dp_scale,status,step_time_s,vs_base,gpu_busy_s", 0) == 0);
+  std::map<std::string, double> busy;
+  while (std::getline(f, line)) {
+    std::vector<std::string> c;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) c.push_back(x);
+    REQUIRE(c.size() >= 5);
+    CHECK(c[1] == "ok");
+    busy[c[0]] = std::stod(c[4]);
+  }
+  REQUIRE(busy.size() == 2);
+  CHECK(busy["1"] == Approx(0.010).epsilon(1e-6));
+  CHECK(busy["2"] / busy["1"] == Approx(1.5).epsilon(0.01));
+  // A scenario-only option with a trace: one line, exit 2.
+  const test::CliResult bad =
+      test::run_simrun({"sweep", in.string(), "--grid", "replay.dp_scale=1,2", "--op-level"});
+  CHECK(bad.code == 2);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }

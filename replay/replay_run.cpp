@@ -80,7 +80,7 @@ std::vector<std::string> split_sets(const std::vector<std::string>& sets, Replay
                                 "the data-parallel ranks");
     } else if (key == "replay.source_gpus_per_node") {
       k->source_gpus_per_node = count_value(
-          key, v, 1024, "the traced job's GPUs per node, e.g. --set replay.source_gpus_per_node=8");
+          key, v, 16, "the traced job's GPUs per node (as cluster.gpus_per_node), e.g. 8");
     } else {
       throw InputError("(command line)", "--set " + key, "unknown replay key",
                        "replay.source_gpu, replay.python_scale, replay.dispatch_scale, "

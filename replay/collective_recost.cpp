@@ -10,9 +10,56 @@
 #include <sstream>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
 #include "core/hardware/topology.hpp"
+#include "core/scenario/cluster_document.hpp"
 
 namespace csim::replay {
+
+JobClusters job_clusters(const ReplayProgram& rp, const std::string& source_gpu,
+                         int source_gpus_per_node, int dp_scale,
+                         const std::vector<std::string>& overrides) {
+  JobClusters j;
+  j.ranks = static_cast<int>(rp.ranks.size());
+  for (const ImportedRank& r : rp.ranks) j.ranks = std::max(j.ranks, r.meta.world_size);
+  for (const GpuOpInfo& k : rp.gpu_ops) j.ranks = std::max(j.ranks, k.group_size);
+  if (static_cast<long long>(j.ranks) * dp_scale > (1 << 20))
+    throw InputError("(command line)", "--set replay.dp_scale",
+                     std::to_string(j.ranks) + " ranks x " + std::to_string(dp_scale) +
+                         " is more than 1,048,576 GPUs",
+                     "a smaller factor");
+  j.ranks_to = j.ranks * dp_scale;
+  auto nodes_for = [](int ranks, int per_node) { return (ranks + per_node - 1) / per_node; };
+  // As traced: the source GPU's catalog node (its links and NICs), gpus_per_node of them a node.
+  const int g = source_gpus_per_node;
+  nlohmann::json job = {
+      {"nodes", nodes_for(j.ranks, g)}, {"gpus_per_node", g}, {"gpu", source_gpu}};
+  j.from = core::parse_cluster_document(job, "(command line)");
+  // As asked: the same with the cluster.* keys.
+  std::vector<std::string> sets;
+  std::string nodes_set;
+  for (const std::string& s : overrides) {
+    if (s.rfind("cluster.nodes=", 0) == 0)
+      nodes_set = s;
+    else if (s.rfind("cluster.", 0) == 0)
+      sets.push_back(s);
+  }
+  job["nodes"] = 1;
+  const int per_node = core::parse_cluster_document(job, "(command line)", sets).gpus_per_node;
+  sets.push_back(nodes_set.empty()
+                     ? "cluster.nodes=" + std::to_string(nodes_for(j.ranks_to, per_node))
+                     : nodes_set);
+  j.to = core::parse_cluster_document(job, "(command line)", sets);
+  if (j.to.world_gpus() < j.ranks_to)
+    throw InputError("(command line)", "--set cluster.nodes",
+                     std::to_string(j.to.nodes) + " nodes of " +
+                         std::to_string(j.to.gpus_per_node) + " GPUs hold fewer than the job's " +
+                         std::to_string(j.ranks_to) + " ranks",
+                     "leave cluster.nodes out: the ranks fill ceil(ranks / gpus_per_node) nodes");
+  return j;
+}
 
 bool is_data_parallel(core::CollectiveKind kind, int group_size, int world) {
   const bool dp_kind = kind == core::CollectiveKind::kAllReduce ||

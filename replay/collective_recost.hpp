@@ -26,6 +26,19 @@ struct RecostRequest {
   int dp_scale = 1;            // data-parallel ranks x this (replay.dp_scale)
 };
 
+// The job the traces come from, on its cluster as traced and as the cluster.* keys of --set ask
+// (docs/replay.md, "Collectives on another cluster"): `ranks` = distributedInfo.world_size, at
+// least the traces and every Group size, `source_gpus_per_node` a node on the source GPU's catalog
+// node; `ranks_to` = ranks x dp_scale filling ceil(ranks_to / gpus_per_node) nodes unless
+// cluster.nodes names them. Throws InputError (--set cluster.nodes) when those cannot hold them.
+struct JobClusters {
+  core::ClusterSpec from, to;
+  int ranks = 1, ranks_to = 1;
+};
+JobClusters job_clusters(const ReplayProgram& rp, const std::string& source_gpu,
+                         int source_gpus_per_node, int dp_scale,
+                         const std::vector<std::string>& overrides);
+
 // True for a collective the data-parallel group runs: all-reduce, reduce-scatter or all-gather
 // over a group of the whole job (docs/replay.md, "Data-parallel scale-out").
 bool is_data_parallel(core::CollectiveKind kind, int group_size, int world);

@@ -10,7 +10,6 @@
 
 #include "core/error.hpp"
 #include "core/hardware/gpu_catalog.hpp"
-#include "core/scenario/cluster_document.hpp"
 #include "replay/collective_recost.hpp"
 #include "replay/kineto_tokenizer.hpp"
 #include "replay/trace_sorter.hpp"
@@ -95,50 +94,17 @@ std::vector<std::string> split_sets(const std::vector<std::string>& sets, Replay
 void recost_job_collectives(ReplayOutcome& o, const ReplayKnobs& knobs,
                             const std::vector<std::string>& overrides) {
   ReplayProgram& rp = o.imported;
-  // The job's ranks: distributedInfo.world_size, at least the traces and every group.
-  int world = static_cast<int>(rp.ranks.size());
-  for (const ImportedRank& r : rp.ranks) world = std::max(world, r.meta.world_size);
-  for (const GpuOpInfo& k : rp.gpu_ops) world = std::max(world, k.group_size);
-  if (static_cast<long long>(world) * knobs.dp_scale > (1 << 20))
-    throw InputError("(command line)", "--set replay.dp_scale",
-                     std::to_string(world) + " ranks x " + std::to_string(knobs.dp_scale) +
-                         " is more than 1,048,576 GPUs",
-                     "a smaller factor");
-  o.job_ranks = world;
-  o.job_ranks_to = world * knobs.dp_scale;
-  auto nodes_for = [](int ranks, int per_node) { return (ranks + per_node - 1) / per_node; };
-  // As traced: the source GPU's catalog node (its links and NICs), gpus_per_node of them a node.
-  const int g = knobs.source_gpus_per_node;
-  nlohmann::json job = {
-      {"nodes", nodes_for(world, g)}, {"gpus_per_node", g}, {"gpu", o.source_gpu}};
-  o.job_from = core::parse_cluster_document(job, "(command line)");
-  // As asked: the same with the cluster.* keys; the ranks fill ceil(ranks / gpus_per_node) nodes
-  // unless cluster.nodes says how many.
-  std::vector<std::string> sets;
-  std::string nodes_set;
-  for (const std::string& s : overrides) {
-    if (s.rfind("cluster.nodes=", 0) == 0)
-      nodes_set = s;
-    else if (s.rfind("cluster.", 0) == 0)
-      sets.push_back(s);
-  }
-  job["nodes"] = 1;
-  const int per_node = core::parse_cluster_document(job, "(command line)", sets).gpus_per_node;
-  sets.push_back(nodes_set.empty()
-                     ? "cluster.nodes=" + std::to_string(nodes_for(o.job_ranks_to, per_node))
-                     : nodes_set);
-  o.job_to = core::parse_cluster_document(job, "(command line)", sets);
-  if (o.job_to.world_gpus() < o.job_ranks_to)
-    throw InputError(
-        "(command line)", "--set cluster.nodes",
-        std::to_string(o.job_to.nodes) + " nodes of " + std::to_string(o.job_to.gpus_per_node) +
-            " GPUs hold fewer than the job's " + std::to_string(o.job_ranks_to) + " ranks",
-        "leave cluster.nodes out: the ranks fill ceil(ranks / gpus_per_node) nodes");
+  const JobClusters job =
+      job_clusters(rp, o.source_gpu, knobs.source_gpus_per_node, knobs.dp_scale, overrides);
+  o.job_ranks = job.ranks;
+  o.job_ranks_to = job.ranks_to;
+  o.job_from = job.from;
+  o.job_to = job.to;
   RecostRequest rc;
   rc.from = o.job_from;
   rc.to = o.job_to;
   rc.params = core::comm_params_for(o.scenario);
-  rc.world = world;
+  rc.world = job.ranks;
   rc.dp_scale = knobs.dp_scale;
   const std::vector<ExplainRow> rows = recost_collectives(rp, rc);
   // The collectives' rows replace the GPU what-if's (which keeps them as measured).

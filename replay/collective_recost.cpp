@@ -15,8 +15,16 @@
 #include "core/error.hpp"
 #include "core/hardware/topology.hpp"
 #include "core/scenario/cluster_document.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 namespace csim::replay {
+
+std::string cluster_file_of(const std::vector<std::string>& overrides) {
+  std::string file;
+  for (const std::string& s : overrides)
+    if (s.rfind("cluster=", 0) == 0) file = s.substr(8);
+  return file;
+}
 
 JobClusters job_clusters(const ReplayProgram& rp, const std::string& source_gpu,
                          int source_gpus_per_node, int dp_scale,
@@ -37,9 +45,9 @@ JobClusters job_clusters(const ReplayProgram& rp, const std::string& source_gpu,
   nlohmann::json job = {
       {"nodes", nodes_for(j.ranks, g)}, {"gpus_per_node", g}, {"gpu", source_gpu}};
   j.from = core::parse_cluster_document(job, "(command line)");
-  // As asked: the same with the cluster.* keys.
+  // As asked: the same, or the cluster file of cluster=FILE, with the cluster.* keys.
   std::vector<std::string> sets;
-  std::string nodes_set;
+  std::string nodes_set, file = cluster_file_of(overrides);
   for (const std::string& s : overrides) {
     if (s.rfind("cluster.nodes=", 0) == 0)
       nodes_set = s;
@@ -47,11 +55,15 @@ JobClusters job_clusters(const ReplayProgram& rp, const std::string& source_gpu,
       sets.push_back(s);
   }
   job["nodes"] = 1;
-  const int per_node = core::parse_cluster_document(job, "(command line)", sets).gpus_per_node;
+  auto parse = [&](const std::vector<std::string>& with) {
+    return file.empty() ? core::parse_cluster_document(job, "(command line)", with)
+                        : core::parse_cluster_file(file, with);
+  };
+  const int per_node = parse(sets).gpus_per_node;
   sets.push_back(nodes_set.empty()
                      ? "cluster.nodes=" + std::to_string(nodes_for(j.ranks_to, per_node))
                      : nodes_set);
-  j.to = core::parse_cluster_document(job, "(command line)", sets);
+  j.to = parse(sets);
   if (j.to.world_gpus() < j.ranks_to)
     throw InputError("(command line)", "--set cluster.nodes",
                      std::to_string(j.to.nodes) + " nodes of " +

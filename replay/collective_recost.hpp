@@ -27,7 +27,8 @@ struct RecostRequest {
 };
 
 // The job the traces come from, on its cluster as traced and as the cluster.* keys of --set ask
-// (docs/replay.md, "Collectives on another cluster"): `ranks` = distributedInfo.world_size, at
+// (docs/replay.md, "Collectives on another cluster"; --set cluster=FILE names a cluster file for
+// the latter): `ranks` = distributedInfo.world_size, at
 // least the traces and every Group size, `source_gpus_per_node` a node on the source GPU's catalog
 // node; `ranks_to` = ranks x dp_scale filling ceil(ranks_to / gpus_per_node) nodes unless
 // cluster.nodes names them. Throws InputError (--set cluster.nodes) when those cannot hold them.
@@ -35,6 +36,9 @@ struct JobClusters {
   core::ClusterSpec from, to;
   int ranks = 1, ranks_to = 1;
 };
+// The FILE of the last --set cluster=FILE ("" when none): the job's cluster as asked.
+std::string cluster_file_of(const std::vector<std::string>& overrides);
+
 JobClusters job_clusters(const ReplayProgram& rp, const std::string& source_gpu,
                          int source_gpus_per_node, int dp_scale,
                          const std::vector<std::string>& overrides);

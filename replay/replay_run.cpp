@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/hardware/gpu_catalog.hpp"
+#include "core/scenario/scenario_parser.hpp"
 #include "replay/collective_recost.hpp"
 #include "replay/kineto_tokenizer.hpp"
 #include "replay/trace_sorter.hpp"
@@ -214,10 +215,14 @@ ReplayOutcome replay(const ReplayRequest& rq) {
         {"launch_latency_us", static_cast<double>(lat[lat.size() / 2]) / 1000.0}}}};
   // cluster.nodes and cluster.gpus_per_node place the job's ranks (below); the run's own cluster
   // is the traces' GPUs on one node.
+  // cluster=FILE gives the run its GPU, before the other keys (cluster.gpu still wins).
   auto placement = [](const std::string& s) {
-    return s.rfind("cluster.nodes=", 0) == 0 || s.rfind("cluster.gpus_per_node=", 0) == 0;
+    return s.rfind("cluster.nodes=", 0) == 0 || s.rfind("cluster.gpus_per_node=", 0) == 0 ||
+           s.rfind("cluster=", 0) == 0;
   };
   std::vector<std::string> run_sets;
+  if (const std::string file = cluster_file_of(overrides); !file.empty())
+    run_sets.push_back("cluster.gpu=" + core::parse_cluster_file(file).gpu.name);
   for (const std::string& s : overrides)
     if (!placement(s)) run_sets.push_back(s);
   o.scenario = run::load_scenario_document(doc, "replay", run_sets);

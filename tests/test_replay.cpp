@@ -588,3 +588,30 @@ TEST_CASE("replay: simrun sweep takes a trace and sweeps the replay's what-ifs",
   CHECK(bad.code == 2);
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }
+
+TEST_CASE("replay: --set cluster=FILE moves the job onto a cluster file's nodes", "[replay]") {
+  // scenarios/clusters/dgx_h100.json: 8 H100 a node over NVLink4. The run takes its GPU, the
+  // 2-rank all-reduce its links: d' = d x t(DGX H100, 2) / t(A100 node, 2), both times the
+  // model's own (the same plans, timed here on the two job clusters the replay reports).
+  const std::string file = std::string(CSIM_SOURCE_DIR) + "/scenarios/clusters/dgx_h100.json";
+  const replay::ReplayOutcome o =
+      run_replay("file.json", allreduce_trace(16 << 20, 2, 3000), {"cluster=" + file});
+  CHECK(o.target_gpu == "H100-SXM5-80GB");
+  CHECK(o.job_to.gpu.name == "H100-SXM5-80GB");
+  CHECK(o.job_to.nodes == 1);
+  const core::CommParams params;
+  const TimeNs ta = replay::modelled_collective_ns(
+      core::Topology(o.job_from), params, core::CollectiveKind::kAllReduce, 2, 64.0 * (1 << 20));
+  const TimeNs tb = replay::modelled_collective_ns(
+      core::Topology(o.job_to), params, core::CollectiveKind::kAllReduce, 2, 64.0 * (1 << 20));
+  REQUIRE(ta != tb);
+  CHECK(collective_ns(o) ==
+        std::llround(3000e3 * static_cast<double>(tb) / static_cast<double>(ta)));
+  // A file that is not a cluster file: one line naming it, exit 2.
+  const fs::path in = write("file2.json", allreduce_trace(16 << 20, 2, 3000));
+  const test::CliResult r = test::run_simrun(
+      {"replay", in.string(), "--set",
+       "cluster=" + std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt2_small_8xa100.json"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("not a cluster file") != std::string::npos);
+}

@@ -94,7 +94,12 @@ constexpr std::array kComputeKinds = {
 std::string_view op_class(const TraceEvent& e) {
   switch (e.cls) {
     case EventClass::kCompute: {
-      if (const std::string* k = string_arg(e, "kind")) {
+      // A kernel replayed at its measured duration (simrun replay: our writer's
+      // simulated_elsewhere_ns arg) keeps the name it had: classified by it, as in its own trace.
+      const bool replayed = std::any_of(e.args.begin(), e.args.end(), [](const Arg& a) {
+        return a.key == "simulated_elsewhere_ns";
+      });
+      if (const std::string* k = replayed ? nullptr : string_arg(e, "kind")) {
         return canonical(*k, kComputeKinds.data(), kComputeKinds.size(), "other_kernel");
       }
       return by_rules(lower(e.name), kComputeRules.data(), kComputeRules.size(), "other_kernel");

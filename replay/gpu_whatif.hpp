@@ -2,7 +2,8 @@
 // its class, with the class and the rule kept per kernel name for --explain.
 //   gemm          d' = d * peak(from, p) / peak(to, p)   p: TF32, BF16 or FP32 by the kernel name
 //   memory-bound  d' = d * mem_bw(from) / mem_bw(to)
-//   launch-bound, collective, host copy: d' = d
+//   launch-bound, collective, host copy: d' = d (collectives are re-costed on the job's cluster
+//   afterwards: replay/collective_recost.hpp)
 // Never below min(d, kLaunchBoundNs): a kernel does not get shorter than a launch-bound one.
 #pragma once
 

@@ -46,7 +46,10 @@ const char* to_string(Severity s);
     "GPU ops held back for no reason the trace shows: kept at their start")                        \
   X(thread_edges, kInferred,                                                                       \
     "host-thread waits inferred from an idle gap ended by another thread")                         \
-  X(collectives_unsized, kInferred, "collectives without a size: kept at their measured duration") \
+  X(collectives_unsized, kInferred,                                                                \
+    "collectives without a size: not re-costable, kept at their measured duration")                \
+  X(collectives_no_group, kInferred,                                                               \
+    "sized collectives without a Group size: not re-costable, kept at their measured duration")    \
   X(no_steps, kInferred, "traces without ProfilerStep#N: replayed as one window")                  \
   X(gpu_guessed, kInferred, "traces whose GPU was not named: the default GPU assumed")             \
   X(outside_window, kDataLoss, "records outside the ProfilerStep windows: not replayed")           \

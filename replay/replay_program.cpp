@@ -278,6 +278,8 @@ void RankBuilder::emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts) {
       op.dtype = dtype_of(rpc->dtype);
       op.bytes = std::max(rpc->in_nelems, rpc->out_nelems) * dtype_bytes(rpc->dtype);
       rank_.stats.add(Stat::collectives_sized);
+      info.group_size = static_cast<int>(rpc->group_size);
+      if (info.group_size < 1) rank_.stats.add(Stat::collectives_no_group);
     } else {
       rank_.stats.add(Stat::collectives_unsized);
     }

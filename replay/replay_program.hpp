@@ -34,6 +34,7 @@ struct GpuOpInfo {
   bool tensor_core = false;  // GEMM-like with a tensor-core name (half/bf16/tf32 peaks apply)
   bool tf32 = false;         // tensor-core name of a TF32 kernel (s1688, tf32)
   core::GemmShape shape;     // GEMM: from its CPU op's Input Dims (empty when none)
+  int group_size = -1;       // collective: record_param_comms' Group size (-1 when absent)
 };
 
 struct StepRecord {

@@ -10,6 +10,8 @@
 
 #include "core/error.hpp"
 #include "core/hardware/gpu_catalog.hpp"
+#include "core/scenario/scenario_parser.hpp"
+#include "replay/collective_recost.hpp"
 #include "replay/kineto_tokenizer.hpp"
 #include "replay/trace_sorter.hpp"
 #include "run/scenario_loader.hpp"
@@ -37,6 +39,20 @@ double scale_value(const std::string& key, const std::string& v) {
   return d;
 }
 
+int count_value(const std::string& key, const std::string& v, int hi, const std::string& hint) {
+  std::size_t used = 0;
+  long long n = 0;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || n < 1 || n > hi)
+    throw InputError("(command line)", "--set " + key,
+                     "'" + v + "' is not a whole number from 1 to " + std::to_string(hi), hint);
+  return static_cast<int>(n);
+}
+
 // Splits --set into the replay.* knobs and the scenario's overrides.
 std::vector<std::string> split_sets(const std::vector<std::string>& sets, ReplayKnobs* k) {
   std::vector<std::string> rest;
@@ -58,13 +74,53 @@ std::vector<std::string> split_sets(const std::vector<std::string>& sets, Replay
         throw InputError("(command line)", "--set " + key, "'" + v + "' is not true or false",
                          "false lets GPU ops held back for no reason the trace shows start early");
       k->hold_unexplained = v == "true";
+    } else if (key == "replay.dp_scale") {
+      k->dp_scale = count_value(key, v, 1024,
+                                "e.g. --set replay.dp_scale=2 runs the same per-rank work on twice "
+                                "the data-parallel ranks");
+    } else if (key == "replay.source_gpus_per_node") {
+      k->source_gpus_per_node = count_value(
+          key, v, 16, "the traced job's GPUs per node (as cluster.gpus_per_node), e.g. 8");
     } else {
       throw InputError("(command line)", "--set " + key, "unknown replay key",
-                       "replay.source_gpu, replay.python_scale, replay.dispatch_scale or "
-                       "replay.hold_unexplained");
+                       "replay.source_gpu, replay.python_scale, replay.dispatch_scale, "
+                       "replay.hold_unexplained, replay.dp_scale or replay.source_gpus_per_node");
     }
   }
   return rest;
+}
+
+// The job's cluster as traced and as the --set keys ask, and its collectives re-costed between
+// the two (docs/replay.md, "Collectives on another cluster", "Data-parallel scale-out").
+void recost_job_collectives(ReplayOutcome& o, const ReplayKnobs& knobs,
+                            const std::vector<std::string>& overrides) {
+  ReplayProgram& rp = o.imported;
+  const JobClusters job =
+      job_clusters(rp, o.source_gpu, knobs.source_gpus_per_node, knobs.dp_scale, overrides);
+  o.job_ranks = job.ranks;
+  o.job_ranks_to = job.ranks_to;
+  o.job_from = job.from;
+  o.job_to = job.to;
+  RecostRequest rc;
+  rc.from = o.job_from;
+  rc.to = o.job_to;
+  rc.params = core::comm_params_for(o.scenario);
+  rc.world = job.ranks;
+  rc.dp_scale = knobs.dp_scale;
+  const std::vector<ExplainRow> rows = recost_collectives(rp, rc);
+  // The collectives' rows replace the GPU what-if's (which keeps them as measured).
+  o.explain.erase(
+      std::remove_if(o.explain.begin(), o.explain.end(),
+                     [](const ExplainRow& r) { return r.cls == KernelClass::kCollective; }),
+      o.explain.end());
+  for (const ExplainRow& r : rows) {
+    o.explain.push_back(r);
+    (r.rule.rfind("not re-costable", 0) == 0 ? o.collectives_fixed : o.collectives_recosted) +=
+        static_cast<int>(r.count);
+  }
+  std::stable_sort(
+      o.explain.begin(), o.explain.end(),
+      [](const ExplainRow& a, const ExplainRow& b) { return a.measured_ns > b.measured_ns; });
 }
 
 }  // namespace
@@ -157,11 +213,24 @@ ReplayOutcome replay(const ReplayRequest& rq) {
       {"host",
        {{"cpu_cores", 1024},
         {"launch_latency_us", static_cast<double>(lat[lat.size() / 2]) / 1000.0}}}};
-  o.scenario = run::load_scenario_document(doc, "replay", overrides);
+  // cluster.nodes and cluster.gpus_per_node place the job's ranks (below); the run's own cluster
+  // is the traces' GPUs on one node.
+  // cluster=FILE gives the run its GPU, before the other keys (cluster.gpu still wins).
+  auto placement = [](const std::string& s) {
+    return s.rfind("cluster.nodes=", 0) == 0 || s.rfind("cluster.gpus_per_node=", 0) == 0 ||
+           s.rfind("cluster=", 0) == 0;
+  };
+  std::vector<std::string> run_sets;
+  if (const std::string file = cluster_file_of(overrides); !file.empty())
+    run_sets.push_back("cluster.gpu=" + core::parse_cluster_file(file).gpu.name);
+  for (const std::string& s : overrides)
+    if (!placement(s)) run_sets.push_back(s);
+  o.scenario = run::load_scenario_document(doc, "replay", run_sets);
   o.target_gpu = o.scenario.cluster.gpu.name;
   // What-ifs (docs/replay.md, "What-ifs").
   if (o.target_gpu != o.source_gpu)
     o.explain = apply_gpu_whatif(rp, core::find_gpu(o.source_gpu)->gpu, o.scenario.cluster.gpu);
+  recost_job_collectives(o, knobs, overrides);
   for (core::ProcessDesc& pd : rp.program.processes) pd.has_gil = o.scenario.host.gil;
   for (core::Op& op : rp.program.ops) {
     if (op.kind != core::OpKind::kHostWork) continue;
@@ -246,6 +315,15 @@ void print_replay(const ReplayOutcome& o, std::ostream& out, bool explain) {
         << s.name << std::right << std::setw(10) << ms(s.measured_busy_ns) << std::setw(11)
         << ms(s.replayed_busy_ns) << "\n";
   out << std::defaultfloat;
+  if (o.collectives_recosted + o.collectives_fixed > 0) {
+    auto cluster = [](int ranks, const core::ClusterSpec& c) {
+      return std::to_string(ranks) + " ranks on " + std::to_string(c.nodes) + " x " +
+             std::to_string(c.gpus_per_node) + " " + c.gpu.name;
+    };
+    out << "collectives: " << o.collectives_recosted << " re-costed from "
+        << cluster(o.job_ranks, o.job_from) << " to " << cluster(o.job_ranks_to, o.job_to) << ", "
+        << o.collectives_fixed << " not re-costable (measured)\n";
+  }
   out << "import stats:\n";
   rp.stats.print(out);
   if (explain && !o.explain.empty()) print_explain(o.explain, out, 40);

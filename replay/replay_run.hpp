@@ -33,6 +33,8 @@ struct ReplayKnobs {
   double python_scale = 1.0;     // replay.python_scale: the loop thread's Python time x this
   double dispatch_scale = 1.0;   // replay.dispatch_scale: ATen dispatch and runtime calls x this
   bool hold_unexplained = true;  // replay.hold_unexplained: unexplained waits kept (true/false)
+  int dp_scale = 1;              // replay.dp_scale: data-parallel ranks x this (weak scaling)
+  int source_gpus_per_node = 8;  // replay.source_gpus_per_node: the traced job's GPUs per node
 };
 
 struct ReplayRequest {
@@ -59,8 +61,12 @@ struct ReplayOutcome {
   run::RunResult run;
   std::vector<StepResult> steps;
   std::vector<StreamResult> streams;
-  std::vector<ExplainRow> explain;  // the GPU what-if's rows (empty on the traces' own GPU)
+  std::vector<ExplainRow> explain;  // the GPU what-if's and the collectives' rows
   std::string source_gpu, target_gpu;
+  // The job's cluster as traced and as asked (docs/replay.md, "Collectives on another cluster").
+  int job_ranks = 0, job_ranks_to = 0;  // world size, times replay.dp_scale
+  core::ClusterSpec job_from, job_to;
+  int collectives_recosted = 0, collectives_fixed = 0;  // re-costable or not
 };
 
 ReplayOutcome replay(const ReplayRequest& rq);

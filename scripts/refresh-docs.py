@@ -573,8 +573,12 @@ def replay_run(c, files, *sets):
     busy = [tuple(map(float, m.groups())) for m in map(REPLAY_BUSY.match, out.splitlines()) if m]
     gpu = re.search(r"trace[s]? on (\S+?)[ ,]", out).group(1)
     classes = re.search(r"GPU time by class \(measured -> what-if ms\):(.*)", out)
+    coll = re.search(r"^collectives: (\d+) re-costed from .* to (\d+) ranks .*, (\d+) not re-costable",
+                     out, re.M)
     return {"steps": steps, "stats": stats, "busy": busy, "gpu": gpu,
-            "classes": classes.group(1).strip() if classes else ""}
+            "classes": classes.group(1).strip() if classes else "",
+            "recosted": int(coll.group(1)) if coll else 0, "ranks_to": int(coll.group(2)) if coll else 0,
+            "fixed": int(coll.group(3)) if coll else 0}
 
 
 def replay_fidelity(c):
@@ -618,6 +622,35 @@ def replay_h100(c):
     return "\n\n" + "\n".join(rows) + "\n\n"
 
 
+def replay_class_moves(after):
+    """The classes whose GPU time a what-if moved, from its 'GPU time by class' text."""
+    pairs = lambda t: {m.group(1): (float(m.group(2)), float(m.group(3)))
+                       for m in re.finditer(r"([a-z -]+?) ([\d.]+) -> ([\d.]+)", t)}
+    moved = [f"{k.strip()} {v[0]:.1f} -> {v[1]:.1f}" for k, v in pairs(after).items()
+             if abs(v[1] - v[0]) >= 0.05]
+    return ", ".join(moved) if moved else "none"
+
+
+def replay_whatif(c):
+    rows = ["| trace | own GPU | step (ms, mean) | on H100-SXM5-80GB | classes moved on H100 (GPU ms) "
+            "| 2x data-parallel (replay.dp_scale=2) | ranks | collectives re-costed / not re-costable "
+            "| classes moved at 2x (GPU ms) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    mean = lambda r: sum(float(s[3]) for s in r["steps"]) / len(r["steps"])
+    for label, files in REPLAY_FIXTURES:
+        own = replay_run(c, files)
+        h = replay_run(c, files, "cluster.gpu=H100-SXM5-80GB")
+        dp = replay_run(c, files, "replay.dp_scale=2")
+        if own is None or h is None or dp is None:
+            return None
+        a, b, d = mean(own), mean(h), mean(dp)
+        rows.append(f"| {label} | {own['gpu']} | {a:.3f} | {b:.3f} ({100 * (b - a) / a:+.2f} %) | "
+                    f"{replay_class_moves(h['classes'])} | "
+                    f"{d:.3f} ({100 * (d - a) / a:+.2f} %) | {dp['ranks_to'] // 2} -> {dp['ranks_to']} | "
+                    f"{dp['recosted']} / {dp['fixed']} | {replay_class_moves(dp['classes'])} |")
+    return "\n\n" + "\n".join(rows) + "\n\n"
+
+
 def replay_readme(c):
     files = ["nccl_data.json.gz"]
     own, h = replay_run(c, files), replay_run(c, files, "cluster.gpu=H100-SXM5-80GB")
@@ -636,6 +669,7 @@ FIGURES = {
     "replay_readme": (replay_readme, False),
     "replay_fidelity": (replay_fidelity, False),
     "replay_h100": (replay_h100, False),
+    "replay_whatif": (replay_whatif, False),
     "tracediff_output": (tracediff_output, False),
     "per_rank_sizes": (per_rank_sizes, False),
     "collective_sweep_dgx_a100": (lambda c: collective_sweep(c, "dgx_a100"), False),
@@ -699,7 +733,10 @@ def main():
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
     ap.add_argument("--timed", action="store_true", help="also refresh the timed figures")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--only", default="",
+                    help="comma-separated figure names: refresh these, leave the others as they are")
     a = ap.parse_args()
+    only = set(filter(None, a.only.split(",")))
     stale, used, errors = [], set(), []
     with tempfile.TemporaryDirectory(prefix="csim_docs_") as tmp:
         c = Ctx(os.path.abspath(a.build_dir), tmp)
@@ -722,6 +759,8 @@ def main():
                     errors.append(f"{rel}: unknown figure '{name}'")
                     return m.group(0)
                 fn, kind = FIGURES[name]
+                if only and name not in only:
+                    return m.group(0)
                 if kind is True and not a.timed:
                     return m.group(0)
                 new = value(name)

@@ -7,14 +7,18 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/cost/collective_cost.hpp"
 #include "core/cost/compute_cost.hpp"
 #include "core/cost/gemm_shape_cost.hpp"
 #include "core/error.hpp"
 #include "core/hardware/gpu_catalog.hpp"
+#include "core/hardware/topology.hpp"
+#include "replay/collective_recost.hpp"
 #include "replay/gemm_shapes.hpp"
 #include "replay/gpu_whatif.hpp"
 #include "replay/kineto_tokenizer.hpp"
@@ -405,4 +409,209 @@ TEST_CASE("replay: GEMM shapes from Input Dims", "[replay]") {
   CHECK(o.explain[0].rule.find("1x1024x1024x4096") != std::string::npos);
   const core::Op& op = o.imported.program.ops[static_cast<std::size_t>(o.imported.gpu_ops[0].op)];
   CHECK(op.flops == 2.0 * 1024 * 1024 * 4096);
+}
+
+// Collectives on another cluster and data-parallel scale-out (docs/replay.md, "Collectives on
+// another cluster"): d' = d x t(to, p') / t(from, p), t the cost model's time
+// (core::plan_collective).
+namespace {
+
+// One all-reduce of `nelems` floats over a group of `group` ranks ("Group size"; -1: absent), its
+// NCCL kernel measured at `dur_us`; `world` > 0 writes distributedInfo.world_size.
+std::string allreduce_trace(long nelems, int group, double dur_us, int world = 0) {
+  std::string args = R"("Collective name":"allreduce","In msg nelems":)" + std::to_string(nelems) +
+                     R"(,"Out msg nelems":)" + std::to_string(nelems) + R"(,"dtype":"Float")";
+  if (group > 0) args += R"(,"Group size":)" + std::to_string(group);
+  std::string t = trace(
+      {step(1, 0, dur_us + 100), ev("cpu_op", "record_param_comms", 100, 100, 5, 20, args),
+       launch(10, 5, 1), kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 20, 20, dur_us, 1)});
+  if (world > 0)
+    t.insert(1, R"("distributedInfo":{"backend":"nccl","rank":0,"world_size":)" +
+                    std::to_string(world) + "},");
+  return t;
+}
+
+TimeNs collective_ns(const replay::ReplayOutcome& o) {
+  for (const replay::GpuOpInfo& k : o.imported.gpu_ops)
+    if (k.cls == replay::KernelClass::kCollective)
+      return o.imported.program.ops[static_cast<std::size_t>(k.op)].fixed_ns;
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("replay: collectives on the job's own cluster keep their measured time", "[replay]") {
+  // 64 MiB of floats over 2 ranks, measured 3 ms: from == to, so t(to)/t(from) is 1 exactly and
+  // d' = d to the nanosecond, whatever the host what-ifs.
+  const std::string t = allreduce_trace(16 << 20, 2, 3000);
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{}, std::vector<std::string>{"host.gil=false"},
+        std::vector<std::string>{"replay.dp_scale=1"}}) {
+    const replay::ReplayOutcome o = run_replay("own.json", t, sets);
+    CHECK(collective_ns(o) == 3000 * kUs);
+    CHECK(o.collectives_recosted == 1);
+    CHECK(o.collectives_fixed == 0);
+    CHECK(o.job_ranks == 2);  // no distributedInfo: the group's size
+    bool x1 = false;
+    for (const replay::ExplainRow& r : o.explain) x1 |= r.rule.rfind("x1 (all_reduce", 0) == 0;
+    CHECK(x1);
+    CHECK(o.steps[0].replayed_ns == o.steps[0].measured_ns);
+  }
+}
+
+TEST_CASE("replay: dp_scale=2 re-costs a data-parallel all-reduce at twice the ranks", "[replay]") {
+  // 1 GiB of floats over the whole job (2 ranks on one 8-GPU A100 node), ring forced. The model's
+  // ring all-reduce is 2(p-1) alpha + 2(p-1)/p x S / B (core/cost/collective_cost.hpp): on the
+  // NVSwitch every GPU keeps its B, so 2 -> 4 ranks multiplies the bandwidth term by
+  // (2 x 3/4) / (2 x 1/2) = 1.5; the latency term (tens of us against 1 GiB / ~240 GB/s x 1 = 4.5
+  // ms) moves it by well under 1 %.
+  const std::string t = allreduce_trace(1L << 28, 2, 10000, 2);
+  const std::vector<std::string> ring = {"nccl.algo=ring"};
+  const replay::ReplayOutcome own = run_replay("dp1.json", t, ring);
+  const replay::ReplayOutcome dp2 =
+      run_replay("dp2.json", t, {"nccl.algo=ring", "replay.dp_scale=2"});
+  CHECK(collective_ns(own) == 10000 * kUs);
+  CHECK(dp2.job_ranks_to == 4);
+  const double r = static_cast<double>(collective_ns(dp2)) / static_cast<double>(10000 * kUs);
+  CHECK(r == Approx(1.5).epsilon(0.01));
+  // The ratio is the model's own: the same plans timed here.
+  core::CommParams params;
+  params.algo = core::CollectiveAlgo::kRing;
+  const core::Topology topo(own.job_from);
+  const TimeNs t2 = replay::modelled_collective_ns(topo, params, core::CollectiveKind::kAllReduce,
+                                                   2, static_cast<double>(1L << 30));
+  const TimeNs t4 = replay::modelled_collective_ns(topo, params, core::CollectiveKind::kAllReduce,
+                                                   4, static_cast<double>(1L << 30));
+  CHECK(collective_ns(dp2) ==
+        std::llround(10000e3 * static_cast<double>(t4) / static_cast<double>(t2)));
+}
+
+TEST_CASE("replay: a group smaller than the job is not data-parallel", "[replay]") {
+  // world_size 4, Group size 2 (a tensor-parallel pair, say): dp_scale leaves p at 2 and the
+  // 4 -> 8 ranks still fit one 8-GPU node, so the plan and d are unchanged.
+  const replay::ReplayOutcome o =
+      run_replay("tp.json", allreduce_trace(1 << 20, 2, 500, 4), {"replay.dp_scale=2"});
+  CHECK(o.job_ranks == 4);
+  CHECK(o.job_ranks_to == 8);
+  CHECK(collective_ns(o) == 500 * kUs);
+  CHECK_FALSE(replay::is_data_parallel(core::CollectiveKind::kAllReduce, 2, 4));
+  CHECK(replay::is_data_parallel(core::CollectiveKind::kReduceScatter, 4, 4));
+  CHECK_FALSE(replay::is_data_parallel(core::CollectiveKind::kBroadcast, 4, 4));
+}
+
+TEST_CASE("replay: a collective across nodes is re-costed on the network", "[replay]") {
+  // cluster.gpus_per_node=1 puts the 2 ranks on 2 nodes: the all-reduce crosses the NICs
+  // (25 GB/s per A100 node's NIC against 300 GB/s of NVLink), so its model time, and d, grow.
+  const std::string t = allreduce_trace(16 << 20, 2, 3000);
+  const replay::ReplayOutcome o = run_replay("net.json", t, {"cluster.gpus_per_node=1"});
+  CHECK(o.job_to.nodes == 2);
+  CHECK(o.job_from.nodes == 1);
+  CHECK(collective_ns(o) > 3000 * kUs);
+  // Nothing on the host waits for it (no synchronisation in this trace): the step keeps its
+  // host time, the comm stream's busy time grows.
+  TimeNs busy = 0;
+  for (const replay::StreamResult& s : o.streams) busy += s.replayed_busy_ns;
+  CHECK(busy == collective_ns(o));
+  CHECK(o.steps[0].replayed_ns == o.steps[0].measured_ns);
+}
+
+TEST_CASE("replay: collectives without a size or a group stay at their measured time", "[replay]") {
+  // No record_param_comms: no size. And a sized one without "Group size". Neither moves under a
+  // scale-out or another interconnect; both are counted and listed as not re-costable.
+  std::vector<std::string> e = {step(1, 0, 400), launch(10, 5, 1),
+                                kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 20, 20, 100, 1)};
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"replay.dp_scale=8"},
+        std::vector<std::string>{"cluster.gpus_per_node=1"}}) {
+    const replay::ReplayOutcome o = run_replay("unsized.json", trace(e), sets);
+    CHECK(collective_ns(o) == 100 * kUs);
+    CHECK(o.imported.stats.get(Stat::collectives_unsized) == 1);
+    CHECK(o.collectives_fixed == 1);
+    CHECK(o.collectives_recosted == 0);
+    REQUIRE(o.explain.size() == 1);
+    CHECK(o.explain[0].rule.rfind("not re-costable (no size", 0) == 0);
+    const replay::ReplayOutcome g =
+        run_replay("nogroup.json", allreduce_trace(1 << 20, -1, 300), sets);
+    CHECK(collective_ns(g) == 300 * kUs);
+    CHECK(g.imported.stats.get(Stat::collectives_no_group) == 1);
+    CHECK(g.collectives_fixed == 1);
+  }
+}
+
+TEST_CASE("replay: bad scale-out keys are one line naming the key, exit 2", "[replay]") {
+  const fs::path in = write("badscale.json", allreduce_trace(1 << 20, 2, 300));
+  for (const char* set : {"replay.dp_scale=0", "replay.dp_scale=1.5", "replay.dp_scale=two",
+                          "replay.source_gpus_per_node=0"}) {
+    const test::CliResult r = test::run_simrun({"replay", in.string(), "--set", set});
+    INFO(set << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.find(std::string(set).substr(0, std::string(set).find('='))) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  // 2 ranks x 16 = 32 do not fit 1 node of 8.
+  const test::CliResult r = test::run_simrun(
+      {"replay", in.string(), "--set", "replay.dp_scale=16", "--set", "cluster.nodes=1"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("cluster.nodes") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("replay: simrun sweep takes a trace and sweeps the replay's what-ifs", "[replay]") {
+  // The forced-ring 1 GiB all-reduce above, at dp_scale 1 and 2: the GPU busy time is the
+  // collective's, 10 ms, then x1.5 (2(p-1)/p from 2 to 4 ranks) within 1 %.
+  const fs::path in = write("sweep.json", allreduce_trace(1L << 28, 2, 10000, 2));
+  const fs::path csv = scratch() / "sweep.csv";
+  const test::CliResult r = test::run_simrun({"sweep", in.string(), "--grid", "replay.dp_scale=1,2",
+                                              "--set", "nccl.algo=ring", "-o", csv.string()});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("2 variants replayed") != std::string::npos);
+  std::ifstream f(csv);
+  std::string header, line;
+  std::getline(f, header);
+  CHECK(header.rfind("replay.dp_scale,status,step_time_s,vs_base,gpu_busy_s", 0) == 0);
+  std::map<std::string, double> busy;
+  while (std::getline(f, line)) {
+    std::vector<std::string> c;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) c.push_back(x);
+    REQUIRE(c.size() >= 5);
+    CHECK(c[1] == "ok");
+    busy[c[0]] = std::stod(c[4]);
+  }
+  REQUIRE(busy.size() == 2);
+  CHECK(busy["1"] == Approx(0.010).epsilon(1e-6));
+  CHECK(busy["2"] / busy["1"] == Approx(1.5).epsilon(0.01));
+  // A scenario-only option with a trace: one line, exit 2.
+  const test::CliResult bad =
+      test::run_simrun({"sweep", in.string(), "--grid", "replay.dp_scale=1,2", "--op-level"});
+  CHECK(bad.code == 2);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+}
+
+TEST_CASE("replay: --set cluster=FILE moves the job onto a cluster file's nodes", "[replay]") {
+  // scenarios/clusters/dgx_h100.json: 8 H100 a node over NVLink4. The run takes its GPU, the
+  // 2-rank all-reduce its links: d' = d x t(DGX H100, 2) / t(A100 node, 2), both times the
+  // model's own (the same plans, timed here on the two job clusters the replay reports).
+  const std::string file = std::string(CSIM_SOURCE_DIR) + "/scenarios/clusters/dgx_h100.json";
+  const replay::ReplayOutcome o =
+      run_replay("file.json", allreduce_trace(16 << 20, 2, 3000), {"cluster=" + file});
+  CHECK(o.target_gpu == "H100-SXM5-80GB");
+  CHECK(o.job_to.gpu.name == "H100-SXM5-80GB");
+  CHECK(o.job_to.nodes == 1);
+  const core::CommParams params;
+  const TimeNs ta = replay::modelled_collective_ns(
+      core::Topology(o.job_from), params, core::CollectiveKind::kAllReduce, 2, 64.0 * (1 << 20));
+  const TimeNs tb = replay::modelled_collective_ns(
+      core::Topology(o.job_to), params, core::CollectiveKind::kAllReduce, 2, 64.0 * (1 << 20));
+  REQUIRE(ta != tb);
+  CHECK(collective_ns(o) ==
+        std::llround(3000e3 * static_cast<double>(tb) / static_cast<double>(ta)));
+  // A file that is not a cluster file: one line naming it, exit 2.
+  const fs::path in = write("file2.json", allreduce_trace(16 << 20, 2, 3000));
+  const test::CliResult r = test::run_simrun(
+      {"replay", in.string(), "--set",
+       "cluster=" + std::string(CSIM_SOURCE_DIR) + "/scenarios/gpt2_small_8xa100.json"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("not a cluster file") != std::string::npos);
 }

@@ -84,3 +84,50 @@ TEST_CASE("replay fixture: nccl_data moved to H100", "[replay][kineto_fixtures]"
   for (const replay::ExplainRow& r : h100.explain) gemm |= r.cls == replay::KernelClass::kGemm;
   CHECK(gemm);
 }
+
+TEST_CASE("replay fixture: nccl_data's collectives re-costed, own cluster and 2x data-parallel",
+          "[replay][kineto_fixtures]") {
+  // Its 21 NCCL kernels carry In msg nelems, dtype and Group size 2 (= world_size): all
+  // re-costable. On the job's own cluster the model's ratio is 1 and every duration is kept.
+  const replay::ReplayOutcome own = replay_fixture({"nccl_data.json.gz"});
+  CHECK(own.collectives_recosted == 21);
+  CHECK(own.collectives_fixed == 0);
+  for (const replay::GpuOpInfo& k : own.imported.gpu_ops)
+    if (k.cls == replay::KernelClass::kCollective)
+      CHECK(own.imported.program.ops[static_cast<std::size_t>(k.op)].fixed_ns == k.measured_ns);
+  // replay.dp_scale=2: the all-reduces (world-sized groups) go from 2 to 4 ranks of the A100 node.
+  // The model's time is a base latency (x1), 2(p-1) hops of latency (x3) and the bandwidth term
+  // 2(p-1)/p S/B (x1.5); the base (4 us) is small beside these buckets' 50-150 us, so each ratio
+  // lies in [1.5, 3]. The broadcasts are not data-parallel collectives and stay as measured.
+  const replay::ReplayOutcome dp2 = replay_fixture({"nccl_data.json.gz"}, {"replay.dp_scale=2"});
+  CHECK(dp2.job_ranks_to == 4);
+  int allreduces = 0;
+  for (const replay::GpuOpInfo& k : dp2.imported.gpu_ops) {
+    if (k.cls != replay::KernelClass::kCollective) continue;
+    const core::Op& op = dp2.imported.program.ops[static_cast<std::size_t>(k.op)];
+    const double r = static_cast<double>(op.fixed_ns) / static_cast<double>(k.measured_ns);
+    INFO(core::to_string(op.collective) << " of " << op.bytes << " bytes: x" << r);
+    if (op.collective == core::CollectiveKind::kAllReduce) {
+      ++allreduces;
+      CHECK(r >= 1.5);
+      CHECK(r <= 3.0);
+    } else {
+      CHECK(op.fixed_ns == k.measured_ns);
+    }
+  }
+  CHECK(allreduces == 15);  // 5 buckets x 3 steps
+}
+
+TEST_CASE("replay fixture: collectives without sizes do not move under scale-out",
+          "[replay][kineto_fixtures]") {
+  // diff_control records no In msg nelems: its 60 collectives are not re-costable, so 2x
+  // data-parallel leaves every replayed step as on its own cluster.
+  const replay::ReplayOutcome own = replay_fixture({"diff_control.json.gz"});
+  const replay::ReplayOutcome dp2 = replay_fixture({"diff_control.json.gz"}, {"replay.dp_scale=2"});
+  CHECK(dp2.collectives_fixed == 60);
+  CHECK(dp2.collectives_recosted == 0);
+  CHECK(dp2.collectives_fixed == dp2.imported.stats.get(Stat::collectives_unsized));
+  REQUIRE(own.steps.size() == dp2.steps.size());
+  for (std::size_t i = 0; i < own.steps.size(); ++i)
+    CHECK(dp2.steps[i].replayed_ns == own.steps[i].replayed_ns);
+}

@@ -82,6 +82,14 @@ TEST_CASE("op classes of Kineto and ClusterSim events", "[tracediff]") {
   prof::TraceEvent coll = event("kernel", "ncclDevKernel_reduce (broadcast.bwd)");
   coll.args.push_back({"Collective name", std::string("reduce")});
   CHECK(prof::op_class(coll) == "reduce");
+  // A kernel simrun replay ran at its measured duration (simulated_elsewhere_ns) is classed by the
+  // name it had in its own trace, not by the op kind the replay gave it (docs/tracediff.md, "Op
+  // classes"), so the per-class rows of tracediff ORIGINAL REPLAYED line up.
+  prof::TraceEvent replayed = event("kernel", "ampere_sgemm_128x64_tn");
+  replayed.args.push_back({"kind", std::string("elementwise")});
+  CHECK(prof::op_class(replayed) == "elementwise");
+  replayed.args.push_back({"simulated_elsewhere_ns", std::int64_t{12000}});
+  CHECK(prof::op_class(replayed) == "gemm");
 }
 
 TEST_CASE("metrics of the base trace", "[tracediff]") {

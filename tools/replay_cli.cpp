@@ -24,7 +24,10 @@ int replay_main(const std::vector<std::string>& args, std::ostream& out, std::os
       ->required();
   app.add_option("--set", rq.sets,
                  "what-if: cluster.gpu=NAME, host.gil=false, replay.python_scale=F, "
-                 "replay.dispatch_scale=F, replay.source_gpu=NAME, or any scenario key");
+                 "replay.dispatch_scale=F, replay.source_gpu=NAME, replay.dp_scale=K, "
+                 "cluster=FILE, cluster.gpus_per_node=G and other cluster.* keys (collectives "
+                 "re-costed), "
+                 "replay.source_gpus_per_node=G, or any scenario key");
   app.add_option("-o,--output", output, "write the replayed run's trace (Chrome JSON)");
   app.add_option("--backend", backend, "sim (default), standin or cuda");
   app.add_flag("--explain", explain, "list each kernel name's class and scaling rule");

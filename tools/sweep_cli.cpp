@@ -20,6 +20,7 @@
 #include "sweep/sweep_runner.hpp"
 #include "sweep/sweep_table.hpp"
 #include "sweep/tune.hpp"
+#include "tools/replay_sweep.hpp"
 #include "tools/signals.hpp"
 #include "tools/simrun_app.hpp"
 #ifdef CSIM_HAVE_MPI
@@ -80,7 +81,10 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int top = 10;
   bool fresh = false, quiet = false;
-  app.add_option("scenario", scenario_path, "scenario JSON file (docs/scenario.md)")->required();
+  app.add_option("scenario", scenario_path,
+                 "scenario JSON file (docs/scenario.md), or a PyTorch-profiler trace or folder of "
+                 "them to sweep the replay's what-ifs (docs/replay.md, \"Sweeping a replay\")")
+      ->required();
   app.add_option("--grid", grid, "KEY=V1,V2,...: a knob (a scenario path, as --set) and its values")
       ->required();
   app.add_option("--random", random_n, "simulate N variants drawn at random from the grid");
@@ -114,6 +118,22 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     return code;
   return run_command("simrun sweep", err, [&]() -> int {
     check_output_files({{"-o", results_path}});
+    if (is_trace_source(scenario_path)) {  // a replayed trace (docs/replay.md, "Sweeping a replay")
+      if (!hf_config.empty() || op_level)
+        throw InputError("(command line)", hf_config.empty() ? "--op-level" : "--hf-config",
+                         "a trace replays as recorded: no model to change, no block path",
+                         "sweep its what-ifs: --grid replay.dp_scale=1,2,4 --grid cluster.gpu=...");
+      ReplaySweepArgs ra;
+      ra.source = scenario_path;
+      ra.grid = grid;
+      ra.base_sets = base_sets;
+      ra.random_n = random_n;
+      ra.seed = seed;
+      ra.max_variants = max_variants;
+      ra.top = top;
+      ra.results_path = results_path;
+      return replay_sweep(ra, out, err);
+    }
     const run::ScenarioLoader loader =
         run::ScenarioLoader::from_file(scenario_path, {}, base_sets, hf_config);
     (void)loader.load();  // the base must be valid

@@ -30,6 +30,7 @@
 #include "core/model/eager_kernels.hpp"
 #include "core/model/fp8_recipe.hpp"
 #include "core/model/model_builders.hpp"
+#include "core/scenario/cluster_document.hpp"
 #include "core/scenario/parse_cluster_links.hpp"
 #include "core/scenario/parse_context.hpp"
 #include "core/scenario/parse_fp8.hpp"
@@ -1466,10 +1467,16 @@ Scenario parse_scenario_file(const std::string& path, const std::vector<std::str
 // the scenario's paths (cluster.nodes), so a cluster file reads exactly as a scenario's cluster.
 ClusterSpec parse_cluster_file(const std::string& path, const std::vector<std::string>& overrides,
                                std::vector<std::string>* warnings) {
+  return parse_cluster_document(read_cluster_document(path), path, overrides, warnings);
+}
+
+ClusterSpec parse_cluster_document(const json& cluster, const std::string& name,
+                                   const std::vector<std::string>& overrides,
+                                   std::vector<std::string>* warnings) {
   Ctx ctx;
-  ctx.file = path;
+  ctx.file = name;
   json doc = json::object();
-  doc["cluster"] = read_cluster_document(path);
+  doc["cluster"] = cluster;
   for (const std::string& ov : overrides) {
     if (ov.rfind("cluster.", 0) != 0)
       throw InputError("--set " + ov.substr(0, ov.find('=')), "",

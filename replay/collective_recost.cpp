@@ -1,0 +1,169 @@
+// Collectives re-costed by the cost model's ratio (docs/replay.md, "Collectives on another
+// cluster"; the rule in collective_recost.hpp).
+#include "replay/collective_recost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/hardware/topology.hpp"
+#include "core/scenario/cluster_document.hpp"
+#include "core/scenario/scenario_parser.hpp"
+
+namespace csim::replay {
+
+std::string cluster_file_of(const std::vector<std::string>& overrides) {
+  std::string file;
+  for (const std::string& s : overrides)
+    if (s.rfind("cluster=", 0) == 0) file = s.substr(8);
+  return file;
+}
+
+JobClusters job_clusters(const ReplayProgram& rp, const std::string& source_gpu,
+                         int source_gpus_per_node, int dp_scale,
+                         const std::vector<std::string>& overrides) {
+  JobClusters j;
+  j.ranks = static_cast<int>(rp.ranks.size());
+  for (const ImportedRank& r : rp.ranks) j.ranks = std::max(j.ranks, r.meta.world_size);
+  for (const GpuOpInfo& k : rp.gpu_ops) j.ranks = std::max(j.ranks, k.group_size);
+  if (static_cast<long long>(j.ranks) * dp_scale > (1 << 20))
+    throw InputError("(command line)", "--set replay.dp_scale",
+                     std::to_string(j.ranks) + " ranks x " + std::to_string(dp_scale) +
+                         " is more than 1,048,576 GPUs",
+                     "a smaller factor");
+  j.ranks_to = j.ranks * dp_scale;
+  auto nodes_for = [](int ranks, int per_node) { return (ranks + per_node - 1) / per_node; };
+  // As traced: the source GPU's catalog node (its links and NICs), gpus_per_node of them a node.
+  const int g = source_gpus_per_node;
+  nlohmann::json job = {
+      {"nodes", nodes_for(j.ranks, g)}, {"gpus_per_node", g}, {"gpu", source_gpu}};
+  j.from = core::parse_cluster_document(job, "(command line)");
+  // As asked: the same, or the cluster file of cluster=FILE, with the cluster.* keys.
+  std::vector<std::string> sets;
+  std::string nodes_set, file = cluster_file_of(overrides);
+  for (const std::string& s : overrides) {
+    if (s.rfind("cluster.nodes=", 0) == 0)
+      nodes_set = s;
+    else if (s.rfind("cluster.", 0) == 0)
+      sets.push_back(s);
+  }
+  job["nodes"] = 1;
+  auto parse = [&](const std::vector<std::string>& with) {
+    return file.empty() ? core::parse_cluster_document(job, "(command line)", with)
+                        : core::parse_cluster_file(file, with);
+  };
+  const int per_node = parse(sets).gpus_per_node;
+  sets.push_back(nodes_set.empty()
+                     ? "cluster.nodes=" + std::to_string(nodes_for(j.ranks_to, per_node))
+                     : nodes_set);
+  j.to = parse(sets);
+  if (j.to.world_gpus() < j.ranks_to)
+    throw InputError("(command line)", "--set cluster.nodes",
+                     std::to_string(j.to.nodes) + " nodes of " +
+                         std::to_string(j.to.gpus_per_node) + " GPUs hold fewer than the job's " +
+                         std::to_string(j.ranks_to) + " ranks",
+                     "leave cluster.nodes out: the ranks fill ceil(ranks / gpus_per_node) nodes");
+  return j;
+}
+
+bool is_data_parallel(core::CollectiveKind kind, int group_size, int world) {
+  const bool dp_kind = kind == core::CollectiveKind::kAllReduce ||
+                       kind == core::CollectiveKind::kReduceScatter ||
+                       kind == core::CollectiveKind::kAllGather;
+  return dp_kind && group_size > 1 && group_size == world;
+}
+
+TimeNs modelled_collective_ns(const core::Topology& topo, const core::CommParams& params,
+                              core::CollectiveKind kind, int p, double bytes) {
+  std::vector<int> gpus(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i) gpus[static_cast<std::size_t>(i)] = i;
+  const bool rooted =
+      kind == core::CollectiveKind::kBroadcast || kind == core::CollectiveKind::kReduce;
+  return core::plan_collective(topo, params, kind, params.algo, gpus, rooted ? 0 : -1, bytes)
+      .predicted_ns;
+}
+
+namespace {
+
+std::string mib(double bytes) {
+  std::ostringstream os;
+  os << std::setprecision(4) << bytes / (1024.0 * 1024.0) << " MiB";
+  return os.str();
+}
+
+}  // namespace
+
+std::vector<ExplainRow> recost_collectives(ReplayProgram& rp, const RecostRequest& rq) {
+  // The topologies are built only when some collective can be re-costed (a 128-rank job's
+  // topology is not free), and each (kind, p, p', bytes) is planned once.
+  std::unique_ptr<core::Topology> from, to;
+  std::map<std::tuple<int, int, int, Bytes>, std::pair<TimeNs, TimeNs>> planned;
+  std::vector<ExplainRow> rows;
+  std::map<std::pair<std::string, std::string>, std::size_t> row_of;
+  for (const GpuOpInfo& k : rp.gpu_ops) {
+    if (k.cls != KernelClass::kCollective) continue;
+    core::Op& op = rp.program.ops[static_cast<std::size_t>(k.op)];
+    const int p = k.group_size;
+    std::string rule;
+    TimeNs d = k.measured_ns;
+    if (op.bytes <= 0) {
+      rule = "not re-costable (no size in the trace): measured";
+    } else if (p < 1) {
+      rule = "not re-costable (no Group size in the trace): measured";
+    } else {
+      const int p2 = is_data_parallel(op.collective, p, rq.world) ? p * rq.dp_scale : p;
+      if (!from) {
+        from = std::make_unique<core::Topology>(rq.from);
+        to = std::make_unique<core::Topology>(rq.to);
+      }
+      const auto key = std::make_tuple(static_cast<int>(op.collective), p, p2, op.bytes);
+      auto it = planned.find(key);
+      if (it == planned.end()) {
+        const double s = static_cast<double>(op.bytes);
+        it = planned
+                 .emplace(key, std::make_pair(
+                                   modelled_collective_ns(*from, rq.params, op.collective, p, s),
+                                   modelled_collective_ns(*to, rq.params, op.collective, p2, s)))
+                 .first;
+      }
+      const auto [ta, tb] = it->second;
+      std::ostringstream os;
+      os << std::setprecision(4);
+      if (ta <= 0 || tb <= 0) {
+        os << "not re-costable (the model gives no time): measured";
+      } else {
+        // d' = d * t(to, p') / t(from, p) (docs/replay.md, "Collectives on another cluster");
+        // equal model times keep d exactly (the job's own cluster).
+        const double r = static_cast<double>(tb) / static_cast<double>(ta);
+        if (tb != ta) d = static_cast<TimeNs>(std::llround(static_cast<double>(d) * r));
+        os << "x" << r << " (" << core::to_string(op.collective) << " "
+           << mib(static_cast<double>(op.bytes)) << " over " << p
+           << (p2 != p ? " -> " + std::to_string(p2) : std::string()) << " GPUs: model "
+           << static_cast<double>(ta) / 1000.0 << " -> " << static_cast<double>(tb) / 1000.0
+           << " us)";
+      }
+      rule = os.str();
+    }
+    op.fixed_ns = d;
+    std::string name = rp.program.name_of(op);
+    auto [it, fresh] = row_of.emplace(std::make_pair(name, rule), rows.size());
+    if (fresh) rows.push_back({std::move(name), KernelClass::kCollective, rule, 0, 0, 0});
+    ExplainRow& row = rows[it->second];
+    ++row.count;
+    row.measured_ns += k.measured_ns;
+    row.replayed_ns += d;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const ExplainRow& a, const ExplainRow& b) {
+    return a.measured_ns > b.measured_ns;
+  });
+  return rows;
+}
+
+}  // namespace csim::replay

@@ -115,7 +115,9 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
     c.name = name;
   else if (c.name.empty())
     c.name = fs::path(path).stem().string();
-  for (const std::string& w : hf.warnings) ctx.warn("model.hf_config", path + ": " + w);
+  // Named as the scenario gives it (relative to its folder), so that the text is the same
+  // wherever the scenario is read from.
+  for (const std::string& w : hf.warnings) ctx.warn("model.hf_config", given + ": " + w);
   // The routing of a mixture of experts, which a Hugging Face config does not hold.
   if (o.has("moe_routing")) {
     if (!c.moe.any())

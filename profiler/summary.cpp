@@ -523,6 +523,9 @@ void read_transformer_figures(const nlohmann::json& md, double gpus, Summary& s)
     s.tokens_per_ep_rank_max_over_mean = r->value("tokens_per_ep_rank_max_over_mean", 0.0);
     s.worst_tokens_per_ep_rank_max_over_mean =
         r->value("worst_tokens_per_ep_rank_max_over_mean", 0.0);
+    s.moe_capacity_factor = r->value("capacity_factor", 0.0);
+    s.dropped_token_share = r->value("dropped_token_share", 0.0);
+    s.worst_dropped_token_share = r->value("worst_dropped_token_share", 0.0);
     if (const auto c = r->find("busiest_ep_rank_count"); c != r->end() && c->is_array()) {
       for (std::size_t i = 0; i < c->size(); ++i) {
         const int n = (*c)[i].is_number_integer() ? (*c)[i].get<int>() : 0;

@@ -108,6 +108,10 @@ struct Summary {
   double tokens_per_expert_max_over_mean = 0, worst_tokens_per_expert_max_over_mean = 0;
   double tokens_per_ep_rank_max_over_mean = 0, worst_tokens_per_ep_rank_max_over_mean = 0;
   int busiest_ep_rank = -1, busiest_ep_rank_count = 0;
+  // Under a capacity factor (0: dropless): the share of routed token copies dropped, mean over
+  // the samples and the worst.
+  double moe_capacity_factor = 0;
+  double dropped_token_share = 0, worst_dropped_token_share = 0;
   std::int64_t tokens_per_step = 0;       // samples_per_step x seq_len
   double tokens_per_s = 0;                // tokens_per_step / step_time_s
   double tokens_per_s_per_gpu = 0;        // tokens_per_s / gpus

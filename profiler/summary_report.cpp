@@ -86,6 +86,11 @@ nlohmann::json summary_to_json(const Summary& s) {
           {"worst_tokens_per_ep_rank_max_over_mean", s.worst_tokens_per_ep_rank_max_over_mean},
           {"busiest_ep_rank", s.busiest_ep_rank},
           {"busiest_ep_rank_count", s.busiest_ep_rank_count}};
+      if (s.moe_capacity_factor > 0) {
+        j["transformer"]["moe_routing"]["capacity_factor"] = s.moe_capacity_factor;
+        j["transformer"]["moe_routing"]["dropped_token_share"] = s.dropped_token_share;
+        j["transformer"]["moe_routing"]["worst_dropped_token_share"] = s.worst_dropped_token_share;
+      }
     }
   }
   j["window_s"] = s.window_s;
@@ -264,8 +269,16 @@ void print_summary_table(const Summary& s, std::ostream& out) {
         << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
         << fmt("%.4g", s.flops_per_token_megatron / 1e9) << " Megatron, "
         << fmt("%.4g", s.flops_per_token_torchtitan / 1e9) << " torchtitan\n";
+    // docs/summary.md, "Routing": under a capacity factor, the share of routed copies dropped.
+    const std::string capacity = s.moe_capacity_factor > 0
+                                     ? "; capacity factor " + fmt("%.3g", s.moe_capacity_factor) +
+                                           ": " + fmt("%.2f", s.dropped_token_share * 100) +
+                                           " % of routed copies dropped (worst " +
+                                           fmt("%.2f", s.worst_dropped_token_share * 100) + " %)"
+                                     : std::string();
     if (s.moe_routing == "balanced") {
-      out << "routing:   balanced: every expert gets tokens x k / E, every EP rank the same\n";
+      out << "routing:   balanced: every expert gets tokens x k / E, every EP rank the same"
+          << capacity << "\n";
     } else if (!s.moe_routing.empty()) {
       // docs/summary.md, "Routing".
       out << "routing:   " << s.moe_routing << ", tokens max/mean per expert "
@@ -274,7 +287,7 @@ void print_summary_table(const Summary& s, std::ostream& out) {
           << fmt("%.2f", s.tokens_per_ep_rank_max_over_mean) << " (worst "
           << fmt("%.2f", s.worst_tokens_per_ep_rank_max_over_mean) << ") over "
           << s.moe_routing_samples << " MoE layer passes; busiest EP rank " << s.busiest_ep_rank
-          << " in " << s.busiest_ep_rank_count << "\n";
+          << " in " << s.busiest_ep_rank_count << capacity << "\n";
     }
   }
   if (s.mfu > 0) {

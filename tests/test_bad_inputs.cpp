@@ -110,7 +110,8 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.moe.every_k_layers", "model.transformer.moe.routing",
     "model.transformer.moe.routing.kind", "model.transformer.moe.routing.skew",
     "model.transformer.moe.routing.concentration", "model.transformer.moe.routing.tokens",
-    "model.transformer.moe.routing.seed", "model.transformer.moe.router",
+    "model.transformer.moe.routing.seed", "model.transformer.moe.capacity_factor",
+    "model.transformer.moe.pad_to_capacity", "model.transformer.moe.router",
     "model.transformer.moe.router.score", "model.transformer.moe.router.bias",
     "model.transformer.moe.router.groups", "model.transformer.moe.router.group_top_k",
     // model.transformer.mla (core/scenario/parse_mla.cpp)
@@ -119,7 +120,8 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.mla.qk_rope_head_dim", "model.transformer.mla.v_head_dim",
     // model.hf_config (core/scenario/parse_hf_model.cpp)
     "model.hf_config", "model.seq_len", "model.attention", "model.attention.kernel",
-    "model.vocab_pad_multiple", "model.moe_routing",
+    "model.vocab_pad_multiple", "model.moe_routing", "model.moe_capacity_factor",
+    "model.moe_pad_to_capacity",
     // strategy
     "strategy.kind", "strategy.device_ids", "strategy.output_device", "strategy.ddp",
     "strategy.ddp.bucket_cap_mb", "strategy.ddp.first_bucket_mb", "strategy.ddp.overlap",

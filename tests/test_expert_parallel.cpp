@@ -376,3 +376,70 @@ TEST_CASE("tp 2 with experts: whole experts on each tp rank's s / tp tokens (etp
   };
   CHECK(fc_flops(tp2) == Approx(fc_flops(tp1) / 2));
 }
+
+TEST_CASE("A capacity factor caps each expert's tokens and the summary counts the dropped",
+          "[ep][routing]") {
+  // Shares 5:1:1:1 of 4 experts (histogram), ep 2. Capacity factor 1: each expert keeps at most
+  // 1 / 4 of the routed copies, so expert 0 keeps 2/8 of its 5/8 and 3/8 are dropped; rank 0
+  // (experts 0, 1) computes 2 x (2/8 + 1/8) = 0.75 of the balanced load, rank 1 2 x 2/8 = 0.5
+  // (dropless: 1.5 and 0.5, the test above). Padded to capacity every expert computes 1/4: both
+  // ranks 1.
+  MoeConfig m;
+  m.experts = 4;
+  m.capacity_factor = 1.0;
+  const std::vector<double> shares = {5.0 / 8, 1.0 / 8, 1.0 / 8, 1.0 / 8};
+  CHECK(kept_shares(m, shares) == std::vector<double>{0.25, 0.125, 0.125, 0.125});
+  CHECK(dropped_share(m, shares) == Approx(3.0 / 8));
+  CHECK(ep_rank_loads(kept_shares(m, shares), 2) == std::vector<double>{0.75, 0.5});
+  m.pad_to_capacity = true;
+  CHECK(ep_rank_loads(kept_shares(m, shares), 2) == std::vector<double>{1.0, 1.0});
+  // Capacity 1.25 over balanced shares drops nothing and keeps every load at 1.
+  m = MoeConfig{};
+  m.experts = 4;
+  m.capacity_factor = 1.25;
+  CHECK(dropped_share(m, {0.25, 0.25, 0.25, 0.25}) == 0.0);
+  CHECK(uniform_expert_load(m));
+
+  // The lowering: GPU 0's expert.fc kernel runs 0.75 x the balanced 16,777,216 FLOPs, and the
+  // all-to-alls move the busiest rank's 0.75 x 65,536 bytes; the summary reports 37.5 % dropped.
+  const std::string moe =
+      R"({"experts": 4, "top_k": 2, "expert_ffn_hidden": 128, "capacity_factor": 1.0,
+          "routing": {"kind": "histogram", "tokens": [5, 1, 1, 1]}})";
+  const Scenario sc = parse_scenario_string(
+      tiny(R"("kind": "3d", "dp": 4, "micro_batch_size": 1, "ep": 2)", 4, moe), "c.json");
+  const Program p = lower(sc);
+  REQUIRE(validate_program(p).empty());
+  std::map<int, double> fc_flops;
+  Bytes dispatch = 0;
+  for (const Op& op : p.ops) {
+    const std::string name = p.name_of(op);
+    if (op.kind == OpKind::kCompute && name.find("mlp.experts.fc.fwd") != std::string::npos)
+      fc_flops[op.gpu] = op.flops;
+    if (op.kind == OpKind::kCollective && name.find("ep all_to_all dispatch") != std::string::npos)
+      dispatch = op.bytes;
+  }
+  CHECK(fc_flops.at(0) == Approx(0.75 * 16'777'216.0));
+  CHECK(fc_flops.at(1) == Approx(0.5 * 16'777'216.0));
+  CHECK(dispatch == 49'152);
+  const prof::Summary s = prof::summarize(run::simulate(sc).trace);
+  CHECK(s.moe_capacity_factor == 1.0);
+  CHECK(s.dropped_token_share == Approx(3.0 / 8));
+  CHECK(s.worst_dropped_token_share == Approx(3.0 / 8));
+  CHECK(s.tokens_per_ep_rank_max_over_mean == Approx(0.75));
+}
+
+TEST_CASE("Capacity bad inputs name the key", "[ep][routing]") {
+  InputError e = error_of([] {
+    parse_scenario_string(tiny(R"("kind": "3d", "dp": 4, "ep": 2)", 4,
+                               R"({"experts": 4, "top_k": 2, "capacity_factor": 0})"),
+                          "c.json");
+  });
+  CHECK(e.json_path() == "model.transformer.moe.capacity_factor");
+  CHECK(e.message().find("keeps no token") != std::string::npos);
+  e = error_of([] {
+    parse_scenario_string(tiny(R"("kind": "3d", "dp": 4, "ep": 2)", 4,
+                               R"({"experts": 4, "top_k": 2, "pad_to_capacity": true})"),
+                          "c.json");
+  });
+  CHECK(e.json_path() == "model.transformer.moe.pad_to_capacity");
+}

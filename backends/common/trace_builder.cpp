@@ -523,6 +523,12 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
           {"tokens_per_ep_rank_max_over_mean", st.rank_max_over_mean},
           {"worst_tokens_per_ep_rank_max_over_mean", st.worst_rank_max_over_mean},
           {"busiest_ep_rank_count", st.busiest_rank_count}};
+      const core::MoeConfig& moe = s.model.transformer_config.moe;
+      if (moe.capacity_factor > 0) {
+        md["transformer"]["moe_routing"]["capacity_factor"] = moe.capacity_factor;
+        md["transformer"]["moe_routing"]["dropped_token_share"] = st.dropped;
+        md["transformer"]["moe_routing"]["worst_dropped_token_share"] = st.worst_dropped;
+      }
     }
   }
   // First-step and steady-state peaks per GPU (docs/memory.md): the summary reports the larger.

@@ -61,7 +61,7 @@ class ExpertParallelPiece final : public ParallelPiece {
     }
     const RankGrid grid = RankGrid::expert(e_.spec());
     for (int rk = 0; rk < grid.size(); ++rk) ep_index_.push_back(grid.coord(rk)[ParallelDim::kEp]);
-    balanced_ = e_.scenario().model.transformer_config.moe.routing.kind == RoutingKind::kBalanced;
+    balanced_ = uniform_expert_load(e_.scenario().model.transformer_config.moe);
     auto& ranks = e_.ranks();
     grid.for_each_group({ParallelDim::kEp}, [&](const std::vector<int>& rks, const RankCoord& at) {
       const int g = e_.add_group(rks, name("ep", grid, at, ParallelDim::kEp));
@@ -116,8 +116,9 @@ class ExpertParallelPiece final : public ParallelPiece {
     auto it = loads_.find(key);
     if (it != loads_.end()) return it->second;
     Loads l;
-    l.per_rank = ep_rank_loads(
-        expert_shares(e_.scenario().model.transformer_config.moe, block, micro), e_.spec().ep);
+    const MoeConfig& moe = e_.scenario().model.transformer_config.moe;
+    // The loads as computed: the capacity caps (or pads) each expert's share first.
+    l.per_rank = ep_rank_loads(kept_shares(moe, expert_shares(moe, block, micro)), e_.spec().ep);
     l.max = *std::max_element(l.per_rank.begin(), l.per_rank.end());
     return loads_.emplace(key, std::move(l)).first->second;
   }

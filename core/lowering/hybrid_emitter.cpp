@@ -16,6 +16,7 @@
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/optimizer_kernels.hpp"
 #include "core/lowering/optimizer_memory.hpp"
+#include "core/model/moe_routing.hpp"
 
 namespace csim::core::hybrid {
 
@@ -157,7 +158,7 @@ void Emitter::lay_out_ranks() {
     const int step = ps_.tp;
     const int n = eg.size(ParallelDim::kEp) / step;
     const int stride = eg.stride(ParallelDim::kEp) * step;
-    if (s_.model.transformer_config.moe.routing.kind == RoutingKind::kBalanced &&
+    if (uniform_expert_load(s_.model.transformer_config.moe) &&
         eg.size(ParallelDim::kEp) % step == 0 && n > 1 &&
         shift_maps_groups(
             n, stride, grid_,

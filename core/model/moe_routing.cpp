@@ -99,6 +99,28 @@ std::vector<double> expert_shares(const MoeConfig& m, int block, std::int64_t mi
   return s;
 }
 
+std::vector<double> kept_shares(const MoeConfig& m, const std::vector<double>& shares) {
+  if (m.capacity_factor <= 0) return shares;
+  const double cap = m.capacity_factor / static_cast<double>(shares.size());
+  std::vector<double> out(shares.size());
+  for (std::size_t i = 0; i < shares.size(); ++i)
+    out[i] = m.pad_to_capacity ? cap : std::min(shares[i], cap);
+  return out;
+}
+
+double dropped_share(const MoeConfig& m, const std::vector<double>& shares) {
+  if (m.capacity_factor <= 0) return 0;
+  const double cap = m.capacity_factor / static_cast<double>(shares.size());
+  double d = 0;
+  for (double x : shares) d += std::max(0.0, x - cap);
+  return d;
+}
+
+bool uniform_expert_load(const MoeConfig& m) {
+  return m.routing.kind == RoutingKind::kBalanced &&
+         (m.capacity_factor <= 0 || (m.capacity_factor >= 1 && !m.pad_to_capacity));
+}
+
 std::vector<double> ep_rank_loads(const std::vector<double>& shares, int ep) {
   const std::size_t per = shares.size() / static_cast<std::size_t>(ep);
   std::vector<double> out(static_cast<std::size_t>(ep), 0.0);
@@ -116,7 +138,10 @@ RoutingStats routing_stats(const TransformerConfig& c, int ep, std::int64_t micr
     if (!block_is_moe(c, b)) continue;
     for (std::int64_t mu = 0; mu < micro_batches; ++mu) {
       const std::vector<double> s = expert_shares(c.moe, b, mu);
-      const std::vector<double> l = ep_rank_loads(s, ep);
+      const std::vector<double> l = ep_rank_loads(kept_shares(c.moe, s), ep);
+      const double dropped = dropped_share(c.moe, s);
+      st.dropped += dropped;
+      st.worst_dropped = std::max(st.worst_dropped, dropped);
       const double e = *std::max_element(s.begin(), s.end()) * static_cast<double>(s.size());
       const auto busiest = std::max_element(l.begin(), l.end());
       expert_sum += e;
@@ -130,6 +155,7 @@ RoutingStats routing_stats(const TransformerConfig& c, int ep, std::int64_t micr
   if (st.samples == 0) return RoutingStats{};
   st.expert_max_over_mean = expert_sum / st.samples;
   st.rank_max_over_mean = rank_sum / st.samples;
+  st.dropped /= st.samples;
   return st;
 }
 

@@ -66,9 +66,10 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
                std::string("the model is given twice (hf_config and ") + k + ")",
                "keep exactly one of hf_config, layers, gpt, transformer, resnet50, explicit");
   }
-  Obj o(ctx, v, "model",
-        {"hf_config", "seq_len", "attention", "vocab_pad_multiple", "name",
-         "input_bytes_per_sample", "python_hooks", "moe_routing"});
+  Obj o(
+      ctx, v, "model",
+      {"hf_config", "seq_len", "attention", "vocab_pad_multiple", "name", "input_bytes_per_sample",
+       "python_hooks", "moe_routing", "moe_capacity_factor", "moe_pad_to_capacity"});
   // The scenario's keys first, so that their errors do not depend on the config file.
   const std::string given = o.string("hf_config", "");
   if (given.empty())
@@ -126,6 +127,12 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
     c.moe.routing =
         parse_moe_routing(ctx, o.raw("moe_routing"), o.at("moe_routing"), c.moe.experts);
   }
+  for (const char* k : {"moe_capacity_factor", "moe_pad_to_capacity"}) {
+    if (o.has(k) && !c.moe.any())
+      ctx.fail(o.at(k), path + " is not a mixture of experts",
+               std::string("remove ") + k + ", or point hf_config at an MoE model");
+  }
+  parse_moe_capacity(ctx, o, "moe_capacity_factor", "moe_pad_to_capacity", c.moe);
 
   // model.transformer's checks, each named where its value came from.
   const bool gpt2 = hf.architecture == "GPT2LMHeadModel";

@@ -95,6 +95,22 @@ MoeRouting parse_moe_routing(Ctx& ctx, const nlohmann::json& v, const std::strin
   return r;
 }
 
+void parse_moe_capacity(Ctx& ctx, const Obj& o, const std::string& factor_key,
+                        const std::string& pad_key, MoeConfig& m) {
+  if (o.has(factor_key)) {
+    m.capacity_factor = o.number(factor_key, 0.0, -1e9, 1e9);
+    if (!(m.capacity_factor > 0))
+      ctx.fail(o.at(factor_key),
+               "a capacity factor of " + o.raw(factor_key).dump() + " keeps no token",
+               "a factor > 0 (1.0: each expert takes its balanced share; Switch Transformer used "
+               "1.0 to 1.25), or remove it for dropless routing");
+  }
+  m.pad_to_capacity = o.boolean(pad_key, false);
+  if (m.pad_to_capacity && m.capacity_factor <= 0)
+    ctx.fail(o.at(pad_key), "padding to capacity needs a capacity factor",
+             "give " + factor_key + " (e.g. 1.0), or remove " + pad_key);
+}
+
 MoeRouter parse_moe_router(Ctx& ctx, const nlohmann::json& v, const std::string& path) {
   Obj o(ctx, v, path, {"score", "bias", "groups", "group_top_k"});
   MoeRouter r;
@@ -108,7 +124,8 @@ MoeRouter parse_moe_router(Ctx& ctx, const nlohmann::json& v, const std::string&
 MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path) {
   Obj o(ctx, v, path,
         {"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",
-         "first_dense_layers", "every_k_layers", "router", "routing"});
+         "first_dense_layers", "every_k_layers", "capacity_factor", "pad_to_capacity", "router",
+         "routing"});
   MoeConfig m;
   m.experts = static_cast<int>(o.req_integer("experts", 2, 1 << 16));
   m.top_k = static_cast<int>(o.req_integer("top_k", 1, 1 << 16));
@@ -117,6 +134,7 @@ MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path) 
   m.shared_ffn_hidden = o.integer("shared_ffn_hidden", 0, 1, 1 << 22);
   m.first_dense_layers = static_cast<int>(o.integer("first_dense_layers", 0, 0, 100000));
   m.every_k_layers = static_cast<int>(o.integer("every_k_layers", 1, 1, 100000));
+  parse_moe_capacity(ctx, o, "capacity_factor", "pad_to_capacity", m);
   if (o.has("router")) m.router = parse_moe_router(ctx, o.raw("router"), o.at("router"));
   if (o.has("routing"))
     m.routing = parse_moe_routing(ctx, o.raw("routing"), o.at("routing"), m.experts);

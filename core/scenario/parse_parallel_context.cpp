@@ -37,7 +37,9 @@ std::string model_key_path(const Ctx& ctx, const std::string& key) {
   if (model != nullptr && model->is_object()) {
     if (model->contains("hf_config")) {
       if (key == "seq_len") return "model.seq_len";
-      return key == "moe.routing" ? "model.moe_routing" : "model.hf_config";
+      if (key == "moe.routing") return "model.moe_routing";
+      if (key == "moe.capacity_factor") return "model.moe_capacity_factor";
+      return "model.hf_config";
     }
     if (model->contains("gpt")) return "model.gpt." + key;
   }

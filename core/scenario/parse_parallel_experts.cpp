@@ -49,6 +49,11 @@ void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
     if (moe.any() && moe.routing.kind != RoutingKind::kBalanced)
       ctx.warn(model_key_path(ctx, "moe.routing"),
                "routing imbalance changes nothing without expert parallelism (strategy.ep is 1)");
+    if (moe.any() && moe.capacity_factor > 0)
+      ctx.warn(model_key_path(ctx, "moe.capacity_factor"),
+               "the capacity applies under expert parallelism only: with strategy.ep 1 every "
+               "routed copy is computed (the summary still reports the share a capacity would "
+               "drop)");
     return;
   }
   if (!moe.any()) {

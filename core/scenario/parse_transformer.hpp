@@ -37,6 +37,11 @@ std::optional<TransformerProblem> transformer_problem(const TransformerConfig& c
 std::optional<TransformerProblem> moe_problem(const TransformerConfig& c);
 // model.transformer.moe at `path`.
 MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path);
+// moe.capacity_factor and moe.pad_to_capacity under the keys given (model.transformer.moe, or
+// moe_capacity_factor / moe_pad_to_capacity beside model.hf_config): a factor > 0, padding only
+// with a factor.
+void parse_moe_capacity(Ctx& ctx, const Obj& o, const std::string& factor_key,
+                        const std::string& pad_key, MoeConfig& m);
 // moe.routing (model.transformer.moe.routing, or model.moe_routing beside model.hf_config): how
 // tokens spread over the `experts` experts (docs/scenario.md, "Routing imbalance").
 MoeRouting parse_moe_routing(Ctx& ctx, const nlohmann::json& v, const std::string& path,

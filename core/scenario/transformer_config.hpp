@@ -59,8 +59,14 @@ struct MoeConfig {
   std::int64_t shared_ffn_hidden = 0;  // their total width; 0 = shared_experts x f_e
   int first_dense_layers = 0;          // blocks 0..n-1 keep a dense MLP (DeepSeek-V3: 3)
   int every_k_layers = 1;              // block i is MoE when (i + 1) % k == 0 (Qwen's step)
-  MoeRouter router;                    // softmax, no bias, no groups unless said otherwise
-  MoeRouting routing;                  // balanced unless the scenario says otherwise
+  // Capacity (docs/transformer.md, "Capacity and dropped tokens"): each expert takes at most
+  // capacity_factor x its balanced share of a rank's routed copies, the rest are dropped; 0 =
+  // dropless. pad_to_capacity: every expert computes exactly its capacity (Megatron's
+  // moe_pad_expert_input_to_capacity).
+  double capacity_factor = 0;
+  bool pad_to_capacity = false;
+  MoeRouter router;    // softmax, no bias, no groups unless said otherwise
+  MoeRouting routing;  // balanced unless the scenario says otherwise
   bool any() const { return experts > 0; }
 };
 

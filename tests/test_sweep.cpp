@@ -173,7 +173,7 @@ TEST_CASE("simrun sweep writes every variant, fitting ones first by throughput",
         test::read_file((d / "r1.csv.meta.json").string()));
 }
 
-TEST_CASE("simrun sweep resumes from a partial JSON Lines file; a CSV needs its sidecar",
+TEST_CASE("simrun sweep resumes from a partial JSON Lines file, and a CSV needs its sidecar",
           "[sweep][cli]") {
   const fs::path d = test::fresh_dir("sweep", "jsonl");
   const std::string full = (d / "full.jsonl").string(), part = (d / "part.jsonl").string();

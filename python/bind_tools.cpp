@@ -1,9 +1,12 @@
-// collective and replay (docs/python.md): run/'s collective size sweep (simrun collective) and
-// replay/'s pipeline (simrun replay), as rows of plain values.
+// collective, diff and replay (docs/python.md): run/'s collective size sweep (simrun collective),
+// profiler/'s trace diff (tracediff) and replay/'s pipeline (simrun replay), as plain values.
 #include <pybind11/stl.h>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "profiler/atomic_file.hpp"
+#include "profiler/run_metrics_file.hpp"
+#include "profiler/trace_diff.hpp"
 #include "python/bindings.hpp"
 #include "replay/replay_run.hpp"
 #include "run/collective_bench.hpp"
@@ -81,12 +84,41 @@ pb::dict replay_traces(const std::vector<std::string>& inputs, const std::vector
   return d;
 }
 
+// tracediff's comparison (docs/tracediff.md): each side one or more traces or summaries, medians
+// per side; diff_to_json's report with "regressed".
+pb::object diff(const std::vector<std::string>& base, const std::vector<std::string>& next,
+                double tolerance, const std::string& tolerances_file) {
+  if (base.empty() || next.empty())
+    throw InputError("", "", "diff needs a file on each side", "diff(base, new)");
+  if (tolerance < 0)
+    throw InputError("", "tolerance", "a negative tolerance", "a fraction: 0.02 is 2 %");
+  nlohmann::json report;
+  {
+    pb::gil_scoped_release release;
+    prof::Tolerances tol;
+    tol.default_rel = tolerance;
+    if (!tolerances_file.empty())
+      tol.rules = prof::parse_tolerance_rules(
+          core::read_text_file(tolerances_file, "tolerance file", "tracediff --help: the format"),
+          tolerances_file);
+    std::vector<prof::RunMetrics> b, n;
+    for (const std::string& p : base) b.push_back(prof::load_run_metrics(p));
+    for (const std::string& p : next) n.push_back(prof::load_run_metrics(p));
+    const prof::DiffResult d = prof::diff_runs(b, n, tol);
+    report = prof::diff_to_json(d);
+    report["regressed"] = d.regressed();
+  }
+  return to_python(report);
+}
+
 }  // namespace
 
 void bind_tools(pb::module_& m) {
   m.def("_collective", &collective, pb::arg("cluster"), pb::arg("op"), pb::arg("min_size"),
         pb::arg("max_size"), pb::arg("factor"), pb::arg("gpus"), pb::arg("dtype"), pb::arg("algo"),
         pb::arg("proto"), pb::arg("sets"));
+  m.def("_diff", &diff, pb::arg("base"), pb::arg("new"), pb::arg("tolerance"),
+        pb::arg("tolerances"));
   m.def("_replay", &replay_traces, pb::arg("inputs"), pb::arg("sets"), pb::arg("trace"));
 }
 

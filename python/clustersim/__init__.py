@@ -18,7 +18,7 @@ from . import _clustersim
 from ._clustersim import BackendUnavailable, Error, InputError, Scenario, cuda_status
 from ._results import Result, table
 
-__all__ = ["load", "simulate", "sweep", "tune", "collective", "replay", "Scenario", "Result",
+__all__ = ["load", "simulate", "sweep", "tune", "collective", "diff", "replay", "Scenario", "Result",
            "InputError", "BackendUnavailable", "Error", "cuda_status"]
 
 
@@ -108,6 +108,22 @@ def collective(cluster, op="all_reduce", sizes=("8", "128M"), factor=2.0, gpus=0
     rows = _clustersim._collective(_os.fspath(cluster), op, lo, hi, factor, gpus, dtype, algo,
                                    proto, _sets(set))
     return table(rows, {})
+
+
+def diff(base, new, tolerance=0.02, tolerances=None):
+    """tracediff: BASE and NEW each a trace (.json, .json.gz) or a simrun --summary file, or a
+    list of them (medians per side). Returns tracediff --json's report as a dict, with
+    "regressed" True when a metric got worse beyond its tolerance (tracediff's exit 1); "rows"
+    as a DataFrame when pandas is importable."""
+    def paths(side):
+        if isinstance(side, (str, _os.PathLike)):
+            side = [side]
+        return [_os.fspath(p) for p in side]
+    out = _clustersim._diff(paths(base), paths(new), float(tolerance),
+                            _os.fspath(tolerances or ""))
+    if "rows" in out:
+        out["rows"] = table(out["rows"], {})
+    return out
 
 
 def replay(inputs, set=None, trace=None):

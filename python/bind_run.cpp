@@ -61,11 +61,20 @@ run::Backend backend_of(const std::string& name) {
   return b;
 }
 
+// Launch modes of a real run inside an interpreter: threads only. The processes mode forks its
+// ranks without exec (backends/real/process_launcher.cpp), which is unsafe in a multi-threaded
+// interpreter (locks held by other threads at fork stay held in the child); mpi needs mpirun.
 run::Launch launch_of(const std::string& name) {
   run::Launch l;
-  if (!run::parse_launch(name, &l) || l == run::Launch::kMpi)
-    throw InputError("", "launch", "unknown launch mode '" + name + "'",
-                     "threads or processes (mpi: simrun under mpirun)");
+  if (!run::parse_launch(name, &l))
+    throw InputError("", "launch", "unknown launch mode '" + name + "'", "threads");
+  if (l != run::Launch::kThreads)
+    throw InputError("", "launch",
+                     "launch mode '" + name + "' is not offered inside Python: " +
+                         (l == run::Launch::kMpi ? "it needs mpirun"
+                                                 : "it forks its ranks without exec, unsafe in a "
+                                                   "threaded interpreter"),
+                     "launch='threads', or simrun --launch " + name);
   return l;
 }
 

@@ -92,6 +92,18 @@ def python_example_output(c):
     return "\n```\n" + p.stdout + "```\n"
 
 
+def python_overhead(c):
+    """scripts/python-overhead.py's table (timed: as measured on this machine)."""
+    if not os.path.isdir(os.path.join(c.build, "python", "clustersim")):
+        return None
+    env = dict(os.environ, PYTHONPATH=os.path.join(c.build, "python"))
+    p = subprocess.run(["/usr/bin/python3", "scripts/python-overhead.py", c.build], cwd=ROOT,
+                       text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"scripts/python-overhead.py exited {p.returncode}:\n{p.stdout[-3000:]}")
+    return "\n```\n" + p.stdout + "```\n"
+
+
 def dp_memory(c):
     # README: GPT-2 small under DataParallel on 8 A100s: output_device against the others.
     s = c.summary("scenarios/gpt2_small_8xa100.json")
@@ -683,6 +695,7 @@ FIGURES = {
     "dp_memory": (dp_memory, False),
     "python_example_source": (python_example_source, False),
     "python_example_output": (python_example_output, False),
+    "python_overhead": (python_overhead, True),
     "ddp_step": (ddp_step, False),
     "dp_step": (dp_step, False),
     "ci_diff": (ci_diff, False),

@@ -3,6 +3,7 @@
 // gives it to simrun --summary, its trace written on request.
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include <pybind11/stl.h>
@@ -29,6 +30,10 @@ struct PyRun {
   prof::Summary summary;
   bool interrupted = false;
 
+  // Held while the trace is built or written: write_trace runs without the GIL, so two threads
+  // may call it on one result.
+  std::shared_ptr<std::mutex> trace_mutex = std::make_shared<std::mutex>();
+
   // The run's trace: the one built during the run, else built now from its timings (the same
   // bytes: backend::build_trace is what the simulator's trace is).
   const prof::Trace& trace() {
@@ -38,6 +43,7 @@ struct PyRun {
   }
   void write_trace(const std::string& path) {
     prof::check_output_file("trace", path);
+    std::lock_guard<std::mutex> lock(*trace_mutex);
     if (run->trace_formatted) {
       run::write_trace_file(*run, *scenario, path);
       return;
@@ -46,6 +52,7 @@ struct PyRun {
   }
   void write_per_rank(const std::string& dir) {
     prof::check_output_dir("per_rank", dir);
+    std::lock_guard<std::mutex> lock(*trace_mutex);
     if (run->trace_formatted) {  // the formatted trace holds no events to split
       run->trace_formatted = false;
       run->formatted_trace = {};

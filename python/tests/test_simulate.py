@@ -123,3 +123,13 @@ def test_four_threads_give_the_same_results_as_in_series(scenario):
         t.join()
     assert parallel == series
     assert len({json.dumps(s, sort_keys=True) for s in series}) == 4  # the variants differ
+
+
+def test_per_rank_writes_one_trace_per_gpu(tmp_path, scenario):
+    # The 4-GPU server: one trace file per GPU, each a Chrome trace with its own events.
+    sc = cs.load(scenario("dp_vs_ddp_4x1080ti.json"), set={"training.steps": 2})
+    cs.simulate(sc, per_rank=tmp_path / "ranks")
+    files = sorted((tmp_path / "ranks").glob("*.json"))
+    assert len(files) == 4
+    for f in files:
+        assert json.loads(f.read_text())["traceEvents"]

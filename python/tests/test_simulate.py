@@ -104,6 +104,29 @@ def test_cuda_without_a_gpu_raises_backend_unavailable(scenario):
     assert str(e.value)
 
 
+def test_a_long_simulation_lets_other_threads_run(scenario):
+    # With the GIL held through the call, a Python thread could not run a single bytecode until
+    # it returned; released, the counter thread keeps counting while the 512-GPU run simulates.
+    sc = cs.load(scenario("llama3_70b_512xh100_3d.json"), set={"training.steps": 4})
+    count, stop = [0], threading.Event()
+
+    def counter():
+        while not stop.is_set():
+            count[0] += 1
+
+    t = threading.Thread(target=counter)
+    t.start()
+    while count[0] == 0:  # the counter has started
+        pass
+    before = count[0]
+    r = cs.simulate(sc)
+    during = count[0] - before
+    stop.set()
+    t.join()
+    assert r.complete
+    assert during > 1000
+
+
 def test_four_threads_give_the_same_results_as_in_series(scenario):
     # Four variants (two strategies x two batches): each run in series, then all four at once
     # on four threads (the GIL released during each run); the summaries must be identical.

@@ -38,6 +38,8 @@ ALLOWED = {
     "sweep": {"core", "profiler", "backends", "run"},
     "gui": {"core", "profiler", "run"},
     "tools": {"core", "profiler", "backends", "run", "sweep", "calibration", "hpo", "replay"},
+    # The clustersim Python module binds the libraries, never the command lines (docs/python.md).
+    "python": {"core", "profiler", "backends", "run", "sweep", "replay"},
     "tests": None,
     "bench": None,
     "fuzz": None,
@@ -102,6 +104,7 @@ THIRD_PARTY = [
     ("ImGui / GLFW / OpenGL", re.compile(r"^(imgui|GLFW/|GL/)"),
      ("gui/", "tests/test_gui", "bench/bench_gui")),
     ("CLI11", re.compile(r"^CLI/"), ("tools/", "gui/")),
+    ("pybind11 / Python.h", re.compile(r"^(pybind11/|Python\.h$)"), ("python/",)),
     ("MPI", re.compile(r"^mpi\.h$"), ("backends/mpi/mpi_comm_module.cpp",)),
     ("the CUDA toolkit", re.compile(r"^(cuda|cublas|nccl|cupti|nvml)"),
      ("backends/cuda/", "profiler/cupti/", "tests/cuda/")),

@@ -71,6 +71,39 @@ class Ctx:
 GIB = 1024.0 ** 3
 
 
+def python_example_source(c):
+    """docs/python_example.py as docs/python.md shows it."""
+    with open(os.path.join(ROOT, "docs", "python_example.py")) as f:
+        return "\n```python\n" + f.read() + "```\n"
+
+
+def python_example_output(c):
+    """What docs/python_example.py prints, run with Debian's python3 on the clustersim module of
+    the build tree; its plots go to docs/images (to a scratch folder with --check). None when the
+    module is not built (no pybind11-dev)."""
+    if not os.path.isdir(os.path.join(c.build, "python", "clustersim")):
+        return None
+    images = c.tmp if c.check else os.path.join(ROOT, "docs", "images")
+    env = dict(os.environ, PYTHONPATH=os.path.join(c.build, "python"), MPLBACKEND="Agg")
+    p = subprocess.run(["/usr/bin/python3", "docs/python_example.py", images], cwd=ROOT,
+                       text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"docs/python_example.py exited {p.returncode}:\n{p.stdout[-3000:]}")
+    return "\n```\n" + p.stdout + "```\n"
+
+
+def python_overhead(c):
+    """scripts/python-overhead.py's table (timed: as measured on this machine)."""
+    if not os.path.isdir(os.path.join(c.build, "python", "clustersim")):
+        return None
+    env = dict(os.environ, PYTHONPATH=os.path.join(c.build, "python"))
+    p = subprocess.run(["/usr/bin/python3", "scripts/python-overhead.py", c.build], cwd=ROOT,
+                       text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"scripts/python-overhead.py exited {p.returncode}:\n{p.stdout[-3000:]}")
+    return "\n```\n" + p.stdout + "```\n"
+
+
 def dp_memory(c):
     # README: GPT-2 small under DataParallel on 8 A100s: output_device against the others.
     s = c.summary("scenarios/gpt2_small_8xa100.json")
@@ -694,6 +727,9 @@ FIGURES = {
     "accuracy_table": (accuracy_table, False),
     "accuracy_cases": (accuracy_cases, False),
     "dp_memory": (dp_memory, False),
+    "python_example_source": (python_example_source, False),
+    "python_example_output": (python_example_output, False),
+    "python_overhead": (python_overhead, True),
     "ddp_step": (ddp_step, False),
     "dp_step": (dp_step, False),
     "ci_diff": (ci_diff, False),
@@ -740,6 +776,7 @@ def main():
     stale, used, errors = [], set(), []
     with tempfile.TemporaryDirectory(prefix="csim_docs_") as tmp:
         c = Ctx(os.path.abspath(a.build_dir), tmp)
+        c.check = a.check
         values = {}
 
         def value(name):

@@ -19,8 +19,14 @@ using nlohmann::json;
 
 constexpr const char* kFormat = "csim-sweep";
 
+bool ends_with(const std::string& path, const std::string& ext) {
+  return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+}
 bool is_csv(const std::string& path) {
-  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+  return ends_with(path, ".csv");
+}
+bool is_jsonl(const std::string& path) {
+  return ends_with(path, ".jsonl");
 }
 
 std::string num(double v) {
@@ -168,23 +174,55 @@ std::vector<VariantResult> read_json(const std::string& path, const std::string&
   return rows;
 }
 
+// The sidecar of a CSV or JSON Lines file (results_sidecar_path): the header as JSON.
+ResultsHeader read_sidecar(const std::string& path) {
+  const std::string side = results_sidecar_path(path);
+  std::ifstream in(side, std::ios::binary);
+  if (!in) not_ours(path, "its provenance file " + side + " is missing");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const json doc = json::parse(ss.str(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || doc.value("format", "") != kFormat)
+    not_ours(path, side + " is not a csim-sweep provenance file");
+  ResultsHeader h;
+  h.scenario = doc.value("scenario", "");
+  h.base = doc.value("base", "none");
+  for (const json& k : doc.value("keys", json::array())) h.keys.push_back(k.get<std::string>());
+  return h;
+}
+
+std::vector<VariantResult> read_jsonl(const std::string& path, std::istream& in,
+                                      const ResultsHeader& expect) {
+  const ResultsHeader h = read_sidecar(path);
+  check_header(path, h, expect);
+  std::vector<VariantResult> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) not_ours(path, "a row does not parse: " + line.substr(0, 80));
+    try {
+      VariantResult r = figures_from_json(j);
+      for (const std::string& k : h.keys)
+        r.values.push_back(j.at("knobs").at(k).get<std::string>());
+      rows.push_back(std::move(r));
+    } catch (const std::exception& e) {  // json type or key errors, unknown status
+      not_ours(path, std::string("a row does not parse: ") + e.what());
+    }
+  }
+  return rows;
+}
+
 std::vector<VariantResult> read_csv(const std::string& path, std::istream& in,
                                     const ResultsHeader& expect) {
   std::string line;
-  ResultsHeader h;
-  // "# csim-sweep scenario=PATH variants=N done=D complete=BOOL base=FINGERPRINT" (no base: none)
-  if (!std::getline(in, line) || line.rfind(std::string("# ") + kFormat, 0) != 0)
-    not_ours(path, "it is not a csim-sweep CSV file (no '# csim-sweep' first line)");
-  const std::size_t s = line.find(" scenario="), v = line.rfind(" variants=");
-  if (s == std::string::npos || v == std::string::npos || v < s) not_ours(path, "bad first line");
-  h.scenario = line.substr(s + 10, v - s - 10);
-  if (const std::size_t b = line.rfind(" base="); b != std::string::npos && b > v)
-    h.base = line.substr(b + 6, line.find(' ', b + 6) - (b + 6));
+  ResultsHeader h = read_sidecar(path);
   if (!std::getline(in, line)) not_ours(path, "no column line");
   const std::vector<std::string> cols = csv_split(line);
   if (cols.size() != 1 + expect.keys.size() + kFigureColumns.size() || cols[0] != "index")
     not_ours(path, "its columns differ from this sweep's");
-  h.keys.assign(cols.begin() + 1, cols.begin() + 1 + static_cast<long>(expect.keys.size()));
+  if (!std::equal(expect.keys.begin(), expect.keys.end(), cols.begin() + 1))
+    not_ours(path, "its knobs differ from this sweep's --grid keys");
   check_header(path, h, expect);
   std::vector<VariantResult> rows;
   const std::size_t nk = h.keys.size();
@@ -279,11 +317,16 @@ std::string base_fingerprint(const std::vector<std::string>& overrides) {
 
 void write_results(const std::string& path, const ResultsHeader& h,
                    const std::vector<VariantResult>& rows) {
+  json meta = {{"format", kFormat},   {"scenario", h.scenario},
+               {"keys", h.keys},      {"variants_total", h.variants_total},
+               {"done", rows.size()}, {"complete", h.complete},
+               {"base", h.base}};
   prof::write_file_atomically(path, [&](std::ostream& os) {
+    if (is_jsonl(path)) {
+      for (const VariantResult& r : rows) os << row_json(h, r).dump() << '\n';
+      return;
+    }
     if (is_csv(path)) {
-      os << "# " << kFormat << " scenario=" << h.scenario << " variants=" << h.variants_total
-         << " done=" << rows.size() << " complete=" << (h.complete ? "true" : "false")
-         << " base=" << h.base << "\n";
       os << "index";
       for (const std::string& k : h.keys) os << ',' << csv_field(k);
       for (const std::string& c : kFigureColumns) os << ',' << c;
@@ -298,15 +341,22 @@ void write_results(const std::string& path, const ResultsHeader& h,
       }
       return;
     }
-    json doc = {{"format", kFormat},   {"scenario", h.scenario},
-                {"keys", h.keys},      {"variants_total", h.variants_total},
-                {"done", rows.size()}, {"complete", h.complete},
-                {"base", h.base}};
+    json doc = meta;
     json out = json::array();
     for (const VariantResult& r : rows) out.push_back(row_json(h, r));
     doc["rows"] = std::move(out);
     os << doc.dump(2) << '\n';
   });
+  // CSV and JSON Lines hold rows only (pandas.read_csv / read_json(lines=True) read them as they
+  // are): the header goes to the sidecar, written after the rows so that a sidecar saying
+  // complete never comes before its rows.
+  if (is_csv(path) || is_jsonl(path))
+    prof::write_file_atomically(results_sidecar_path(path),
+                                [&](std::ostream& os) { os << meta.dump(2) << '\n'; });
+}
+
+std::string results_sidecar_path(const std::string& path) {
+  return path + ".meta.json";
 }
 
 std::string rows_to_text(const std::vector<VariantResult>& rows) {
@@ -333,6 +383,7 @@ std::vector<VariantResult> read_results(const std::string& path, const ResultsHe
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   if (is_csv(path)) return read_csv(path, in, expect);
+  if (is_jsonl(path)) return read_jsonl(path, in, expect);
   std::stringstream ss;
   ss << in.rdbuf();
   return read_json(path, ss.str(), expect);

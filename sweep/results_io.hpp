@@ -1,8 +1,10 @@
-// Sweep results on disk (docs/sweep.md, "Results file"): CSV or JSON by the file's extension,
-// one row per variant, sorted; a header naming the scenario, the knobs and whether the sweep is
-// complete. Written atomically (profiler/atomic_file.hpp) at checkpoints and at the end, and
-// read back to resume an interrupted sweep. No wall-clock figure is written, so the same sweep
-// gives the same bytes however it was run (threads, MPI ranks, resumed).
+// Sweep results on disk (docs/sweep.md, "Results file"): CSV, JSON Lines or JSON by the file's
+// extension, one row per variant, sorted; a header naming the scenario, the knobs and whether the
+// sweep is complete (in the JSON file itself; beside a CSV or JSON Lines file, in its sidecar
+// PATH.meta.json, so that pandas reads the rows as they are). Written atomically
+// (profiler/atomic_file.hpp) at checkpoints and at the end, and read back to resume an interrupted
+// sweep. No wall-clock figure is written, so the same sweep gives the same bytes however it was run
+// (threads, MPI ranks, resumed).
 #pragma once
 
 #include <string>
@@ -34,9 +36,13 @@ bool parse_sort_key(const std::string& text, SortKey* out);
 // each by index. Ties by index: the order is total.
 void sort_results(std::vector<VariantResult>& rows, SortKey key);
 
-// Atomic write; the format follows the extension (.csv, else JSON).
+// Atomic write; the format follows the extension (.csv, .jsonl, else JSON). CSV and JSON Lines
+// get the sidecar results_sidecar_path(path), written after them.
 void write_results(const std::string& path, const ResultsHeader& header,
                    const std::vector<VariantResult>& rows);
+
+// PATH.meta.json: the header of a CSV or JSON Lines results file, as JSON.
+std::string results_sidecar_path(const std::string& path);
 
 // The rows of an earlier run of the same sweep, or none when `path` does not exist. Throws
 // csim::InputError when the file is not a results file or its scenario or keys differ.

@@ -133,11 +133,18 @@ TEST_CASE("simrun sweep writes every variant, fitting ones first by throughput",
   const test::CliResult r = test::run_simrun(sweep_args((d / "r.csv").string(), {"-j", "2"}));
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
+  // The CSV holds the columns and the rows only (pandas.read_csv reads it as it is); the header
+  // is its sidecar r.csv.meta.json.
   std::ifstream in(d / "r.csv");
-  std::string header, columns, line;
-  std::getline(in, header);
+  std::string columns, line;
   std::getline(in, columns);
-  CHECK(header.find("variants=8 done=8 complete=true") != std::string::npos);
+  const nlohmann::json meta =
+      nlohmann::json::parse(test::read_file((d / "r.csv.meta.json").string()));
+  CHECK(meta.at("format") == "csim-sweep");
+  CHECK(meta.at("variants_total") == 8);
+  CHECK(meta.at("done") == 8);
+  CHECK(meta.at("complete") == true);
+  CHECK(meta.at("keys") == nlohmann::json::array({"strategy.kind", "training.global_batch"}));
   CHECK(columns.rfind("index,strategy.kind,training.global_batch,status,step_time_ms", 0) == 0);
   std::vector<std::string> status;
   std::vector<double> rate;
@@ -162,6 +169,38 @@ TEST_CASE("simrun sweep writes every variant, fitting ones first by throughput",
   const test::CliResult r1 = test::run_simrun(sweep_args((d / "r1.csv").string(), {"-j", "1"}));
   REQUIRE(r1.code == 0);
   CHECK(test::read_file((d / "r.csv").string()) == test::read_file((d / "r1.csv").string()));
+  CHECK(test::read_file((d / "r.csv.meta.json").string()) ==
+        test::read_file((d / "r1.csv.meta.json").string()));
+}
+
+TEST_CASE("simrun sweep resumes from a partial JSON Lines file, and a CSV needs its sidecar",
+          "[sweep][cli]") {
+  const fs::path d = test::fresh_dir("sweep", "jsonl");
+  const std::string full = (d / "full.jsonl").string(), part = (d / "part.jsonl").string();
+  REQUIRE(test::run_simrun(sweep_args(full)).code == 0);
+  // One row object a line, 8 variants; keep the first 3 as an interrupted run would.
+  std::ifstream in(full);
+  std::string line, kept;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    CHECK(nlohmann::json::parse(line).contains("knobs"));
+    if (lines++ < 3) kept += line + "\n";
+  }
+  CHECK(lines == 8);
+  std::ofstream(part) << kept;
+  fs::copy_file(full + ".meta.json", part + ".meta.json");
+  const test::CliResult r = test::run_simrun(sweep_args(part));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("3 variants already done, 5 to go") != std::string::npos);
+  CHECK(test::read_file(part) == test::read_file(full));
+  // A CSV without its sidecar is not resumed from: its provenance is unknown.
+  const std::string csv = (d / "r.csv").string();
+  REQUIRE(test::run_simrun(sweep_args(csv)).code == 0);
+  fs::remove(csv + ".meta.json");
+  const test::CliResult r2 = test::run_simrun(sweep_args(csv));
+  CHECK(r2.code == 2);
+  CHECK(r2.err.find("provenance file " + csv + ".meta.json is missing") != std::string::npos);
 }
 
 TEST_CASE("simrun sweep resumes from a partial results file and ends with the same file",

@@ -16,6 +16,7 @@
 #include "profiler/chrome_trace_writer.hpp"
 #include "run/run.hpp"
 #include "run/scenario_loader.hpp"
+#include "sweep/knob_check.hpp"
 #include "sweep/results_io.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "sweep/sweep_table.hpp"
@@ -30,21 +31,6 @@
 
 namespace csim::app {
 namespace {
-
-// A knob whose key the scenario format does not have makes every variant invalid: refuse it up
-// front, with the parser's message (which names the key and the keys allowed there).
-void check_knobs(const nlohmann::json& doc, const std::string& path,
-                 const std::vector<std::string>& base, const std::vector<sweep::Knob>& knobs) {
-  for (const sweep::Knob& k : knobs) {
-    std::vector<std::string> sets = base;
-    sets.push_back(k.key + "=" + k.values.front());
-    try {
-      (void)run::load_scenario_document(doc, path, sets);
-    } catch (const InputError& e) {
-      if (e.message().rfind("unknown key", 0) == 0) throw;
-    }
-  }
-}
 
 // Progress on stderr: redrawn in place on a terminal, a line every few seconds otherwise.
 std::function<void(const sweep::SweepProgress&)> progress_printer(std::ostream& err, bool quiet) {
@@ -141,7 +127,7 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     base_sets = loader.overrides();  // --hf-config's model first, then --set
     std::vector<sweep::Knob> knobs;
     for (const std::string& g : grid) knobs.push_back(sweep::parse_knob(g));
-    check_knobs(doc, scenario_path, base_sets, knobs);
+    sweep::check_knobs(doc, scenario_path, base_sets, knobs);
     std::vector<sweep::Variant> variants = random_n > 0
                                                ? sweep::random_variants(knobs, random_n, seed)
                                                : sweep::grid_variants(knobs, max_variants);

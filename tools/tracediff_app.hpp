@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/units.hpp"
+#include "profiler/run_metrics_file.hpp"
 #include "profiler/trace_diff.hpp"
 
 namespace csim::app {
@@ -19,11 +20,11 @@ inline constexpr int kDiffRegression = 1;  // at least one metric worse beyond i
 inline constexpr int kDiffBadInput = 2;    // unreadable/malformed/oversized file, bad option
 inline constexpr int kDiffInternal = 3;    // a bug
 
-inline constexpr std::int64_t kDefaultMaxInputBytes = 4 * kGiB;  // --max-size default
+inline constexpr std::int64_t kDefaultMaxInputBytes = prof::kDefaultMaxRunFileBytes;  // --max-size
 
-// One input file as metrics: a Chrome/Kineto trace (.json or .json.gz) or a summary JSON from
-// `simrun --summary`, told apart by content. Throws csim::InputError naming PATH for a missing,
-// oversized, truncated or malformed file, or one without events.
+// One input file as metrics (prof::load_run_metrics): a Chrome/Kineto trace (.json or .json.gz) or
+// a summary JSON from `simrun --summary`, told apart by content. Throws csim::InputError naming
+// PATH for a missing, oversized, truncated or malformed file, or one without events.
 prof::RunMetrics load_run(const std::string& path, std::int64_t max_bytes = kDefaultMaxInputBytes);
 
 int tracediff_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

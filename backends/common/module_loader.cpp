@@ -11,18 +11,34 @@
 namespace csim::backend {
 namespace {
 
+// The folder of the object that holds this code, found by dladdr: the executable for simrun and
+// simview, which link the run library statically; the clustersim Python module inside an
+// interpreter, whose executable (/proc/self/exe) is python3 and says nothing of where the build
+// put the modules.
+const char kAnchor = 0;
+std::string object_dir() {
+  Dl_info info{};
+  if (dladdr(&kAnchor, &info) == 0 || !info.dli_fname || !*info.dli_fname) return {};
+  std::error_code ec;
+  const std::filesystem::path object = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? std::string() : object.parent_path().string();
+}
+
 std::string binary_dir() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::string() : exe.parent_path().string();
 }
 
-// Where the module may be, in the order tried.
+// Where the module may be, in the order tried: beside the object holding this code, then beside
+// the executable (when another), then the build tree.
 std::vector<std::string> candidates(const ModuleSpec& spec) {
   if (const char* env = std::getenv(spec.env_var); env && *env) return {env};
   std::vector<std::string> c;
-  const std::string dir = binary_dir();
-  if (!dir.empty()) {
+  std::vector<std::string> dirs{object_dir()};
+  if (const std::string exe = binary_dir(); exe != dirs.front()) dirs.push_back(exe);
+  for (const std::string& dir : dirs) {
+    if (dir.empty()) continue;
     c.push_back(dir + "/../lib/" + spec.file);
     c.push_back(dir + "/" + spec.file);
   }

@@ -1,8 +1,9 @@
 // Finding and loading a module of this build: a shared object that the program dlopens only when a
 // run needs it, so that the libraries it links are not mapped otherwise (the CUDA backend,
 // run/cuda_loader.cpp; the MPI calls, backends/mpi/mpi_comm_loader.cpp). Looked for at $ENV_VAR
-// when that is set, else in ../lib next to the running binary (an installed or bundled layout),
-// next to it, and in the build tree that built it.
+// when that is set, else in ../lib beside the object holding this code (the executable, or the
+// clustersim Python module inside an interpreter; found by dladdr) and beside it, the same
+// beside the running binary when that is another file, and in the build tree that built it.
 #pragma once
 
 #include <string>

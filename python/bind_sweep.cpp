@@ -1,0 +1,127 @@
+// sweep and tune (docs/python.md): sweep/'s variant space, runner and results file, tune's
+// layout search, each run off the GIL and stopped by Ctrl-C with what finished kept.
+#include <pybind11/stl.h>
+
+#include "core/error.hpp"
+#include "profiler/atomic_file.hpp"
+#include "python/bindings.hpp"
+#include "python/py_scenario.hpp"
+#include "run/scenario_loader.hpp"
+#include "sweep/knob_check.hpp"
+#include "sweep/results_io.hpp"
+#include "sweep/sweep_runner.hpp"
+#include "sweep/tune.hpp"
+#include "sweep/variant_space.hpp"
+
+namespace csim::py {
+namespace {
+
+run::Evaluation evaluation_of(bool op_level) {
+  return op_level ? run::Evaluation::kOpLevel : run::Evaluation::kBlock;
+}
+
+// One row as simrun sweep's JSON results file has it (sweep/results_io.hpp), the knobs as
+// columns of their own.
+pb::dict row_dict(const std::vector<std::string>& keys, const sweep::VariantResult& r) {
+  pb::dict d;
+  d["index"] = r.index;
+  for (std::size_t k = 0; k < keys.size(); ++k) d[pb::str(keys[k])] = r.values[k];
+  d["status"] = sweep::to_string(r.status);
+  d["step_time_s"] = r.step_time_s;
+  d["samples_per_s"] = r.samples_per_s;
+  d["mfu"] = r.mfu;
+  d["gpus"] = r.gpus;
+  d["peak_gib"] = r.peak_gib;
+  d["usable_gib"] = r.usable_gib;
+  d["error"] = r.error;
+  return d;
+}
+
+// (rows, complete): rows sorted as simrun sweep sorts them; `output`, when not empty, the same
+// results file simrun sweep -o writes (a fresh sweep, not resumed).
+pb::tuple sweep_scenario(const run::ScenarioLoader& loader,
+                         const std::vector<std::pair<std::string, std::vector<std::string>>>& grid,
+                         int jobs, bool op_level, const std::string& sort, std::size_t random_n,
+                         std::uint64_t seed, std::size_t max_variants, const std::string& output) {
+  if (!output.empty()) prof::check_output_file("output", output);
+  sweep::SortKey key;
+  if (!sweep::parse_sort_key(sort, &key))
+    throw InputError("", "sort", "unknown sort key '" + sort + "'",
+                     "throughput, step_time, mfu, memory or index");
+  if (grid.empty()) throw InputError("", "grid", "no knob to sweep", "grid={\"KEY\": [V1, V2]}");
+  std::vector<sweep::Knob> knobs;
+  for (const auto& [k, values] : grid) {
+    if (values.empty())
+      throw InputError("", "grid[\"" + k + "\"]", "no values", "a list of at least one value");
+    knobs.push_back({k, values});
+  }
+  const nlohmann::json& doc = loader.document();
+  sweep::check_knobs(doc, loader.name(), loader.overrides(), knobs);
+  const std::vector<sweep::Variant> variants = random_n > 0
+                                                   ? sweep::random_variants(knobs, random_n, seed)
+                                                   : sweep::grid_variants(knobs, max_variants);
+  sweep::ResultsHeader header;
+  header.scenario = loader.name();
+  header.base = sweep::base_fingerprint(loader.overrides());
+  for (const sweep::Knob& k : knobs) header.keys.push_back(k.key);
+  header.variants_total = variants.size();
+
+  std::atomic<bool> cancel{false};
+  sweep::SweepRunOptions opt;
+  opt.threads = std::max(jobs, 1);
+  opt.evaluation = evaluation_of(op_level);
+  opt.cancel = &cancel;
+  sweep::SweepRunOutcome outcome;
+  run_interruptible(cancel, [&] {
+    outcome = sweep::run_variants(doc, loader.name(), loader.overrides(), knobs, variants, opt);
+    sweep::sort_results(outcome.rows, key);
+    header.complete = outcome.complete;
+    if (!output.empty()) sweep::write_results(output, header, outcome.rows);
+  });
+  pb::list rows;
+  for (const sweep::VariantResult& r : outcome.rows) rows.append(row_dict(header.keys, r));
+  return pb::make_tuple(rows, outcome.complete);
+}
+
+// simrun tune -o's report (sweep::tune_report_json) with "complete".
+pb::object tune_scenario(const run::ScenarioLoader& loader, int gpus, int top, int jobs,
+                         bool op_level) {
+  std::atomic<bool> cancel{false};
+  sweep::TuneOptions opt;
+  opt.gpus = gpus;
+  opt.threads = std::max(jobs, 1);
+  opt.evaluation = evaluation_of(op_level);
+  opt.cancel = &cancel;
+  nlohmann::json report;
+  run_interruptible(cancel, [&] {
+    const sweep::TuneResult r =
+        sweep::tune(loader.document(), loader.name(), loader.overrides(), opt);
+    report = sweep::tune_report_json(r, std::max(top, 1));
+    report["complete"] = r.complete;
+  });
+  return to_python(report);
+}
+
+}  // namespace
+
+void bind_sweep(pb::module_& m) {
+  m.def(
+      "_sweep",
+      [](const PyScenario& sc,
+         const std::vector<std::pair<std::string, std::vector<std::string>>>& grid, int jobs,
+         bool op_level, const std::string& sort, std::size_t random_n, std::uint64_t seed,
+         std::size_t max_variants, const std::string& output) {
+        return sweep_scenario(*sc.loader, grid, jobs, op_level, sort, random_n, seed, max_variants,
+                              output);
+      },
+      pb::arg("scenario"), pb::arg("grid"), pb::arg("jobs"), pb::arg("op_level"), pb::arg("sort"),
+      pb::arg("random"), pb::arg("seed"), pb::arg("max_variants"), pb::arg("output"));
+  m.def(
+      "_tune",
+      [](const PyScenario& sc, int gpus, int top, int jobs, bool op_level) {
+        return tune_scenario(*sc.loader, gpus, top, jobs, op_level);
+      },
+      pb::arg("scenario"), pb::arg("gpus"), pb::arg("top"), pb::arg("jobs"), pb::arg("op_level"));
+}
+
+}  // namespace csim::py

@@ -43,6 +43,9 @@ struct CompareState {
   // 8 GPUs or more), 0 off, 1 on.
   int gpu_strips = -1;
   std::vector<std::array<char, 96>> filters;  // '|'-separated substrings (kernel_matches)
+  // The kernel panel: -1 decide on the first frame (open when some trace has matching kernels),
+  // 0 closed, 1 open.
+  int kernel_panel = -1;
   struct Cached {
     const Document* doc = nullptr;
     std::string filter;

@@ -176,14 +176,32 @@ void kernel_bars(const KernelComparison& k, float w, float h, double scale_s) {
 
 // Per filter: every GPU's time in the matching kernels, one row of bars per trace on one scale,
 // with max/mean, the instances' spread and the GPU slowest most often.
-void draw_kernel_panel(const std::vector<const Document*>& docs, std::size_t n, CompareState* st) {
-  if (st->filters.empty()) {
-    for (const char* f : {"mlp.experts", "ep all_to_all"}) {
-      std::array<char, 96> b{};
-      std::snprintf(b.data(), b.size(), "%s", f);
-      st->filters.push_back(b);
-    }
+void default_filters(CompareState* st) {
+  if (!st->filters.empty()) return;
+  for (const char* f : {"mlp.experts", "ep all_to_all"}) {
+    std::array<char, 96> b{};
+    std::snprintf(b.data(), b.size(), "%s", f);
+    st->filters.push_back(b);
   }
+}
+
+// Open at first when some trace has GPU work matching a filter (a mixture of experts with the
+// default filters), closed otherwise; then as the user leaves it.
+void decide_kernel_panel(const std::vector<const Document*>& docs, std::size_t n,
+                         CompareState* st) {
+  default_filters(st);
+  if (st->kernel_panel >= 0) return;
+  st->kernel_panel = 0;
+  for (const auto& f : st->filters)
+    for (std::size_t i = 0; i < n; ++i)
+      if (!cached_kernels(st, *docs[i], f.data()).gpus.empty()) st->kernel_panel = 1;
+}
+
+void draw_kernel_panel(const std::vector<const Document*>& docs, std::size_t n, CompareState* st) {
+  ImGui::SetNextItemOpen(st->kernel_panel == 1, ImGuiCond_Always);
+  const bool open = ImGui::CollapsingHeader("Per GPU: time in kernels matching a filter");
+  st->kernel_panel = open ? 1 : 0;
+  if (!open) return;
   const float label_w = 150;
   const float bars_w = std::min(ImGui::GetContentRegionAvail().x - label_w - 620, 520.0f);
   for (std::size_t f = 0; f < st->filters.size(); ++f) {
@@ -384,8 +402,11 @@ void draw_compare_view(const std::vector<const Document*>& docs, CompareState* s
   }();
   const std::vector<CompareRow> rows = compare_table(stats);
   const float line_h = ImGui::GetFontSize() + 6;
-  const float panel_h = static_cast<float>(std::max<std::size_t>(st->filters.size(), 2)) *
-                        (line_h + 4 + static_cast<float>(n) * (kKernelBarH + 4));
+  decide_kernel_panel(docs, n, st);
+  const float panel_h =
+      line_h + (st->kernel_panel == 1 ? static_cast<float>(st->filters.size()) *
+                                            (line_h + 4 + static_cast<float>(n) * (kKernelBarH + 4))
+                                      : 0.0f);
   const float table_h = (rows.size() + 2) * line_h + 8 + panel_h;
   const float each =
       std::max((ImGui::GetContentRegionAvail().y - table_h) / static_cast<float>(n) - 24, 80.0f);

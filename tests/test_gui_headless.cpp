@@ -85,6 +85,10 @@ TEST_CASE("every tab draws the golden DataParallel trace headless", "[gui][imgui
     for (int i = 0; i < 3; ++i) ctx.frame(v);
     CHECK(ImGui::GetDrawData()->TotalVtxCount > 1000);
   }
+  // Compare: two GPUs, so lanes rather than strips; no expert kernels, so the kernel panel is
+  // closed.
+  CHECK(v.compare_state().gpu_strips == 0);
+  CHECK(v.compare_state().kernel_panel == 0);
   // The memory view shares one y scale by default; per-GPU scaling (--memory-scale per-gpu) draws
   // too.
   CHECK(v.memory_view_state().scale == MemoryScale::kShared);
@@ -120,7 +124,8 @@ TEST_CASE("the compare view shows 8-GPU traces as strips with per-GPU expert ker
   for (int i = 0; i < 3; ++i) ctx.frame(v);
   CHECK(ImGui::GetDrawData()->TotalVtxCount > 1000);
   CompareState& st = v.compare_state();
-  CHECK(st.gpu_strips == 1);  // 8 GPUs or more: one strip per GPU by default
+  CHECK(st.gpu_strips == 1);    // 8 GPUs or more: one strip per GPU by default
+  CHECK(st.kernel_panel == 1);  // open: the traces have expert kernels
   REQUIRE(st.filters.size() == 2);
   CHECK(std::string(st.filters[0].data()) == "mlp.experts");
   CHECK(std::string(st.filters[1].data()) == "ep all_to_all");

@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include "core/scenario/scenario_parser.hpp"
 #include "gui/kernel_compare_model.hpp"
+#include "gui/scenario_runner.hpp"
 #include "gui/stats_model.hpp"
 #include "profiler/summary.hpp"
 #include "run/run.hpp"
@@ -185,4 +187,37 @@ TEST_CASE("balanced against zipf routing: equal expert kernels, then a slowest E
   CHECK(rows[12].raw[0] == Approx(exposed_group_comm_s(sb, "ep")));
   CHECK(rows[12].raw[0] > 0);
   CHECK(rows[12].raw[1] > rows[12].raw[0]);
+}
+
+TEST_CASE("the bundled Qwen3-30B-A3B pair, reduced: the compare view's demonstration", "[gui]") {
+  // docs/transformer.md, "Routing imbalance" (and its screenshot): the balanced scenario without
+  // rank symmetry against its zipf-routed twin, 32 sequences, 2 steps, 16 H100, ep 8.
+  const std::string dir = std::string(CSIM_SOURCE_DIR) + "/scenarios/";
+  const std::vector<std::string> small = {"training.global_batch=32", "training.steps=2"};
+  std::vector<std::string> bal_sets = small;
+  bal_sets.push_back("simulation.symmetry=off");
+  const SimResult bal = run_scenario(dir + "mbridge2509_qwen3_30b_a3b_h100_16gpu.json", bal_sets);
+  const SimResult zipf = run_scenario(dir + "qwen3_30b_a3b_16xh100_ep8_zipf.json", small);
+  INFO(bal.error << zipf.error);
+  REQUIRE(bal.ok);
+  REQUIRE(zipf.ok);
+  const prof::Summary sb = prof::summarize(bal.trace);
+  const prof::Summary sz = prof::summarize(zipf.trace);
+  const KernelComparison eb = compare_kernels(bal.trace, sb, "mlp.experts");
+  const KernelComparison ez = compare_kernels(zipf.trace, sz, "mlp.experts");
+  REQUIRE(eb.gpus.size() == 16);
+  REQUIRE(ez.gpus.size() == 16);
+  CHECK(eb.instances == ez.instances);
+  CHECK(eb.equal_instances == eb.instances);  // balanced: every EP rank's expert kernels equal
+  CHECK(most_often_slowest(eb) == -1);
+  CHECK(ez.equal_instances < ez.instances);  // zipf: they differ across the EP ranks
+  CHECK(most_often_slowest(ez) >= 0);
+  const KernelComparison ab = compare_kernels(bal.trace, sb, "ep all_to_all");
+  const KernelComparison az = compare_kernels(zipf.trace, sz, "ep all_to_all");
+  REQUIRE(ab.instances > 0);
+  CHECK(ab.equal_instances == ab.instances);
+  CHECK(az.equal_instances < az.instances);  // the ranks done early wait in the all-to-alls
+  CHECK(az.mean_s > ab.mean_s);
+  CHECK(exposed_group_comm_s(sz, "ep") > exposed_group_comm_s(sb, "ep"));
+  CHECK(sz.step_time_s > sb.step_time_s);
 }

@@ -105,6 +105,12 @@ std::string thread_name(const prof::Trace& t, std::int32_t pid, std::int32_t tid
 
 }  // namespace
 
+double exposed_group_comm_s(const prof::Summary& s, std::string_view group) {
+  for (const prof::GroupComm& g : s.comm_by_group)
+    if (g.group == group) return g.exposed_s;
+  return 0;
+}
+
 StatsModel build_stats(const prof::Trace& trace, const prof::Summary& s) {
   StatsModel m;
   m.summary = s;
@@ -245,6 +251,20 @@ std::vector<CompareRow> compare_table(const std::vector<const StatsModel*>& runs
   add(
       "memory imbalance", true, [](const StatsModel& s) { return s.summary.imbalance; },
       [](double v) { return v > 0 ? fmt("%.2fx", v) : std::string("n/a"); });
+  // Expert parallelism (docs/summary.md, "Routing"): only when some run has it.
+  const bool moe = std::any_of(runs.begin(), runs.end(),
+                               [](const StatsModel* s) { return !s->summary.moe_routing.empty(); });
+  if (!moe) return rows;
+  add(
+      "tokens/s per GPU", false, [](const StatsModel& s) { return s.summary.tokens_per_s_per_gpu; },
+      [](double v) { return fmt("%.0f", v); });
+  add(
+      "tokens max/mean per EP rank", true,
+      [](const StatsModel& s) { return s.summary.tokens_per_ep_rank_max_over_mean; },
+      [](double v) { return v > 0 ? fmt("%.2fx", v) : std::string("n/a"); });
+  add(
+      "exposed ep comm (sum of GPUs)", true,
+      [](const StatsModel& s) { return exposed_group_comm_s(s.summary, "ep"); }, time_fmt);
   return rows;
 }
 

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gui/event_style.hpp"
@@ -62,8 +63,14 @@ struct CompareRow {
 };
 
 // Rows: step time, samples/s, mean GPU busy, exposed communication, GIL wait of the host threads,
-// GPU idle on GIL wait, bubble, MFU, peak memory (max over GPUs), memory imbalance.
+// GPU idle on GIL wait, bubble, MFU, peak memory (max over GPUs), memory imbalance; when some run
+// has expert parallelism (Summary::moe_routing) also tokens/s per GPU, max/mean tokens per EP
+// rank and the exposed communication of the "ep" group (the all-to-alls).
 std::vector<CompareRow> compare_table(const std::vector<const StatsModel*>& runs);
+
+// The summary's exposed communication of process group `group` ("ep"), per step, summed over
+// GPUs; 0 when the run has no such group.
+double exposed_group_comm_s(const prof::Summary& s, std::string_view group);
 
 // Aligning compared traces (docs/simview.md, "Compare"): a simulated and a real run of one
 // scenario start at different offsets (start-up, warm-up), so the compare view can line them up

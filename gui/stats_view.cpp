@@ -2,6 +2,7 @@
 //
 // Index: [SECTION] Breakdown bars, [SECTION] Statistics, [SECTION] Compare
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 
@@ -124,6 +125,134 @@ void draw_utilisation_by_step(const prof::Summary& s) {
   ImGui::EndTable();
 }
 
+constexpr float kKernelBarH = 26;  // px per trace in the per-GPU kernel panel
+
+const KernelComparison& cached_kernels(CompareState* st, const Document& d,
+                                       const std::string& filter) {
+  for (const CompareState::Cached& c : st->cache)
+    if (c.doc == &d && c.filter == filter) return c.k;
+  if (st->cache.size() > 64) st->cache.clear();  // filters edited many times
+  st->cache.push_back({&d, filter, compare_kernels(d.trace, d.summary, filter)});
+  return st->cache.back().k;
+}
+
+std::string ratio(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", v);
+  return buf;
+}
+
+// One trace's GPUs as bars `w` px wide in all, heights on the shared scale `scale_s`; the GPU
+// slowest in the most instances (most_often_slowest) in gold.
+void kernel_bars(const KernelComparison& k, float w, float h, double scale_s) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const std::size_t n = std::max<std::size_t>(k.gpus.size(), 1);
+  const float slot = w / static_cast<float>(n);
+  const float bw = std::max(slot - 3, 2.0f);
+  dl->AddRectFilled(p, ImVec2(p.x + w, p.y + h), rgba(28, 30, 36));
+  int hovered = -1;
+  const int slow = most_often_slowest(k);
+  for (std::size_t i = 0; i < k.gpus.size(); ++i) {
+    const GpuKernelTime& g = k.gpus[i];
+    const float bh = scale_s > 0 ? static_cast<float>(g.per_step_s / scale_s) * (h - 2) : 0;
+    const float x = p.x + slot * static_cast<float>(i) + 1;
+    const bool top = static_cast<int>(i) == slow;
+    dl->AddRectFilled(ImVec2(x, p.y + h - 1 - bh), ImVec2(x + bw, p.y + h - 1),
+                      top ? rgba(255, 200, 60) : part_colour(Part::kCompute));
+    if (ImGui::IsMouseHoveringRect(ImVec2(x, p.y), ImVec2(x + slot, p.y + h)))
+      hovered = static_cast<int>(i);
+  }
+  ImGui::Dummy(ImVec2(w, h));
+  if (hovered >= 0 && ImGui::IsItemHovered()) {
+    const GpuKernelTime& g = k.gpus[static_cast<std::size_t>(hovered)];
+    ImGui::BeginTooltip();
+    ImGui::Text("%s: %s per step in %zu events matching \"%s\"", g.name.c_str(),
+                format_time(g.per_step_s * 1e9).c_str(), g.events, k.filter.c_str());
+    ImGui::Text("slowest GPU of %d of %d instances", g.slowest, k.instances);
+    ImGui::EndTooltip();
+  }
+}
+
+// Per filter: every GPU's time in the matching kernels, one row of bars per trace on one scale,
+// with max/mean, the instances' spread and the GPU slowest most often.
+void default_filters(CompareState* st) {
+  if (!st->filters.empty()) return;
+  for (const char* f : {"mlp.experts", "ep all_to_all"}) {
+    std::array<char, 96> b{};
+    std::snprintf(b.data(), b.size(), "%s", f);
+    st->filters.push_back(b);
+  }
+}
+
+// Open at first when some trace has GPU work matching a filter (a mixture of experts with the
+// default filters), closed otherwise; then as the user leaves it.
+void decide_kernel_panel(const std::vector<const Document*>& docs, std::size_t n,
+                         CompareState* st) {
+  default_filters(st);
+  if (st->kernel_panel >= 0) return;
+  st->kernel_panel = 0;
+  for (const auto& f : st->filters)
+    for (std::size_t i = 0; i < n; ++i)
+      if (!cached_kernels(st, *docs[i], f.data()).gpus.empty()) st->kernel_panel = 1;
+}
+
+void draw_kernel_panel(const std::vector<const Document*>& docs, std::size_t n, CompareState* st) {
+  ImGui::SetNextItemOpen(st->kernel_panel == 1, ImGuiCond_Always);
+  const bool open = ImGui::CollapsingHeader("Per GPU: time in kernels matching a filter");
+  st->kernel_panel = open ? 1 : 0;
+  if (!open) return;
+  const float label_w = 150;
+  const float bars_w = std::min(ImGui::GetContentRegionAvail().x - label_w - 620, 520.0f);
+  for (std::size_t f = 0; f < st->filters.size(); ++f) {
+    ImGui::PushID(static_cast<int>(f));
+    ImGui::SetNextItemWidth(label_w - 8);
+    ImGui::InputText("##filter", st->filters[f].data(), st->filters[f].size());
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("GPU kernels whose name or op contains this ('|' separates several)");
+    const std::string filter = st->filters[f].data();
+    std::vector<const KernelComparison*> ks;
+    double scale = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ks.push_back(&cached_kernels(st, *docs[i], filter));
+      scale = std::max(scale, ks.back()->max_s);
+    }
+    ImGui::SameLine();
+    ImGui::TextDisabled(
+        "per GPU, per step, on one scale (%s at the top); gold: the GPU slowest most often",
+        format_time(scale * 1e9).c_str());
+    for (std::size_t i = 0; i < n; ++i) {
+      const KernelComparison& k = *ks[i];
+      ImGui::TextColored(ImVec4(0.6f, 0.85f, 1, 1), "  %c", static_cast<char>('A' + i));
+      ImGui::SameLine(label_w);
+      if (k.gpus.empty()) {
+        ImGui::TextDisabled("no GPU kernel matches");
+        continue;
+      }
+      kernel_bars(k, bars_w, kKernelBarH, scale);
+      ImGui::SameLine();
+      ImGui::BeginGroup();
+      ImGui::Text("%zu GPUs  %s - %s  max/mean %s", k.gpus.size(),
+                  format_time(k.min_s * 1e9).c_str(), format_time(k.max_s * 1e9).c_str(),
+                  ratio(max_over_mean(k)).c_str());
+      const int slow = most_often_slowest(k);
+      std::string line = std::to_string(k.instances) +
+                         " kernels run by several GPUs: " + std::to_string(k.equal_instances) +
+                         " equal, max/min mean " + ratio(k.mean_spread) + " worst " +
+                         ratio(k.worst_spread);
+      if (slow >= 0)
+        line += "; slowest most often: " + k.gpus[static_cast<std::size_t>(slow)].name + " (" +
+                std::to_string(k.gpus[static_cast<std::size_t>(slow)].slowest) + ")";
+      if (k.symmetric_mirrors > 0)
+        line +=
+            "; rank symmetry: " + std::to_string(k.symmetric_mirrors) + " mirrored GPUs not drawn";
+      ImGui::TextDisabled("%s", line.c_str());
+      ImGui::EndGroup();
+    }
+    ImGui::PopID();
+  }
+}
+
 }  // namespace
 
 // [SECTION] Statistics
@@ -242,6 +371,17 @@ void draw_compare_view(const std::vector<const Document*>& docs, CompareState* s
       ImGui::EndCombo();
     }
   }
+  if (st->gpu_strips < 0) {
+    st->gpu_strips = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (docs[i]->timeline.gpus.size() >= 8) st->gpu_strips = 1;
+  }
+  if (!steps.empty()) ImGui::SameLine(0, 20);
+  bool strips = st->gpu_strips == 1;
+  if (ImGui::Checkbox("one strip per GPU", &strips)) {
+    for (TimelineView& tv : st->timelines) tv.collapse.gpu_collapsed.clear();
+  }
+  st->gpu_strips = strips ? 1 : 0;
   const std::vector<double> offsets = align_offsets_ns(models, st->align_step);
   if (st->fit_pending) {
     TimeNs longest = 1;
@@ -261,7 +401,13 @@ void draw_compare_view(const std::vector<const Document*>& docs, CompareState* s
     return v;
   }();
   const std::vector<CompareRow> rows = compare_table(stats);
-  const float table_h = (rows.size() + 2) * (ImGui::GetFontSize() + 6) + 8;
+  const float line_h = ImGui::GetFontSize() + 6;
+  decide_kernel_panel(docs, n, st);
+  const float panel_h =
+      line_h + (st->kernel_panel == 1 ? static_cast<float>(st->filters.size()) *
+                                            (line_h + 4 + static_cast<float>(n) * (kKernelBarH + 4))
+                                      : 0.0f);
+  const float table_h = (rows.size() + 2) * line_h + 8 + panel_h;
   const float each =
       std::max((ImGui::GetContentRegionAvail().y - table_h) / static_cast<float>(n) - 24, 80.0f);
   for (std::size_t i = 0; i < n; ++i) {
@@ -279,6 +425,7 @@ void draw_compare_view(const std::vector<const Document*>& docs, CompareState* s
     tv.metrics.gpu_header_h = 18;
     tv.selection = selection;
     tv.set_fit_pending(false);  // the shared view is fitted above, once for all traces
+    if (st->gpu_strips == 1) tv.collapse.gpu_collapsed.assign(d.timeline.gpus.size(), true);
     // This trace's view is the shared one shifted by its offset; a pan or zoom made in it goes
     // back to the shared view, so every trace follows.
     TimeView mine = st->view;
@@ -287,6 +434,7 @@ void draw_compare_view(const std::vector<const Document*>& docs, CompareState* s
     st->view.start_ns = mine.start_ns - offsets[i];
     st->view.ns_per_px = mine.ns_per_px;
   }
+  draw_kernel_panel(docs, n, st);
   if (ImGui::BeginTable(
           "diff", static_cast<int>(n) + 2,
           ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders)) {

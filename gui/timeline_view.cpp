@@ -251,12 +251,24 @@ void TimelineView::draw_header(const Document& doc, const LayoutItem& item, floa
   const float px0 = x + label_width;
   if (collapsed) {
     // One strip with the top row of every GPU stream, so a collapsed GPU still shows when it works.
+    // Drawn in the summary's priority (docs/summary.md, "Time split"): other events (a stream's
+    // waits), then communication, copies and compute on top, so a comm stream's long wait does
+    // not hide the kernels running meanwhile on the compute stream.
+    items_.clear();
     for (const int lane : g.lanes) {
       const Lane& ln = m.lanes[lane];
       if (!prof::is_gpu_lane(ln.role) || ln.rows.empty()) continue;
-      items_.clear();
       fold_row_into(ln.rows[0], abs, plot_w_, 2, &items_);
+    }
+    const auto rank = [](prof::EventClass c) {
+      return c == prof::EventClass::kCompute         ? 3
+             : c == prof::EventClass::kCopy          ? 2
+             : c == prof::EventClass::kCommunication ? 1
+                                                     : 0;
+    };
+    for (int pass = 0; pass < 4; ++pass) {
       for (const DrawItem& d : items_) {
+        if (rank(d.cls) != pass) continue;
         const float a = px0 + static_cast<float>(std::max(d.x0, -1.0));
         const float b = px0 + static_cast<float>(std::min(d.x1, static_cast<double>(plot_w_) + 1));
         dl->AddRectFilled(ImVec2(a, y + 4), ImVec2(std::max(b, a + 1), y + item.h - 5),

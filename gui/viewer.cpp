@@ -107,6 +107,7 @@ bool Viewer::simulate_scenario() {
   sim_message_ = buf;
   if (scenario_doc_ >= 0 && scenario_doc_ < static_cast<int>(docs_.size())) {
     docs_[scenario_doc_] = std::move(doc);
+    compare_.cache.clear();  // keyed by Document address, which a new document may reuse
     activate(scenario_doc_);
   } else {
     add_document(std::move(doc));
@@ -129,6 +130,7 @@ bool Viewer::run_variants() {
   }
   docs_ = std::move(kept);
   variant_ = std::move(kept_flags);
+  compare_.cache.clear();  // keyed by Document address, which the new variants may reuse
   scenario_doc_ = new_scenario_doc;
   double total_s = 0;
   for (const Variant& v : launch_variants()) {

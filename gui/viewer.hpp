@@ -51,6 +51,7 @@ class Viewer {
   MemoryViewState& memory_view_state() { return memory_; }
   TimelineView& timeline() { return timeline_; }
   TimelineSelection& selection() { return selection_; }
+  CompareState& compare_state() { return compare_; }
 
  private:
   void activate(int index);

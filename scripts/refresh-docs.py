@@ -280,6 +280,62 @@ def gil_variants(c):
     return "\n```console\n" + "\n".join(lines) + "\n```\n"
 
 
+MOE_PAIR = [("balanced", "scenarios/mbridge2509_qwen3_30b_a3b_h100_16gpu.json"),
+            ("zipf 0.5", "scenarios/qwen3_30b_a3b_16xh100_ep8_zipf.json")]
+
+
+def moe_routing_pair(c):
+    # docs/transformer.md, "Routing imbalance": the bundled balanced / zipf twins of Qwen3-30B-A3B
+    # on 16 H100 (ep 8) from their `simrun --summary` JSON.
+    runs = [(name, c.summary(path)) for name, path in MOE_PAIR]
+
+    def gpus(s):
+        return s.get("gpus") or len(s["per_gpu"])
+
+    def ep_exposed(s):  # the ep group's exposed time per step, mean over GPUs
+        g = [x for x in s["comm_by_group"] if x["group"] == "ep"]
+        return (g[0]["exposed_s"] if g else 0.0) / gpus(s)
+
+    def routing(s):
+        return s["transformer"]["moe_routing"]
+
+    def busiest(s):
+        r = routing(s)
+        if r["kind"] == "balanced":
+            return "none (all equal)"
+        return f"EP rank {r['busiest_ep_rank']} in {r['busiest_ep_rank_count']} of {r['samples']}"
+
+    rows = [
+        ("step time", lambda s: f"{s['step_time_s']:.2f} s", lambda s: s["step_time_s"]),
+        ("tokens/s per GPU", lambda s: f"{s['transformer']['tokens_per_s_per_gpu']:,.0f}",
+         lambda s: s["transformer"]["tokens_per_s_per_gpu"]),
+        ("MFU", lambda s: f"{s['mfu'] * 100:.1f} %", lambda s: s["mfu"]),
+        ("tokens max/mean per EP rank (mean over MoE layer passes; worst)",
+         lambda s: (f"{routing(s)['tokens_per_ep_rank_max_over_mean']:.2f} "
+                    f"({routing(s)['worst_tokens_per_ep_rank_max_over_mean']:.2f})"), None),
+        ("tokens max/mean per expert",
+         lambda s: f"{routing(s)['tokens_per_expert_max_over_mean']:.2f}", None),
+        ("busiest EP rank (MoE layer passes)", busiest, None),
+        ("exposed ep all-to-all per GPU per step",
+         lambda s: f"{ep_exposed(s):.2f} s ({ep_exposed(s) / s['step_time_s'] * 100:.1f} % of the step)",
+         ep_exposed),
+    ]
+    out = ["", "| | " + " | ".join(n for n, _ in runs) + " | zipf vs balanced |",
+           "| --- | " + " | ".join("---" for _ in runs) + " | --- |"]
+    for label, fmt_, raw in rows:
+        cells = [fmt_(s) for _, s in runs]
+        delta = ""
+        if raw is not None and raw(runs[0][1]):
+            delta = f"{(raw(runs[1][1]) / raw(runs[0][1]) - 1) * 100:+.1f} %"
+        out.append(f"| {label} | " + " | ".join(cells) + f" | {delta} |")
+    r = routing(runs[1][1])
+    out.append("")
+    out.append(f"Over {r['samples']:,} MoE layer passes per step (every MoE block x micro-batch) on "
+               f"{gpus(runs[0][1])} GPUs; `simrun SCENARIO --summary S.json`, "
+               "`transformer.moe_routing` and `comm_by_group` (group `ep`).")
+    return "\n".join(out) + "\n"
+
+
 def hpo_example(c):
     # docs/hpo.md, "Example": the whole output of the ASHA search behind the picture.
     out_file = os.path.join(c.tmp, "hpo_asha.json")
@@ -719,6 +775,7 @@ FIGURES = {
     "bad_input_tally": (bad_input_tally, False),
     "hpo_example": (hpo_example, False),
     "gil_variants": (gil_variants, False),
+    "moe_routing_pair": (moe_routing_pair, False),
     "steady_state_example": (steady_state_example, False),
     "korthikanti_fig1_memory": (korthikanti_fig1_memory, False),
     "fsdp2_reserved": (fsdp2_reserved, False),

@@ -104,4 +104,27 @@ PY
   )
   shot simview_cp_ring.png --size 1600x700 --range "$range" cp8_p2p.json
 fi
+# docs/transformer.md "Routing imbalance" and docs/simview.md "Compare": the balanced Qwen3-30B-A3B
+# scenario (A) against its zipf-routed twin (B) on 16 H100 (ep 8), reduced to 32 sequences and
+# 2 steps so the traces stay small; the balanced run without rank symmetry, so that every GPU of
+# both runs is drawn. The window is the first MoE layer of the first micro-batch, read off the
+# zipf trace (GPU 0's mb0 h.0.mlp.router.fwd to mb0 h.0.mlp.residual.fwd, 0.1 ms either side):
+# both runs are identical up to there, so "first events" alignment lines that layer up.
+if wanted simview_moe_routing.png; then
+  moe=(--set training.global_batch=32 --set training.steps=2)
+  "$simrun" -q "$scenarios/mbridge2509_qwen3_30b_a3b_h100_16gpu.json" "${moe[@]}" \
+    --set simulation.symmetry=off -o "$work/balanced.json"
+  "$simrun" -q "$scenarios/qwen3_30b_a3b_16xh100_ep8_zipf.json" "${moe[@]}" -o "$work/zipf.json"
+  range=$(/usr/bin/python3 - "$work/zipf.json" <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+t0 = min(e["ts"] for e in ev)
+k = [e for e in ev if e.get("cat") == "kernel" and e.get("args", {}).get("device") == 0]
+a = min(e["ts"] for e in k if e["name"] == "mb0 h.0.mlp.router.fwd")
+b = min(e["ts"] + e["dur"] for e in k if e["name"] == "mb0 h.0.mlp.residual.fwd")
+print(f"{(a - t0) / 1e3 - 0.1:.3f}:{(b - t0) / 1e3 + 0.1:.3f}")
+PY
+  )
+  shot simview_moe_routing.png --size 1600x1200 --view compare --range "$range" balanced.json zipf.json
+fi
 echo "refresh-screenshots: look at docs/images/simview_*.png (git diff --stat docs/images)"

@@ -3,10 +3,14 @@
 // the work on a large trace, that the wheel zooms around the cursor and a click selects an event.
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include <imgui.h>
 
 #include "gui/event_style.hpp"
+#include "gui/kernel_compare_model.hpp"
 #include "gui/memory_model.hpp"
+#include "gui/panels.hpp"
 #include "gui/viewer.hpp"
 
 using namespace csim;
@@ -81,6 +85,10 @@ TEST_CASE("every tab draws the golden DataParallel trace headless", "[gui][imgui
     for (int i = 0; i < 3; ++i) ctx.frame(v);
     CHECK(ImGui::GetDrawData()->TotalVtxCount > 1000);
   }
+  // Compare: two GPUs, so lanes rather than strips; no expert kernels, so the kernel panel is
+  // closed.
+  CHECK(v.compare_state().gpu_strips == 0);
+  CHECK(v.compare_state().kernel_panel == 0);
   // The memory view shares one y scale by default; per-GPU scaling (--memory-scale per-gpu) draws
   // too.
   CHECK(v.memory_view_state().scale == MemoryScale::kShared);
@@ -94,6 +102,42 @@ TEST_CASE("every tab draws the golden DataParallel trace headless", "[gui][imgui
   // The DDP trace is active (added last): two GPUs' lanes laid out, events drawn.
   CHECK(v.timeline().counters().draw_items > 0);
   CHECK(v.timeline().layout().items.size() >= 4);
+}
+
+TEST_CASE("the compare view shows 8-GPU traces as strips with per-GPU expert kernel bars",
+          "[gui][imgui]") {
+  // Two traces of 8 GPUs whose kernels are named like a mixture of experts' expert GEMMs; in the
+  // second, GPU 3's take twice as long.
+  auto moe = [](bool skewed) {
+    prof::Trace t = synthetic(16, 50);
+    for (prof::TraceEvent& e : t.events) {
+      e.name = "mb0 h.0.mlp.experts.fc.fwd";
+      if (skewed && e.pid == 3) e.dur_ns *= 2;
+    }
+    return t;
+  };
+  HeadlessImGui ctx;
+  Viewer v;
+  v.add_document(make_document(moe(false), "balanced"));
+  v.add_document(make_document(moe(true), "skewed"));
+  v.select_tab(Tab::kCompare);
+  for (int i = 0; i < 3; ++i) ctx.frame(v);
+  CHECK(ImGui::GetDrawData()->TotalVtxCount > 1000);
+  CompareState& st = v.compare_state();
+  CHECK(st.gpu_strips == 1);    // 8 GPUs or more: one strip per GPU by default
+  CHECK(st.kernel_panel == 1);  // open: the traces have expert kernels
+  REQUIRE(st.filters.size() == 2);
+  CHECK(std::string(st.filters[0].data()) == "mlp.experts");
+  CHECK(std::string(st.filters[1].data()) == "ep all_to_all");
+  // Each trace's comparison is computed once per filter, not per frame.
+  REQUIRE(st.cache.size() == 4);
+  const KernelComparison& balanced = st.cache[0].k;
+  const KernelComparison& skewed = st.cache[1].k;
+  CHECK(st.cache[0].filter == "mlp.experts");
+  CHECK(balanced.gpus.size() == 8);
+  CHECK(most_often_slowest(balanced) == -1);
+  CHECK(most_often_slowest(skewed) == 3);
+  CHECK(st.cache[2].k.gpus.empty());  // no all-to-all in these traces
 }
 
 TEST_CASE("the memory view draws a profile_memory trace's allocated curve", "[gui][imgui]") {

@@ -103,6 +103,7 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.hidden_dropout", "model.transformer.attention",
     "model.transformer.attention.kernel", "model.transformer.attention.window",
     "model.transformer.attention.global_every", "model.transformer.attention.dropout",
+    "model.transformer.attention.sinks",
     // model.transformer.moe (core/scenario/parse_moe.cpp)
     "model.transformer.moe", "model.transformer.moe.experts", "model.transformer.moe.top_k",
     "model.transformer.moe.expert_ffn_hidden", "model.transformer.moe.shared_experts",
@@ -110,10 +111,11 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.moe.every_k_layers", "model.transformer.moe.routing",
     "model.transformer.moe.routing.kind", "model.transformer.moe.routing.skew",
     "model.transformer.moe.routing.concentration", "model.transformer.moe.routing.tokens",
-    "model.transformer.moe.routing.seed", "model.transformer.moe.capacity_factor",
-    "model.transformer.moe.pad_to_capacity", "model.transformer.moe.router",
-    "model.transformer.moe.router.score", "model.transformer.moe.router.bias",
-    "model.transformer.moe.router.groups", "model.transformer.moe.router.group_top_k",
+    "model.transformer.moe.routing.seed", "model.transformer.moe.expert_bias",
+    "model.transformer.moe.capacity_factor", "model.transformer.moe.pad_to_capacity",
+    "model.transformer.moe.router", "model.transformer.moe.router.score",
+    "model.transformer.moe.router.bias", "model.transformer.moe.router.groups",
+    "model.transformer.moe.router.group_top_k",
     // model.transformer.mla (core/scenario/parse_mla.cpp)
     "model.transformer.mla", "model.transformer.mla.q_lora_rank",
     "model.transformer.mla.kv_lora_rank", "model.transformer.mla.qk_nope_head_dim",

@@ -333,10 +333,13 @@ TEST_CASE("block eval within 1 % of op level: mixtures of experts", "[block][moe
           0.015);
   compare("deepseek_v3_1024xh100_mbridge_tp2_pp8_ep64.json", {"training.global_batch=512"}, true,
           0.025, -1, 0.015);
+  // GPT-OSS-120B (attention sinks, alternating windows, expert biases), ep 8 mirrored along ep and
+  // edp, at 4 micro-batches a pipeline.
+  compare("gpt_oss_120b_64xh100_ep8.json", {"training.global_batch=64"}, true);
 }
 
 TEST_CASE("block eval: every bundled scenario has a case above", "[block]") {
-  // 40 files in scenarios/ (19 + gpt_fp8_8xh100, gpt_fsdp2_8xh100, transformer_tiny_1xh200 + the
+  // 41 files in scenarios/ (19 + gpt_fp8_8xh100, gpt_fsdp2_8xh100, transformer_tiny_1xh200 + the
   // 7 of issue 18: llama3_1_8b_8xh100_fsdp2 and _fp8, llama3_1_70b_64xh100_fsdp2_tp,
   // llama3_1_405b_512xh100_3d, mistral_7b_8xa100_ddp, mbridge2509_llama3_8b_h100_8gpu and
   // mbridge2509_llama3_70b_h100_64gpu + the 4 context-parallel ones of issue 33:
@@ -344,11 +347,12 @@ TEST_CASE("block eval: every bundled scenario has a case above", "[block]") {
   // mixtures of experts of issue 34: mixtral_8x7b_16xh100_fsdp2, qwen3_30b_a3b_16xh100_fsdp2 + its
   // 3 expert-parallel ones: mbridge2509_qwen3_30b_a3b_h100_16gpu, qwen3_30b_a3b_16xh100_ep8_zipf,
   // mixtral_8x7b_64xh100_ep8 + the 2 DeepSeek-V3 layouts: deepseek_v3_2048xh800_pp16_ep64,
-  // deepseek_v3_1024xh100_mbridge_tp2_pp8_ep64); a new one needs its case.
+  // deepseek_v3_1024xh100_mbridge_tp2_pp8_ep64 + gpt_oss_120b_64xh100_ep8); a new one needs its
+  // case.
   std::size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator(test::repo_path("scenarios")))
     n += e.path().extension() == ".json";
-  CHECK(n == 40);
+  CHECK(n == 41);
 }
 
 TEST_CASE("op-level figures are the summary's", "[block]") {

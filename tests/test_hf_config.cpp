@@ -239,7 +239,8 @@ TEST_CASE("hf_config: model_type alone names the architecture", "[hf_config]") {
   json j = load("llama3_1_8b.json");
   j.erase("architectures");
   CHECK(hf_model_from_json(j, "l.json").architecture == "LlamaForCausalLM");
-  CHECK(hf_supported_architectures().size() == 9);  // 6 dense + Mixtral, Qwen3-MoE, DeepSeek-V3
+  CHECK(hf_supported_architectures().size() ==
+        10);  // 6 dense + Mixtral, Qwen3-MoE, DeepSeek-V3, GPT-OSS
 }
 
 // [SECTION] Parameter counts through model.hf_config ---------------------------------------------
@@ -325,12 +326,13 @@ TEST_CASE("hf_config: --hf-config's override keeps the scenario's seq_len", "[hf
 
 TEST_CASE("hf_config: mixtures of experts not modelled yet are refused", "[hf_config]") {
   json j = load("mistral_7b_v0_1.json");
-  j["architectures"] = {"GptOssForCausalLM"};
+  j["architectures"] = {"PhimoeForCausalLM"};
   InputError e = map_error(j);
   CHECK(e.json_path() == "architectures[0]");
   CHECK(e.message() ==
-        "GptOssForCausalLM is a mixture-of-experts model: not modelled yet (the mixtures "
-        "modelled: MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)");
+        "PhimoeForCausalLM is a mixture-of-experts model: not modelled yet (the mixtures "
+        "modelled: MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM, "
+        "GptOssForCausalLM)");
   j.erase("architectures");
   j["model_type"] = "qwen2_moe";
   CHECK(map_error(j).json_path() == "model_type");
@@ -341,7 +343,7 @@ TEST_CASE("hf_config: mixtures of experts not modelled yet are refused", "[hf_co
   CHECK(e.json_path() == "num_local_experts");
   CHECK(e.message().find(
             "not modelled yet (the mixtures modelled: MixtralForCausalLM, Qwen3MoeForCausalLM, "
-            "DeepseekV3ForCausalLM)") != std::string::npos);
+            "DeepseekV3ForCausalLM, GptOssForCausalLM)") != std::string::npos);
   k["num_local_experts"] = 0;  // zero experts: dense
   CHECK_NOTHROW(hf_model_from_json(k, "cfg.json"));
   // Zero experts is read, not "not read": no warning names it.
@@ -352,10 +354,10 @@ TEST_CASE("hf_config: mixtures of experts not modelled yet are refused", "[hf_co
 TEST_CASE("hf_config: every mixture of experts is refused as MoE, by name or by experts",
           "[hf_config]") {
   json base = load("llama3_1_8b.json");
-  // By architecture name (architectures[0]), then by model_type alone: GPT-OSS, DeepSeek-V2,
+  // By architecture name (architectures[0]), then by model_type alone: PhiMoE, DeepSeek-V2,
   // Qwen2-MoE, OLMoE, DBRX, Llama 4; each would otherwise be "not a supported architecture".
   for (const auto& [arch, type] : std::vector<std::pair<std::string, std::string>>{
-           {"GptOssForCausalLM", "gpt_oss"},
+           {"PhimoeForCausalLM", "phimoe"},
            {"DeepseekV2ForCausalLM", "deepseek_v2"},
            {"Qwen2MoeForCausalLM", "qwen2_moe"},
            {"OlmoeForCausalLM", "olmoe"},
@@ -365,18 +367,18 @@ TEST_CASE("hf_config: every mixture of experts is refused as MoE, by name or by 
     j["architectures"] = {arch};
     InputError e = map_error(j);
     CHECK(e.json_path() == "architectures[0]");
-    CHECK(e.message() ==
-          arch +
-              " is a mixture-of-experts model: not modelled yet (the mixtures "
-              "modelled: MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)");
+    CHECK(e.message() == arch +
+                             " is a mixture-of-experts model: not modelled yet (the mixtures "
+                             "modelled: MixtralForCausalLM, Qwen3MoeForCausalLM, "
+                             "DeepseekV3ForCausalLM, GptOssForCausalLM)");
     j.erase("architectures");
     j["model_type"] = type;
     e = map_error(j);
     CHECK(e.json_path() == "model_type");
-    CHECK(e.message() ==
-          type +
-              " is a mixture-of-experts model: not modelled yet (the mixtures "
-              "modelled: MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)");
+    CHECK(e.message() == type +
+                             " is a mixture-of-experts model: not modelled yet (the mixtures "
+                             "modelled: MixtralForCausalLM, Qwen3MoeForCausalLM, "
+                             "DeepseekV3ForCausalLM, GptOssForCausalLM)");
   }
   // By expert count, whatever the architecture (known, unknown or none named), at the top level
   // or in text_config / ffn_config.
@@ -403,7 +405,7 @@ TEST_CASE("hf_config: every mixture of experts is refused as MoE, by name or by 
     CHECK(e.json_path() == (c.parent.empty() ? c.key : c.parent + "." + c.key));
     CHECK(e.message() ==
           "8 experts make a mixture-of-experts model: not modelled yet (the mixtures modelled: "
-          "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)");
+          "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM, GptOssForCausalLM)");
   }
 }
 

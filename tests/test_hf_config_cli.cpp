@@ -66,7 +66,8 @@ TEST_CASE("simrun --hf-config: a config that is not JSON exits 2 naming it", "[h
   CHECK(moe.code == 2);
   CHECK(moe.err.find(cfg + ": architectures[0]: DeepseekV2ForCausalLM is a mixture-of-experts "
                            "model: not modelled yet (the mixtures modelled: MixtralForCausalLM, "
-                           "Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)") != std::string::npos);
+                           "Qwen3MoeForCausalLM, DeepseekV3ForCausalLM, GptOssForCausalLM)") !=
+        std::string::npos);
   CHECK_FALSE(fs::exists(trace));
   fs::remove_all(dir);
 }

@@ -200,18 +200,18 @@ TEST_CASE(
   struct Case {
     std::string file, key, message;
   };
-  // tests/data/hf/README.md: GPT-OSS by its architecture; an unknown architecture by its expert
+  // tests/data/hf/README.md: OLMoE by its architecture; an unknown architecture by its expert
   // count (it would otherwise be "not a supported architecture"); experts kept in text_config.
   const std::vector<Case> cases = {
-      {"tests/data/hf/gpt_oss_like.json", "architectures[0]",
-       "GptOssForCausalLM is a mixture-of-experts model: not modelled yet (the mixtures modelled: "
-       "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)"},
+      {"tests/data/hf/olmoe_like.json", "architectures[0]",
+       "OlmoeForCausalLM is a mixture-of-experts model: not modelled yet (the mixtures modelled: "
+       "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM, GptOssForCausalLM)"},
       {"tests/data/hf/unknown_arch_with_experts.json", "num_experts",
        "64 experts make a mixture-of-experts model: not modelled yet (the mixtures modelled: "
-       "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)"},
+       "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM, GptOssForCausalLM)"},
       {"tests/data/hf/nested_text_config_experts.json", "text_config.num_local_experts",
        "16 experts make a mixture-of-experts model: not modelled yet (the mixtures modelled: "
-       "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM)"},
+       "MixtralForCausalLM, Qwen3MoeForCausalLM, DeepseekV3ForCausalLM, GptOssForCausalLM)"},
   };
   for (const Case& c : cases) {
     const std::string cfg = csim::test::repo_path(c.file);

@@ -190,3 +190,31 @@ TEST_CASE("An MoE model lowers under DDP and FSDP2: every expert GEMM on every r
     CHECK(fc >= 2 * 4);
   }
 }
+
+TEST_CASE("GPT-OSS-120B: 116,829,156,672 parameters, 5,711,982,912 active", "[moe][hf_config]") {
+  // Per block (h 2880, 64 heads of 64, 8 key/value heads, biases on q, k, v and o): q, k, v
+  // 2880 x (4096 + 2 x 512) + 5120 = 14,750,720; o 4096 x 2880 + 2880 = 11,799,360; 64 sinks;
+  // two RMSNorms 5,760; the router 2880 x 128 + its 128 biases = 368,768; 128 experts of
+  // gate_up 2880 x 5760 + 5760 and down 2880 x 2880 + 2880 = 24,891,840 each = 3,186,155,520:
+  // 3,213,080,192 per block, x 36 = 115,670,886,912; + embedding and LM head 2 x 201,088 x 2,880 =
+  // 1,158,266,880 + the final norm 2,880 = 116,829,156,672 (the model card's 116.83B).
+  // Active: 4 of 128 experts, 124 x 24,891,840 = 3,086,588,160 inactive per block, x 36 =
+  // 111,117,173,760: 5,711,982,912 (the card's 5.13B leaves out the 579,133,440-parameter
+  // embedding table).
+  const Scenario s = hf("gpt_oss_120b.json");
+  CHECK(s.model.total_params() == 116'829'156'672LL);
+  CHECK(s.model.active_params() == 5'711'982'912LL);
+  const TransformerConfig& c = s.model.transformer_config;
+  CHECK(c.moe.experts == 128);
+  CHECK(c.moe.top_k == 4);
+  CHECK(c.moe.expert_bias);
+  CHECK(c.moe.router.bias);
+  CHECK(c.attention_sinks);
+  // layer_types alternates sliding_attention and full_attention from block 0: a window of 128
+  // with every 2nd block full.
+  CHECK(c.window == 128);
+  CHECK(c.global_every == 2);
+  CHECK(block_is_windowed(c, 0));
+  CHECK_FALSE(block_is_windowed(c, 1));
+  CHECK(layer(s.model, "h.0.attn.core").params == 64);
+}

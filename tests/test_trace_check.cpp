@@ -205,6 +205,8 @@ TEST_CASE("trace check: every bundled scenario's trace passes", "[trace_check][s
       // micro-batches (the fewest at pp 8) in place of 128.
       {"deepseek_v3_2048xh800_pp16_ep64.json", {"training.global_batch=256"}},
       {"deepseek_v3_1024xh100_mbridge_tp2_pp8_ep64.json", {"training.global_batch=512"}},
+      // GPT-OSS-120B: dp 16 x 4 micro-batches in place of 16.
+      {"gpt_oss_120b_64xh100_ep8.json", {"training.global_batch=64"}},
   };
   const fs::path d = csim::test::fresh_dir("csim_trace_check_", "scenarios");
   for (const auto& entry : fs::directory_iterator(csim::test::repo_path("scenarios"))) {

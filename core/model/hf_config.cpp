@@ -39,7 +39,8 @@ enum class Family {
   kNeox,
   kMixtral,
   kQwen3Moe,
-  kDeepseekV3
+  kDeepseekV3,
+  kGptOss
 };
 
 struct Arch {
@@ -58,21 +59,22 @@ const Arch kArchs[] = {
     {"MixtralForCausalLM", "mixtral", Family::kMixtral},
     {"Qwen3MoeForCausalLM", "qwen3_moe", Family::kQwen3Moe},
     {"DeepseekV3ForCausalLM", "deepseek_v3", Family::kDeepseekV3},
+    {"GptOssForCausalLM", "gpt_oss", Family::kGptOss},
 };
 
 bool is_moe_family(Family f) {
-  return f == Family::kMixtral || f == Family::kQwen3Moe || f == Family::kDeepseekV3;
+  return f == Family::kMixtral || f == Family::kQwen3Moe || f == Family::kDeepseekV3 ||
+         f == Family::kGptOss;
 }
 
 // Mixture-of-experts architectures (architectures[0], model_type) not modelled yet (Mixtral,
-// Qwen3-MoE and DeepSeek-V3 are, in kArchs).
+// Qwen3-MoE, DeepSeek-V3 and GPT-OSS are, in kArchs).
 // The causal-LM classes of transformers whose blocks route tokens to experts
 // (src/transformers/models/<model_type>/modeling_<model_type>.py); docs/scenario.md lists them.
 const char* const kMoeArchs[][2] = {
     {"Qwen2MoeForCausalLM", "qwen2_moe"},
     {"Qwen3NextForCausalLM", "qwen3_next"},
     {"DeepseekV2ForCausalLM", "deepseek_v2"},
-    {"GptOssForCausalLM", "gpt_oss"},
     {"PhimoeForCausalLM", "phimoe"},
     {"OlmoeForCausalLM", "olmoe"},
     {"GraniteMoeForCausalLM", "granitemoe"},
@@ -96,7 +98,7 @@ const char* const kExpertParents[] = {"text_config", "ffn_config"};
 
 constexpr const char* kMoeLater =
     "not modelled yet (the mixtures modelled: MixtralForCausalLM, Qwen3MoeForCausalLM, "
-    "DeepseekV3ForCausalLM)";
+    "DeepseekV3ForCausalLM, GptOssForCausalLM)";
 
 // Fields accepted without a warning although nothing here reads them: they have no cost effect
 // this model represents (token ids, initialisation, RoPE's base and scaling, the norms' eps,
@@ -256,16 +258,34 @@ void apply_layer_types(HfReader& r, TransformerConfig& c, i64 sliding_window) {
            std::to_string(v.size()) + " entries for " + std::to_string(c.layers) + " blocks",
            "one entry per block (num_hidden_layers)");
   std::set<std::string> kinds;
-  for (const json& e : v) {
+  std::vector<int> full;  // the blocks with full attention
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const json& e = v[i];
     if (!e.is_string() || (e != "full_attention" && e != "sliding_attention"))
       r.fail("layer_types",
              "expected \"full_attention\" or \"sliding_attention\", got " + describe_value(e));
     kinds.insert(e.get<std::string>());
+    if (e == "full_attention") full.push_back(static_cast<int>(i));
   }
-  if (kinds.size() > 1)
-    r.fail("layer_types", "a mix of full and sliding-window blocks",
-           "this model gives every block the same window; model.transformer describes windows "
-           "with every k-th block full");
+  if (kinds.size() > 1) {
+    // A mix is the pattern model.transformer describes (attention.global_every k): block i full
+    // when (i + 1) % k == 0, the others windowed (GPT-OSS: sliding, full, sliding, ... : k = 2).
+    const int k = full.front() + 1;
+    bool every_k = true;
+    for (int i = 0; i < c.layers; ++i)
+      every_k =
+          every_k && ((i + 1) % k == 0) == (v[static_cast<std::size_t>(i)] == "full_attention");
+    if (!every_k)
+      r.fail("layer_types", "a mix of full and sliding-window blocks other than every k-th full",
+             "this model describes windows with every k-th block full (block i full when "
+             "(i + 1) % k == 0); model.transformer takes attention.window and global_every");
+    if (sliding_window <= 0)
+      r.fail("sliding_window", "layer_types has sliding_attention blocks but no window is given",
+             "give sliding_window in tokens");
+    c.window = sliding_window;
+    c.global_every = k;
+    return;
+  }
   if (kinds.count("full_attention")) {
     c.window = 0;
   } else {
@@ -279,7 +299,8 @@ void apply_layer_types(HfReader& r, TransformerConfig& c, i64 sliding_window) {
 }
 
 // The experts of Mixtral (modeling_mixtral.py: num_local_experts experts of intermediate_size,
-// num_experts_per_tok per token, every block sparse) and Qwen3-MoE (modeling_qwen3_moe.py:
+// num_experts_per_tok per token, every block sparse), GPT-OSS (modeling_gpt_oss.py: the same
+// keys, with router and expert biases) and Qwen3-MoE (modeling_qwen3_moe.py:
 // num_experts of moe_intermediate_size, num_experts_per_tok; block i sparse when not in
 // mlp_only_layers and (i + 1) % decoder_sparse_step == 0, the others a dense MLP of
 // intermediate_size). Router settings with no cost effect here are read quietly.
@@ -288,9 +309,18 @@ void read_moe(HfReader& r, Family f, TransformerConfig& c, const std::string& ar
   for (const char* quiet : {"router_aux_loss_coef", "output_router_logits", "router_jitter_noise",
                             "norm_topk_prob", "num_local_experts", "num_experts"})
     r.present(quiet);
-  if (f == Family::kMixtral) {
+  if (f == Family::kMixtral || f == Family::kGptOss) {
     m.experts = static_cast<int>(r.req_int({"num_local_experts"}, 2, 1 << 16, arch));
     m.expert_ffn_hidden = c.ffn_hidden;
+    if (f == Family::kGptOss) {
+      // GptOssTopKRouter: a linear with bias over the experts; GptOssExperts: gate_up_proj and
+      // down_proj with their biases; every block sparse. swiglu_limit clamps the gated
+      // activation (no cost effect modelled).
+      m.router.bias = true;
+      m.expert_bias = true;
+      for (const char* quiet : {"swiglu_limit", "experts_per_token", "initial_context_length"})
+        r.present(quiet);
+    }
   } else {
     m.experts = static_cast<int>(r.req_int({"num_experts"}, 2, 1 << 16, arch));
     m.expert_ffn_hidden = r.req_int({"moe_intermediate_size"}, 1, 1 << 22, arch);
@@ -330,10 +360,13 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
   if (r.given("quantization_config")) {
     // DeepSeek-V3's published checkpoint is stored in FP8 with 128 x 128 block scales, the
     // format it trained in: read as the model, training in training.precision. Any other
-    // quantization is an inference checkpoint.
+    // quantization but GPT-OSS's MXFP4 is an inference checkpoint.
+    // GPT-OSS's is MXFP4 for its experts' weights, an inference format over a model trained in
+    // higher precision: read as the model as well.
     const json& q = r.at("quantization_config");
-    const bool fp8 = q.is_object() && q.contains("quant_method") && q.at("quant_method") == "fp8";
-    if (!fp8)
+    const bool known = q.is_object() && q.contains("quant_method") &&
+                       (q.at("quant_method") == "fp8" || q.at("quant_method") == "mxfp4");
+    if (!known)
       r.fail("quantization_config",
              "a quantized checkpoint: the weights here train in training.precision",
              "use the unquantized model's config.json");
@@ -459,6 +492,14 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
       break;  // no bias anywhere (modeling_mistral.py, modeling_mixtral.py)
     case Family::kDeepseekV3:
       break;  // attention_bias is read by read_deepseek_v3 (MLA's projections)
+    case Family::kGptOss: {
+      // GptOssAttention: q, k, v and o_proj with bias=config.attention_bias (GptOssConfig: true);
+      // a learned sink logit per head (self.sinks).
+      const bool ab = r.boolean("attention_bias", true);
+      c.qkv_bias = c.attn_out_bias = ab;
+      c.attention_sinks = true;
+      break;
+    }
     case Family::kQwen2:
       c.qkv_bias = true;  // q_proj, k_proj, v_proj have biases; o_proj and the MLP none
       break;
@@ -493,6 +534,10 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
     // MixtralConfig's sliding_window defaults to None (full causal).
     sliding = r.given("sliding_window") ? r.to_int("sliding_window", 1, 1LL << 30) : 0;
     c.window = sliding;
+  } else if (f == Family::kGptOss) {
+    // GptOssConfig: sliding_window 128 on the blocks layer_types names sliding_attention
+    // (alternating with full attention, from block 0), below.
+    sliding = r.given("sliding_window") ? r.to_int("sliding_window", 1, 1LL << 30) : 128;
   } else if (f == Family::kQwen2 || f == Family::kQwen3 || f == Family::kQwen3Moe) {
     c.window = qwen_window(r, c.layers, notes);
     sliding = r.given("sliding_window") ? r.to_int("sliding_window", 1, 1LL << 30) : 0;

@@ -182,8 +182,18 @@ void add_attention(std::vector<LayerSpec>& layers, const TransformerConfig& c,
   }
   // The attention core (core/model/attention_kernels.hpp, docs/attention.md). ALiBi's bias is added
   // inside it (docs/transformer.md, "Positions").
-  for (LayerSpec& l : attention_core_layers(c.attention_kernel, attention_shape(c, d, i), e, p))
-    layers.push_back(std::move(l));
+  std::vector<LayerSpec> core =
+      attention_core_layers(c.attention_kernel, attention_shape(c, d, i), e, p);
+  if (c.attention_sinks) {
+    // Attention sinks (GPT-OSS): one learned logit per head joins each softmax row, a head-split
+    // tensor of `a` parameters held by the layer that runs the softmax (the fused core, or eager's
+    // attn.softmax); its cost is one more column per row (docs/transformer.md, "Attention
+    // sinks").
+    LayerSpec& holder = core.size() == 1 ? core.front() : core[1];
+    holder.params += a;
+    holder.second_tensor_params += a;
+  }
+  for (LayerSpec& l : core) layers.push_back(std::move(l));
   LayerSpec proj = linear_spec(p + "attn.proj", q_w, h, c.attn_out_bias, s, e, TpRole::kRow);
   layers.push_back(std::move(proj));
 }

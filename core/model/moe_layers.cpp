@@ -141,15 +141,22 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
   // dispatch before experts.fc, the combine after experts.proj: core/lowering/expert_parallel.cpp).
   const bool even = static_cast<i64>(t) % ne == 0;
   const i64 per_expert = static_cast<i64>(t) / ne;
-  out.push_back(gemm_layer(p + "mlp.experts.fc", TpRole::kColumn, ne * h * 2 * fe,
-                           (ne - k) * h * 2 * fe, 2.0 * t * dh * 2.0 * dfe, t * dh, t * 2.0 * dfe,
-                           e, even ? GemmShape{ne, per_expert, 2 * fe, h} : GemmShape{}));
+  // With expert biases (GPT-OSS's gate_up_proj_bias, down_proj_bias) each expert's matrices carry
+  // one: E 2 f_e and E h more parameters, the inactive experts' among them (the bias adds are in
+  // the grouped GEMMs' epilogue: no FLOPs of their own here).
+  const bool eb = c.moe.expert_bias;
+  out.push_back(
+      gemm_layer(p + "mlp.experts.fc", TpRole::kColumn, ne * h * 2 * fe + (eb ? ne * 2 * fe : 0),
+                 (ne - k) * (h * 2 * fe + (eb ? 2 * fe : 0)), 2.0 * t * dh * 2.0 * dfe, t * dh,
+                 t * 2.0 * dfe, e, even ? GemmShape{ne, per_expert, 2 * fe, h} : GemmShape{}));
+  if (eb) out.back().second_tensor_params = ne * 2 * fe;
   out.back().expert_role = ExpertRole::kFirst;
   out.push_back(swiglu_spec(p + "mlp.experts.swiglu", t * dfe, e, TpRole::kSharded));
   out.back().expert_role = ExpertRole::kInner;
-  out.push_back(gemm_layer(p + "mlp.experts.proj", TpRole::kRow, ne * fe * h, (ne - k) * fe * h,
-                           2.0 * t * dfe * dh, t * dfe, t * dh, e,
-                           even ? GemmShape{ne, per_expert, h, fe} : GemmShape{}));
+  out.push_back(gemm_layer(p + "mlp.experts.proj", TpRole::kRow, ne * fe * h + (eb ? ne * h : 0),
+                           (ne - k) * (fe * h + (eb ? h : 0)), 2.0 * t * dfe * dh, t * dfe, t * dh,
+                           e, even ? GemmShape{ne, per_expert, h, fe} : GemmShape{}));
+  if (eb) out.back().second_tensor_params = ne * h;
   out.back().expert_role = ExpertRole::kLast;
   // Un-permutation: the k expert outputs of each token weighted by its routing weights and summed
   // back in token order (2 FLOPs per copied element), plus the shared experts' output (1 per

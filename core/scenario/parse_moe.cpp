@@ -124,8 +124,8 @@ MoeRouter parse_moe_router(Ctx& ctx, const nlohmann::json& v, const std::string&
 MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path) {
   Obj o(ctx, v, path,
         {"experts", "top_k", "expert_ffn_hidden", "shared_experts", "shared_ffn_hidden",
-         "first_dense_layers", "every_k_layers", "capacity_factor", "pad_to_capacity", "router",
-         "routing"});
+         "first_dense_layers", "every_k_layers", "expert_bias", "capacity_factor",
+         "pad_to_capacity", "router", "routing"});
   MoeConfig m;
   m.experts = static_cast<int>(o.req_integer("experts", 2, 1 << 16));
   m.top_k = static_cast<int>(o.req_integer("top_k", 1, 1 << 16));
@@ -134,6 +134,7 @@ MoeConfig parse_moe(Ctx& ctx, const nlohmann::json& v, const std::string& path) 
   m.shared_ffn_hidden = o.integer("shared_ffn_hidden", 0, 1, 1 << 22);
   m.first_dense_layers = static_cast<int>(o.integer("first_dense_layers", 0, 0, 100000));
   m.every_k_layers = static_cast<int>(o.integer("every_k_layers", 1, 1, 100000));
+  m.expert_bias = o.boolean("expert_bias", false);
   parse_moe_capacity(ctx, o, "capacity_factor", "pad_to_capacity", m);
   if (o.has("router")) m.router = parse_moe_router(ctx, o.raw("router"), o.at("router"));
   if (o.has("routing"))

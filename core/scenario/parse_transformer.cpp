@@ -152,12 +152,13 @@ ModelSpec parse_transformer(Ctx& ctx, const nlohmann::json& v, const std::string
   c.attention_kernel = mla_default_kernel(c, default_attention_kernel(gpu));
   if (o.has("attention")) {
     Obj a(ctx, o.raw("attention"), o.at("attention"),
-          {"kernel", "window", "global_every", "dropout"});
+          {"kernel", "window", "global_every", "dropout", "sinks"});
     c.attention_kernel = static_cast<AttentionKernel>(
         a.choice("kernel", kKernelNames, static_cast<int>(c.attention_kernel)));
     c.window = a.integer("window", 0, 0, 1 << 22);
     c.global_every = static_cast<int>(a.integer("global_every", 0, 0, 100000));
     c.attention_dropout = a.boolean("dropout", false);
+    c.attention_sinks = a.boolean("sinks", false);
   }
   if (o.has("moe")) c.moe = parse_moe(ctx, o.raw("moe"), o.at("moe"));
   return build_checked_transformer(ctx, c, path, act_bytes, gpu);

@@ -65,8 +65,9 @@ struct MoeConfig {
   // moe_pad_expert_input_to_capacity).
   double capacity_factor = 0;
   bool pad_to_capacity = false;
-  MoeRouter router;    // softmax, no bias, no groups unless said otherwise
-  MoeRouting routing;  // balanced unless the scenario says otherwise
+  bool expert_bias = false;  // biases on every expert's matrices (GPT-OSS): E (2 f_e + h)
+  MoeRouter router;          // softmax, no bias, no groups unless said otherwise
+  MoeRouting routing;        // balanced unless the scenario says otherwise
   bool any() const { return experts > 0; }
 };
 
@@ -109,6 +110,9 @@ struct TransformerConfig {
   std::int64_t window = 0;         // sliding-window attention span in tokens; 0 = full causal
   int global_every = 0;  // with a window: every k-th block attends fully (0 = all windowed)
   bool attention_dropout = false;  // dropout on the attention probabilities (GPT-2 training)
+  // A learned logit per head that joins every softmax row and absorbs part of its mass ("attention
+  // sinks", GPT-OSS): `heads` parameters per block in attn.core.
+  bool attention_sinks = false;
   // The GELU is a Python formula of separate tensor operations in eager mode (Hugging Face's
   // gelu_new / gelu_fast, GPT-2's): core/model/eager_kernels.hpp costs its kernels under framework
   // hf.

@@ -115,11 +115,25 @@ std::vector<Sharding> shardings(const TuneSpace& sp, bool gpt, int dp, int tp, i
   return out;
 }
 
+// The expert-parallel sizes to try with tp x cp x dp = `folded` ranks (docs/sweep.md, "Tune: the
+// other knobs"): space.ep (or 1 and every divisor of the experts) that divide the experts and
+// `folded`; {1} for a dense model.
+std::vector<int> expert_parallel_sizes(const core::Scenario& s, const TuneSpace& space,
+                                       int folded) {
+  const int experts = s.model.transformer_config.moe.experts;
+  if (experts <= 0) return {1};
+  std::vector<int> out;
+  for (const int ep : space.ep.empty() ? divisors(experts) : space.ep)
+    if (ep >= 1 && experts % ep == 0 && folded % ep == 0) out.push_back(ep);
+  return out;
+}
+
 std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                             const std::vector<std::int64_t>& mbs_list, const TuneSpace& space) {
   std::vector<Layout> out;
   const core::TransformerShape& tf = s.model.transformer;
   const bool gpt = tf.layers > 0;
+  const bool moe = s.model.transformer_config.moe.any();
   const std::int64_t gb = s.training.global_batch;
   char buf[160];
   // Plain data parallelism through DDP: every bucket size, no accumulation.
@@ -176,6 +190,7 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                     shs.end());
         }
         const int dims_over_1 = (dp > 1) + (tp > 1) + (pp > 1) + (cp > 1);
+        const std::vector<int> eps = expert_parallel_sizes(s, space, tp * cp * dp);
         for (const std::int64_t mbs : mbs_list) {
           if (gb % (static_cast<std::int64_t>(dp) * mbs) != 0) continue;
           const std::int64_t m = gb / (dp * mbs);
@@ -188,57 +203,72 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
           for (const auto& [sched, v] : schedules)
             for (const Sharding& sh : shs)
               for (const auto& [rc, every] : rcs)
-                for (const int sq : space.sequence_parallel&& tp > 1 ? std::vector<int>{0, 1}
-                                                                     : std::vector<int>{0})
-                  for (const std::string& order : orders) {
-                    // A rank order only matters with two dimensions over 1; the default once.
-                    if (!order.empty() && order != orders.front() && dims_over_1 < 2) continue;
-                    const bool zero0 = sh.keys.value("zero_stage", -1) == 0;
-                    if (!gpt && tp == 1 && pp == 1 && zero0) continue;  // that is DDP, above
-                    json st = sh.keys;
-                    st["micro_batch_size"] = mbs;
-                    std::string label;
-                    if (gpt) {
-                      st["dp"] = dp;
-                      st["tp"] = tp;
-                      st["pp"] = pp;
-                      st["recompute"] = rc;
-                      if (every > 1) st["recompute_every"] = every;
-                      if (pp > 1) st["schedule"] = sched;
-                      if (v > 1) st["virtual_stages"] = v;
-                      if (sq) st["sequence_parallel"] = true;
-                      if (!order.empty()) {
-                        // With cp > 1 an order that leaves cp out gets it after tp (Megatron's).
-                        std::string o = order;
-                        if (cp > 1 && o.find("cp") == std::string::npos)
-                          o.replace(o.find("tp"), 2, "tp-cp");
-                        st["rank_order"] = o;
+                for (const int ep : eps)
+                  for (const int sq : (space.sequence_parallel || moe) && tp > 1
+                                          ? std::vector<int>{0, 1}
+                                          : std::vector<int>{0})
+                    for (const std::string& order : orders) {
+                      // A rank order only matters with two dimensions over 1; the default once.
+                      if (!order.empty() && order != orders.front() && dims_over_1 < 2) continue;
+                      // The parser's expert-parallel rules (docs/program.md, "Expert parallel"):
+                      // ep under 3d / zero up to stage 1 (no FSDP, no Megatron-FSDP); tp > 1 with
+                      // experts only with sequence parallelism and ep > 1.
+                      if (ep > 1 && (sh.keys.value("kind", "") == "fsdp" ||
+                                     sh.keys.value("zero_stage", 0) > 1 ||
+                                     sh.keys.value("megatron_fsdp", false)))
+                        continue;
+                      if (moe && tp > 1 && (!sq || ep == 1)) continue;
+                      const bool zero0 = sh.keys.value("zero_stage", -1) == 0;
+                      if (!gpt && tp == 1 && pp == 1 && zero0) continue;  // that is DDP, above
+                      json st = sh.keys;
+                      st["micro_batch_size"] = mbs;
+                      std::string label;
+                      if (gpt) {
+                        st["dp"] = dp;
+                        st["tp"] = tp;
+                        st["pp"] = pp;
+                        st["recompute"] = rc;
+                        if (every > 1) st["recompute_every"] = every;
+                        if (pp > 1) st["schedule"] = sched;
+                        if (v > 1) st["virtual_stages"] = v;
+                        if (sq) st["sequence_parallel"] = true;
+                        if (!order.empty()) {
+                          // With cp > 1 an order that leaves cp out gets it after tp (Megatron's),
+                          // with ep > 1 one that leaves ep out gets it before dp.
+                          std::string o = order;
+                          if (cp > 1 && o.find("cp") == std::string::npos)
+                            o.replace(o.find("tp"), 2, "tp-cp");
+                          if (ep > 1 && o.find("ep") == std::string::npos)
+                            o.replace(o.find("dp"), 2, "ep-dp");
+                          st["rank_order"] = o;
+                        }
+                        if (ep > 1) st["ep"] = ep;
+                        if (cp > 1) {
+                          st["cp"] = cp;
+                          const std::size_t colon = cp_comm.find(':');
+                          st["cp_comm"] = cp_comm.substr(0, colon);
+                          if (colon != std::string::npos)
+                            st["cp_a2a"] = std::stoi(cp_comm.substr(colon + 1));
+                        }
+                        if (split.first > 0) {
+                          st["first_stage_layers"] = split.first;
+                          st["last_stage_layers"] = split.second;
+                        }
                       }
-                      if (cp > 1) {
-                        st["cp"] = cp;
-                        const std::size_t colon = cp_comm.find(':');
-                        st["cp_comm"] = cp_comm.substr(0, colon);
-                        if (colon != std::string::npos)
-                          st["cp_a2a"] = std::stoi(cp_comm.substr(colon + 1));
-                      }
-                      if (split.first > 0) {
-                        st["first_stage_layers"] = split.first;
-                        st["last_stage_layers"] = split.second;
-                      }
+                      std::snprintf(buf, sizeof buf, "dp %d tp %d pp %d mbs %lld%s%s %s rc %s", dp,
+                                    tp, pp, static_cast<long long>(mbs), pp > 1 ? " " : "",
+                                    pp > 1 ? sched.c_str() : "", sh.label.c_str(), rc.c_str());
+                      label = buf;
+                      if (every > 1) label += "/" + std::to_string(every);
+                      if (sq) label += " sp";
+                      if (cp > 1) label += " cp " + std::to_string(cp) + " " + cp_comm;
+                      if (ep > 1) label += " ep " + std::to_string(ep);
+                      if (!order.empty() && order != "tp-dp-pp") label += " " + order;
+                      if (split.first > 0)
+                        label += " split " + std::to_string(split.first) + "/" +
+                                 std::to_string(split.second);
+                      out.push_back({st, label});
                     }
-                    std::snprintf(buf, sizeof buf, "dp %d tp %d pp %d mbs %lld%s%s %s rc %s", dp,
-                                  tp, pp, static_cast<long long>(mbs), pp > 1 ? " " : "",
-                                  pp > 1 ? sched.c_str() : "", sh.label.c_str(), rc.c_str());
-                    label = buf;
-                    if (every > 1) label += "/" + std::to_string(every);
-                    if (sq) label += " sp";
-                    if (cp > 1) label += " cp " + std::to_string(cp) + " " + cp_comm;
-                    if (!order.empty() && order != "tp-dp-pp") label += " " + order;
-                    if (split.first > 0)
-                      label += " split " + std::to_string(split.first) + "/" +
-                               std::to_string(split.second);
-                    out.push_back({st, label});
-                  }
         }
       }
     }

@@ -72,6 +72,10 @@ struct TuneSpace {
   std::vector<int> cp{1};
   std::vector<std::string> cp_comm{"p2p"};
   bool uneven_stages = false;  // pp not dividing the blocks: Megatron's first/last stage split
+  // Expert-parallel sizes for a mixture of experts (each dividing the experts and tp x cp x dp;
+  // docs/sweep.md, "Tune: the other knobs"); empty: 1 and every such divisor. Ignored for dense
+  // models.
+  std::vector<int> ep;
 };
 
 struct TuneOptions {

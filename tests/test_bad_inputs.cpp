@@ -122,8 +122,8 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.mla.qk_rope_head_dim", "model.transformer.mla.v_head_dim",
     // model.hf_config (core/scenario/parse_hf_model.cpp)
     "model.hf_config", "model.seq_len", "model.attention", "model.attention.kernel",
-    "model.vocab_pad_multiple", "model.moe_routing", "model.moe_capacity_factor",
-    "model.moe_pad_to_capacity",
+    "model.vocab_pad_multiple", "model.mtp_layers", "model.moe_routing",
+    "model.moe_capacity_factor", "model.moe_pad_to_capacity",
     // strategy
     "strategy.kind", "strategy.device_ids", "strategy.output_device", "strategy.ddp",
     "strategy.ddp.bucket_cap_mb", "strategy.ddp.first_bucket_mb", "strategy.ddp.overlap",

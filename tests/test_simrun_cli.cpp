@@ -208,6 +208,19 @@ TEST_CASE("an OOM verdict comes with re-simulated advice whose first fix really 
   CHECK(simrun(quiet).out.find("OOM advice") == std::string::npos);
 }
 
+TEST_CASE("OOM advice offers more expert parallelism for a mixture of experts", "[cli][memory]") {
+  // Mixtral 8x7B on 64 H100 with every expert on every rank (ep 1) and no sharded optimizer: each
+  // GPU holds a quarter of 46.7 B parameters (pp 4) with their fp32 gradients and Adam state,
+  // about 2.5x its memory. Twice the EP ranks hold 4 of the 8 experts each: offered, re-simulated
+  // and smaller (each rank's expert states halve).
+  const Result r = simrun({test::scenario_path("mixtral_8x7b_64xh100_ep8.json"), "--set",
+                           "strategy.ep=1", "--set", "strategy.distributed_optimizer=false",
+                           "--set", "training.global_batch=64", "--set", "training.steps=2"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("expert parallelism 1 -> 2 (4 experts per GPU)") != std::string::npos);
+}
+
 TEST_CASE("simrun --fail-on-oom exits 4 and names the GPU, op and shortfall", "[cli][memory]") {
   // ResNet-50 with a batch of 4096 on one 11 GB GTX 1080 Ti: activations alone are ~100 MB per
   // sample in fp32, far beyond 11 GB, so the verdict must be an OOM.

@@ -231,6 +231,51 @@ TEST_CASE("tune with the new knobs returns a valid best layout and reports its k
   CHECK(out.str().find(best.label) != std::string::npos);
 }
 
+// A mixture of experts (the tiny scenario with 8 experts of 704, 2 per token) on 4 GPUs: tune tries
+// ep in {1, 2, 4} (the divisors of 8 that divide tp x dp), each only where the parser takes it:
+// no ep under ZeRO 2 / 3, tp > 1 only with sequence parallelism and ep > 1 (docs/program.md,
+// "Expert parallel"); so no candidate is refused by the parser for its expert parallelism.
+TEST_CASE("tune searches expert parallelism for a mixture of experts", "[sweep][tune][knobs]") {
+  const std::string path = test::scenario_path("transformer_tiny_1xh200.json");
+  const nlohmann::json doc = doc_of(path);
+  sweep::TuneOptions o;
+  o.threads = 2;
+  o.space.recompute = {"none"};
+  o.micro_batch_sizes = {1};
+  const std::vector<std::string> sets{
+      "cluster.gpu=H100-SXM5-80GB", "cluster.gpus_per_node=4",
+      R"(model.transformer.moe={"experts": 8, "top_k": 2, "expert_ffn_hidden": 704})"};
+  const sweep::TuneResult r = sweep::tune(doc, path, sets, o);
+  REQUIRE(r.complete);
+  std::map<int, std::size_t> by_ep;
+  for (const sweep::TuneCandidate& c : r.candidates) {
+    INFO(c.label << ": " << c.reason);
+    const std::size_t at = c.label.find(" ep ");
+    const int ep = at == std::string::npos ? 1 : std::stoi(c.label.substr(at + 4));
+    ++by_ep[ep];
+    // tp 4 over 2 key/value heads is refused whatever ep is (the parser's tp rule); nothing is
+    // refused for its experts.
+    if (c.verdict == sweep::TuneVerdict::kInvalid) {
+      CHECK(c.reason.find("kv_heads") != std::string::npos);
+      CHECK(c.reason.find("ep") == std::string::npos);
+      CHECK(c.reason.find("experts") == std::string::npos);
+    }
+    if (c.label.find("tp 1 ") == std::string::npos && c.label.rfind("ddp", 0) != 0) {
+      CHECK(c.label.find(" sp") != std::string::npos);
+      CHECK(ep > 1);
+    }
+  }
+  CHECK(by_ep.size() == 3);
+  CHECK(by_ep.count(2) == 1);
+  CHECK(by_ep.count(4) == 1);
+  const std::vector<std::size_t> rank = r.ranking();
+  REQUIRE_FALSE(rank.empty());
+  const sweep::TuneCandidate& best = r.candidates[rank.front()];
+  const sweep::VariantResult again = sweep::evaluate_variant(doc, path, best.sets);
+  REQUIRE(again.status == sweep::VariantStatus::kOk);
+  CHECK(again.step_time_s == best.result.step_time_s);
+}
+
 // 4 blocks over 3 stages: Megatron's first/last split 1 / 1 leaves 2 on the middle stage; 2 / 2
 // leaves 0, so F = 1 (the smallest fullest stage: max(1, 2) = 2).
 TEST_CASE("tune's uneven stages use Megatron's first/last split where pp does not divide",

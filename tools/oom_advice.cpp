@@ -109,6 +109,19 @@ std::vector<Candidate> candidates(const core::Scenario& s) {
                      std::to_string(par.dp / 2) + ")",
                  {"strategy.cp=" + std::to_string(2 * par.cp),
                   "strategy.dp=" + std::to_string(par.dp / 2)}});
+  // 6b. More expert parallelism (docs/memory.md, "OOM advice"): twice the EP ranks hold half the
+  //     routed experts each (their weights, gradients and optimizer state), where 2 ep divides the
+  //     experts and tp x cp x dp and the kind takes ep (3d, pipeline, zero up to stage 1).
+  const int experts = s.model.transformer_config.moe.experts;
+  const bool ep_kind = (st.kind == StrategyKind::k3d || st.kind == StrategyKind::kPipeline ||
+                        (st.kind == StrategyKind::kZero && par.zero_stage <= 1)) &&
+                       !par.fsdp2.enabled;
+  if (experts > 0 && ep_kind && experts % (2 * par.ep) == 0 &&
+      (par.tp * par.cp * par.dp) % (2 * par.ep) == 0)
+    c.push_back({"expert parallelism " + std::to_string(par.ep) + " -> " +
+                     std::to_string(2 * par.ep) + " (" + std::to_string(experts / (2 * par.ep)) +
+                     " experts per GPU)",
+                 {"strategy.ep=" + std::to_string(2 * par.ep)}});
   // 7. A GPU with more memory.
   if (const core::GpuCatalogEntry* e = bigger_gpu(s.cluster.gpu))
     c.push_back({"GPU " + e->gpu.name + " (" + std::to_string(e->gpu.memory_bytes / kGiB) + " GiB)",

@@ -331,6 +331,12 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
             return "'" + v + "' is not p2p, all_gather, a2a or a2a+p2p:A (A: the a2a groups' size)";
           },
           "COMM"));
+  app.add_option("--ep", sp.ep,
+                 "expert-parallel sizes to search for a mixture of experts, e.g. 1,8 (each "
+                 "dividing the experts and tp x cp x dp; default: 1 and every divisor of the "
+                 "experts)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16));
   app.add_flag("--uneven-stages", sp.uneven_stages,
                "also try pp that does not divide the blocks, with Megatron's first/last stage "
                "split");

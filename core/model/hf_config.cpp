@@ -559,7 +559,7 @@ HfModel hf_model_from_json(const json& cfg, const std::string& file) {
   }
 
   if (f == Family::kDeepseekV3) {
-    read_deepseek_v3(r, c, arch, notes);
+    out.mtp_layers = read_deepseek_v3(r, c, arch);
   } else if (is_moe_family(f)) {
     read_moe(r, f, c, arch);
   }

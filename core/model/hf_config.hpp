@@ -36,6 +36,9 @@ struct HfModel {
   std::int64_t max_position_embeddings = 0;  // a RoPE model's context (0: not given); learned
                                              // positions are config.max_positions instead
   std::vector<std::string> warnings;  // "FIELD: message": fields not read, a window no block uses
+  // Multi-token-prediction modules the checkpoint holds (DeepSeek-V3's num_nextn_predict_layers):
+  // not modelled; the scenario says whether it trains with them (model.mtp_layers).
+  int mtp_layers = 0;
 };
 
 // Maps one parsed config.json; `file` names the config in errors.

@@ -8,8 +8,7 @@
 
 namespace csim::core {
 
-void read_deepseek_v3(HfReader& r, TransformerConfig& c, const std::string& arch,
-                      std::vector<std::string>& notes) {
+int read_deepseek_v3(HfReader& r, TransformerConfig& c, const std::string& arch) {
   using i64 = std::int64_t;
   // Multi-head latent attention (DeepseekV3Attention): q through a rank-q_lora_rank bottleneck
   // (none when q_lora_rank is null), k and v from one rank-kv_lora_rank latent; no q/k/v bias.
@@ -65,11 +64,7 @@ void read_deepseek_v3(HfReader& r, TransformerConfig& c, const std::string& arch
   for (const char* quiet : {"routed_scaling_factor", "norm_topk_prob", "aux_loss_alpha", "seq_aux",
                             "ep_size", "rope_interleave"})
     r.present(quiet);
-  const i64 mtp = r.opt_int("num_nextn_predict_layers", 0, 0, 64);
-  if (mtp > 0)
-    notes.push_back("num_nextn_predict_layers " + std::to_string(mtp) +
-                    ": the multi-token-prediction module is not modelled (parameters and FLOPs "
-                    "are the main model's)");
+  return static_cast<int>(r.opt_int("num_nextn_predict_layers", 0, 0, 64));
 }
 
 }  // namespace csim::core

@@ -13,8 +13,7 @@
 namespace csim::core {
 
 // Fills c.mla and c.moe from DeepseekV3Config's fields (configuration_deepseek_v3.py and its
-// defaults); `notes` gets what is read but not modelled (the multi-token-prediction layers).
-void read_deepseek_v3(HfReader& r, TransformerConfig& c, const std::string& arch,
-                      std::vector<std::string>& notes);
+// defaults); returns num_nextn_predict_layers (the multi-token-prediction modules, not modelled).
+int read_deepseek_v3(HfReader& r, TransformerConfig& c, const std::string& arch);
 
 }  // namespace csim::core

@@ -69,7 +69,7 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
   Obj o(
       ctx, v, "model",
       {"hf_config", "seq_len", "attention", "vocab_pad_multiple", "name", "input_bytes_per_sample",
-       "python_hooks", "moe_routing", "moe_capacity_factor", "moe_pad_to_capacity"});
+       "python_hooks", "moe_routing", "moe_capacity_factor", "moe_pad_to_capacity", "mtp_layers"});
   // The scenario's keys first, so that their errors do not depend on the config file.
   const std::string given = o.string("hf_config", "");
   if (given.empty())
@@ -119,6 +119,20 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
   // Named as the scenario gives it (relative to its folder), so that the text is the same
   // wherever the scenario is read from.
   for (const std::string& w : hf.warnings) ctx.warn("model.hf_config", given + ": " + w);
+  // Multi-token prediction (DeepSeek-V3's num_nextn_predict_layers): a training choice the
+  // scenario makes with model.mtp_layers; only 0 (train without the module) is modelled, and a
+  // checkpoint that has the module gets a warning unless the scenario says so.
+  if (o.has("mtp_layers")) {
+    const std::int64_t mtp = o.integer("mtp_layers", 0, 0, 64);
+    if (mtp > 0)
+      ctx.fail(o.at("mtp_layers"), n(mtp) + " multi-token-prediction modules: not modelled yet",
+               "use 0 (train without them: the counts and FLOPs are the main model's)");
+  } else if (hf.mtp_layers > 0) {
+    ctx.warn("model.hf_config",
+             given + ": num_nextn_predict_layers " + n(hf.mtp_layers) +
+                 ": the multi-token-prediction module is not modelled (parameters and FLOPs are "
+                 "the main model's); model.mtp_layers 0 says the run trains without it");
+  }
   // The routing of a mixture of experts, which a Hugging Face config does not hold.
   if (o.has("moe_routing")) {
     if (!c.moe.any())

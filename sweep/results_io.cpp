@@ -149,6 +149,19 @@ void check_header(const std::string& path, const ResultsHeader& got, const Resul
                        ", this sweep's " + expect.base);
 }
 
+// One JSON row (the JSON results' rows, a JSON Lines line): its figures and its knobs' values in
+// the header's key order; a row that does not parse is not ours.
+VariantResult row_from_json(const std::string& path, const json& j,
+                            const std::vector<std::string>& keys) {
+  try {
+    VariantResult r = figures_from_json(j);
+    for (const std::string& k : keys) r.values.push_back(j.at("knobs").at(k).get<std::string>());
+    return r;
+  } catch (const std::exception& e) {  // json type or key errors, unknown status
+    not_ours(path, std::string("a row does not parse: ") + e.what());
+  }
+}
+
 std::vector<VariantResult> read_json(const std::string& path, const std::string& text,
                                      const ResultsHeader& expect) {
   core::check_json_depth(text, path);  // docs/limits.md, "JSON nesting"
@@ -162,14 +175,7 @@ std::vector<VariantResult> read_json(const std::string& path, const std::string&
   check_header(path, h, expect);
   std::vector<VariantResult> rows;
   for (const json& j : doc.value("rows", json::array())) {
-    try {
-      VariantResult r = figures_from_json(j);
-      for (const std::string& k : h.keys)
-        r.values.push_back(j.at("knobs").at(k).get<std::string>());
-      rows.push_back(std::move(r));
-    } catch (const std::exception& e) {  // json type or key errors, unknown status
-      not_ours(path, std::string("a row does not parse: ") + e.what());
-    }
+    rows.push_back(row_from_json(path, j, h.keys));
   }
   return rows;
 }
@@ -201,14 +207,7 @@ std::vector<VariantResult> read_jsonl(const std::string& path, std::istream& in,
     if (line.empty()) continue;
     const json j = json::parse(line, nullptr, false);
     if (j.is_discarded()) not_ours(path, "a row does not parse: " + line.substr(0, 80));
-    try {
-      VariantResult r = figures_from_json(j);
-      for (const std::string& k : h.keys)
-        r.values.push_back(j.at("knobs").at(k).get<std::string>());
-      rows.push_back(std::move(r));
-    } catch (const std::exception& e) {  // json type or key errors, unknown status
-      not_ours(path, std::string("a row does not parse: ") + e.what());
-    }
+    rows.push_back(row_from_json(path, j, h.keys));
   }
   return rows;
 }

@@ -71,6 +71,23 @@ std::map<std::string, Seen> collectives_on_gpu0(const Program& p) {
   return out;
 }
 
+// Per GPU, the FLOPs of an experts.fc forward kernel, and the bytes of an ep dispatch.
+struct ExpertWork {
+  std::map<int, double> fc_flops;
+  Bytes dispatch = 0;
+};
+ExpertWork expert_work(const Program& p) {
+  ExpertWork w;
+  for (const Op& op : p.ops) {
+    const std::string name = p.name_of(op);
+    if (op.kind == OpKind::kCompute && name.find("mlp.experts.fc.fwd") != std::string::npos)
+      w.fc_flops[op.gpu] = op.flops;
+    if (op.kind == OpKind::kCollective && name.find("ep all_to_all dispatch") != std::string::npos)
+      w.dispatch = op.bytes;
+  }
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("The expert layers' grid folds ep into dp (MoE Parallel Folding)", "[ep]") {
@@ -248,18 +265,10 @@ TEST_CASE("Routing imbalance: the busiest EP rank's experts and the exchange it 
   const Program p = lower(parse_scenario_string(
       tiny(R"("kind": "3d", "dp": 4, "micro_batch_size": 1, "ep": 2)", 4, moe), "r.json"));
   REQUIRE(validate_program(p).empty());
-  std::map<int, double> fc_flops;
-  Bytes dispatch = 0;
-  for (const Op& op : p.ops) {
-    const std::string name = p.name_of(op);
-    if (op.kind == OpKind::kCompute && name.find("mlp.experts.fc.fwd") != std::string::npos)
-      fc_flops[op.gpu] = op.flops;
-    if (op.kind == OpKind::kCollective && name.find("ep all_to_all dispatch") != std::string::npos)
-      dispatch = op.bytes;
-  }
-  CHECK(fc_flops.at(0) == Approx(1.5 * 16'777'216.0));
-  CHECK(fc_flops.at(1) == Approx(0.5 * 16'777'216.0));
-  CHECK(dispatch == 98'304);
+  const ExpertWork w = expert_work(p);
+  CHECK(w.fc_flops.at(0) == Approx(1.5 * 16'777'216.0));
+  CHECK(w.fc_flops.at(1) == Approx(0.5 * 16'777'216.0));
+  CHECK(w.dispatch == 98'304);
 }
 
 TEST_CASE("EP under rank symmetry runs as every rank does, and the block path agrees",
@@ -409,18 +418,10 @@ TEST_CASE("A capacity factor caps each expert's tokens and the summary counts th
       tiny(R"("kind": "3d", "dp": 4, "micro_batch_size": 1, "ep": 2)", 4, moe), "c.json");
   const Program p = lower(sc);
   REQUIRE(validate_program(p).empty());
-  std::map<int, double> fc_flops;
-  Bytes dispatch = 0;
-  for (const Op& op : p.ops) {
-    const std::string name = p.name_of(op);
-    if (op.kind == OpKind::kCompute && name.find("mlp.experts.fc.fwd") != std::string::npos)
-      fc_flops[op.gpu] = op.flops;
-    if (op.kind == OpKind::kCollective && name.find("ep all_to_all dispatch") != std::string::npos)
-      dispatch = op.bytes;
-  }
-  CHECK(fc_flops.at(0) == Approx(0.75 * 16'777'216.0));
-  CHECK(fc_flops.at(1) == Approx(0.5 * 16'777'216.0));
-  CHECK(dispatch == 49'152);
+  const ExpertWork w = expert_work(p);
+  CHECK(w.fc_flops.at(0) == Approx(0.75 * 16'777'216.0));
+  CHECK(w.fc_flops.at(1) == Approx(0.5 * 16'777'216.0));
+  CHECK(w.dispatch == 49'152);
   const prof::Summary s = prof::summarize(run::simulate(sc).trace);
   CHECK(s.moe_capacity_factor == 1.0);
   CHECK(s.dropped_token_share == Approx(3.0 / 8));

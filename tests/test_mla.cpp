@@ -13,6 +13,7 @@
 #include "core/model/transformer_flops.hpp"
 #include "core/scenario/scenario_parser.hpp"
 #include "tests/input_error_support.hpp"
+#include "tests/layer_lookup.hpp"
 #include "tests/test_support.hpp"
 
 using namespace csim;
@@ -47,12 +48,7 @@ std::string tiny(const std::string& extra = "",
 
 using csim::test::error_of;
 
-const LayerSpec& layer(const ModelSpec& m, const std::string& name) {
-  for (const LayerSpec& l : m.layers)
-    if (l.name == name) return l;
-  FAIL("no layer " + name);
-  return m.layers.front();
-}
+using csim::test::layer;
 
 }  // namespace
 

@@ -44,13 +44,7 @@ void shard_context(ShardedLayer& sl, const LayerSpec& l, const ParallelSpec& ps)
   const double c = ps.cp;
   // Every per-token quantity on s / cp tokens; a fused attention core's work is 1/cp of the
   // whole too (the balanced split); the parameters are whole on every CP rank.
-  sl.flops_per_sample /= c;
-  sl.traffic_per_sample /= c;
-  if (sl.bwd_flops_per_sample > 0) sl.bwd_flops_per_sample /= c;
-  if (sl.bwd_traffic_per_sample > 0) sl.bwd_traffic_per_sample /= c;
-  sl.act_bytes_per_sample /= c;
-  sl.selective_act_bytes_per_sample /= c;
-  sl.output_bytes_per_sample /= c;
+  sl.split_tokens(c);
   sl.comm_bytes_per_sample /= c;
   // Ring attention runs the core as one kernel per ring step, each 1/steps of the rank's work.
   if (is_fused_attention_core(l)) {

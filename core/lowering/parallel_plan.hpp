@@ -126,6 +126,18 @@ struct ShardedLayer {
   TpComm bwd_before = TpComm::kNone;          // before the backward kernel
   TpComm bwd_after = TpComm::kNone;           // after the backward kernel
   double comm_bytes_per_sample = 0;  // s * h * e: the full (unsharded) activation each moves
+  // The layer on 1/n of the tokens (context parallelism; experts under tensor parallelism with
+  // sequence parallelism): the work, the traffic, the saved activations and the output divided by
+  // n, the weights not.
+  void split_tokens(double n) {
+    flops_per_sample /= n;
+    traffic_per_sample /= n;
+    if (bwd_flops_per_sample > 0) bwd_flops_per_sample /= n;
+    if (bwd_traffic_per_sample > 0) bwd_traffic_per_sample /= n;
+    act_bytes_per_sample /= n;
+    selective_act_bytes_per_sample /= n;
+    output_bytes_per_sample /= n;
+  }
 };
 ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sequence_parallel);
 

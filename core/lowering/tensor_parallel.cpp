@@ -43,13 +43,7 @@ ShardedLayer shard_layer(const ModelSpec& m, int index, int tp, bool sp) {
     // experts, each tp rank's own s / t tokens (sequence parallelism, which the parser requires):
     // the work, the saved activations and the output split by t, the weights not, and no tensor-
     // parallel collective (the expert-parallel all-to-alls move the tokens).
-    out.flops_per_sample /= t;
-    out.traffic_per_sample /= t;
-    if (out.bwd_flops_per_sample > 0) out.bwd_flops_per_sample /= t;
-    if (out.bwd_traffic_per_sample > 0) out.bwd_traffic_per_sample /= t;
-    out.act_bytes_per_sample /= t;
-    out.selective_act_bytes_per_sample /= t;
-    out.output_bytes_per_sample /= t;
+    out.split_tokens(t);
     return out;
   }
   // The activation a TP collective moves: the row layer's output, or the column layer's input

@@ -395,15 +395,28 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
   }
   const int segs = pp * ps.virtual_stages;
   const std::vector<core::Segment> seg = core::partition_layers(v.model, segs, ps.segment_blocks);
-  std::vector<std::int64_t> params(static_cast<std::size_t>(pp), 0), fp8(params);
+  // Per stage: the dense parameters, and the routed experts' E / ep share (sharded over edp, as
+  // Emitter::model_states counts them; docs/memory.md, "Expert parallel").
+  std::vector<std::int64_t> params(static_cast<std::size_t>(pp), 0), fp8(params), experts(params);
   for (int g = 0; g < segs; ++g)
     for (int i = seg[static_cast<std::size_t>(g)].first; i < seg[static_cast<std::size_t>(g)].end;
          ++i) {
-      const std::int64_t n = core::shard_layer(v.model, i, tp, ps.sequence_parallel).params;
-      params[static_cast<std::size_t>(g % pp)] += n;
-      if (core::runs_in_fp8(v.model.layers[static_cast<std::size_t>(i)], v.training))
-        fp8[static_cast<std::size_t>(g % pp)] += n;
+      const core::LayerSpec& l = v.model.layers[static_cast<std::size_t>(i)];
+      core::ShardedLayer sl = core::shard_layer(v.model, i, tp, ps.sequence_parallel);
+      core::shard_experts(sl, l, ps);
+      const std::int64_t n = sl.params;
+      if (ps.ep > 1 && l.expert_role != core::ExpertRole::kNone)
+        experts[static_cast<std::size_t>(g % pp)] += n;
+      else
+        params[static_cast<std::size_t>(g % pp)] += n;
+      if (core::runs_in_fp8(l, v.training)) fp8[static_cast<std::size_t>(g % pp)] += n;
     }
+  auto stage_states = [&](int st) {
+    const std::int64_t e = experts[static_cast<std::size_t>(st)];
+    const core::ModelStateBytes dense = states(params[static_cast<std::size_t>(st)]);
+    if (e == 0) return dense;
+    return dense + core::rank_model_states(v, sh, e, ps.size(core::ParallelDim::kEdp));
+  };
   for (int st = 0; st < pp; ++st) {
     const double copies = v.training.precision == core::Precision::kFp8
                               ? static_cast<double>(core::fp8_weight_copy_bytes(
@@ -412,7 +425,7 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
     const double acts = core::rank_stored_activation_bytes_per_sample(
                             v.model, seg[static_cast<std::size_t>(st)], ps) *
                         static_cast<double>(ps.micro_batch_size);
-    take(states(params[static_cast<std::size_t>(st)]), copies, acts, v.training.steps >= 2, st);
+    take(stage_states(st), copies, acts, v.training.steps >= 2, st);
   }
   return out;
 }

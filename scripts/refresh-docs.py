@@ -336,6 +336,32 @@ def moe_routing_pair(c):
     return "\n".join(out) + "\n"
 
 
+MOE_DISPATCH = [("Qwen3-30B-A3B, 16 H100, ep 8 (in a node)",
+                 "scenarios/mbridge2509_qwen3_30b_a3b_h100_16gpu.json"),
+                ("DeepSeek-V3, 2,048 H800, ep 64 (8 nodes)",
+                 "scenarios/deepseek_v3_2048xh800_pp16_ep64.json")]
+
+
+def moe_dispatchers(c):
+    # docs/program.md, "MoE token dispatchers": each bundled MoE layout under each dispatcher,
+    # from `simrun SCENARIO --set strategy.moe_dispatcher=D --summary S.json`.
+    out = ["", "| layout | dispatcher | step time | tokens/s per GPU | exposed ep exchange per GPU "
+           "per step (share of the step) |", "| --- | --- | --- | --- | --- |"]
+    for name, path in MOE_DISPATCH:
+        for d in ("alltoall", "allgather", "deepep"):
+            s = c.summary(path, f"strategy.moe_dispatcher={d}")
+            gpus = s.get("gpus") or len(s["per_gpu"])
+            g = [x for x in s["comm_by_group"] if x["group"] == "ep"]
+            ep = (g[0]["exposed_s"] if g else 0.0) / gpus
+            out.append(f"| {name} | `{d}` | {s['step_time_s']:.2f} s | "
+                       f"{s['transformer']['tokens_per_s_per_gpu']:,.1f} | "
+                       f"{ep:.2f} s ({ep / s['step_time_s'] * 100:.1f} %) |")
+    out.append("")
+    out.append("`comm_by_group`'s group `ep`: its exposed time summed over the GPUs, divided by "
+               "their count.")
+    return "\n".join(out) + "\n"
+
+
 def hpo_example(c):
     # docs/hpo.md, "Example": the whole output of the ASHA search behind the picture.
     out_file = os.path.join(c.tmp, "hpo_asha.json")
@@ -776,6 +802,7 @@ FIGURES = {
     "hpo_example": (hpo_example, False),
     "gil_variants": (gil_variants, False),
     "moe_routing_pair": (moe_routing_pair, False),
+    "moe_dispatchers": (moe_dispatchers, False),
     "steady_state_example": (steady_state_example, False),
     "korthikanti_fig1_memory": (korthikanti_fig1_memory, False),
     "fsdp2_reserved": (fsdp2_reserved, False),

@@ -267,7 +267,15 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                       if (split.first > 0)
                         label += " split " + std::to_string(split.first) + "/" +
                                  std::to_string(split.second);
-                      out.push_back({st, label});
+                      // The dispatchers tried where ep > 1 (the scenario's when none is given).
+                      const std::vector<std::string> dispatchers =
+                          ep > 1 && !space.moe_dispatchers.empty() ? space.moe_dispatchers
+                                                                   : std::vector<std::string>{""};
+                      for (const std::string& d : dispatchers) {
+                        json with = st;
+                        if (!d.empty()) with["moe_dispatcher"] = d;
+                        out.push_back({with, d.empty() ? label : label + " " + d});
+                      }
                     }
         }
       }

@@ -76,6 +76,9 @@ struct TuneSpace {
   // docs/sweep.md, "Tune: the other knobs"); empty: 1 and every such divisor. Ignored for dense
   // models.
   std::vector<int> ep;
+  // MoE token dispatchers tried where ep > 1 (alltoall, allgather, deepep; docs/program.md, "MoE
+  // token dispatchers"); empty: the scenario's.
+  std::vector<std::string> moe_dispatchers;
 };
 
 struct TuneOptions {

@@ -44,7 +44,7 @@ ParallelSpec run(const Scenario& base, const std::string& strategy,
                                           "pipeline", "tensor_parallel", "3d",  "zero",
                                           "fsdp"};
   const auto kind = static_cast<StrategyKind>(o.choice("kind", kinds, 0));
-  const ParallelInput in{ctx, o, kind, 8, base.training, base.model, ga_given};
+  const ParallelInput in{ctx, o, kind, 8, base.training, base.model, ga_given, base.cluster};
   ParallelSpec ps;
   for (ParallelValidator v : validators) v(in, ps);
   return ps;
@@ -178,7 +178,8 @@ TEST_CASE("the driver runs every validator in order", "[parse][parallel]") {
   ctx.file = "test.json";
   const json j = json::parse(R"({"tp":2,"pp":2,"schedule":"gpipe","recompute":"full"})");
   const Obj o(ctx, j, "strategy", kParallelKeys);
-  const ParallelSpec ps = parse_parallel(ctx, o, StrategyKind::k3d, 8, b.training, b.model, false);
+  const ParallelSpec ps =
+      parse_parallel(ctx, o, StrategyKind::k3d, 8, b.training, b.model, false, b.cluster);
   const ParallelSpec manual =
       run(b, R"({"kind":"3d","tp":2,"pp":2,"schedule":"gpipe","recompute":"full"})",
           kParallelValidators);

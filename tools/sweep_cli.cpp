@@ -337,6 +337,11 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "experts)")
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--dispatcher", sp.moe_dispatchers,
+                 "MoE token dispatchers to try where ep > 1, e.g. alltoall,deepep (default: the "
+                 "scenario's strategy.moe_dispatcher)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"alltoall", "allgather", "deepep"}));
   app.add_flag("--uneven-stages", sp.uneven_stages,
                "also try pp that does not divide the blocks, with Megatron's first/last stage "
                "split");

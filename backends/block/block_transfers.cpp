@@ -66,9 +66,10 @@ TransferTime Schedule::transfer_of(const Op& op) {
     ends.push_back(op.gpu);
     if (op.copy_kind == core::CopyKind::kPeer) ends.push_back(op.peer_gpu);
   } else {
-    ends = program_.groups[static_cast<std::size_t>(op.group)].gpus;
+    const core::CommGroup& g = program_.groups[static_cast<std::size_t>(op.group)];
+    ends = g.gpus;
     plan = core::plan_collective(topo_, comm_, op.collective, op.algo, ends, op.root,
-                                 static_cast<double>(op.bytes));
+                                 static_cast<double>(op.bytes), &g.a2a_shares);
   }
   // docs/cost-model.md, "Resource sharing": the HBM traffic the op-level simulator declares.
   double hbm = 0;

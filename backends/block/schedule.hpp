@@ -233,8 +233,9 @@ class Schedule {
   void hbm_change(int gpu, int unit, double ask);
   TimeNs slot_kernel_ns(const StreamSlots& st, std::size_t k, double f, int bound) const;
   int sms_of(const Op& op) const {
-    const int n = scenario_.cluster.gpu.nccl_sms;
-    return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
+    return core::comm_kernel_sms(
+        scenario_.cluster.gpu,
+        op.group >= 0 ? &program_.groups[static_cast<std::size_t>(op.group)] : nullptr, op);
   }
   void push(TimeNs t, Ev type, std::int64_t subject, std::uint32_t gen = 0) {
     events_.push(t, Event{type, gen, subject});

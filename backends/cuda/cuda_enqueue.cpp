@@ -222,6 +222,7 @@ CollectiveCall CudaRuntime::collective_call(const Op& op, cudaStream_t stream) {
   // This GPU's communicator: the group's ranks here are a subset when it spans processes.
   c.comm = set.comms[static_cast<std::size_t>(plan_.groups[gp].local_index(c.rank))];
   c.stream = stream;
+  c.a2a_shares = &group.a2a_shares;
   return c;
 }
 
@@ -288,8 +289,9 @@ void CudaRuntime::run_alloc(const Op& op, StreamState& s) {
   const cudaError_t e = cudaMallocAsync(&p, static_cast<std::size_t>(op.bytes), s.stream);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    throw DeviceError("out of memory: op " + std::to_string(op.id) + " '" + label(op) + "' on GPU " +
-                      std::to_string(op.gpu) + " requested " + std::to_string(op.bytes) +
+    throw DeviceError("out of memory: op " + std::to_string(op.id) + " '" + label(op) +
+                      "' on GPU " + std::to_string(op.gpu) + " requested " +
+                      std::to_string(op.bytes) +
                       " bytes (cudaMallocAsync failed: " + error_text(e) + ")");
   }
   check_op(e, "cudaMallocAsync", label(op));

@@ -39,6 +39,48 @@ ncclResult_t ring_sendrecv(const CollectiveCall& c, std::size_t count, const cha
   return first;
 }
 
+// A weighted all-to-all's calls (docs/cost-model.md, "Weighted all-to-all"): per peer the counts
+// the matrix gives, at most the chunk's `count` elements each; the sends read and the receives
+// write consecutive places of the buffers, wrapping to the start where the next would pass their
+// end (the payload's values do not matter, its sizes do).
+ncclResult_t weighted_a2a(const CollectiveCall& c, std::size_t count, const char** failed_call) {
+  auto* send = static_cast<float*>(c.send);
+  auto* recv = static_cast<float*>(c.recv);
+  const std::vector<double>& w = *c.a2a_shares;
+  const auto p = static_cast<std::size_t>(c.nranks), me = static_cast<std::size_t>(c.rank);
+  ncclResult_t first = ncclGroupStart();
+  if (first != ncclSuccess) {
+    *failed_call = "ncclGroupStart";
+    return first;
+  }
+  const auto keep = [&](ncclResult_t r, const char* call) {
+    if (r != ncclSuccess && first == ncclSuccess) {
+      first = r;
+      *failed_call = call;
+    }
+  };
+  const auto elems = [&](double share) {
+    return std::min(count, static_cast<std::size_t>(static_cast<double>(count) * share + 0.5));
+  };
+  std::size_t at_send = 0, at_recv = 0;
+  for (std::size_t peer = 0; peer < p; ++peer) {
+    if (peer == me) continue;
+    const std::size_t ns = elems(w[me * p + peer]), nr = elems(w[peer * p + me]);
+    if (at_send + ns > count) at_send = 0;
+    if (at_recv + nr > count) at_recv = 0;
+    if (ns > 0)
+      keep(ncclSend(send + at_send, ns, ncclFloat, static_cast<int>(peer), c.comm, c.stream),
+           "ncclSend");
+    if (nr > 0)
+      keep(ncclRecv(recv + at_recv, nr, ncclFloat, static_cast<int>(peer), c.comm, c.stream),
+           "ncclRecv");
+    at_send += ns;
+    at_recv += nr;
+  }
+  keep(ncclGroupEnd(), "ncclGroupEnd");
+  return first;
+}
+
 ncclResult_t grouped_p2p(const CollectiveCall& c, std::size_t per, const char** failed_call) {
   auto* send = static_cast<float*>(c.send);
   auto* recv = static_cast<float*>(c.recv);
@@ -121,6 +163,11 @@ ncclResult_t issue_collective(const CollectiveCall& c, const char** failed_call)
         r = ncclReduce(c.send, c.recv, count, ncclFloat, ncclSum, c.root, c.comm, c.stream);
         break;
       case CollectiveKind::kAllToAll:
+        if (c.a2a_shares != nullptr && !c.a2a_shares->empty()) {
+          if (count > 0) r = weighted_a2a(c, count, failed_call);
+          break;
+        }
+        [[fallthrough]];
       case CollectiveKind::kScatter:
       case CollectiveKind::kGather:
         if (per == 0) break;

@@ -7,6 +7,8 @@
 // every member's op has the same bytes).
 #pragma once
 
+#include <vector>
+
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -25,6 +27,9 @@ struct CollectiveCall {
   void* recv = nullptr;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
+  // An all-to-all's traffic matrix (core::CommGroup::a2a_shares; null or empty: uniform): this
+  // rank sends bytes x w[rank p + peer] to each peer and receives bytes x w[peer p + rank].
+  const std::vector<double>* a2a_shares = nullptr;
 };
 
 // Issues the calls for `c` on c.stream (no waiting: NCCL enqueues). send/recv ops (kSendRecv) run

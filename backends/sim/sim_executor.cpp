@@ -213,10 +213,11 @@ class SimRun {
            static_cast<std::int64_t>(m.op) | std::int64_t{m.generation} << 32);
   }
   DeviceShares shares_;
-  // SMs an NCCL kernel holds: a collective nccl_sms, a send/recv NCCL's 2 channels per peer.
+  // SMs a communication kernel holds (core::comm_kernel_sms).
   int sms_of(const Op& op) const {
-    const int n = scenario_.cluster.gpu.nccl_sms;
-    return op.collective == core::CollectiveKind::kSendRecv ? std::min(2, n) : n;
+    return core::comm_kernel_sms(
+        scenario_.cluster.gpu,
+        op.group >= 0 ? &program_.groups[static_cast<std::size_t>(op.group)] : nullptr, op);
   }
   // A DMA copy's GPUs: its own, and a peer copy's source.
   void set_copy_traffic(const Op& op, double hbm_bytes_per_ns) {
@@ -492,8 +493,9 @@ const Stages& SimRun::collective_plan(const Op& op) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   const core::CommGroup& g = program_.groups[op.group];
-  core::TransferPlan plan = core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus,
-                                                  op.root, static_cast<double>(op.bytes));
+  core::TransferPlan plan =
+      core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus, op.root,
+                            static_cast<double>(op.bytes), &g.a2a_shares);
   if (program_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of_group(op.group));
   Stages st =
       flatten(flows_, plan, [this](const core::FlowSpec& f) -> std::span<const core::LinkId> {

@@ -307,22 +307,25 @@ TransferPlan all_reduce_plan(const Topology& topo, const CommParams& params, Col
 namespace {
 TransferPlan plan_collective_on_links(const Topology& topo, const CommParams& params,
                                       CollectiveKind kind, CollectiveAlgo algo,
-                                      const std::vector<int>& gpus, int root, double bytes);
+                                      const std::vector<int>& gpus, int root, double bytes,
+                                      const std::vector<double>* a2a_shares);
 }  // namespace
 
 // P2P disabled: the plan over the staged routes, plus the SHM chunk pipeline's fill
 // (docs/cost-model.md, "Host staging"; core/cost/host_staging.cpp).
 TransferPlan plan_collective(const Topology& topo, const CommParams& params, CollectiveKind kind,
                              CollectiveAlgo algo, const std::vector<int>& gpus, int root,
-                             double bytes) {
-  TransferPlan plan = plan_collective_on_links(topo, params, kind, algo, gpus, root, bytes);
+                             double bytes, const std::vector<double>* a2a_shares) {
+  TransferPlan plan =
+      plan_collective_on_links(topo, params, kind, algo, gpus, root, bytes, a2a_shares);
   return topo.p2p() ? plan : add_host_staging(topo, std::move(plan), kind, gpus);
 }
 
 namespace {
 TransferPlan plan_collective_on_links(const Topology& topo, const CommParams& params,
                                       CollectiveKind kind, CollectiveAlgo algo,
-                                      const std::vector<int>& gpus, int root, double bytes) {
+                                      const std::vector<int>& gpus, int root, double bytes,
+                                      const std::vector<double>* a2a_shares) {
   const int p = static_cast<int>(gpus.size());
   CSIM_ASSERT_MSG(p >= 1, "a collective needs at least one GPU");
   CSIM_ASSERT(bytes >= 0);
@@ -389,14 +392,25 @@ TransferPlan plan_collective_on_links(const Topology& topo, const CommParams& pa
       return b.finish();
     }
     case CollectiveKind::kAllToAll: {
-      // Every rank sends S/p to every other rank at once over NCCL point-to-point channels.
+      // Every rank sends S/p to every other rank at once over NCCL point-to-point channels; with
+      // a traffic matrix (docs/cost-model.md, "Weighted all-to-all") member a sends S x
+      // shares[a p + c] to member c, the pairs without traffic left out.
+      const bool weighted = a2a_shares && !a2a_shares->empty();
+      CSIM_ASSERT_MSG(!weighted || a2a_shares->size() == static_cast<std::size_t>(p) * p,
+                      "an all-to-all's traffic matrix is p x p");
       Builder b{topo, params, {}, 0};
       double worst = 0;
-      for (int a : gpus)
-        for (int c : gpus) {
-          if (a == c) continue;
+      for (int i = 0; i < p; ++i)
+        for (int j = 0; j < p; ++j) {
+          const int a = gpus[i], c = gpus[j];
+          const double share =
+              weighted ? (*a2a_shares)[static_cast<std::size_t>(i) * p + j] : 1.0 / n;
+          if (a == c || share <= 0) continue;
           worst = std::max(worst, b.alpha(a, c));
-          b.flow(a, c, bytes / n, b.p2p_cap(a, c));
+          // NCCL's point-to-point channels cap its flows (p2p_bandwidth_fraction); DeepEP's own
+          // kernels reach about the links' rate (its README: 153 of H800's ~160 GB/s NVLink, 43
+          // to 47 of a CX7 NIC's ~50 GB/s RDMA), so a weighted exchange is not capped.
+          b.flow(a, c, bytes * share, weighted ? 0.0 : b.p2p_cap(a, c));
         }
       b.latency_ns = base_ns(params) + worst;
       return b.finish();

@@ -93,9 +93,11 @@ struct CommParams {
 CommParams comm_params_for(const Scenario& s);
 
 // Plan a collective on `gpus` (rank order) moving `bytes` per GPU (nccl-tests "size").
+// `a2a_shares`: an all-to-all's traffic matrix when not uniform (CommGroup::a2a_shares; null or
+// empty: NCCL's S / p to every member).
 TransferPlan plan_collective(const Topology& topo, const CommParams& params, CollectiveKind kind,
                              CollectiveAlgo algo, const std::vector<int>& gpus, int root,
-                             double bytes);
+                             double bytes, const std::vector<double>* a2a_shares = nullptr);
 
 // Plan a copy; `src`/`dst` are endpoints; pageable H2D is capped at host_staging_bytes_per_s.
 TransferPlan plan_copy(const Topology& topo, const CommParams& params, CopyKind kind, Endpoint src,

@@ -21,11 +21,21 @@
 // combine: the busiest rank bounds the exchange), and the combine waits for the slowest rank's
 // experts. Every EP group of the run sees the same sample (the expert-data-parallel replicas
 // stay mirror images, docs/program.md "Rank symmetry").
+//
+// The other dispatchers (strategy.moe_dispatcher; docs/program.md, "MoE token dispatchers"):
+// allgather (Megatron's MoEAllGatherTokenDispatcher) all-gathers the group's tokens, e s h bytes
+// per sample and rank, before the experts and reduce-scatters their outputs after (backward: the
+// reduce-scatter's gradient is an all-gather, the all-gather's a reduce-scatter); every rank
+// receives every token whatever the routing, so its volume does not follow the loads. deepep
+// runs the all-to-alls over the traffic matrix of DeepEP's kernels (core/lowering/
+// deepep_pattern.hpp), set on each EP group with the SMs those kernels hold.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/lowering/deepep_pattern.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/model/moe_routing.hpp"
 
@@ -63,9 +73,18 @@ class ExpertParallelPiece final : public ParallelPiece {
     for (int rk = 0; rk < grid.size(); ++rk) ep_index_.push_back(grid.coord(rk)[ParallelDim::kEp]);
     balanced_ = uniform_expert_load(e_.scenario().model.transformer_config.moe);
     auto& ranks = e_.ranks();
+    const ParallelSpec& ps = e_.spec();
+    dispatcher_ = ps.moe_dispatcher;
+    top_k_ = e_.scenario().model.transformer_config.moe.top_k;
     grid.for_each_group({ParallelDim::kEp}, [&](const std::vector<int>& rks, const RankCoord& at) {
       const int g = e_.add_group(rks, name("ep", grid, at, ParallelDim::kEp));
       for (int x : rks) ranks[static_cast<std::size_t>(x)].group[ParallelDim::kEp] = g;
+      if (dispatcher_ == MoeDispatcher::kDeepEp) {
+        CommGroup& cg = e_.builder().program().groups[static_cast<std::size_t>(g)];
+        cg.a2a_shares = deepep_a2a_shares(cg.gpus, e_.scenario().cluster.gpus_per_node,
+                                          e_.scenario().model.transformer_config.moe);
+        cg.comm_sms = ps.deepep_sms;
+      }
     });
     // The expert-data-parallel groups, over which the experts' gradients are reduced (the
     // data-parallel piece, dp_grad_reduction.cpp) and their optimizer state sharded.
@@ -84,7 +103,7 @@ class ExpertParallelPiece final : public ParallelPiece {
       if (lp.r().last_compute != kNoOp)
         after.push_back({lp.r().last_compute, DepKind::kStreamWaits});
       lp.deps.push_back(
-          {all_to_all(lp, lp.forward() ? "dispatch" : "combine grad", std::move(after)),
+          {exchange(lp, lp.forward() ? "dispatch" : "combine grad", true, std::move(after)),
            DepKind::kStreamWaits});
     }
   }
@@ -94,7 +113,7 @@ class ExpertParallelPiece final : public ParallelPiece {
     if (role != ExpertRole::kNone && !balanced_) imbalance(lp);
     if ((lp.forward() && role == ExpertRole::kLast) ||
         (!lp.forward() && role == ExpertRole::kFirst)) {
-      lp.r().last_compute = all_to_all(lp, lp.forward() ? "combine" : "dispatch grad", {});
+      lp.r().last_compute = exchange(lp, lp.forward() ? "combine" : "dispatch grad", false, {});
     }
   }
 
@@ -108,7 +127,12 @@ class ExpertParallelPiece final : public ParallelPiece {
   std::vector<double> token_bytes_;  // per layer: e (s / cp) k h at the block's expert layers
   std::vector<int> ep_index_;        // per rank: its index in its EP group
   bool balanced_ = true;
+  MoeDispatcher dispatcher_ = MoeDispatcher::kAllToAll;
+  int top_k_ = 1;
   std::unordered_map<std::int64_t, Loads> loads_;  // by block x micro-batches + micro
+  // The load buffers held from an expert layer's forward to its backward, by (rank, layer x
+  // micro-batches + micro).
+  std::map<std::pair<int, std::int64_t>, Bytes> extra_;
 
   const Loads& loads(int layer, int micro) {
     const int block = e_.scenario().model.layers[static_cast<std::size_t>(layer)].block;
@@ -137,17 +161,63 @@ class ExpertParallelPiece final : public ParallelPiece {
         weights + static_cast<Bytes>(std::llround(static_cast<double>(op.bytes - weights) * f));
     if (op.gemm.m > 0)
       op.gemm.m = std::max<std::int64_t>(1, std::llround(static_cast<double>(op.gemm.m) * f));
+    load_buffer(lp, f);
+  }
+
+  // What an expert layer saves for backward holds L_j times the balanced tokens too (the copies
+  // the dispatch delivered, which experts.fc keeps; swiglu's and proj's inputs), so a rank above
+  // its balanced share holds (L_j - 1) times the layer's saved bytes more from its forward to its
+  // backward (docs/memory.md, "Expert parallel"). The segment's activations (pipeline.cpp) hold
+  // the balanced share; ranks below it are charged that share (an overestimate the busiest rank's
+  // peak does not see). Under full or per-op recompute the expert layers' activations are
+  // recreated, not kept: nothing is added.
+  void load_buffer(LayerPass& lp, double f) {
+    const std::int64_t key =
+        static_cast<std::int64_t>(lp.layer) * e_.spec().micro_batches + lp.sp.micro;
+    RankState& r = lp.r();
+    const std::string& layer = e_.scenario().model.layers[static_cast<std::size_t>(lp.layer)].name;
+    if (lp.phase == StepPhase::kForward && !lp.sp.eval && f > 1) {
+      const ShardedLayer& sl = e_.plan().sharded[static_cast<std::size_t>(lp.layer)];
+      const RecomputeMode rc = e_.spec().recompute;
+      const double saved = rc == RecomputeMode::kNone        ? sl.act_bytes_per_sample
+                           : rc == RecomputeMode::kSelective ? sl.selective_act_bytes_per_sample
+                                                             : 0.0;
+      const auto extra = static_cast<Bytes>(
+          std::llround(static_cast<double>(e_.per_micro_batch(saved)) * (f - 1)));
+      if (extra <= 0) return;
+      extra_[{r.rank, key}] = extra;
+      e_.builder().alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, extra,
+                         NameRef::cat({lp.sp.prefix, layer, ".load"}, lp.sp.micro));
+    } else if (lp.phase == StepPhase::kBackward) {
+      const auto it = extra_.find({r.rank, key});
+      if (it == extra_.end()) return;
+      e_.builder().release(r.thread, r.compute, r.gpu, MemCategory::kActivations, it->second,
+                           NameRef::cat({lp.sp.prefix, layer, ".load"}, lp.sp.micro));
+      extra_.erase(it);
+    }
   }
 
   ExpertRole role_of(int layer) const {
     return e_.scenario().model.layers[static_cast<std::size_t>(layer)].expert_role;
   }
 
-  OpId all_to_all(LayerPass& lp, const char* what, std::vector<Dep> deps) {
+  // The exchange before the experts (`gather`: the dispatch, or the combine's gradient) or after
+  // them, as the dispatcher runs it (above).
+  OpId exchange(LayerPass& lp, const char* what, bool gather, std::vector<Dep> deps) {
     RankState& r = lp.r();
-    const double bytes = token_bytes_[static_cast<std::size_t>(lp.layer)] *
-                         (balanced_ ? 1.0 : loads(lp.layer, lp.sp.micro).max);
-    return e_.coll(r, r.compute, NameRef::cat({"ep all_to_all ", what}), CollectiveKind::kAllToAll,
+    const double copies = token_bytes_[static_cast<std::size_t>(lp.layer)];
+    if (dispatcher_ == MoeDispatcher::kAllGather) {
+      // The group's tokens: ep x e (s / cp) h, the all-gather's output and the reduce-scatter's
+      // input (nccl-tests' size).
+      const double bytes = copies / top_k_ * e_.spec().ep;
+      return e_.coll(
+          r, r.compute, NameRef::cat({gather ? "ep all_gather " : "ep reduce_scatter ", what}),
+          gather ? CollectiveKind::kAllGather : CollectiveKind::kReduceScatter,
+          r.group[ParallelDim::kEp], e_.per_micro_batch(bytes), std::move(deps), lp.phase);
+    }
+    const double bytes = copies * (balanced_ ? 1.0 : loads(lp.layer, lp.sp.micro).max);
+    const char* label = dispatcher_ == MoeDispatcher::kDeepEp ? "ep deepep " : "ep all_to_all ";
+    return e_.coll(r, r.compute, NameRef::cat({label, what}), CollectiveKind::kAllToAll,
                    r.group[ParallelDim::kEp], e_.per_micro_batch(bytes), std::move(deps), lp.phase);
   }
 

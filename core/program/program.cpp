@@ -41,6 +41,11 @@ const char* to_string(CopyKind k) {
   return "?";
 }
 
+int comm_kernel_sms(const GpuSpec& gpu, const CommGroup* group, const Op& op) {
+  const int n = group && group->comm_sms >= 0 ? group->comm_sms : gpu.nccl_sms;
+  return op.collective == CollectiveKind::kSendRecv ? std::min(2, n) : n;
+}
+
 const char* to_string(CollectiveKind k) {
   switch (k) {
     case CollectiveKind::kAllReduce:

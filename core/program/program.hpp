@@ -134,6 +134,15 @@ struct CommGroup {
   int id = 0;
   std::vector<int> gpus;  // global GPU indices, in rank order within the group
   std::string name;       // "dp", "world", "data_parallel"
+  // An all-to-all's traffic over this group when it is not NCCL's uniform one (S / p from every
+  // member to every member): member a sends S x a2a_shares[a p + c] to member c, S the op's
+  // bytes (DeepEP's pattern: core/lowering/deepep_pattern.hpp; docs/cost-model.md, "Weighted
+  // all-to-all"). Empty: uniform.
+  std::vector<double> a2a_shares;
+  // SMs a communication kernel of this group holds while it runs; -1: the GPU's nccl_sms (NCCL
+  // collectives; DeepEP's kernels hold strategy.deepep_sms: docs/cost-model.md, "Resource
+  // sharing").
+  int comm_sms = -1;
 };
 
 // The fields are ordered to pack (168 bytes): lowering writes and the block path reads hundreds of
@@ -197,6 +206,12 @@ struct Op {
   std::int64_t batch = -1;  // samples this op works on (forward ops: the replica's share)
 };
 static_assert(sizeof(Op) <= 168, "Op packs into 168 bytes (field order above)");
+
+// The SMs `op`'s kernel holds (a collective or send/recv on `group`, null for a stand-in without
+// a group): the group's comm_sms, else
+// the GPU's nccl_sms, a send/recv at most NCCL's 2 channels per peer (docs/cost-model.md,
+// "Resource sharing").
+int comm_kernel_sms(const GpuSpec& gpu, const CommGroup* group, const Op& op);
 
 // Rank symmetry (docs/program.md, "Rank symmetry"). When enabled, the Program holds ops for
 // representative GPUs only; every other active GPU is the mirror image of one of them under one of

@@ -12,6 +12,8 @@ const std::vector<std::string> kParallelKeys = {"dp",
                                                 "cp_a2a",
                                                 "ep",
                                                 "etp",
+                                                "moe_dispatcher",
+                                                "deepep_sms",
                                                 "rank_order",
                                                 "sequence_parallel",
                                                 "tp_comm_overlap",
@@ -64,8 +66,9 @@ const std::vector<ParallelValidator> kParallelValidators = {
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,
-                            const TrainingSpec& t, const ModelSpec& m, bool ga_given) {
-  const ParallelInput in{ctx, o, kind, gpus, t, m, ga_given};
+                            const TrainingSpec& t, const ModelSpec& m, bool ga_given,
+                            const ClusterSpec& c) {
+  const ParallelInput in{ctx, o, kind, gpus, t, m, ga_given, c};
   ParallelSpec ps;
   for (ParallelValidator validate : kParallelValidators) validate(in, ps);
   return ps;

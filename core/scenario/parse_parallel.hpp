@@ -28,6 +28,7 @@ struct ParallelInput {
   const TrainingSpec& training;
   const ModelSpec& model;
   bool gradient_accumulation_given;  // training.gradient_accumulation was set explicitly
+  const ClusterSpec& cluster;        // the nodes the ranks fold into (the dispatcher's links)
 
   bool gpt() const { return model.transformer.layers > 0; }
   bool model_parallel() const { return kind == StrategyKind::kModelParallel; }
@@ -80,6 +81,7 @@ extern const std::vector<ParallelValidator> kParallelValidators;
 
 // The driver: runs kParallelValidators in order on a default ParallelSpec.
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,
-                            const TrainingSpec& t, const ModelSpec& m, bool ga_given);
+                            const TrainingSpec& t, const ModelSpec& m, bool ga_given,
+                            const ClusterSpec& c);
 
 }  // namespace csim::core::parse

@@ -12,6 +12,71 @@
 
 namespace csim::core::parse {
 
+namespace {
+
+const std::vector<std::string> kDispatcherNames = {"alltoall", "allgather", "deepep"};
+
+// The nodes one expert-parallel group spans: its ranks i x stride (i < ep) on the expert grid,
+// stride the product of the sizes before ep in rank_order (tp read as etp, dp as edp, cp dropped:
+// RankGrid::expert), rank r on GPU r of the strategy's GPUs.
+int ep_group_nodes(const ParallelInput& in, const ParallelSpec& ps) {
+  int stride = 1;
+  for (ParallelDim d : ps.rank_order) {
+    if (d == ParallelDim::kEp) break;
+    if (d == ParallelDim::kTp) stride *= ps.etp;
+    if (d == ParallelDim::kDp) stride *= ps.tp * ps.cp * ps.dp / (ps.etp * ps.ep);
+    if (d == ParallelDim::kPp) stride *= ps.pp;
+  }
+  const int per_node = std::max(1, in.cluster.gpus_per_node);
+  int nodes = 0, last = -1;
+  for (int i = 0; i < ps.ep; ++i) {
+    const int node = i * stride / per_node;
+    if (node != last) ++nodes;
+    last = node;
+  }
+  return nodes;
+}
+
+// strategy.moe_dispatcher and deepep_sms (docs/scenario.md, "strategy: expert parallelism").
+// DeepEP's internode kernels write over RDMA (NVSHMEM over InfiniBand or RoCE with GPUDirect
+// RDMA: DeepEP's README, "Requirements"): an EP group spanning nodes needs such NICs.
+void read_dispatcher(const ParallelInput& in, ParallelSpec& ps) {
+  Ctx& ctx = in.ctx;
+  const Obj& o = in.o;
+  ps.moe_dispatcher = static_cast<MoeDispatcher>(o.choice("moe_dispatcher", kDispatcherNames, 0));
+  const int sm_count = in.cluster.gpu.sm_count;
+  ps.deepep_sms = static_cast<int>(o.integer("deepep_sms", ps.deepep_sms, 1, 1 << 16));
+  if (ps.moe_dispatcher != MoeDispatcher::kDeepEp) {
+    if (o.has("deepep_sms"))
+      ctx.warn(o.at("deepep_sms"), "changes nothing: strategy.moe_dispatcher is not deepep");
+    return;
+  }
+  if (sm_count > 0 && ps.deepep_sms >= sm_count) {
+    ctx.fail(o.at("deepep_sms"),
+             "deepep_sms " + std::to_string(ps.deepep_sms) + " leaves no SM of the " +
+                 std::to_string(sm_count) + " for compute",
+             "give fewer SMs to DeepEP's kernels (DeepSeek-V3 gives 20 of an H800's 132)");
+  }
+  if (ps.ep <= 1) return;
+  const ClusterSpec& c = in.cluster;
+  const bool rdma = c.nics_per_node > 0 &&
+                    (c.nic.stack == NicStack::kInfiniband || c.nic.stack == NicStack::kRoce);
+  const int nodes = ep_group_nodes(in, ps);
+  if (nodes > 1 && !rdma) {
+    ctx.fail_conflict(
+        {o.at("moe_dispatcher"),
+         c.nics_per_node > 0 ? "cluster.nic.stack" : "cluster.nics_per_node"},
+        "deepep across " + std::to_string(nodes) +
+            " nodes needs RDMA NICs (InfiniBand or RoCE), "
+            "the cluster has " +
+            (c.nics_per_node > 0 ? std::string(to_string(c.nic.stack)) + " NICs" : "no NICs"),
+        "keep each expert-parallel group inside one node (ep <= gpus_per_node), or use "
+        "moe_dispatcher alltoall (NCCL runs over any network)");
+  }
+}
+
+}  // namespace
+
 void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
   Ctx& ctx = in.ctx;
   const Obj& o = in.o;
@@ -54,6 +119,7 @@ void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
                "the capacity applies under expert parallelism only: with strategy.ep 1 every "
                "routed copy is computed (the summary still reports the share a capacity would "
                "drop)");
+    read_dispatcher(in, ps);
     return;
   }
   if (!moe.any()) {
@@ -94,6 +160,7 @@ void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
                       "use an ep dividing tp x cp x dp (the rest is the expert-data-parallel "
                       "size edp)");
   }
+  read_dispatcher(in, ps);
 }
 
 }  // namespace csim::core::parse

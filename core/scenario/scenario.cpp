@@ -316,6 +316,18 @@ const char* to_string(ParallelDim d) {
   return "?";
 }
 
+const char* to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::kAllToAll:
+      return "alltoall";
+    case MoeDispatcher::kAllGather:
+      return "allgather";
+    case MoeDispatcher::kDeepEp:
+      return "deepep";
+  }
+  return "?";
+}
+
 const char* to_string(CpComm c) {
   switch (c) {
     case CpComm::kP2p:

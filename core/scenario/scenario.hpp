@@ -522,6 +522,17 @@ const char* to_string(ParallelDim d);
 enum class CpComm : std::uint8_t { kP2p, kAllGather, kA2a, kA2aP2p };
 const char* to_string(CpComm c);
 
+// How an MoE block's tokens reach the expert-parallel ranks holding their experts and come back
+// (docs/program.md, "MoE token dispatchers"; Megatron-Core's moe_token_dispatcher_type):
+//   kAllToAll  NCCL all-to-all of each token's k routed copies (MoEAlltoAllTokenDispatcher)
+//   kAllGather every rank all-gathers the group's tokens, reduce-scatters the expert outputs
+//              (MoEAllGatherTokenDispatcher)
+//   kDeepEp    DeepEP's normal kernels: one copy per destination GPU over NVLink inside a node,
+//              one per destination node over RDMA then forwarded over NVLink; their kernels hold
+//              deepep_sms SMs (DeepSeek-V3 report, section 3.2.2)
+enum class MoeDispatcher : std::uint8_t { kAllToAll, kAllGather, kDeepEp };
+const char* to_string(MoeDispatcher d);
+
 // Model, pipeline, tensor, 3D, ZeRO and FSDP parallelism (docs/scenario.md, "strategy.parallel").
 // The parser fills every field consistently for the strategy kind: dp * tp * pp = GPUs used.
 struct ParallelSpec {
@@ -531,6 +542,8 @@ struct ParallelSpec {
   int cp = 1;   // context-parallel ranks: the sequence split into 2 cp chunks (docs/program.md)
   int ep = 1;   // expert-parallel ranks: the routed experts split over them (docs/program.md)
   int etp = 1;  // expert tensor-parallel ranks (MoE Parallel Folding; 1: not modelled beyond)
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  int deepep_sms = 20;  // SMs DeepEP's kernels hold (DeepEP's Buffer default, DeepSeek-V3's 20)
   CpComm cp_comm = CpComm::kP2p;
   int cp_a2a =
       1;  // a2a+p2p: the a2a groups' size (Megatron's hierarchical sizes [cp_a2a, cp / cp_a2a])

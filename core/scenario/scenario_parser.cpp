@@ -1008,7 +1008,7 @@ StrategySpec parse_strategy(Ctx& ctx, const json* v, const ClusterSpec& c, const
   }
   if (is_parallel_kind(s.kind)) {
     s.parallel =
-        parse_parallel(ctx, o, s.kind, static_cast<int>(s.device_ids.size()), t, m, ga_given);
+        parse_parallel(ctx, o, s.kind, static_cast<int>(s.device_ids.size()), t, m, ga_given, c);
   } else {
     for (const std::string& k : kParallelKeys) {
       if (o.has(k)) {

@@ -33,8 +33,9 @@ struct GpuPeak {
 // that exceeds its GPU's capacity, else (one step) the first that would in the steady state.
 struct Oom {
   int gpu = 0;
-  core::OpId op = core::kNoOp;
+  core::OpId op = core::kNoOp;  // in the Program evaluated; kNoOp when from two short pipelines
   bool steady_state = false;
+  std::string op_name;  // the allocation's name (what sweeps and tune print)
 };
 
 struct EvalResult {

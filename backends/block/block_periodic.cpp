@@ -3,7 +3,8 @@
 // schedule repeats every p micro-batches (the interleaved schedule's group: p micro-batches times
 // v chunks), so the step time, the exposed communication and the memory peaks (the input batch is
 // held for the whole step) grow by the same amount per p micro-batches; the warm-up, the flush,
-// the last micro-batch's gradient reduction and the optimizer are simulated, not modelled.
+// the last micro-batch's gradient reduction and the optimizer are simulated, not modelled. A layout
+// that runs out of memory gets the whole Program's verdict from the two ("Out of memory").
 #include <algorithm>
 #include <cstdint>
 

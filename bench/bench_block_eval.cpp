@@ -31,7 +31,8 @@ const char* kHelp =
     "  --no-op-level   skip the op-level simulation (no accuracy columns)\n"
     "  --sweep-only    only the sweep's evaluation (block::evaluate_scenario), N times: its CPU "
     "ms\n"
-    "                  and its exact figures (step and exposed ns, every GPU's peak bytes), to\n"
+    "                  and its exact figures (step and exposed ns, every GPU's peak bytes, the\n"
+    "                  OOM verdict; why the whole Program was lowered where it was), to\n"
     "                  profile it alone and to compare two builds' figures\n"
     "  --program-digest  per scenario, the lowered Program's op count and a digest of every\n"
     "                  field of every op (its name as text, its deps), its groups, streams,\n"
@@ -112,6 +113,11 @@ void run_sweep_only(const Case& c, int reps) {
   std::printf("%s: sweep_ms %.2f  %s", name_of(c).c_str(), sweep_ms, block::to_string(r.path));
   if (r.periodic())
     std::printf(" (periodic: m %d, %d)", r.periodic_micro_batches[0], r.periodic_micro_batches[1]);
+  else
+    std::printf(" (whole: %s)", r.periodic_reason.c_str());
+  if (r.oom)
+    std::printf("  oom GPU %d at '%s'%s", r.oom->gpu, r.oom->op_name.c_str(),
+                r.oom->steady_state ? " (steady state)" : "");
   std::printf("  step_ns %lld exposed_ns %lld peaks", static_cast<long long>(r.step_time_ns),
               static_cast<long long>(r.exposed_comm_ns));
   for (const block::GpuPeak& g : r.peaks)

@@ -18,7 +18,6 @@ void describe(SummaryEval& out) {
   out.gpus = static_cast<int>(out.program.active_gpus.size());
   out.samples_per_step = out.program.samples_per_step;
   out.model_flops_per_step = out.program.model_flops_per_step;
-  if (out.figures.oom) out.oom_op_name = out.program.name_of(out.figures.oom->op);
 }
 
 // The op-level figures of a run without a trace, through run() so that control.cancel stops the
@@ -38,6 +37,7 @@ SummaryEval op_level(const core::Scenario& scenario, const core::RunControl& con
       core::step_time_s(core::step_spans(run_result.program, run_result.result.timings));
   out.program = std::move(run_result.program);
   describe(out);
+  if (out.figures.oom) out.oom_op_name = out.figures.oom->op_name;
   return out;
 }
 
@@ -58,6 +58,7 @@ SummaryEval evaluate_summary(const core::Scenario& scenario, Evaluation evaluati
   } else {
     describe(out);
   }
+  if (out.figures.oom) out.oom_op_name = out.figures.oom->op_name;
   return out;
 }
 

@@ -40,7 +40,9 @@ void check_figures(const block::EvalResult& fast, const block::EvalResult& ref,
   REQUIRE(fast.oom.has_value() == ref.oom.has_value());
   if (ref.oom) {
     CHECK(fast.oom->gpu == ref.oom->gpu);
-    CHECK(fast.oom->op == ref.oom->op);
+    // Two short pipelines name the allocation (the whole Program's op id is not theirs).
+    if (!fast.periodic()) CHECK(fast.oom->op == ref.oom->op);
+    CHECK(fast.oom->op_name == ref.oom->op_name);
     CHECK(fast.oom->steady_state == ref.oom->steady_state);
   }
   REQUIRE(fast.peaks.size() == ref.peaks.size());

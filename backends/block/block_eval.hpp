@@ -33,8 +33,9 @@ struct GpuPeak {
 // that exceeds its GPU's capacity, else (one step) the first that would in the steady state.
 struct Oom {
   int gpu = 0;
-  core::OpId op = core::kNoOp;
+  core::OpId op = core::kNoOp;  // in the Program evaluated; kNoOp when from two short pipelines
   bool steady_state = false;
+  std::string op_name;  // the allocation's name (what sweeps and tune print)
 };
 
 struct EvalResult {
@@ -77,9 +78,10 @@ inline constexpr int kPeriodicFirst = 2;
 std::string periodic_unsupported(const core::Scenario& scenario);
 
 // The figures of `scenario` from the block path on the same configuration with 2p and 3p
-// micro-batches (p stages), extended linearly to its m: nullopt (*why says why) where the
-// scenario is outside periodic_unsupported's scope, either short Program leaves the block path,
-// runs out of memory, or the two are not one period apart (time and memory growing).
+// micro-batches (p stages), extended linearly to its m, the OOM verdict included where the two
+// fix it (docs/block-eval.md, "Out of memory"): nullopt (*why says why) where the scenario is
+// outside periodic_unsupported's scope, either short Program leaves the block path, the two are
+// not one period apart (time and memory growing), or their memory does not fix the verdict.
 std::optional<EvalResult> evaluate_periodic(const core::Scenario& scenario,
                                             std::string* why = nullptr);
 

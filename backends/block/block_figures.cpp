@@ -35,7 +35,83 @@ static TimeNs minus_measure(std::vector<std::pair<TimeNs, TimeNs>> a,
   return out;
 }
 
-EvalResult Schedule::figures() const {
+// The GPUs the figures report (rank symmetry's representatives), with their usable memory.
+std::vector<GpuPeak> Schedule::gpu_peaks() const {
+  std::vector<GpuPeak> peaks;
+  for (int g : program_.active_gpus) {
+    if (program_.symmetry.enabled() &&
+        program_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] == 0)
+      continue;
+    peaks.push_back({g, 0,
+                     core::usable_memory_bytes(scenario_.cluster,
+                                               communicates_[static_cast<std::size_t>(g)] != 0)});
+  }
+  return peaks;
+}
+
+// docs/memory.md, "First-step and steady-state peaks" (one step), as
+// core/program/memory_timeline.cpp: memory ops by time then op id (mem_, sorted by run()); the
+// peak, and the steady state projected from step 1. The verdict (docs/memory.md, "OOM verdict")
+// compares GPU k's allocated bytes with its capacity less lower[k] (empty: the capacity itself;
+// docs/block-eval.md, "Out of memory").
+std::optional<MemVerdict> Schedule::scan_memory(std::vector<GpuPeak>& peaks,
+                                                const std::vector<Bytes>& lower) const {
+  using ByCategory = std::array<Bytes, core::kNumMemCategories>;
+  std::vector<int> index(static_cast<std::size_t>(program_.world_gpus), -1);
+  for (std::size_t k = 0; k < peaks.size(); ++k)
+    index[static_cast<std::size_t>(peaks[k].gpu)] = static_cast<int>(k);
+  const std::size_t n = peaks.size();
+  std::vector<ByCategory> cur(n, ByCategory{}), resident(n, ByCategory{});
+  std::vector<Bytes> total(n, 0), steady(n, 0);
+  std::optional<MemVerdict> v;
+  auto over = [&](const MemEvent& e, std::size_t k, Bytes bytes, bool steady_state) {
+    const MemInfo& mi = *e.info;
+    const Bytes cap = peaks[k].capacity_bytes - (lower.empty() ? 0 : lower[k]);
+    if (v || mi.delta <= 0 || peaks[k].capacity_bytes <= 0 || bytes <= cap) return;
+    const std::size_t of = streams_[static_cast<std::size_t>(mi.stream)].mem.size();
+    v = MemVerdict{Oom{mi.gpu, e.op, steady_state, program_.name_of(e.op)}, mi.stream, mi.nth,
+                   static_cast<int>(of)};
+  };
+  // Steps >= 2 simulated: their peak is the steady state; one step: projected from it.
+  bool later = false;
+  for (const MemEvent& e : mem_) later = later || !e.info->early;
+  for (int pass = 0; pass < (later ? 1 : 2); ++pass) {
+    std::fill(cur.begin(), cur.end(), ByCategory{});
+    std::fill(total.begin(), total.end(), 0);
+    for (const MemEvent& e : mem_) {
+      const MemInfo& mi = *e.info;
+      const int k = index[static_cast<std::size_t>(mi.gpu)];
+      if (k < 0) continue;
+      const std::size_t kk = static_cast<std::size_t>(k);
+      cur[kk][mi.category] += mi.delta;
+      total[kk] += mi.delta;
+      if (pass == 0) {
+        // The first allocation in time over capacity (docs/memory.md, "OOM verdict").
+        over(e, kk, total[kk], false);
+        peaks[kk].peak_bytes = std::max(peaks[kk].peak_bytes, total[kk]);
+        if (mi.early) resident[kk] = cur[kk];
+        if (!mi.early) steady[kk] = std::max(steady[kk], total[kk]);
+      } else {
+        Bytes lifted = total[kk];
+        for (int c = 0; c < core::kNumMemCategories; ++c)
+          lifted += std::max<Bytes>(
+              0, resident[kk][static_cast<std::size_t>(c)] - cur[kk][static_cast<std::size_t>(c)]);
+        steady[kk] = std::max(steady[kk], lifted);
+        over(e, kk, lifted, true);
+      }
+    }
+  }
+  for (std::size_t k = 0; k < n; ++k)
+    peaks[k].peak_bytes = std::max(peaks[k].peak_bytes, steady[k]);
+  return v;
+}
+
+std::optional<MemVerdict> Schedule::verdict_with_less(const std::vector<Bytes>& lower) const {
+  std::vector<GpuPeak> peaks = gpu_peaks();
+  return scan_memory(peaks, lower);
+}
+
+EvalResult Schedule::figures(std::vector<GpuPeak> peaks) const {
   EvalResult r;
   r.path = EvalPath::kBlock;
   r.units = static_cast<std::int64_t>(units_.size());
@@ -87,59 +163,8 @@ EvalResult Schedule::figures() const {
     prev_n = n;
     prev_end = se.second;
   }
-  // docs/memory.md, "First-step and steady-state peaks" (one step), as
-  // core/program/memory_timeline.cpp: memory ops by time then op id; the peak, and the steady state
-  // projected from step 1.
-  std::vector<MemEvent> mem = mem_;
-  std::sort(mem.begin(), mem.end(), [](const MemEvent& a, const MemEvent& b) {
-    return a.t != b.t ? a.t < b.t : a.op < b.op;
-  });
-  using ByCategory = std::array<Bytes, core::kNumMemCategories>;
-  std::vector<int> index(static_cast<std::size_t>(program_.world_gpus), -1);
-  for (int g : program_.active_gpus) {
-    if (program_.symmetry.enabled() &&
-        program_.symmetry.weight_of_gpu[static_cast<std::size_t>(g)] == 0)
-      continue;
-    index[static_cast<std::size_t>(g)] = static_cast<int>(r.peaks.size());
-    r.peaks.push_back({g, 0,
-                       core::usable_memory_bytes(scenario_.cluster,
-                                                 communicates_[static_cast<std::size_t>(g)] != 0)});
-  }
-  const std::size_t n = r.peaks.size();
-  std::vector<ByCategory> cur(n, ByCategory{}), resident(n, ByCategory{});
-  std::vector<Bytes> total(n, 0), steady(n, 0);
-  // Steps >= 2 simulated: their peak is the steady state; one step: projected from it.
-  bool later = false;
-  for (const MemEvent& e : mem) later = later || !e.info->early;
-  for (int pass = 0; pass < (later ? 1 : 2); ++pass) {
-    std::fill(cur.begin(), cur.end(), ByCategory{});
-    std::fill(total.begin(), total.end(), 0);
-    for (const MemEvent& e : mem) {
-      const MemInfo& mi = *e.info;
-      const int k = index[static_cast<std::size_t>(mi.gpu)];
-      if (k < 0) continue;
-      const std::size_t kk = static_cast<std::size_t>(k);
-      cur[kk][mi.category] += mi.delta;
-      total[kk] += mi.delta;
-      const Bytes cap = r.peaks[kk].capacity_bytes;
-      if (pass == 0) {
-        // The first allocation in time over capacity (docs/memory.md, "OOM verdict").
-        if (mi.delta > 0 && cap > 0 && total[kk] > cap && !r.oom) r.oom = Oom{mi.gpu, e.op, false};
-        r.peaks[kk].peak_bytes = std::max(r.peaks[kk].peak_bytes, total[kk]);
-        if (mi.early) resident[kk] = cur[kk];
-        if (!mi.early) steady[kk] = std::max(steady[kk], total[kk]);
-      } else {
-        Bytes lifted = total[kk];
-        for (int c = 0; c < core::kNumMemCategories; ++c)
-          lifted += std::max<Bytes>(
-              0, resident[kk][static_cast<std::size_t>(c)] - cur[kk][static_cast<std::size_t>(c)]);
-        steady[kk] = std::max(steady[kk], lifted);
-        if (mi.delta > 0 && cap > 0 && lifted > cap && !r.oom) r.oom = Oom{mi.gpu, e.op, true};
-      }
-    }
-  }
-  for (std::size_t k = 0; k < n; ++k)
-    r.peaks[k].peak_bytes = std::max(r.peaks[k].peak_bytes, steady[k]);
+  r.peaks = std::move(peaks);
+  if (verdict_) r.oom = verdict_->oom;
   // docs/block-eval.md, "Exposed communication": a chain with kernels keeps its stream busy from
   // start to end, its collectives exposed; other communication counts where no chain runs.
   // A chain straddling the window's edge counts the share of its in-line collectives that its

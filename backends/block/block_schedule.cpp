@@ -389,17 +389,13 @@ EvalResult Schedule::run() {
   }
   for (const StreamSlots& st : streams_)
     CSIM_ASSERT_MSG(st.next == st.units.size() && !st.busy, "block schedule: a unit never started");
-  return figures();
-}
-
-std::optional<EvalResult> evaluate_block_shared(const core::Scenario& scenario,
-                                                const core::Program& program, std::string* why,
-                                                TransferTable* shared) {
-  Schedule s(scenario, program, shared);
-  std::string reason = s.build();
-  if (reason.empty()) return s.run();
-  if (why) *why = std::move(reason);
-  return std::nullopt;
+  // docs/memory.md, as core/program/memory_timeline.cpp: memory ops by time, then op id.
+  std::sort(mem_.begin(), mem_.end(), [](const MemEvent& a, const MemEvent& b) {
+    return a.t != b.t ? a.t < b.t : a.op < b.op;
+  });
+  std::vector<GpuPeak> peaks = gpu_peaks();
+  verdict_ = scan_memory(peaks, {});
+  return figures(std::move(peaks));
 }
 
 }  // namespace csim::block::detail
@@ -415,7 +411,11 @@ std::string block_path_unsupported(const core::Scenario& scenario, const core::P
 
 std::optional<EvalResult> evaluate_block(const core::Scenario& scenario,
                                          const core::Program& program, std::string* why) {
-  return detail::evaluate_block_shared(scenario, program, why, nullptr);
+  Schedule s(scenario, program);
+  std::string reason = s.build();
+  if (reason.empty()) return s.run();
+  if (why) *why = std::move(reason);
+  return std::nullopt;
 }
 
 EvalResult evaluate(const core::Scenario& scenario, const core::Program& program) {

@@ -289,7 +289,8 @@ std::string Schedule::build() {
     if (mem) {
       st.mem.push_back(slot);
       st.mem_info.push_back({op.kind == OpKind::kAlloc ? op.bytes : -op.bytes, op.gpu,
-                             static_cast<std::uint8_t>(op.mem_category), op.step <= 1});
+                             static_cast<std::uint8_t>(op.mem_category), op.step <= 1, op.stream,
+                             static_cast<int>(st.mem_info.size())});
     }
     const std::size_t f = static_cast<std::size_t>(u.first), k = static_cast<std::size_t>(slot);
     u.host_slack = std::max(u.host_slack, er - (st.pc[k] + st.pm[k] - st.pc[f] - st.pm[f]));

@@ -68,7 +68,8 @@ EvalResult figures_from_timings(const core::Program& program, const core::Execut
     r.peaks.push_back({g.gpu, std::max(g.peak_bytes, g.steady_peak_bytes), g.capacity_bytes});
   // Allocated bytes only, as the block path judges them: the caching allocator's own verdict
   // (fragmentation) is simrun's (docs/memory.md, "OOM verdict").
-  if (mem.oom && !mem.oom->allocator) r.oom = Oom{mem.oom->gpu, mem.oom->op, mem.oom->steady_state};
+  if (mem.oom && !mem.oom->allocator)
+    r.oom = Oom{mem.oom->gpu, mem.oom->op, mem.oom->steady_state, mem.oom->op_name};
   // The window (docs/summary.md, "Window"): steps merged over GPUs; [end_{N-1}, end_N] for N >= 2,
   // or [start_1, end_1] with one step.
   std::vector<std::pair<int, std::pair<TimeNs, TimeNs>>> steps;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -34,6 +35,15 @@ struct MemInfo {
   int gpu = 0;
   std::uint8_t category = 0;
   bool early = true;  // step <= 1
+  int stream = 0;     // its stream, and its position among that stream's allocations and frees
+  int nth = 0;
+};
+
+// The OOM verdict with where its allocation stands in its stream: the nth of `of` allocations
+// and frees (block_periodic.cpp matches the verdicts of two pipelines by it).
+struct MemVerdict {
+  Oom oom;
+  int stream = 0, nth = 0, of = 0;
 };
 
 // One stream's ops in issue order ("slots") with prefix sums of their base durations: kernels
@@ -165,6 +175,10 @@ class Schedule {
         shared_(shared) {}
   std::string build();  // empty when the block path applies, else why not
   EvalResult run();
+  // After run(): the OOM verdict of the figures, and the verdict each GPU would get with its
+  // capacity lowered by lower[k] (k: the GPU's index in the figures' peaks).
+  const std::optional<MemVerdict>& verdict() const { return verdict_; }
+  std::optional<MemVerdict> verdict_with_less(const std::vector<Bytes>& lower) const;
 
  private:
   const core::Scenario& scenario_;
@@ -204,7 +218,8 @@ class Schedule {
   std::vector<int> inst_arrived_;
   std::vector<std::vector<int>> inst_units_;
   // Figures.
-  std::vector<MemEvent> mem_;
+  std::vector<MemEvent> mem_;  // by time, then op id, once run() has ended
+  std::optional<MemVerdict> verdict_;
   std::vector<char> communicates_;  // per GPU: it runs a collective (its NCCL buffers count)
   // Per GPU and step (index gpu * (steps + 1) + step), step >= 1: the span's begin, its end, the
   // first drawn op's ready time; -1 while unknown.
@@ -268,13 +283,10 @@ class Schedule {
   void sms_change(int gpu, int delta);
   void finish_unit(int u, TimeNs end);
   void target_done(OpId op, TimeNs t);
-  EvalResult figures() const;
+  std::vector<GpuPeak> gpu_peaks() const;
+  std::optional<MemVerdict> scan_memory(std::vector<GpuPeak>& peaks,
+                                        const std::vector<Bytes>& lower) const;
+  EvalResult figures(std::vector<GpuPeak> peaks) const;  // peaks: scan_memory's
 };
-
-// evaluate_block with a TransferTable shared by the Schedules of one configuration
-// (block_periodic.cpp's two short pipelines).
-std::optional<EvalResult> evaluate_block_shared(const core::Scenario& scenario,
-                                                const core::Program& program, std::string* why,
-                                                TransferTable* shared);
 
 }  // namespace csim::block::detail

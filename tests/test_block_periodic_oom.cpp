@@ -1,0 +1,122 @@
+// Out-of-memory layouts on the periodic path (docs/block-eval.md, "Out of memory"): the sweep's
+// evaluation (block::evaluate_scenario) gives the whole Program's block-path figures — the OOM
+// verdict's GPU, allocation name and steady-state flag, every GPU's peak to the byte — from two
+// short pipelines, and falls back to the whole Program, with its reason, where the argument does
+// not hold.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/block/block_eval.hpp"
+#include "core/lowering/lowering.hpp"
+#include "core/scenario/scenario_parser.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace csim;
+
+double rel(double a, double b) {
+  return b == 0 ? std::fabs(a) : std::fabs(a - b) / std::fabs(b);
+}
+
+std::string gpu_of(const char* base, int gib) {
+  return std::string("cluster.gpu={\"base\": \"") + base +
+         "\", \"memory_gib\": " + std::to_string(gib) + "}";
+}
+
+struct Outcome {
+  bool periodic = false, oom = false;
+};
+
+// The sweep's evaluation against the block path on the whole Program: the same verdict and peaks
+// exactly; the step time and exposed communication extended as for layouts that fit (within 1 %
+// of the whole Program's, the bar tests/test_block_eval.cpp holds the periodic path to).
+Outcome compare_with_whole(const std::string& file, const std::vector<std::string>& sets) {
+  const core::Scenario sc = core::parse_scenario_file(test::scenario_path(file), sets);
+  const block::EvalResult r = block::evaluate_scenario(sc);
+  const block::EvalResult whole = block::evaluate(sc, core::lower(sc));
+  INFO(file << " periodic " << r.periodic() << " (" << r.periodic_reason << ")");
+  REQUIRE(whole.path == block::EvalPath::kBlock);
+  REQUIRE(r.oom.has_value() == whole.oom.has_value());
+  if (whole.oom) {
+    INFO("whole: GPU " << whole.oom->gpu << " '" << whole.oom->op_name << "'");
+    CHECK(r.oom->gpu == whole.oom->gpu);
+    CHECK(r.oom->op_name == whole.oom->op_name);
+    CHECK(r.oom->steady_state == whole.oom->steady_state);
+  }
+  REQUIRE(r.peaks.size() == whole.peaks.size());
+  for (std::size_t k = 0; k < whole.peaks.size(); ++k) {
+    INFO("GPU " << whole.peaks[k].gpu);
+    CHECK(r.peaks[k].gpu == whole.peaks[k].gpu);
+    CHECK(r.peaks[k].capacity_bytes == whole.peaks[k].capacity_bytes);
+    CHECK(r.peaks[k].peak_bytes == whole.peaks[k].peak_bytes);
+  }
+  CHECK(rel(static_cast<double>(r.step_time_ns), static_cast<double>(whole.step_time_ns)) < 0.01);
+  CHECK(rel(static_cast<double>(r.exposed_comm_ns), static_cast<double>(whole.exposed_comm_ns)) <
+        0.01);
+  // Where the periodic path declines an OOM layout it says why, under "out of memory: ".
+  if (!r.periodic() && whole.oom && block::periodic_unsupported(sc).empty())
+    CHECK(r.periodic_reason.rfind("out of memory: ", 0) == 0);
+  return {r.periodic(), whole.oom.has_value()};
+}
+
+}  // namespace
+
+TEST_CASE("periodic OOM: GPT-3 175B layouts tune visits, as the whole Program",
+          "[block][periodic]") {
+  // Batch 1,536: 96 micro-batches over 8 stages (short pipelines of 16 and 24), 48 with
+  // micro-batch 2, or over 16 stages (32 and 48). Each layout is one tune simulates and rejects:
+  // without full recompute the first stage of an interleaved pipeline holds the activations of
+  // its in-flight micro-batches, more than an 80 GB A100 has beside the model states (the whole
+  // Program's verdict, computed here, says which allocation); with ZeRO off the optimizer state
+  // is not sharded and only the one-step projection of the steady state runs out (the
+  // steady-state flag); on a 20 GiB GPU the second micro-batch's activations no longer fit. One
+  // step, and two (the verdict over simulated steps).
+  const std::string g3 = "gpt3_175b_1024xa100_3d.json", b = "training.global_batch=1536";
+  for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
+           {b, "strategy.recompute=none"},
+           {b, "strategy.recompute=none", "training.steps=2"},
+           {b, "strategy.micro_batch_size=2", "strategy.recompute=selective"},
+           {b, "strategy.tp=4", "strategy.dp=32", "strategy.recompute=selective"},
+           {b, "strategy.tp=4", "strategy.pp=16", "strategy.recompute=none"},
+           {b, "strategy.zero_stage=0", "strategy.recompute=selective"},
+           {b, gpu_of("A100-SXM4-80GB", 20)},
+       }) {
+    const Outcome o = compare_with_whole(g3, sets);
+    CHECK(o.oom);
+    CHECK(o.periodic);
+  }
+}
+
+TEST_CASE("periodic OOM: the verdict at every capacity from fitting to the model states",
+          "[block][periodic]") {
+  // gpt_20b_64xa100_3d (pp 2, 32 micro-batches: short pipelines of 4 and 6) with its GPU's memory
+  // lowered 1 GiB at a time from where it fits: the first allocation over capacity moves from the
+  // first stage's activations (it holds 2 micro-batches in flight) to the second stage's, then to
+  // the model states allocated at setup (fp32 main parameters, the grad buffer). At each the
+  // sweep's evaluation is the whole Program's; where the two short pipelines' verdicts differ it
+  // lowers the whole Program and says so (compare_with_whole).
+  int periodic = 0, oom = 0;
+  for (int gib = 20; gib >= 6; --gib) {
+    INFO(gib << " GiB");
+    const Outcome o =
+        compare_with_whole("gpt_20b_64xa100_3d.json", {gpu_of("A100-SXM4-80GB", gib)});
+    periodic += o.periodic && o.oom;
+    oom += o.oom;
+  }
+  // It fits at 19 GiB and not at 17 (the whole Program's verdict): 17 down to 6 are at least 12
+  // OOM layouts. These capacities' verdicts come from the short pipelines: activations of the
+  // first stage (14), of the second (11), the model states (9, 8).
+  CHECK(oom >= 12);
+  for (int gib : {14, 11, 9, 8}) {
+    INFO(gib << " GiB");
+    const Outcome o =
+        compare_with_whole("gpt_20b_64xa100_3d.json", {gpu_of("A100-SXM4-80GB", gib)});
+    CHECK(o.oom);
+    CHECK(o.periodic);
+  }
+  CHECK(periodic > 0);
+}

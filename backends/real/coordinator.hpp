@@ -16,7 +16,8 @@
 namespace csim::real {
 
 // A listening TCP socket on 127.0.0.1 (all_interfaces false) or on every interface, on a free
-// port (*port set). Throws BackendUnavailable.
+// port (*port set). Throws BackendUnavailable. Close-on-exec, as every socket of the launch: a
+// rank started by another thread's launch must not hold this one's connections open.
 int listen_tcp(bool all_interfaces, int backlog, int* port);
 
 // One rank's whole run: connects to the coordinator at host:port, builds its runtime with

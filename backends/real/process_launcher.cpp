@@ -110,7 +110,6 @@ core::ExecutionResult launch_processes(const core::Program& p, RankSetup setup,
     ::close(job_fd);
     throw;
   }
-  ::fcntl(lfd, F_SETFD, FD_CLOEXEC);  // the ranks connect to it; they do not inherit it
   RankArgs args;
   args.port = port;
   args.job_fd = kJobFd;

@@ -86,7 +86,7 @@ RankLink::RankLink(const std::string& host, int port, int rank, const core::Prog
       rc != 0 || found == nullptr)
     throw BackendUnavailable("rank " + std::to_string(rank) + " cannot resolve the coordinator " +
                              where + ": " + ::gai_strerror(rc));
-  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) {
     ::freeaddrinfo(found);
     throw BackendUnavailable(std::string("rank socket: ") + std::strerror(errno));

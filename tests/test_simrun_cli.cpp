@@ -133,7 +133,7 @@ TEST_CASE("simrun --backend cuda without the CUDA module is exit 3, one line nam
 }
 
 TEST_CASE("a rank without a GPU in launch mode processes is exit 3, not a failed run", "[cli]") {
-  // Each forked rank opens its own CUDA runtime; here every one of them finds no GPU. That is the
+  // Each rank process opens its own CUDA runtime; here every one of them finds no GPU. That is the
   // backend being unavailable (exit 3, one line naming the rank, nothing written), not a run that
   // failed part way (exit 5 with a partial trace). On a machine with a GPU the run itself goes
   // ahead, which the GPU check covers.
@@ -144,7 +144,8 @@ TEST_CASE("a rank without a GPU in launch mode processes is exit 3, not a failed
                            "processes", "-o", (d / "t.json").string()});
   INFO(r.err);
   CHECK(r.code == 3);
-  // A build without the CUDA backend says so before forking; a CUDA build names the rank.
+  // A build without the CUDA backend says so before starting the ranks; a CUDA build names the
+  // rank.
   if (run::cuda_status_line().find("not part of this build") == std::string::npos)
     CHECK(r.err.find("rank ") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);

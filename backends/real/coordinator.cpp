@@ -273,7 +273,7 @@ void Coordinator::loop(int& listen_fd, std::int64_t zero, const core::RunControl
         gone(r);
       }
     }
-    // A forked rank that died before connecting (killed, or failed at start-up) has no
+    // A rank process that died before connecting (killed, or failed at start-up) has no
     // connection to drop: its exit is the event, reaped here, not a heartbeat timeout later.
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       RankState& st = ranks_[r];

@@ -43,7 +43,7 @@ def test_processes_gives_the_threads_runs_ops_and_memory(tmp_path, scenario):
     peak = lambda r: [g["peak_bytes"] for g in r.to_dict()["per_gpu"]]
     assert peak(procs) == peak(threads)
     # The trace says how it ran: 2 ranks, each with its measured clock offset.
-    md = p_trace["otherData"] if "otherData" in p_trace else p_trace["metadata"]
+    md = p_trace["clustersim"]  # the trace's metadata (docs/trace-format.md)
     assert md["launch"] == "processes" and md["ranks"] == 2
     assert [c["rank"] for c in md["clock_sync"]] == [0, 1]
 

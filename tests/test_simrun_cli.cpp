@@ -178,6 +178,26 @@ TEST_CASE("simrun --backend standin runs the real executor and labels the trace"
   CHECK(mpi.err.find("mpi") != std::string::npos);
 }
 
+TEST_CASE("launch mode processes without its rank executable is one line of bad input",
+          "[cli][real]") {
+  // The ranks are started by exec of csim-rank; $CSIM_RANK_EXE names it instead of the search
+  // (run/rank_main.hpp). A path that is not there: exit 2, one line naming --launch and the
+  // path, nothing written. (CTest runs each case in a process of its own: the variable set here
+  // reaches no other case.)
+  const fs::path d = fresh_dir("procs_no_rank");
+  ::setenv("CSIM_RANK_EXE", "/nonexistent/csim-rank", 1);
+  const Result r =
+      simrun({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddp", "--backend",
+              "standin", "--launch", "processes", "-o", (d / "p.json").string()});
+  ::unsetenv("CSIM_RANK_EXE");
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--launch") != std::string::npos);
+  CHECK(r.err.find("/nonexistent/csim-rank") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(d / "p.json"));
+}
+
 TEST_CASE("an OOM verdict comes with re-simulated advice whose first fix really fits",
           "[cli][memory]") {
   // DataParallel ResNet-50 on 4 GTX 1080 Ti with batch 512 (128 per replica): activations of

@@ -45,7 +45,7 @@ def test_processes_gives_the_threads_runs_ops_and_memory(tmp_path, scenario):
     # The trace says how it ran: 2 ranks, each with its measured clock offset.
     md = p_trace["clustersim"]  # the trace's metadata (docs/trace-format.md)
     assert md["launch"] == "processes" and md["ranks"] == 2
-    assert [c["rank"] for c in md["clock_sync"]] == [0, 1]
+    assert sorted(c["rank"] for c in md["clock_sync"]) == [0, 1]  # in the order they connected
 
 
 def test_processes_from_four_threads_at_once(scenario):

@@ -8,6 +8,7 @@
 
 #include <pybind11/stl.h>
 
+#include "backends/common/module_loader.hpp"
 #include "backends/common/run_summary.hpp"
 #include "backends/common/trace_builder.hpp"
 #include "core/error.hpp"
@@ -17,6 +18,7 @@
 #include "profiler/summary.hpp"
 #include "python/bindings.hpp"
 #include "python/py_scenario.hpp"
+#include "run/rank_main.hpp"
 #include "run/run.hpp"
 #include "run/scenario_loader.hpp"
 
@@ -68,20 +70,25 @@ run::Backend backend_of(const std::string& name) {
   return b;
 }
 
-// Launch modes of a real run inside an interpreter: threads only. The processes mode forks its
-// ranks without exec (backends/real/process_launcher.cpp), which is unsafe in a multi-threaded
-// interpreter (locks held by other threads at fork stay held in the child); mpi needs mpirun.
+// Launch modes of a real run inside an interpreter: threads, and processes, whose ranks are
+// started by exec of csim-rank (backends/real/process_launcher.cpp: never a fork of the
+// interpreter); mpi needs mpirun. The rank executable is looked for here so that a missing one is
+// this call's InputError, naming its argument.
 run::Launch launch_of(const std::string& name) {
   run::Launch l;
   if (!run::parse_launch(name, &l))
-    throw InputError("", "launch", "unknown launch mode '" + name + "'", "threads");
-  if (l != run::Launch::kThreads)
+    throw InputError("", "launch", "unknown launch mode '" + name + "'", "threads or processes");
+  if (l == run::Launch::kMpi)
     throw InputError("", "launch",
-                     "launch mode '" + name + "' is not offered inside Python: " +
-                         (l == run::Launch::kMpi ? "it needs mpirun"
-                                                 : "it forks its ranks without exec, unsafe in a "
-                                                   "threaded interpreter"),
-                     "launch='threads', or simrun --launch " + name);
+                     "launch mode 'mpi' is not offered inside Python: it needs mpirun",
+                     "launch='processes', or mpirun -np N simrun SCENARIO --launch mpi");
+  if (l == run::Launch::kProcesses) {
+    std::string why;
+    if (run::find_rank_executable(&why).empty())
+      throw InputError("", "launch", "processes: " + why,
+                       "build it (cmake --build --preset release --target csim-rank), set " +
+                           std::string(run::kRankExecutableEnv) + "=PATH, or launch='threads'");
+  }
   return l;
 }
 
@@ -157,6 +164,14 @@ void bind_run(pb::module_& m) {
   m.def("_simulate", &simulate, pb::arg("scenario"), pb::arg("backend"), pb::arg("launch"),
         pb::arg("trace"));
   m.def("cuda_status", &run::cuda_status_line, "What the CUDA backend found on this machine.");
+  // Diagnostics of the module lookup (docs/python.md, "Where the module looks"): the folder found
+  // by dladdr, the first place looked in, and the rank executable the lookup finds.
+  m.def("_module_search_dir", &backend::module_anchor_dir);
+  m.def("_rank_executable", [] {
+    std::string why;
+    const std::string path = run::find_rank_executable(&why);
+    return path.empty() ? pb::object(pb::none()) : pb::object(pb::str(path));
+  });
 }
 
 }  // namespace csim::py

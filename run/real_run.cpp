@@ -20,6 +20,7 @@
 #include "run/cuda_loader.hpp"
 #endif
 #include "run/mpi_launch.hpp"
+#include "run/rank_main.hpp"
 
 namespace csim::run {
 
@@ -91,43 +92,29 @@ void add_gpu_telemetry(real::DeviceRuntime& rt, const prof::NvmlSampler& nvml, R
 namespace {
 
 // Launch modes processes and mpi: one rank per Program process, each with its own runtime built
-// after fork (a CUDA context must not cross fork) whose cross-rank needs go through the
+// in its own process (a CUDA context must not cross fork) whose cross-rank needs go through the
 // coordinator: the stand-in's collective rendezvous, CUDA's NCCL unique ids
-// (docs/real-execution.md, "Processes", "MPI").
+// (docs/real-execution.md, "Processes", "MPI"). Launch mode processes starts its ranks by exec of
+// csim-rank, handing them the Program and this setup; mpirun started the MPI ranks.
 void run_multiprocess(const core::Scenario& s, const RunRequest& o, const core::RunControl& control,
                       RunResult* run) {
-  std::vector<TimeNs> busy;
+  real::RankSetup setup;
+  setup.runtime =
+      o.backend == Backend::kStandin ? real::RankRuntime::kStandin : real::RankRuntime::kCuda;
+  setup.time_scale = o.time_scale;
+  setup.options = real::RealOptions{o.emulate_gil};
   const real::StandinOptions so{o.time_scale};
   if (o.backend == Backend::kStandin) {
     sim::SimExecutor sim(s);
-    busy = real::standin_busy_ns(run->program, sim.run(run->program, {}));
+    setup.standin_busy_ns = real::standin_busy_ns(run->program, sim.run(run->program, {}));
   }
 #ifdef CSIM_CUDA_MODULE
-  // Loaded before the ranks fork, so that a missing module is one line here, not one per rank.
-  const cuda::CudaModule* cuda_mod = o.backend == Backend::kCuda ? &require_cuda_module() : nullptr;
+  // Loaded before the ranks start, so that a missing module is one line here, not one per rank.
+  if (o.backend == Backend::kCuda) (void)require_cuda_module();
 #else
   if (o.backend == Backend::kCuda)
     throw BackendUnavailable(cuda_status_line() + "; use --backend sim or --backend standin");
 #endif
-  real::RuntimeFactory factory = [&](real::RankLink& link) {
-    std::unique_ptr<real::DeviceRuntime> rt;
-    if (o.backend == Backend::kStandin) {
-      auto sr = std::make_unique<real::StandinRuntime>(busy, so);
-      sr->set_rendezvous(
-          [&link](int instance, TimeNs start) { return link.arrive(instance, start); });
-      rt = std::move(sr);
-    } else {
-#ifdef CSIM_CUDA_MODULE
-      cuda::CudaOptions co;
-      co.cupti = false;  // CUPTI per rank is not merged yet: --cupti runs in launch mode threads
-      co.shared_nccl_id = [&link](int group, const std::function<std::string()>& make) {
-        return link.shared_blob(group, make);
-      };
-      rt = cuda_mod->make_runtime(co);
-#endif
-    }
-    return rt;
-  };
   real::LaunchReport report;
   if (o.launch == Launch::kMpi) {
     if (!o.mpi)
@@ -150,18 +137,25 @@ void run_multiprocess(const core::Scenario& s, const RunRequest& o, const core::
               std::to_string(run->program.processes.size()) + " processes",
           "mpirun -np " + std::to_string(run->program.processes.size()) + " simrun ...");
     run->mpi_rank = o.mpi->world_rank();
-    run->result = o.mpi->launch(run->program, factory, real::RealOptions{o.emulate_gil}, control,
+    run->result = o.mpi->launch(run->program, rank_runtime_factory(setup), setup.options, control,
                                 real::LaunchOptions{}, &report, &run->writer);
   } else {
-    run->result = real::launch_processes(run->program, factory, real::RealOptions{o.emulate_gil},
-                                         control, real::LaunchOptions{}, &report);
+    real::LaunchOptions launch;
+    std::string why;
+    launch.rank_exe = find_rank_executable(&why);
+    if (launch.rank_exe.empty())
+      throw InputError("(command line)", "--launch",
+                       "processes: " + why + ": its ranks are started by exec of it",
+                       "build it (cmake --build --preset release --target csim-rank), set " +
+                           std::string(kRankExecutableEnv) + "=PATH, or use --launch threads");
+    run->result = real::launch_processes(run->program, setup, control, launch, &report);
   }
   if (!run->writer) return;
   // A rank without a device is the backend being unavailable (exit 3), not a failed run.
   if (report.device_unavailable) throw BackendUnavailable(report.failure);
   real::RuntimeInfo info;
   if (o.backend == Backend::kStandin) {
-    info = real::StandinRuntime(busy, so).info();
+    info = real::StandinRuntime(setup.standin_busy_ns, so).info();
   } else {
     info.backend = "cuda";
     info.measured = true;

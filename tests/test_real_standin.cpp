@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "backends/real/real_executor.hpp"
 #include "backends/real/standin_runtime.hpp"
 #include "backends/sim/sim_executor.hpp"
+#include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/scenario/scenario_parser.hpp"
 #include "tests/test_support.hpp"
@@ -295,13 +297,11 @@ ProcRun run_processes(const core::Scenario& s, double time_scale, real::LaunchOp
   ProcRun out;
   out.p = core::lower(s);
   sim::SimExecutor sim(s);
-  const std::vector<TimeNs> busy = real::standin_busy_ns(out.p, sim.run(out.p, {}));
-  real::RuntimeFactory factory = [&busy, time_scale](real::RankLink& link) {
-    auto rt = std::make_unique<real::StandinRuntime>(busy, real::StandinOptions{time_scale});
-    rt->set_rendezvous([&link](int i, TimeNs start) { return link.arrive(i, start); });
-    return std::unique_ptr<real::DeviceRuntime>(std::move(rt));
-  };
-  out.r = real::launch_processes(out.p, factory, {}, control, launch, &out.report);
+  real::RankSetup setup;  // the stand-in, as simrun --backend standin --launch processes
+  setup.standin_busy_ns = real::standin_busy_ns(out.p, sim.run(out.p, {}));
+  setup.time_scale = time_scale;
+  launch.rank_exe = CSIM_RANK_EXE;  // this build's csim-rank (tests/CMakeLists.txt)
+  out.r = real::launch_processes(out.p, setup, control, launch, &out.report);
   return out;
 }
 
@@ -333,6 +333,36 @@ TEST_CASE("processes: DDP ranks as processes, merged into one valid timeline",
   for (const real::ClockSync& c : run.report.clocks)
     CHECK(std::llabs(c.offset_ns) <= c.uncertainty_ns + 100'000);
   check_ordering(StandinRun{run.p, run.r});
+}
+
+TEST_CASE("processes: every rank is an exec of csim-rank, not a fork of the launcher",
+          "[real][processes]") {
+  // posix_spawn returns once the child has exec'd (glibc's vfork waits for the exec), so when
+  // on_started sees a rank its /proc/PID/exe is already the program it runs: csim-rank, not
+  // this test binary, which a bare fork would have left.
+  std::error_code ec;
+  const std::string want = std::filesystem::canonical(CSIM_RANK_EXE, ec).string();
+  std::vector<std::string> exes;
+  real::LaunchOptions launch;
+  launch.on_started = [&exes](int, pid_t pid) {
+    std::error_code e;
+    exes.push_back(std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", e));
+  };
+  ProcRun run = run_processes(scenario("linear_5x2_dp2.json", {"strategy.kind=ddp"}), 1.0, launch);
+  REQUIRE(run.report.failure.empty());
+  CHECK(run.r.complete);
+  CHECK(exes == std::vector<std::string>{want, want});  // DDP on 2 GPUs: 2 ranks
+}
+
+TEST_CASE("processes: a rank executable that cannot run is BackendUnavailable",
+          "[real][processes]") {
+  const core::Scenario s = scenario("linear_5x2_dp2.json", {"strategy.kind=ddp"});
+  const core::Program p = core::lower(s);
+  real::RankSetup setup;
+  setup.standin_busy_ns.assign(p.ops.size(), 1000);
+  real::LaunchOptions launch;
+  launch.rank_exe = "/nonexistent/csim-rank";
+  CHECK_THROWS_AS(real::launch_processes(p, setup, {}, launch, nullptr), BackendUnavailable);
 }
 
 TEST_CASE("processes: a killed rank stops the others within seconds, naming it",

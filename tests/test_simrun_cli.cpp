@@ -133,7 +133,7 @@ TEST_CASE("simrun --backend cuda without the CUDA module is exit 3, one line nam
 }
 
 TEST_CASE("a rank without a GPU in launch mode processes is exit 3, not a failed run", "[cli]") {
-  // Each forked rank opens its own CUDA runtime; here every one of them finds no GPU. That is the
+  // Each rank process opens its own CUDA runtime; here every one of them finds no GPU. That is the
   // backend being unavailable (exit 3, one line naming the rank, nothing written), not a run that
   // failed part way (exit 5 with a partial trace). On a machine with a GPU the run itself goes
   // ahead, which the GPU check covers.
@@ -144,7 +144,8 @@ TEST_CASE("a rank without a GPU in launch mode processes is exit 3, not a failed
                            "processes", "-o", (d / "t.json").string()});
   INFO(r.err);
   CHECK(r.code == 3);
-  // A build without the CUDA backend says so before forking; a CUDA build names the rank.
+  // A build without the CUDA backend says so before starting the ranks; a CUDA build names the
+  // rank.
   if (run::cuda_status_line().find("not part of this build") == std::string::npos)
     CHECK(r.err.find("rank ") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
@@ -175,6 +176,26 @@ TEST_CASE("simrun --backend standin runs the real executor and labels the trace"
   INFO(mpi.err);
   CHECK((mpi.code == 2 || mpi.code == 3));
   CHECK(mpi.err.find("mpi") != std::string::npos);
+}
+
+TEST_CASE("launch mode processes without its rank executable is one line of bad input",
+          "[cli][real]") {
+  // The ranks are started by exec of csim-rank; $CSIM_RANK_EXE names it instead of the search
+  // (run/rank_main.hpp). A path that is not there: exit 2, one line naming --launch and the
+  // path, nothing written. (CTest runs each case in a process of its own: the variable set here
+  // reaches no other case.)
+  const fs::path d = fresh_dir("procs_no_rank");
+  ::setenv("CSIM_RANK_EXE", "/nonexistent/csim-rank", 1);
+  const Result r =
+      simrun({test::scenario_path("linear_5x2_dp2.json"), "--set", "strategy.kind=ddp", "--backend",
+              "standin", "--launch", "processes", "-o", (d / "p.json").string()});
+  ::unsetenv("CSIM_RANK_EXE");
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--launch") != std::string::npos);
+  CHECK(r.err.find("/nonexistent/csim-rank") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_FALSE(fs::exists(d / "p.json"));
 }
 
 TEST_CASE("an OOM verdict comes with re-simulated advice whose first fix really fits",

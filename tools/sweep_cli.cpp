@@ -18,6 +18,7 @@
 #include "run/scenario_loader.hpp"
 #include "sweep/knob_check.hpp"
 #include "sweep/results_io.hpp"
+#include "sweep/sweep_file.hpp"
 #include "sweep/sweep_runner.hpp"
 #include "sweep/sweep_table.hpp"
 #include "sweep/tune.hpp"
@@ -140,27 +141,17 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     for (const sweep::Knob& k : knobs) header.keys.push_back(k.key);
     header.variants_total = variants.size();
     // Resume: rows of an earlier run of the same sweep are kept, their variants skipped.
-    std::vector<sweep::VariantResult> kept;
-    if (!results_path.empty() && !fresh) kept = sweep::read_results(results_path, header);
-    std::unordered_set<std::string> done_ids;
-    for (const sweep::VariantResult& r : kept) done_ids.insert(sweep::variant_id(knobs, r.values));
-    std::vector<sweep::Variant> pending;
-    for (const sweep::Variant& v : variants)
-      if (!done_ids.count(sweep::variant_id(knobs, v.values))) pending.push_back(v);
-    if (!kept.empty() && !quiet)
-      err << "simrun sweep: resuming " << results_path << ": " << kept.size()
+    sweep::SweepFile file(results_path, header, knobs, variants, key, fresh);
+    const std::vector<sweep::Variant>& pending = file.pending();
+    if (!file.kept().empty() && !quiet)
+      err << "simrun sweep: resuming " << results_path << ": " << file.kept().size()
           << " variants already done, " << pending.size() << " to go\n";
     auto merged = [&](const std::vector<sweep::VariantResult>& fresh_rows) {
-      std::vector<sweep::VariantResult> rows = kept;
-      rows.insert(rows.end(), fresh_rows.begin(), fresh_rows.end());
-      sweep::sort_results(rows, key);
-      return rows;
+      return file.merged(fresh_rows);
     };
     auto write = [&](const std::vector<sweep::VariantResult>& rows, bool complete) {
-      header.complete = complete;  // also the printed table's "(incomplete)" without -o
-      if (results_path.empty()) return;
-      set_writing(true);
-      sweep::write_results(results_path, header, rows);
+      set_writing(!results_path.empty());
+      file.write(rows, complete);
       set_writing(false);
     };
     if (results_path.empty())
@@ -201,7 +192,7 @@ int sweep_main(const std::vector<std::string>& args, std::ostream& out, std::ost
     const std::vector<sweep::VariantResult> rows = merged(run.rows);
     write(rows, run.complete);
     if (!quiet) {
-      sweep::print_sweep_table(rows, header, top, out);
+      sweep::print_sweep_table(rows, file.header(), top, out);
       char line[200];
       std::snprintf(
           line, sizeof line, "%zu variants simulated in %.2f s (%.0f variants/s, %d threads)%s\n",

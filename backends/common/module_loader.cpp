@@ -16,13 +16,18 @@ namespace {
 // interpreter, whose executable (/proc/self/exe) is python3 and says nothing of where the build
 // put the modules.
 const char kAnchor = 0;
-std::string object_dir() {
+
+}  // namespace
+
+std::string module_anchor_dir() {
   Dl_info info{};
   if (dladdr(&kAnchor, &info) == 0 || !info.dli_fname || !*info.dli_fname) return {};
   std::error_code ec;
   const std::filesystem::path object = std::filesystem::canonical(info.dli_fname, ec);
   return ec ? std::string() : object.parent_path().string();
 }
+
+namespace {
 
 std::string binary_dir() {
   std::error_code ec;
@@ -35,7 +40,7 @@ std::string binary_dir() {
 std::vector<std::string> candidates(const ModuleSpec& spec) {
   if (const char* env = std::getenv(spec.env_var); env && *env) return {env};
   std::vector<std::string> c;
-  std::vector<std::string> dirs{object_dir()};
+  std::vector<std::string> dirs{module_anchor_dir()};
   if (const std::string exe = binary_dir(); exe != dirs.front()) dirs.push_back(exe);
   for (const std::string& dir : dirs) {
     if (dir.empty()) continue;
@@ -49,6 +54,20 @@ std::vector<std::string> candidates(const ModuleSpec& spec) {
 }
 
 }  // namespace
+
+std::string find_module_file(const ModuleSpec& spec, std::string* why) {
+  std::string tried;
+  for (const std::string& path : candidates(spec)) {
+    if (access(path.c_str(), F_OK) == 0) {
+      std::error_code ec;
+      const std::filesystem::path clean = std::filesystem::weakly_canonical(path, ec);
+      return ec ? path : clean.string();
+    }
+    tried += (tried.empty() ? "" : ", ") + path;
+  }
+  *why = std::string(spec.what) + " " + spec.file + " is not found (looked for " + tried + ")";
+  return {};
+}
 
 void* load_module_entry(const ModuleSpec& spec, std::string* why, std::string* loaded) {
   std::string tried;

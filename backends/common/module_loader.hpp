@@ -23,4 +23,13 @@ struct ModuleSpec {
 // loaded. A module is never dlclose'd.
 void* load_module_entry(const ModuleSpec& spec, std::string* why, std::string* path = nullptr);
 
+// The first candidate for SPEC.file that exists (the same places, in the same order; SPEC.entry
+// is not used), or "" with *why one line naming every place looked at. For a helper executable of
+// this build (csim-rank, run/rank_main.hpp) as for a module.
+std::string find_module_file(const ModuleSpec& spec, std::string* why);
+
+// The folder of the object that holds this code, found by dladdr (the first place looked in):
+// the executable, or the clustersim Python module inside an interpreter; "" when dladdr fails.
+std::string module_anchor_dir();
+
 }  // namespace csim::backend

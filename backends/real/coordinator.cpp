@@ -246,7 +246,7 @@ void Coordinator::loop(int& listen_fd, std::int64_t zero, const core::RunControl
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       if (who[i] == -1) {
-        const int fd = ::accept(listen_fd, nullptr, nullptr);
+        const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd >= 0) pending[fd] = -1;
         continue;
       }
@@ -273,7 +273,7 @@ void Coordinator::loop(int& listen_fd, std::int64_t zero, const core::RunControl
         gone(r);
       }
     }
-    // A forked rank that died before connecting (killed, or failed at start-up) has no
+    // A rank process that died before connecting (killed, or failed at start-up) has no
     // connection to drop: its exit is the event, reaped here, not a heartbeat timeout later.
     for (std::size_t r = 0; r < ranks_.size(); ++r) {
       RankState& st = ranks_[r];
@@ -342,7 +342,7 @@ core::ExecutionResult Coordinator::result() const {
 }
 
 int listen_tcp(bool all_interfaces, int backlog, int* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(all_interfaces ? INADDR_ANY : INADDR_LOOPBACK);

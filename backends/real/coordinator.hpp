@@ -1,5 +1,5 @@
 // The coordinator of the multi-process launch modes and the rank side's main loop
-// (docs/real-execution.md, "Processes", "MPI"). Launch mode processes forks the ranks and runs the
+// (docs/real-execution.md, "Processes", "MPI"). Launch mode processes starts the ranks and runs the
 // coordinator in the launching process; launch mode mpi runs it on a thread of MPI rank 0, every
 // MPI rank (0 included) being one Program process. Both speak the same protocol (wire.hpp).
 #pragma once
@@ -16,7 +16,8 @@
 namespace csim::real {
 
 // A listening TCP socket on 127.0.0.1 (all_interfaces false) or on every interface, on a free
-// port (*port set). Throws BackendUnavailable.
+// port (*port set). Throws BackendUnavailable. Close-on-exec, as every socket of the launch: a
+// rank started by another thread's launch must not hold this one's connections open.
 int listen_tcp(bool all_interfaces, int backlog, int* port);
 
 // One rank's whole run: connects to the coordinator at host:port, builds its runtime with
@@ -27,7 +28,7 @@ int run_rank(const std::string& host, int port, int rank, std::int64_t clock_zer
              const core::RunControl& control, int heartbeat_ms);
 
 struct RankState {
-  pid_t pid = -1;                  // forked ranks; -1 for ranks the coordinator cannot signal (mpi)
+  pid_t pid = -1;  // started ranks; -1 for ranks the coordinator cannot signal (mpi)
   std::int64_t reported_pid = -1;  // the pid the rank said hello with (any host)
   int fd = -1;
   bool ready = false;  // clock measured: from now on it gets relays (after the log's replay)

@@ -86,7 +86,7 @@ RankLink::RankLink(const std::string& host, int port, int rank, const core::Prog
       rc != 0 || found == nullptr)
     throw BackendUnavailable("rank " + std::to_string(rank) + " cannot resolve the coordinator " +
                              where + ": " + ::gai_strerror(rc));
-  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) {
     ::freeaddrinfo(found);
     throw BackendUnavailable(std::string("rank socket: ") + std::strerror(errno));
@@ -300,9 +300,19 @@ std::string RankLink::shared_blob(int key, const std::function<std::string()>& m
 void RankLink::on_abort(std::function<void(const std::string&)> f) {
   // Waits for a callback in flight, so that clearing it (f empty) guarantees no later call.
   std::lock_guard<std::mutex> cl(cb_mu_);
-  std::lock_guard<std::mutex> lk(mu_);
-  abort_cb_live_ = static_cast<bool>(f);
-  abort_cb_ = std::move(f);
+  bool already = false;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    abort_cb_live_ = static_cast<bool>(f);
+    abort_cb_ = f;
+    already = aborted_ && f;
+    why = abort_reason_;
+  }
+  // An abort that came before the callback was set (this rank was still starting, decoding its
+  // job, when another rank failed or the run was cancelled) is delivered now: the reader thread
+  // delivers each abort once, to the callback set at the time, and this one had none.
+  if (already) f(why);
 }
 
 bool RankLink::aborted() const {

@@ -48,7 +48,8 @@ class RankLink {
   // DeviceError when the run is aborted first or the value exceeds the message's text field.
   std::string shared_blob(int key, const std::function<std::string()>& make);
 
-  // Called (from the reader thread) when the coordinator aborts the run.
+  // Called (from the reader thread) when the coordinator aborts the run; at once (from this call)
+  // when it was aborted before.
   void on_abort(std::function<void(const std::string&)> f);
   bool aborted() const;
   std::string abort_reason() const;

@@ -1,6 +1,7 @@
 // The launcher's messages between the coordinator (the launching process) and its ranks
 // (docs/real-execution.md, "Processes"): fixed-size records over a loopback TCP connection, so a
-// reader never has to parse. Both ends are this binary (fork), so the layout needs no versioning.
+// reader never has to parse. Both ends are the same build (the rank job's header checks it,
+// rank_job.hpp; MPI ranks are one simrun), so the layout needs no versioning of its own.
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,9 @@ import os as _os
 
 from . import _clustersim
 from ._clustersim import BackendUnavailable, Error, InputError, Scenario, cuda_status
+# Diagnostics of where the module looks for csim-rank and the loadable modules (docs/python.md,
+# "Where the module looks"): the folder dladdr found the module in, and the csim-rank found.
+from ._clustersim import _module_search_dir, _rank_executable
 from ._results import Result, table
 
 __all__ = ["load", "simulate", "sweep", "tune", "collective", "diff", "replay", "Scenario", "Result",
@@ -62,6 +65,9 @@ def _scenario(sc):
 def simulate(scenario, backend="sim", launch="threads", trace=None, per_rank=None):
     """One run, as simrun runs it; no trace is built unless asked for.
 
+    backend: "sim", "standin" (the real executor on CPU threads) or "cuda"; launch (real
+    backends): "threads" (one process) or "processes" (one rank process per Program process,
+    each started by exec of csim-rank, never a fork of this interpreter).
     trace: write the Chrome trace here; per_rank: a folder for one trace per GPU.
     Returns a Result: every summary figure as an attribute, with its unit in its name.
     """
@@ -76,15 +82,22 @@ def simulate(scenario, backend="sim", launch="threads", trace=None, per_rank=Non
 
 
 def sweep(scenario, grid, jobs=1, op_level=False, sort="throughput", random=0, seed=0,
-          max_variants=100000, output=None):
+          max_variants=100000, output=None, fresh=False, on_row=None):
     """Every variant of `grid` ({"dotted.key": [v1, v2], ...}, the first key slowest), as
     simrun sweep runs them: a pandas DataFrame (a list of dicts without pandas), fitting
     variants first, best first by `sort`. `.attrs["complete"]` (DataFrame) or `.complete`
-    (list) is False when Ctrl-C stopped it. output: also write simrun sweep's results file."""
+    (list) is False when Ctrl-C stopped it.
+
+    output: simrun sweep's results file (.csv, .jsonl, .json), checkpointed while it runs and
+    resumed as simrun sweep -o resumes it: when it holds an earlier, interrupted run of the same
+    sweep, its rows are kept and their variants skipped (fresh=True starts over); the rows
+    returned are then all of the file's. on_row(row): called with each new row (a dict) as it
+    finishes, from a worker thread; returning False stops the sweep as Ctrl-C does."""
     sc = _scenario(scenario)
     pairs = [(k, [_value_text(v) for v in values]) for k, values in grid.items()]
     rows, complete = _clustersim._sweep(sc, pairs, jobs, op_level, sort, random or 0, seed,
-                                        max_variants, _os.fspath(output or ""))
+                                        max_variants, _os.fspath(output or ""), bool(fresh),
+                                        on_row)
     for row in rows:  # knob values back to numbers where they are numbers
         for k, _ in pairs:
             try:

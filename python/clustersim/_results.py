@@ -71,6 +71,11 @@ class Result:
         return self._run.completed_steps
 
     @property
+    def failure(self):
+        """Real runs: why a rank failed, one line ("" when none did)."""
+        return self._run.failure
+
+    @property
     def warnings(self):
         return list(self._run.warnings)
 

@@ -90,10 +90,10 @@ def test_bad_input_raises_input_error_with_simruns_text(tmp_path, scenario):
     assert e.value.file.endswith("missing.json")
     with pytest.raises(cs.InputError):
         cs.simulate(scenario("dp_vs_ddp_4x1080ti.json"), backend="tpu")
-    # The processes launch mode forks without exec: refused inside the interpreter, never run.
+    # An unknown launch mode names the argument (processes runs: test_processes.py).
     with pytest.raises(cs.InputError) as e:
-        cs.simulate(scenario("single_gpu_linear.json"), backend="standin", launch="processes")
-    assert e.value.json_path == "launch" and "fork" in e.value.message
+        cs.simulate(scenario("single_gpu_linear.json"), backend="standin", launch="forked")
+    assert e.value.json_path == "launch" and "forked" in e.value.message
 
 
 def test_cuda_without_a_gpu_raises_backend_unavailable(scenario):

@@ -57,6 +57,8 @@ const char* to_string(Severity s);
     "optimizer steps waiting for the step's last collective (no cudaStreamWaitEvent recorded)")    \
   X(sync_last_launch, kInferred,                                                                   \
     "synchronising calls that did not block: wait for the thread's last launched GPU op")          \
+  X(sync_last_record, kInferred,                                                                   \
+    "cudaEventSynchronize calls that did not block: wait for the latest cudaEventRecord's op")     \
   X(thread_edges, kInferred,                                                                       \
     "host-thread waits inferred from an idle gap ended by another thread")                         \
   X(collectives_unsized, kInferred,                                                                \

@@ -71,9 +71,28 @@ std::ptrdiff_t latest(const std::vector<Ref>& refs, const std::vector<std::size_
   return -1;
 }
 
+// The last GPU op the call's thread launched before it (-1: none).
+std::ptrdiff_t last_launch_of(const EdgeInputs& in, const SyncCall& sc) {
+  for (std::size_t i = sc.own_begin; i-- > 0;) {
+    const GpuOpRef& g = in.gpu_ops[i];
+    if (g.gpu != sc.gpu || g.thread != sc.thread) return -1;
+    if (g.launch_op != core::kNoOp && g.launch_ns < sc.start_ns)
+      return static_cast<std::ptrdiff_t>(i);
+  }
+  return -1;
+}
+
 void sync_edges(core::Program& p, const EdgeInputs& in,
                 const std::map<int, std::vector<std::size_t>>& gpu_by_end, const StreamIndex& idx,
                 ReplayProgram& out) {
+  // The cudaEventRecord calls of each GPU by start.
+  std::map<int, std::vector<std::size_t>> records;
+  for (std::size_t i = 0; i < in.syncs.size(); ++i)
+    if (in.syncs[i].kind == SyncKind::kEventRecord) records[in.syncs[i].gpu].push_back(i);
+  for (auto& [gpu, v] : records)
+    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) {
+      return in.syncs[a].start_ns < in.syncs[b].start_ns;
+    });
   for (const SyncCall& sc : in.syncs) {
     core::Op& op = p.ops[static_cast<std::size_t>(sc.op)];
     ImportStats& stats = out.ranks[static_cast<std::size_t>(sc.gpu)].stats;
@@ -125,19 +144,29 @@ void sync_edges(core::Program& p, const EdgeInputs& in,
       stats.add(Stat::sync_waits);
       continue;
     }
-    // A cudaStreamSynchronize that did not block: it synchronised the thread's current stream,
-    // the one its last launch went to, which had finished (docs/replay.md, "Edges").
-    if (sc.kind != SyncKind::kStreamSync) continue;
-    for (std::size_t i = sc.own_begin; i-- > 0;) {
-      const GpuOpRef& g = in.gpu_ops[i];
-      if (g.gpu != sc.gpu || g.thread != sc.thread) break;
-      if (g.launch_op == core::kNoOp || g.launch_ns >= sc.start_ns) continue;
-      if (g.end_ns <= sc.end_ns + kSyncSlackNs) {
-        op.deps.push_back({g.op, core::DepKind::kHostWaits});
-        stats.add(Stat::sync_last_launch);
+    // A cudaStreamSynchronize that did not block synchronised the thread's current stream, the
+    // one its last launch went to, which had finished; a cudaEventSynchronize that did not block,
+    // the latest event recorded before it: the last op its recording thread had launched
+    // (docs/replay.md, "Edges").
+    std::ptrdiff_t j = -1;
+    Stat stat = Stat::sync_last_launch;
+    if (sc.kind == SyncKind::kStreamSync) {
+      j = last_launch_of(in, sc);
+    } else if (sc.kind == SyncKind::kEventSync) {
+      stat = Stat::sync_last_record;
+      auto rv = records.find(sc.gpu);
+      if (rv != records.end()) {
+        auto pos =
+            std::lower_bound(rv->second.begin(), rv->second.end(), sc.start_ns,
+                             [&](std::size_t a, TimeNs t) { return in.syncs[a].start_ns < t; });
+        if (pos != rv->second.begin()) j = last_launch_of(in, in.syncs[*(pos - 1)]);
       }
-      break;
     }
+    if (j < 0) continue;
+    const GpuOpRef& g = in.gpu_ops[static_cast<std::size_t>(j)];
+    if (g.end_ns > sc.end_ns + kSyncSlackNs) continue;
+    op.deps.push_back({g.op, core::DepKind::kHostWaits});
+    stats.add(stat);
   }
 }
 

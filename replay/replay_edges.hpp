@@ -53,10 +53,11 @@ struct HostOpRef {
 };
 enum class SyncKind : std::uint8_t {
   kOther,
-  kDeviceSync,  // cudaDeviceSynchronize / Context Sync: every stream
-  kStreamSync,  // cudaStreamSynchronize
-  kEventSync,   // cudaEventSynchronize
-  kStreamWait,  // cudaStreamWaitEvent
+  kDeviceSync,   // cudaDeviceSynchronize / Context Sync: every stream
+  kStreamSync,   // cudaStreamSynchronize
+  kEventSync,    // cudaEventSynchronize
+  kStreamWait,   // cudaStreamWaitEvent
+  kEventRecord,  // cudaEventRecord
 };
 struct SyncCall {               // every runtime call
   core::OpId op = core::kNoOp;  // the call's HostWork

@@ -32,6 +32,7 @@ SyncKind sync_kind(const std::string& n) {
   if (has("StreamSynchronize")) return SyncKind::kStreamSync;
   if (has("EventSynchronize")) return SyncKind::kEventSync;
   if (has("StreamWaitEvent")) return SyncKind::kStreamWait;
+  if (has("EventRecord")) return SyncKind::kEventRecord;
   return SyncKind::kOther;
 }
 

@@ -245,7 +245,7 @@ bool read_event(dom::element e, std::int64_t seq, Record* r, ImportStats& st) {
     ok &= int_arg(args, "Total Allocated", &r->total_allocated, &present);
     ok &= int_arg(args, "Device Id", &r->device, &present);
     ok &= int_arg(args, "Device Type", &r->device_type, &present);
-  } else if (r->cat == Cat::kCpuOp) {
+  } else if (r->cat == Cat::kCpuOp || r->cat == Cat::kAnnotation) {  // nccl:* may be either
     if (name == "record_param_comms" || name.find("nccl:") == 0 || name.find("c10d::") == 0) {
       r->collective_name = str_arg(args, "Collective name");
       r->dtype = str_arg(args, "dtype");

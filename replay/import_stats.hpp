@@ -59,6 +59,8 @@ const char* to_string(Severity s);
     "synchronising calls that did not block: wait for the thread's last launched GPU op")          \
   X(sync_last_record, kInferred,                                                                   \
     "cudaEventSynchronize calls that did not block: wait for the latest cudaEventRecord's op")     \
+  X(launch_order_waits, kInferred,                                                                 \
+    "GPU ops of a stream two threads launch on: issued after the earlier launch call ended")       \
   X(thread_edges, kInferred,                                                                       \
     "host-thread waits inferred from an idle gap ended by another thread")                         \
   X(collectives_unsized, kInferred,                                                                \

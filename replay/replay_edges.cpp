@@ -243,6 +243,27 @@ void stream_edges(core::Program& p, EdgeInputs& in,
   }
 }
 
+// A stream's ops run in the order they are issued. Where two threads launch on one stream (the
+// loop and the autograd thread on the compute stream), a what-if that delays one thread could
+// let the other issue first and put its op ahead in the queue, where it may wait for work the
+// delayed thread issues later (a deadlock the measured run never had). So an op whose
+// predecessor on its stream (by measured start) came from another thread is issued no earlier
+// than that predecessor's launch call ended (kHostWaits), where the measured run agrees.
+void launch_order_edges(core::Program& p, const EdgeInputs& in, const StreamIndex& idx,
+                        ReplayProgram& out) {
+  for (const auto& [stream, v] : idx.streams()) {
+    for (std::size_t k = 1; k < v.size(); ++k) {
+      const GpuOpRef& a = in.gpu_ops[v[k - 1]];
+      const GpuOpRef& b = in.gpu_ops[v[k]];
+      if (a.thread == b.thread || a.call_op == core::kNoOp || b.call_op == core::kNoOp ||
+          a.call_end_ns > b.launch_ns)
+        continue;
+      p.ops[static_cast<std::size_t>(b.op)].deps.push_back({a.call_op, core::DepKind::kHostWaits});
+      out.ranks[static_cast<std::size_t>(b.gpu)].stats.add(Stat::launch_order_waits);
+    }
+  }
+}
+
 void thread_edges(core::Program& p, const EdgeInputs& in, ReplayProgram& out) {
   const std::map<int, std::vector<std::size_t>> host_by_end = by_end(in.host_ops);
   for (const HostOpRef& h : in.host_ops) {
@@ -332,6 +353,7 @@ void infer_edges(core::Program& p, EdgeInputs& in, ReplayProgram& out, bool hold
   const std::map<int, std::vector<std::size_t>> gpu_by_end = by_end(in.gpu_ops);
   const StreamIndex idx(in.gpu_ops);
   sync_edges(p, in, gpu_by_end, idx, out);
+  launch_order_edges(p, in, idx, out);
   collective_wait_edges(p, in, out);
   stream_edges(p, in, gpu_by_end, out, hold_unexplained);
   thread_edges(p, in, out);

@@ -42,6 +42,8 @@ struct GpuOpRef {
   bool collective = false;                         // an NCCL / RCCL kernel
   core::OpId launch_op = core::kNoOp;              // the launch call's HostWork (none: unlaunched)
   TimeNs launch_end_ns = 0;                        // measured end of that call
+  core::OpId call_op = core::kNoOp;  // the launch call's own HostWork (none: unlaunched)
+  TimeNs call_end_ns = 0;            // measured end of the launch call
 };
 struct HostOpRef {
   core::OpId op = core::kNoOp;

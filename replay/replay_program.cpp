@@ -484,6 +484,8 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
         for (std::size_t g = first; g < edges_.gpu_ops.size(); ++g) {
           edges_.gpu_ops[g].launch_op = last_host_.first;
           edges_.gpu_ops[g].launch_end_ns = last_host_.second;
+          edges_.gpu_ops[g].call_op = id;
+          edges_.gpu_ops[g].call_end_ns = r.ts_ns + r.dur_ns;
         }
         last_host_ = {id, r.ts_ns + r.dur_ns};
         if (edges_.gpu_ops.size() > first) {

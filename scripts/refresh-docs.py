@@ -700,7 +700,7 @@ def replay_run(c, files, *sets):
 
 def replay_fidelity(c):
     rows = ["| trace | GPU | steps | measured step (ms, mean) | replayed (ms, mean) | mean / max error "
-            "| read: syncs, event waits | inferred: sync, last-launch sync, stream, occupancy, held, thread "
+            "| read: syncs, event waits | inferred: sync, last-launch / last-record sync, stream, occupancy, held, thread, launch order "
             "| collective waits, optimizer waits | collectives sized: read / inferred / not |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for label, files in REPLAY_FIXTURES:
@@ -715,7 +715,8 @@ def replay_fidelity(c):
         rows.append(f"| {label} | {r['gpu']} | {len(meas)} | {sum(meas) / len(meas):.3f} | "
                     f"{sum(rep) / len(rep):.3f} | {sum(err) / len(err):.2f} % / {max(err):.2f} % | "
                     f"{cnt(('sync_reads', 'event_waits'))} | "
-                    f"{cnt(('sync_waits', 'sync_last_launch', 'stream_edges', 'occupancy_edges', 'unexplained_waits', 'thread_edges'))} | "
+                    f"{cnt(('sync_waits',))}, {st.get('sync_last_launch', 0)} / {st.get('sync_last_record', 0)}, "
+                    f"{cnt(('stream_edges', 'occupancy_edges', 'unexplained_waits', 'thread_edges', 'launch_order_waits'))} | "
                     f"{cnt(('collective_waits', 'optimizer_waits'))} | {st.get('collectives_sized', 0)} / "
                     f"{st.get('collectives_size_inferred', 0)} / {st.get('collectives_unsized', 0)} |")
     return "\n\n" + "\n".join(rows) + "\n\n"
@@ -806,6 +807,20 @@ def replay_whatif(c):
     return "\n\n" + "\n".join(rows) + "\n\n"
 
 
+def replay_example(c):
+    """README's bundled example: traces/replay_example (simrun --per-rank of a 2-GPU DDP run)."""
+    base = ["simrun", "replay", "traces/replay_example", "--set", "replay.source_gpu=GTX-1080-Ti"]
+    own, h = c.run(base), c.run(base + ["--set", "cluster.gpu=H100-SXM5-80GB"])
+    mean = lambda out: (lambda v: sum(v) / len(v))(
+        [float(m.group(4)) for m in map(REPLAY_STEP.match, out.splitlines()) if m])
+    meas = (lambda v: sum(v) / len(v))(
+        [float(m.group(3)) for m in map(REPLAY_STEP.match, own.splitlines()) if m])
+    stats = {m.group(1): int(m.group(2)) for m in map(REPLAY_STAT.match, own.splitlines()) if m}
+    return (f"{meas * 1e3:.0f} µs a step measured, {mean(own) * 1e3:.0f} µs replayed, "
+            f"{mean(h) * 1e3:.0f} µs on an H100; {stats.get('event_waits', 0)} stream waits read from "
+            f"its cuda_sync records")
+
+
 def replay_readme(c):
     files = ["nccl_data.json.gz"]
     own, h = replay_run(c, files), replay_run(c, files, "cluster.gpu=H100-SXM5-80GB")
@@ -822,6 +837,7 @@ def replay_readme(c):
 
 FIGURES = {
     "replay_readme": (replay_readme, False),
+    "replay_example": (replay_example, False),
     "replay_fidelity": (replay_fidelity, False),
     "replay_exposed": (replay_exposed, False),
     "replay_memory": (replay_memory, False),

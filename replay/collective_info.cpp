@@ -201,10 +201,15 @@ CollectiveInfo collective_info(const std::vector<const Record*>& ops, const std:
   }
   if (c.group_key.empty() && !c.ranks.empty()) {
     c.group_key = "ranks";
-    for (int r : c.ranks) c.group_key += " " + std::to_string(r);
+    for (int r : c.ranks) {
+      c.group_key += ' ';  // appended in two steps: GCC 12's -Wrestrict misreads " " + string
+      c.group_key += std::to_string(r);
+    }
   }
-  if (c.group_key.empty() && c.group_size >= 1)
-    c.group_key = "size " + std::to_string(c.group_size);
+  if (c.group_key.empty() && c.group_size >= 1) {
+    c.group_key = "size ";
+    c.group_key += std::to_string(c.group_size);
+  }
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -32,7 +33,10 @@ JobClusters job_clusters(const ReplayProgram& rp, const std::string& source_gpu,
   JobClusters j;
   j.ranks = static_cast<int>(rp.ranks.size());
   for (const ImportedRank& r : rp.ranks) j.ranks = std::max(j.ranks, r.meta.world_size);
-  for (const GpuOpInfo& k : rp.gpu_ops) j.ranks = std::max(j.ranks, k.group_size);
+  for (const GpuOpInfo& k : rp.gpu_ops) {
+    j.ranks = std::max(j.ranks, k.group_size);
+    for (int r : k.group_ranks) j.ranks = std::max(j.ranks, r + 1);
+  }
   if (static_cast<long long>(j.ranks) * dp_scale > (1 << 20))
     throw InputError("(command line)", "--set replay.dp_scale",
                      std::to_string(j.ranks) + " ranks x " + std::to_string(dp_scale) +
@@ -84,10 +88,51 @@ TimeNs modelled_collective_ns(const core::Topology& topo, const core::CommParams
                               core::CollectiveKind kind, int p, double bytes) {
   std::vector<int> gpus(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) gpus[static_cast<std::size_t>(i)] = i;
+  return modelled_collective_ns(topo, params, kind, gpus, bytes);
+}
+
+TimeNs modelled_collective_ns(const core::Topology& topo, const core::CommParams& params,
+                              core::CollectiveKind kind, const std::vector<int>& gpus,
+                              double bytes) {
   const bool rooted =
       kind == core::CollectiveKind::kBroadcast || kind == core::CollectiveKind::kReduce;
-  return core::plan_collective(topo, params, kind, params.algo, gpus, rooted ? 0 : -1, bytes)
+  return core::plan_collective(topo, params, kind, params.algo, gpus, rooted ? gpus.front() : -1,
+                               bytes)
       .predicted_ns;
+}
+
+std::vector<int> group_gpus(const std::vector<int>& ranks, int p, int world_gpus) {
+  std::vector<int> gpus;
+  if (ranks.size() >= 2) {
+    // The group's own ranks, continued at their stride when it grows (docs/replay.md,
+    // "Data-parallel scale-out"): [0, 8] x 2 -> [0, 8, 16, 24].
+    const int stride = ranks[1] - ranks[0];
+    bool regular = stride >= 1;
+    for (std::size_t i = 1; i < ranks.size(); ++i) regular &= ranks[i] - ranks[i - 1] == stride;
+    for (int i = 0; i < p; ++i) {
+      const int g = i < static_cast<int>(ranks.size()) ? ranks[static_cast<std::size_t>(i)]
+                                                       : (regular ? ranks[0] + i * stride : -1);
+      if (g < 0 || g >= world_gpus) {
+        gpus.clear();
+        break;
+      }
+      gpus.push_back(g);
+    }
+    if (!gpus.empty()) return gpus;
+  }
+  for (int i = 0; i < p; ++i) gpus.push_back(i);
+  return gpus;
+}
+
+std::set<std::string> data_parallel_groups(const ReplayProgram& rp) {
+  std::set<std::string> keys;
+  for (const GpuOpInfo& k : rp.gpu_ops) {
+    if (k.cls != KernelClass::kCollective || !k.grad_hook || k.group_key.empty()) continue;
+    const core::CollectiveKind kind = rp.program.ops[static_cast<std::size_t>(k.op)].collective;
+    if (kind == core::CollectiveKind::kAllReduce || kind == core::CollectiveKind::kReduceScatter)
+      keys.insert(k.group_key);
+  }
+  return keys;
 }
 
 namespace {
@@ -104,7 +149,8 @@ std::vector<ExplainRow> recost_collectives(ReplayProgram& rp, const RecostReques
   // The topologies are built only when some collective can be re-costed (a 128-rank job's
   // topology is not free), and each (kind, p, p', bytes) is planned once.
   std::unique_ptr<core::Topology> from, to;
-  std::map<std::tuple<int, int, int, Bytes>, std::pair<TimeNs, TimeNs>> planned;
+  std::map<std::tuple<int, int, int, Bytes, std::vector<int>>, std::pair<TimeNs, TimeNs>> planned;
+  const std::set<std::string> dp_groups = data_parallel_groups(rp);
   std::vector<ExplainRow> rows;
   std::map<std::pair<std::string, std::string>, std::size_t> row_of;
   for (const GpuOpInfo& k : rp.gpu_ops) {
@@ -118,19 +164,28 @@ std::vector<ExplainRow> recost_collectives(ReplayProgram& rp, const RecostReques
     } else if (p < 1) {
       rule = "not re-costable (no Group size in the trace): measured";
     } else {
-      const int p2 = is_data_parallel(op.collective, p, rq.world) ? p * rq.dp_scale : p;
+      // The data-parallel group: the one the gradient hooks reduce over, else a job-wide one.
+      const bool dp = dp_groups.empty()
+                          ? is_data_parallel(op.collective, p, rq.world)
+                          : is_data_parallel(op.collective, 2, 2) && dp_groups.count(k.group_key);
+      const int p2 = dp ? p * rq.dp_scale : p;
       if (!from) {
         from = std::make_unique<core::Topology>(rq.from);
         to = std::make_unique<core::Topology>(rq.to);
       }
-      const auto key = std::make_tuple(static_cast<int>(op.collective), p, p2, op.bytes);
+      const auto key =
+          std::make_tuple(static_cast<int>(op.collective), p, p2, op.bytes, k.group_ranks);
       auto it = planned.find(key);
       if (it == planned.end()) {
         const double s = static_cast<double>(op.bytes);
         it = planned
-                 .emplace(key, std::make_pair(
-                                   modelled_collective_ns(*from, rq.params, op.collective, p, s),
-                                   modelled_collective_ns(*to, rq.params, op.collective, p2, s)))
+                 .emplace(key,
+                          std::make_pair(modelled_collective_ns(
+                                             *from, rq.params, op.collective,
+                                             group_gpus(k.group_ranks, p, rq.from.world_gpus()), s),
+                                         modelled_collective_ns(
+                                             *to, rq.params, op.collective,
+                                             group_gpus(k.group_ranks, p2, rq.to.world_gpus()), s)))
                  .first;
       }
       const auto [ta, tb] = it->second;

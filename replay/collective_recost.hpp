@@ -4,11 +4,14 @@
 // "Communication") gives the ratio:
 //   d' = d * t(to, kind, p', S) / t(from, kind, p, S)
 // with S the collective's bytes (record_param_comms' In/Out msg nelems x dtype), p its Group size,
-// p' = p * dp_scale for a data-parallel collective (all-reduce, reduce-scatter or all-gather over a
-// group as large as the job), else p. On the job's own cluster from == to and d' = d exactly.
-// Collectives without a size or a group size are not re-costable: d' = d.
+// p' = p * dp_scale for a data-parallel collective (all-reduce, reduce-scatter or all-gather over
+// the data-parallel group: the group its gradient hooks reduce over, else one as large as the
+// job), else p; over the group's own ranks where the trace names them. On the job's own cluster
+// from == to and d' = d exactly. Collectives without a size or a group size are not re-costable: d'
+// = d.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +54,17 @@ bool is_data_parallel(core::CollectiveKind kind, int group_size, int world);
 // (rank order = GPU order: the group fills nodes in turn).
 TimeNs modelled_collective_ns(const core::Topology& topo, const core::CommParams& params,
                               core::CollectiveKind kind, int p, double bytes);
+
+// The same over the given GPUs of `topo` (a group's own ranks).
+TimeNs modelled_collective_ns(const core::Topology& topo, const core::CommParams& params,
+                              core::CollectiveKind kind, const std::vector<int>& gpus,
+                              double bytes);
+// The GPUs a group of p ranks runs on: its recorded ranks (continued at their stride when p is
+// larger), else 0 ... p-1; ranks past world_gpus fall back to 0 ... p-1.
+std::vector<int> group_gpus(const std::vector<int>& ranks, int p, int world_gpus);
+// The data-parallel groups: the groups of the all-reduces and reduce-scatters a gradient hook
+// launched (GpuOpInfo::grad_hook); empty when none did (then a job-wide group is one).
+std::set<std::string> data_parallel_groups(const ReplayProgram& rp);
 
 // Rescales every collective of `rp` by the rule above (Op::fixed_ns); returns one row per kernel
 // name and rule, largest measured total first, for --explain.

@@ -30,7 +30,14 @@ const char* to_string(Severity s);
   X(memsets, kInfo, "GPU memset records read")                                                     \
   X(collectives, kInfo, "NCCL/RCCL kernels read as collectives")                                   \
   X(collectives_sized, kInfo, "collectives whose size came from record_param_comms")               \
+  X(collectives_group_read, kInfo,                                                                 \
+    "collectives whose group came from Process Group Ranks / pg_config")                           \
   X(memory_events, kInfo, "[memory] instant events read")                                          \
+  X(memory_replayed, kInfo, "GPU [memory] events replayed as allocations and frees")               \
+  X(cuda_sync_events, kInfo, "cuda_sync records (stream waits, synchronisations) read")            \
+  X(event_waits, kInfo, "cross-stream waits read from cuda_sync (cudaStreamWaitEvent's event)")    \
+  X(sync_reads, kInfo,                                                                             \
+    "host synchronisations whose target the trace names (device sync, cuda_sync)")                 \
   X(gemm_shapes, kInfo, "GEMM kernels whose shape came from their CPU op's Input Dims")            \
   X(profiler_steps, kInfo, "ProfilerStep#N annotations (replay windows)")                          \
   X(launches_matched, kInfo, "GPU records matched to their launch by correlation id")              \
@@ -44,17 +51,32 @@ const char* to_string(Severity s);
   X(occupancy_edges, kInferred, "kernels held back while another stream's kernel filled the GPU")  \
   X(unexplained_waits, kInferred,                                                                  \
     "GPU ops held back for no reason the trace shows: kept at their start")                        \
+  X(collective_waits, kInferred,                                                                   \
+    "GPU ops after a cudaStreamWaitEvent outside the collectives, waiting for one (c10d wait)")    \
+  X(optimizer_waits, kInferred,                                                                    \
+    "optimizer steps waiting for the step's last collective (no cudaStreamWaitEvent recorded)")    \
+  X(sync_last_launch, kInferred,                                                                   \
+    "synchronising calls that did not block: wait for the thread's last launched GPU op")          \
+  X(sync_last_record, kInferred,                                                                   \
+    "cudaEventSynchronize calls that did not block: wait for the latest cudaEventRecord's op")     \
+  X(launch_order_waits, kInferred,                                                                 \
+    "GPU ops of a stream two threads launch on: issued after the earlier launch call ended")       \
   X(thread_edges, kInferred,                                                                       \
     "host-thread waits inferred from an idle gap ended by another thread")                         \
   X(collectives_unsized, kInferred,                                                                \
     "collectives without a size: not re-costable, kept at their measured duration")                \
+  X(collectives_size_inferred, kInferred,                                                          \
+    "collectives sized from their nccl:/c10d op's Input Dims and Input type (re-costable)")        \
+  X(collectives_group_world, kInferred,                                                            \
+    "collectives without a Group size: the default process group (the job's world) assumed")       \
   X(collectives_no_group, kInferred,                                                               \
-    "sized collectives without a Group size: not re-costable, kept at their measured duration")    \
+    "sized collectives without any group size: not re-costable, kept at their measured duration")  \
   X(no_steps, kInferred, "traces without ProfilerStep#N: replayed as one window")                  \
   X(gpu_guessed, kInferred, "traces whose GPU was not named: the default GPU assumed")             \
   X(outside_window, kDataLoss, "records outside the ProfilerStep windows: not replayed")           \
   X(unknown_phase, kDataLoss, "records with a phase the importer does not read (B/E, i, C ...)")   \
   X(unknown_category, kDataLoss, "complete events of a category the importer does not read")       \
+  X(memory_other_device, kDataLoss, "[memory] events of the CPU or another device: not replayed")  \
   X(overlapping_kernels, kDataLoss, "kernels on one stream overlapping the previous one: clipped") \
   X(not_an_object, kError, "traceEvents entries that are not JSON objects")                        \
   X(missing_field, kError, "events without a usable name, ph, pid, tid or ts")                     \

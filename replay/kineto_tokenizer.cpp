@@ -88,6 +88,35 @@ bool int_arg(dom::object args, const char* key, std::int64_t* out, bool* present
   return false;
 }
 
+// "Process Group Ranks": a JSON list of ints, or (PyTorch 2.2-2.4) the list's text "[0, 1]".
+std::vector<int> ranks_arg(dom::object args) {
+  std::vector<int> out;
+  dom::element v;
+  if (args["Process Group Ranks"].get(v) != simdjson::SUCCESS) return out;
+  dom::array a;
+  std::string_view s;
+  if (v.get_array().get(a) == simdjson::SUCCESS) {
+    for (dom::element x : a) {
+      std::int64_t i = 0;
+      if (x.get_int64().get(i) != simdjson::SUCCESS || i < 0 || i >= (1 << 24)) return {};
+      out.push_back(static_cast<int>(i));
+    }
+  } else if (v.get_string().get(s) == simdjson::SUCCESS) {
+    std::int64_t x = -1;
+    for (char c : s) {
+      if (c >= '0' && c <= '9') {
+        x = (x < 0 ? 0 : x * 10) + (c - '0');
+        if (x >= (1 << 24)) return {};
+      } else {
+        if (x >= 0) out.push_back(static_cast<int>(x));
+        x = -1;
+      }
+    }
+    if (x >= 0) out.push_back(static_cast<int>(x));
+  }
+  return out;
+}
+
 std::string str_arg(dom::object args, const char* key) {
   std::string_view s;
   if (args[key].get_string().get(s) == simdjson::SUCCESS) return std::string(s);
@@ -109,6 +138,8 @@ bool category_of(std::string_view cat, Cat* out) {
     *out = Cat::kMemcpy;
   } else if (cat == "gpu_memset" || cat == "Memset") {
     *out = Cat::kMemset;
+  } else if (cat == "cuda_sync") {
+    *out = Cat::kSync;
   } else {
     return false;
   }
@@ -202,21 +233,32 @@ bool read_event(dom::element e, std::int64_t seq, Record* r, ImportStats& st) {
   bool present = false, ok = true;
   ok &= int_arg(args, "correlation", &r->correlation, &present);
   ok &= int_arg(args, "External id", &r->external_id, &present);
-  if (r->cat == Cat::kKernel || r->cat == Cat::kMemcpy || r->cat == Cat::kMemset) {
+  if (r->cat == Cat::kKernel || r->cat == Cat::kMemcpy || r->cat == Cat::kMemset ||
+      r->cat == Cat::kSync) {
     ok &= int_arg(args, "device", &r->device, &present);
     ok &= int_arg(args, "stream", &r->stream, &present);
     ok &= int_arg(args, "bytes", &r->bytes, &present);
+    ok &= int_arg(args, "wait_on_stream", &r->wait_on_stream, &present);
+    ok &= int_arg(args, "wait_on_cuda_event_record_corr_id", &r->wait_record_corr, &present);
   } else if (r->cat == Cat::kMemory) {
     ok &= int_arg(args, "Bytes", &r->bytes, &present);
     ok &= int_arg(args, "Total Allocated", &r->total_allocated, &present);
     ok &= int_arg(args, "Device Id", &r->device, &present);
-  } else if (r->cat == Cat::kCpuOp) {
+    ok &= int_arg(args, "Device Type", &r->device_type, &present);
+  } else if (r->cat == Cat::kCpuOp || r->cat == Cat::kAnnotation) {  // nccl:* may be either
     if (name == "record_param_comms" || name.find("nccl:") == 0 || name.find("c10d::") == 0) {
       r->collective_name = str_arg(args, "Collective name");
       r->dtype = str_arg(args, "dtype");
+      r->pg_name = str_arg(args, "Process Group Name");
+      r->pg_ranks = ranks_arg(args);
       ok &= int_arg(args, "In msg nelems", &r->in_nelems, &present);
       ok &= int_arg(args, "Out msg nelems", &r->out_nelems, &present);
       ok &= int_arg(args, "Group size", &r->group_size, &present);
+      ok &= int_arg(args, "Global rank start", &r->rank_start, &present);
+      ok &= int_arg(args, "Global rank stride", &r->rank_stride, &present);
+      dom::element types;
+      if (args["Input type"].get(types) == simdjson::SUCCESS)
+        r->input_types = simdjson::minify(types);
     }
     dom::element dims;
     if (args["Input Dims"].get(dims) == simdjson::SUCCESS) r->input_dims = simdjson::minify(dims);

@@ -23,6 +23,8 @@ enum class Cat : std::uint8_t {
   kMemcpy,      // gpu_memcpy
   kMemset,      // gpu_memset
   kMemory,      // [memory] instant (profile_memory=True)
+  kSync,        // cuda_sync (enable_cuda_sync_events): a stream wait or synchronisation, with
+                // the stream and the cudaEventRecord it waited for
 };
 
 struct Record {
@@ -36,12 +38,20 @@ struct Record {
   std::int64_t stream = -1;           // GPU records: args.stream
   std::int64_t bytes = -1;            // memcpy/memset: args.bytes; [memory]: args.Bytes
   std::int64_t total_allocated = -1;  // [memory]: args."Total Allocated"
+  std::int64_t device_type = -1;      // [memory]: args."Device Type" (1: CUDA, 0: CPU)
+  // cuda_sync: the stream the event was recorded on (args.wait_on_stream) and the correlation
+  // of the cudaEventRecord that recorded it (args.wait_on_cuda_event_record_corr_id); -1: none
+  std::int64_t wait_on_stream = -1, wait_record_corr = -1;
   // record_param_comms (PyTorch >= 2.1): the collective the NCCL kernel launched by it runs
   std::string collective_name;  // args."Collective name" ("allreduce", "_allgather_base")
   std::string dtype;            // args.dtype ("Float", "BFloat16")
   std::int64_t in_nelems = -1, out_nelems = -1, group_size = -1;
-  std::string input_dims;  // args."Input Dims", minified JSON (GEMM shapes)
-  std::int64_t seq = 0;    // position in the file: ties broken by it (deterministic)
+  std::string pg_name;        // args."Process Group Name" ("" when absent)
+  std::vector<int> pg_ranks;  // args."Process Group Ranks" (a list, or its text "[0, 1]")
+  std::int64_t rank_start = -1, rank_stride = -1;  // args."Global rank start" / "stride"
+  std::string input_dims;   // args."Input Dims", minified JSON (GEMM shapes, collective sizes)
+  std::string input_types;  // args."Input type", minified JSON (a collective's element type)
+  std::int64_t seq = 0;     // position in the file: ties broken by it (deterministic)
 };
 
 struct TraceMeta {

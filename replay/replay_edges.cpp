@@ -13,6 +13,33 @@ bool is_sync_call(const std::string& name) {
          name == "hipMemcpy" || name == "cudaMemcpy2D" || name == "cudaMemset";
 }
 
+StreamIndex::StreamIndex(const std::vector<GpuOpRef>& ops) : ops_(ops) {
+  for (std::size_t i = 0; i < ops.size(); ++i) by_stream_[ops[i].stream].push_back(i);
+  for (auto& [stream, v] : by_stream_)
+    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) {
+      return ops[a].launch_ns != ops[b].launch_ns ? ops[a].launch_ns < ops[b].launch_ns
+                                                  : ops[a].op < ops[b].op;
+    });
+}
+
+std::ptrdiff_t StreamIndex::last_before(int stream, TimeNs t) const {
+  auto it = by_stream_.find(stream);
+  if (it == by_stream_.end()) return -1;
+  const std::vector<std::size_t>& v = it->second;
+  auto pos = std::lower_bound(v.begin(), v.end(), t,
+                              [&](std::size_t i, TimeNs x) { return ops_[i].launch_ns < x; });
+  return pos == v.begin() ? -1 : static_cast<std::ptrdiff_t>(*(pos - 1));
+}
+
+std::ptrdiff_t StreamIndex::first_from(int stream, TimeNs t) const {
+  auto it = by_stream_.find(stream);
+  if (it == by_stream_.end()) return -1;
+  const std::vector<std::size_t>& v = it->second;
+  auto pos = std::lower_bound(v.begin(), v.end(), t,
+                              [&](std::size_t i, TimeNs x) { return ops_[i].launch_ns < x; });
+  return pos == v.end() ? -1 : static_cast<std::ptrdiff_t>(*pos);
+}
+
 namespace {
 
 // Indices of `refs` per GPU, sorted by end time (ties: op id).
@@ -44,9 +71,57 @@ std::ptrdiff_t latest(const std::vector<Ref>& refs, const std::vector<std::size_
   return -1;
 }
 
+// The last GPU op the call's thread launched before it (-1: none).
+std::ptrdiff_t last_launch_of(const EdgeInputs& in, const SyncCall& sc) {
+  for (std::size_t i = sc.own_begin; i-- > 0;) {
+    const GpuOpRef& g = in.gpu_ops[i];
+    if (g.gpu != sc.gpu || g.thread != sc.thread) return -1;
+    if (g.launch_op != core::kNoOp && g.launch_ns < sc.start_ns)
+      return static_cast<std::ptrdiff_t>(i);
+  }
+  return -1;
+}
+
 void sync_edges(core::Program& p, const EdgeInputs& in,
-                const std::map<int, std::vector<std::size_t>>& gpu_by_end, ReplayProgram& out) {
+                const std::map<int, std::vector<std::size_t>>& gpu_by_end, const StreamIndex& idx,
+                ReplayProgram& out) {
+  // The cudaEventRecord calls of each GPU by start.
+  std::map<int, std::vector<std::size_t>> records;
+  for (std::size_t i = 0; i < in.syncs.size(); ++i)
+    if (in.syncs[i].kind == SyncKind::kEventRecord) records[in.syncs[i].gpu].push_back(i);
+  for (auto& [gpu, v] : records)
+    std::stable_sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) {
+      return in.syncs[a].start_ns < in.syncs[b].start_ns;
+    });
   for (const SyncCall& sc : in.syncs) {
+    core::Op& op = p.ops[static_cast<std::size_t>(sc.op)];
+    ImportStats& stats = out.ranks[static_cast<std::size_t>(sc.gpu)].stats;
+    // Read: what the call waits for is named (cudaDeviceSynchronize: every stream; a cuda_sync
+    // record: the stream, or the stream and time of the cudaEventRecord).
+    std::vector<std::ptrdiff_t> named;
+    if (sc.kind == SyncKind::kDeviceSync) {
+      for (const auto& [stream, v] : idx.streams())
+        if (in.gpu_ops[v.front()].gpu == sc.gpu)
+          named.push_back(idx.last_before(stream, sc.start_ns));
+    } else if (sc.read && sc.kind == SyncKind::kStreamSync && sc.sync_stream >= 0) {
+      named.push_back(idx.last_before(sc.sync_stream, sc.start_ns));
+    } else if (sc.read && sc.kind == SyncKind::kEventSync && sc.record_stream >= 0) {
+      named.push_back(idx.last_before(sc.record_stream, sc.record_ns));
+    }
+    if (sc.kind == SyncKind::kDeviceSync || (sc.read && sc.kind != SyncKind::kStreamWait)) {
+      TimeNs latest = -1;
+      for (std::ptrdiff_t j : named) {
+        if (j < 0) continue;
+        const GpuOpRef& g = in.gpu_ops[static_cast<std::size_t>(j)];
+        if (g.end_ns > sc.end_ns + kSyncSlackNs) continue;  // not what the call waited for
+        op.deps.push_back({g.op, core::DepKind::kHostWaits});
+        latest = std::max(latest, g.end_ns);
+      }
+      if (latest < 0) continue;
+      if (latest > sc.start_ns) op.dispatch_ns = std::max<TimeNs>(0, sc.end_ns - latest);
+      stats.add(Stat::sync_reads);
+      continue;
+    }
     const GpuOpRef* k = nullptr;
     for (std::size_t i = sc.own_begin; i < sc.own_end; ++i) {
       const GpuOpRef& g = in.gpu_ops[i];
@@ -63,11 +138,35 @@ void sync_edges(core::Program& p, const EdgeInputs& in,
         if (j >= 0) k = &in.gpu_ops[static_cast<std::size_t>(j)];
       }
     }
-    if (k == nullptr) continue;
-    core::Op& op = p.ops[static_cast<std::size_t>(sc.op)];
-    op.deps.push_back({k->op, core::DepKind::kHostWaits});
-    op.dispatch_ns = std::max<TimeNs>(0, sc.end_ns - k->end_ns);
-    out.ranks[static_cast<std::size_t>(sc.gpu)].stats.add(Stat::sync_waits);
+    if (k != nullptr) {
+      op.deps.push_back({k->op, core::DepKind::kHostWaits});
+      op.dispatch_ns = std::max<TimeNs>(0, sc.end_ns - k->end_ns);
+      stats.add(Stat::sync_waits);
+      continue;
+    }
+    // A cudaStreamSynchronize that did not block synchronised the thread's current stream, the
+    // one its last launch went to, which had finished; a cudaEventSynchronize that did not block,
+    // the latest event recorded before it: the last op its recording thread had launched
+    // (docs/replay.md, "Edges").
+    std::ptrdiff_t j = -1;
+    Stat stat = Stat::sync_last_launch;
+    if (sc.kind == SyncKind::kStreamSync) {
+      j = last_launch_of(in, sc);
+    } else if (sc.kind == SyncKind::kEventSync) {
+      stat = Stat::sync_last_record;
+      auto rv = records.find(sc.gpu);
+      if (rv != records.end()) {
+        auto pos =
+            std::lower_bound(rv->second.begin(), rv->second.end(), sc.start_ns,
+                             [&](std::size_t a, TimeNs t) { return in.syncs[a].start_ns < t; });
+        if (pos != rv->second.begin()) j = last_launch_of(in, in.syncs[*(pos - 1)]);
+      }
+    }
+    if (j < 0) continue;
+    const GpuOpRef& g = in.gpu_ops[static_cast<std::size_t>(j)];
+    if (g.end_ns > sc.end_ns + kSyncSlackNs) continue;
+    op.deps.push_back({g.op, core::DepKind::kHostWaits});
+    stats.add(stat);
   }
 }
 
@@ -140,6 +239,27 @@ void stream_edges(core::Program& p, EdgeInputs& in,
       }
       p.ops[static_cast<std::size_t>(k.op)].deps.push_back({x->op, core::DepKind::kStreamWaits});
       rank.stats.add(Stat::occupancy_edges);
+    }
+  }
+}
+
+// A stream's ops run in the order they are issued. Where two threads launch on one stream (the
+// loop and the autograd thread on the compute stream), a what-if that delays one thread could
+// let the other issue first and put its op ahead in the queue, where it may wait for work the
+// delayed thread issues later (a deadlock the measured run never had). So an op whose
+// predecessor on its stream (by measured start) came from another thread is issued no earlier
+// than that predecessor's launch call ended (kHostWaits), where the measured run agrees.
+void launch_order_edges(core::Program& p, const EdgeInputs& in, const StreamIndex& idx,
+                        ReplayProgram& out) {
+  for (const auto& [stream, v] : idx.streams()) {
+    for (std::size_t k = 1; k < v.size(); ++k) {
+      const GpuOpRef& a = in.gpu_ops[v[k - 1]];
+      const GpuOpRef& b = in.gpu_ops[v[k]];
+      if (a.thread == b.thread || a.call_op == core::kNoOp || b.call_op == core::kNoOp ||
+          a.call_end_ns > b.launch_ns)
+        continue;
+      p.ops[static_cast<std::size_t>(b.op)].deps.push_back({a.call_op, core::DepKind::kHostWaits});
+      out.ranks[static_cast<std::size_t>(b.gpu)].stats.add(Stat::launch_order_waits);
     }
   }
 }
@@ -231,7 +351,10 @@ void hold_threads(core::Program& p, std::vector<Hold>& holds, const ReplayProgra
 
 void infer_edges(core::Program& p, EdgeInputs& in, ReplayProgram& out, bool hold_unexplained) {
   const std::map<int, std::vector<std::size_t>> gpu_by_end = by_end(in.gpu_ops);
-  sync_edges(p, in, gpu_by_end, out);
+  const StreamIndex idx(in.gpu_ops);
+  sync_edges(p, in, gpu_by_end, idx, out);
+  launch_order_edges(p, in, idx, out);
+  collective_wait_edges(p, in, out);
   stream_edges(p, in, gpu_by_end, out, hold_unexplained);
   thread_edges(p, in, out);
   hold_threads(p, in.holds, out);

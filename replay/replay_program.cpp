@@ -9,7 +9,10 @@
 #include <map>
 #include <unordered_map>
 
+#include <unordered_set>
+
 #include "core/error.hpp"
+#include "replay/collective_info.hpp"
 #include "replay/gemm_shapes.hpp"
 #include "replay/record_fields.hpp"
 #include "replay/replay_edges.hpp"
@@ -23,6 +26,16 @@ using core::OpKind;
 
 // [SECTION] RankBuilder --------------------------------------------------------------------------
 
+SyncKind sync_kind(const std::string& n) {
+  auto has = [&](const char* w) { return n.find(w) != std::string::npos; };
+  if (has("DeviceSynchronize") || has("CtxSynchronize")) return SyncKind::kDeviceSync;
+  if (has("StreamSynchronize")) return SyncKind::kStreamSync;
+  if (has("EventSynchronize")) return SyncKind::kEventSync;
+  if (has("StreamWaitEvent")) return SyncKind::kStreamWait;
+  if (has("EventRecord")) return SyncKind::kEventRecord;
+  return SyncKind::kOther;
+}
+
 class RankBuilder {
  public:
   RankBuilder(SortedTrace& s, int gpu, ReplayProgram& out, EdgeInputs& edges)
@@ -32,7 +45,7 @@ class RankBuilder {
 
  private:
   using ThreadKey = std::pair<std::int64_t, std::int64_t>;
-  enum class ItemKind { kStepEnd, kStepBegin, kOrphan, kRuntime };
+  enum class ItemKind { kStepEnd, kStepBegin, kOrphan, kRuntime, kMemory };
   struct Item {
     TimeNs t = 0;
     ItemKind kind = ItemKind::kRuntime;
@@ -47,8 +60,11 @@ class RankBuilder {
   OpId emit(Op op, const std::string& name);
   void emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts);
   void emit_gap(int thread, bool loop, const Coverage& cov, TimeNs c, TimeNs a);
-  const Record* enclosing_comms(const ThreadKey& key, TimeNs t) const;
+  std::vector<const Record*> covering(const ThreadKey& key, TimeNs t) const;
   const Record* enclosing_gemm(const ThreadKey& key, TimeNs t) const;
+  void emit_memory(int thread, const Record& r);
+  void read_cuda_sync();
+  void find_memory();
 
   SortedTrace& s_;
   int gpu_;
@@ -68,6 +84,14 @@ class RankBuilder {
   std::vector<std::size_t> unlaunched_;  // GPU records without a launch in the window
   int step_ = 1;
   std::pair<OpId, TimeNs> last_host_{core::kNoOp, 0};  // the thread's last HostWork, measured end
+  std::unordered_set<const Record*> launching_comms_;  // CPU ops around a collective's launch
+  std::unordered_map<std::size_t, std::size_t> sync_of_rec_;  // runtime record -> EdgeInputs::syncs
+  std::int64_t memory_device_ = -1;                           // the device of the GPU records
+  int memory_stream_ = -1;  // the stream [memory] events are replayed on (-1: none)
+  bool memory_ok(const Record& r) const {
+    return r.ts_ns >= w0_ && r.ts_ns < w1_ && r.device == memory_device_ && r.device_type != 0 &&
+           r.bytes != 0 && r.bytes != -1;
+  }
 
   void hold_unlaunched();
 };
@@ -219,18 +243,21 @@ void RankBuilder::match_launches() {
   }
 }
 
-const Record* RankBuilder::enclosing_comms(const ThreadKey& key, TimeNs t) const {
+// The CPU ops (cpu_op, user_annotation) covering t on the thread, innermost first, among the 512
+// host records before t (a collective's nccl:/c10d:: ops, a gradient hook, a wait around it).
+std::vector<const Record*> RankBuilder::covering(const ThreadKey& key, TimeNs t) const {
+  std::vector<const Record*> out;
   auto it = s_.host.find(key);
-  if (it == s_.host.end()) return nullptr;
-  const Record* best = nullptr;
-  // The innermost record_param_comms around t: the latest one starting at or before t that still
-  // covers it (CPU ops on one thread nest, so the latest start is the innermost).
-  for (std::size_t i : it->second) {
-    const Record& r = s_.records[i];
-    if (r.ts_ns > t) break;
-    if (r.name == "record_param_comms" && r.ts_ns + r.dur_ns >= t) best = &r;
+  if (it == s_.host.end()) return out;
+  const std::vector<std::size_t>& v = it->second;
+  auto pos = std::upper_bound(v.begin(), v.end(), t,
+                              [&](TimeNs x, std::size_t i) { return x < s_.records[i].ts_ns; });
+  for (int n = 0; pos != v.begin() && n < 512; ++n) {
+    const Record& r = s_.records[*--pos];
+    if ((r.cat == Cat::kCpuOp || r.cat == Cat::kAnnotation) && r.ts_ns + r.dur_ns >= t)
+      out.push_back(&r);
   }
-  return best;
+  return out;
 }
 
 // The innermost GEMM CPU op (aten::mm, addmm, bmm, baddbmm, linear) around t on the thread: the
@@ -267,18 +294,31 @@ void RankBuilder::emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts) {
   } else if (info.cls == KernelClass::kCollective) {
     op.kind = OpKind::kCollective;
     rank_.stats.add(Stat::collectives);
-    const Record* rpc = nullptr;
+    std::vector<const Record*> around;
     auto rt = runtime_of_corr_.find(g.correlation);
     if (rt != runtime_of_corr_.end()) {
       const Record& r = s_.records[rt->second];
-      rpc = enclosing_comms({r.pid, r.tid}, r.ts_ns);
+      around = covering({r.pid, r.tid}, r.ts_ns);
     }
-    op.collective = collective_kind(rpc ? rpc->collective_name : "", g.name);
-    if (rpc != nullptr && rpc->in_nelems >= 0) {
-      op.dtype = dtype_of(rpc->dtype);
-      op.bytes = std::max(rpc->in_nelems, rpc->out_nelems) * dtype_bytes(rpc->dtype);
-      rank_.stats.add(Stat::collectives_sized);
-      info.group_size = static_cast<int>(rpc->group_size);
+    const CollectiveInfo ci = collective_info(around, g.name, s_.meta.world_size);
+    op.collective = ci.kind;
+    for (const Record* r : around) {
+      info.grad_hook |= r->name.find("AccumulateGrad") != std::string::npos ||
+                        r->name.find("post_backward") != std::string::npos ||
+                        r->name.find("reduce_grad") != std::string::npos;
+    }
+    if (ci.bytes > 0) {
+      op.dtype = ci.dtype;
+      op.bytes = ci.bytes;
+      rank_.stats.add(ci.size_source == SizeSource::kRecordParamComms
+                          ? Stat::collectives_sized
+                          : Stat::collectives_size_inferred);
+      info.size_inferred = ci.size_source == SizeSource::kInputDims;
+      info.group_size = ci.group_size;
+      info.group_ranks = ci.ranks;
+      info.group_key = ci.group_key;
+      if (ci.group_source == GroupSource::kWorld) rank_.stats.add(Stat::collectives_group_world);
+      if (!ci.ranks.empty()) rank_.stats.add(Stat::collectives_group_read);
       if (info.group_size < 1) rank_.stats.add(Stat::collectives_no_group);
     } else {
       rank_.stats.add(Stat::collectives_unsized);
@@ -305,7 +345,8 @@ void RankBuilder::emit_gpu_op(std::size_t rec, int thread, TimeNs launch_ts) {
       .measured_busy_ns += g.dur_ns;
   edges_.gpu_ops.push_back({info.op, gpu_, p_.ops.back().stream, thread, launch_ts, g.ts_ns,
                             g.ts_ns + g.dur_ns,
-                            p_.ops.back().kind == OpKind::kCompute && g.cat == Cat::kKernel});
+                            p_.ops.back().kind == OpKind::kCompute && g.cat == Cat::kKernel,
+                            p_.ops.back().kind == OpKind::kCollective});
   op_of_rec_[rec] = info.op;
   out_.gpu_ops.push_back(info);
 }
@@ -338,6 +379,8 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
   for (std::size_t i : s_.host[key]) {
     const Record& r = s_.records[i];
     if (r.cat == Cat::kCpuOp) cov.add(r.ts_ns, r.ts_ns + r.dur_ns);
+    if (r.name.rfind("Optimizer.step#", 0) == 0 && r.ts_ns >= w0_ && r.ts_ns < w1_)
+      edges_.optimizer_steps.push_back({gpu_, thread, r.ts_ns, r.ts_ns + r.dur_ns});
     if (r.cat != Cat::kRuntime) continue;
     if (r.ts_ns < w0_ || r.ts_ns >= w1_) {
       rank_.stats.add(Stat::outside_window);
@@ -346,6 +389,13 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
     items.push_back({r.ts_ns, ItemKind::kRuntime, r.seq, i});
   }
   cov.finish();
+  if (memory_stream_ >= 0) {
+    for (std::size_t i : s_.memory) {
+      const Record& r = s_.records[i];
+      if (r.pid == key.first && r.tid == key.second && memory_ok(r))
+        items.push_back({r.ts_ns, ItemKind::kMemory, r.seq, i});
+    }
+  }
   if (loop) {
     for (std::size_t k = 0; k < step_recs_.size(); ++k) {
       const Record& r = s_.records[step_recs_[k]];
@@ -374,6 +424,18 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
   step_ = 1;
   last_host_ = {core::kNoOp, 0};
   TimeNs cursor = w0_;
+  if (loop && memory_stream_ >= 0 && rank_.resident_bytes > 0) {
+    // What the GPU held when the window opened (docs/replay.md, "Memory").
+    Op op;
+    op.kind = OpKind::kAlloc;
+    op.thread = thread;
+    op.stream = memory_stream_;
+    op.bytes = rank_.resident_bytes;
+    op.mem_category = core::MemCategory::kParams;
+    op.phase = core::Phase::kMemory;
+    emit(std::move(op), "allocated before the window");
+  }
+  std::vector<std::size_t> open_waits;  // cudaStreamWaitEvent calls before the next launch
   for (const Item& it : items) {
     if (it.kind != ItemKind::kStepEnd) {
       emit_gap(thread, loop, cov, cursor, it.t);
@@ -401,6 +463,9 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
       case ItemKind::kOrphan:
         emit_gpu_op(it.rec, thread, s_.records[it.rec].ts_ns);
         break;
+      case ItemKind::kMemory:
+        emit_memory(thread, s_.records[it.rec]);
+        break;
       case ItemKind::kRuntime: {
         const Record& r = s_.records[it.rec];
         auto l = launched_.find(it.rec);
@@ -419,14 +484,117 @@ void RankBuilder::build_thread(const ThreadKey& key, bool loop) {
         for (std::size_t g = first; g < edges_.gpu_ops.size(); ++g) {
           edges_.gpu_ops[g].launch_op = last_host_.first;
           edges_.gpu_ops[g].launch_end_ns = last_host_.second;
+          edges_.gpu_ops[g].call_op = id;
+          edges_.gpu_ops[g].call_end_ns = r.ts_ns + r.dur_ns;
         }
         last_host_ = {id, r.ts_ns + r.dur_ns};
-        edges_.syncs.push_back({id, gpu_, r.ts_ns, r.ts_ns + r.dur_ns, first, edges_.gpu_ops.size(),
-                                is_sync_call(r.name)});
+        if (edges_.gpu_ops.size() > first) {
+          for (std::size_t w : open_waits) edges_.syncs[w].next_gpu_op = first;
+          open_waits.clear();
+        }
+        SyncCall sc;
+        sc.op = id;
+        sc.gpu = gpu_;
+        sc.thread = thread;
+        sc.start_ns = r.ts_ns;
+        sc.end_ns = r.ts_ns + r.dur_ns;
+        sc.own_begin = first;
+        sc.own_end = edges_.gpu_ops.size();
+        sc.synchronize = is_sync_call(r.name);
+        sc.kind = sync_kind(r.name);
+        if (sc.kind == SyncKind::kStreamWait) {
+          // A wait for a collective unless it belongs to one's launch (docs/replay.md, "Edges").
+          bool comm_side = false;
+          for (const Record* x : covering(key, r.ts_ns))
+            comm_side |= is_comm_op(*x) &&
+                         (x->name != "record_param_comms" || launching_comms_.count(x) > 0);
+          sc.wait = !comm_side;
+          if (sc.wait) open_waits.push_back(edges_.syncs.size());
+        }
+        sync_of_rec_[it.rec] = edges_.syncs.size();
+        edges_.syncs.push_back(sc);
         cursor = std::max(cursor, r.ts_ns + r.dur_ns);
         break;
       }
     }
+  }
+}
+
+// A [memory] event: an allocation (Bytes > 0) or a free on the rank's memory stream, issued by the
+// thread that recorded it at its time (docs/replay.md, "Memory").
+void RankBuilder::emit_memory(int thread, const Record& r) {
+  Op op;
+  op.kind = r.bytes > 0 ? OpKind::kAlloc : OpKind::kFree;
+  op.thread = thread;
+  op.stream = memory_stream_;
+  op.bytes = r.bytes > 0 ? r.bytes : -r.bytes;
+  op.mem_category = core::MemCategory::kActivations;
+  op.phase = core::Phase::kMemory;
+  emit(std::move(op), "[memory]");
+  rank_.stats.add(Stat::memory_replayed);
+}
+
+// The device of the trace's GPU records, the compute stream with the most of them (the caching
+// allocator's stream), and from the [memory] events of that device in the window the measured
+// peak and what was allocated before the window.
+void RankBuilder::find_memory() {
+  if (s_.memory.empty()) return;
+  std::map<std::int64_t, std::size_t> per_device;
+  std::size_t most = 0;
+  for (const auto& [key, idx] : s_.gpu) {
+    per_device[key.first] += idx.size();
+    const int id = stream_of_.at(key);
+    if (p_.streams[static_cast<std::size_t>(id)].role == core::StreamRole::kCompute &&
+        idx.size() > most)
+      most = idx.size(), memory_stream_ = id;
+  }
+  for (const auto& [dev, n] : per_device)
+    if (memory_device_ < 0 || n > per_device[memory_device_]) memory_device_ = dev;
+  bool first = true;
+  for (std::size_t i : s_.memory) {
+    const Record& r = s_.records[i];
+    if (!memory_ok(r)) {
+      if (r.ts_ns >= w0_ && r.ts_ns < w1_) rank_.stats.add(Stat::memory_other_device);
+      continue;
+    }
+    if (r.total_allocated < 0) continue;
+    if (first) rank_.resident_bytes = std::max<Bytes>(0, r.total_allocated - r.bytes);
+    first = false;
+    rank_.measured_peak_bytes = std::max(rank_.measured_peak_bytes, r.total_allocated);
+  }
+  if (memory_stream_ < 0) rank_.measured_peak_bytes = -1;
+}
+
+// cuda_sync records (docs/replay.md, "Edges", read): each names its runtime call by correlation;
+// its stream and, for event waits, the cudaEventRecord call and the stream it recorded on.
+void RankBuilder::read_cuda_sync() {
+  auto stream_id = [&](std::int64_t dev, std::int64_t stream) {
+    auto it = stream_of_.find({dev, stream});
+    return it == stream_of_.end() ? -1 : it->second;
+  };
+  for (std::size_t i : s_.sync) {
+    const Record& y = s_.records[i];
+    auto rt = runtime_of_corr_.find(y.correlation);
+    if (rt == runtime_of_corr_.end()) continue;
+    auto sc_it = sync_of_rec_.find(rt->second);
+    if (sc_it == sync_of_rec_.end()) continue;
+    SyncCall& sc = edges_.syncs[sc_it->second];
+    const std::int64_t dev = y.device >= 0 ? y.device : y.pid;
+    const std::int64_t stream = y.stream >= 0 ? y.stream : y.tid;
+    const SyncKind k = y.name == "Stream Wait Event" ? SyncKind::kStreamWait
+                       : y.name == "Event Sync"      ? SyncKind::kEventSync
+                       : y.name == "Stream Sync"     ? SyncKind::kStreamSync
+                       : y.name == "Context Sync"    ? SyncKind::kDeviceSync
+                                                     : SyncKind::kOther;
+    if (k == SyncKind::kOther) continue;
+    sc.kind = k;
+    sc.read = true;
+    sc.sync_stream = stream_id(dev, stream);
+    if (y.wait_on_stream >= 0) sc.record_stream = stream_id(dev, y.wait_on_stream);
+    auto rec = runtime_of_corr_.find(y.wait_record_corr);
+    if (y.wait_record_corr >= 0 && rec != runtime_of_corr_.end())
+      sc.record_ns = s_.records[rec->second].ts_ns;
+    if (sc.record_ns < 0) sc.record_stream = -1;
   }
 }
 
@@ -446,6 +614,22 @@ ImportedRank RankBuilder::build() {
   rank_.window_start_ns = w0_;
   make_streams();
   match_launches();
+  find_memory();
+  // The CPU ops around each collective's launch: a cudaStreamWaitEvent inside them is part of
+  // the launch, not a wait for a collective.
+  for (const auto& [rt, recs] : launched_) {
+    const Record& r = s_.records[rt];
+    for (std::size_t g : recs)
+      if (s_.records[g].cat == Cat::kKernel && is_collective_kernel(s_.records[g].name))
+        for (const Record* x : covering({r.pid, r.tid}, r.ts_ns))
+          if (x->name == "record_param_comms") launching_comms_.insert(x);
+  }
+  bool waits = !s_.sync.empty();
+  for (const Record& r : s_.records)
+    waits |= r.cat == Cat::kRuntime && r.name.find("StreamWaitEvent") != std::string::npos;
+  if (edges_.records_waits.size() <= static_cast<std::size_t>(gpu_))
+    edges_.records_waits.resize(static_cast<std::size_t>(gpu_) + 1, 0);
+  edges_.records_waits[static_cast<std::size_t>(gpu_)] = waits ? 1 : 0;
   core::ProcessDesc pd;
   pd.id = gpu_;
   pd.node = 0;
@@ -455,6 +639,7 @@ ImportedRank RankBuilder::build() {
   build_thread(loop_, true);
   for (const auto& [key, idx] : s_.host)
     if (key != loop_) build_thread(key, false);
+  read_cuda_sync();
   hold_unlaunched();
   p_.steps = std::max(p_.steps, static_cast<int>(rank_.steps.size()));
   return std::move(rank_);

@@ -31,10 +31,15 @@ struct GpuOpInfo {
   core::OpId op = core::kNoOp;
   TimeNs measured_ns = 0;  // the record's duration
   KernelClass cls = KernelClass::kMemoryBound;
-  bool tensor_core = false;  // GEMM-like with a tensor-core name (half/bf16/tf32 peaks apply)
-  bool tf32 = false;         // tensor-core name of a TF32 kernel (s1688, tf32)
-  core::GemmShape shape;     // GEMM: from its CPU op's Input Dims (empty when none)
-  int group_size = -1;       // collective: record_param_comms' Group size (-1 when absent)
+  bool tensor_core = false;      // GEMM-like with a tensor-core name (half/bf16/tf32 peaks apply)
+  bool tf32 = false;             // tensor-core name of a TF32 kernel (s1688, tf32)
+  core::GemmShape shape;         // GEMM: from its CPU op's Input Dims (empty when none)
+  int group_size = -1;           // collective: ranks in its group (-1 when unknown)
+  std::vector<int> group_ranks;  // collective: the group's global ranks (empty when unknown)
+  std::string group_key;         // collective: its process group ("pg 0", "ranks 0 2", "size 8")
+  bool size_inferred = false;    // collective: sized from Input Dims (collective_info.hpp)
+  bool grad_hook = false;        // collective: launched by a gradient hook (AccumulateGrad, FSDP's
+                                 // post-backward): the data-parallel group's reduction
 };
 
 struct StepRecord {
@@ -56,6 +61,11 @@ struct ImportedRank {
   ImportStats stats;
   TimeNs window_start_ns = 0;    // the trace's time at the replay's time 0
   TimeNs launch_latency_ns = 0;  // median launch call start -> start of a kernel on an idle stream
+  // [memory] events (profile_memory=True) of the rank's GPU in the window: the largest "Total
+  // Allocated" (-1: none), and the bytes allocated before the window (its first event's Total
+  // Allocated minus its Bytes), replayed as one allocation at the window's start.
+  Bytes measured_peak_bytes = -1;
+  Bytes resident_bytes = 0;
 };
 
 struct ReplayProgram {

@@ -261,6 +261,13 @@ ReplayOutcome replay(const ReplayRequest& rq) {
       o.streams.push_back({r.gpu, rp.program.streams[static_cast<std::size_t>(s.stream)].name,
                            s.measured_busy_ns, 0});
   }
+  for (const ImportedRank& r : rp.ranks) {
+    if (r.measured_peak_bytes < 0) continue;
+    MemoryResult m{r.gpu, r.measured_peak_bytes, 0};
+    for (const core::GpuMemory& g : o.run.memory.gpus)
+      if (g.gpu == r.gpu) m.replayed_peak_bytes = g.peak_bytes;
+    o.memory.push_back(m);
+  }
   for (const GpuOpInfo& k : rp.gpu_ops) {
     const core::Op& op = rp.program.ops[static_cast<std::size_t>(k.op)];
     const core::OpTiming& x = t[static_cast<std::size_t>(k.op)];
@@ -314,6 +321,10 @@ void print_replay(const ReplayOutcome& o, std::ostream& out, bool explain) {
     out << "                  " << std::setw(4) << s.gpu << "  " << std::left << std::setw(12)
         << s.name << std::right << std::setw(10) << ms(s.measured_busy_ns) << std::setw(11)
         << ms(s.replayed_busy_ns) << "\n";
+  for (const MemoryResult& m : o.memory)
+    out << "memory (GiB):     " << std::setw(4) << m.gpu << "  peak allocated  " << std::setw(10)
+        << static_cast<double>(m.measured_peak_bytes) / (1u << 30) << std::setw(11)
+        << static_cast<double>(m.replayed_peak_bytes) / (1u << 30) << "\n";
   out << std::defaultfloat;
   if (o.collectives_recosted + o.collectives_fixed > 0) {
     auto cluster = [](int ranks, const core::ClusterSpec& c) {

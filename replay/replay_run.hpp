@@ -55,12 +55,19 @@ struct StreamResult {
   TimeNs measured_busy_ns = 0, replayed_busy_ns = 0;
 };
 
+struct MemoryResult {  // a rank with [memory] events (docs/replay.md, "Memory")
+  int gpu = 0;
+  Bytes measured_peak_bytes = 0;  // the largest Total Allocated in the window
+  Bytes replayed_peak_bytes = 0;  // the memory timeline's peak of the replayed allocations
+};
+
 struct ReplayOutcome {
   ReplayProgram imported;  // the Program as replayed (what-ifs applied)
   core::Scenario scenario;
   run::RunResult run;
   std::vector<StepResult> steps;
   std::vector<StreamResult> streams;
+  std::vector<MemoryResult> memory;
   std::vector<ExplainRow> explain;  // the GPU what-if's and the collectives' rows
   std::string source_gpu, target_gpu;
   // The job's cluster as traced and as asked (docs/replay.md, "Collectives on another cluster").

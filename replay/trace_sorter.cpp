@@ -42,6 +42,10 @@ SortedTrace sort_trace(TokenizedTrace t) {
         s.stats.add(Stat::memory_events);
         s.memory.push_back(i);
         break;
+      case Cat::kSync:
+        s.stats.add(Stat::cuda_sync_events);
+        s.sync.push_back(i);
+        break;
     }
   }
   return s;

@@ -22,6 +22,7 @@ struct SortedTrace {
       gpu;  // (device, stream)
   std::unordered_map<std::int64_t, std::vector<std::size_t>> gpu_by_correlation;
   std::vector<std::size_t> memory;  // [memory] events
+  std::vector<std::size_t> sync;    // cuda_sync events
   ImportStats stats;
 };
 

@@ -660,6 +660,7 @@ REPLAY_FIXTURES = [("sampled_rank-0 + sampled_rank-1", ["sampled_rank-0.json.gz"
 REPLAY_STEP = re.compile(r"^\s+(\d+)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+(-?[\d.]+) %$")
 REPLAY_STAT = re.compile(r"^\s+(\w+)\s+(\d+)\s+(info|inferred|data loss|error)\s")
 REPLAY_BUSY = re.compile(r"^\s+\d+\s+stream \S+\s+([\d.]+)\s+([\d.]+)$")
+REPLAY_MEMORY = re.compile(r"^memory \(GiB\):\s+(\d+)\s+peak allocated\s+([\d.]+)\s+([\d.]+)$")
 
 
 def kineto_dir(c):
@@ -686,11 +687,12 @@ def replay_run(c, files, *sets):
     steps = [m.groups() for m in map(REPLAY_STEP.match, out.splitlines()) if m]
     stats = {m.group(1): int(m.group(2)) for m in map(REPLAY_STAT.match, out.splitlines()) if m}
     busy = [tuple(map(float, m.groups())) for m in map(REPLAY_BUSY.match, out.splitlines()) if m]
+    memory = [tuple(map(float, m.groups()[1:])) for m in map(REPLAY_MEMORY.match, out.splitlines()) if m]
     gpu = re.search(r"trace[s]? on (\S+?)[ ,]", out).group(1)
     classes = re.search(r"GPU time by class \(measured -> what-if ms\):(.*)", out)
     coll = re.search(r"^collectives: (\d+) re-costed from .* to (\d+) ranks .*, (\d+) not re-costable",
                      out, re.M)
-    return {"steps": steps, "stats": stats, "busy": busy, "gpu": gpu,
+    return {"steps": steps, "stats": stats, "busy": busy, "gpu": gpu, "memory": memory,
             "classes": classes.group(1).strip() if classes else "",
             "recosted": int(coll.group(1)) if coll else 0, "ranks_to": int(coll.group(2)) if coll else 0,
             "fixed": int(coll.group(3)) if coll else 0}
@@ -698,8 +700,9 @@ def replay_run(c, files, *sets):
 
 def replay_fidelity(c):
     rows = ["| trace | GPU | steps | measured step (ms, mean) | replayed (ms, mean) | mean / max error "
-            "| inferred: sync, stream, occupancy, held, thread | collectives sized / unsized |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "| read: syncs, event waits | inferred: sync, last-launch / last-record sync, stream, occupancy, held, thread, launch order "
+            "| collective waits, optimizer waits | collectives sized: read / inferred / not |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for label, files in REPLAY_FIXTURES:
         r = replay_run(c, files)
         if r is None:
@@ -708,13 +711,51 @@ def replay_fidelity(c):
         rep = [float(s[3]) for s in r["steps"]]
         err = [abs(float(s[4])) for s in r["steps"]]
         st = r["stats"]
-        inferred = ", ".join(str(st.get(k, 0)) for k in
-                             ("sync_waits", "stream_edges", "occupancy_edges", "unexplained_waits",
-                              "thread_edges"))
+        cnt = lambda keys: ", ".join(str(st.get(k, 0)) for k in keys)
         rows.append(f"| {label} | {r['gpu']} | {len(meas)} | {sum(meas) / len(meas):.3f} | "
                     f"{sum(rep) / len(rep):.3f} | {sum(err) / len(err):.2f} % / {max(err):.2f} % | "
-                    f"{inferred} | {st.get('collectives_sized', 0)} / "
-                    f"{st.get('collectives_unsized', 0)} |")
+                    f"{cnt(('sync_reads', 'event_waits'))} | "
+                    f"{cnt(('sync_waits',))}, {st.get('sync_last_launch', 0)} / {st.get('sync_last_record', 0)}, "
+                    f"{cnt(('stream_edges', 'occupancy_edges', 'unexplained_waits', 'thread_edges', 'launch_order_waits'))} | "
+                    f"{cnt(('collective_waits', 'optimizer_waits'))} | {st.get('collectives_sized', 0)} / "
+                    f"{st.get('collectives_size_inferred', 0)} / {st.get('collectives_unsized', 0)} |")
+    return "\n\n" + "\n".join(rows) + "\n\n"
+
+
+# The step under the collective what-ifs: 2x data-parallel ranks, and the job's ranks one a node
+# over 10 Gb/s NICs (every collective crosses the network).
+REPLAY_SLOW_NET = ("cluster.gpus_per_node=1", "cluster.nic_gbps=10")
+
+
+def replay_exposed(c):
+    rows = ["| trace | step (ms, mean) | 2x data-parallel (replay.dp_scale=2) | collective GPU ms at 2x "
+            "| one rank a node, 10 Gb/s NICs | collective GPU ms there | collectives re-costed / not |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    mean = lambda r: sum(float(s[3]) for s in r["steps"]) / len(r["steps"])
+    coll = lambda r: next((m.group(1) + " -> " + m.group(2) for m in
+                           [re.search(r"collective ([\d.]+) -> ([\d.]+)", r["classes"])] if m), "—")
+    for label, files in REPLAY_FIXTURES:
+        own = replay_run(c, files)
+        dp = replay_run(c, files, "replay.dp_scale=2")
+        net = replay_run(c, files, *REPLAY_SLOW_NET)
+        if own is None or dp is None or net is None:
+            return None
+        a, d, n = mean(own), mean(dp), mean(net)
+        rows.append(f"| {label} | {a:.3f} | {d:.3f} ({100 * (d - a) / a:+.2f} %) | {coll(dp)} | "
+                    f"{n:.3f} ({100 * (n - a) / a:+.2f} %) | {coll(net)} | "
+                    f"{net['recosted']} / {net['fixed']} |")
+    return "\n\n" + "\n".join(rows) + "\n\n"
+
+
+def replay_memory(c):
+    rows = ["| trace | [memory] events replayed | measured peak allocated (GiB) | replayed peak (GiB) |",
+            "| --- | --- | --- | --- |"]
+    for label, files in REPLAY_FIXTURES:
+        r = replay_run(c, files)
+        if r is None:
+            return None
+        for meas, rep in r["memory"]:
+            rows.append(f"| {label} | {r['stats'].get('memory_replayed', 0)} | {meas:.3f} | {rep:.3f} |")
     return "\n\n" + "\n".join(rows) + "\n\n"
 
 
@@ -766,6 +807,20 @@ def replay_whatif(c):
     return "\n\n" + "\n".join(rows) + "\n\n"
 
 
+def replay_example(c):
+    """README's bundled example: traces/replay_example (simrun --per-rank of a 2-GPU DDP run)."""
+    base = ["simrun", "replay", "traces/replay_example", "--set", "replay.source_gpu=GTX-1080-Ti"]
+    own, h = c.run(base), c.run(base + ["--set", "cluster.gpu=H100-SXM5-80GB"])
+    mean = lambda out: (lambda v: sum(v) / len(v))(
+        [float(m.group(4)) for m in map(REPLAY_STEP.match, out.splitlines()) if m])
+    meas = (lambda v: sum(v) / len(v))(
+        [float(m.group(3)) for m in map(REPLAY_STEP.match, own.splitlines()) if m])
+    stats = {m.group(1): int(m.group(2)) for m in map(REPLAY_STAT.match, own.splitlines()) if m}
+    return (f"{meas * 1e3:.0f} µs a step measured, {mean(own) * 1e3:.0f} µs replayed, "
+            f"{mean(h) * 1e3:.0f} µs on an H100; {stats.get('event_waits', 0)} stream waits read from "
+            f"its cuda_sync records")
+
+
 def replay_readme(c):
     files = ["nccl_data.json.gz"]
     own, h = replay_run(c, files), replay_run(c, files, "cluster.gpu=H100-SXM5-80GB")
@@ -782,7 +837,10 @@ def replay_readme(c):
 
 FIGURES = {
     "replay_readme": (replay_readme, False),
+    "replay_example": (replay_example, False),
     "replay_fidelity": (replay_fidelity, False),
+    "replay_exposed": (replay_exposed, False),
+    "replay_memory": (replay_memory, False),
     "replay_h100": (replay_h100, False),
     "replay_whatif": (replay_whatif, False),
     "tracediff_output": (tracediff_output, False),

@@ -24,64 +24,15 @@
 #include "replay/kineto_tokenizer.hpp"
 #include "replay/replay_run.hpp"
 #include "replay/trace_sorter.hpp"
+#include "tests/replay_trace_support.hpp"
 #include "tests/simrun_cli_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace csim;
 using replay::Stat;
+using namespace csim::test;
 
 namespace {
-
-// One Kineto event; `args` is JSON text without braces.
-std::string ev(const std::string& cat, const std::string& name, long pid, long tid, double ts,
-               double dur, const std::string& args = "") {
-  std::ostringstream o;
-  o << R"({"ph":"X","cat":")" << cat << R"(","name":")" << name << R"(","pid":)" << pid
-    << R"(,"tid":)" << tid << R"(,"ts":)" << ts << R"(,"dur":)" << dur << R"(,"args":{)" << args
-    << "}}";
-  return o.str();
-}
-std::string launch(double ts, double dur, int corr, const std::string& name = "cudaLaunchKernel") {
-  return ev("cuda_runtime", name, 100, 100, ts, dur, R"("correlation":)" + std::to_string(corr));
-}
-std::string kernel(const std::string& name, int stream, double ts, double dur, int corr) {
-  return ev("kernel", name, 0, stream, ts, dur,
-            R"("device":0,"stream":)" + std::to_string(stream) + R"(,"correlation":)" +
-                std::to_string(corr));
-}
-std::string step(int n, double ts, double dur) {
-  return ev("user_annotation", "ProfilerStep#" + std::to_string(n), 100, 100, ts, dur);
-}
-std::string trace(const std::vector<std::string>& events,
-                  const std::string& gpu = "NVIDIA A100-SXM4-40GB") {
-  std::string s =
-      R"({"schemaVersion":1,"deviceProperties":[{"id":0,"name":")" + gpu + R"("}],"traceEvents":[)";
-  for (std::size_t i = 0; i < events.size(); ++i) s += (i ? "," : "") + events[i];
-  return s + "]}";
-}
-
-// A folder of this process's own (CTest runs the cases in parallel, build trees side by side).
-fs::path scratch() {
-  return fs::temp_directory_path() / ("csim_tests_replay_" + std::to_string(::getpid()));
-}
-
-fs::path write(const std::string& name, const std::string& text) {
-  const fs::path dir = scratch();
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
-  std::ofstream(p) << text;
-  return p;
-}
-
-replay::ReplayOutcome run_replay(const std::string& name, const std::string& text,
-                                 const std::vector<std::string>& sets = {}) {
-  replay::ReplayRequest rq;
-  rq.inputs = {write(name, text).string()};
-  rq.sets = sets;
-  return replay::replay(rq);
-}
-
-constexpr TimeNs kUs = 1000;
 
 // The base trace: one step [0, 200] µs; a launch at 10 (5 µs) whose kernel runs [20, 120] on
 // stream 7; cudaDeviceSynchronize [30, 122] returns 2 µs after the kernel; idle Python to 200.
@@ -101,7 +52,7 @@ TEST_CASE("replay: a step replays exactly on its own GPU", "[replay]") {
   CHECK(o.steps[0].measured_ns == 200 * kUs);
   CHECK(o.steps[0].replayed_ns == 200 * kUs);
   CHECK(o.source_gpu == "A100-SXM4-40GB");
-  CHECK(o.imported.stats.get(Stat::sync_waits) == 1);
+  CHECK(o.imported.stats.get(Stat::sync_reads) == 1);
   CHECK(o.imported.stats.get(Stat::launches_matched) == 1);
   CHECK(o.imported.stats.get(Stat::profiler_steps) == 1);
   REQUIRE(o.streams.size() == 1);
@@ -345,7 +296,7 @@ TEST_CASE("replay: the command prints steps, streams, stats and writes the trace
   REQUIRE(r.code == 0);
   CHECK(r.out.find("ProfilerStep#1") != std::string::npos);
   CHECK(r.out.find("stream 7") != std::string::npos);
-  CHECK(r.out.find("sync_waits") != std::string::npos);
+  CHECK(r.out.find("sync_reads") != std::string::npos);
   CHECK(r.out.find("memory-bound") != std::string::npos);  // --explain
   CHECK(fs::exists(out));
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kineto_fixtures.hpp"
+#include "replay/collective_recost.hpp"
 #include "replay/replay_run.hpp"
 
 using namespace csim;
@@ -118,16 +119,49 @@ TEST_CASE("replay fixture: nccl_data's collectives re-costed, own cluster and 2x
   CHECK(allreduces == 15);  // 5 buckets x 3 steps
 }
 
-TEST_CASE("replay fixture: collectives without sizes do not move under scale-out",
+TEST_CASE("replay fixture: diff_control's collectives are sized from Input Dims",
           "[replay][kineto_fixtures]") {
-  // diff_control records no In msg nelems: its 60 collectives are not re-costable, so 2x
-  // data-parallel leaves every replayed step as on its own cluster.
+  // PyTorch 1.13-style trace: no In msg nelems, but nccl:all_reduce / nccl:all_to_all carry
+  // Input Dims and Input type, and distributedInfo the world (8): all 60 are re-costable.
   const replay::ReplayOutcome own = replay_fixture({"diff_control.json.gz"});
-  const replay::ReplayOutcome dp2 = replay_fixture({"diff_control.json.gz"}, {"replay.dp_scale=2"});
-  CHECK(dp2.collectives_fixed == 60);
-  CHECK(dp2.collectives_recosted == 0);
-  CHECK(dp2.collectives_fixed == dp2.imported.stats.get(Stat::collectives_unsized));
-  REQUIRE(own.steps.size() == dp2.steps.size());
-  for (std::size_t i = 0; i < own.steps.size(); ++i)
-    CHECK(dp2.steps[i].replayed_ns == own.steps[i].replayed_ns);
+  CHECK(own.imported.stats.get(Stat::collectives_size_inferred) == 60);
+  CHECK(own.imported.stats.get(Stat::collectives_unsized) == 0);
+  CHECK(own.collectives_recosted == 60);
+  // Its gradient all-reduces run under AccumulateGrad: the data-parallel group (the world).
+  CHECK(replay::data_parallel_groups(own.imported) == std::set<std::string>{"size 8"});
+  CHECK(own.imported.stats.get(Stat::collective_waits) > 0);
+}
+
+TEST_CASE("replay fixture: nccl_data's steps follow its collectives", "[replay][kineto_fixtures]") {
+  // DDP's finalize waits tie the gradient copies (and the optimizer behind them) to the bucket
+  // all-reduces (collective_waits), and the next step's cudaEventSynchronize (DDP's timer events)
+  // to the last of them (sync_last_record). With every rank on a node of its own over 10 Gb/s
+  // NICs the all-reduces (and the forward's broadcasts) are far longer than the step: the steps
+  // get longer (the last step's own all-reduces are waited for by no later step in the window).
+  const replay::ReplayOutcome own = replay_fixture({"nccl_data.json.gz"});
+  CHECK(own.imported.stats.get(Stat::collective_waits) >= 15);  // 5 buckets x 3 steps at least
+  CHECK(own.imported.stats.get(Stat::sync_last_record) > 0);
+  const replay::ReplayOutcome net =
+      replay_fixture({"nccl_data.json.gz"}, {"cluster.gpus_per_node=1", "cluster.nic_gbps=10"});
+  REQUIRE(net.steps.size() == 3);
+  TimeNs coll_own = 0, coll_net = 0;
+  for (const replay::StreamResult& s : own.streams) coll_own += s.replayed_busy_ns;
+  for (const replay::StreamResult& s : net.streams) coll_net += s.replayed_busy_ns;
+  CHECK(coll_net > coll_own);
+  CHECK(net.steps[0].replayed_ns >= own.steps[0].replayed_ns);
+  CHECK(net.steps[1].replayed_ns > own.steps[1].replayed_ns);
+  CHECK(net.steps[2].replayed_ns > own.steps[2].replayed_ns);
+}
+
+TEST_CASE("replay fixture: df_index_resolver's [memory] events replayed",
+          "[replay][kineto_fixtures]") {
+  // 26,770 CUDA events of device 1 in the window (1,240 CPU ones not replayed); in their
+  // recorded order from what the GPU held when the window opened, the replayed peak is the
+  // measured largest Total Allocated.
+  const replay::ReplayOutcome o = replay_fixture({"df_index_resolver.json.gz"});
+  CHECK(o.imported.stats.get(Stat::memory_replayed) == 26770);
+  CHECK(o.imported.stats.get(Stat::memory_other_device) == 1240);
+  REQUIRE(o.memory.size() == 1);
+  CHECK(o.memory[0].measured_peak_bytes == 6629508096);
+  CHECK(o.memory[0].replayed_peak_bytes == o.memory[0].measured_peak_bytes);
 }

@@ -67,4 +67,12 @@ inline replay::ReplayOutcome run_replay(const std::string& name, const std::stri
 
 constexpr TimeNs kUs = 1000;
 
+// The measured duration the replay kept for its first collective kernel (-1: none).
+inline TimeNs collective_ns(const replay::ReplayOutcome& o) {
+  for (const replay::GpuOpInfo& k : o.imported.gpu_ops)
+    if (k.cls == replay::KernelClass::kCollective)
+      return o.imported.program.ops[static_cast<std::size_t>(k.op)].fixed_ns;
+  return -1;
+}
+
 }  // namespace csim::test

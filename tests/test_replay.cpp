@@ -382,13 +382,6 @@ std::string allreduce_trace(long nelems, int group, double dur_us, int world = 0
   return t;
 }
 
-TimeNs collective_ns(const replay::ReplayOutcome& o) {
-  for (const replay::GpuOpInfo& k : o.imported.gpu_ops)
-    if (k.cls == replay::KernelClass::kCollective)
-      return o.imported.program.ops[static_cast<std::size_t>(k.op)].fixed_ns;
-  return -1;
-}
-
 }  // namespace
 
 TEST_CASE("replay: collectives on the job's own cluster keep their measured time", "[replay]") {

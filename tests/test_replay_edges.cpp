@@ -41,13 +41,6 @@ std::string collective_step(const std::vector<std::string>& wait) {
   return t;
 }
 
-TimeNs collective_ns(const replay::ReplayOutcome& o) {
-  for (const replay::GpuOpInfo& k : o.imported.gpu_ops)
-    if (k.cls == replay::KernelClass::kCollective)
-      return o.imported.program.ops[static_cast<std::size_t>(k.op)].fixed_ns;
-  return -1;
-}
-
 // Own cluster: exact. replay.dp_scale=2: the all-reduce over the job (2 -> 4 ranks) takes d';
 // the kernel waits for it, so it starts at max(140, 20 + d'), the sync returns 2 µs after its
 // end and the Python after it keeps its 238 µs: step = 400 + max(0, 20 + d' - 140) µs.

@@ -43,22 +43,41 @@ ncclResult_t ring_sendrecv(const CollectiveCall& c, std::size_t count, const cha
 // the matrix gives, at most the chunk's `count` elements each; the sends read and the receives
 // write consecutive places of the buffers, wrapping to the start where the next would pass their
 // end (the payload's values do not matter, its sizes do).
+// One NCCL group of this thread's calls: keep() holds the first failing status and names its call;
+// end() always closes the group, even after a failed call, so this thread's NCCL group depth stays
+// balanced. A group that did not open takes no calls.
+class GroupCalls {
+ public:
+  explicit GroupCalls(const char** failed_call) : failed_call_(failed_call) {
+    keep(ncclGroupStart(), "ncclGroupStart");
+    open_ = first_ == ncclSuccess;
+  }
+  bool open() const { return open_; }
+  void keep(ncclResult_t r, const char* call) {
+    if (r != ncclSuccess && first_ == ncclSuccess) {
+      first_ = r;
+      *failed_call_ = call;
+    }
+  }
+  ncclResult_t end() {
+    if (open_) keep(ncclGroupEnd(), "ncclGroupEnd");
+    return first_;
+  }
+
+ private:
+  const char** failed_call_;
+  ncclResult_t first_ = ncclSuccess;
+  bool open_ = false;
+};
+
 ncclResult_t weighted_a2a(const CollectiveCall& c, std::size_t count, const char** failed_call) {
   auto* send = static_cast<float*>(c.send);
   auto* recv = static_cast<float*>(c.recv);
   const std::vector<double>& w = *c.a2a_shares;
   const auto p = static_cast<std::size_t>(c.nranks), me = static_cast<std::size_t>(c.rank);
-  ncclResult_t first = ncclGroupStart();
-  if (first != ncclSuccess) {
-    *failed_call = "ncclGroupStart";
-    return first;
-  }
-  const auto keep = [&](ncclResult_t r, const char* call) {
-    if (r != ncclSuccess && first == ncclSuccess) {
-      first = r;
-      *failed_call = call;
-    }
-  };
+  GroupCalls g(failed_call);
+  if (!g.open()) return g.end();
+  const auto keep = [&](ncclResult_t r, const char* call) { g.keep(r, call); };
   const auto elems = [&](double share) {
     return std::min(count, static_cast<std::size_t>(static_cast<double>(count) * share + 0.5));
   };
@@ -77,24 +96,15 @@ ncclResult_t weighted_a2a(const CollectiveCall& c, std::size_t count, const char
     at_send += ns;
     at_recv += nr;
   }
-  keep(ncclGroupEnd(), "ncclGroupEnd");
-  return first;
+  return g.end();
 }
 
 ncclResult_t grouped_p2p(const CollectiveCall& c, std::size_t per, const char** failed_call) {
   auto* send = static_cast<float*>(c.send);
   auto* recv = static_cast<float*>(c.recv);
-  ncclResult_t first = ncclGroupStart();
-  if (first != ncclSuccess) {
-    *failed_call = "ncclGroupStart";
-    return first;
-  }
-  const auto keep = [&](ncclResult_t r, const char* call) {
-    if (r != ncclSuccess && first == ncclSuccess) {
-      first = r;
-      *failed_call = call;
-    }
-  };
+  GroupCalls g(failed_call);
+  if (!g.open()) return g.end();
+  const auto keep = [&](ncclResult_t r, const char* call) { g.keep(r, call); };
   for (int peer = 0; peer < c.nranks; ++peer) {
     const std::size_t at = static_cast<std::size_t>(peer) * per;
     switch (c.kind) {
@@ -121,10 +131,7 @@ ncclResult_t grouped_p2p(const CollectiveCall& c, std::size_t per, const char** 
   } else if (c.kind == CollectiveKind::kGather) {
     keep(ncclSend(send, per, ncclFloat, c.root, c.comm, c.stream), "ncclSend");
   }
-  // Always close the group, even after a failed call, so this thread's NCCL group depth stays
-  // balanced.
-  keep(ncclGroupEnd(), "ncclGroupEnd");
-  return first;
+  return g.end();
 }
 
 }  // namespace

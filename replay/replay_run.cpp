@@ -303,7 +303,7 @@ void print_replay(const ReplayOutcome& o, std::ostream& out, bool explain) {
   }
   auto ms = [](TimeNs ns) { return static_cast<double>(ns) / 1e6; };
   out << std::fixed << std::setprecision(3);
-  out << "steps (ms):  rank  step                 measured   replayed    error\n";
+  out << "steps (ms):  rank  step                 measured   replayed     error\n";
   for (const StepResult& s : o.steps) {
     const double err = s.measured_ns > 0
                            ? 100.0 * static_cast<double>(s.replayed_ns - s.measured_ns) /
@@ -311,7 +311,8 @@ void print_replay(const ReplayOutcome& o, std::ostream& out, bool explain) {
                            : 0.0;
     out << "             " << std::setw(4) << s.gpu << "  " << std::left << std::setw(18) << s.name
         << std::right << std::setw(11) << ms(s.measured_ns) << std::setw(11) << ms(s.replayed_ns)
-        << std::setw(8) << std::setprecision(2) << err << " %" << std::setprecision(3) << "\n";
+        << " " << std::setw(8) << std::setprecision(2) << err << " %" << std::setprecision(3)
+        << "\n";
   }
   out << "mean |error| over steps: " << std::setprecision(2) << 100.0 * mean_step_error(o.steps)
       << " %\n"

@@ -62,7 +62,9 @@ void inferred_collective_waits(core::Program& p, const EdgeInputs& in, ReplayPro
   for (std::size_t i = 0; i < in.syncs.size(); ++i)
     if (in.syncs[i].wait && !in.syncs[i].read && in.syncs[i].next_gpu_op != SIZE_MAX)
       items[in.syncs[i].gpu].push_back({in.syncs[i].start_ns, 1, i});
-  for (auto& [gpu, v] : items) {
+  for (auto& entry : items) {
+    const int gpu = entry.first;  // a plain variable: clang 14 cannot capture a structured binding
+    std::vector<Item>& v = entry.second;
     std::stable_sort(v.begin(), v.end(), [](const Item& a, const Item& b) {
       return a.t != b.t ? a.t < b.t : a.order < b.order;
     });

@@ -301,6 +301,38 @@ TEST_CASE("EP under rank symmetry runs as every rank does, and the block path ag
   }
 }
 
+TEST_CASE("EP with context parallelism keeps rank symmetry", "[ep][cp][sim]") {
+  // cp 2, dp 4, ep 4 on 8 GPUs (tp 1). Dense grid tp-cp-dp: cp stride 1, dp stride 2; expert grid
+  // etp-ep-edp: ep stride 1 (its groups {0..3}, {4..7}), edp 2 at stride 4. Each mirror maps every
+  // cp, dp, ep and edp group onto a group: the edp shift by 4 ranks; under balanced routing also
+  // the cp swap (rank r <-> r xor 1, inside an EP group whose members then do the same work) and
+  // the ep shift in steps of tp x cp = 2 (size 4 / 2 = 2, stride 2). So 2 x 2 x 2 = 8 images:
+  // GPU 0 stands for all 8; under zipf routing only the edp shift is alike: 2 images, one EP
+  // group (4 GPUs) simulated. Either way every figure equals the run of every rank.
+  for (const char* routing : {"", R"(, "routing": {"kind": "zipf", "skew": 1.2, "seed": 3})"}) {
+    INFO(routing);
+    const std::string moe =
+        std::string(R"({"experts": 4, "top_k": 2, "expert_ffn_hidden": 128)") + routing + "}";
+    std::string text =
+        tiny(R"("kind": "3d", "dp": 4, "cp": 2, "micro_batch_size": 1, "ep": 4)", 8, moe);
+    // Context parallelism needs a fused attention core (the parser's rule).
+    text.replace(text.find(R"("position": "rope")"), 18,
+                 R"("position": "rope", "attention": {"kernel": "flash2"})");
+    Scenario off = parse_scenario_string(text, "cp.json");
+    off.simulation.symmetry = false;
+    Scenario on = off;
+    on.simulation.symmetry = true;
+    const Program po = lower(off), pn = lower(on);
+    REQUIRE(validate_program(pn).empty());
+    const bool balanced = std::string(routing).empty();
+    CHECK(pn.symmetry.images.size() == (balanced ? 8u : 2u));
+    const block::EvalResult ro = block::evaluate_op_level(off, po);
+    const block::EvalResult rn = block::evaluate_op_level(on, pn);
+    CHECK(rn.step_time_ns == ro.step_time_ns);
+    CHECK(rn.exposed_comm_ns == ro.exposed_comm_ns);
+  }
+}
+
 TEST_CASE("Routing bad inputs name the key", "[ep][routing]") {
   auto err = [](const std::string& routing) {
     return error_of([&] {

@@ -442,6 +442,24 @@ TEST_CASE("parser: the trace-size limit applies to written traces only", "[parse
   CHECK_NOTHROW(check_trace_limit(parse_scenario_string(gpt3d(1000, 2), kFile)));
 }
 
+TEST_CASE("lowering: a Program past the machine's memory is refused with the levers",
+          "[parser][limits]") {
+  // 1e15 ops at 380 bytes each (kBytesPerEventSimulated) is 380 PB: no machine has that much
+  // memory, so the check refuses it on any test machine; 1,000 ops (380 kB) always fit. Two steps:
+  // the lever named is training.steps, as for the trace limit.
+  const Scenario s = parse_scenario_string(gpt3d(1000, 2), kFile);
+  CHECK_NOTHROW(check_program_memory(s, 1000, 2));
+  try {
+    check_program_memory(s, 1e15, 2048);
+    FAIL("no InputError");
+  } catch (const InputError& e) {
+    INFO(e.what());
+    CHECK(e.json_path() == "training.steps");
+    CHECK(std::string(e.what()).find("2048 simulated ranks") != std::string::npos);
+    CHECK(e.hint().find("training.steps") != std::string::npos);
+  }
+}
+
 TEST_CASE("parser: --per-rank with every rank counts every GPU's replica", "[parser][limits]") {
   // gpt3d for 2 steps: 15,104 events simulated (1 replica under rank symmetry, above); every
   // rank's file holds its replica's events, dp 2 x tp 2 = 4 replicas: 60,416 events.

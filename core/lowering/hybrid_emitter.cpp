@@ -17,6 +17,7 @@
 #include "core/lowering/optimizer_kernels.hpp"
 #include "core/lowering/optimizer_memory.hpp"
 #include "core/model/moe_routing.hpp"
+#include "core/scenario/scenario_parser.hpp"
 
 namespace csim::core::hybrid {
 
@@ -144,27 +145,39 @@ void Emitter::lay_out_ranks() {
   // Under expert parallelism a shift along dp would straddle EP groups: the mirrors shift the
   // expert grid's edp coordinate instead (the ranks of an EP group are all emitted under uneven
   // routing), which maps EP, EDP, the dense gradient group and the pipeline's pairs onto their
-  // like; with cp > 1 the CP groups would not be (docs/program.md, "Rank symmetry"), so every
-  // rank is simulated.
+  // like; under balanced routing every rank of an EP group does the same work, so the mirrors also
+  // swap the cp coordinate and shift the ep one in steps of tp x cp (docs/program.md, "Rank
+  // symmetry"). Every such mirror is used only where it maps each dense and expert group onto a
+  // group (shift_maps_groups).
   bool expert_folded = false;
   if (ps_.ep > 1) {
     expert_folded = true;
     const RankGrid eg = RankGrid::expert(ps_);
-    if (eg.size(ParallelDim::kEdp) > 1)
+    const auto maps_every_group = [&](int n, int stride) {
+      return shift_maps_groups(
+                 n, stride, grid_,
+                 {ParallelDim::kTp, ParallelDim::kCp, ParallelDim::kDp, ParallelDim::kPp}) &&
+             shift_maps_groups(n, stride, eg,
+                               {ParallelDim::kEtp, ParallelDim::kEp, ParallelDim::kEdp});
+    };
+    if (eg.size(ParallelDim::kEdp) > 1 &&
+        maps_every_group(eg.size(ParallelDim::kEdp), eg.stride(ParallelDim::kEdp)))
       mirror_axes_.push_back({eg.size(ParallelDim::kEdp), eg.stride(ParallelDim::kEdp)});
-    // Balanced routing makes the ranks of an EP group alike as well: the mirrors also shift the
-    // ep coordinate, in steps of tp (so that tensor-parallel groups map onto their like), where
-    // that maps every dense and expert group onto a group.
-    const int step = ps_.tp;
-    const int n = eg.size(ParallelDim::kEp) / step;
-    const int stride = eg.stride(ParallelDim::kEp) * step;
-    if (uniform_expert_load(s_.model.transformer_config.moe) &&
-        eg.size(ParallelDim::kEp) % step == 0 && n > 1 &&
-        shift_maps_groups(
-            n, stride, grid_,
-            {ParallelDim::kTp, ParallelDim::kCp, ParallelDim::kDp, ParallelDim::kPp}) &&
-        shift_maps_groups(n, stride, eg, {ParallelDim::kEp, ParallelDim::kEdp}))
-      mirror_axes_.push_back({n, stride});
+    if (uniform_expert_load(s_.model.transformer_config.moe)) {
+      // The cp swap moves a rank to another member of its EP group (the group folds over
+      // tp x cp x dp), alike only when every expert gets the same tokens.
+      const int cp_stride = grid_.stride(ParallelDim::kCp);
+      if (ps_.cp > 1 && maps_every_group(ps_.cp, cp_stride))
+        mirror_axes_.push_back({ps_.cp, cp_stride});
+      // The ep shift, in steps of tp x cp so that it leaves the tensor- and context-parallel
+      // coordinates (mirrored above) alone: its digits must not overlap the cp swap's.
+      const int step = ps_.tp * ps_.cp;
+      const int n = eg.size(ParallelDim::kEp) / step;
+      const int stride = eg.stride(ParallelDim::kEp) * step;
+      const bool disjoint = ps_.cp == 1 || stride >= cp_stride * ps_.cp;
+      if (eg.size(ParallelDim::kEp) % step == 0 && n > 1 && disjoint && maps_every_group(n, stride))
+        mirror_axes_.push_back({n, stride});
+    }
   } else {
     for (ParallelDim d : {ParallelDim::kDp, ParallelDim::kCp, ParallelDim::kTp})
       if (grid_.size(d) > 1) mirror_axes_.push_back({grid_.size(d), grid_.stride(d)});
@@ -173,14 +186,10 @@ void Emitter::lay_out_ranks() {
   // HSDP's shard groups are not mapped onto themselves by the data-parallel mirrors (a shift by
   // one rank straddles two groups), so HSDP runs every rank.
   symmetric_ = s_.simulation.symmetry && !mirror_axes_.empty() && s_.cluster.homogeneous() &&
-               ps_.fsdp2.replicate <= 1 && !(expert_folded && ps_.cp > 1);
+               ps_.fsdp2.replicate <= 1;
   if (s_.simulation.symmetry && !mirror_axes_.empty() && !s_.cluster.homogeneous()) {
     prog.warnings.push_back(
         "rank symmetry off: stragglers or degraded links make ranks differ (every rank simulated)");
-  }
-  if (s_.simulation.symmetry && expert_folded && ps_.cp > 1) {
-    prog.warnings.push_back(
-        "rank symmetry off: expert parallelism with context parallelism (every rank simulated)");
   }
   emitted_gpu_.assign(static_cast<std::size_t>(prog.world_gpus), 0);
   for (int rk = 0; rk < world; ++rk) {
@@ -528,6 +537,11 @@ void Emitter::build(const std::string& label) {
       if (reserved) continue;
       reserved = true;
       const std::size_t per_rank_step = ops.size() - before;
+      check_program_memory(s_,
+                           static_cast<double>(before) + static_cast<double>(per_rank_step) *
+                                                             static_cast<double>(emitted) *
+                                                             s_.training.steps,
+                           static_cast<int>(emitted));
       ops.reserve(before +
                   per_rank_step * emitted * static_cast<std::size_t>(s_.training.steps) * 11 / 10);
     }

@@ -30,6 +30,7 @@
 #include "core/model/eager_kernels.hpp"
 #include "core/model/fp8_recipe.hpp"
 #include "core/model/model_builders.hpp"
+#include "core/model/moe_routing.hpp"
 #include "core/scenario/cluster_document.hpp"
 #include "core/scenario/parse_cluster_links.hpp"
 #include "core/scenario/parse_context.hpp"
@@ -1106,10 +1107,17 @@ double estimate_trace_events(const Scenario& sc, double* replicas_out, double* m
     default: {
       const ParallelSpec& ps = st.parallel;
       micro = static_cast<double>(ps.micro_batches);
-      // Rank symmetry: one representative per class of dp / tp mirror images.
+      // Rank symmetry (docs/program.md, "Rank symmetry"): one representative per class of dp /
+      // cp / tp mirror images. HSDP's shard groups are not mirrored (every rank runs); under
+      // uneven routing only the expert-data-parallel shift folds EP ranks, so each stage keeps
+      // one EP group's etp x ep ranks.
       const bool symmetric = sc.simulation.symmetry && sc.cluster.homogeneous() &&
-                             st.kind != StrategyKind::kModelParallel;
-      replicas = symmetric && !every_rank ? 1.0 : static_cast<double>(ps.dp) * ps.tp;
+                             st.kind != StrategyKind::kModelParallel && ps.fsdp2.replicate <= 1;
+      const double all = static_cast<double>(ps.dp) * ps.tp * ps.cp;
+      replicas = !symmetric || every_rank ? all
+                 : ps.ep > 1 && !uniform_expert_load(sc.model.transformer_config.moe)
+                     ? static_cast<double>(ps.ep) * ps.etp
+                     : 1.0;
       break;
     }
   }
@@ -1419,6 +1427,21 @@ void check_trace_limit(const Scenario& sc) {
                        ", which exceeds the limit of " +
                        std::to_string(sc.limits.max_trace_events) + " (limits.max_trace_events)",
                    hint);
+}
+
+void check_program_memory(const Scenario& sc, double ops, int simulated_ranks) {
+  const double memory =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (memory <= 0 || ops * kBytesPerEventSimulated <= memory) return;
+  throw InputError(sc.file, run_size_lever(sc),
+                   "the Program would hold about " + num_text(ops) + " ops for " +
+                       std::to_string(simulated_ranks) +
+                       " simulated ranks (rank symmetry cannot fold the others: docs/program.md, "
+                       "\"Rank symmetry\"), about " +
+                       num_text(ops * kBytesPerEventSimulated / 1073741824.0) +
+                       " GiB to simulate, more than this machine's " +
+                       std::to_string(std::llround(memory / 1073741824.0)) + " GiB",
+                   run_size_hint(sc, false));
 }
 
 // JSON bytes on disk per estimated event: gpt_20b_64xa100_3d at 3 steps, every rank (simrun

@@ -73,6 +73,14 @@ void check_trace_limit(const Scenario& scenario);
 // files").
 void check_per_rank_limit(const Scenario& scenario);
 
+// For the lowering, once the first rank's step is built: throws InputError when the whole
+// Program, `ops` ops over `simulated_ranks` ranks, would not fit in this machine's physical
+// memory at kBytesPerEventSimulated per op (each op is at least one simulated event), before it
+// is reserved. The parser's estimate (docs/limits.md, "The trace-size estimate") usually refuses
+// such a run first; this is the check on the real count, so a layout whose ranks rank symmetry
+// cannot fold fails with the levers instead of std::bad_alloc.
+void check_program_memory(const Scenario& scenario, double ops, int simulated_ranks);
+
 // The format version this parser reads (the optional top-level "format_version").
 inline constexpr int kScenarioFormatVersion = 1;
 

@@ -10,6 +10,7 @@ const char* source_dir();           // the source tree the build was configured 
 const char* kineto_fixtures_dir();  // the CMake cache variable CSIM_KINETO_FIXTURES
 const char* simrun_path();          // the built simrun
 const char* mpirun_path();          // mpirun found at configure time, "" if none
+const char* build_tree_tag();       // a hash of the build tree's path (test::fresh_dir)
 }  // namespace csim::build
 
 #define CSIM_SOURCE_DIR (::csim::build::source_dir())

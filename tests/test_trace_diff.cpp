@@ -216,8 +216,7 @@ TEST_CASE("malformed, truncated, missing and oversized inputs exit 2 naming the 
   CHECK(tracediff({data("base.json"), data("base.json"), "--tolerance", "abc"}).code ==
         app::kDiffBadInput);
   // A summary JSON missing a key.
-  const std::string bad_summary =
-      (std::filesystem::temp_directory_path() / "csim_bad_summary.json").string();
+  const std::string bad_summary = test::tmp_path("csim_bad_summary.json").string();
   { std::ofstream(bad_summary) << R"({"step_time_s": 0.01, "per_gpu": [{"name": "x"}]})"; }
   const Run s = tracediff({data("base.json"), bad_summary});
   CHECK(s.code == app::kDiffBadInput);
@@ -227,8 +226,7 @@ TEST_CASE("malformed, truncated, missing and oversized inputs exit 2 naming the 
 
 TEST_CASE("a trace compared with its own summary JSON", "[tracediff]") {
   const prof::Trace t = prof::read_chrome_trace_file(data("base.json"));
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "csim_base_summary.json").string();
+  const std::string path = test::tmp_path("csim_base_summary.json").string();
   { std::ofstream(path) << prof::summary_to_json(prof::summarize(t)).dump(2); }
   const Run r = tracediff({data("base.json"), path});
   INFO(r.out << r.err);
@@ -324,7 +322,7 @@ TEST_CASE("several runs per side are compared by median with a spread", "[traced
 }
 
 TEST_CASE("the JSON report (--json) holds every compared metric", "[tracediff]") {
-  const std::string path = (std::filesystem::temp_directory_path() / "csim_diff.json").string();
+  const std::string path = test::tmp_path("csim_diff.json").string();
   const Run r = tracediff({data("base.json"), data("regression.json"), "--json", path});
   CHECK(r.code == app::kDiffRegression);
   const nlohmann::json j = nlohmann::json::parse(test::read_file(path));

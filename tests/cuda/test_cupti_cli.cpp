@@ -29,10 +29,7 @@ Result simrun(const std::vector<std::string>& args) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("csim_cupti_cli_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return test::fresh_dir("csim_cupti_cli_", name);
 }
 
 bool have_gpu() {

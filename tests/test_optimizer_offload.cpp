@@ -14,6 +14,7 @@
 #include "core/lowering/optimizer_offload.hpp"
 #include "core/program/memory_timeline.hpp"
 #include "core/scenario/scenario_parser.hpp"
+#include "sweep/tune.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -188,4 +189,16 @@ TEST_CASE("optimizer offload: GPUs of one node share the host bridge", "[offload
     d2h_ns += t.end_ns - t.start_ns;
   }
   CHECK(static_cast<double>(d2h_ns) == Approx(4.0 * kShard / 6e9 * 1e9).epsilon(0.02));
+}
+
+TEST_CASE("optimizer offload: tune's memory bound subtracts the offloaded bytes",
+          "[offload][tune]") {
+  // sweep::memory_bound reads rank_model_states, as the lowering does: with pp 1 the one stage
+  // holds all Psi; distributed optimizer over dp 4, two steps (the optimizer state beside the
+  // activations), F = 1: both terms of need lose the whole 12 S of the optimizer state.
+  const sweep::MemoryBound none = sweep::memory_bound(parse(gpt(4, kDistopt)), 4);
+  const sweep::MemoryBound all =
+      sweep::memory_bound(parse(gpt(4, kDistopt + ",\"optimizer_offload\":1")), 4);
+  CHECK(none.states - all.states == Approx(12.0 * kShard).epsilon(1e-12));
+  CHECK(none.bytes - all.bytes == Approx(12.0 * kShard).epsilon(1e-12));
 }

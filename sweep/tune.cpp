@@ -112,6 +112,33 @@ std::vector<Sharding> shardings(const TuneSpace& sp, bool gpt, int dp, int tp, i
         }
     }
   }
+  // Megatron's optimizer offload (strategy.optimizer_offload) on Megatron's optimizer: kind 3d
+  // with ZeRO 0 / 1 or the distributed optimizer, not Megatron-FSDP (the parser's rules).
+  if (!sp.optimizer_offload.empty()) {
+    std::vector<Sharding> with;
+    for (const Sharding& sh : out) {
+      const bool megatron = sh.keys.value("kind", "") == "3d" &&
+                            !sh.keys.contains("megatron_fsdp") &&
+                            sh.keys.value("zero_stage", 0) <= 1;
+      if (!megatron) {
+        with.push_back(sh);
+        continue;
+      }
+      for (const double f : sp.optimizer_offload) {
+        if (f <= 0) {
+          with.push_back(sh);
+          continue;
+        }
+        Sharding o = sh;
+        o.keys["optimizer_offload"] = f;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " offload %g", f);
+        o.label += buf;
+        with.push_back(std::move(o));
+      }
+    }
+    out = std::move(with);
+  }
   return out;
 }
 

@@ -2,8 +2,8 @@
 // memory. Candidates: dp x tp x pp over the GPUs, micro-batch size (and so the micro-batch count),
 // pipeline schedule, ZeRO stage, activation recompute and, for plain data parallelism, DDP's
 // bucket size; opt-in (TuneSpace): attention kernel, precision, compile, sharding family,
-// sequence parallelism, recompute policies, rank order, uneven pipeline stages. Each candidate is
-// checked by the scenario parser, then two bounds prune before any simulation:
+// sequence parallelism, recompute policies, rank order, uneven pipeline stages, optimizer offload.
+// Each candidate is checked by the scenario parser, then two bounds prune before any simulation:
 //   cannot fit:  the fullest stage's model states (ZeRO / FSDP2-sharded), FP8 weight copies and
 //                one micro-batch's saved activations exceed the usable memory (memory_bound: a
 //                lower bound of the peak);
@@ -79,6 +79,10 @@ struct TuneSpace {
   // MoE token dispatchers tried where ep > 1 (alltoall, allgather, deepep; docs/program.md, "MoE
   // token dispatchers"); empty: the scenario's.
   std::vector<std::string> moe_dispatchers;
+  // Megatron's optimizer offload fractions (strategy.optimizer_offload, docs/program.md,
+  // "Optimizer offload") tried with each Megatron sharding (kind 3d, ZeRO 0 / 1 or distopt);
+  // empty: none searched (the candidates' strategy objects carry no offload). 0: without.
+  std::vector<double> optimizer_offload;
 };
 
 struct TuneOptions {

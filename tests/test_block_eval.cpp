@@ -148,6 +148,15 @@ TEST_CASE("block eval within 1 % of op level: TP communication overlap on", "[bl
   compare("gpt3_175b_1024xa100_3d.json", {"strategy.tp_comm_overlap=true"}, true);
 }
 
+// strategy.optimizer_offload (docs/program.md, "Optimizer offload"): the D2H pieces, the host's
+// Adam and the H2D pieces after the backward, on their own copy streams: copies and host work the
+// block path already replays, so it must take them (docs/block-eval.md), within 1 %.
+TEST_CASE("block eval within 1 % of op level: optimizer offload", "[block][offload]") {
+  compare("gpt_20b_64xa100_3d.json", {"strategy.optimizer_offload=1"}, true);
+  compare("gpt_20b_64xa100_3d.json", {"strategy.optimizer_offload=0.5"}, true);
+  compare("gpt3_175b_1024xa100_3d.json", {"strategy.optimizer_offload=1"}, true);
+}
+
 // docs/block-eval.md, "Periodic steady state": the figures from two short pipelines extended to
 // m micro-batches, against the op-level simulator of the full pipeline, on both schedules it
 // applies to and over several steps (m a multiple of pp, at least 4 pp).

@@ -333,6 +333,12 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "scenario's strategy.moe_dispatcher)")
       ->delimiter(',')
       ->check(CLI::IsMember({"alltoall", "allgather", "deepep"}));
+  app.add_option("--offload", sp.optimizer_offload,
+                 "optimizer offload fractions to try with Megatron's optimizer, e.g. 0,0.5,1 "
+                 "(strategy.optimizer_offload, Megatron-Core's --optimizer-offload-fraction; 0: "
+                 "none; default: the scenario's)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--uneven-stages", sp.uneven_stages,
                "also try pp that does not divide the blocks, with Megatron's first/last stage "
                "split");

@@ -2,7 +2,10 @@
 // "Model-state bytes by framework").
 #include "core/lowering/framework_states.hpp"
 
+#include <algorithm>
+
 #include "core/lowering/fsdp1_flat_param.hpp"
+#include "core/lowering/optimizer_offload.hpp"
 
 namespace csim::core {
 
@@ -31,6 +34,8 @@ ModelStateBytes operator+(const ModelStateBytes& a, const ModelStateBytes& b) {
   m.optimizer_at_setup += b.optimizer_at_setup;
   m.grads_at_setup = a.grads_at_setup || b.grads_at_setup;
   m.step_main_grads += b.step_main_grads;
+  m.offloaded_params += b.offloaded_params;
+  m.host_bytes += b.host_bytes;
   return m;
 }
 
@@ -60,6 +65,18 @@ ModelStateBytes rank_model_states(const Scenario& s, const ShardingPlan& plan, s
     m.grads_at_setup = true;
     m.optimizer_at_setup = updated * pb.master;
     if (pb.master > 0 && pb.grads < 4) m.step_main_grads = updated * 4;
+  }
+  if (megatron_states(s) && ps.optimizer_offload > 0) {
+    // Megatron's HybridDeviceOptimizer (optimizer_offload.hpp; docs/program.md, "Optimizer
+    // offload"): the offloaded parameters' fp32 master copy and Adam moments, K = 12 bytes each,
+    // are pinned host tensors, built with the optimizer; their fp32 gradient goes to the host
+    // instead of being copied inside step() on the GPU.
+    const std::int64_t off = offloaded_params(s, updated);
+    m.optimizer -= off * optimizer_bytes_per_param(t);
+    m.optimizer_at_setup = std::max<Bytes>(0, m.optimizer_at_setup - off * pb.master);
+    if (m.step_main_grads > 0) m.step_main_grads -= off * 4;
+    m.offloaded_params = off;
+    m.host_bytes = offload_host_bytes(s, updated);
   }
   return m;
 }

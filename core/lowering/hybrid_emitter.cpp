@@ -16,6 +16,7 @@
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/optimizer_kernels.hpp"
 #include "core/lowering/optimizer_memory.hpp"
+#include "core/lowering/optimizer_offload.hpp"
 #include "core/model/moe_routing.hpp"
 #include "core/scenario/scenario_parser.hpp"
 
@@ -223,6 +224,10 @@ void Emitter::lay_out_ranks() {
     r.stream[ParallelDim::kDp] = b_.add_stream(r.gpu, StreamRole::kComm, "dp");
     r.stream[ParallelDim::kTp] = r.compute;  // Megatron issues TP collectives in line
     r.copy = b_.add_stream(r.gpu, StreamRole::kCopy, "copy");
+    if (ps_.optimizer_offload > 0) {
+      r.offload_d2h = b_.add_stream(r.gpu, StreamRole::kCopy, "offload d2h");
+      r.offload_h2d = b_.add_stream(r.gpu, StreamRole::kCopy, "offload h2d");
+    }
     each_piece_reversed([&](ParallelPiece& p) { p.add_streams(r); });
   }
   if (symmetric_) set_up_symmetry();
@@ -400,6 +405,13 @@ void Emitter::emit_backward(SegmentPass& sp) {
   each_piece_reversed([&](ParallelPiece& p) { p.end_segment(sp); });
 }
 
+namespace {
+// Piece k of `total` split into `pieces` near-equal parts (the first total % pieces one larger).
+std::int64_t piece(std::int64_t total, int pieces, int k) {
+  return total / pieces + (k < total % pieces ? 1 : 0);
+}
+}  // namespace
+
 // [SECTION] Step ----------------------------------------------------------------------------------
 
 ModelStateBytes Emitter::model_states(const RankState& r) const {
@@ -443,6 +455,43 @@ void Emitter::emit_step(RankState& r, int step) {
   emit_step_end(st);
 }
 
+// strategy.optimizer_offload (optimizer_offload.hpp; docs/program.md, "Optimizer offload"):
+// Megatron's HybridDeviceOptimizer.step() first enqueues every offloaded gradient's D2H on its
+// _d2h_stream (after the current stream: the gradients are final), one per pipeline piece here.
+std::vector<OpId> Emitter::emit_offload_d2h(RankState& r, const OffloadStep& off,
+                                            const std::vector<Dep>& grads_ready) {
+  std::vector<OpId> out;
+  std::vector<Dep> deps = grads_ready;
+  if (r.last_compute != kNoOp) deps.push_back({r.last_compute, DepKind::kStreamWaits});
+  for (int k = 0; k < off.chunks; ++k) {
+    out.push_back(b_.copy(r.thread, r.offload_d2h, r.gpu, "offload grads D2H", CopyKind::kD2H,
+                          piece(off.d2h_bytes, off.chunks, k), -1,
+                          k == 0 ? deps : std::vector<Dep>{}, StepPhase::kOptimizer, 0,
+                          b_.dispatch_ns(1)));
+  }
+  return out;
+}
+
+// Then, after the GPU part is launched, per piece: the host waits for its D2H
+// (event.synchronize()), runs the CPU Adam step, and enqueues the H2D of the updated parameters
+// on the _h2d_stream. The current stream waits for the H2D stream (param_copy_back_gpu_hook's
+// record_event().wait): the last H2D also waits for the GPU part, so its end is the step's.
+OpId Emitter::emit_offload_host_steps(RankState& r, const OffloadStep& off,
+                                      const std::vector<OpId>& d2h, OpId gpu_part) {
+  OpId last = kNoOp;
+  const TimeNs adam_ns = static_cast<TimeNs>(std::llround(off.host_adam_s * 1e9));
+  for (int k = 0; k < off.chunks; ++k) {
+    b_.host_work(r.thread, r.gpu, "cpu adam step", 0, piece(adam_ns, off.chunks, k),
+                 {{d2h[static_cast<std::size_t>(k)], DepKind::kHostWaits}}, StepPhase::kOptimizer);
+    std::vector<Dep> deps;
+    if (k == off.chunks - 1 && gpu_part != kNoOp) deps.push_back({gpu_part, DepKind::kStreamWaits});
+    last = b_.copy(r.thread, r.offload_h2d, r.gpu, "offload params H2D", CopyKind::kH2DPinned,
+                   piece(off.h2d_bytes, off.chunks, k), -1, std::move(deps), StepPhase::kOptimizer,
+                   0, b_.dispatch_ns(1));
+  }
+  return last;
+}
+
 void Emitter::emit_optimizer(StepState& st) {
   // Optimizer on this rank's parameters (its shard with ZeRO >= 1), then the pieces' work after it
   // (ZeRO-1/2's all-gather of the updated parameters); zero_grad frees the gradients; the step
@@ -460,22 +509,31 @@ void Emitter::emit_optimizer(StepState& st) {
   if (states.step_main_grads > 0)
     b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, states.step_main_grads,
              "fp32 main grads");
-  const std::int64_t n = optimizer_share(r);
-  // docs/program.md, "Optimizer and clipping kernels": foreach's 5 launches, or a for-loop's
-  // kernels per tensor of the rank's share (torch.optim before 2.0; one op here).
-  const OptimizerLaunch cost = optimizer_launch(
-      s_.training, pb_, n, parameter_tensors_of_share(s_.model, n), runs_torch_optim(s_));
+  const std::int64_t share = optimizer_share(r);
+  // strategy.optimizer_offload: the host updates n_off of the share (optimizer_offload.hpp).
+  const OffloadStep off = offload_step(s_, share);
+  const std::int64_t n = share - off.params;
   st.optimizer_waits = b_.fp8().before_optimizer(b_, lane, std::move(st.optimizer_waits));
+  std::vector<OpId> d2h;
+  if (off.params > 0) d2h = emit_offload_d2h(r, off, st.optimizer_waits);
   // docs/memory.md, "Optimizer step temporaries".
   const OptimizerTemporary tmp = optimizer_step_temporary(s_, n);
   if (tmp.bytes > 0)
     b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
-  OpId end = b_.compute(lane, op_names::optimizer_step(s_.training.optimizer),
-                        ComputeKind::kElementwise, cost.flops, cost.traffic, cost.kernels, true,
-                        st.optimizer_waits, StepPhase::kOptimizer);
+  OpId end = kNoOp;
+  if (n > 0 || off.params == 0) {  // F = 1: Megatron builds no GPU optimizer
+    // docs/program.md, "Optimizer and clipping kernels": foreach's 5 launches, or a for-loop's
+    // kernels per tensor of the rank's share (torch.optim before 2.0; one op here).
+    const OptimizerLaunch cost = optimizer_launch(
+        s_.training, pb_, n, parameter_tensors_of_share(s_.model, n), runs_torch_optim(s_));
+    end = b_.compute(lane, op_names::optimizer_step(s_.training.optimizer),
+                     ComputeKind::kElementwise, cost.flops, cost.traffic, cost.kernels, true,
+                     st.optimizer_waits, StepPhase::kOptimizer);
+    r.last_compute = end;
+  }
   if (tmp.bytes > 0)
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, tmp.bytes, tmp.name);
-  r.last_compute = end;
+  if (off.params > 0) end = emit_offload_host_steps(r, off, d2h, end);
   each_piece_reversed([&](ParallelPiece& p) { p.end_optimizer(st, end); });
   if (states.step_main_grads > 0)
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, states.step_main_grads,

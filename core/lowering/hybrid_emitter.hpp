@@ -35,6 +35,7 @@
 
 #include "core/lowering/layer_loop.hpp"
 #include "core/lowering/op_names.hpp"
+#include "core/lowering/optimizer_offload.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/lowering/program_builder.hpp"
 
@@ -46,6 +47,8 @@ struct RankState {
   RankCoord c;
   int thread = 0;
   int compute = 0, copy = 0, send_next = 0, recv_prev = 0, send_prev = 0, recv_next = 0;
+  // strategy.optimizer_offload: Megatron's _d2h_stream and _h2d_stream (optimizer_offload.hpp)
+  int offload_d2h = -1, offload_h2d = -1;
   // Per dimension: the stream its collectives are issued on (-1: none; dp's "dp" stream carries
   // the gradient reduction and the ZeRO/FSDP gathers, cp's the context-parallel exchange; TP's
   // run in line on `compute`) and the rank's group along it (-1: none). The data-parallel
@@ -224,6 +227,12 @@ class Emitter {
   void emit_backward(SegmentPass& sp);
   void emit_step(RankState& r, int step);
   void emit_optimizer(StepState& st);
+  // strategy.optimizer_offload's D2H pieces, then its host Adam and H2D pieces (returns the last
+  // H2D, which also waits for `gpu_part`).
+  std::vector<OpId> emit_offload_d2h(RankState& r, const OffloadStep& off,
+                                     const std::vector<Dep>& grads_ready);
+  OpId emit_offload_host_steps(RankState& r, const OffloadStep& off, const std::vector<OpId>& d2h,
+                               OpId gpu_part);
   // hybrid_leaks.cpp: what the training script does after the step ends (docs/memory.md,
   // "Scenario switches", "Under pipeline, tensor, 3D, ZeRO and FSDP").
   void emit_step_end(StepState& st);

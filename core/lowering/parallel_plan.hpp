@@ -210,6 +210,10 @@ struct ModelStateBytes {
   Bytes optimizer_at_setup = 0;  // of `optimizer`, built when the optimizer is constructed
   bool grads_at_setup = false;   // a gradient buffer allocated at construction and kept
   Bytes step_main_grads = 0;     // made inside every step(), freed by the next zero_grad
+  // strategy.optimizer_offload (optimizer_offload.hpp): the parameters whose optimizer state is
+  // on the host (not in `optimizer`), and the pinned host bytes they take.
+  std::int64_t offloaded_params = 0;
+  Bytes host_bytes = 0;
 };
 int optimizer_bytes_per_param(const TrainingSpec& t);  // K
 ModelStateBytes model_state_bytes(std::int64_t params, const TrainingSpec& t, int zero_stage,

@@ -38,6 +38,7 @@ const std::vector<std::string> kParallelKeys = {"dp",
                                                 "replicate",
                                                 "distributed_optimizer",
                                                 "megatron_fsdp",
+                                                "optimizer_offload",
                                                 "stage3_prefetch_bucket_size",
                                                 "stage3_max_live_parameters",
                                                 "stage3_max_reuse_distance",
@@ -63,6 +64,7 @@ const std::vector<ParallelValidator> kParallelValidators = {
     validate_megatron_sharding, validate_zero3,
     validate_recompute,         validate_model_split,
     validate_context_parallel,  validate_experts,
+    validate_optimizer_offload,
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,

@@ -57,6 +57,10 @@ void validate_sharding(const ParallelInput& in, ParallelSpec& ps);
 void validate_fsdp_version(const ParallelInput& in, ParallelSpec& ps);
 void validate_fsdp2(const ParallelInput& in, ParallelSpec& ps);
 void validate_megatron_sharding(const ParallelInput& in, ParallelSpec& ps);
+// parse_parallel_offload.cpp: optimizer_offload (Megatron-Core's --optimizer-offload-fraction):
+// a fraction in [0, 1], for Megatron's optimizer (kinds 3d, pipeline, tensor_parallel, or
+// distributed_optimizer; not Megatron-FSDP) with Adam. Last: it reads the sharding keys.
+void validate_optimizer_offload(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_zero3.cpp: DeepSpeed ZeRO-3's stage3_* keys, reduce_bucket_size, overlap_comm.
 void validate_zero3(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_recompute.cpp: recompute, recompute_every.

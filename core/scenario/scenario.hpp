@@ -576,6 +576,11 @@ struct ParallelSpec {
   Zero3Spec zero3;                     // kind zero, zero_stage 3 (DeepSpeed's coordinator)
   Fsdp1Spec fsdp1;                     // kind fsdp, fsdp_version 1
   bool distributed_optimizer = false;  // Megatron's flag: zero_stage 1
+  // Megatron-Core's --optimizer-cpu-offload --optimizer-offload-fraction F (HybridDeviceOptimizer):
+  // the fraction of the rank's optimizer share whose fp32 master weights and Adam moments live on
+  // the host and are updated there (core/lowering/optimizer_offload.hpp; docs/program.md,
+  // "Optimizer offload"). 0: none (every Program as before).
+  double optimizer_offload = 0;
   std::vector<int> stage_first_layer;  // model_parallel: first layer index of each device's part
   // Transformer blocks per pipeline segment g = chunk * pp + stage (core/model/pipeline_stages.hpp;
   // docs/scenario.md, "strategy: uneven pipeline stages"); empty = the even split.

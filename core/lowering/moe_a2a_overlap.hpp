@@ -16,12 +16,12 @@ struct OverlapStep {
   bool paired = false;
 };
 
-// pipeline_schedule's order for the stage with one more warm-up forward, the steady phase's
-// forward i + warm' paired with backward i. Megatron-Core adds that forward so that a pair's two
-// micro-batches never depend on each other (on the last stage the base 1F1B pairs F(i) with
-// B(i)): schedules.py's interleaved warm-up "+ 1" under overlap_moe_expert_parallel_comm, and
-// combined_1f1b.py's combined_1f1b_schedule_for_no_pipelining (F(i + 1) with B(i)) at pp 1.
-// The stage holds at most one more micro-batch's activations than the base schedule.
+// pipeline_schedule's order for the stage with a longer warm-up (interleaved: one more forward,
+// as Megatron-Core's schedules.py under overlap_moe_expert_parallel_comm; 1F1B: 2 (p - s - 1) + 1;
+// pp 1: one, combined_1f1b.py's combined_1f1b_schedule_for_no_pipelining), then the steady
+// phase's forward i + w' paired with backward i, then the remaining backwards alone. A pair's
+// two micro-batches never depend on each other. The stage holds the warm-up's micro-batches'
+// activations in flight (moe_a2a_overlap.cpp says why 1F1B needs 2 (p - s - 1) + 1).
 std::vector<OverlapStep> overlap_schedule(PipelineSchedule schedule, int stages, int chunks,
                                           int micro, int stage);
 

@@ -250,10 +250,11 @@ class ExpertParallelPiece final : public ParallelPiece {
   static std::pair<const SegmentPass*, int> key(const SegmentPass& sp, StepPhase phase) {
     return {&sp, static_cast<int>(phase)};
   }
-  // The exchange before the experts: the dispatch forward, the combine's gradient backward.
+  // The exchange before the experts: the dispatch forward (a recompute re-run included, as
+  // LayerVisit::forward() counts it), the combine's gradient backward.
   static bool gathers(StepPhase phase, ExpertRole role) {
-    return (phase == StepPhase::kForward && role == ExpertRole::kFirst) ||
-           (phase == StepPhase::kBackward && role == ExpertRole::kLast);
+    const bool forward = phase != StepPhase::kBackward;
+    return (forward && role == ExpertRole::kFirst) || (!forward && role == ExpertRole::kLast);
   }
   // Whether the exchange goes on the comm stream: a paired pass's forward or backward (a
   // recompute re-run inside it keeps its exchanges in line).

@@ -233,3 +233,22 @@ TEST_CASE("moe_a2a_overlap bad inputs name the key", "[ep][a2a_overlap]") {
   pp1.replace(pp1.find(R"("nodes": 4)"), 10, R"("nodes": 2)");
   CHECK_NOTHROW(parse_scenario_string(pp1, "ok.json"));
 }
+
+TEST_CASE("Full recompute: the re-runs keep their in-line all-to-alls under either value",
+          "[ep][a2a_overlap][recompute]") {
+  // A re-run is a forward (LayerVisit::forward()): its dispatch and combine are issued again, in
+  // line on the compute stream, whether or not its backward is paired. Per step on GPU 0: 8
+  // backwards re-run 2 MoE blocks each, 2 all-to-alls per block: 32; 2 steps.
+  for (const char* v : {"none", "1f1b"}) {
+    CAPTURE(v);
+    const Program p = lower(parse_scenario_string(
+        small(std::string(R"(, "recompute": "full", "moe_a2a_overlap": ")") + v + "\""), "r.json"));
+    int rerun = 0;
+    for (const Op& op : p.ops) {
+      if (op.gpu != 0 || !is_a2a(p, op) || op.phase != Phase::kRecompute) continue;
+      CHECK(op.stream == p.ops.front().stream);
+      ++rerun;
+    }
+    CHECK(rerun == 2 * 32);
+  }
+}

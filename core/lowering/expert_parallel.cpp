@@ -29,6 +29,10 @@
 // receives every token whatever the routing, so its volume does not follow the loads. deepep
 // runs the all-to-alls over the traffic matrix of DeepEP's kernels (core/lowering/
 // deepep_pattern.hpp), set on each EP group with the SMs those kernels hold.
+//
+// strategy.moe_a2a_overlap 1f1b (moe_a2a_overlap.cpp): a paired pass's all-to-alls go on the
+// rank's "ep a2a" comm stream, each after its pass's last op, and the kernel of that pass that
+// needs it waits for it; the exchange before a paused pass's next layer is issued when it pauses.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -55,6 +59,11 @@ namespace {
 class ExpertParallelPiece final : public ParallelPiece {
  public:
   explicit ExpertParallelPiece(Emitter& e) : e_(e) {}
+
+  void add_streams(RankState& r) override {
+    if (e_.spec().moe_a2a_overlap != MoeA2aOverlap::kNone)
+      r.stream[ParallelDim::kEp] = e_.builder().add_stream(r.gpu, StreamRole::kComm, "ep a2a");
+  }
 
   void add_groups() override {
     // The plan exists from here on (Emitter::build: plan, ranks, then groups).
@@ -97,8 +106,15 @@ class ExpertParallelPiece final : public ParallelPiece {
 
   void begin_layer(LayerPass& lp) override {
     const ExpertRole role = role_of(lp.layer);
-    if ((lp.forward() && role == ExpertRole::kFirst) ||
-        (!lp.forward() && role == ExpertRole::kLast)) {
+    // A paired pass's exchange issued on the comm stream (at a pause, or after the layer before)
+    // which this kernel needs.
+    if (const auto it = waiting_.find(key(lp.sp, lp.phase)); it != waiting_.end()) {
+      const Waiting w = it->second;
+      lp.deps.push_back({w.op, DepKind::kStreamWaits});
+      waiting_.erase(it);
+      if (w.gather && gathers(lp.phase, role)) return;  // this layer's exchange, issued
+    }
+    if (gathers(lp.phase, role)) {
       std::vector<Dep> after;
       if (lp.r().last_compute != kNoOp)
         after.push_back({lp.r().last_compute, DepKind::kStreamWaits});
@@ -113,8 +129,35 @@ class ExpertParallelPiece final : public ParallelPiece {
     if (role != ExpertRole::kNone && !balanced_) imbalance(lp);
     if ((lp.forward() && role == ExpertRole::kLast) ||
         (!lp.forward() && role == ExpertRole::kFirst)) {
-      lp.r().last_compute = exchange(lp, lp.forward() ? "combine" : "dispatch grad", false, {});
+      std::vector<Dep> after;
+      const bool side = on_side(lp.sp, lp.phase);
+      if (side) after.push_back({lp.r().last_compute, DepKind::kStreamWaits});
+      lp.r().last_compute =
+          exchange(lp, lp.forward() ? "combine" : "dispatch grad", false, std::move(after));
+      // On the comm stream the pass's next kernel waits for it (in line the stream orders it).
+      if (side) waiting_[key(lp.sp, lp.phase)] = {lp.r().last_compute, false};
     }
+  }
+
+  // A paired pass pauses before `next`: the dispatch (forward) or the combine's gradient
+  // (backward) that layer begins with is issued now, after the pass's last op, so that it runs
+  // under the other pass's next chunk (moe_a2a_overlap.cpp).
+  void pause_pass(SegmentPass& sp, int next) override {
+    const StepPhase phase = sp.forward ? StepPhase::kForward : StepPhase::kBackward;
+    if (!on_side(sp, phase) || !gathers(phase, role_of(next))) return;
+    RankState& r = sp.st.r;
+    std::vector<Dep> after;
+    if (r.last_compute != kNoOp) after.push_back({r.last_compute, DepKind::kStreamWaits});
+    LayerPass lp{sp, next, e_.plan().unit_of_layer[static_cast<std::size_t>(next)], phase};
+    waiting_[key(sp, phase)] = {
+        exchange(lp, sp.forward ? "dispatch" : "combine grad", true, std::move(after)), true};
+  }
+
+  void end_segment(SegmentPass& sp) override {
+    // An exchange no later kernel of the pass waits for (its segment ends with the combine):
+    // the pipeline's send and the next pass wait for it as the rank's last op.
+    waiting_.erase(key(sp, StepPhase::kForward));
+    waiting_.erase(key(sp, StepPhase::kBackward));
   }
 
  private:
@@ -130,6 +173,13 @@ class ExpertParallelPiece final : public ParallelPiece {
   MoeDispatcher dispatcher_ = MoeDispatcher::kAllToAll;
   int top_k_ = 1;
   std::unordered_map<std::int64_t, Loads> loads_;  // by block x micro-batches + micro
+  // Under moe_a2a_overlap: by (pass, phase), the exchange on the comm stream the pass's next
+  // kernel waits for (`gather`: the exchange its next layer begins with, issued at a pause).
+  struct Waiting {
+    OpId op = kNoOp;
+    bool gather = false;
+  };
+  std::map<std::pair<const SegmentPass*, int>, Waiting> waiting_;
   // The load buffers held from an expert layer's forward to its backward, by (rank, layer x
   // micro-batches + micro).
   std::map<std::pair<int, std::int64_t>, Bytes> extra_;
@@ -197,6 +247,22 @@ class ExpertParallelPiece final : public ParallelPiece {
     }
   }
 
+  static std::pair<const SegmentPass*, int> key(const SegmentPass& sp, StepPhase phase) {
+    return {&sp, static_cast<int>(phase)};
+  }
+  // The exchange before the experts: the dispatch forward (a recompute re-run included, as
+  // LayerVisit::forward() counts it), the combine's gradient backward.
+  static bool gathers(StepPhase phase, ExpertRole role) {
+    const bool forward = phase != StepPhase::kBackward;
+    return (forward && role == ExpertRole::kFirst) || (!forward && role == ExpertRole::kLast);
+  }
+  // Whether the exchange goes on the comm stream: a paired pass's forward or backward (a
+  // recompute re-run inside it keeps its exchanges in line).
+  bool on_side(const SegmentPass& sp, StepPhase phase) const {
+    return sp.paired && e_.spec().moe_a2a_overlap != MoeA2aOverlap::kNone &&
+           (phase == StepPhase::kForward || phase == StepPhase::kBackward);
+  }
+
   ExpertRole role_of(int layer) const {
     return e_.scenario().model.layers[static_cast<std::size_t>(layer)].expert_role;
   }
@@ -205,19 +271,20 @@ class ExpertParallelPiece final : public ParallelPiece {
   // them, as the dispatcher runs it (above).
   OpId exchange(LayerPass& lp, const char* what, bool gather, std::vector<Dep> deps) {
     RankState& r = lp.r();
+    const int stream = on_side(lp.sp, lp.phase) ? r.stream[ParallelDim::kEp] : r.compute;
     const double copies = token_bytes_[static_cast<std::size_t>(lp.layer)];
     if (dispatcher_ == MoeDispatcher::kAllGather) {
       // The group's tokens: ep x e (s / cp) h, the all-gather's output and the reduce-scatter's
       // input (nccl-tests' size).
       const double bytes = copies / top_k_ * e_.spec().ep;
       return e_.coll(
-          r, r.compute, NameRef::cat({gather ? "ep all_gather " : "ep reduce_scatter ", what}),
+          r, stream, NameRef::cat({gather ? "ep all_gather " : "ep reduce_scatter ", what}),
           gather ? CollectiveKind::kAllGather : CollectiveKind::kReduceScatter,
           r.group[ParallelDim::kEp], e_.per_micro_batch(bytes), std::move(deps), lp.phase);
     }
     const double bytes = copies * (balanced_ ? 1.0 : loads(lp.layer, lp.sp.micro).max);
     const char* label = dispatcher_ == MoeDispatcher::kDeepEp ? "ep deepep " : "ep all_to_all ";
-    return e_.coll(r, r.compute, NameRef::cat({label, what}), CollectiveKind::kAllToAll,
+    return e_.coll(r, stream, NameRef::cat({label, what}), CollectiveKind::kAllToAll,
                    r.group[ParallelDim::kEp], e_.per_micro_batch(bytes), std::move(deps), lp.phase);
   }
 

@@ -367,9 +367,14 @@ OpId Emitter::repeat_kernel(LayerPass& lp, std::vector<Dep> deps) {
 }
 
 void Emitter::walk(SegmentPass& sp, bool forward) {
+  walk_range(sp, forward, sp.sg.first, sp.sg.end);
+}
+
+void Emitter::walk_range(SegmentPass& sp, bool forward, int lo, int hi) {
   // The segment's layers through the one layer loop, forward in order, backward in reverse; the
   // pass's first kernel waits for what the pass waits for.
-  loop_->walk(sp.sg.first, sp.sg.end, forward, hooks_, [&](int i, bool first) {
+  const int pass_first = forward ? sp.sg.first : sp.sg.end - 1;
+  loop_->walk(lo, hi, forward, hooks_, [&](int i, bool /*first_of_range*/) {
     const int u = plan_.unit_of_layer[static_cast<std::size_t>(i)];
     const Unit& un = plan_.units[static_cast<std::size_t>(u)];
     const int unit_first = std::max(un.first, sp.sg.first),
@@ -378,20 +383,18 @@ void Emitter::walk(SegmentPass& sp, bool forward) {
     lp.batch = ps_.micro_batch_size;
     lp.unit_begins = i == (forward ? unit_first : unit_last);
     lp.unit_ends = i == (forward ? unit_last : unit_first);
-    if (first) lp.deps = sp.first;
+    if (i == pass_first) lp.deps = sp.first;
     return lp;
   });
 }
 
-void Emitter::emit_forward(SegmentPass& sp) {
-  if (!sp.eval && sp.seg == 0 && sp.st.in.copy != kNoOp)
-    sp.first.push_back({sp.st.in.copy, DepKind::kStreamWaits});
-  each_piece([&](ParallelPiece& p) { p.begin_segment(sp); });
-  walk(sp, true);
-  each_piece_reversed([&](ParallelPiece& p) { p.end_segment(sp); });
-}
-
-void Emitter::emit_backward(SegmentPass& sp) {
+void Emitter::open_pass(SegmentPass& sp) {
+  if (sp.forward) {
+    if (!sp.eval && sp.seg == 0 && sp.st.in.copy != kNoOp)
+      sp.first.push_back({sp.st.in.copy, DepKind::kStreamWaits});
+    each_piece([&](ParallelPiece& p) { p.begin_segment(sp); });
+    return;
+  }
   RankState& r = sp.st.r;
   each_piece([&](ParallelPiece& p) { p.begin_segment(sp); });
   if (!sp.st.grads_allocated) {
@@ -401,7 +404,9 @@ void Emitter::emit_backward(SegmentPass& sp) {
     if (states.grads > 0 && !states.grads_at_setup)
       b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kGrads, states.grads, ".grad");
   }
-  walk(sp, false);
+}
+
+void Emitter::close_pass(SegmentPass& sp) {
   each_piece_reversed([&](ParallelPiece& p) { p.end_segment(sp); });
 }
 
@@ -411,6 +416,18 @@ std::int64_t piece(std::int64_t total, int pieces, int k) {
   return total / pieces + (k < total % pieces ? 1 : 0);
 }
 }  // namespace
+
+void Emitter::emit_forward(SegmentPass& sp) {
+  open_pass(sp);
+  walk(sp, true);
+  close_pass(sp);
+}
+
+void Emitter::emit_backward(SegmentPass& sp) {
+  open_pass(sp);
+  walk(sp, false);
+  close_pass(sp);
+}
 
 // [SECTION] Step ----------------------------------------------------------------------------------
 
@@ -431,6 +448,14 @@ std::int64_t Emitter::optimizer_share(const RankState& r) const {
          share(r.expert_params, ps_.size(ParallelDim::kEdp));
 }
 
+SegmentPass Emitter::pass_of(StepState& st, const PipeStep& step) {
+  const int seg = step.chunk * ps_.pp + st.r.c[ParallelDim::kPp];
+  SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], step.micro, step.forward};
+  sp.last_micro = step.micro == static_cast<int>(ps_.micro_batches) - 1;
+  sp.prefix = op_names::micro_prefix(static_cast<int>(ps_.micro_batches));
+  return sp;
+}
+
 void Emitter::emit_step(RankState& r, int step) {
   b_.set_step(step);
   const int p = ps_.pp, v = ps_.virtual_stages, m = static_cast<int>(ps_.micro_batches);
@@ -438,16 +463,18 @@ void Emitter::emit_step(RankState& r, int step) {
   if (r.feed)
     st.in = r.feed->next_batch(ps_.micro_batch_size * m, Lane{r.thread, r.gpu, r.compute});
   each_piece([&](ParallelPiece& pc) { pc.begin_step(st); });
-  // The pipeline schedule (pipeline.cpp) orders the step's segment passes.
-  for (const PipeStep& ps : pipeline_schedule(ps_.schedule, p, v, m, r.c[ParallelDim::kPp])) {
-    const int seg = ps.chunk * p + r.c[ParallelDim::kPp];
-    SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], ps.micro, ps.forward};
-    sp.last_micro = ps.micro == m - 1;
-    sp.prefix = op_names::micro_prefix(m);
-    if (ps.forward) {
-      emit_forward(sp);
-    } else {
-      emit_backward(sp);
+  // The pipeline schedule (pipeline.cpp) orders the step's segment passes; under
+  // strategy.moe_a2a_overlap the steady phase's pairs are merged (moe_a2a_overlap.cpp).
+  if (ps_.moe_a2a_overlap != MoeA2aOverlap::kNone && ps_.ep > 1) {
+    emit_overlapped_passes(st);
+  } else {
+    for (const PipeStep& ps : pipeline_schedule(ps_.schedule, p, v, m, r.c[ParallelDim::kPp])) {
+      SegmentPass sp = pass_of(st, ps);
+      if (ps.forward) {
+        emit_forward(sp);
+      } else {
+        emit_backward(sp);
+      }
     }
   }
   each_piece_reversed([&](ParallelPiece& pc) { pc.end_backward(st); });

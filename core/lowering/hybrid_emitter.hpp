@@ -100,6 +100,9 @@ struct SegmentPass {
   bool forward = true;
   bool eval = false;
   bool last_micro = false;
+  // Merged layer by layer with another micro-batch's pass (strategy.moe_a2a_overlap 1f1b,
+  // moe_a2a_overlap.cpp): its all-to-alls go on the EP comm stream.
+  bool paired = false;
   // op_names::micro_prefix's pattern, "eval (grad on): " first for eval; its field is `micro`
   // (NameRef::cat({sp.prefix, ...}, sp.micro)).
   std::string prefix;
@@ -133,6 +136,9 @@ class ParallelPiece {
   virtual void end_layer(LayerPass& /*lp*/) {}
   virtual void end_unit(LayerPass& /*lp*/) {}
   virtual void end_segment(SegmentPass& /*sp*/) {}
+  // A paired pass pauses before layer `next_layer` (in its walk order) while the other pass runs
+  // (moe_a2a_overlap.cpp): what the next layer needs can be issued now.
+  virtual void pause_pass(SegmentPass& /*sp*/, int /*next_layer*/) {}
   virtual void end_backward(StepState& /*st*/) {}                   // the schedule is done
   virtual void end_optimizer(StepState& /*st*/, OpId& /*last*/) {}  // last: the step's last op
   virtual void add_step_end_waits(StepState& /*st*/, std::vector<Dep>& /*waits*/) {}
@@ -219,6 +225,14 @@ class Emitter {
   std::unique_ptr<PieceHooks> piece_hooks_;
   LayerHook* hooks_[1] = {nullptr};
   void walk(SegmentPass& sp, bool forward);
+  // Layers [lo, hi) of the pass (a part of its segment), in its walk order.
+  void walk_range(SegmentPass& sp, bool forward, int lo, int hi);
+  SegmentPass pass_of(StepState& st, const PipeStep& step);
+  void open_pass(SegmentPass& sp);   // begin_segment hooks (and .grad at the first backward)
+  void close_pass(SegmentPass& sp);  // end_segment hooks
+  // moe_a2a_overlap.cpp: the step under strategy.moe_a2a_overlap 1f1b, and one merged pair.
+  void emit_overlapped_passes(StepState& st);
+  void emit_pair(SegmentPass& fwd, SegmentPass& bwd);
 
   void make_plan();
   void lay_out_ranks();

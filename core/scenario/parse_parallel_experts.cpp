@@ -75,6 +75,36 @@ void read_dispatcher(const ParallelInput& in, ParallelSpec& ps) {
   }
 }
 
+// strategy.moe_a2a_overlap (docs/scenario.md; docs/program.md, "MoE all-to-all overlap"). 1f1b
+// pairs a steady-state forward with another micro-batch's backward, which needs all-to-alls to
+// hide (ep > 1, the alltoall or deepep dispatcher: Megatron-Core's overlap supports those, not
+// the allgather one) and a schedule with a steady phase (1F1B or interleaved; pp 1 runs
+// Megatron's combined_1f1b_schedule_for_no_pipelining, the same pairing).
+void read_a2a_overlap(const ParallelInput& in, ParallelSpec& ps) {
+  Ctx& ctx = in.ctx;
+  const Obj& o = in.o;
+  ps.moe_a2a_overlap = static_cast<MoeA2aOverlap>(o.choice("moe_a2a_overlap", {"none", "1f1b"}, 0));
+  if (ps.moe_a2a_overlap == MoeA2aOverlap::kNone) return;
+  if (ps.ep <= 1) {
+    ctx.fail(o.at("moe_a2a_overlap"),
+             "moe_a2a_overlap 1f1b needs expert parallelism (strategy.ep > 1): without it there "
+             "is no dispatch or combine to overlap",
+             "give strategy.ep > 1, or remove moe_a2a_overlap");
+  }
+  if (ps.moe_dispatcher == MoeDispatcher::kAllGather) {
+    ctx.fail_conflict({o.at("moe_a2a_overlap"), o.at("moe_dispatcher")},
+                      "moe_a2a_overlap 1f1b with moe_dispatcher allgather is not modelled "
+                      "(Megatron-Core overlaps the alltoall and flex/DeepEP dispatchers)",
+                      "use moe_dispatcher alltoall or deepep, or moe_a2a_overlap none");
+  }
+  if (ps.pp > 1 && ps.schedule == PipelineSchedule::kGpipe) {
+    ctx.fail_conflict({o.at("moe_a2a_overlap"), o.at("schedule")},
+                      "moe_a2a_overlap 1f1b pairs the steady 1F1B phase's forward and backward; "
+                      "GPipe has no such phase",
+                      "use schedule 1f1b or interleaved, or moe_a2a_overlap none");
+  }
+}
+
 }  // namespace
 
 void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
@@ -120,6 +150,7 @@ void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
                "routed copy is computed (the summary still reports the share a capacity would "
                "drop)");
     read_dispatcher(in, ps);
+    read_a2a_overlap(in, ps);
     return;
   }
   if (!moe.any()) {
@@ -161,6 +192,7 @@ void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
                       "size edp)");
   }
   read_dispatcher(in, ps);
+  read_a2a_overlap(in, ps);
 }
 
 }  // namespace csim::core::parse

@@ -328,6 +328,16 @@ const char* to_string(MoeDispatcher d) {
   return "?";
 }
 
+const char* to_string(MoeA2aOverlap o) {
+  switch (o) {
+    case MoeA2aOverlap::kNone:
+      return "none";
+    case MoeA2aOverlap::k1f1b:
+      return "1f1b";
+  }
+  return "?";
+}
+
 const char* to_string(CpComm c) {
   switch (c) {
     case CpComm::kP2p:

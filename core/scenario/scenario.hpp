@@ -533,6 +533,15 @@ const char* to_string(CpComm c);
 enum class MoeDispatcher : std::uint8_t { kAllToAll, kAllGather, kDeepEp };
 const char* to_string(MoeDispatcher d);
 
+// Whether the EP dispatch / combine run in line or beside the other micro-batch's compute
+// (docs/program.md, "MoE all-to-all overlap"; strategy.moe_a2a_overlap):
+//   kNone  in line on the compute stream (Megatron-Core's default)
+//   k1f1b  Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm, 0.14+): in the
+//          steady phase one micro-batch's forward and another's backward are merged layer by
+//          layer, the all-to-alls of each on a comm stream beside the other's kernels
+enum class MoeA2aOverlap : std::uint8_t { kNone, k1f1b };
+const char* to_string(MoeA2aOverlap o);
+
 // Model, pipeline, tensor, 3D, ZeRO and FSDP parallelism (docs/scenario.md, "strategy.parallel").
 // The parser fills every field consistently for the strategy kind: dp * tp * pp = GPUs used.
 struct ParallelSpec {
@@ -544,6 +553,7 @@ struct ParallelSpec {
   int etp = 1;  // expert tensor-parallel ranks (MoE Parallel Folding; 1: not modelled beyond)
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   int deepep_sms = 20;  // SMs DeepEP's kernels hold (DeepEP's Buffer default, DeepSeek-V3's 20)
+  MoeA2aOverlap moe_a2a_overlap = MoeA2aOverlap::kNone;
   CpComm cp_comm = CpComm::kP2p;
   int cp_a2a =
       1;  // a2a+p2p: the a2a groups' size (Megatron's hierarchical sizes [cp_a2a, cp / cp_a2a])

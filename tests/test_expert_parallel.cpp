@@ -271,33 +271,45 @@ TEST_CASE("Routing imbalance: the busiest EP rank's experts and the exchange it 
   CHECK(w.dispatch == 98'304);
 }
 
+// Lowers `text` with rank symmetry off and on: the symmetric Program has `images` mirrors, and
+// its op-level step time and exposed communication equal those of every rank simulated; the
+// block path on it agrees within 1 % without falling back.
+static void check_symmetry_matches_every_rank(const std::string& text, std::size_t images) {
+  Scenario off = parse_scenario_string(text, "s.json");
+  off.simulation.symmetry = false;
+  Scenario on = off;
+  on.simulation.symmetry = true;
+  const Program po = lower(off), pn = lower(on);
+  REQUIRE(validate_program(pn).empty());
+  CHECK(pn.symmetry.images.size() == images);
+  const block::EvalResult ro = block::evaluate_op_level(off, po);
+  const block::EvalResult rn = block::evaluate_op_level(on, pn);
+  CHECK(rn.step_time_ns == ro.step_time_ns);
+  CHECK(rn.exposed_comm_ns == ro.exposed_comm_ns);
+  const block::EvalResult fast = block::evaluate(on, pn);
+  CHECK(fast.fallback_reason.empty());
+  CHECK(static_cast<double>(fast.step_time_ns) ==
+        Approx(static_cast<double>(rn.step_time_ns)).epsilon(0.01));
+}
+
+static std::string moe_with_routing(const char* routing) {
+  return std::string(R"({"experts": 4, "top_k": 2, "expert_ffn_hidden": 128)") + routing + "}";
+}
+
+constexpr const char* kZipfRouting = R"(, "routing": {"kind": "zipf", "skew": 1.2, "seed": 3})";
+
 TEST_CASE("EP under rank symmetry runs as every rank does, and the block path agrees",
           "[ep][sim]") {
   // dp 8, ep 2 on 8 GPUs: the mirrors shift the expert-data-parallel index (edp 4), so under zipf
   // routing GPUs 0 and 1 (one EP group) are simulated and stand for the other three groups; under
   // balanced routing the ranks of an EP group are alike too and the mirrors also shift the ep
   // index: GPU 0 alone stands for all 8 (4 x 2 images).
-  for (const char* routing : {"", R"(, "routing": {"kind": "zipf", "skew": 1.2, "seed": 3})"}) {
+  for (const char* routing : {"", kZipfRouting}) {
     INFO(routing);
-    const std::string moe =
-        std::string(R"({"experts": 4, "top_k": 2, "expert_ffn_hidden": 128)") + routing + "}";
-    Scenario off = parse_scenario_string(
-        tiny(R"("kind": "3d", "dp": 8, "micro_batch_size": 1, "ep": 2)", 8, moe), "s.json");
-    off.simulation.symmetry = false;
-    Scenario on = off;
-    on.simulation.symmetry = true;
-    const Program po = lower(off), pn = lower(on);
-    REQUIRE(validate_program(pn).empty());
-    const bool balanced = std::string(routing).empty();
-    CHECK(pn.symmetry.images.size() == (balanced ? 8u : 4u));
-    const block::EvalResult ro = block::evaluate_op_level(off, po);
-    const block::EvalResult rn = block::evaluate_op_level(on, pn);
-    CHECK(rn.step_time_ns == ro.step_time_ns);
-    CHECK(rn.exposed_comm_ns == ro.exposed_comm_ns);
-    const block::EvalResult fast = block::evaluate(on, pn);
-    CHECK(fast.fallback_reason.empty());
-    CHECK(static_cast<double>(fast.step_time_ns) ==
-          Approx(static_cast<double>(rn.step_time_ns)).epsilon(0.01));
+    check_symmetry_matches_every_rank(
+        tiny(R"("kind": "3d", "dp": 8, "micro_batch_size": 1, "ep": 2)", 8,
+             moe_with_routing(routing)),
+        std::string(routing).empty() ? 8u : 4u);
   }
 }
 
@@ -309,27 +321,14 @@ TEST_CASE("EP with context parallelism keeps rank symmetry", "[ep][cp][sim]") {
   // the ep shift in steps of tp x cp = 2 (size 4 / 2 = 2, stride 2). So 2 x 2 x 2 = 8 images:
   // GPU 0 stands for all 8; under zipf routing only the edp shift is alike: 2 images, one EP
   // group (4 GPUs) simulated. Either way every figure equals the run of every rank.
-  for (const char* routing : {"", R"(, "routing": {"kind": "zipf", "skew": 1.2, "seed": 3})"}) {
+  for (const char* routing : {"", kZipfRouting}) {
     INFO(routing);
-    const std::string moe =
-        std::string(R"({"experts": 4, "top_k": 2, "expert_ffn_hidden": 128)") + routing + "}";
-    std::string text =
-        tiny(R"("kind": "3d", "dp": 4, "cp": 2, "micro_batch_size": 1, "ep": 4)", 8, moe);
+    std::string text = tiny(R"("kind": "3d", "dp": 4, "cp": 2, "micro_batch_size": 1, "ep": 4)", 8,
+                            moe_with_routing(routing));
     // Context parallelism needs a fused attention core (the parser's rule).
     text.replace(text.find(R"("position": "rope")"), 18,
                  R"("position": "rope", "attention": {"kernel": "flash2"})");
-    Scenario off = parse_scenario_string(text, "cp.json");
-    off.simulation.symmetry = false;
-    Scenario on = off;
-    on.simulation.symmetry = true;
-    const Program po = lower(off), pn = lower(on);
-    REQUIRE(validate_program(pn).empty());
-    const bool balanced = std::string(routing).empty();
-    CHECK(pn.symmetry.images.size() == (balanced ? 8u : 2u));
-    const block::EvalResult ro = block::evaluate_op_level(off, po);
-    const block::EvalResult rn = block::evaluate_op_level(on, pn);
-    CHECK(rn.step_time_ns == ro.step_time_ns);
-    CHECK(rn.exposed_comm_ns == ro.exposed_comm_ns);
+    check_symmetry_matches_every_rank(text, std::string(routing).empty() ? 8u : 2u);
   }
 }
 

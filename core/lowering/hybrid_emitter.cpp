@@ -150,9 +150,7 @@ void Emitter::lay_out_ranks() {
   // swap the cp coordinate and shift the ep one in steps of tp x cp (docs/program.md, "Rank
   // symmetry"). Every such mirror is used only where it maps each dense and expert group onto a
   // group (shift_maps_groups).
-  bool expert_folded = false;
   if (ps_.ep > 1) {
-    expert_folded = true;
     const RankGrid eg = RankGrid::expert(ps_);
     const auto maps_every_group = [&](int n, int stride) {
       return shift_maps_groups(

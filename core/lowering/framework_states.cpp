@@ -43,7 +43,11 @@ ModelStateBytes rank_model_states(const Scenario& s, const ShardingPlan& plan, s
                                   int shard_over) {
   const TrainingSpec& t = s.training;
   const ParallelSpec& ps = s.strategy.parallel;
-  if (ps.fsdp2.enabled) return fsdp2_state_bytes(params, t, plan.shard_ranks, ps.fsdp2.megatron);
+  // FSDP2 with expert parallelism: the routed experts sharded over edp (`shard_over`, torchtitan's
+  // efsdp mesh), the rest over the shard group.
+  if (ps.fsdp2.enabled)
+    return fsdp2_state_bytes(params, t, shard_over > 0 ? shard_over : plan.shard_ranks,
+                             ps.fsdp2.megatron);
   if (s.strategy.kind == StrategyKind::kFsdp && ps.fsdp_version == 1)
     return fsdp1_state_bytes(params, t, plan.shard_ranks);
   const int n = shard_over > 0 ? shard_over : ps.dp_cp();

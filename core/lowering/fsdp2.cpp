@@ -21,6 +21,11 @@
 //   reduce      the unit's unsharded gradients (R Psi_u, "unsharded grads") reduce-scattered
 //               over the shard group after its backward (the root: after the segment's
 //               backward), then with HSDP all-reduced (R ceil(Psi_u / S)) over the replicas
+//   experts     under expert parallelism an MoE block's routed experts (Psi_e of its Psi_u,
+//               E / ep experts) are sharded over the expert-data-parallel group instead
+//               (torchtitan's efsdp mesh; expert_sharding.hpp): the unit's all-gather and
+//               reduce-scatter split into W (Psi_u - Psi_e) / R (Psi_u - Psi_e) over the shard
+//               group and W Psi_e / R Psi_e over edp, the unsharded buffers still W Psi_u / R Psi_u
 //   under pp    torch.distributed.pipelining's stage runs every backward but the last with
 //               set_reshard_after_backward(False) and set_requires_gradient_sync(False): a unit
 //               is gathered once per step and its gradients, accumulated unsharded, are reduced
@@ -28,6 +33,7 @@
 //               backward_maybe_with_nosync)
 #include <algorithm>
 
+#include "core/lowering/expert_sharding.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/parallel_plan.hpp"
 
@@ -148,6 +154,7 @@ class Fsdp2Piece final : public ParallelPiece {
   const Fsdp2Spec& f_;
   std::vector<int> fu_of_;               // per plan unit: its FSDP2 unit
   std::vector<std::int64_t> fu_params_;  // per FSDP2 unit
+  std::vector<std::int64_t> fu_expert_;  // per FSDP2 unit: of fu_params_, the routed experts'
   std::vector<char> fu_root_, fu_reshard_;
   std::vector<int> root_of_seg_;              // per segment: its root unit, -1 if it has none
   std::vector<int> shard_group_, rep_group_;  // per rank (HSDP)
@@ -170,6 +177,7 @@ class Fsdp2Piece final : public ParallelPiece {
       if (fu < 0) {
         fu = static_cast<int>(fu_params_.size());
         fu_params_.push_back(0);
+        fu_expert_.push_back(0);
         fu_root_.push_back(root ? 1 : 0);
         // torchtitan's default: blocks but the last reshard, the root reshards, nothing under
         // pp ("to avoid per-microbatch all-gathers"); always / never as given.
@@ -180,6 +188,7 @@ class Fsdp2Piece final : public ParallelPiece {
         if (root) root_of_seg_[static_cast<std::size_t>(seg)] = fu;
       }
       fu_params_[static_cast<std::size_t>(fu)] += u.params;
+      fu_expert_[static_cast<std::size_t>(fu)] += u.expert_params;
       fu_of_.push_back(fu);
     }
   }
@@ -202,8 +211,14 @@ class Fsdp2Piece final : public ParallelPiece {
     return -1;
   }
 
-  Bytes param_bytes(int fu) const {
-    return fu_params_[static_cast<std::size_t>(fu)] * e_.precision().weights;
+  // The unit's parts by sharding group: dense over the shard group, experts over edp.
+  std::vector<UnitPart> parts(const RankState& r, int fu) const {
+    return unit_parts(r, fu_params_[static_cast<std::size_t>(fu)],
+                      fu_expert_[static_cast<std::size_t>(fu)], shard_group(r));
+  }
+  // The unsharded parameters' buffer: the parts that are gathered.
+  Bytes param_bytes(const RankState& r, int fu) const {
+    return sharded_params(parts(r, fu)) * e_.precision().weights;
   }
   Bytes grad_bytes(int fu) const {
     return fu_params_[static_cast<std::size_t>(fu)] * f_.reduce_bytes;
@@ -214,8 +229,8 @@ class Fsdp2Piece final : public ParallelPiece {
   void gather(RankState& r, int fu, StepPhase phase, OpId event) {
     if (gathered_[static_cast<std::size_t>(fu)]) return;
     gathered_[static_cast<std::size_t>(fu)] = 1;
-    const Bytes bytes = param_bytes(fu);
-    if (bytes == 0 || shard_ranks() <= 1) return;
+    const Bytes bytes = param_bytes(r, fu);
+    if (bytes == 0) return;
     const OpId a = b_.alloc(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers,
                             bytes, "fsdp2 unsharded params");
     if (event != kNoOp)
@@ -224,10 +239,8 @@ class Fsdp2Piece final : public ParallelPiece {
     if (!e_.spec().prefetch && r.last_compute != kNoOp)
       deps.push_back({r.last_compute, DepKind::kStreamWaits});
     const OpId g =
-        e_.coll(r, r.stream[ParallelDim::kDp],
-                op_names::collective("fsdp", CollectiveKind::kAllGather, "params"),
-                CollectiveKind::kAllGather, shard_group(r), bytes, std::move(deps), phase);
-    b_.set_dtype(g, b_.weights_dtype());
+        part_collectives(e_, r, parts(r, fu), "fsdp", CollectiveKind::kAllGather, "params",
+                         e_.precision().weights, b_.weights_dtype(), std::move(deps), phase);
     gather_op_[static_cast<std::size_t>(fu)] = g;
   }
 
@@ -235,14 +248,16 @@ class Fsdp2Piece final : public ParallelPiece {
     if (!gathered_[static_cast<std::size_t>(fu)]) return;
     gathered_[static_cast<std::size_t>(fu)] = 0;
     gather_op_[static_cast<std::size_t>(fu)] = kNoOp;
-    const Bytes bytes = param_bytes(fu);
-    if (bytes == 0 || shard_ranks() <= 1) return;
+    const Bytes bytes = param_bytes(r, fu);
+    if (bytes == 0) return;
     b_.release(r.thread, r.compute, r.gpu, MemCategory::kCommBuffers, bytes,
                "fsdp2 unsharded params");
   }
 
   void open_grads(RankState& r, int fu) {
-    if (grads_open_[static_cast<std::size_t>(fu)] || e_.spec().dp_cp() <= 1) return;
+    // Reduced over dp x cp (HSDP's replicas included) or, the experts', over edp.
+    const bool reduced = e_.spec().dp_cp() > 1 || r.group[ParallelDim::kEdp] >= 0;
+    if (grads_open_[static_cast<std::size_t>(fu)] || !reduced) return;
     grads_open_[static_cast<std::size_t>(fu)] = 1;
     const Bytes bytes = grad_bytes(fu);
     if (bytes > 0)
@@ -261,14 +276,9 @@ class Fsdp2Piece final : public ParallelPiece {
     const Bytes bytes = grad_bytes(fu);
     if (bytes == 0) return;
     const Dtype dt = f_.reduce_bytes == 4 ? Dtype::kFp32 : b_.weights_dtype();
-    OpId last = kNoOp;
-    if (shard_ranks() > 1) {
-      last = e_.coll(r, r.stream[ParallelDim::kDp],
-                     op_names::collective("fsdp", CollectiveKind::kReduceScatter, "grads"),
-                     CollectiveKind::kReduceScatter, shard_group(r), bytes,
-                     {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
-      b_.set_dtype(last, dt);
-    }
+    OpId last = part_collectives(e_, r, parts(r, fu), "fsdp", CollectiveKind::kReduceScatter,
+                                 "grads", f_.reduce_bytes, dt,
+                                 {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
     if (f_.replicate > 1) {
       const std::int64_t s = shard_ranks();
       const Bytes shard = (fu_params_[static_cast<std::size_t>(fu)] + s - 1) / s * f_.reduce_bytes;

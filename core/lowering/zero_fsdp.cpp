@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "core/lowering/expert_sharding.hpp"
 #include "core/lowering/framework_states.hpp"
 #include "core/lowering/fsdp1_flat_param.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
@@ -142,11 +143,22 @@ class ShardingPiece final : public ParallelPiece {
       b_.alloc(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers,
                fp.sharded_grad * g, "fsdp1 sharded grad");
     // ZeRO-2/3, FSDP: reduce-scatter this unit's gradients every micro-batch into the shard.
-    const OpId rs = e_.coll(r, r.stream[ParallelDim::kDp],
-                            op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
-                            CollectiveKind::kReduceScatter, r.group[ParallelDim::kDp], grads,
-                            {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
-    b_.set_dtype(rs, deepspeed_states(e_.scenario()) ? b_.weights_dtype() : b_.grads_dtype());
+    // Under expert parallelism (ZeRO-2) the routed experts' over edp (expert_sharding.hpp).
+    const Dtype dt = deepspeed_states(e_.scenario()) ? b_.weights_dtype() : b_.grads_dtype();
+    const Unit& un = e_.plan().units[static_cast<std::size_t>(lp.unit)];
+    OpId rs = kNoOp;
+    if (un.expert_params > 0) {
+      rs =
+          part_collectives(e_, r, unit_parts(r, numel, un.expert_params, r.group[ParallelDim::kDp]),
+                           "zero", CollectiveKind::kReduceScatter, "grads", g, dt,
+                           {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
+    } else {
+      rs = e_.coll(r, r.stream[ParallelDim::kDp],
+                   op_names::collective("zero", CollectiveKind::kReduceScatter, "grads"),
+                   CollectiveKind::kReduceScatter, r.group[ParallelDim::kDp], grads,
+                   {{r.last_compute, DepKind::kStreamWaits}}, StepPhase::kBackward);
+      b_.set_dtype(rs, dt);
+    }
     if (bucket_ > 0)
       b_.release(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers, bucket_,
                  "grad bucket");
@@ -157,7 +169,7 @@ class ShardingPiece final : public ParallelPiece {
     if (fp.sharded_grad > 0)
       b_.release(r.thread, r.stream[ParallelDim::kDp], r.gpu, MemCategory::kCommBuffers,
                  fp.sharded_grad * g, "fsdp1 sharded grad");
-    lp.sp.st.optimizer_waits.push_back({rs, DepKind::kStreamWaits});
+    if (rs != kNoOp) lp.sp.st.optimizer_waits.push_back({rs, DepKind::kStreamWaits});
   }
 
   void end_optimizer(StepState& st, OpId& last) override {

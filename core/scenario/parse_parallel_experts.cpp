@@ -5,7 +5,8 @@
 // (etp ep). What is modelled (docs/program.md, "Expert parallel"): etp 1 (with tp > 1 the
 // experts stay whole under sequence parallelism), the kinds whose gradient reduction and
 // optimizer sharding the expert-data-parallel groups take over (3d, pipeline and zero, with
-// zero_stage <= 1: Megatron's distributed optimizer at most).
+// zero_stage <= 2: Megatron's distributed optimizer, DeepSpeed's ZeRO-2), and FSDP2 sharding the
+// experts over them (refuse_expert_sharding).
 #include <algorithm>
 
 #include "core/scenario/parse_parallel.hpp"
@@ -105,6 +106,51 @@ void read_a2a_overlap(const ParallelInput& in, ParallelSpec& ps) {
   }
 }
 
+// The sharding frameworks whose expert sharding over the expert-data-parallel ranks is
+// modelled (docs/program.md, "Expert parallel", "FSDP2 with expert parallelism"): Megatron's
+// (3d, pipeline, zero with zero_stage <= 1: the distributed optimizer), DeepSpeed's ZeRO-2
+// (zero_stage 2) and torchtitan's FSDP2 (kind fsdp, fsdp_version 2, without HSDP).
+void refuse_expert_sharding(const ParallelInput& in, const ParallelSpec& ps) {
+  Ctx& ctx = in.ctx;
+  const Obj& o = in.o;
+  const std::string ep = "ep " + std::to_string(ps.ep);
+  const bool fsdp2 = in.kind == StrategyKind::kFsdp && ps.fsdp2.enabled;
+  if (ps.fsdp2.megatron) {
+    ctx.fail_conflict({o.at("ep"), o.at("megatron_fsdp")},
+                      ep + " with megatron_fsdp is not modelled (Megatron-FSDP's sharding of the "
+                           "experts over the expert-data-parallel group)",
+                      "use kind fsdp with fsdp_version 2 (torchtitan's FSDP2 shards the experts "
+                      "over edp), or distributed_optimizer without megatron_fsdp");
+  }
+  if (fsdp2 && ps.fsdp2.replicate > 1) {
+    ctx.fail_conflict({o.at("ep"), o.at("replicate")},
+                      ep + " with HSDP (replicate " + std::to_string(ps.fsdp2.replicate) +
+                          ") is not modelled (torchtitan shards the experts over efsdp and "
+                          "replicates them over dp_replicate)",
+                      "use replicate 1: FSDP2 then shards the experts over all edp ranks");
+  }
+  if (in.kind == StrategyKind::kZero && ps.zero_stage == 3) {
+    ctx.fail_conflict({o.at("ep"), o.at("zero_stage")},
+                      ep + " with ZeRO stage 3: DeepSpeed refuses a mixture of experts at stage 3 "
+                           "(deepspeed/runtime/engine.py, _configure_zero_optimizer: \"MoE not "
+                           "supported with Stage 3\")",
+                      "use zero_stage 2 (DeepSpeed-MoE partitions the experts' gradients and "
+                      "optimizer state over edp), or kind fsdp with fsdp_version 2");
+  }
+  const bool kind_ok = in.kind == StrategyKind::k3d || in.kind == StrategyKind::kPipeline ||
+                       in.kind == StrategyKind::kZero || fsdp2;
+  if (!kind_ok || (ps.zero_stage > 2 && !fsdp2)) {
+    ctx.fail_conflict(
+        {o.at("ep"), o.at(o.has("zero_stage") ? "zero_stage" : "kind")},
+        ep + " under strategy.kind " + to_string(in.kind) +
+            (ps.zero_stage > 1 ? " zero_stage " + std::to_string(ps.zero_stage) : std::string()) +
+            " is not modelled yet (the experts' sharding over the expert-data-parallel ranks)",
+        "use kind 3d or pipeline (Megatron: distributed_optimizer true shards the optimizer "
+        "state of the experts over edp), kind zero with zero_stage <= 2, or kind fsdp with "
+        "fsdp_version 2");
+  }
+}
+
 }  // namespace
 
 void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
@@ -157,18 +203,7 @@ void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
     ctx.fail(o.at("ep"), "ep " + std::to_string(ps.ep) + " needs a mixture of experts",
              "give model.transformer.moe (or an MoE model.hf_config), or remove strategy.ep");
   }
-  const bool kind_ok = in.kind == StrategyKind::k3d || in.kind == StrategyKind::kPipeline ||
-                       in.kind == StrategyKind::kZero;
-  if (!kind_ok || ps.zero_stage > 1 || ps.fsdp2.enabled) {
-    ctx.fail_conflict(
-        {o.at("ep"), o.at(ps.fsdp2.enabled ? (o.has("megatron_fsdp") ? "megatron_fsdp" : "kind")
-                                           : (o.has("zero_stage") ? "zero_stage" : "kind"))},
-        "ep " + std::to_string(ps.ep) + " under strategy.kind " + to_string(in.kind) +
-            (ps.zero_stage > 1 ? " zero_stage " + std::to_string(ps.zero_stage) : std::string()) +
-            " is not modelled yet (the experts' sharding over the expert-data-parallel ranks)",
-        "use kind 3d or pipeline (Megatron: distributed_optimizer true shards the optimizer "
-        "state of the experts over edp), or kind zero with zero_stage <= 1");
-  }
+  refuse_expert_sharding(in, ps);
   if (std::find(ps.rank_order.begin(), ps.rank_order.end(), ParallelDim::kEp) ==
       ps.rank_order.end()) {
     ctx.fail_conflict(

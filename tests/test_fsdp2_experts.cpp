@@ -1,5 +1,5 @@
 // Expert parallelism under FSDP2 and DeepSpeed ZeRO-2 (core/lowering/expert_sharding.hpp,
-// fsdp2.cpp, zero_fsdp.cpp; docs/program.md, "FSDP2 with expert parallelism"): an MoE block's
+// fsdp2.cpp, zero_fsdp.cpp; docs/program.md, "FSDP2 and ZeRO-2 with expert parallelism"): an MoE block's
 // routed experts gathered and reduce-scattered over the expert-data-parallel group, the rest of
 // the block over the FSDP shard group; the model states sharded the same way; rank symmetry and
 // the block path; the layouts that stay refused.

@@ -1,5 +1,5 @@
-// A sharded unit's parts by sharding group (expert_sharding.hpp; docs/program.md, "FSDP2 with
-// expert parallelism").
+// A sharded unit's parts by sharding group (expert_sharding.hpp; docs/program.md, "FSDP2 and
+// ZeRO-2 with expert parallelism").
 #include "core/lowering/expert_sharding.hpp"
 
 #include <string>

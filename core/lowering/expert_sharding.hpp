@@ -1,5 +1,5 @@
-// A sharded unit's parameters split by the group that shards them (docs/program.md, "FSDP2 with
-// expert parallelism"): under expert parallelism the routed experts' over the
+// A sharded unit's parameters split by the group that shards them (docs/program.md, "FSDP2 and
+// ZeRO-2 with expert parallelism"): under expert parallelism the routed experts' over the
 // expert-data-parallel group, the rest over the data-parallel (FSDP shard) group. Internal to
 // core/lowering; used by the FSDP2 piece (fsdp2.cpp) and ZeRO-2's reduce-scatters (zero_fsdp.cpp).
 //

@@ -106,8 +106,8 @@ void read_a2a_overlap(const ParallelInput& in, ParallelSpec& ps) {
   }
 }
 
-// The sharding frameworks whose expert sharding over the expert-data-parallel ranks is
-// modelled (docs/program.md, "Expert parallel", "FSDP2 with expert parallelism"): Megatron's
+// The sharding frameworks whose expert sharding over the expert-data-parallel ranks is modelled
+// (docs/program.md, "Expert parallel", "FSDP2 and ZeRO-2 with expert parallelism"): Megatron's
 // (3d, pipeline, zero with zero_stage <= 1: the distributed optimizer), DeepSpeed's ZeRO-2
 // (zero_stage 2) and torchtitan's FSDP2 (kind fsdp, fsdp_version 2, without HSDP).
 void refuse_expert_sharding(const ParallelInput& in, const ParallelSpec& ps) {

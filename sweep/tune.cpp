@@ -238,10 +238,13 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                       // A rank order only matters with two dimensions over 1; the default once.
                       if (!order.empty() && order != orders.front() && dims_over_1 < 2) continue;
                       // The parser's expert-parallel rules (docs/program.md, "Expert parallel"):
-                      // ep under 3d / zero up to stage 1 (no FSDP, no Megatron-FSDP); tp > 1 with
-                      // experts only with sequence parallelism and ep > 1.
-                      if (ep > 1 && (sh.keys.value("kind", "") == "fsdp" ||
-                                     sh.keys.value("zero_stage", 0) > 1 ||
+                      // ep under 3d / zero up to stage 2 and FSDP2 without HSDP (no FSDP1, no
+                      // Megatron-FSDP, no ZeRO-3); tp > 1 with experts only with sequence
+                      // parallelism and ep > 1.
+                      const bool fsdp1 = sh.keys.value("kind", "") == "fsdp" &&
+                                         sh.keys.value("fsdp_version", 1) == 1;
+                      if (ep > 1 && (fsdp1 || sh.keys.value("zero_stage", 0) > 2 ||
+                                     sh.keys.value("replicate", 1) > 1 ||
                                      sh.keys.value("megatron_fsdp", false)))
                         continue;
                       if (moe && tp > 1 && (!sq || ep == 1)) continue;

@@ -1,8 +1,8 @@
 // Expert parallelism under FSDP2 and DeepSpeed ZeRO-2 (core/lowering/expert_sharding.hpp,
-// fsdp2.cpp, zero_fsdp.cpp; docs/program.md, "FSDP2 and ZeRO-2 with expert parallelism"): an MoE block's
-// routed experts gathered and reduce-scattered over the expert-data-parallel group, the rest of
-// the block over the FSDP shard group; the model states sharded the same way; rank symmetry and
-// the block path; the layouts that stay refused.
+// fsdp2.cpp, zero_fsdp.cpp; docs/program.md, "FSDP2 and ZeRO-2 with expert parallelism"): an MoE
+// block's routed experts gathered and reduce-scattered over the expert-data-parallel group, the
+// rest of the block over the FSDP shard group; the model states sharded the same way; rank symmetry
+// and the block path; the layouts that stay refused.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -201,6 +201,10 @@ TEST_CASE("Expert sharding that stays refused names the keys", "[fsdp2][ep]") {
   e = err(kFsdp2 + R"(, "replicate": 2, "ep": 4)");
   CHECK(e.json_path().find("strategy.ep (file), strategy.replicate (file)") != std::string::npos);
   CHECK(e.message().find("HSDP") != std::string::npos);
+  // Megatron-Core's combined 1F1B all-to-all overlap is Megatron's alone.
+  e = err(kFsdp2 + R"(, "ep": 4, "moe_a2a_overlap": "1f1b")");
+  CHECK(e.json_path().find("strategy.moe_a2a_overlap (file), strategy.kind (file)") !=
+        std::string::npos);
   e = err(R"("kind": "fsdp", "dp": 8, "ep": 4)");  // FSDP1
   CHECK(e.json_path().find("strategy.ep (file), strategy.kind (file)") != std::string::npos);
 }

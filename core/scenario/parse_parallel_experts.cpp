@@ -98,6 +98,14 @@ void read_a2a_overlap(const ParallelInput& in, ParallelSpec& ps) {
                       "(Megatron-Core overlaps the alltoall and flex/DeepEP dispatchers)",
                       "use moe_dispatcher alltoall or deepep, or moe_a2a_overlap none");
   }
+  // Megatron-Core's combined 1F1B; torchtitan's FSDP2 and DeepSpeed's ZeRO-2 run one micro-batch's
+  // pass at a time (their expert sharding: refuse_expert_sharding).
+  if (ps.fsdp2.enabled || ps.zero_stage == 2) {
+    ctx.fail_conflict({o.at("moe_a2a_overlap"), o.at(o.has("zero_stage") ? "zero_stage" : "kind")},
+                      "moe_a2a_overlap 1f1b is Megatron-Core's (combined_1f1b); FSDP2 and ZeRO-2 "
+                      "do not pair micro-batches",
+                      "use kind 3d or pipeline for the overlap, or moe_a2a_overlap none");
+  }
   if (ps.pp > 1 && ps.schedule == PipelineSchedule::kGpipe) {
     ctx.fail_conflict({o.at("moe_a2a_overlap"), o.at("schedule")},
                       "moe_a2a_overlap 1f1b pairs the steady 1F1B phase's forward and backward; "

@@ -66,7 +66,7 @@ const std::vector<ParallelValidator> kParallelValidators = {
     validate_megatron_sharding, validate_zero3,
     validate_recompute,         validate_model_split,
     validate_context_parallel,  validate_experts,
-    validate_optimizer_offload, validate_etp,
+    validate_expert_tp,         validate_optimizer_offload,
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,

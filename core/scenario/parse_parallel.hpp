@@ -75,7 +75,7 @@ void validate_context_parallel(const ParallelInput& in, ParallelSpec& ps);
 void validate_experts(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_etp.cpp: etp > 1 (expert tensor parallelism): a mixture of experts, ep > 1 or
 // etp = tp, the kinds ep > 1 allows, etp dividing the experts' width, the alltoall dispatcher.
-void validate_etp(const ParallelInput& in, ParallelSpec& ps);
+void validate_expert_tp(const ParallelInput& in, ParallelSpec& ps);
 // Where the scenario gave the model's `key` (seq_len, heads, moe.experts): model.gpt.<key>,
 // model.transformer.<key>, or with model.hf_config model.seq_len beside it and the config file
 // for the shape (parse_parallel_context.cpp).

@@ -9,7 +9,7 @@
 
 namespace csim::core::parse {
 
-void validate_etp(const ParallelInput& in, ParallelSpec& ps) {
+void validate_expert_tp(const ParallelInput& in, ParallelSpec& ps) {
   if (ps.etp <= 1) return;
   Ctx& ctx = in.ctx;
   const Obj& o = in.o;

@@ -30,6 +30,10 @@
 // runs the all-to-alls over the traffic matrix of DeepEP's kernels (core/lowering/
 // deepep_pattern.hpp), set on each EP group with the SMs those kernels hold.
 //
+// strategy.etp > 1 (expert_tensor_parallel.cpp; docs/program.md, "Expert tensor parallel"): the
+// piece also makes the etp groups and issues an all-gather over them after each gathering
+// exchange and a reduce-scatter before the other; with ep 1 (etp = tp) only those.
+//
 // strategy.moe_a2a_overlap 1f1b (moe_a2a_overlap.cpp): a paired pass's all-to-alls go on the
 // rank's "ep a2a" comm stream, each after its pass's last op, and the kernel of that pass that
 // needs it waits for it; the exchange before a paused pass's next layer is issued when it pauses.

@@ -165,10 +165,11 @@ TEST_CASE("the driver runs every validator in order", "[parse][parallel]") {
   // grid, so a scenario wrong in both its grid and its sharding reports the grid.
   REQUIRE(kParallelValidators.front() == &validate_fsdp_version);
   REQUIRE(kParallelValidators[1] == &validate_rank_grid);
-  REQUIRE(kParallelValidators.size() == 15);  // fsdp version, grid, tensor, schedule, stage
+  REQUIRE(kParallelValidators.size() == 16);  // fsdp version, grid, tensor, schedule, stage
                                               // split, micro-batches, sharding, fsdp2, megatron
                                               // sharding, zero3, recompute, model split,
-                                              // context parallelism, experts, optimizer offload
+                                              // context parallelism, experts, expert tensor
+                                              // parallelism, optimizer offload
   // The optimizer offload last: it reads the kind's sharding (distributed_optimizer,
   // megatron_fsdp, zero_stage) that the validators before it filled.
   REQUIRE(kParallelValidators.back() == &validate_optimizer_offload);

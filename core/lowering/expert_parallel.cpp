@@ -30,6 +30,10 @@
 // runs the all-to-alls over the traffic matrix of DeepEP's kernels (core/lowering/
 // deepep_pattern.hpp), set on each EP group with the SMs those kernels hold.
 //
+// strategy.etp > 1 (expert_tensor_parallel.cpp; docs/program.md, "Expert tensor parallel"): the
+// piece also makes the etp groups and issues an all-gather over them after each gathering
+// exchange and a reduce-scatter before the other; with ep 1 (etp = tp) only those.
+//
 // strategy.moe_a2a_overlap 1f1b (moe_a2a_overlap.cpp): a paired pass's all-to-alls go on the
 // rank's "ep a2a" comm stream, each after its pass's last op, and the kernel of that pass that
 // needs it waits for it; the exchange before a paused pass's next layer is issued when it pauses.
@@ -46,11 +50,15 @@
 namespace csim::core {
 
 void shard_experts(ShardedLayer& sl, const LayerSpec& l, const ParallelSpec& ps) {
-  if (ps.ep <= 1 || l.expert_role == ExpertRole::kNone) return;
-  // E / ep whole experts per rank (the parser makes ep divide E); FLOPs, traffic and saved bytes
-  // per sample unchanged under balanced routing (above).
-  sl.params /= ps.ep;
-  sl.second_tensor_params /= ps.ep;
+  if (l.expert_role == ExpertRole::kNone) return;
+  if (ps.ep > 1) {
+    // E / ep whole experts per rank (the parser makes ep divide E); FLOPs, traffic and saved
+    // bytes per sample unchanged under balanced routing (above).
+    sl.params /= ps.ep;
+    sl.second_tensor_params /= ps.ep;
+  }
+  // Each expert split over the etp ranks (expert_tensor_parallel.cpp).
+  shard_expert_tensor(sl, l, ps.etp);
 }
 
 namespace hybrid {
@@ -85,6 +93,17 @@ class ExpertParallelPiece final : public ParallelPiece {
     const ParallelSpec& ps = e_.spec();
     dispatcher_ = ps.moe_dispatcher;
     top_k_ = e_.scenario().model.transformer_config.moe.top_k;
+    // The expert-tensor-parallel groups (etp > 1, expert_tensor_parallel.cpp): the all-gather
+    // after the dispatch and the reduce-scatter before the combine.
+    if (ps.etp > 1)
+      grid.for_each_group(
+          {ParallelDim::kEtp}, [&](const std::vector<int>& rks, const RankCoord& at) {
+            const int g = e_.add_group(rks, name("etp", grid, at, ParallelDim::kEtp));
+            for (int x : rks) ranks[static_cast<std::size_t>(x)].group[ParallelDim::kEtp] = g;
+          });
+    // With ep 1 (etp = tp, the parser's rule) the expert grid is the dense one: no all-to-all,
+    // and the experts' gradients go with the dense ones over dp x cp (= edp).
+    if (ps.ep <= 1) return;
     grid.for_each_group({ParallelDim::kEp}, [&](const std::vector<int>& rks, const RankCoord& at) {
       const int g = e_.add_group(rks, name("ep", grid, at, ParallelDim::kEp));
       for (int x : rks) ranks[static_cast<std::size_t>(x)].group[ParallelDim::kEp] = g;
@@ -126,7 +145,7 @@ class ExpertParallelPiece final : public ParallelPiece {
 
   void end_layer(LayerPass& lp) override {
     const ExpertRole role = role_of(lp.layer);
-    if (role != ExpertRole::kNone && !balanced_) imbalance(lp);
+    if (role != ExpertRole::kNone && !balanced_ && e_.spec().ep > 1) imbalance(lp);
     if ((lp.forward() && role == ExpertRole::kLast) ||
         (!lp.forward() && role == ExpertRole::kFirst)) {
       std::vector<Dep> after;
@@ -268,8 +287,43 @@ class ExpertParallelPiece final : public ParallelPiece {
   }
 
   // The exchange before the experts (`gather`: the dispatch, or the combine's gradient) or after
-  // them, as the dispatcher runs it (above).
+  // them, as the dispatcher runs it (above). Under expert tensor parallelism the all-gather over
+  // the etp group follows the gathering exchange and the reduce-scatter precedes the other, on the
+  // same stream (MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess;
+  // expert_tensor_parallel.cpp); returned: the exchange's last op.
   OpId exchange(LayerPass& lp, const char* what, bool gather, std::vector<Dep> deps) {
+    if (e_.spec().etp <= 1) return ep_exchange(lp, what, gather, std::move(deps));
+    RankState& r = lp.r();
+    const int stream = on_side(lp.sp, lp.phase) ? r.stream[ParallelDim::kEp] : r.compute;
+    if (gather) {
+      if (e_.spec().ep > 1)
+        deps = {{ep_exchange(lp, what, true, std::move(deps)), DepKind::kStreamWaits}};
+      return etp_collective(lp, stream, what, true, std::move(deps));
+    }
+    const OpId rs = etp_collective(lp, stream, what, false, std::move(deps));
+    if (e_.spec().ep <= 1) return rs;
+    return ep_exchange(lp, what, false, {{rs, DepKind::kStreamWaits}});
+  }
+
+  // The expert-TP all-gather (`gather`) or reduce-scatter: the group's etp x c bytes, c the
+  // rank's copies after the dispatch (its load L_j times its own under uneven routing; the
+  // group's members share their EP index, so their load), the all-gather's output and the
+  // reduce-scatter's input (nccl-tests' size).
+  OpId etp_collective(LayerPass& lp, int stream, const char* what, bool gather,
+                      std::vector<Dep> deps) {
+    RankState& r = lp.r();
+    const double load =
+        balanced_ || e_.spec().ep <= 1
+            ? 1.0
+            : loads(lp.layer, lp.sp.micro).per_rank[static_cast<std::size_t>(ep_index_[r.rank])];
+    const double bytes = token_bytes_[static_cast<std::size_t>(lp.layer)] * e_.spec().etp * load;
+    return e_.coll(
+        r, stream, NameRef::cat({gather ? "etp all_gather " : "etp reduce_scatter ", what}),
+        gather ? CollectiveKind::kAllGather : CollectiveKind::kReduceScatter,
+        r.group[ParallelDim::kEtp], e_.per_micro_batch(bytes), std::move(deps), lp.phase);
+  }
+
+  OpId ep_exchange(LayerPass& lp, const char* what, bool gather, std::vector<Dep> deps) {
     RankState& r = lp.r();
     const int stream = on_side(lp.sp, lp.phase) ? r.stream[ParallelDim::kEp] : r.compute;
     const double copies = token_bytes_[static_cast<std::size_t>(lp.layer)];

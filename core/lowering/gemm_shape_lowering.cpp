@@ -19,9 +19,17 @@ GemmShape rank_gemm_shape(const LayerSpec& l, std::int64_t samples, const Parall
   }
   // Context parallelism: each rank's s / cp tokens (the parser makes 2 cp divide s).
   if (cp > 1) g.m /= cp;
-  if (tp > 1 && l.expert_role != ExpertRole::kNone) {
-    // Whole experts on each tp rank's s / tp tokens (etp 1, shard_layer).
-    g.m /= tp;
+  if (l.expert_role != ExpertRole::kNone) {
+    // Each tp rank routes its own s / tp tokens (shard_layer).
+    if (tp > 1) g.m /= tp;
+    // Expert tensor parallelism (docs/program.md, "Expert tensor parallel"): etp times the
+    // tokens after the all-gather, experts.fc on 2 f_e / etp columns, experts.proj on f_e / etp
+    // rows (the parser makes etp divide f_e); the same FLOPs.
+    if (ps.etp > 1) {
+      g.m *= ps.etp;
+      if (l.tp_role == TpRole::kColumn) g.n /= ps.etp;
+      if (l.tp_role == TpRole::kRow) g.k /= ps.etp;
+    }
   } else if (tp > 1) {
     // Megatron's column-parallel layers split the weight's output columns, row-parallel ones its
     // input rows (docs/program.md, "Tensor parallel"); shard_layer divides their FLOPs by tp.

@@ -34,7 +34,9 @@ Program lower_hybrid(const Scenario& s, const std::string& label, Progress* prog
   const ParallelSpec& ps = s.strategy.parallel;
   if (ps.cp > 1) e.add_piece(hybrid::make_context_parallel_piece(e));
   // The token dispatch and combine wrap the routed experts' kernels (expert_parallel.cpp).
-  if (ps.ep > 1) e.add_piece(hybrid::make_expert_parallel_piece(e));
+  // Expert tensor parallelism's all-gather and reduce-scatter go with them
+  // (expert_tensor_parallel.cpp).
+  if (ps.ep > 1 || ps.etp > 1) e.add_piece(hybrid::make_expert_parallel_piece(e));
   std::string full = label;
   if (ps.cp > 1 && !full.empty() && full.back() == ')') {
     full.pop_back();
@@ -43,6 +45,10 @@ Program lower_hybrid(const Scenario& s, const std::string& label, Progress* prog
   if (ps.ep > 1 && !full.empty() && full.back() == ')') {
     full.pop_back();
     full += ", ep " + std::to_string(ps.ep) + ")";
+  }
+  if (ps.etp > 1 && !full.empty() && full.back() == ')') {
+    full.pop_back();
+    full += ", etp " + std::to_string(ps.etp) + ")";
   }
   e.build(full);
   return b.take();

@@ -163,6 +163,18 @@ CpBlockBytes cp_block_bytes(const ModelSpec& m, const LayerSpec& core, const Par
 // experts get the whole group's copies for them: (s k / E) ep tokens each).
 void shard_experts(ShardedLayer& sl, const LayerSpec& l, const ParallelSpec& ps);
 
+// [SECTION] Expert tensor parallel (expert_tensor_parallel.cpp) ----------------------------------
+
+// A routed-expert layer on one rank of its expert TP group (docs/program.md, "Expert tensor
+// parallel"; shard_experts calls it): 1/etp of the experts' weights (experts.proj's bias whole),
+// the same FLOPs per rank on etp times the tokens, etp times experts.fc's input (read and saved)
+// and experts.proj's output (written before the reduce-scatter).
+void shard_expert_tensor(ShardedLayer& sl, const LayerSpec& l, int etp);
+// The saved bytes per sample that etp adds in layers [seg.first, seg.end) to
+// stored_activation_bytes_per_sample (experts.fc's gathered input, where the recompute policy
+// keeps it; before the 1/cp of rank_stored_activation_bytes_per_sample): 0 with etp 1.
+double etp_extra_stored_bytes_per_sample(const ModelSpec& m, Segment seg, const ParallelSpec& ps);
+
 // [SECTION] Recompute ----------------------------------------------------------------------------
 
 // Bytes one micro-batch sample keeps saved in layers [seg.first, seg.end) between its forward and

@@ -62,9 +62,10 @@ double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int t
 
 double rank_stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg,
                                                const ParallelSpec& ps) {
-  // x / 1 is x exactly: without context parallelism nothing changes.
-  return stored_activation_bytes_per_sample(m, seg, ps.tp, ps.sequence_parallel, ps.recompute,
-                                            ps.recompute_every) /
+  // x / 1 and x + 0 are x exactly: without context or expert tensor parallelism nothing changes.
+  return (stored_activation_bytes_per_sample(m, seg, ps.tp, ps.sequence_parallel, ps.recompute,
+                                             ps.recompute_every) +
+          etp_extra_stored_bytes_per_sample(m, seg, ps)) /
          ps.cp;
 }
 

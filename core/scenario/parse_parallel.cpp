@@ -56,7 +56,8 @@ const std::vector<std::string> kParallelKeys = {"dp",
 // virtual_stages, and its even-split refusal came from the schedule's check before);
 // micro-batches after the schedule (the interleaved schedule constrains their count); FSDP2's and
 // Megatron's sharding keys after zero_stage; model_parallel's split points; context parallelism
-// last (it reads zero_stage).
+// last (it reads zero_stage); etp's checks after the experts' (they read ep, etp and the
+// dispatcher).
 const std::vector<ParallelValidator> kParallelValidators = {
     validate_fsdp_version,      validate_rank_grid,
     validate_tensor_parallel,   validate_pipeline_schedule,
@@ -65,7 +66,7 @@ const std::vector<ParallelValidator> kParallelValidators = {
     validate_megatron_sharding, validate_zero3,
     validate_recompute,         validate_model_split,
     validate_context_parallel,  validate_experts,
-    validate_optimizer_offload,
+    validate_expert_tp,         validate_optimizer_offload,
 };
 
 ParallelSpec parse_parallel(Ctx& ctx, const Obj& o, StrategyKind kind, int gpus,

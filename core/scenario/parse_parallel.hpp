@@ -69,9 +69,13 @@ void validate_recompute(const ParallelInput& in, ParallelSpec& ps);
 // core, a sequence divisible by 2 cp and, for the all-to-all exchanges, divisible heads.
 void validate_context_parallel(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_experts.cpp: ep (expert parallelism: a mixture of experts whose expert count
-// it divides, folded into tp x cp x dp, under the kinds whose sharding it models) and etp (1:
-// expert tensor parallelism is not modelled yet); a mixture of experts with tp 1.
+// it divides, folded into tp x cp x dp, under the kinds whose sharding it models) and etp (etp x
+// ep dividing tp x cp x dp); a mixture of experts with tp > 1 needs sequence parallelism and
+// ep > 1 or etp = tp.
 void validate_experts(const ParallelInput& in, ParallelSpec& ps);
+// parse_parallel_etp.cpp: etp > 1 (expert tensor parallelism): a mixture of experts, ep > 1 or
+// etp = tp, the kinds ep > 1 allows, etp dividing the experts' width, the alltoall dispatcher.
+void validate_expert_tp(const ParallelInput& in, ParallelSpec& ps);
 // Where the scenario gave the model's `key` (seq_len, heads, moe.experts): model.gpt.<key>,
 // model.transformer.<key>, or with model.hf_config model.seq_len beside it and the config file
 // for the shape (parse_parallel_context.cpp).

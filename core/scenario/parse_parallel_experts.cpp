@@ -2,9 +2,9 @@
 // expert parallelism"): strategy.ep splits each MoE block's routed experts over ep ranks, folded
 // into the dense layers' tp x cp x dp ranks as Megatron-Core's MoE Parallel Folding does (Liu et
 // al. 2025): the expert layers' grid is etp x ep x edp x pp over the same ranks, edp = tp cp dp /
-// (etp ep). What is modelled (docs/program.md, "Expert parallel"): etp 1 (with tp > 1 the
-// experts stay whole under sequence parallelism), the kinds whose gradient reduction and
-// optimizer sharding the expert-data-parallel groups take over (3d, pipeline and zero, with
+// (etp ep). What is modelled (docs/program.md, "Expert parallel"): etp >= 1 (its own checks in
+// parse_parallel_etp.cpp; tp > 1 under sequence parallelism), the kinds whose gradient reduction
+// and optimizer sharding the expert-data-parallel groups take over (3d, pipeline and zero, with
 // zero_stage <= 2: Megatron's distributed optimizer, DeepSpeed's ZeRO-2), and FSDP2 sharding the
 // experts over them (refuse_expert_sharding).
 #include <algorithm>
@@ -167,28 +167,21 @@ void validate_experts(const ParallelInput& in, ParallelSpec& ps) {
   const MoeConfig& moe = in.model.transformer_config.moe;
   ps.ep = static_cast<int>(o.integer("ep", 1, 1, 1 << 16));
   ps.etp = static_cast<int>(o.integer("etp", 1, 1, 1 << 16));
-  if (ps.etp != 1) {
-    ctx.fail(o.at("etp"),
-             "etp " + std::to_string(ps.etp) +
-                 " (expert tensor parallelism) is not modelled yet: the experts are whole on "
-                 "each expert-parallel rank",
-             "use etp 1 and spread the experts with ep");
-  }
-  // tp > 1: the dense layers split by tensor parallelism, the experts whole (etp 1) with the
-  // EP group folded over the tp ranks too. Megatron-Core requires sequence parallelism there
-  // (arguments.py: "When using MoE and tensor parallelism, sequence parallelism must be used"),
-  // so each tp rank routes its own s / tp tokens; without ep the experts would have to be split
-  // by tp (Megatron's default etp = tp), which is not modelled.
-  if (moe.any() && ps.tp > 1 && (!ps.sequence_parallel || ps.ep <= 1)) {
+  // tp > 1: the dense layers split by tensor parallelism, the EP group folded over the tp ranks
+  // too. Megatron-Core requires sequence parallelism there (arguments.py: "When using MoE and
+  // tensor parallelism, sequence parallelism must be used"), so each tp rank routes its own
+  // s / tp tokens. With ep 1 the experts must then be split by tp (Megatron's default etp = tp,
+  // parse_parallel_etp.cpp); whole experts replicated over the tp ranks are not modelled.
+  if (moe.any() && ps.tp > 1 && (!ps.sequence_parallel || (ps.ep <= 1 && ps.etp != ps.tp))) {
     ctx.fail_conflict({o.at(ps.sequence_parallel ? "ep" : "sequence_parallel"), o.at("tp"),
                        "model.transformer.moe"},
                       "tp " + std::to_string(ps.tp) + " with a mixture of experts needs " +
-                          (ps.sequence_parallel ? "ep > 1" : "sequence_parallel true") +
-                          ": the experts stay whole (etp 1) and each tp rank routes its own "
-                          "s / tp tokens over the expert-parallel group",
+                          (ps.sequence_parallel ? "ep > 1 or etp = tp" : "sequence_parallel true") +
+                          ": each tp rank routes its own s / tp tokens, and the experts are "
+                          "either spread over an expert-parallel group or split by etp = tp",
                       ps.sequence_parallel
                           ? "give ep > 1 (Megatron-Core's MoE Parallel Folding spreads the "
-                            "experts over tp x cp x dp ranks), or use tp 1"
+                            "experts over tp x cp x dp ranks), etp = tp, or use tp 1"
                           : "set sequence_parallel true (Megatron-Core requires it for MoE "
                             "with tp > 1), or use tp 1");
   }

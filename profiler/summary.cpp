@@ -514,6 +514,10 @@ void read_transformer_figures(const nlohmann::json& md, double gpus, Summary& s)
   if (t == md.end() || !t->is_object()) return;
   s.model_params = t->value("params", std::int64_t{0});
   s.model_active_params = t->value("active_params", s.model_params);
+  if (const auto m = t->find("mtp"); m != t->end() && m->is_object()) {
+    s.mtp_params = m->value("params", std::int64_t{0});
+    s.mtp_active_params = m->value("active_params", s.mtp_params);
+  }
   if (const auto r = t->find("moe_routing"); r != t->end() && r->is_object()) {
     s.moe_routing = r->value("kind", std::string());
     s.moe_routing_samples = r->value("samples", 0);

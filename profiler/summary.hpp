@@ -100,6 +100,10 @@ struct Summary {
   // token"); all 0 otherwise.
   std::int64_t model_params = 0;         // the model's parameter count N
   std::int64_t model_active_params = 0;  // of N, those a token uses (a mixture of experts)
+  // Of N and of the active ones, the multi-token-prediction depths' (docs/transformer.md,
+  // "Multi-token prediction"); 0 without them.
+  std::int64_t mtp_params = 0;
+  std::int64_t mtp_active_params = 0;
   // Expert parallelism's routing (docs/summary.md, "Routing"): its kind ("" without ep), MoE
   // blocks x micro-batches sampled, max / mean tokens per expert and per EP rank (mean over the
   // samples, and the worst), and the EP rank that was busiest most often.

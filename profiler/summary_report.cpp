@@ -76,6 +76,8 @@ nlohmann::json summary_to_json(const Summary& s) {
                           {"torchtitan", s.flops_per_token_torchtitan}}}};
     if (s.model_active_params > 0 && s.model_active_params != s.model_params)
       j["transformer"]["active_params"] = s.model_active_params;
+    if (s.mtp_params > 0)
+      j["transformer"]["mtp"] = {{"params", s.mtp_params}, {"active_params", s.mtp_active_params}};
     if (!s.moe_routing.empty()) {
       j["transformer"]["moe_routing"] = {
           {"kind", s.moe_routing},
@@ -265,6 +267,9 @@ void print_summary_table(const Summary& s, std::ostream& out) {
         << (s.model_active_params > 0 && s.model_active_params != s.model_params
                 ? " (" + std::to_string(s.model_active_params) + " active)"
                 : std::string())
+        << (s.mtp_params > 0 ? "; of them multi-token prediction " + std::to_string(s.mtp_params) +
+                                   " (" + std::to_string(s.mtp_active_params) + " active)"
+                             : std::string())
         << "; GFLOP per token: " << fmt("%.4g", s.flops_per_token_model / 1e9) << " model (MFU), "
         << fmt("%.4g", s.flops_per_token_6n / 1e9) << " 6N+attention, "
         << fmt("%.4g", s.flops_per_token_megatron / 1e9) << " Megatron, "

@@ -103,7 +103,7 @@ const std::vector<std::string> kParserKeys = {
     "model.transformer.hidden_dropout", "model.transformer.attention",
     "model.transformer.attention.kernel", "model.transformer.attention.window",
     "model.transformer.attention.global_every", "model.transformer.attention.dropout",
-    "model.transformer.attention.sinks",
+    "model.transformer.attention.sinks", "model.transformer.mtp_layers",
     // model.transformer.moe (core/scenario/parse_moe.cpp)
     "model.transformer.moe", "model.transformer.moe.experts", "model.transformer.moe.top_k",
     "model.transformer.moe.expert_ffn_hidden", "model.transformer.moe.shared_experts",

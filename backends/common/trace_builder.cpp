@@ -8,6 +8,7 @@
 #include "core/lowering/optimizer_memory.hpp"
 #include "core/model/fp8_recipe.hpp"
 #include "core/model/moe_routing.hpp"
+#include "core/model/mtp_layers.hpp"
 #include "core/model/transformer_flops.hpp"
 #include "core/program/step_spans.hpp"
 #include "profiler/huge_pages.hpp"
@@ -507,6 +508,10 @@ void add_metadata(prof::Trace& tr, const core::Scenario& s, const core::Program&
     // experts"); absent for dense models.
     if (s.model.active_params() != s.model.total_params())
       md["transformer"]["active_params"] = s.model.active_params();
+    // Multi-token prediction: the depths' own parameters, of the above (docs/transformer.md,
+    // "Multi-token prediction"); absent without them.
+    if (const core::MtpParams mtp = core::mtp_params(s.model); mtp.total > 0)
+      md["transformer"]["mtp"] = {{"params", mtp.total}, {"active_params", mtp.active}};
     // Expert parallelism: what the routing samples amount to (docs/summary.md, "Routing").
     const core::ParallelSpec& ps = s.strategy.parallel;
     if (s.model.transformer_config.moe.any() && ps.ep > 1) {

@@ -85,9 +85,13 @@ std::vector<Segment> partition_layers(const ModelSpec& m, int segments,
       start[static_cast<std::size_t>(g) + 1] = start[static_cast<std::size_t>(g)] + blocks;
     }
     CSIM_ASSERT(start.back() == m.transformer.layers);
+    // Blocks numbered past the main model's (multi-token-prediction depths, core/model/
+    // mtp_layers.hpp) follow the final norm and stay with it on the last segment, as Megatron-Core
+    // places them without a custom layout (mtp_on_this_rank).
     std::vector<int> first_of_block(static_cast<std::size_t>(m.transformer.layers), -1);
     for (int i = n - 1; i >= 0; --i) {
-      if (m.layers[i].block >= 0) first_of_block[static_cast<std::size_t>(m.layers[i].block)] = i;
+      const int b = m.layers[static_cast<std::size_t>(i)].block;
+      if (b >= 0 && b < m.transformer.layers) first_of_block[static_cast<std::size_t>(b)] = i;
     }
     for (int g = 0; g < segments; ++g) {
       const std::size_t gi = static_cast<std::size_t>(g);

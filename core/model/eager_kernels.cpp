@@ -183,7 +183,10 @@ void apply_eager_kernels(ModelSpec& m, Framework f, bool fused_rmsnorm) {
     }
   for (LayerSpec& l : m.layers) {
     if (l.block < 0 && l.name != "ln_f") continue;
-    const bool norm = l.name == "ln_f" || ends_with(l.name, ".ln_1") || ends_with(l.name, ".ln_2");
+    // The multi-token-prediction depths' norms too (core/model/mtp_layers.hpp).
+    const bool norm = l.name == "ln_f" || ends_with(l.name, ".ln_1") ||
+                      ends_with(l.name, ".ln_2") || ends_with(l.name, ".ln_f") ||
+                      ends_with(l.name, ".enorm") || ends_with(l.name, ".hnorm");
     if (norm && c.norm == NormKind::kRmsNorm && !fused_rmsnorm) {
       eager_rmsnorm(l, e, static_cast<double>(c.hidden));
     } else if (ends_with(l.name, ".attn.rope")) {

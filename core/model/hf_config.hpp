@@ -37,7 +37,7 @@ struct HfModel {
                                              // positions are config.max_positions instead
   std::vector<std::string> warnings;  // "FIELD: message": fields not read, a window no block uses
   // Multi-token-prediction modules the checkpoint holds (DeepSeek-V3's num_nextn_predict_layers):
-  // not modelled; the scenario says whether it trains with them (model.mtp_layers).
+  // the scenario says whether it trains with them (model.mtp_layers, core/model/mtp_layers.hpp).
   int mtp_layers = 0;
 };
 

@@ -14,6 +14,7 @@
 #include "core/model/mla_layers.hpp"
 #include "core/model/model_builders.hpp"
 #include "core/model/moe_layers.hpp"
+#include "core/model/mtp_layers.hpp"
 
 namespace csim::core {
 
@@ -198,9 +199,11 @@ void add_attention(std::vector<LayerSpec>& layers, const TransformerConfig& c,
   layers.push_back(std::move(proj));
 }
 
-void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& d, int i,
-               double e) {
-  const std::string p = "h." + std::to_string(i) + ".";
+// Block `i`'s layers, named `p` and tagged `block` (= i for the main model's blocks; a
+// multi-token-prediction depth's block is shaped as the last block and numbered after it:
+// core/model/mtp_layers.hpp).
+void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& d, int i, int block,
+               const std::string& p, double e) {
   const i64 h = c.hidden, f = d.ffn_hidden;
   const double s = static_cast<double>(c.seq_len), sh = s * static_cast<double>(h);
   const bool gated = c.mlp == MlpKind::kSwiglu;
@@ -261,10 +264,15 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
   } else {
     m.layers.push_back(residual_spec(p + "mlp.residual", sh, e, c.hidden_dropout));
   }
-  for (std::size_t j = first; j < m.layers.size(); ++j) m.layers[j].block = i;
+  for (std::size_t j = first; j < m.layers.size(); ++j) m.layers[j].block = block;
 }
 
 }  // namespace
+
+void add_decoder_block(ModelSpec& m, const TransformerConfig& c, int like, int block,
+                       const std::string& prefix, double e) {
+  add_block(m, c, transformer_dims(c), like, block, prefix, e);
+}
 
 // [SECTION] Model --------------------------------------------------------------------------------
 
@@ -283,11 +291,17 @@ std::int64_t transformer_layer_count(const TransformerConfig& c) {
                    : 1 /* qkv */ + (c.qk_norm ? 1 : 0) +
                          (c.position == PositionKind::kRope ? 1 : 0) + core + 1 /* proj */) +
       (c.parallel_residual ? 0 : 1);
+  auto block_layers = [&](int i) {
+    return attention + 1 /* ln_2 */ + (block_is_moe(c, i) ? moe_mlp_layer_count(c) : 3) +
+           1 /* residual */;
+  };
   i64 blocks = 0;
-  for (int i = 0; i < c.layers; ++i)
-    blocks += attention + 1 /* ln_2 */ + (block_is_moe(c, i) ? moe_mlp_layer_count(c) : 3) +
-              1 /* residual */;
-  return 1 /* embed */ + blocks + 2 /* ln_f, lm_head */;
+  for (int i = 0; i < c.layers; ++i) blocks += block_layers(i);
+  // Each multi-token-prediction depth: its own layers around a block shaped as the last one
+  // (core/model/mtp_layers.hpp).
+  const i64 mtp =
+      c.layers >= 1 ? c.mtp_layers * (kMtpLayersBesideBlock + block_layers(c.layers - 1)) : 0;
+  return 1 /* embed */ + blocks + 2 /* ln_f, lm_head */ + mtp;
 }
 
 ModelSpec build_transformer(const TransformerConfig& c, int act_bytes) {
@@ -298,6 +312,7 @@ ModelSpec build_transformer(const TransformerConfig& c, int act_bytes) {
   require(d.kv_heads >= 1 && c.heads % d.kv_heads == 0, "kv_heads must divide heads");
   require(c.mlp != MlpKind::kSwiglu || c.ffn_hidden > 0, "swiglu needs ffn_hidden");
   require(c.window >= 0 && c.global_every >= 0, "window and global_every must be >= 0");
+  require(c.mtp_layers >= 0, "mtp_layers must be >= 0");
   require(
       !c.moe.any() || (c.moe.top_k >= 1 && c.moe.top_k <= c.moe.experts &&
                        c.mlp == MlpKind::kSwiglu && c.moe.every_k_layers >= 1),
@@ -334,12 +349,16 @@ ModelSpec build_transformer(const TransformerConfig& c, int act_bytes) {
   }
   m.layers.push_back(std::move(embed));
 
-  for (int i = 0; i < c.layers; ++i) add_block(m, c, d, i, e);
+  for (int i = 0; i < c.layers; ++i) add_block(m, c, d, i, i, "h." + std::to_string(i) + ".", e);
 
   // Final norm, then the LM head: logits = x W^T over the Vp rows, FLOPs 2 s h Vp; params 0 when
   // tied to the token embedding; saves its input; its output is the logits (the loss is added by
   // the lowering). Megatron splits both by vocabulary rows.
   m.layers.push_back(norm_spec("ln_f", c.norm, h, s, e, false, TpRole::kReplicated));
+  // The multi-token-prediction depths read the final norm's output and hand it on to the LM head
+  // (Megatron-Core's GPTModel runs the MTP block, then process_mtp_loss, then the output layer;
+  // core/model/mtp_layers.hpp).
+  add_mtp_modules(m, c, e);
   const double svp = s * static_cast<double>(vp);
   m.layers.push_back(make("lm_head", CK::kGemm, TpRole::kVocabOutput,
                           c.tied_embeddings ? 0 : vp * h, 2.0 * sh * static_cast<double>(vp),

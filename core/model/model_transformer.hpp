@@ -32,6 +32,13 @@ bool block_is_windowed(const TransformerConfig& c, int block);
 // Layers build_transformer makes for `c` (the parser checks it against limits.max_layers).
 std::int64_t transformer_layer_count(const TransformerConfig& c);
 
+// One decoder block appended to m.layers: shaped as block `like` (its MLP a mixture of experts or
+// dense, its attention windowed or not), its layers named `prefix` + "ln_1", ... and tagged
+// `block`. build_transformer calls it per block; the multi-token-prediction depths
+// (core/model/mtp_layers.hpp) for theirs. `e`: bytes of one activation element.
+void add_decoder_block(ModelSpec& m, const TransformerConfig& c, int like, int block,
+                       const std::string& prefix, double e);
+
 // The layer list. Throws std::invalid_argument on sizes that cannot be built (the parser checks
 // every one first and names its key). `act_bytes`: bytes of one activation element.
 ModelSpec build_transformer(const TransformerConfig& c, int act_bytes);

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/model/moe_layers.hpp"
+#include "core/model/mtp_layers.hpp"
 
 namespace csim::core {
 
@@ -134,8 +135,10 @@ RoutingStats routing_stats(const TransformerConfig& c, int ep, std::int64_t micr
   st.busiest_rank_count.assign(static_cast<std::size_t>(ep), 0);
   double expert_sum = 0, rank_sum = 0;
   st.worst_expert_max_over_mean = st.worst_rank_max_over_mean = 0;
-  for (int b = 0; b < c.layers; ++b) {
-    if (!block_is_moe(c, b)) continue;
+  // The main model's blocks, then the multi-token-prediction depths' (numbered after them and
+  // shaped as the last block: core/model/mtp_layers.hpp).
+  for (int b = 0; b < c.layers + c.mtp_layers; ++b) {
+    if (!block_is_moe(c, b < c.layers ? b : mtp_block_like(c))) continue;
     for (std::int64_t mu = 0; mu < micro_batches; ++mu) {
       const std::vector<double> s = expert_shares(c.moe, b, mu);
       const std::vector<double> l = ep_rank_loads(kept_shares(c.moe, s), ep);

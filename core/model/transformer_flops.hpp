@@ -14,7 +14,10 @@ namespace csim::core {
 struct TransformerForwardFlops {
   double blocks = 0;     // sum over the blocks: projections, MLP and attention
   double attention = 0;  // of which Q K^T and A V (what selective recompute re-runs)
-  double logits = 0;     // the LM head, 2 s h Vp
+  double logits = 0;     // the LM head, 2 s h Vp, once more per multi-token-prediction depth
+  // Of blocks + logits, the multi-token-prediction depths' (D blocks, D eh_proj 4 s h^2, D heads
+  // 2 s h Vp; docs/transformer.md, "Multi-token prediction"); 0 without them.
+  double mtp = 0;
 };
 TransformerForwardFlops transformer_forward_flops(const TransformerConfig& c);
 

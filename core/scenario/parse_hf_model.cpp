@@ -120,18 +120,16 @@ ModelSpec parse_hf_model(Ctx& ctx, const nlohmann::json& v, const TrainingSpec& 
   // wherever the scenario is read from.
   for (const std::string& w : hf.warnings) ctx.warn("model.hf_config", given + ": " + w);
   // Multi-token prediction (DeepSeek-V3's num_nextn_predict_layers): a training choice the
-  // scenario makes with model.mtp_layers; only 0 (train without the module) is modelled, and a
-  // checkpoint that has the module gets a warning unless the scenario says so.
+  // scenario makes with model.mtp_layers (core/model/mtp_layers.hpp), 0 when not given; a
+  // checkpoint that has the module gets a warning unless the scenario says which.
   if (o.has("mtp_layers")) {
-    const std::int64_t mtp = o.integer("mtp_layers", 0, 0, 64);
-    if (mtp > 0)
-      ctx.fail(o.at("mtp_layers"), n(mtp) + " multi-token-prediction modules: not modelled yet",
-               "use 0 (train without them: the counts and FLOPs are the main model's)");
+    c.mtp_layers = static_cast<int>(o.integer("mtp_layers", 0, 0, 64));
   } else if (hf.mtp_layers > 0) {
     ctx.warn("model.hf_config",
              given + ": num_nextn_predict_layers " + n(hf.mtp_layers) +
-                 ": the multi-token-prediction module is not modelled (parameters and FLOPs are "
-                 "the main model's); model.mtp_layers 0 says the run trains without it");
+                 ": trained without the multi-token-prediction module (parameters and FLOPs are "
+                 "the main model's); model.mtp_layers " +
+                 n(hf.mtp_layers) + " trains with it, 0 silences this");
   }
   // The routing of a mixture of experts, which a Hugging Face config does not hold.
   if (o.has("moe_routing")) {

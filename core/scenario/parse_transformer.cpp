@@ -125,7 +125,8 @@ ModelSpec parse_transformer(Ctx& ctx, const nlohmann::json& v, const std::string
          "hidden_dropout",
          "attention",
          "moe",
-         "mla"});
+         "mla",
+         "mtp_layers"});
   TransformerConfig c;
   c.layers = static_cast<int>(o.req_integer("layers", 1, 100000));
   c.hidden = o.req_integer("hidden", 1, 1 << 17);
@@ -161,6 +162,8 @@ ModelSpec parse_transformer(Ctx& ctx, const nlohmann::json& v, const std::string
     c.attention_sinks = a.boolean("sinks", false);
   }
   if (o.has("moe")) c.moe = parse_moe(ctx, o.raw("moe"), o.at("moe"));
+  // Multi-token-prediction depths (core/model/mtp_layers.hpp); 0 = none.
+  c.mtp_layers = static_cast<int>(o.integer("mtp_layers", 0, 0, 64));
   return build_checked_transformer(ctx, c, path, act_bytes, gpu);
 }
 

@@ -126,6 +126,10 @@ struct TransformerConfig {
   AttentionKernel attention_kernel = AttentionKernel::kFlash2;  // resolved by the parser
   MoeConfig moe;                                                // dense unless moe.experts > 0
   MlaConfig mla;  // ordinary attention unless mla.kv_lora_rank > 0
+  // D, multi-token-prediction depths trained beside the main model (DeepSeek-V3's
+  // num_nextn_predict_layers; Megatron-Core's mtp_num_layers): each appends one more block after
+  // the final norm, on the last pipeline stage (core/model/mtp_layers.hpp). 0 = none.
+  int mtp_layers = 0;
 };
 
 }  // namespace csim::core

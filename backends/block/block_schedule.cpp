@@ -230,7 +230,9 @@ void Schedule::start_unit(int ui) {
       const Unit& mu = units_[static_cast<std::size_t>(m)];
       if (mu.hbm_ask > 0) hbm_change(mu.gpu, m, mu.hbm_ask);
     }
-    push(now_ + u.transfer_ns, Ev::kTransferDone, -1 - static_cast<std::int64_t>(in));
+    // docs/block-eval.md, "Transfers": its flows share the links with the others in flight.
+    net_start(static_cast<int>(in),
+              program_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])]);
   }
 }
 
@@ -378,12 +380,17 @@ EvalResult Schedule::run() {
         if (units_[static_cast<std::size_t>(ev.subject)].gen == ev.gen)
           finish_unit(static_cast<int>(ev.subject), now_);
         break;
-      case Ev::kTransferDone:
-        if (ev.subject >= 0) {
-          finish_unit(static_cast<int>(ev.subject), now_);
-        } else {
-          for (int u : inst_units_[static_cast<std::size_t>(-1 - ev.subject)]) finish_unit(u, now_);
+      case Ev::kNetGo:
+        net_go(static_cast<int>(ev.subject));
+        break;
+      case Ev::kNetCheck:
+        if (ev.gen == net_gen_) {
+          net_advance();
+          net_schedule_check();
         }
+        break;
+      case Ev::kTransferDone:
+        finish_unit(static_cast<int>(ev.subject), now_);
         break;
     }
   }

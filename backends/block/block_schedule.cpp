@@ -230,9 +230,13 @@ void Schedule::start_unit(int ui) {
       const Unit& mu = units_[static_cast<std::size_t>(m)];
       if (mu.hbm_ask > 0) hbm_change(mu.gpu, m, mu.hbm_ask);
     }
-    // docs/block-eval.md, "Transfers": its flows share the links with the others in flight.
-    net_start(static_cast<int>(in),
-              program_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])]);
+    // docs/block-eval.md, "Transfers": with all-to-alls in the Program its flows share the links
+    // with the others in flight; otherwise it takes its alone time.
+    if (shared_links_)
+      net_start(static_cast<int>(in),
+                program_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])]);
+    else
+      push(now_ + u.transfer_ns, Ev::kTransferDone, -1 - static_cast<std::int64_t>(in));
   }
 }
 
@@ -390,7 +394,11 @@ EvalResult Schedule::run() {
         }
         break;
       case Ev::kTransferDone:
-        finish_unit(static_cast<int>(ev.subject), now_);
+        if (ev.subject >= 0) {
+          finish_unit(static_cast<int>(ev.subject), now_);
+        } else {
+          for (int u : inst_units_[static_cast<std::size_t>(-1 - ev.subject)]) finish_unit(u, now_);
+        }
         break;
     }
   }

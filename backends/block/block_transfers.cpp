@@ -242,6 +242,16 @@ const std::vector<NetStage>& Schedule::net_plan(const Op& op) {
   return net_plans_.emplace(key, std::move(out)).first->second;
 }
 
+// docs/block-eval.md, "Transfers": the shared network is used where the Program has an
+// all-to-all over more than one GPU.
+bool Schedule::has_all_to_all(const core::Program& p) {
+  for (const Op& op : p.ops)
+    if (op.kind == core::OpKind::kCollective && op.collective == core::CollectiveKind::kAllToAll &&
+        p.groups[static_cast<std::size_t>(op.group)].gpus.size() > 1)
+      return true;
+  return false;
+}
+
 // The instance's data moves: its first stage after its latency.
 void Schedule::net_start(int instance, const Op& op) {
   const int tr = static_cast<int>(net_transfers_.size());

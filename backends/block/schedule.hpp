@@ -197,7 +197,8 @@ class Schedule {
         comm_(core::comm_params_for(s)),
         topology_(core::shared_topology(s.cluster)),
         topo_(*topology_),
-        shared_(shared) {}
+        shared_(shared),
+        shared_links_(has_all_to_all(p)) {}
   std::string build();  // empty when the block path applies, else why not
   EvalResult run();
   // After run(): the OOM verdict of the figures, and the verdict each GPU would get with its
@@ -241,6 +242,10 @@ class Schedule {
   std::vector<double> asks_scratch_;
   double hbm_bytes_per_ns_ = 0;  // mem_bw x mem_bw_efficiency
   // docs/block-eval.md, "Transfers": the collectives' flows in flight share the topology's links.
+  // Whether the collectives share the flow network at all: only where the Program has
+  // all-to-alls (expert or context parallel), whose gap it closes; elsewhere the alone times
+  // were within 0.12 % and the network costs 3-4x the evaluation (docs/block-eval.md).
+  bool shared_links_ = false;
   std::unique_ptr<engine::FlowNetwork> net_;
   std::map<PlanKey, std::vector<NetStage>> net_plans_;
   std::vector<NetTransfer> net_transfers_;
@@ -271,6 +276,7 @@ class Schedule {
   bool images_disjoint(const core::TransferPlan& plan, const std::vector<int>& gpus);
   void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
   const std::vector<int>& mirrors_of(const std::vector<int>& gpus);
+  static bool has_all_to_all(const core::Program& p);
   const std::vector<NetStage>& net_plan(const Op& op);
   void net_start(int instance, const Op& op);
   void net_go(int tr);

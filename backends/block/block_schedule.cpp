@@ -230,7 +230,13 @@ void Schedule::start_unit(int ui) {
       const Unit& mu = units_[static_cast<std::size_t>(m)];
       if (mu.hbm_ask > 0) hbm_change(mu.gpu, m, mu.hbm_ask);
     }
-    push(now_ + u.transfer_ns, Ev::kTransferDone, -1 - static_cast<std::int64_t>(in));
+    // docs/block-eval.md, "Transfers": with all-to-alls in the Program its flows share the links
+    // with the others in flight; otherwise it takes its alone time.
+    if (shared_links_)
+      net_start(static_cast<int>(in),
+                program_.ops[static_cast<std::size_t>(st.op[static_cast<std::size_t>(u.first)])]);
+    else
+      push(now_ + u.transfer_ns, Ev::kTransferDone, -1 - static_cast<std::int64_t>(in));
   }
 }
 
@@ -377,6 +383,15 @@ EvalResult Schedule::run() {
       case Ev::kChainDone:
         if (units_[static_cast<std::size_t>(ev.subject)].gen == ev.gen)
           finish_unit(static_cast<int>(ev.subject), now_);
+        break;
+      case Ev::kNetGo:
+        net_go(static_cast<int>(ev.subject));
+        break;
+      case Ev::kNetCheck:
+        if (ev.gen == net_gen_) {
+          net_advance();
+          net_schedule_check();
+        }
         break;
       case Ev::kTransferDone:
         if (ev.subject >= 0) {

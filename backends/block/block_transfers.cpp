@@ -212,4 +212,91 @@ TimeNs Schedule::time_plan(core::TransferPlan plan, const std::vector<int>& mirr
   return total;
 }
 
+// [SECTION] Shared links -------------------------------------------------------------------------
+
+// docs/block-eval.md, "Transfers": a collective's stages, every mirror image's flows included (as
+// the op-level simulator's collective_plan, backends/sim/sim_executor.cpp), registered once per
+// plan key on the schedule's flow network of the whole topology.
+const std::vector<NetStage>& Schedule::net_plan(const Op& op) {
+  const PlanKey key{
+      1, static_cast<int>(op.collective), static_cast<int>(op.algo), op.group, op.root, op.bytes};
+  const auto it = net_plans_.find(key);
+  if (it != net_plans_.end()) return it->second;
+  if (!net_) net_ = std::make_unique<engine::FlowNetwork>(topo_.links());
+  const core::CommGroup& g = program_.groups[static_cast<std::size_t>(op.group)];
+  core::TransferPlan plan =
+      core::plan_collective(topo_, comm_, op.collective, op.algo, g.gpus, op.root,
+                            static_cast<double>(op.bytes), &g.a2a_shares);
+  if (program_.symmetry.enabled()) add_mirror_flows(plan, mirrors_of(g.gpus));
+  std::vector<NetStage> out;
+  std::vector<engine::FlowStartRef> flows;
+  auto add = [&](const core::TransferPlan& st) {
+    flows.clear();
+    for (const core::FlowSpec& f : st.flows)
+      if (f.bytes > 0)
+        flows.push_back({topo_.route(f.src, f.dst), f.bytes, f.rate_cap_bytes_per_s});
+    out.push_back({st.latency_ns, net_->register_batch(flows), static_cast<int>(flows.size())});
+  };
+  add(plan);
+  for (const core::TransferPlan& st : plan.then) add(st);
+  return net_plans_.emplace(key, std::move(out)).first->second;
+}
+
+// docs/block-eval.md, "Transfers": the shared network is used where the Program has an
+// all-to-all over more than one GPU.
+bool Schedule::has_all_to_all(const core::Program& p) {
+  for (const Op& op : p.ops)
+    if (op.kind == core::OpKind::kCollective && op.collective == core::CollectiveKind::kAllToAll &&
+        p.groups[static_cast<std::size_t>(op.group)].gpus.size() > 1)
+      return true;
+  return false;
+}
+
+// The instance's data moves: its first stage after its latency.
+void Schedule::net_start(int instance, const Op& op) {
+  const int tr = static_cast<int>(net_transfers_.size());
+  net_transfers_.push_back({instance, &net_plan(op), 0, 0});
+  push(now_ + net_transfers_.back().stages->front().latency_ns, Ev::kNetGo, tr);
+}
+
+void Schedule::net_go(int tr) {
+  net_advance();  // the flows in flight up to now at their old rates
+  NetTransfer& x = net_transfers_[static_cast<std::size_t>(tr)];
+  const NetStage& st = (*x.stages)[x.stage];
+  x.flows_left = st.flows;
+  if (x.flows_left == 0) {
+    net_stage_done(tr);
+    return;
+  }
+  net_->start_batch(now_, st.batch, tr);
+  net_schedule_check();
+}
+
+// A stage's flows are done: the next stage after its latency, or the instance's units end.
+void Schedule::net_stage_done(int tr) {
+  NetTransfer& x = net_transfers_[static_cast<std::size_t>(tr)];
+  if (x.stage + 1 < x.stages->size()) {
+    ++x.stage;
+    push(now_ + (*x.stages)[x.stage].latency_ns, Ev::kNetGo, tr);
+    return;
+  }
+  for (int u : inst_units_[static_cast<std::size_t>(x.instance)]) finish_unit(u, now_);
+}
+
+// finish_unit only queues events, so the network's list stays valid while it is read.
+void Schedule::net_advance() {
+  if (!net_) return;
+  for (const engine::FlowNetwork::TagCount& run : net_->advance_counts(now_)) {
+    NetTransfer& x = net_transfers_[static_cast<std::size_t>(run.tag)];
+    x.flows_left -= run.count;
+    if (x.flows_left == 0) net_stage_done(static_cast<int>(run.tag));
+  }
+}
+
+void Schedule::net_schedule_check() {
+  ++net_gen_;
+  const TimeNs next = net_->next_completion_ns();
+  if (next >= 0) push(std::max(next, now_), Ev::kNetCheck, 0, net_gen_);
+}
+
 }  // namespace csim::block::detail

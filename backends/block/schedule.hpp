@@ -1,7 +1,7 @@
 // The block path's schedule (docs/block-eval.md): the state shared by its parts. Private to
 // backends/block: block_units.cpp (reading the ops into chains), block_transfers.cpp (timing each
-// distinct transfer), block_schedule.cpp (host segments, streams, the event loop) and
-// block_figures.cpp (step time, peaks, exposed communication).
+// distinct transfer, the collectives' shared links), block_schedule.cpp (host segments, streams,
+// the event loop) and block_figures.cpp (step time, peaks, exposed communication).
 #pragma once
 
 #include <array>
@@ -17,6 +17,7 @@
 #include "core/cost/collective_cost.hpp"
 #include "core/cost/compute_cost.hpp"
 #include "core/engine/event_queue.hpp"
+#include "core/engine/flow_network.hpp"
 #include "core/hardware/topology.hpp"
 #include "core/hardware/topology_cache.hpp"
 
@@ -125,11 +126,19 @@ struct ThreadState {
   TimeNs cum = 0;
 };
 
-enum class Ev : std::uint8_t { kStreamCheck, kChainDone, kTransferDone, kThreadResume, kHostDone };
+enum class Ev : std::uint8_t {
+  kStreamCheck,
+  kChainDone,
+  kTransferDone,
+  kThreadResume,
+  kHostDone,
+  kNetGo,     // a shared transfer's stage starts after its latency (subject: the transfer)
+  kNetCheck,  // the shared flow network's next completion (gen: net_gen_ when scheduled)
+};
 struct Event {
   Ev type;
   std::uint32_t gen;
-  std::int64_t subject;  // the stream, thread, op, unit or (-1 - instance) it is about
+  std::int64_t subject;  // the stream, thread, op, unit or shared transfer it is about
 };
 
 struct MemEvent {
@@ -163,6 +172,22 @@ struct TransferTable {
   bool filled = false;
 };
 
+// docs/block-eval.md, "Transfers": one stage of a collective's plan (mirror images included) on
+// the schedule's shared flow network: its latency, then its flows as a registered batch.
+struct NetStage {
+  TimeNs latency_ns = 0;
+  engine::FlowNetwork::BatchId batch = -1;
+  int flows = 0;
+};
+
+// A collective instance moving its data on the shared flow network.
+struct NetTransfer {
+  int instance = -1;
+  const std::vector<NetStage>* stages = nullptr;  // in Schedule::net_plans_ (nodes never move)
+  std::size_t stage = 0;
+  int flows_left = 0;
+};
+
 class Schedule {
  public:
   // `shared`, when given, is consulted and filled in transfer_of (TransferTable).
@@ -172,7 +197,8 @@ class Schedule {
         comm_(core::comm_params_for(s)),
         topology_(core::shared_topology(s.cluster)),
         topo_(*topology_),
-        shared_(shared) {}
+        shared_(shared),
+        shared_links_(has_all_to_all(p)) {}
   std::string build();  // empty when the block path applies, else why not
   EvalResult run();
   // After run(): the OOM verdict of the figures, and the verdict each GPU would get with its
@@ -215,6 +241,15 @@ class Schedule {
   std::vector<std::vector<std::pair<int, double>>> hbm_holders_;  // per GPU: (unit, HBM ask)
   std::vector<double> asks_scratch_;
   double hbm_bytes_per_ns_ = 0;  // mem_bw x mem_bw_efficiency
+  // docs/block-eval.md, "Transfers": the collectives' flows in flight share the topology's links.
+  // Whether the collectives share the flow network at all: only where the Program has
+  // all-to-alls (expert or context parallel), whose gap it closes; elsewhere the alone times
+  // were within 0.12 % and the network costs 3-4x the evaluation (docs/block-eval.md).
+  bool shared_links_ = false;
+  std::unique_ptr<engine::FlowNetwork> net_;
+  std::map<PlanKey, std::vector<NetStage>> net_plans_;
+  std::vector<NetTransfer> net_transfers_;
+  std::uint32_t net_gen_ = 0;
   std::vector<int> inst_arrived_;
   std::vector<std::vector<int>> inst_units_;
   // Figures.
@@ -241,6 +276,13 @@ class Schedule {
   bool images_disjoint(const core::TransferPlan& plan, const std::vector<int>& gpus);
   void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
   const std::vector<int>& mirrors_of(const std::vector<int>& gpus);
+  static bool has_all_to_all(const core::Program& p);
+  const std::vector<NetStage>& net_plan(const Op& op);
+  void net_start(int instance, const Op& op);
+  void net_go(int tr);
+  void net_stage_done(int tr);
+  void net_advance();
+  void net_schedule_check();
   double factor(int gpu) const;
   double hbm_level(int gpu);
   int bound_of(StreamSlots& st, double f, double level);

@@ -190,4 +190,7 @@ TEST_CASE("recompute modules: bad inputs name the key", "[strategies][recompute_
   e = error_of(
       [] { parse(tiny(R"("recompute": "selective", "recompute_modules": "layernorm")")); });
   CHECK(e.json_path() == "strategy.recompute_modules");
+  // null is the default: allowed with any mode (the OOM advice's full candidate sets it).
+  CHECK(parse(tiny(R"("recompute": "full", "recompute_modules": null)"))
+            .strategy.parallel.recompute_modules == rm::kCoreAttn);
 }

@@ -69,8 +69,14 @@ std::vector<Candidate> candidates(const core::Scenario& s) {
   if (s.model.transformer.layers > 0 && core::is_parallel_kind(st.kind)) {
     if (par.recompute == core::RecomputeMode::kNone)
       c.push_back({"selective activation recompute", {"strategy.recompute=selective"}});
-    if (par.recompute != core::RecomputeMode::kFull)
-      c.push_back({"full activation recompute", {"strategy.recompute=full"}});
+    if (par.recompute != core::RecomputeMode::kFull) {
+      // recompute_modules applies to selective only: back to its default (null).
+      if (par.recompute_modules != core::recompute_module::kCoreAttn)
+        c.push_back({"full activation recompute",
+                     {"strategy.recompute=full", "strategy.recompute_modules=null"}});
+      else
+        c.push_back({"full activation recompute", {"strategy.recompute=full"}});
+    }
   }
   // 3b. Megatron-Core's recompute modules for a mixture of experts or latent attention
   //     (docs/memory.md, "OOM advice"; docs/program.md, "Recompute modules"): the output-

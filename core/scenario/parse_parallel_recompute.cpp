@@ -29,7 +29,8 @@ const char* absent_reason(int bit) {
 
 void validate_recompute_modules(const ParallelInput& in, ParallelSpec& ps) {
   const Obj& o = in.o;
-  if (!o.has("recompute_modules")) return;
+  // null is the default (the OOM advice's full-recompute candidate sets it so).
+  if (!o.has("recompute_modules") || o.raw("recompute_modules").is_null()) return;
   if (ps.recompute != RecomputeMode::kSelective) {
     in.ctx.fail_conflict({o.at("recompute_modules"), o.at("recompute")},
                          "recompute_modules applies to recompute selective (Megatron's "

@@ -69,8 +69,53 @@ std::vector<Candidate> candidates(const core::Scenario& s) {
   if (s.model.transformer.layers > 0 && core::is_parallel_kind(st.kind)) {
     if (par.recompute == core::RecomputeMode::kNone)
       c.push_back({"selective activation recompute", {"strategy.recompute=selective"}});
-    if (par.recompute != core::RecomputeMode::kFull)
-      c.push_back({"full activation recompute", {"strategy.recompute=full"}});
+    if (par.recompute != core::RecomputeMode::kFull) {
+      // recompute_modules applies to selective only: back to its default (null).
+      if (par.recompute_modules != core::recompute_module::kCoreAttn)
+        c.push_back({"full activation recompute",
+                     {"strategy.recompute=full", "strategy.recompute_modules=null"}});
+      else
+        c.push_back({"full activation recompute", {"strategy.recompute=full"}});
+    }
+  }
+  // 3b. Megatron-Core's recompute modules for a mixture of experts or latent attention
+  //     (docs/memory.md, "OOM advice"; docs/program.md, "Recompute modules"): the output-
+  //     discarding ones DeepSeek-V3 uses (technical report sections 3.2.3 and 3.3: the norms, the
+  //     MLA up projections, the MoE SwiGLU), then, for a mixture of experts, the whole MoE layer.
+  if (s.model.transformer.layers > 0 && core::is_parallel_kind(st.kind) &&
+      (par.recompute == core::RecomputeMode::kNone ||
+       par.recompute == core::RecomputeMode::kSelective)) {
+    namespace rm = core::recompute_module;
+    std::uint8_t tagged = 0;
+    bool eager_core = false;
+    for (const core::LayerSpec& l : s.model.layers) {
+      tagged = static_cast<std::uint8_t>(tagged | l.recompute_modules);
+      eager_core = eager_core || l.selective_recompute;
+    }
+    const auto list = [&](std::uint8_t mods) {
+      std::string names;
+      for (int b = 0; b < rm::kCount; ++b) {
+        if (!(mods & (1u << b))) continue;
+        names += std::string(names.empty() ? "" : ",") + "\"" + rm::name(b) + "\"";
+      }
+      return names;
+    };
+    const std::uint8_t base =
+        static_cast<std::uint8_t>((eager_core ? rm::kCoreAttn : 0) |
+                                  (tagged & (rm::kLayernorm | rm::kMlaUpProj | rm::kMoeAct)));
+    const std::uint8_t current =
+        par.recompute == core::RecomputeMode::kSelective ? par.recompute_modules : 0;
+    std::vector<std::uint8_t> sets;
+    if (tagged & (rm::kMlaUpProj | rm::kMoeAct)) sets.push_back(base);
+    if (tagged & rm::kMoe) sets.push_back(static_cast<std::uint8_t>(base | rm::kMoe));
+    for (const std::uint8_t mods : sets) {
+      if ((mods | current) == current) continue;  // nothing more than what runs now
+      const std::string names = list(mods);
+      std::string shown = names;
+      shown.erase(std::remove(shown.begin(), shown.end(), '"'), shown.end());
+      c.push_back({"recompute modules " + shown,
+                   {"strategy.recompute=selective", "strategy.recompute_modules=[" + names + "]"}});
+    }
   }
   // 4. Shard more over data parallelism: ZeRO stages (DDP-like runs become kind zero).
   const int gpus = static_cast<int>(st.device_ids.size());

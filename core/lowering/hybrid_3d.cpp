@@ -27,6 +27,7 @@ Program lower_hybrid(const Scenario& s, const std::string& label, Progress* prog
                                                   : hybrid::make_sharding_piece(e));
   }
   e.add_piece(hybrid::make_recompute_piece(e));
+  e.add_piece(hybrid::make_recompute_modules_piece(e));
   if (zero3) e.add_piece(hybrid::make_zero3_piece(e));
   e.add_piece(hybrid::make_tensor_parallel_piece(e));
   // Innermost: the K/V exchange wraps the attention core's kernel (split into ring steps) and
@@ -66,8 +67,7 @@ Program lower_3d(const Scenario& s, Progress* progress) {
     label += ", megatron_fsdp";
   else if (ps.zero_stage > 0)
     label += ", zero " + std::to_string(ps.zero_stage);
-  if (ps.recompute != RecomputeMode::kNone)
-    label += std::string(", recompute ") + to_string(ps.recompute);
+  if (ps.recompute != RecomputeMode::kNone) label += ", recompute " + recompute_label(ps);
   return lower_hybrid(s, label + ")", progress);
 }
 

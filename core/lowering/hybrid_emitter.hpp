@@ -16,7 +16,8 @@
 //                                               block and root unit, HSDP's replica groups
 //   Zero3Piece          zero3_fetch.cpp         in its place for DeepSpeed's ZeRO-3: per-module
 //                                               fetches and gradient buckets (inside recompute)
-//   RecomputePiece      recompute.cpp           forward re-runs before the backward
+//   RecomputePiece      recompute.cpp           forward re-runs before the backward (and
+//                                               recompute_modules.cpp: Megatron's modules)
 //   TensorParallelPiece tensor_parallel.cpp     the collectives around each layer
 //   ContextParallelPiece context_parallel.cpp   the K/V exchange around each attention core
 //                                               (cp > 1 only), its CP groups and stream
@@ -272,5 +273,8 @@ std::unique_ptr<ParallelPiece> make_recompute_piece(Emitter& e);         // reco
 std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e);   // tensor_parallel.cpp
 std::unique_ptr<ParallelPiece> make_context_parallel_piece(Emitter& e);  // context_parallel.cpp
 std::unique_ptr<ParallelPiece> make_expert_parallel_piece(Emitter& e);   // expert_parallel.cpp
+
+// Megatron-Core's recompute modules' re-runs (recompute_modules.cpp), beside the RecomputePiece.
+std::unique_ptr<ParallelPiece> make_recompute_modules_piece(Emitter& e);
 
 }  // namespace csim::core::hybrid

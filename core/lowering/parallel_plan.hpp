@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/recompute_modules.hpp"
 #include "core/program/program.hpp"
 #include "core/progress.hpp"
 #include "core/scenario/scenario.hpp"
@@ -185,8 +186,10 @@ double etp_extra_stored_bytes_per_sample(const ModelSpec& m, Segment seg, const 
 //   full, every k  blocks not checkpointed (block_checkpointed) keep everything
 //   selective_op   a block keeps its input and the outputs sac_op_output_saved names (the 1st and
 //                  3rd linear layers' of a GPT block: sh(2 + 6 + 2f/h) with 2-byte elements)
+//   selective with recompute_modules beyond core_attn: module_stored_bytes below
 double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int tp, bool sp,
-                                          RecomputeMode mode, int every = 1);
+                                          RecomputeMode mode, int every = 1,
+                                          std::uint8_t modules = recompute_module::kCoreAttn);
 
 // What one micro-batch sample keeps saved on one rank of the strategy: the above at its tp,
 // sequence parallelism and recompute policy, over cp (context parallelism keeps 1/cp of every
@@ -201,6 +204,29 @@ double rank_stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg,
 // kernels, recomputing the rest.
 bool block_checkpointed(int block, int every);
 bool sac_op_output_saved(const ModelSpec& m, int layer);
+
+// Megatron-Core's recompute modules (recompute_modules.cpp; docs/program.md, "Recompute
+// modules"): per layer of `seg` the bytes one sample keeps saved under recompute selective with
+// `modules`, from the layers' figures `sl` (sl[0] is layer seg.first; `input_bytes` is the output
+// of layer seg.first - 1, < 0 for none), and per group
+// (core/model/recompute_modules.hpp) what its re-run recreates and holds until the backward of
+// its first member is done.
+struct ModuleGroupBytes {
+  RecomputeGroup group;
+  double recreated = 0;  // bytes per sample
+};
+struct ModuleStored {
+  std::vector<double> layer;  // per layer of the segment, bytes per sample
+  std::vector<ModuleGroupBytes> groups;
+};
+ModuleStored module_stored_bytes(const ModelSpec& m, Segment seg, std::uint8_t modules,
+                                 const std::vector<ShardedLayer>& sl, double input_bytes);
+// The strategy label's recompute: the mode, with the modules when they are not the default
+// ("selective (layernorm, mla_up_proj, moe_act)").
+std::string recompute_label(const ParallelSpec& ps);
+// Their sum with shard_layer's figures at (tp, sp).
+double module_stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int tp, bool sp,
+                                                 std::uint8_t modules);
 
 // [SECTION] ZeRO / FSDP --------------------------------------------------------------------------
 

@@ -36,7 +36,9 @@ double checkpoint_bytes(const LayerSpec& l, const ShardedLayer& sl) {
 }  // namespace
 
 double stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg, int tp, bool sp,
-                                          RecomputeMode mode, int every) {
+                                          RecomputeMode mode, int every, std::uint8_t modules) {
+  if (mode == RecomputeMode::kSelective && modules != recompute_module::kCoreAttn)
+    return module_stored_activation_bytes_per_sample(m, seg, tp, sp, modules);
   double bytes = 0;
   for (int i = seg.first; i < seg.end; ++i) {
     const LayerSpec& l = m.layers[static_cast<std::size_t>(i)];
@@ -64,7 +66,7 @@ double rank_stored_activation_bytes_per_sample(const ModelSpec& m, Segment seg,
                                                const ParallelSpec& ps) {
   // x / 1 and x + 0 are x exactly: without context or expert tensor parallelism nothing changes.
   return (stored_activation_bytes_per_sample(m, seg, ps.tp, ps.sequence_parallel, ps.recompute,
-                                             ps.recompute_every) +
+                                             ps.recompute_every, ps.recompute_modules) +
           etp_extra_stored_bytes_per_sample(m, seg, ps)) /
          ps.cp;
 }
@@ -120,7 +122,8 @@ class RecomputePiece final : public ParallelPiece {
     // Selective recompute: at the last layer of a run the model marks (the attention core),
     // re-run the run's forward in order, holding what it recreates (the activations beyond
     // those kept) until the run's backward is done.
-    if (mode == RecomputeMode::kSelective && l.selective_recompute &&
+    if (mode == RecomputeMode::kSelective &&
+        (e_.spec().recompute_modules & recompute_module::kCoreAttn) && l.selective_recompute &&
         (i + 1 == sg.end || !layers[static_cast<std::size_t>(i + 1)].selective_recompute)) {
       core_first_ = i;
       while (core_first_ > sg.first &&

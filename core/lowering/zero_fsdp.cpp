@@ -339,8 +339,7 @@ Program lower_fsdp(const Scenario& s, Progress* progress) {
     if (ps.pp > 1) label += " x pp " + std::to_string(ps.pp);
     if (ps.fsdp2.reshard != ReshardPolicy::kDefault)
       label += std::string(", reshard ") + to_string(ps.fsdp2.reshard);
-    if (ps.recompute != RecomputeMode::kNone)
-      label += std::string(", recompute ") + to_string(ps.recompute);
+    if (ps.recompute != RecomputeMode::kNone) label += ", recompute " + recompute_label(ps);
     return lower_hybrid(s, label + ")", progress);
   }
   return lower_hybrid(

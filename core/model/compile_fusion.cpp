@@ -91,6 +91,8 @@ LayerSpec fuse_layers(const std::vector<LayerSpec>& members, const LayerSpec* be
                            same_bytes(fused_act(members.front()), before->output_bytes_per_sample);
   for (std::size_t i = 0; i < members.size(); ++i) {
     const LayerSpec& l = members[i];
+    // A Megatron recompute module covers the fused kernel only when it covers every member.
+    f.recompute_modules &= l.recompute_modules;
     f.params += l.params;
     f.buffer_elems += l.buffer_elems;
     f.fwd_flops_per_sample += l.fwd_flops_per_sample;

@@ -1,6 +1,7 @@
 // FLOPs per step for MFU / HFU: formulas in core/model/flops.hpp and docs/program.md,
 // "FLOPs utilisation".
 #include "core/model/flops.hpp"
+#include "core/model/recompute_modules.hpp"
 
 #include <algorithm>
 #include "core/model/transformer_flops.hpp"
@@ -64,10 +65,15 @@ double hardware_flops_per_step(const Scenario& s) {
     // fused core saves no s^2 tensor and is not re-run: docs/attention.md, "Selective
     // recompute"), full every block.
     const TransformerForwardFlops f = transformer_forward_flops(s.model.transformer_config);
+    // Megatron's other recompute modules re-run their layers' forward (docs/program.md,
+    // "Recompute modules").
     if (s.strategy.parallel.recompute == RecomputeMode::kSelective)
-      return s.model.transformer_config.attention_kernel == AttentionKernel::kEager
-                 ? model + batch * f.attention
-                 : model;
+      return (s.model.transformer_config.attention_kernel == AttentionKernel::kEager &&
+                      (s.strategy.parallel.recompute_modules & recompute_module::kCoreAttn)
+                  ? model + batch * f.attention
+                  : model) +
+             batch *
+                 recompute_modules_flops_per_sample(s.model, s.strategy.parallel.recompute_modules);
     if (s.strategy.parallel.recompute == RecomputeMode::kFull) return model + batch * f.blocks;
     return model;
   }
@@ -75,8 +81,12 @@ double hardware_flops_per_step(const Scenario& s) {
   switch (s.strategy.parallel.recompute) {
     case RecomputeMode::kNone:
       return model;
-    case RecomputeMode::kSelective:
-      return model + batch * t.layers * g.attention;  // + 4 B s^2 h l
+    case RecomputeMode::kSelective:  // + 4 B s^2 h l with core_attn
+      return ((s.strategy.parallel.recompute_modules & recompute_module::kCoreAttn)
+                  ? model + batch * t.layers * g.attention
+                  : model) +
+             batch *
+                 recompute_modules_flops_per_sample(s.model, s.strategy.parallel.recompute_modules);
     case RecomputeMode::kFull: {
       // Every k-th block (k = 1: 96 B s l h^2 (1 + s/6h + V/16lh)): floor(l / k) blocks.
       const int every = std::max(1, s.strategy.parallel.recompute_every);

@@ -34,6 +34,10 @@ void add_mla_attention(std::vector<LayerSpec>& out, const TransformerConfig& c,
   } else {
     out.push_back(linear_spec(p + "attn.q", h, a * dq, false, s, e, TpRole::kColumn));
   }
+  // Megatron's "mla_up_proj" recompute module (multi_latent_attention.py,
+  // qkv_up_proj_and_rope_apply under CheckpointWithoutOutput): linear_q_up_proj (linear_q_proj
+  // without a q LoRA), linear_kv_up_proj and the RoPE with the q / k concatenation.
+  out.back().recompute_modules = recompute_module::kMlaUpProj;
   // [c_kv, k_rope] = W_dkv x: h -> kv_lora_rank + d_rope; x is ln_1's output, already saved by
   // the q projection above, so this one saves nothing of its own.
   LayerSpec kv_down =
@@ -44,6 +48,7 @@ void add_mla_attention(std::vector<LayerSpec>& out, const TransformerConfig& c,
       norm_spec(p + "attn.kv_norm", NormKind::kRmsNorm, kvr, s, e, false, TpRole::kReplicated));
   // [k_nope, v] = W_ukv c_kv: kv_lora_rank -> a (d_nope + d_v).
   out.push_back(linear_spec(p + "attn.kv_up", kvr, a * (dn + dv), false, s, e, TpRole::kColumn));
+  out.back().recompute_modules = recompute_module::kMlaUpProj;
   // RoPE on q's d_rope dims of every head and on k_rope (one per token, shared by the heads): 3
   // FLOPs/elem over s (a + 1) d_rope, reading and writing them and the cos / sin tables; then q =
   // [q_nope, q_rope] and k = [k_nope, k_rope expanded to a heads] made contiguous for the core:
@@ -55,6 +60,7 @@ void add_mla_attention(std::vector<LayerSpec>& out, const TransformerConfig& c,
                        e * (s * static_cast<double>(a * dn + dr) + qk);
   out.push_back(make_layer(p + "attn.rope", ComputeKind::kElementwise, TpRole::kSharded, 0,
                            3.0 * rot, bytes, 0, e * s * static_cast<double>(a * (2 * dq + dv)), 4));
+  out.back().recompute_modules = recompute_module::kMlaUpProj;
   for (LayerSpec& l : attention_core_layers(c.attention_kernel, core, e, p))
     out.push_back(std::move(l));
   out.push_back(linear_spec(p + "attn.proj", a * dv, h, c.attn_out_bias, s, e, TpRole::kRow));

@@ -373,6 +373,7 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
     m.layers.push_back(
         make(p + "ln_1", CK::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh, k * 2.0 * sh, e * sh, 1));
     m.layers.back().second_tensor_params = h;  // weight and bias: two tensors of h
+    m.layers.back().recompute_modules = recompute_module::kLayernorm;
     // Backward traffic of the pointwise layers (docs/scenario.md, "Backward traffic"): layer norm
     // 5e/elem + its fp32 statistics (apex's fused layer norm, as Megatron: one kernel reads dy
     // and x and writes dx, a second reads dy and x again for dgamma and dbeta).
@@ -421,6 +422,7 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
         make(p + "ln_2", CK::kElementwise, 2 * h, 5.0 * sh, 2.0 * e * sh, k * 2.0 * sh, e * sh, 1));
     m.layers.back().bwd_bytes_per_sample = 5.0 * e * sh + 8.0 * s;
     m.layers.back().second_tensor_params = h;
+    m.layers.back().recompute_modules = recompute_module::kLayernorm;
     m.layers.push_back(make(p + "mlp.fc", CK::kGemm, h * f + f, 2.0 * sh * fd, e * (sh + sf),
                             k * 2.0 * sh, e * sf, 1));
     m.layers.back().gemm = GemmShape{1, cfg.seq_len, f, h};
@@ -432,6 +434,8 @@ ModelSpec build_gpt(const GptConfig& cfg, int act_bytes) {
                             k * 2.0 * sf, e * sh, 1));
     m.layers.back().gemm = GemmShape{1, cfg.seq_len, h, f};
     m.layers.back().second_tensor_params = h;
+    for (std::size_t j = m.layers.size() - 3; j < m.layers.size(); ++j)
+      m.layers[j].recompute_modules = recompute_module::kMlp;  // fc, gelu, proj
     m.layers.push_back(make(p + "mlp.residual", CK::kElementwise, 0, 3.0 * sh, 3.0 * e * sh + sh,
                             k * sh, e * sh, 2));
     m.layers.back().output_reused = true;  // the residual stream, read by the next block

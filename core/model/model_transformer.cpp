@@ -211,6 +211,7 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
 
   // Attention branch (docs/transformer.md, "Block"). ln_1 saves the block input x.
   m.layers.push_back(norm_spec(p + "ln_1", c.norm, h, s, e, false, TpRole::kReplicated));
+  m.layers.back().recompute_modules = recompute_module::kLayernorm;  // Megatron's input_layernorm
   if (c.mla.any()) {
     // Multi-head latent attention in place of q, k, v (core/model/mla_layers.hpp).
     add_mla_attention(m.layers, c, attention_shape(c, d, i), p, s, e);
@@ -224,6 +225,8 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
   // already saved: it saves only its statistics.
   m.layers.push_back(
       norm_spec(p + "ln_2", c.norm, h, s, e, c.parallel_residual, TpRole::kReplicated));
+  m.layers.back().recompute_modules = recompute_module::kLayernorm;  // pre_mlp_layernorm
+  const std::size_t mlp_first = m.layers.size();
   if (block_is_moe(c, i)) {
     // A mixture of experts in the MLP's place (core/model/moe_layers.hpp).
     add_moe_mlp(m.layers, c, p, s, e);
@@ -243,6 +246,9 @@ void add_block(ModelSpec& m, const TransformerConfig& c, const TransformerDims& 
       m.layers.back().bwd_bytes_per_sample = 3.0 * e * sf;  // reads x and dy, writes dx
     }
     m.layers.push_back(linear_spec(p + "mlp.proj", f, h, c.mlp_bias, s, e, TpRole::kRow));
+    // Megatron's "mlp" recompute module: the dense MLP (transformer_layer.py, recompute_mlp).
+    for (std::size_t j = mlp_first; j < m.layers.size(); ++j)
+      m.layers[j].recompute_modules = recompute_module::kMlp;
   }
   if (c.parallel_residual) {
     // x + attn + mlp: two adds (2 FLOPs/elem, 2 kernels of 3e/elem each); with hidden dropout

@@ -100,6 +100,7 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
   const double dh = static_cast<double>(h), de = static_cast<double>(ne);
   const double t = s * static_cast<double>(k);  // routed token copies per sample
   const double dfe = static_cast<double>(fe);
+  const std::size_t first = out.size();
 
   if (fsh > 0) {
     // Shared experts: one SwiGLU MLP of width f_shared over every token (as the dense MLP), on
@@ -112,6 +113,9 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
     out.push_back(swiglu_spec(p + "mlp.shared.swiglu", s * dfs, e, TpRole::kSharded));
     out.push_back(gemm_layer(p + "mlp.shared.proj", TpRole::kRow, fsh * h, 0, 2.0 * s * dfs * dh,
                              s * dfs, s * dh, e, GemmShape{1, static_cast<i64>(s), h, fsh}));
+    // Megatron's "shared_experts" recompute module (moe_layer.py, shared_experts_recompute).
+    for (std::size_t j = out.size() - 3; j < out.size(); ++j)
+      out[j].recompute_modules = recompute_module::kSharedExperts;
   }
   // Router: logits = x W_r over the E experts (no bias), a GEMM h -> E on every token. With a
   // score-correction bias (DeepSeek-V3) the router holds E more parameters, counted as parameters
@@ -153,6 +157,9 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
   out.back().expert_role = ExpertRole::kFirst;
   out.push_back(swiglu_spec(p + "mlp.experts.swiglu", t * dfe, e, TpRole::kSharded));
   out.back().expert_role = ExpertRole::kInner;
+  // Megatron's "moe_act" recompute module (experts.py, GroupedMLP / TEGroupedMLP
+  // activation_recompute: the activation under CheckpointWithoutOutput).
+  out.back().recompute_modules = recompute_module::kMoeAct;
   out.push_back(gemm_layer(p + "mlp.experts.proj", TpRole::kRow, ne * fe * h + (eb ? ne * h : 0),
                            (ne - k) * (fe * h + (eb ? h : 0)), 2.0 * t * dfe * dh, t * dfe, t * dh,
                            e, even ? GemmShape{ne, per_expert, h, fe} : GemmShape{}));
@@ -166,6 +173,10 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
   out.push_back(make_layer(p + "mlp.unpermute", CK::kElementwise, TpRole::kReplicated, 0,
                            2.0 * t * dh + shared_in, e * (t * dh + t + shared_in + s * dh),
                            e * t * dh, e * s * dh, 2));
+  // Megatron's "moe" recompute module: the whole MoE layer, router to combine (moe_layer.py,
+  // moe_layer_recompute, tensor_parallel.checkpoint over its forward).
+  for (std::size_t j = first; j < out.size(); ++j)
+    out[j].recompute_modules |= recompute_module::kMoe;
 }
 
 }  // namespace csim::core

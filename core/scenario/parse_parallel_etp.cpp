@@ -39,6 +39,17 @@ void validate_expert_tp(const ParallelInput& in, ParallelSpec& ps) {
                           to_string(in.kind) + " is not modelled yet",
                       "use kind 3d or pipeline, or kind zero with zero_stage <= 1");
   }
+  // experts.fc's gathered input (etp times etp 1's, etp_extra_stored_bytes_per_sample) is counted
+  // under recompute none, selective with its default module and full; the other modules'
+  // saved bytes with it are not derived yet.
+  if (ps.recompute == RecomputeMode::kSelective &&
+      ps.recompute_modules != recompute_module::kCoreAttn) {
+    ctx.fail_conflict({o.at("etp"), o.at("recompute_modules")},
+                      "etp " + std::to_string(ps.etp) +
+                          " with recompute_modules other than [\"core_attn\"] is not modelled "
+                          "(the gathered expert input a module's checkpoint keeps)",
+                      "use etp 1, or recompute_modules [\"core_attn\"] (selective's default)");
+  }
   // Megatron-Core's experts split fc1's 2 f_e output columns and fc2's f_e input rows by etp
   // (TEGroupedMLP / TEColumnParallelGroupedLinear over the expert-tensor-parallel group).
   const std::int64_t fe = tc.moe.expert_ffn_hidden > 0 ? tc.moe.expert_ffn_hidden : tc.ffn_hidden;

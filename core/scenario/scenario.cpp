@@ -250,6 +250,12 @@ const char* to_string(PipelineSchedule s) {
   return "?";
 }
 
+const char* recompute_module::name(int bit) {
+  static const char* const kNames[kCount] = {"core_attn", "moe_act", "layernorm",     "mla_up_proj",
+                                             "mlp",       "moe",     "shared_experts"};
+  return bit >= 0 && bit < kCount ? kNames[bit] : "?";
+}
+
 const char* to_string(RecomputeMode m) {
   switch (m) {
     case RecomputeMode::kNone:

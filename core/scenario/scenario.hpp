@@ -269,6 +269,9 @@ struct LayerSpec {
   // dropout, attention x values; Korthikanti et al. 2022, section 4.2). Consecutive marked layers
   // are recomputed together, in forward order, before the backward of the last of them.
   bool selective_recompute = false;
+  // The Megatron-Core recompute modules this layer belongs to (RecomputeModule bits; set by the
+  // transformer builders, read under strategy.recompute_modules: core/model/recompute_modules.hpp).
+  std::uint8_t recompute_modules = 0;
   int kernels = 1;             // kernel launches in forward (backward launches 2x)
   double extra_python_us = 0;  // extra Python in forward (e.g. the notes' print())
   // Kernel launches in backward; < 0 = 2 x kernels. Set by torch.compile's fusion
@@ -457,6 +460,22 @@ const char* to_string(PipelineSchedule s);
 enum class RecomputeMode { kNone, kSelective, kFull, kSelectiveOp };
 const char* to_string(RecomputeMode m);
 
+// Megatron-Core's --recompute-modules under --recompute-granularity selective
+// (megatron/core/transformer/transformer_config.py, TransformerConfig.recompute_modules), one bit
+// each; the default is core_attn alone (docs/program.md, "Activation recompute").
+namespace recompute_module {
+inline constexpr std::uint8_t kCoreAttn = 1u << 0;       // the attention core (Korthikanti 4.2)
+inline constexpr std::uint8_t kMoeAct = 1u << 1;         // the routed experts' activation
+inline constexpr std::uint8_t kLayernorm = 1u << 2;      // input_layernorm, pre_mlp_layernorm
+inline constexpr std::uint8_t kMlaUpProj = 1u << 3;      // MLA up projections and RoPE
+inline constexpr std::uint8_t kMlp = 1u << 4;            // a dense block's MLP
+inline constexpr std::uint8_t kMoe = 1u << 5;            // a MoE block's whole MLP
+inline constexpr std::uint8_t kSharedExperts = 1u << 6;  // a MoE block's shared experts
+inline constexpr int kCount = 7;
+// Megatron's names, by bit index ("core_attn", "moe_act", ...).
+const char* name(int bit);
+}  // namespace recompute_module
+
 // FSDP2's reshard_after_forward per unit (torchtitan's fsdp_reshard_after_forward policy;
 // docs/program.md, "FSDP2"): default = every block but the last, the root too, all false under PP.
 enum class ReshardPolicy { kDefault, kAlways, kNever };
@@ -580,7 +599,9 @@ struct ParallelSpec {
   bool prefetch = true;             // ZeRO-3 / FSDP: all-gather the next unit during this one
   bool overlap_grad_reduce = true;  // reduce gradients while backward runs
   RecomputeMode recompute = RecomputeMode::kNone;
-  int recompute_every = 1;             // full: checkpoint every k-th block (torchtitan "<k>")
+  int recompute_every = 1;  // full: checkpoint every k-th block (torchtitan "<k>")
+  // selective: the recompute_module bits re-run (Megatron's default core_attn: Korthikanti 2022)
+  std::uint8_t recompute_modules = recompute_module::kCoreAttn;
   int fsdp_version = 1;                // kind fsdp: 1 (FullyShardedDataParallel) or 2 (fully_shard)
   Fsdp2Spec fsdp2;                     // fsdp_version 2 or megatron_fsdp
   Zero3Spec zero3;                     // kind zero, zero_stage 3 (DeepSpeed's coordinator)

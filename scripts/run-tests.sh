@@ -18,6 +18,9 @@ export CTEST_PARALLEL_LEVEL=${CTEST_PARALLEL_LEVEL:-$jobs}
 if command -v ccache >/dev/null 2>&1; then
   export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  # The tests' precompiled header (tests/CMakeLists.txt, csim_test_pch) is cached only with these
+  # two sloppiness settings (ccache's manual, "Precompiled headers").
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros}
 fi
 phase_start=$SECONDS
 phase_done() { echo "=== tests: $1 took $((SECONDS - phase_start)) s"; phase_start=$SECONDS; }

@@ -21,9 +21,11 @@
 #include "profiler/summary.hpp"
 #include "run/run.hpp"
 #include "tests/input_error_support.hpp"
+#include "tests/symmetry_check.hpp"
 
 using namespace csim;
 using namespace csim::core;
+using csim::test::check_symmetry_matches_every_rank;
 using csim::test::error_of;
 
 namespace {
@@ -269,27 +271,6 @@ TEST_CASE("Routing imbalance: the busiest EP rank's experts and the exchange it 
   CHECK(w.fc_flops.at(0) == Approx(1.5 * 16'777'216.0));
   CHECK(w.fc_flops.at(1) == Approx(0.5 * 16'777'216.0));
   CHECK(w.dispatch == 98'304);
-}
-
-// Lowers `text` with rank symmetry off and on: the symmetric Program has `images` mirrors, and
-// its op-level step time and exposed communication equal those of every rank simulated; the
-// block path on it agrees within 1 % without falling back.
-static void check_symmetry_matches_every_rank(const std::string& text, std::size_t images) {
-  Scenario off = parse_scenario_string(text, "s.json");
-  off.simulation.symmetry = false;
-  Scenario on = off;
-  on.simulation.symmetry = true;
-  const Program po = lower(off), pn = lower(on);
-  REQUIRE(validate_program(pn).empty());
-  CHECK(pn.symmetry.images.size() == images);
-  const block::EvalResult ro = block::evaluate_op_level(off, po);
-  const block::EvalResult rn = block::evaluate_op_level(on, pn);
-  CHECK(rn.step_time_ns == ro.step_time_ns);
-  CHECK(rn.exposed_comm_ns == ro.exposed_comm_ns);
-  const block::EvalResult fast = block::evaluate(on, pn);
-  CHECK(fast.fallback_reason.empty());
-  CHECK(static_cast<double>(fast.step_time_ns) ==
-        Approx(static_cast<double>(rn.step_time_ns)).epsilon(0.01));
 }
 
 static std::string moe_with_routing(const char* routing) {

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "backends/block/block_eval.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/scenario/scenario_parser.hpp"
 #include "tests/input_error_support.hpp"
+#include "tests/symmetry_check.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -241,25 +241,8 @@ TEST_CASE("etp under rank symmetry runs as every rank does, and the block path a
           "[etp][sim]") {
   // dp 8, ep 2, etp 2 on 8 GPUs, balanced routing: the mirrors shift the edp index (2) and the ep
   // index (2, in steps of tp x cp = 1): GPUs 0 and 1 (one etp group) stand for 4 images each.
-  Scenario off =
-      parse_scenario_string(tiny(R"("kind": "3d", "dp": 8, "micro_batch_size": 1, "ep": 2,
-                                    "etp": 2)",
-                                 8),
-                            "s.json");
-  off.simulation.symmetry = false;
-  Scenario on = off;
-  on.simulation.symmetry = true;
-  const Program po = lower(off), pn = lower(on);
-  REQUIRE(validate_program(pn).empty());
-  CHECK(pn.symmetry.images.size() == 4);
-  const block::EvalResult ro = block::evaluate_op_level(off, po);
-  const block::EvalResult rn = block::evaluate_op_level(on, pn);
-  CHECK(rn.step_time_ns == ro.step_time_ns);
-  CHECK(rn.exposed_comm_ns == ro.exposed_comm_ns);
-  const block::EvalResult fast = block::evaluate(on, pn);
-  CHECK(fast.fallback_reason.empty());
-  CHECK(static_cast<double>(fast.step_time_ns) ==
-        Approx(static_cast<double>(rn.step_time_ns)).epsilon(0.01));
+  csim::test::check_symmetry_matches_every_rank(
+      tiny(R"("kind": "3d", "dp": 8, "micro_batch_size": 1, "ep": 2, "etp": 2)", 8), 4u);
 }
 
 TEST_CASE("etp bad inputs name the keys", "[etp]") {

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "backends/block/block_eval.hpp"
 #include "core/error.hpp"
 #include "core/lowering/lowering.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/scenario/scenario_parser.hpp"
 #include "tests/input_error_support.hpp"
+#include "tests/symmetry_check.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -150,21 +150,7 @@ TEST_CASE("FSDP2 with ep: rank symmetry runs as every rank does, and the block p
           "[fsdp2][ep][sim]") {
   // Balanced routing: the mirrors shift the edp index (2) and the ep index (4), GPU 0 stands for
   // all 8; every figure equals the run of all 8 ranks, and the block path agrees within 1 %.
-  Scenario off = parse_scenario_string(tiny(kFsdp2 + R"(, "ep": 4)"), "s.json");
-  off.simulation.symmetry = false;
-  Scenario on = off;
-  on.simulation.symmetry = true;
-  const Program po = lower(off), pn = lower(on);
-  REQUIRE(validate_program(pn).empty());
-  CHECK(pn.symmetry.images.size() == 8u);
-  const block::EvalResult ro = block::evaluate_op_level(off, po);
-  const block::EvalResult rn = block::evaluate_op_level(on, pn);
-  CHECK(rn.step_time_ns == ro.step_time_ns);
-  CHECK(rn.exposed_comm_ns == ro.exposed_comm_ns);
-  const block::EvalResult fast = block::evaluate(on, pn);
-  CHECK(fast.fallback_reason.empty());
-  CHECK(static_cast<double>(fast.step_time_ns) ==
-        Approx(static_cast<double>(rn.step_time_ns)).epsilon(0.01));
+  csim::test::check_symmetry_matches_every_rank(tiny(kFsdp2 + R"(, "ep": 4)"), 8u);
 }
 
 TEST_CASE("ZeRO-2 with ep 4: the experts' gradients reduce-scattered over edp", "[zero][ep]") {

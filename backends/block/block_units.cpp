@@ -212,6 +212,7 @@ std::string Schedule::build() {
         st.er.reserve(guess);
         st.pc.reserve(guess + 1);
         st.pm.reserve(guess + 1);
+        st.hbm.reserve(guess);
       }
     }
     if (st.thread != op.thread) return "a stream fed by several threads";

@@ -115,10 +115,13 @@ class TensorParallelPiece final : public ParallelPiece {
   void begin_layer(LayerPass& lp) override {
     const ShardedLayer& sl = layer(lp);
     // An overlapped input-gradient all-reduce (tp_comm_overlap.hpp): this kernel consumes it.
-    auto it = pending_.find(lp.r().rank);
-    if (it != pending_.end()) {
-      lp.deps.push_back({it->second, DepKind::kStreamWaits});
-      pending_.erase(it);
+    // (Empty unless strategy.tp_comm_overlap: no hash of the rank on every kernel.)
+    if (!pending_.empty()) {
+      auto it = pending_.find(lp.r().rank);
+      if (it != pending_.end()) {
+        lp.deps.push_back({it->second, DepKind::kStreamWaits});
+        pending_.erase(it);
+      }
     }
     issue(lp, lp.forward() ? sl.fwd_before : sl.bwd_before);
   }

@@ -14,6 +14,7 @@ namespace {
 
 class DataParallelPiece final : public ParallelPiece {
  public:
+  bool layer_hooks() const override { return false; }  // no begin_layer / end_layer
   explicit DataParallelPiece(Emitter& e) : e_(e) {}
 
   void add_groups() override {

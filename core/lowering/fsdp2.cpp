@@ -58,6 +58,7 @@ namespace {
 
 class Fsdp2Piece final : public ParallelPiece {
  public:
+  bool layer_hooks() const override { return false; }  // no begin_layer / end_layer
   explicit Fsdp2Piece(Emitter& e) : e_(e), b_(e.builder()), f_(e.spec().fsdp2) {}
 
   void add_groups() override {

@@ -60,12 +60,13 @@ class Emitter::PieceHooks : public LayerHook {
   }
   void begin_kernel(LayerVisit& v) override {
     LayerPass& lp = static_cast<LayerPass&>(v);
-    e_.each_piece([&](ParallelPiece& p) { p.begin_layer(lp); });
+    for (ParallelPiece* p : e_.layer_pieces_) p->begin_layer(lp);
   }
   void end_kernel(LayerVisit& v) override {
     LayerPass& lp = static_cast<LayerPass&>(v);
     lp.r().last_compute = lp.kernel;
-    e_.each_piece_reversed([&](ParallelPiece& p) { p.end_layer(lp); });
+    for (auto it = e_.layer_pieces_.rbegin(); it != e_.layer_pieces_.rend(); ++it)
+      (*it)->end_layer(lp);
   }
   void leave(LayerVisit& v) override {
     LayerPass& lp = static_cast<LayerPass&>(v);

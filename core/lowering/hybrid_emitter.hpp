@@ -135,6 +135,10 @@ class ParallelPiece {
   virtual void begin_unit(LayerPass& /*lp*/) {}
   virtual void begin_layer(LayerPass& /*lp*/) {}
   virtual void end_layer(LayerPass& /*lp*/) {}
+  // False only for a piece whose begin_layer and end_layer are the no-ops above: the layer loop
+  // then skips it around every kernel (docs/block-eval.md, "Speed": a virtual call per piece and
+  // kernel). True by default, so a piece that adds layer hooks is called without saying so.
+  virtual bool layer_hooks() const { return true; }
   virtual void end_unit(LayerPass& /*lp*/) {}
   virtual void end_segment(SegmentPass& /*sp*/) {}
   // A paired pass pauses before layer `next_layer` (in its walk order) while the other pass runs
@@ -151,7 +155,10 @@ class Emitter {
   Emitter(const Scenario& s, ProgramBuilder& b);
   ~Emitter();
   // The pieces, outermost first (hybrid_3d.cpp).
-  void add_piece(std::unique_ptr<ParallelPiece> piece) { pieces_.push_back(std::move(piece)); }
+  void add_piece(std::unique_ptr<ParallelPiece> piece) {
+    if (piece->layer_hooks()) layer_pieces_.push_back(piece.get());
+    pieces_.push_back(std::move(piece));
+  }
   void build(const std::string& label);
 
   // [SECTION] Services for the pieces
@@ -200,6 +207,7 @@ class Emitter {
   PrecisionBytes pb_;
   Plan plan_;
   std::vector<std::unique_ptr<ParallelPiece>> pieces_;
+  std::vector<ParallelPiece*> layer_pieces_;  // those of pieces_ with layer_hooks(), in order
   std::vector<RankState> ranks_;
   // instance_for's state, by group id: the members that issue ops (-1 until counted; groups do
   // not change once added) and, per issuing rank, its next index on the group ((rank, index)

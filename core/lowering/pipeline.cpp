@@ -145,6 +145,7 @@ namespace {
 
 class PipelinePiece final : public ParallelPiece {
  public:
+  bool layer_hooks() const override { return false; }  // no begin_layer / end_layer
   explicit PipelinePiece(Emitter& e) : e_(e), b_(e.builder()) {}
 
   void add_streams(RankState& r) override {

@@ -58,6 +58,7 @@ namespace {
 
 class ShardingPiece final : public ParallelPiece {
  public:
+  bool layer_hooks() const override { return false; }  // no begin_layer / end_layer
   explicit ShardingPiece(Emitter& e) : e_(e), b_(e.builder()), sh_(e.plan().sharding) {}
 
   // FSDP1's pre-unshard stream (_runtime_utils.py, _init_streams: "Stream for pre-unshard logic,

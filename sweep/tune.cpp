@@ -155,6 +155,17 @@ std::vector<int> expert_parallel_sizes(const core::Scenario& s, const TuneSpace&
   return out;
 }
 
+// The strategy.tp_comm_overlap values to try (docs/sweep.md, "Tune: the other knobs"): space's,
+// where the overlap changes the Program (core/lowering/tp_comm_overlap.cpp, overlaps_wgrad: tp > 1
+// and no sequence parallelism); elsewhere, or when none is asked for, {0}: the key left out.
+std::vector<int> tp_overlaps(const TuneSpace& space, int tp, bool sequence_parallel) {
+  if (space.tp_comm_overlap.empty() || tp <= 1 || sequence_parallel) return {0};
+  std::vector<int> out;
+  for (const int v : space.tp_comm_overlap)
+    if (std::find(out.begin(), out.end(), v != 0 ? 1 : 0) == out.end()) out.push_back(v != 0);
+  return out;
+}
+
 std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                             const std::vector<std::int64_t>& mbs_list, const TuneSpace& space) {
   std::vector<Layout> out;
@@ -301,11 +312,14 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                       const std::vector<std::string> dispatchers =
                           ep > 1 && !space.moe_dispatchers.empty() ? space.moe_dispatchers
                                                                    : std::vector<std::string>{""};
-                      for (const std::string& d : dispatchers) {
-                        json with = st;
-                        if (!d.empty()) with["moe_dispatcher"] = d;
-                        out.push_back({with, d.empty() ? label : label + " " + d});
-                      }
+                      for (const std::string& d : dispatchers)
+                        for (const int tpo : tp_overlaps(space, tp, sq != 0)) {
+                          json with = st;
+                          if (!d.empty()) with["moe_dispatcher"] = d;
+                          if (tpo) with["tp_comm_overlap"] = true;
+                          out.push_back(
+                              {with, (d.empty() ? label : label + " " + d) + (tpo ? " tpo" : "")});
+                        }
                     }
         }
       }

@@ -375,3 +375,44 @@ TEST_CASE("simrun tune --timeline writes the best layout's trace, and only on re
   for (const auto& f : fs::directory_iterator(e)) files += f.is_regular_file();
   CHECK(files == 1);
 }
+
+// --tp-overlap off,on (strategy.tp_comm_overlap; docs/sweep.md, "Tune: the other knobs") on the
+// tiny scenario over 4 H100s, with and without sequence parallelism: the overlap changes the
+// Program only where tp > 1 without sequence parallelism (core/lowering/tp_comm_overlap.cpp,
+// overlaps_wgrad), so exactly those candidates of the search without it gain a twin " tpo" whose
+// strategy carries tp_comm_overlap true; the overlap neither saves memory nor FLOPs, so the twin
+// has the same memory and compute bounds (the bounds prune it exactly as they prune its plain
+// twin).
+TEST_CASE("tune's TP overlap dimension doubles exactly the tp > 1 layouts without SP",
+          "[sweep][tune][knobs]") {
+  const std::string path = test::scenario_path("transformer_tiny_1xh200.json");
+  const nlohmann::json doc = doc_of(path);
+  sweep::TuneOptions o;
+  o.threads = 2;
+  o.space.sequence_parallel = true;
+  o.space.recompute = {"none"};
+  o.micro_batch_sizes = {2};
+  const std::vector<std::string> sets{"cluster.gpu=H100-SXM5-80GB", "cluster.gpus_per_node=4"};
+  const sweep::TuneResult plain = sweep::tune(doc, path, sets, o);
+  o.space.tp_comm_overlap = {0, 1};
+  const sweep::TuneResult with = sweep::tune(doc, path, sets, o);
+  std::map<std::string, const sweep::TuneCandidate*> by_label;
+  for (const sweep::TuneCandidate& c : with.candidates) by_label[c.label] = &c;
+  std::size_t eligible = 0;
+  for (const sweep::TuneCandidate& c : plain.candidates) {
+    INFO(c.label);
+    REQUIRE(by_label.count(c.label) == 1);
+    const bool tp_over_1 =
+        c.label.find(" tp 1 ") == std::string::npos && c.label.rfind("ddp", 0) != 0;
+    const bool sp = c.label.find(" sp") != std::string::npos;
+    const auto twin = by_label.find(c.label + " tpo");
+    CHECK((twin != by_label.end()) == (tp_over_1 && !sp));
+    if (twin == by_label.end()) continue;
+    ++eligible;
+    CHECK(twin->second->knobs["strategy"].value("tp_comm_overlap", false));
+    CHECK(twin->second->model_states_gib == c.model_states_gib);
+    CHECK(twin->second->lb_step_s == c.lb_step_s);
+  }
+  CHECK(eligible > 0);
+  CHECK(with.candidates.size() == plain.candidates.size() + eligible);
+}

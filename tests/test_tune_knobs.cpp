@@ -324,6 +324,9 @@ TEST_CASE("simrun tune refuses bad knob values naming the option (exit 2)", "[sw
   const test::CliResult b = test::run_simrun({"tune", tiny, "--recompute", "full:0"});
   CHECK(b.code == 2);
   CHECK(b.err.find("--recompute") != std::string::npos);
+  const test::CliResult t = test::run_simrun({"tune", tiny, "--tp-overlap", "off,userbuffer"});
+  CHECK(t.code == 2);
+  CHECK(t.err.find("--tp-overlap") != std::string::npos);
   // The attention kernel is a model.transformer key: a model.gpt scenario has none.
   const test::CliResult c = test::run_simrun(
       {"tune", test::scenario_path("gpt2_small_8xa100.json"), "--attention", "flash2"});

@@ -11,6 +11,8 @@
 //   cannot be fast: the compute lower bound
 //                LB = hardware FLOPs / (GPUs x peak x max GEMM efficiency) x (m + (pp-1)/v) / m
 //                is not below the best simulated step time (checked with a 10 % margin).
+// A candidate whose strategy is the same as an earlier one's once Megatron's distributed optimizer
+// is written as what it is (kind 3d: zero_stage 1) is a duplicate, not simulated.
 // The rest are simulated in order of LB, best first, until the bound stops the search.
 #pragma once
 
@@ -34,6 +36,7 @@ enum class TuneVerdict {
   kCannotFit,   // model states alone exceed usable memory (not simulated)
   kPruned,      // its lower bound is not below the best step time (not simulated)
   kNotReached,  // the search was interrupted first
+  kDuplicate,   // the same strategy as an earlier candidate (not simulated; docs/sweep.md, "Tune")
 };
 const char* to_string(TuneVerdict v);
 

@@ -419,3 +419,41 @@ TEST_CASE("tune's TP overlap dimension doubles exactly the tp > 1 layouts withou
   CHECK(eligible > 0);
   CHECK(with.candidates.size() == plain.candidates.size() + eligible);
 }
+
+// --sharding zero,distopt under kind 3d: Megatron's distributed optimizer is zero_stage 1 (the
+// parser sets it; the lowering reads the flag only for kind zero), so every distopt layout is a
+// duplicate of its "zero 1" twin, not simulated: the candidates left to bound and simulate are
+// exactly those of --sharding zero alone, and the report counts the duplicates.
+TEST_CASE("tune counts distopt layouts as duplicates of their zero 1 twins", "[sweep][tune]") {
+  const std::string path = test::scenario_path("transformer_tiny_1xh200.json");
+  const nlohmann::json doc = doc_of(path);
+  sweep::TuneOptions o;
+  o.threads = 2;
+  o.space.recompute = {"none"};
+  o.micro_batch_sizes = {2};
+  const std::vector<std::string> sets{"cluster.gpu=H100-SXM5-80GB", "cluster.gpus_per_node=4"};
+  const sweep::TuneResult zero = sweep::tune(doc, path, sets, o);
+  o.space.sharding = {"zero", "distopt"};
+  const sweep::TuneResult both = sweep::tune(doc, path, sets, o);
+  std::size_t distopt = 0, kept = 0;
+  for (const sweep::TuneCandidate& c : both.candidates) {
+    INFO(c.label << ": " << c.reason);
+    const bool is_distopt = c.label.find("distopt") != std::string::npos;
+    distopt += is_distopt;
+    CHECK((c.verdict == sweep::TuneVerdict::kDuplicate) == is_distopt);
+    if (!is_distopt) {
+      ++kept;
+      continue;
+    }
+    std::string twin = c.label;
+    twin.replace(twin.find("distopt"), 7, "zero 1");
+    CHECK(c.reason.find(twin) != std::string::npos);
+  }
+  CHECK(distopt > 0);
+  CHECK(kept == zero.candidates.size());
+  CHECK(both.simulated == zero.simulated);
+  std::ostringstream out;
+  sweep::print_tune_report(both, 1, 0, out);
+  CHECK(out.str().find(std::to_string(distopt) + " duplicates") != std::string::npos);
+  CHECK(sweep::tune_report_json(both, 1)["duplicate"] == distopt);
+}

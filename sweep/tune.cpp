@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <thread>
 
 #include "core/error.hpp"
@@ -155,6 +156,17 @@ std::vector<int> expert_parallel_sizes(const core::Scenario& s, const TuneSpace&
   return out;
 }
 
+// The strategy.tp_comm_overlap values to try (docs/sweep.md, "Tune: the other knobs"): space's,
+// where the overlap changes the Program (core/lowering/tp_comm_overlap.cpp, overlaps_wgrad: tp > 1
+// and no sequence parallelism); elsewhere, or when none is asked for, {0}: the key left out.
+std::vector<int> tp_overlaps(const TuneSpace& space, int tp, bool sequence_parallel) {
+  if (space.tp_comm_overlap.empty() || tp <= 1 || sequence_parallel) return {0};
+  std::vector<int> out;
+  for (const int v : space.tp_comm_overlap)
+    if (std::find(out.begin(), out.end(), v != 0 ? 1 : 0) == out.end()) out.push_back(v != 0);
+  return out;
+}
+
 std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                             const std::vector<std::int64_t>& mbs_list, const TuneSpace& space) {
   std::vector<Layout> out;
@@ -301,11 +313,14 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                       const std::vector<std::string> dispatchers =
                           ep > 1 && !space.moe_dispatchers.empty() ? space.moe_dispatchers
                                                                    : std::vector<std::string>{""};
-                      for (const std::string& d : dispatchers) {
-                        json with = st;
-                        if (!d.empty()) with["moe_dispatcher"] = d;
-                        out.push_back({with, d.empty() ? label : label + " " + d});
-                      }
+                      for (const std::string& d : dispatchers)
+                        for (const int tpo : tp_overlaps(space, tp, sq != 0)) {
+                          json with = st;
+                          if (!d.empty()) with["moe_dispatcher"] = d;
+                          if (tpo) with["tp_comm_overlap"] = true;
+                          out.push_back(
+                              {with, (d.empty() ? label : label + " " + d) + (tpo ? " tpo" : "")});
+                        }
                     }
         }
       }
@@ -503,6 +518,20 @@ void bound(TuneCandidate& c, const core::Scenario& v, int gpus) {
   c.lb_step_s = rate > 0 ? flops / (gpus * rate) * bubble : 0;
 }
 
+// A candidate's strategy as the parser reads it, for finding duplicates (docs/sweep.md, "Tune",
+// "Duplicates"): under kind 3d, distributed_optimizer true without megatron_fsdp is zero_stage 1
+// (core/scenario/parse_parallel_fsdp2.cpp sets ps.zero_stage = 1; the lowering reads the flag only
+// for kind zero, core/lowering/framework_states.cpp and optimizer_memory.cpp), so
+// --sharding zero,distopt would otherwise simulate every Megatron layout twice.
+json canonical_strategy(json st) {
+  if (st.value("kind", "") == "3d" && st.value("distributed_optimizer", false) &&
+      !st.value("megatron_fsdp", false)) {
+    st.erase("distributed_optimizer");
+    st["zero_stage"] = 1;
+  }
+  return st;
+}
+
 std::string ms(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
@@ -525,6 +554,8 @@ const char* to_string(TuneVerdict v) {
       return "pruned";
     case TuneVerdict::kNotReached:
       return "not reached";
+    case TuneVerdict::kDuplicate:
+      return "duplicate";
   }
   return "?";
 }
@@ -544,7 +575,8 @@ std::vector<std::size_t> TuneResult::rejected() const {
   for (std::size_t i = 0; i < candidates.size(); ++i)
     if (candidates[i].verdict != TuneVerdict::kFits &&
         candidates[i].verdict != TuneVerdict::kInvalid &&
-        candidates[i].verdict != TuneVerdict::kNotReached)
+        candidates[i].verdict != TuneVerdict::kNotReached &&
+        candidates[i].verdict != TuneVerdict::kDuplicate)
       r.push_back(i);
   std::stable_sort(r.begin(), r.end(), [&](std::size_t a, std::size_t b) {
     return candidates[a].lb_step_s < candidates[b].lb_step_s;
@@ -565,6 +597,7 @@ TuneResult tune(const json& doc, const std::string& name, const std::vector<std:
 
   // Enumerate, validate and bound (cheap: no lowering).
   const std::vector<Layout> ls = layouts(base, gpus, o.micro_batch_sizes, o.space);
+  std::map<std::string, std::size_t> seen;  // model sets + canonical strategy -> first candidate
   for (const ModelVariant& mv : model_variants(doc, base_sets, base, name, o.space))
     for (const Layout& l : ls) {
       TuneCandidate c;
@@ -575,6 +608,15 @@ TuneResult tune(const json& doc, const std::string& name, const std::vector<std:
       c.sets.push_back("strategy=" + l.strategy.dump());
       c.knobs = mv.knobs;
       c.knobs["strategy"] = l.strategy;
+      const auto [first, fresh] =
+          seen.emplace(mv.knobs.dump() + canonical_strategy(l.strategy).dump(), c.index);
+      if (!fresh) {
+        c.verdict = TuneVerdict::kDuplicate;
+        c.reason = "the same strategy as " + res.candidates[first->second].label +
+                   " (Megatron's distributed optimizer is zero_stage 1)";
+        res.candidates.push_back(std::move(c));
+        continue;
+      }
       try {
         const core::Scenario v = run::load_scenario_document(doc, name, c.sets);
         bound(c, v, gpus);

@@ -2,7 +2,8 @@
 // memory. Candidates: dp x tp x pp over the GPUs, micro-batch size (and so the micro-batch count),
 // pipeline schedule, ZeRO stage, activation recompute and, for plain data parallelism, DDP's
 // bucket size; opt-in (TuneSpace): attention kernel, precision, compile, sharding family,
-// sequence parallelism, recompute policies, rank order, uneven pipeline stages, optimizer offload.
+// sequence parallelism, recompute policies, rank order, uneven pipeline stages, optimizer offload,
+// TP communication overlap.
 // Each candidate is checked by the scenario parser, then two bounds prune before any simulation:
 //   cannot fit:  the fullest stage's model states (ZeRO / FSDP2-sharded), FP8 weight copies and
 //                one micro-batch's saved activations exceed the usable memory (memory_bound: a
@@ -10,6 +11,8 @@
 //   cannot be fast: the compute lower bound
 //                LB = hardware FLOPs / (GPUs x peak x max GEMM efficiency) x (m + (pp-1)/v) / m
 //                is not below the best simulated step time (checked with a 10 % margin).
+// A candidate whose strategy is the same as an earlier one's once Megatron's distributed optimizer
+// is written as what it is (kind 3d: zero_stage 1) is a duplicate, not simulated.
 // The rest are simulated in order of LB, best first, until the bound stops the search.
 #pragma once
 
@@ -33,6 +36,7 @@ enum class TuneVerdict {
   kCannotFit,   // model states alone exceed usable memory (not simulated)
   kPruned,      // its lower bound is not below the best step time (not simulated)
   kNotReached,  // the search was interrupted first
+  kDuplicate,   // the same strategy as an earlier candidate (not simulated; docs/sweep.md, "Tune")
 };
 const char* to_string(TuneVerdict v);
 
@@ -83,6 +87,10 @@ struct TuneSpace {
   // "Optimizer offload") tried with each Megatron sharding (kind 3d, ZeRO 0 / 1 or distopt);
   // empty: none searched (the candidates' strategy objects carry no offload). 0: without.
   std::vector<double> optimizer_offload;
+  // Megatron's async TP all-reduce (strategy.tp_comm_overlap, docs/program.md, "TP communication
+  // overlap") values tried (0 off, 1 on) where it changes the Program: tp > 1 without sequence
+  // parallelism; empty: none searched (the candidates' strategy objects carry no overlap).
+  std::vector<int> tp_comm_overlap;
 };
 
 struct TuneOptions {

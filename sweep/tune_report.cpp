@@ -1,6 +1,7 @@
 // docs/sweep.md, "Tune": the report.
 #include <cstdio>
 #include <map>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -14,9 +15,14 @@ void print_tune_report(const TuneResult& r, int top, int rejected, std::ostream&
   char line[320];
   std::snprintf(line, sizeof line,
                 "%zu layouts: %zu invalid, %zu cannot fit (memory bound), %zu simulated (%zu fit, "
-                "%zu OOM), %zu pruned by the compute bound%s; %.1f s\n",
+                "%zu OOM), %zu pruned by the compute bound%s%s; %.1f s\n",
                 r.candidates.size(), n[TuneVerdict::kInvalid], n[TuneVerdict::kCannotFit],
                 r.simulated, n[TuneVerdict::kFits], n[TuneVerdict::kOom], n[TuneVerdict::kPruned],
+                n[TuneVerdict::kDuplicate] > 0
+                    ? (", " + std::to_string(n[TuneVerdict::kDuplicate]) +
+                       " duplicates (the same strategy as another layout)")
+                          .c_str()
+                    : "",
                 r.complete ? "" : ", interrupted", r.wall_s);
   out << line;
   const std::vector<std::size_t> rank = r.ranking();
@@ -59,6 +65,7 @@ nlohmann::json tune_report_json(const TuneResult& r, int top) {
                         {"simulated", r.simulated},
                         {"oom", n[TuneVerdict::kOom]},
                         {"pruned", n[TuneVerdict::kPruned]},
+                        {"duplicate", n[TuneVerdict::kDuplicate]},
                         {"complete", r.complete},
                         {"ranking", nlohmann::json::array()}};
   const std::vector<std::size_t> rank = r.ranking();

@@ -324,6 +324,9 @@ TEST_CASE("simrun tune refuses bad knob values naming the option (exit 2)", "[sw
   const test::CliResult b = test::run_simrun({"tune", tiny, "--recompute", "full:0"});
   CHECK(b.code == 2);
   CHECK(b.err.find("--recompute") != std::string::npos);
+  const test::CliResult t = test::run_simrun({"tune", tiny, "--tp-overlap", "off,userbuffer"});
+  CHECK(t.code == 2);
+  CHECK(t.err.find("--tp-overlap") != std::string::npos);
   // The attention kernel is a model.transformer key: a model.gpt scenario has none.
   const test::CliResult c = test::run_simrun(
       {"tune", test::scenario_path("gpt2_small_8xa100.json"), "--attention", "flash2"});
@@ -374,4 +377,83 @@ TEST_CASE("simrun tune --timeline writes the best layout's trace, and only on re
   std::size_t files = 0;
   for (const auto& f : fs::directory_iterator(e)) files += f.is_regular_file();
   CHECK(files == 1);
+}
+
+// --tp-overlap off,on (strategy.tp_comm_overlap; docs/sweep.md, "Tune: the other knobs") on the
+// tiny scenario over 4 H100s, with and without sequence parallelism: the overlap changes the
+// Program only where tp > 1 without sequence parallelism (core/lowering/tp_comm_overlap.cpp,
+// overlaps_wgrad), so exactly those candidates of the search without it gain a twin " tpo" whose
+// strategy carries tp_comm_overlap true; the overlap neither saves memory nor FLOPs, so the twin
+// has the same memory and compute bounds (the bounds prune it exactly as they prune its plain
+// twin).
+TEST_CASE("tune's TP overlap dimension doubles exactly the tp > 1 layouts without SP",
+          "[sweep][tune][knobs]") {
+  const std::string path = test::scenario_path("transformer_tiny_1xh200.json");
+  const nlohmann::json doc = doc_of(path);
+  sweep::TuneOptions o;
+  o.threads = 2;
+  o.space.sequence_parallel = true;
+  o.space.recompute = {"none"};
+  o.micro_batch_sizes = {2};
+  const std::vector<std::string> sets{"cluster.gpu=H100-SXM5-80GB", "cluster.gpus_per_node=4"};
+  const sweep::TuneResult plain = sweep::tune(doc, path, sets, o);
+  o.space.tp_comm_overlap = {0, 1};
+  const sweep::TuneResult with = sweep::tune(doc, path, sets, o);
+  std::map<std::string, const sweep::TuneCandidate*> by_label;
+  for (const sweep::TuneCandidate& c : with.candidates) by_label[c.label] = &c;
+  std::size_t eligible = 0;
+  for (const sweep::TuneCandidate& c : plain.candidates) {
+    INFO(c.label);
+    REQUIRE(by_label.count(c.label) == 1);
+    const bool tp_over_1 =
+        c.label.find(" tp 1 ") == std::string::npos && c.label.rfind("ddp", 0) != 0;
+    const bool sp = c.label.find(" sp") != std::string::npos;
+    const auto twin = by_label.find(c.label + " tpo");
+    CHECK((twin != by_label.end()) == (tp_over_1 && !sp));
+    if (twin == by_label.end()) continue;
+    ++eligible;
+    CHECK(twin->second->knobs["strategy"].value("tp_comm_overlap", false));
+    CHECK(twin->second->model_states_gib == c.model_states_gib);
+    CHECK(twin->second->lb_step_s == c.lb_step_s);
+  }
+  CHECK(eligible > 0);
+  CHECK(with.candidates.size() == plain.candidates.size() + eligible);
+}
+
+// --sharding zero,distopt under kind 3d: Megatron's distributed optimizer is zero_stage 1 (the
+// parser sets it; the lowering reads the flag only for kind zero), so every distopt layout is a
+// duplicate of its "zero 1" twin, not simulated: the candidates left to bound and simulate are
+// exactly those of --sharding zero alone, and the report counts the duplicates.
+TEST_CASE("tune counts distopt layouts as duplicates of their zero 1 twins", "[sweep][tune]") {
+  const std::string path = test::scenario_path("transformer_tiny_1xh200.json");
+  const nlohmann::json doc = doc_of(path);
+  sweep::TuneOptions o;
+  o.threads = 2;
+  o.space.recompute = {"none"};
+  o.micro_batch_sizes = {2};
+  const std::vector<std::string> sets{"cluster.gpu=H100-SXM5-80GB", "cluster.gpus_per_node=4"};
+  const sweep::TuneResult zero = sweep::tune(doc, path, sets, o);
+  o.space.sharding = {"zero", "distopt"};
+  const sweep::TuneResult both = sweep::tune(doc, path, sets, o);
+  std::size_t distopt = 0, kept = 0;
+  for (const sweep::TuneCandidate& c : both.candidates) {
+    INFO(c.label << ": " << c.reason);
+    const bool is_distopt = c.label.find("distopt") != std::string::npos;
+    distopt += is_distopt;
+    CHECK((c.verdict == sweep::TuneVerdict::kDuplicate) == is_distopt);
+    if (!is_distopt) {
+      ++kept;
+      continue;
+    }
+    std::string twin = c.label;
+    twin.replace(twin.find("distopt"), 7, "zero 1");
+    CHECK(c.reason.find(twin) != std::string::npos);
+  }
+  CHECK(distopt > 0);
+  CHECK(kept == zero.candidates.size());
+  CHECK(both.simulated == zero.simulated);
+  std::ostringstream out;
+  sweep::print_tune_report(both, 1, 0, out);
+  CHECK(out.str().find(std::to_string(distopt) + " duplicates") != std::string::npos);
+  CHECK(sweep::tune_report_json(both, 1)["duplicate"] == distopt);
 }

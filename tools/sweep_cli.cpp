@@ -339,6 +339,13 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "none; default: the scenario's)")
       ->delimiter(',')
       ->check(CLI::Range(0.0, 1.0));
+  std::vector<std::string> tp_overlap;
+  app.add_option("--tp-overlap", tp_overlap,
+                 "TP communication overlap to try where tp > 1 without sequence parallelism: off, "
+                 "on (strategy.tp_comm_overlap, Megatron's async TP all-reduce; default: none "
+                 "searched)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"off", "on"}));
   app.add_flag("--uneven-stages", sp.uneven_stages,
                "also try pp that does not divide the blocks, with Megatron's first/last stage "
                "split");
@@ -352,6 +359,7 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return code;
   if (op_level) opt.evaluation = run::Evaluation::kOpLevel;
   for (const std::string& c : compile) sp.compile.push_back(c == "on" ? 1 : 0);
+  for (const std::string& t : tp_overlap) sp.tp_comm_overlap.push_back(t == "on" ? 1 : 0);
   return run_command("simrun tune", err, [&]() -> int {
     check_output_files({{"-o", json_path}, {"--timeline", timeline_path}});
     const run::ScenarioLoader loader =

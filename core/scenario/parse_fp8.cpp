@@ -67,13 +67,14 @@ void validate_fp8_moe_dispatch(Ctx& ctx, const Scenario& sc) {
                  fp8_traits(sc.training.fp8.recipe).key + " has none",
              "use recipe block, or set moe_dispatch to false");
   }
+  // Under another dispatcher (or without expert parallelism) it is ignored with a warning, so
+  // that a sweep or an override of strategy.moe_dispatcher still runs.
   const StrategySpec& s = sc.strategy;
   if (!is_parallel_kind(s.kind) || s.parallel.ep <= 1 ||
       s.parallel.moe_dispatcher != MoeDispatcher::kDeepEp) {
-    ctx.fail_conflict(
-        {"training.fp8.moe_dispatch", "strategy.moe_dispatcher"},
-        "FP8 dispatch is DeepEP's (expert parallelism with the deepep dispatcher)",
-        "set strategy.moe_dispatcher to deepep with ep > 1, or moe_dispatch to false");
+    ctx.warn("training.fp8.moe_dispatch",
+             "ignored: FP8 dispatch is DeepEP's (expert parallelism with strategy.moe_dispatcher "
+             "deepep); the exchanges move bf16");
   }
 }
 

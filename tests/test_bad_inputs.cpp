@@ -74,7 +74,8 @@ const std::vector<std::string> kParserKeys = {
     "training.data_loader.per_sample_load_us", "training.data_loader.prefetch_factor",
     "training.leaks.loss_as_tensor", "training.leaks.keep_outputs", "training.fp8",
     "training.fp8.recipe", "training.fp8.lm_head", "training.fp8.attention",
-    "training.fp8.fp8_all_gather", "training.fp8.amax_history_len",
+    "training.fp8.fp8_all_gather", "training.fp8.amax_history_len", "training.fp8.moe_dispatch",
+    "training.fp8.moe_act_input",
     // model
     "model.name", "model.layers", "model.gpt", "model.resnet50", "model.explicit",
     "model.input_bytes_per_sample", "model.python_hooks", "model.layers[].type",

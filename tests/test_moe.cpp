@@ -115,6 +115,23 @@ TEST_CASE("An MoE block: router, routing, shared experts, grouped expert GEMMs, 
         static_cast<std::int64_t>(m.layers.size()));
 }
 
+TEST_CASE("The routing weights are applied in the activation: the un-permutation saves nothing",
+          "[moe]") {
+  // docs/transformer.md, "Where the routing weights are applied" (Megatron-Core's unpermute
+  // without probs; WeightedSwiGLUFunction saving its input and the FP32 weights).
+  const Scenario sc = parse_scenario_string(
+      tiny(R"({"experts": 4, "top_k": 2, "expert_ffn_hidden": 128})"), "tiny.json");
+  const ModelSpec& m = sc.model;
+  // s = 64, k = 2: t = 128 copies, n = t f_e = 128 x 128 = 16,384 SwiGLU outputs, e = 2 (bf16).
+  // experts.swiglu: gate, up and silu(gate) (3 e n = 98,304) + the t FP32 weights (4 t = 512)
+  // = 98,816.
+  CHECK(layer(m, "h.0.mlp.experts.swiglu").activation_bytes_per_sample == Approx(98'816.0));
+  // unpermute: 0 (it held e t h = 2 x 128 x 256 = 65,536 before); its output is still e s h =
+  // 2 x 64 x 256 = 32,768.
+  CHECK(layer(m, "h.0.mlp.unpermute").activation_bytes_per_sample == 0.0);
+  CHECK(layer(m, "h.0.mlp.unpermute").output_bytes_per_sample == Approx(32'768.0));
+}
+
 TEST_CASE("Which blocks are MoE: the dense prefix and every k-th block", "[moe]") {
   const Scenario sc = parse_scenario_string(
       tiny(R"({"experts": 4, "top_k": 1, "first_dense_layers": 1, "every_k_layers": 2})"),

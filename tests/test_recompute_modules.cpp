@@ -82,20 +82,22 @@ TEST_CASE("recompute modules: saved bytes drop by the recomputed modules' output
   // core's saved Q, K, V go: 61,440.
   CHECK(base - stored(moe, rm::kMlaUpProj) == qkv);
   // moe_act: the SwiGLU of n = t f_e = 128 x 128 = 16,384 saves its input (gate and up, 2 e n =
-  // 65,536) instead of 3 e n = 98,304, and experts.proj's saved input e n = 32,768 goes: 65,536.
-  CHECK(base - stored(moe, rm::kMoeAct) == 65536);
+  // 65,536) instead of 3 e n + 4 t (its FP32 routing weights) = 98,304 + 512, and experts.proj's
+  // saved input e n = 32,768 goes: 66,048.
+  CHECK(base - stored(moe, rm::kMoeAct) == 66048);
   // shared_experts: shared.fc keeps its input (ln_2's output, 32,768); shared.swiglu (3 e s f_sh
   // = 3 x 2 x 64 x 128 = 49,152) and shared.proj (e s f_sh = 16,384) keep nothing: 65,536.
   CHECK(base - stored(moe, rm::kSharedExperts) == 65536);
   // moe: the whole MoE MLP keeps its input (shared.fc's 32,768); the rest goes: shared.swiglu
   // 49,152 + shared.proj 16,384 + route (e s E + 8 t = 512 + 1,024 = 1,536) + experts.fc (e t h =
-  // 65,536) + experts.swiglu (3 e t f_e = 98,304) + experts.proj (e t f_e = 32,768) + unpermute
-  // (e t h = 65,536) = 329,216 (the router's input is shared.fc's: it saved nothing).
-  CHECK(base - stored(moe, rm::kMoe) == 329216);
-  // DeepSeek-V3's set: the three do not overlap: 66,048 + 61,440 + 65,536 = 193,024.
-  CHECK(base - stored(moe, rm::kLayernorm | rm::kMlaUpProj | rm::kMoeAct) == 193024);
-  // layernorm with moe: ln_2's output is the MoE checkpoint's input, freed too: 66,048 + 329,216.
-  CHECK(base - stored(moe, rm::kLayernorm | rm::kMoe) == 66048 + 329216);
+  // 65,536) + experts.swiglu (3 e t f_e + 4 t = 98,816) + experts.proj (e t f_e = 32,768) +
+  // unpermute (0: docs/transformer.md, "Where the routing weights are applied") = 264,192 (the
+  // router's input is shared.fc's: it saved nothing).
+  CHECK(base - stored(moe, rm::kMoe) == 264192);
+  // DeepSeek-V3's set: the three do not overlap: 66,048 + 61,440 + 66,048 = 193,536.
+  CHECK(base - stored(moe, rm::kLayernorm | rm::kMlaUpProj | rm::kMoeAct) == 193536);
+  // layernorm with moe: ln_2's output is the MoE checkpoint's input, freed too: 66,048 + 264,192.
+  CHECK(base - stored(moe, rm::kLayernorm | rm::kMoe) == 66048 + 264192);
   // mlp on the dense block: fc keeps its input; swiglu (3 e s f = 3 x 2 x 64 x 512 = 196,608) and
   // proj (e s f = 65,536) keep nothing: 262,144. The MoE block has no dense MLP.
   CHECK(stored(dense, rm::kCoreAttn) - stored(dense, rm::kMlp) == 262144);

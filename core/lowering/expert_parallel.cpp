@@ -45,6 +45,7 @@
 #include "core/error.hpp"
 #include "core/lowering/deepep_pattern.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
+#include "core/model/fp8_moe.hpp"
 #include "core/model/moe_routing.hpp"
 
 namespace csim::core {
@@ -93,6 +94,8 @@ class ExpertParallelPiece final : public ParallelPiece {
     const ParallelSpec& ps = e_.spec();
     dispatcher_ = ps.moe_dispatcher;
     top_k_ = e_.scenario().model.transformer_config.moe.top_k;
+    fp8_dispatch_ =
+        dispatcher_ == MoeDispatcher::kDeepEp && fp8_moe_dispatch(e_.scenario().training);
     // The expert-tensor-parallel groups (etp > 1, expert_tensor_parallel.cpp): the all-gather
     // after the dispatch and the reduce-scatter before the combine.
     if (ps.etp > 1)
@@ -186,6 +189,7 @@ class ExpertParallelPiece final : public ParallelPiece {
     double max = 1;
   };
   Emitter& e_;
+  bool fp8_dispatch_ = false;        // the gathering exchanges in FP8 (core/model/fp8_moe.hpp)
   std::vector<double> token_bytes_;  // per layer: e (s / cp) k h at the block's expert layers
   std::vector<int> ep_index_;        // per rank: its index in its EP group
   bool balanced_ = true;
@@ -336,7 +340,11 @@ class ExpertParallelPiece final : public ParallelPiece {
           gather ? CollectiveKind::kAllGather : CollectiveKind::kReduceScatter,
           r.group[ParallelDim::kEp], e_.per_micro_batch(bytes), std::move(deps), lp.phase);
     }
-    const double bytes = copies * (balanced_ ? 1.0 : loads(lp.layer, lp.sp.micro).max);
+    double bytes = copies * (balanced_ ? 1.0 : loads(lp.layer, lp.sp.micro).max);
+    // DeepSeek-V3's FP8 dispatch (training.fp8.moe_dispatch, deepep only): the dispatch forward
+    // and the combine's gradient backward move e4m3 tokens with 1x128 FP32 scales, the combine
+    // and the dispatch's gradient stay bf16 (docs/fp8.md, "MoE in FP8").
+    if (gather && fp8_dispatch_) bytes *= fp8_moe_quantised_factor(e_.scenario().training.fp8);
     const char* label = dispatcher_ == MoeDispatcher::kDeepEp ? "ep deepep " : "ep all_to_all ";
     return e_.coll(r, stream, NameRef::cat({label, what}), CollectiveKind::kAllToAll,
                    r.group[ParallelDim::kEp], e_.per_micro_batch(bytes), std::move(deps), lp.phase);

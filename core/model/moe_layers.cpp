@@ -157,6 +157,12 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
   out.back().expert_role = ExpertRole::kFirst;
   out.push_back(swiglu_spec(p + "mlp.experts.swiglu", t * dfe, e, TpRole::kSharded));
   out.back().expert_role = ExpertRole::kInner;
+  // The routing weights are applied in the activation (Megatron-Core experts.py, TEGroupedMLP
+  // bias_act_func: weighted_bias_swiglu_impl / act(x) * permuted_probs), which saves the t FP32
+  // weights for their gradient (fused_bias_swiglu.py, WeightedSwiGLUFunction.forward,
+  // save_for_backward(input, weights); DeepEP takes FP32 probs): 4 t (docs/transformer.md,
+  // "Mixture of experts", "Where the routing weights are applied").
+  out.back().activation_bytes_per_sample += 4.0 * t;
   // Megatron's "moe_act" recompute module (experts.py, GroupedMLP / TEGroupedMLP
   // activation_recompute: the activation under CheckpointWithoutOutput).
   out.back().recompute_modules = recompute_module::kMoeAct;
@@ -167,12 +173,16 @@ void add_moe_mlp(std::vector<LayerSpec>& out, const TransformerConfig& c, const 
   out.back().expert_role = ExpertRole::kLast;
   // Un-permutation: the k expert outputs of each token weighted by its routing weights and summed
   // back in token order (2 FLOPs per copied element), plus the shared experts' output (1 per
-  // token element); reads e t h, the weights and the shared output, writes e s h; saves the
-  // expert outputs (the weights' gradient needs them); 2 kernels.
+  // token element); reads e t h, the weights and the shared output, writes e s h; 2 kernels.
+  // It saves nothing: the weights were applied in experts.swiglu, so Megatron-Core's unpermute
+  // runs without probs (token_dispatcher.py, every dispatcher's combine: unpermute(...) with no
+  // probs=; moe_utils.py, unpermute: a scatter_add over sorted_indices, or TE's fused_unpermute
+  // with merging_probs=None), whose backward is a gather by the indices the routing saved
+  // (docs/transformer.md, "Where the routing weights are applied").
   const double shared_in = fsh > 0 ? s * dh : 0.0;
   out.push_back(make_layer(p + "mlp.unpermute", CK::kElementwise, TpRole::kReplicated, 0,
-                           2.0 * t * dh + shared_in, e * (t * dh + t + shared_in + s * dh),
-                           e * t * dh, e * s * dh, 2));
+                           2.0 * t * dh + shared_in, e * (t * dh + t + shared_in + s * dh), 0,
+                           e * s * dh, 2));
   // Megatron's "moe" recompute module: the whole MoE layer, router to combine (moe_layer.py,
   // moe_layer_recompute, tensor_parallel.checkpoint over its forward).
   for (std::size_t j = first; j < out.size(); ++j)

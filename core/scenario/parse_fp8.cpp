@@ -16,12 +16,16 @@ Fp8Spec parse_fp8(Ctx& ctx, const Obj& o, Precision p, const GpuSpec& gpu) {
   std::string recipe_path = o.at("precision");
   if (o.has("fp8")) {
     Obj x(ctx, o.raw("fp8"), o.at("fp8"),
-          {"recipe", "lm_head", "attention", "fp8_all_gather", "amax_history_len"});
+          {"recipe", "lm_head", "attention", "fp8_all_gather", "amax_history_len", "moe_dispatch",
+           "moe_act_input"});
     const std::vector<std::string> keys(kFp8RecipeKeys, kFp8RecipeKeys + kNumFp8Recipes);
     f.recipe = static_cast<Fp8Recipe>(x.choice("recipe", keys, 0));
     f.lm_head = x.boolean("lm_head", false);
     f.attention = x.boolean("attention", false);
     f.fp8_all_gather = x.boolean("fp8_all_gather", false);
+    // docs/fp8.md, "MoE in FP8".
+    f.moe_dispatch = x.boolean("moe_dispatch", false);
+    f.moe_act_input = x.boolean("moe_act_input", false);
     f.amax_history_len =
         static_cast<int>(x.integer("amax_history_len", f.amax_history_len, 1, 1 << 20));
     if (x.has("amax_history_len") && f.recipe != Fp8Recipe::kDelayed) {
@@ -52,6 +56,30 @@ Fp8Spec parse_fp8(Ctx& ctx, const Obj& o, Precision p, const GpuSpec& gpu) {
   return f;
 }
 
+namespace {
+
+// docs/fp8.md, "MoE in FP8": DeepEP's FP8 dispatch takes per-token 1x128 scales (the block
+// recipe's activation tiles); the other dispatchers move bf16 (Megatron-Core's fused_a2a.py).
+void validate_fp8_moe_dispatch(Ctx& ctx, const Scenario& sc) {
+  if (sc.training.fp8.recipe != Fp8Recipe::kBlock) {
+    ctx.fail("training.fp8.moe_dispatch",
+             std::string("FP8 dispatch quantises tokens in 1x128 tiles; recipe ") +
+                 fp8_traits(sc.training.fp8.recipe).key + " has none",
+             "use recipe block, or set moe_dispatch to false");
+  }
+  // Under another dispatcher (or without expert parallelism) it is ignored with a warning, so
+  // that a sweep or an override of strategy.moe_dispatcher still runs.
+  const StrategySpec& s = sc.strategy;
+  if (!is_parallel_kind(s.kind) || s.parallel.ep <= 1 ||
+      s.parallel.moe_dispatcher != MoeDispatcher::kDeepEp) {
+    ctx.warn("training.fp8.moe_dispatch",
+             "ignored: FP8 dispatch is DeepEP's (expert parallelism with strategy.moe_dispatcher "
+             "deepep); the exchanges move bf16");
+  }
+}
+
+}  // namespace
+
 void validate_fp8_scenario(Ctx& ctx, const Scenario& sc) {
   const TrainingSpec& t = sc.training;
   if (t.precision != Precision::kFp8) return;
@@ -62,6 +90,7 @@ void validate_fp8_scenario(Ctx& ctx, const Scenario& sc) {
              "fp8: no layer runs in FP8 (FP8 GEMMs are the linear layers of transformer blocks, "
              "model.gpt): every kernel runs in bf16");
   }
+  if (t.fp8.moe_dispatch) validate_fp8_moe_dispatch(ctx, sc);
   if (t.fp8.fp8_all_gather) {
     const StrategySpec& s = sc.strategy;
     const bool sharded_params =

@@ -386,6 +386,8 @@ struct Fp8Spec {
   bool lm_head = false;         // the LM head's GEMM in FP8 too (default bf16)
   bool attention = false;       // the attention core (kAttention layers) in FP8 (default bf16)
   bool fp8_all_gather = false;  // FSDP2 all-gathers FP8 weights (1 B/param instead of 2)
+  bool moe_dispatch = false;    // DeepEP dispatches FP8 tokens (DeepSeek-V3; docs/fp8.md)
+  bool moe_act_input = false;   // the experts' SwiGLU input cached in FP8 (docs/fp8.md)
   int amax_history_len = 1024;  // delayed: amax history per tensor (TE's default)
 };
 

@@ -28,6 +28,7 @@
 #include "core/json_diagnostics.hpp"
 #include "core/model/compile_fusion.hpp"
 #include "core/model/eager_kernels.hpp"
+#include "core/model/fp8_moe.hpp"
 #include "core/model/fp8_recipe.hpp"
 #include "core/model/model_builders.hpp"
 #include "core/model/moe_routing.hpp"
@@ -852,6 +853,7 @@ ModelSpec finish_model(Ctx& ctx, ModelSpec m, const TrainingSpec& t) {
     m = compile_model(m);
   }
   apply_fp8_saved_activations(m, t);  // no-op unless precision is fp8
+  apply_fp8_moe_act_input(m, t);      // core/model/fp8_moe.hpp; no-op unless switched on
   return m;
 }
 

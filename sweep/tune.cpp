@@ -458,11 +458,13 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
       core::ShardedLayer sl = core::shard_layer(v.model, i, tp, ps.sequence_parallel);
       core::shard_experts(sl, l, ps);
       const std::int64_t n = sl.params;
+      // The stage holding segment g (chunk-major, or DualPipeV's V).
+      const auto st = static_cast<std::size_t>(core::pipeline_stage_of_segment(ps, g));
       if (ps.ep > 1 && l.expert_role != core::ExpertRole::kNone)
-        experts[static_cast<std::size_t>(g % pp)] += n;
+        experts[st] += n;
       else
-        params[static_cast<std::size_t>(g % pp)] += n;
-      if (core::runs_in_fp8(l, v.training)) fp8[static_cast<std::size_t>(g % pp)] += n;
+        params[st] += n;
+      if (core::runs_in_fp8(l, v.training)) fp8[st] += n;
     }
   auto stage_states = [&](int st) {
     const std::int64_t e = experts[static_cast<std::size_t>(st)];

@@ -204,7 +204,8 @@ void Emitter::lay_out_ranks() {
                                            [&](const MirrorAxis& a) { return a.coord(rk) == 0; });
     emitted_gpu_[static_cast<std::size_t>(r.gpu)] = r.emitted ? 1 : 0;
     for (int c = 0; c < ps_.virtual_stages; ++c) {
-      const Segment& sg = plan_.segs[static_cast<std::size_t>(c * ps_.pp + r.c[ParallelDim::kPp])];
+      const Segment& sg =
+          plan_.segs[static_cast<std::size_t>(pipeline_segment(ps_, c, r.c[ParallelDim::kPp]))];
       for (int i = sg.first; i < sg.end; ++i) {
         r.params += plan_.sharded[static_cast<std::size_t>(i)].params;
         if (ps_.ep > 1 &&
@@ -454,7 +455,7 @@ std::int64_t Emitter::optimizer_share(const RankState& r) const {
 }
 
 SegmentPass Emitter::pass_of(StepState& st, const PipeStep& step) {
-  const int seg = step.chunk * ps_.pp + st.r.c[ParallelDim::kPp];
+  const int seg = pipeline_segment(ps_, step.chunk, st.r.c[ParallelDim::kPp]);
   SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], step.micro, step.forward};
   sp.last_micro = step.micro == static_cast<int>(ps_.micro_batches) - 1;
   sp.prefix = op_names::micro_prefix(static_cast<int>(ps_.micro_batches));
@@ -604,7 +605,7 @@ void Emitter::build(const std::string& label) {
     if (st.optimizer_at_setup > 0)
       b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kOptimizer, st.optimizer_at_setup,
                "fp32 main params");
-    if (r.c[ParallelDim::kPp] == 0) {
+    if (r.c[ParallelDim::kPp] == pipeline_stage_of_segment(ps_, 0)) {
       r.feed = std::make_unique<DataFeed>(b_, r.node, r.thread, r.gpu, r.copy,
                                           " (rank " + std::to_string(r.rank) + ")");
     }

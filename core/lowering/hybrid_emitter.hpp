@@ -48,6 +48,9 @@ struct RankState {
   RankCoord c;
   int thread = 0;
   int compute = 0, copy = 0, send_next = 0, recv_prev = 0, send_prev = 0, recv_next = 0;
+  // DualPipeV's returning arm (chunk 1: forward to the previous stage, backward to the next), one
+  // stream per direction as for chunk 0 (pipeline.cpp); -1 under the other schedules.
+  int v_send_prev = -1, v_recv_next = -1, v_send_next = -1, v_recv_prev = -1;
   // strategy.optimizer_offload: Megatron's _d2h_stream and _h2d_stream (optimizer_offload.hpp)
   int offload_d2h = -1, offload_h2d = -1;
   // Per dimension: the stream its collectives are issued on (-1: none; dp's "dp" stream carries
@@ -95,7 +98,7 @@ struct StepState {
 // (training.leaks.keep_outputs, hybrid_leaks.cpp).
 struct SegmentPass {
   StepState& st;
-  int seg = 0;  // chunk * pp + stage
+  int seg = 0;  // pipeline_segment(chunk, stage)
   Segment sg;
   int micro = 0;
   bool forward = true;
@@ -171,7 +174,7 @@ class Emitter {
   std::vector<RankState>& ranks() { return ranks_; }
   int rank_of_segment(const RankState& r, int seg) const {
     RankCoord c = r.c;
-    c[ParallelDim::kPp] = seg % ps_.pp;
+    c[ParallelDim::kPp] = pipeline_stage_of_segment(ps_, seg);
     return grid_.rank(c);
   }
   // A collective of `group` on `stream`; instances are matched by order (the k-th op of every

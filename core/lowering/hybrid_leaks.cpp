@@ -55,8 +55,10 @@ namespace hybrid {
 void Emitter::emit_step_end(StepState& st) {
   RankState& r = st.r;
   const TrainingSpec& t = s_.training;
-  // The loss is computed by the last segment, pp * v - 1, which is on the last stage.
-  if (t.leak_loss_as_tensor && r.c[ParallelDim::kPp] == ps_.pp - 1) {
+  // The loss is computed by the last segment, pp * v - 1: on the last stage, on the first under
+  // DualPipeV's V.
+  if (t.leak_loss_as_tensor &&
+      r.c[ParallelDim::kPp] == pipeline_stage_of_segment(ps_, plan_.segments - 1)) {
     // total_loss += loss for each micro-batch's loss (torch.distributed.pipelining hands the
     // script the last stage's per-micro-batch losses, graph attached): backward freed the saved
     // tensors; the nodes and the m loss scalars stay reachable.
@@ -83,10 +85,10 @@ void Emitter::eval_forward(StepState& st) {
   // (recompute included: a checkpointed block saves its input only) and the logits; sharded
   // parameters are gathered per unit and freed again (FSDP frees the storage itself, whoever
   // references it).
-  const int p = ps_.pp, v = ps_.virtual_stages, m = static_cast<int>(ps_.micro_batches);
+  const int v = ps_.virtual_stages, m = static_cast<int>(ps_.micro_batches);
   for (int j = 0; j < m; ++j) {
     for (int chunk = 0; chunk < v; ++chunk) {
-      const int seg = chunk * p + st.r.c[ParallelDim::kPp];
+      const int seg = pipeline_segment(ps_, chunk, st.r.c[ParallelDim::kPp]);
       SegmentPass sp{st, seg, plan_.segs[static_cast<std::size_t>(seg)], j, true, true};
       sp.prefix = "eval (grad on): " + op_names::micro_prefix(m);
       emit_forward(sp);

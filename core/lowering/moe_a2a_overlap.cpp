@@ -25,7 +25,8 @@
 // which have no partner, keep their all-to-alls in line.
 //
 // The DeepSeek-V3 report's DualPipe (section 3.2.1) pairs chunks the same way inside a
-// bidirectional pipeline; only the 1F1B pairing is modelled here (docs/program.md).
+// bidirectional pipeline: under strategy.schedule dualpipev the pairs are DualPipeV's own
+// (pipeline_dualpipev.cpp), merged here the same way (docs/program.md, "DualPipeV").
 #include "core/lowering/moe_a2a_overlap.hpp"
 
 #include <algorithm>
@@ -53,6 +54,14 @@ std::vector<OverlapStep> overlap_schedule(PipelineSchedule schedule, int stages,
   //  - pp 1: one forward (combined_1f1b_schedule_for_no_pipelining: F(i + 1) with B(i)).
   // Either way no pair holds a micro-batch's forward and its own backward (on the last stage the
   // base 1F1B order would pair F(i) with B(i), which needs F(i)'s loss).
+  //  - DualPipeV: its own pairs (dualpipev.py's _forward_backward_chunk, pipeline_dualpipev.cpp),
+  //    a forward and a backward of different micro-batches and chunks, as they stand.
+  if (schedule == PipelineSchedule::kDualPipeV) {
+    std::vector<OverlapStep> v;
+    for (const DualPipeStep& d : dualpipev_schedule(stages, micro, stage))
+      v.push_back({d.a, d.b, d.paired});
+    return v;
+  }
   const std::vector<PipeStep> base = pipeline_schedule(schedule, stages, chunks, micro, stage);
   std::vector<PipeStep> fwd, bwd;
   std::size_t lead = 0;

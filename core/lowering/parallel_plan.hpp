@@ -89,11 +89,34 @@ struct PipeStep {
 //   interleaved 1F1B (Megatron): warm-up (p - stage - 1) * 2 + (v - 1) * p forward chunks (all
 //        m*v when m == p), the k-th forward chunk is chunk (k mod pv) / p of micro-batch
 //        (k / pv) * p + k mod p; backwards run chunks in reverse.
+//   DualPipeV: dualpipev_schedule's steps in order, a pair's forward before its backward.
 std::vector<PipeStep> pipeline_schedule(PipelineSchedule schedule, int stages, int chunks,
                                         int micro, int stage);
 
-// Model segment g = chunk * pp + stage holds layers [first, end). GPT: the blocks split evenly,
-// or segment_blocks[g] blocks each when given (ParallelSpec::segment_blocks, uneven stages:
+// One compute call of DeepSeek's DualPipeV step() (dualpipe/dualpipev.py): a chunk pass alone
+// (_forward_chunk, _backward_chunk) or a forward and a backward of different micro-batches run
+// as one overlapped call (_forward_backward_chunk, `paired`). pipeline_dualpipev.cpp; docs/
+// program.md, "DualPipeV".
+struct DualPipeStep {
+  PipeStep a;  // the pass alone, or the pair's forward
+  PipeStep b;  // the pair's backward (paired only)
+  bool paired = false;
+};
+// Rank `stage` of `stages` (p) over `micro` (m >= 2p) micro-batches, chunk 0 the descending arm
+// of the V (segment = stage), chunk 1 the returning arm (segment = 2p - 1 - stage).
+std::vector<DualPipeStep> dualpipev_schedule(int stages, int micro, int stage);
+
+// Where model segment g (in model order, 0 .. pp * v - 1) runs: its pipeline stage and its chunk
+// there. Chunk-major (stage g mod pp, chunk g / pp) for GPipe, 1F1B and interleaved; the V of
+// DualPipeV (v = 2) otherwise: stage g for g < pp, 2 pp - 1 - g after, so that stage 0 holds the
+// first and the last segment (embedding, LM head and loss) and stage pp - 1 the two middle ones.
+int pipeline_stage_of_segment(const ParallelSpec& ps, int seg);
+int pipeline_chunk_of_segment(const ParallelSpec& ps, int seg);
+// The inverse: the segment that is chunk `chunk` of stage `stage`.
+int pipeline_segment(const ParallelSpec& ps, int chunk, int stage);
+
+// Model segment g (pipeline_segment(chunk, stage)) holds layers [first, end). GPT: the blocks split
+// evenly, or segment_blocks[g] blocks each when given (ParallelSpec::segment_blocks, uneven stages:
 // core/model/pipeline_stages.hpp), the embedding joins segment 0 and ln_f + lm_head the last one;
 // other models: contiguous layers balanced by forward FLOPs (each segment non-empty).
 struct Segment {

@@ -28,6 +28,16 @@ std::vector<PipeStep> pipeline_schedule(PipelineSchedule schedule, int stages, i
     for (int j = 0; j < micro; ++j) out.push_back({false, 0, j});
     return out;
   }
+  if (schedule == PipelineSchedule::kDualPipeV) {
+    // DualPipeV (pipeline_dualpipev.cpp), its overlapped pairs as the forward then the backward
+    // (dualpipev.py's _forward_backward_compute_chunk without overlapped_forward_backward).
+    CSIM_ASSERT(chunks == 2);
+    for (const DualPipeStep& d : dualpipev_schedule(stages, micro, stage)) {
+      out.push_back(d.a);
+      if (d.paired) out.push_back(d.b);
+    }
+    return out;
+  }
   if (schedule == PipelineSchedule::k1f1b) {
     // PipeDream-flush (Narayanan et al. 2021, section 2.2.1; Megatron's
     // forward_backward_pipelining_without_interleaving): warm-up p - stage - 1 forwards, steady
@@ -134,7 +144,7 @@ std::int64_t max_stage_params(const ModelSpec& m, const ParallelSpec& ps) {
   for (int g = 0; g < segments; ++g) {
     const Segment& sg = segs[static_cast<std::size_t>(g)];
     for (int i = sg.first; i < sg.end; ++i)
-      per_stage[static_cast<std::size_t>(g % ps.pp)] +=
+      per_stage[static_cast<std::size_t>(pipeline_stage_of_segment(ps, g))] +=
           m.layers[static_cast<std::size_t>(i)].params;
   }
   return *std::max_element(per_stage.begin(), per_stage.end());
@@ -154,6 +164,15 @@ class PipelinePiece final : public ParallelPiece {
     r.recv_prev = b_.add_stream(r.gpu, StreamRole::kComm, "pp recv prev");
     r.send_prev = b_.add_stream(r.gpu, StreamRole::kComm, "pp send prev");
     r.recv_next = b_.add_stream(r.gpu, StreamRole::kComm, "pp recv next");
+    if (e_.spec().schedule == PipelineSchedule::kDualPipeV) {
+      // The V's returning arm gets streams of its own: a stream's sends (receives) complete in
+      // order, and each stream then carries one pair group's transfers in micro-batch order on
+      // both sides, as the arm of chunk 0 does.
+      r.v_send_prev = b_.add_stream(r.gpu, StreamRole::kComm, "pp v send prev");
+      r.v_recv_next = b_.add_stream(r.gpu, StreamRole::kComm, "pp v recv next");
+      r.v_send_next = b_.add_stream(r.gpu, StreamRole::kComm, "pp v send next");
+      r.v_recv_prev = b_.add_stream(r.gpu, StreamRole::kComm, "pp v recv prev");
+    }
   }
 
   void begin_step(StepState& /*st*/) override {
@@ -168,14 +187,15 @@ class PipelinePiece final : public ParallelPiece {
     RankState& r = sp.st.r;
     if (!sp.forward) {
       // The output gradient from the next segment's rank, posted after this rank's last kernel.
-      if (sp.seg + 1 < e_.plan().segments)
+      // DualPipeV's middle segments share the last rank: the compute stream orders them.
+      if (sp.seg + 1 < e_.plan().segments && !local(r, sp.seg + 1))
         sp.first.push_back(
-            {receive(r, sp.seg + 1, false, p2p_bytes(sp.seg)), DepKind::kStreamWaits});
+            {receive(r, sp.seg, sp.seg + 1, false, p2p_bytes(sp.seg)), DepKind::kStreamWaits});
       return;
     }
-    if (sp.seg > 0)
+    if (sp.seg > 0 && !local(r, sp.seg - 1))
       sp.first.push_back(
-          {receive(r, sp.seg - 1, true, p2p_bytes(sp.seg - 1)), DepKind::kStreamWaits});
+          {receive(r, sp.seg, sp.seg - 1, true, p2p_bytes(sp.seg - 1)), DepKind::kStreamWaits});
     // The segment's saved activations, one block until its backward (an evaluation forward
     // keeps them).
     const Bytes act =
@@ -192,9 +212,11 @@ class PipelinePiece final : public ParallelPiece {
     const Bytes logits = e_.per_micro_batch(e_.plan().sharded.back().output_bytes_per_sample);
     if (sp.forward) {
       if (!last_segment) {
-        const OpId send = p2p(r, e_.rank_of_segment(r, sp.seg + 1), true, true, p2p_bytes(sp.seg),
-                              {{r.last_compute, DepKind::kStreamWaits}});
-        if (!sp.eval) last_send_ = send;
+        if (!local(r, sp.seg + 1)) {
+          const OpId send = p2p(r, sp.seg, e_.rank_of_segment(r, sp.seg + 1), true, true,
+                                p2p_bytes(sp.seg), {{r.last_compute, DepKind::kStreamWaits}});
+          if (!sp.eval) last_send_ = send;
+        }
       } else if (sp.eval) {
         if (logits > 0)
           b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, logits,
@@ -213,9 +235,9 @@ class PipelinePiece final : public ParallelPiece {
       }
       return;
     }
-    if (sp.seg > 0) {
-      last_send_ = p2p(r, e_.rank_of_segment(r, sp.seg - 1), true, false, p2p_bytes(sp.seg - 1),
-                       {{r.last_compute, DepKind::kStreamWaits}});
+    if (sp.seg > 0 && !local(r, sp.seg - 1)) {
+      last_send_ = p2p(r, sp.seg, e_.rank_of_segment(r, sp.seg - 1), true, false,
+                       p2p_bytes(sp.seg - 1), {{r.last_compute, DepKind::kStreamWaits}});
     }
     const Bytes act = act_[act_index(sp)];
     if (act > 0)
@@ -268,15 +290,22 @@ class PipelinePiece final : public ParallelPiece {
     return e_.per_micro_batch(per_sample);
   }
 
-  // The receive from segment `from`'s rank, posted after this rank's last kernel (Megatron's
-  // blocking receive).
-  OpId receive(RankState& r, int from, bool forward, Bytes bytes) {
+  // Segment `seg` runs on this rank too (DualPipeV's last rank: its two middle segments).
+  bool local(const RankState& r, int seg) const { return e_.rank_of_segment(r, seg) == r.rank; }
+
+  // The receive of segment `seg` from segment `from`'s rank, posted after this rank's last kernel
+  // (Megatron's blocking receive).
+  OpId receive(RankState& r, int seg, int from, bool forward, Bytes bytes) {
     std::vector<Dep> deps;
     if (r.last_compute != kNoOp) deps.push_back({r.last_compute, DepKind::kStreamWaits});
-    return p2p(r, e_.rank_of_segment(r, from), false, forward, bytes, std::move(deps));
+    return p2p(r, seg, e_.rank_of_segment(r, from), false, forward, bytes, std::move(deps));
   }
 
-  OpId p2p(RankState& r, int peer_rank, bool send, bool forward, Bytes bytes,
+  // A send or receive of this rank's segment `seg` with `peer_rank`. The stream: forward sends
+  // to the next stage and receives from the previous, backward the other way, except on
+  // DualPipeV's returning arm (chunk 1), where the directions swap and the arm's own streams
+  // carry them.
+  OpId p2p(RankState& r, int seg, int peer_rank, bool send, bool forward, Bytes bytes,
            std::vector<Dep> deps) {
     const int src = send ? r.rank : peer_rank;
     const int dst = send ? peer_rank : r.rank;
@@ -290,8 +319,12 @@ class PipelinePiece final : public ParallelPiece {
     } else {
       group = it->second;
     }
-    const int stream =
-        send ? (forward ? r.send_next : r.send_prev) : (forward ? r.recv_prev : r.recv_next);
+    const bool v_arm = e_.spec().schedule == PipelineSchedule::kDualPipeV &&
+                       pipeline_chunk_of_segment(e_.spec(), seg) == 1;
+    const int stream = v_arm ? (send ? (forward ? r.v_send_prev : r.v_send_next)
+                                     : (forward ? r.v_recv_next : r.v_recv_prev))
+                             : (send ? (forward ? r.send_next : r.send_prev)
+                                     : (forward ? r.recv_prev : r.recv_next));
     return e_.coll(r, stream, op_names::p2p(send, forward), CollectiveKind::kSendRecv, group, bytes,
                    std::move(deps), forward ? StepPhase::kForward : StepPhase::kBackward);
   }

@@ -97,7 +97,8 @@ StageSplit first_last_split(const StageSplitRequest& r) {
       int b = middle_stages > 0 ? middle / (middle_stages * v) : 0;
       if (st == 0 && has_first) b = first / v;
       if (st == r.stages - 1 && has_last) b = last / v;
-      out[static_cast<std::size_t>(c * r.stages + st)] = b;
+      const int seg = r.v_shape && c == 1 ? 2 * r.stages - 1 - st : c * r.stages + st;
+      out[static_cast<std::size_t>(seg)] = b;
     }
   }
   return done(std::move(out));

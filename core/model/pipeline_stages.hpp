@@ -4,7 +4,8 @@
 // validate the keys and by the lowering (partition_layers, core/lowering/pipeline.cpp) to cut the
 // layers.
 //
-// Segment g = chunk * pp + stage (chunk = the model chunk on the stage, 0 without interleaving).
+// Segment g = chunk * pp + stage (chunk = the model chunk on the stage, 0 without interleaving;
+// DualPipeV: stage g or 2 pp - 1 - g, StageSplitRequest::v_shape).
 // The embedding always joins segment 0 and the final norm + LM head the last segment (Megatron's
 // pre_process / post_process stages; torchtitan's pipeline_module_split puts tok_embeddings on
 // the first stage and norm + output on the last).
@@ -22,6 +23,9 @@ struct StageSplitRequest {
   int blocks = 0;  // transformer blocks of the model
   int stages = 1;  // pp
   int chunks = 1;  // v, model chunks per stage (interleaved schedule)
+  // DualPipeV's V (chunks 2): stage st holds segments st and 2 * stages - 1 - st instead of
+  // st and stages + st (core/lowering/pipeline_dualpipev.cpp)
+  bool v_shape = false;
   // strategy.stage_layers: blocks per segment, pp * v entries in segment order (empty: not given)
   std::vector<int> stage_layers;
   int first_stage_layers = -1;         // Megatron decoder_first_pipeline_num_layers; -1: not given

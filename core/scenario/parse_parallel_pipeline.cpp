@@ -11,10 +11,30 @@ namespace csim::core::parse {
 void validate_pipeline_schedule(const ParallelInput& in, ParallelSpec& ps) {
   Ctx& ctx = in.ctx;
   const Obj& o = in.o;
-  ps.schedule = static_cast<PipelineSchedule>(
-      o.choice("schedule", {"gpipe", "1f1b", "interleaved"}, in.model_parallel() ? 0 : 1));
+  ps.schedule = static_cast<PipelineSchedule>(o.choice(
+      "schedule", {"gpipe", "1f1b", "interleaved", "dualpipev"}, in.model_parallel() ? 0 : 1));
+  const bool dualpipev = ps.schedule == PipelineSchedule::kDualPipeV;
   ps.virtual_stages = static_cast<int>(
-      o.integer("virtual_stages", ps.schedule == PipelineSchedule::kInterleaved ? 2 : 1, 1, 1024));
+      o.integer("virtual_stages",
+                ps.schedule == PipelineSchedule::kInterleaved || dualpipev ? 2 : 1, 1, 1024));
+  if (dualpipev) {
+    // DualPipeV's V: two model chunks per rank (dualpipev.py's modules pair), virtual_stages
+    // absent or 2 (pipeline_dualpipev.cpp).
+    if (ps.virtual_stages != 2)
+      ctx.fail_conflict(
+          {o.at("virtual_stages"), o.at("schedule")},
+          "dualpipev runs exactly 2 model chunks per stage (its V), virtual_stages is " +
+              std::to_string(ps.virtual_stages),
+          "remove strategy.virtual_stages (dualpipev implies 2), or use schedule "
+          "interleaved");
+    if (ps.pp < 2 || in.model_parallel())
+      ctx.fail_conflict({o.at("schedule"), o.at(in.model_parallel() ? "kind" : "pp")},
+                        "dualpipev needs a pipeline of strategy.pp >= 2 stages (kind pipeline, 3d, "
+                        "...), pp is " +
+                            std::to_string(ps.pp),
+                        "set strategy.pp >= 2, or use schedule 1f1b");
+    return;
+  }
   if (ps.schedule == PipelineSchedule::kInterleaved && ps.virtual_stages < 2) {
     ctx.fail(o.at("virtual_stages"),
              "the interleaved schedule needs virtual_stages >= 2 model chunks per stage",
@@ -88,6 +108,17 @@ void validate_micro_batches(const ParallelInput& in, ParallelSpec& ps) {
             " micro-batches: the interleaved schedule needs a multiple of strategy.pp (" +
             std::to_string(ps.pp) + ")",
         "Megatron's interleaved 1F1B runs micro-batches in groups of pp");
+  }
+  if (ps.schedule == PipelineSchedule::kDualPipeV && ps.micro_batches < 2 * ps.pp) {
+    // dualpipev.py's step(): assert num_chunks >= num_ranks * 2.
+    std::vector<std::string> keys = {"training.global_batch", o.at("schedule"), o.at("pp")};
+    if (o.has("micro_batch_size")) keys.push_back(o.at("micro_batch_size"));
+    ctx.fail_conflict(keys,
+                      std::to_string(ps.micro_batches) +
+                          " micro-batches: dualpipev needs at least 2 * strategy.pp = " +
+                          std::to_string(2 * ps.pp),
+                      "raise training.global_batch or lower strategy.micro_batch_size or pp "
+                      "(DualPipeV.step asserts num_chunks >= 2 * num_ranks)");
   }
   if (ps.pp > 1 && ps.micro_batches < ps.pp && !mp) {
     ctx.warn(o.at("pp"), std::to_string(ps.micro_batches) + " micro-batches over " +

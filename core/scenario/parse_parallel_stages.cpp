@@ -46,6 +46,7 @@ void validate_stage_split(const ParallelInput& in, ParallelSpec& ps) {
   r.blocks = m.transformer.layers;
   r.stages = ps.pp;
   r.chunks = ps.virtual_stages;
+  r.v_shape = ps.schedule == PipelineSchedule::kDualPipeV;
   if (o.has("stage_layers")) {
     const std::string p = o.at("stage_layers");
     const json& arr = require_array(ctx, o.raw("stage_layers"), p, true);

@@ -246,6 +246,8 @@ const char* to_string(PipelineSchedule s) {
       return "1f1b";
     case PipelineSchedule::kInterleaved:
       return "interleaved";
+    case PipelineSchedule::kDualPipeV:
+      return "dualpipev";
   }
   return "?";
 }

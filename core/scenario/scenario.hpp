@@ -454,7 +454,7 @@ const char* to_string(StrategyKind k);
 // StrategySpec::parallel (dp, tp, pp, micro-batches, schedule, ZeRO stage, recompute).
 bool is_parallel_kind(StrategyKind k);
 
-enum class PipelineSchedule { kGpipe, k1f1b, kInterleaved };
+enum class PipelineSchedule { kGpipe, k1f1b, kInterleaved, kDualPipeV };
 const char* to_string(PipelineSchedule s);
 
 // kSelectiveOp: torchtitan's per-op selective checkpointing (selective_ac_option "op": matmul
@@ -595,7 +595,7 @@ struct ParallelSpec {
   std::int64_t micro_batch_size = 1;  // samples per micro-batch per data-parallel replica
   std::int64_t micro_batches = 1;     // m = global_batch / (dp * micro_batch_size)
   PipelineSchedule schedule = PipelineSchedule::k1f1b;
-  int virtual_stages = 1;  // v: model chunks per pipeline rank (interleaved only)
+  int virtual_stages = 1;  // v: model chunks per pipeline rank (interleaved; dualpipev: 2)
   int zero_stage = 0;      // 0..3: optimizer / + gradients / + parameters sharded over dp
   FsdpSharding fsdp = FsdpSharding::kFullShard;
   bool prefetch = true;             // ZeRO-3 / FSDP: all-gather the next unit during this one
@@ -615,7 +615,8 @@ struct ParallelSpec {
   // "Optimizer offload"). 0: none (every Program as before).
   double optimizer_offload = 0;
   std::vector<int> stage_first_layer;  // model_parallel: first layer index of each device's part
-  // Transformer blocks per pipeline segment g = chunk * pp + stage (core/model/pipeline_stages.hpp;
+  // Transformer blocks per pipeline segment g, in model order (g = chunk * pp + stage; DualPipeV's
+  // V: core/lowering/parallel_plan.hpp, pipeline_segment; core/model/pipeline_stages.hpp;
   // docs/scenario.md, "strategy: uneven pipeline stages"); empty = the even split.
   std::vector<int> segment_blocks;
 };

@@ -349,7 +349,9 @@ def moe_dispatchers(c):
            "per step (share of the step) |", "| --- | --- | --- | --- | --- |"]
     for name, path in MOE_DISPATCH:
         for d in ("alltoall", "allgather", "deepep"):
-            s = c.summary(path, f"strategy.moe_dispatcher={d}")
+            # In line (moe_a2a_overlap none) for all three: the allgather dispatcher has no
+            # overlap, and the bundled DeepSeek-V3 layout overlaps its deepep exchanges.
+            s = c.summary(path, f"strategy.moe_dispatcher={d}", "strategy.moe_a2a_overlap=none")
             gpus = s.get("gpus") or len(s["per_gpu"])
             g = [x for x in s["comm_by_group"] if x["group"] == "ep"]
             ep = (g[0]["exposed_s"] if g else 0.0) / gpus
@@ -357,8 +359,46 @@ def moe_dispatchers(c):
                        f"{s['transformer']['tokens_per_s_per_gpu']:,.1f} | "
                        f"{ep:.2f} s ({ep / s['step_time_s'] * 100:.1f} %) |")
     out.append("")
-    out.append("`comm_by_group`'s group `ep`: its exposed time summed over the GPUs, divided by "
-               "their count.")
+    out.append("Every row with `--set strategy.moe_a2a_overlap=none` (the exchanges in line: the "
+               "`allgather` dispatcher has no overlap, and the bundled DeepSeek-V3 layout overlaps "
+               "its `deepep` exchanges). `comm_by_group`'s group `ep`: its exposed time summed over "
+               "the GPUs, divided by their count.")
+    return "\n".join(out) + "\n"
+
+
+DEEPSEEK_2048 = "scenarios/deepseek_v3_2048xh800_pp16_ep64.json"
+DUALPIPEV_ROWS = [
+    ("1F1B, one block on the last stage, in line",
+     ("strategy.schedule=1f1b", "strategy.moe_a2a_overlap=none",
+      "strategy.stage_layers=[4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,1]")),
+    ("1F1B + `moe_a2a_overlap: \"1f1b\"`",
+     ("strategy.schedule=1f1b", "strategy.stage_layers=[4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,1]")),
+    ("`dualpipev`, in line", ("strategy.moe_a2a_overlap=none",)),
+    ("`dualpipev` + `moe_a2a_overlap: \"1f1b\"` (bundled)", ()),
+]
+
+
+def dualpipev(c):
+    # docs/program.md, "DualPipeV": the bundled DeepSeek-V3 layout against its 1F1B form, each with
+    # and without the F&B all-to-all overlap, from `simrun SCENARIO --set ... --summary S.json`.
+    gib = 1024 ** 3
+    out = ["", "| DeepSeek-V3, 2,048 H800 | step time | tokens/s per GPU | MFU | peak GPU 0 | "
+           "worst peak |", "| --- | --- | --- | --- | --- | --- |"]
+    for label, sets in DUALPIPEV_ROWS:
+        s = c.summary(DEEPSEEK_2048, *sets)
+        g = [x for x in s["per_gpu"] if "peak_bytes" in x]  # the simulated representatives
+        worst = max(g, key=lambda x: x["peak_bytes"])
+        oom = s.get("oom")
+        worst_cell = (f"out of memory: GPU {oom['gpu']} at '{oom['op']}', would-be "
+                      f"{oom['would_be_peak_bytes'] / gib:.2f} GiB" if oom else
+                      f"{worst['peak_bytes'] / gib:.2f} GiB ({worst['name']})")
+        out.append(f"| {label} | {s['step_time_s']:.2f} s | "
+                   f"{s['transformer']['tokens_per_s_per_gpu']:,.1f} | {s['mfu'] * 100:.1f} % | "
+                   f"{g[0]['peak_bytes'] / gib:.2f} GiB | {worst_cell} |")
+    out.append("")
+    out.append(f"Usable memory {g[0]['capacity_bytes'] / gib:.2f} GiB per GPU; `simrun "
+               "scenarios/deepseek_v3_2048xh800_pp16_ep64.json --summary S.json` with the `--set`s "
+               "each row names.")
     return "\n".join(out) + "\n"
 
 
@@ -861,6 +901,7 @@ FIGURES = {
     "gil_variants": (gil_variants, False),
     "moe_routing_pair": (moe_routing_pair, False),
     "moe_dispatchers": (moe_dispatchers, False),
+    "dualpipev": (dualpipev, False),
     "steady_state_example": (steady_state_example, False),
     "korthikanti_fig1_memory": (korthikanti_fig1_memory, False),
     "fsdp2_reserved": (fsdp2_reserved, False),

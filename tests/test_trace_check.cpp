@@ -201,9 +201,13 @@ TEST_CASE("trace check: every bundled scenario's trace passes", "[trace_check][s
       {"mbridge2509_qwen3_30b_a3b_h100_16gpu.json", {"training.global_batch=32"}},
       {"qwen3_30b_a3b_16xh100_ep8_zipf.json", {"training.global_batch=32"}},
       {"mixtral_8x7b_64xh100_ep8.json", {"training.global_batch=64"}},
-      // DeepSeek-V3: dp 128 x 2 micro-batches in place of 120; the interleaved layout's dp 64 x 8
-      // micro-batches (the fewest at pp 8) in place of 128.
-      {"deepseek_v3_2048xh800_pp16_ep64.json", {"training.global_batch=256"}},
+      // DeepSeek-V3: dp 128 x 2 micro-batches in place of 120, in 1F1B with the all-to-alls in
+      // line and one block on the last stage (DualPipeV needs 2 pp = 32 micro-batches, a 315 MB
+      // trace: its own case is in "every strategy's trace passes"); the interleaved layout's
+      // dp 64 x 8 micro-batches (the fewest at pp 8) in place of 128.
+      {"deepseek_v3_2048xh800_pp16_ep64.json",
+       {"training.global_batch=256", "strategy.schedule=1f1b", "strategy.moe_a2a_overlap=none",
+        "strategy.stage_layers=[4,4,4,4,4,4,4,4,4,4,4,4,4,4,4,1]"}},
       {"deepseek_v3_1024xh100_mbridge_tp2_pp8_ep64.json", {"training.global_batch=512"}},
       // GPT-OSS-120B: dp 16 x 4 micro-batches in place of 16.
       {"gpt_oss_120b_64xh100_ep8.json", {"training.global_batch=64"}},
@@ -249,6 +253,13 @@ TEST_CASE("trace check: every strategy's trace passes", "[trace_check][strategie
       {"zero2", "gpt2_small_8xa100.json", {"strategy.kind=zero", "strategy.zero_stage=2"}},
       {"zero3", "gpt_20b_64xa100_zero3.json", {}},
       {"fsdp", "llama3_8b_64xh100_fsdp.json", {}},
+      // DualPipeV with its F&B pairs overlapping the EP all-to-alls (the bundled DeepSeek-V3
+      // layout's schedule) on Qwen3-30B-A3B's pp 2 x dp 8 x ep 8: 64 / (8 x MBS 2) = 4 = 2 pp
+      // micro-batches, the fewest DualPipeV takes.
+      {"dualpipev",
+       "qwen3_30b_a3b_16xh100_ep8_zipf.json",
+       {"training.global_batch=64", "strategy.schedule=dualpipev", "strategy.virtual_stages=2",
+        "strategy.moe_a2a_overlap=1f1b"}},
   };
   const fs::path d = csim::test::fresh_dir("csim_trace_check_", "strategies");
   for (const Case& c : cases) {

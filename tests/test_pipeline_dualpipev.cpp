@@ -16,6 +16,7 @@
 #include "core/lowering/parallel_plan.hpp"
 #include "core/program/memory_timeline.hpp"
 #include "core/scenario/scenario_parser.hpp"
+#include "lowered_run.hpp"
 
 using namespace csim;
 using namespace csim::core;
@@ -69,21 +70,8 @@ Scenario uniform(int gpus, int n, double flops, double act, int pp, int m,
   return parse_scenario_string(json, "dualpipev.json", {});
 }
 
-struct Run {
-  Scenario s;
-  Program p;
-  ExecutionResult r;
-};
-
-Run simulate(Scenario s) {
-  Run run{std::move(s), {}, {}};
-  run.p = lower(run.s);
-  REQUIRE(validate_program(run.p).empty());
-  sim::SimExecutor ex(run.s);
-  run.r = ex.run(run.p, RunControl{});
-  REQUIRE(run.r.complete);  // every op ran: no send or receive left waiting (no deadlock)
-  return run;
-}
+using csim::test::Run;
+using csim::test::simulate;
 
 // First forward start to last backward end over all GPUs.
 TimeNs flush_ns(const Run& run) {

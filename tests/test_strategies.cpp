@@ -12,6 +12,7 @@
 #include "core/model/flops.hpp"
 #include "core/program/memory_timeline.hpp"
 #include "core/scenario/scenario_parser.hpp"
+#include "lowered_run.hpp"
 #include "test_support.hpp"
 
 using namespace csim;
@@ -45,21 +46,8 @@ Scenario parse(const std::string& json, std::vector<std::string> sets = {}) {
   return parse_scenario_string(json, "test.json", sets);
 }
 
-struct Run {
-  Scenario s;
-  Program p;
-  ExecutionResult r;
-};
-
-Run simulate(Scenario s) {
-  Run run{std::move(s), {}, {}};
-  run.p = lower(run.s);
-  REQUIRE(validate_program(run.p).empty());
-  sim::SimExecutor ex(run.s);
-  run.r = ex.run(run.p, RunControl{});
-  REQUIRE(run.r.complete);
-  return run;
-}
+using csim::test::Run;
+using csim::test::simulate;
 
 // Fraction of the pipeline flush (first forward start to last backward end over all GPUs) in
 // which GPU `gpu` runs no forward/backward kernel.

@@ -70,6 +70,8 @@ Scenario uniform(int gpus, int n, double flops, double act, int pp, int m,
   return parse_scenario_string(json, "dualpipev.json", {});
 }
 
+using csim::test::max_in_flight;
+using csim::test::peak_in;
 using csim::test::Run;
 using csim::test::simulate;
 
@@ -98,26 +100,6 @@ TimeNs busy_ns(const Run& run, int gpu) {
     busy += t.end_ns - t.start_ns;
   }
   return busy;
-}
-
-Bytes activation_peak(const Run& run, int gpu) {
-  const MemoryReport rep = memory_timeline(run.p, run.r.timings, run.s.cluster);
-  Bytes peak = 0;
-  for (const GpuMemory& g : rep.gpus) {
-    if (g.gpu != gpu) continue;
-    for (const MemorySample& smp : g.samples)
-      peak = std::max(peak, smp.by_category[static_cast<std::size_t>(MemCategory::kActivations)]);
-  }
-  return peak;
-}
-
-int max_in_flight(const std::vector<PipeStep>& steps) {
-  int now = 0, peak = 0;
-  for (const PipeStep& st : steps) {
-    now += st.forward ? 1 : -1;
-    peak = std::max(peak, now);
-  }
-  return peak;
 }
 
 std::string error_of(const std::string& json) {
@@ -273,10 +255,10 @@ TEST_CASE("dualpipev: activations in flight, 2p + 1 chunks on every rank",
   const double A = 1 << 20;
   const Run v1 = simulate(uniform(4, 8, 1e10, A, 4, 8, "1f1b"));
   const Run dv = simulate(uniform(4, 8, 1e10, A, 4, 8, "dualpipev"));
-  CHECK(activation_peak(v1, 0) == static_cast<Bytes>(8 * A));
+  CHECK(peak_in(v1, 0, {MemCategory::kActivations}) == static_cast<Bytes>(8 * A));
   for (int g = 0; g < 4; ++g) {
-    CHECK(activation_peak(dv, g) >= static_cast<Bytes>(9 * A));
-    CHECK(activation_peak(dv, g) <= static_cast<Bytes>(9 * A) + 8);
+    CHECK(peak_in(dv, g, {MemCategory::kActivations}) >= static_cast<Bytes>(9 * A));
+    CHECK(peak_in(dv, g, {MemCategory::kActivations}) <= static_cast<Bytes>(9 * A) + 8);
   }
 }
 

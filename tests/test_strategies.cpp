@@ -46,6 +46,8 @@ Scenario parse(const std::string& json, std::vector<std::string> sets = {}) {
   return parse_scenario_string(json, "test.json", sets);
 }
 
+using csim::test::max_in_flight;
+using csim::test::peak_in;
 using csim::test::Run;
 using csim::test::simulate;
 
@@ -63,29 +65,6 @@ double bubble_fraction(const Run& run, int gpu) {
     if (op.gpu == gpu) busy += t.end_ns - t.start_ns;
   }
   return 1.0 - static_cast<double>(busy) / static_cast<double>(last - first);
-}
-
-Bytes peak_in(const Run& run, int gpu, std::initializer_list<MemCategory> cats) {
-  const MemoryReport rep = memory_timeline(run.p, run.r.timings, run.s.cluster);
-  Bytes peak = 0;
-  for (const GpuMemory& g : rep.gpus) {
-    if (g.gpu != gpu) continue;
-    for (const MemorySample& smp : g.samples) {
-      Bytes v = 0;
-      for (MemCategory c : cats) v += smp.by_category[static_cast<std::size_t>(c)];
-      peak = std::max(peak, v);
-    }
-  }
-  return peak;
-}
-
-int max_in_flight(const std::vector<PipeStep>& steps) {
-  int now = 0, peak = 0;
-  for (const PipeStep& st : steps) {
-    now += st.forward ? 1 : -1;
-    peak = std::max(peak, now);
-  }
-  return peak;
 }
 
 }  // namespace

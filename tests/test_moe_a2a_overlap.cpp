@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -188,7 +189,7 @@ TEST_CASE("1f1b: shorter than none, not shorter than the compute alone, overlap 
   CHECK(eo.peaks.front().peak_bytes > en.peaks.front().peak_bytes);
 }
 
-TEST_CASE("none is today's Program, the block path falls back on 1f1b by name",
+TEST_CASE("none is today's Program, the block path takes 1f1b within 1 % of the op level",
           "[ep][a2a_overlap]") {
   const Program base = lower(parse_scenario_string(small(""), "b.json"));
   const Program none =
@@ -201,11 +202,17 @@ TEST_CASE("none is today's Program, the block path falls back on 1f1b by name",
   }
   const Scenario ovl = parse_scenario_string(small(R"(, "moe_a2a_overlap": "1f1b")"), "o.json");
   const Program po = lower(ovl);
-  const std::string why = block::block_path_unsupported(ovl, po);
-  CHECK(why.find("moe_a2a_overlap") != std::string::npos);
+  // The paired passes' all-to-alls are collectives on the EP comm stream, each waiting for its
+  // producer kernel and waited on by its consumer: the block path's units (a collective that
+  // waits for a rendezvous is a unit of its own, docs/block-eval.md "Chains") and its shared
+  // flow network time them as the op level does, so its step is the op level's to within
+  // issue 17's 1 % (0.000 % measured).
+  CHECK(block::block_path_unsupported(ovl, po).empty());
   const block::EvalResult r = block::evaluate(ovl, po);
-  CHECK(r.path == block::EvalPath::kOpLevel);
-  CHECK(r.step_time_ns == block::evaluate_op_level(ovl, po).step_time_ns);
+  const block::EvalResult ref = block::evaluate_op_level(ovl, po);
+  CHECK(r.path == block::EvalPath::kBlock);
+  CHECK(std::fabs(static_cast<double>(r.step_time_ns - ref.step_time_ns)) <
+        0.01 * static_cast<double>(ref.step_time_ns));
 }
 
 TEST_CASE("moe_a2a_overlap bad inputs name the key", "[ep][a2a_overlap]") {

@@ -83,12 +83,6 @@ std::string Schedule::build() {
   if (scenario_.strategy.kind == core::StrategyKind::kZero && ps.zero_stage == 3)
     return "DeepSpeed ZeRO-3's per-module fetch (the block path was 5.1 % off the op level in "
            "step time, 36 % in peak memory)";
-  // The combined 1F1B schedule's all-to-alls on a comm stream beside the other micro-batch's
-  // kernels (core/lowering/moe_a2a_overlap.cpp): the block path's chains assume a pass's
-  // exchanges in line; not yet reproduced, the op level runs it.
-  if (ps.moe_a2a_overlap != core::MoeA2aOverlap::kNone && ps.ep > 1)
-    return "strategy.moe_a2a_overlap (EP all-to-alls on a comm stream beside the other "
-           "micro-batch's compute)";
   const std::size_t gpus = static_cast<std::size_t>(program_.world_gpus);
   // One thread per process (no GIL waits) and per GPU.
   std::vector<int> per_process(program_.processes.size(), 0), per_gpu(gpus, 0);

@@ -525,13 +525,24 @@ void bound(TuneCandidate& c, const core::Scenario& v, int gpus) {
 // (core/scenario/parse_parallel_fsdp2.cpp sets ps.zero_stage = 1; the lowering reads the flag only
 // for kind zero, core/lowering/framework_states.cpp and optimizer_memory.cpp), so
 // --sharding zero,distopt would otherwise simulate every Megatron layout twice.
-json canonical_strategy(json st) {
-  if (st.value("kind", "") == "3d" && st.value("distributed_optimizer", false) &&
-      !st.value("megatron_fsdp", false)) {
-    st.erase("distributed_optimizer");
-    st["zero_stage"] = 1;
-  }
-  return st;
+// Tune's duplicates (docs/sweep.md, "Duplicates"): the candidates already bounded, by their
+// model knobs and grid; within a bucket the parsed strategies are compared field by field, as
+// the lowering reads them (core::strategy_as_lowered).
+struct Twin {
+  core::StrategySpec strategy;
+  std::size_t index;
+};
+std::string twin_bucket(const json& model_knobs, const core::StrategySpec& st) {
+  const core::ParallelSpec& p = st.parallel;
+  return model_knobs.dump() + '|' + std::to_string(static_cast<int>(st.kind)) + ' ' +
+         std::to_string(p.dp) + ' ' + std::to_string(p.tp) + ' ' + std::to_string(p.pp) + ' ' +
+         std::to_string(p.cp) + ' ' + std::to_string(p.ep) + ' ' +
+         std::to_string(p.micro_batch_size) + ' ' + std::to_string(p.zero_stage);
+}
+const Twin* find_twin(const std::vector<Twin>& bucket, const core::StrategySpec& st) {
+  for (const Twin& t : bucket)
+    if (t.strategy == st) return &t;
+  return nullptr;
 }
 
 std::string ms(double s) {
@@ -599,7 +610,7 @@ TuneResult tune(const json& doc, const std::string& name, const std::vector<std:
 
   // Enumerate, validate and bound (cheap: no lowering).
   const std::vector<Layout> ls = layouts(base, gpus, o.micro_batch_sizes, o.space);
-  std::map<std::string, std::size_t> seen;  // model sets + canonical strategy -> first candidate
+  std::map<std::string, std::vector<Twin>> seen;  // twin_bucket -> the strategies bounded
   for (const ModelVariant& mv : model_variants(doc, base_sets, base, name, o.space))
     for (const Layout& l : ls) {
       TuneCandidate c;
@@ -610,17 +621,18 @@ TuneResult tune(const json& doc, const std::string& name, const std::vector<std:
       c.sets.push_back("strategy=" + l.strategy.dump());
       c.knobs = mv.knobs;
       c.knobs["strategy"] = l.strategy;
-      const auto [first, fresh] =
-          seen.emplace(mv.knobs.dump() + canonical_strategy(l.strategy).dump(), c.index);
-      if (!fresh) {
-        c.verdict = TuneVerdict::kDuplicate;
-        c.reason = "the same strategy as " + res.candidates[first->second].label +
-                   " (Megatron's distributed optimizer is zero_stage 1)";
-        res.candidates.push_back(std::move(c));
-        continue;
-      }
       try {
         const core::Scenario v = run::load_scenario_document(doc, name, c.sets);
+        core::StrategySpec lowered = core::strategy_as_lowered(v);
+        std::vector<Twin>& bucket = seen[twin_bucket(mv.knobs, lowered)];
+        if (const Twin* twin = find_twin(bucket, lowered)) {
+          c.verdict = TuneVerdict::kDuplicate;
+          c.reason = "the same strategy as " + res.candidates[twin->index].label +
+                     " once parsed (core::strategy_as_lowered)";
+          res.candidates.push_back(std::move(c));
+          continue;
+        }
+        bucket.push_back({std::move(lowered), c.index});
         bound(c, v, gpus);
         if (c.model_states_gib > c.usable_gib) {
           c.verdict = TuneVerdict::kCannotFit;

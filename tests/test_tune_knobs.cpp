@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/json_diagnostics.hpp"
+#include "core/lowering/framework_states.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "run/scenario_loader.hpp"
 #include "simrun_cli_support.hpp"
@@ -456,4 +457,25 @@ TEST_CASE("tune counts distopt layouts as duplicates of their zero 1 twins", "[s
   sweep::print_tune_report(both, 1, 0, out);
   CHECK(out.str().find(std::to_string(distopt) + " duplicates") != std::string::npos);
   CHECK(sweep::tune_report_json(both, 1)["duplicate"] == distopt);
+}
+
+// The duplicates are found on the parsed strategies (core::strategy_as_lowered): under kind 3d
+// the distributed optimizer is the zero_stage 1 the parser gives it (the lowering reads the flag
+// only through megatron_states, true for 3d anyway), so the two spellings are one strategy; under
+// kind zero the flag picks Megatron's model states over DeepSpeed's (optimizer_memory.cpp), so
+// there the two stay apart, as do two strategies differing in any other field.
+TEST_CASE("tune's duplicates compare the parsed strategies", "[sweep][tune]") {
+  const std::string path = test::scenario_path("transformer_tiny_1xh200.json");
+  const nlohmann::json doc = doc_of(path);
+  const auto lowered = [&](const std::string& strategy) {
+    return core::strategy_as_lowered(run::load_scenario_document(
+        doc, path,
+        {"cluster.gpu=H100-SXM5-80GB", "cluster.gpus_per_node=4", "strategy=" + strategy}));
+  };
+  CHECK(lowered(R"({"kind": "3d", "dp": 2, "tp": 2, "distributed_optimizer": true})") ==
+        lowered(R"({"kind": "3d", "dp": 2, "tp": 2, "zero_stage": 1})"));
+  CHECK_FALSE(lowered(R"({"kind": "zero", "dp": 4, "distributed_optimizer": true})") ==
+              lowered(R"({"kind": "zero", "dp": 4, "zero_stage": 1})"));
+  CHECK_FALSE(lowered(R"({"kind": "3d", "dp": 2, "tp": 2, "zero_stage": 1})") ==
+              lowered(R"({"kind": "3d", "dp": 2, "tp": 2, "zero_stage": 1, "recompute": "full"})"));
 }

@@ -17,6 +17,15 @@ bool megatron_states(const Scenario& s) {
          k == StrategyKind::kTensorParallel || ps.distributed_optimizer;
 }
 
+StrategySpec strategy_as_lowered(const Scenario& s) {
+  StrategySpec st = s.strategy;
+  const StrategyKind k = st.kind;
+  const bool megatron_kind =
+      k == StrategyKind::k3d || k == StrategyKind::kPipeline || k == StrategyKind::kTensorParallel;
+  if (megatron_kind && !st.parallel.fsdp2.enabled) st.parallel.distributed_optimizer = false;
+  return st;
+}
+
 bool deepspeed_states(const Scenario& s) {
   return s.strategy.kind == StrategyKind::kZero && !megatron_states(s);
 }

@@ -56,6 +56,12 @@ namespace csim::core {
 bool megatron_states(const Scenario& s);
 // DeepSpeed ZeRO (kind zero without Megatron's distributed optimizer).
 bool deepspeed_states(const Scenario& s);
+// The strategy with the spellings the lowering cannot tell apart made one (tune's duplicates,
+// docs/sweep.md "Duplicates"): `distributed_optimizer` without Megatron-FSDP is read only
+// through megatron_states and the zero_stage 1 the parser gives it, so where the kind alone
+// makes the states Megatron's (3d, pipeline, tensor_parallel) the flag is cleared. Two
+// strategies equal after it lower to the same Program.
+StrategySpec strategy_as_lowered(const Scenario& s);
 // Bytes per gradient element as the framework keeps and reduces it: W for DeepSpeed, else G.
 int framework_grad_bytes(const Scenario& s);
 

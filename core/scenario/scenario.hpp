@@ -491,6 +491,7 @@ struct Fsdp2Spec {
   ReshardPolicy reshard = ReshardPolicy::kDefault;
   int reduce_bytes = 4;  // reduce_dtype's element bytes: the reduce-scatter's (fp32: 4)
   int replicate = 1;     // HSDP: replicas; a shard is taken over dp / replicate ranks
+  bool operator==(const Fsdp2Spec&) const = default;
 };
 
 // How DeepSpeed's stage 3 fetches parameters (docs/program.md, "ZeRO-3 parameter fetch"):
@@ -511,6 +512,7 @@ struct Zero3Spec {
   std::int64_t persistence_threshold_numel = 100'000;     // stage3_param_persistence_threshold 1e5
   std::int64_t reduce_bucket_numel = 500'000'000;         // reduce_bucket_size 5e8
   bool overlap_comm = true;  // stage 3's default (DeepSpeedZeroConfig.overlap_comm_valid)
+  bool operator==(const Zero3Spec&) const = default;
 };
 
 // FSDP1's (FullyShardedDataParallel) prefetch and rate limiter, PyTorch's defaults
@@ -521,6 +523,7 @@ struct Fsdp1Spec {
   bool limit_all_gathers = true;  // at most 2 all-gathers ahead of the freed units (host waits)
   bool forward_prefetch = false;  // issue the next unit's all-gather before this unit's forward
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kBackwardPre;
+  bool operator==(const Fsdp1Spec&) const = default;
 };
 
 enum class FsdpSharding { kFullShard, kShardGradOp };
@@ -619,6 +622,8 @@ struct ParallelSpec {
   // V: core/lowering/parallel_plan.hpp, pipeline_segment; core/model/pipeline_stages.hpp;
   // docs/scenario.md, "strategy: uneven pipeline stages"); empty = the even split.
   std::vector<int> segment_blocks;
+  // Field by field (tune's duplicates: sweep/tune.cpp, core::strategy_as_lowered).
+  bool operator==(const ParallelSpec&) const = default;
 };
 
 enum class DdpLauncher { kProcess, kThread };
@@ -630,6 +635,7 @@ struct DdpSpec {
   bool broadcast_buffers = true;  // broadcast module buffers from rank 0 before each forward
   bool gradient_as_bucket_view = false;
   DdpLauncher launcher = DdpLauncher::kProcess;
+  bool operator==(const DdpSpec&) const = default;
 };
 
 struct StrategySpec {
@@ -639,6 +645,7 @@ struct StrategySpec {
   int output_device = -1;  // data_parallel; -1 in the file = device_ids[0] (filled by the parser)
   DdpSpec ddp;
   ParallelSpec parallel;  // model_parallel, pipeline, tensor_parallel, 3d, zero, fsdp
+  bool operator==(const StrategySpec&) const = default;
 };
 
 // [SECTION] NCCL ---------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "core/model/flops.hpp"
 #include "core/model/fp8_recipe.hpp"
 #include "run/scenario_loader.hpp"
+#include "sweep/in_flight.hpp"
 
 namespace csim::sweep {
 namespace {
@@ -472,14 +474,31 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
     if (e == 0) return dense;
     return dense + core::rank_model_states(v, sh, e, ps.size(core::ParallelDim::kEdp));
   };
+  // A: the saved activations the stage holds at one moment of its backward phase (in_flight.hpp):
+  // n_c passes of each chunk c, each the block the lowering allocates for its segment,
+  // round(rank_stored_activation_bytes_per_sample x b) (core/lowering/pipeline.cpp). Model
+  // parallelism has no pipeline schedule: one micro-batch of the stage's first segment.
+  const bool scheduled = v.strategy.kind != core::StrategyKind::kModelParallel;
+  auto pass_bytes = [&](int g) {
+    return static_cast<double>(std::llround(core::rank_stored_activation_bytes_per_sample(
+                                                v.model, seg[static_cast<std::size_t>(g)], ps) *
+                                            static_cast<double>(ps.micro_batch_size)));
+  };
   for (int st = 0; st < pp; ++st) {
     const double copies = v.training.precision == core::Precision::kFp8
                               ? static_cast<double>(core::fp8_weight_copy_bytes(
                                     fp8[static_cast<std::size_t>(st)], v.training.fp8))
                               : 0.0;
-    const double acts = core::rank_stored_activation_bytes_per_sample(
-                            v.model, seg[static_cast<std::size_t>(st)], ps) *
-                        static_cast<double>(ps.micro_batch_size);
+    double acts = 0;
+    if (scheduled) {
+      const std::vector<int> held = held_chunk_passes(ps.schedule, pp, ps.virtual_stages,
+                                                      static_cast<int>(ps.micro_batches), st);
+      for (int c = 0; c < ps.virtual_stages; ++c)
+        if (held[static_cast<std::size_t>(c)] > 0)
+          acts += held[static_cast<std::size_t>(c)] * pass_bytes(core::pipeline_segment(ps, c, st));
+    } else {
+      acts = pass_bytes(st);
+    }
     take(stage_states(st), copies, acts, v.training.steps >= 2, st);
   }
   return out;

@@ -430,22 +430,27 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
     return core::model_state_bytes(p, v.training, zero, dp);
   };
   MemoryBound out;
-  auto take = [&out](const core::ModelStateBytes& b, double fp8, double acts, bool opt_with_acts,
-                     int stage) {
+  auto take = [&out](const core::ModelStateBytes& b, double fp8, double acts, int stage) {
     const double w_g = static_cast<double>(b.params + b.grads) + fp8;
     const double opt = static_cast<double>(b.optimizer);
-    // Beside the activations: the whole optimizer state from step 2 on, else what the optimizer
-    // built at construction (the fp32 master of Megatron and DeepSpeed); inside step() also a copy
-    // of the gradients where the framework makes one (Megatron fp16).
-    const double opt_beside_acts = opt_with_acts ? opt : static_cast<double>(b.optimizer_at_setup);
-    const double need =
-        std::max(w_g + opt + static_cast<double>(b.step_main_grads), w_g + acts + opt_beside_acts);
+    // Beside the activations: the whole optimizer state. From step 2 on it is resident; in a
+    // one-step run the steady-state projection that the peak and the OOM verdict read lifts
+    // each point of step 1 by what the optimizer category lacks of its end-of-step K
+    // (docs/memory.md, "First-step and steady-state peaks"; core/program/memory_timeline.cpp).
+    // Inside step() also a copy of the gradients where the framework makes one (Megatron fp16).
+    const double alone = w_g + opt + static_cast<double>(b.step_main_grads);
+    const double need = std::max(alone, w_g + acts + opt);
+    out.without_activations = std::max(out.without_activations, alone);
     if (need <= out.bytes) return;
-    out = {static_cast<double>(b.params + b.grads + b.optimizer), fp8, acts, need, stage};
+    out.states = static_cast<double>(b.params + b.grads + b.optimizer);
+    out.fp8_copies = fp8;
+    out.activations = acts;
+    out.bytes = need;
+    out.stage = stage;
   };
   if (!par || v.model.transformer.layers == 0) {
     const std::int64_t p = (v.model.total_params() + tp * pp - 1) / (tp * pp);
-    take(states(p), 0, 0, false, 0);
+    take(states(p), 0, 0, 0);
     return out;
   }
   const int segs = pp * ps.virtual_stages;
@@ -499,7 +504,7 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
     } else {
       acts = pass_bytes(st);
     }
-    take(stage_states(st), copies, acts, v.training.steps >= 2, st);
+    take(stage_states(st), copies, acts, st);
   }
   return out;
 }
@@ -511,8 +516,9 @@ void bound(TuneCandidate& c, const core::Scenario& v, int gpus) {
   const core::ParallelSpec& ps = v.strategy.parallel;
   const bool par = core::is_parallel_kind(v.strategy.kind);
   const int pp = par ? ps.pp : 1;
-  const double need = memory_bound(v, gpus).bytes;
-  c.model_states_gib = need / kGiB;
+  const MemoryBound mb = memory_bound(v, gpus);
+  c.model_states_gib = mb.bytes / kGiB;
+  c.states_alone_gib = mb.without_activations / kGiB;
   c.usable_gib = static_cast<double>(core::usable_memory_bytes(v.cluster, gpus > 1)) / kGiB;
   // The compute bound: the fastest any FLOP can run, over the GPU's curves for the compute dtype,
   // the FP8 GEMM curve at the FP8 peak (precision fp8) and the fused attention kernels' own

@@ -47,6 +47,7 @@ struct TuneCandidate {
   nlohmann::json knobs;           // the knobs as key path -> value (strategy, model, training)
   double lb_step_s = 0;           // the compute lower bound
   double model_states_gib = 0;    // the memory lower bound
+  double states_alone_gib = 0;    // the same with no activations (MemoryBound::without_activations)
   double usable_gib = 0;
   TuneVerdict verdict = TuneVerdict::kNotReached;
   std::string reason;    // why it was rejected
@@ -125,14 +126,16 @@ struct TuneResult {
 // under 1F1B, m under GPipe, Megatron's warm-up + 1 under interleaving, 2p + 1 under DualPipeV),
 // each core::rank_stored_activation_bytes_per_sample of its segment x the micro-batch (recompute
 // policy, every k, sequence parallelism, cp);
-//   need = max(W + G + K + C,  W + G + C + A + (steps >= 2 ? K : 0))
-// (the optimizer step, and the first backward of a step), the fullest stage's. Other models:
+//   need = max(W + G + K + K_s + C,  W + G + C + A + K)
+// (the optimizer step, and that moment of the backward; one-step runs: the steady-state
+// projection, docs/memory.md, puts K there too), the fullest stage's. Other models:
 // the model states of ceil(P / (tp pp)) parameters.
 struct MemoryBound {
-  double states = 0;       // W + G + K of the fullest stage, bytes
-  double fp8_copies = 0;   // C
-  double activations = 0;  // A
-  double bytes = 0;        // need
+  double states = 0;               // W + G + K of the fullest stage, bytes
+  double fp8_copies = 0;           // C
+  double activations = 0;          // A
+  double bytes = 0;                // need
+  double without_activations = 0;  // need with A = 0, the fullest stage's (bytes)
   int stage = 0;
 };
 MemoryBound memory_bound(const core::Scenario& candidate, int gpus);

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
+#include <sstream>
 
 #include "core/json_diagnostics.hpp"
 #include "core/lowering/parallel_plan.hpp"
@@ -162,4 +164,57 @@ TEST_CASE("the memory bound's in-flight activations are derived by hand and belo
     // beyond the first: the bound is tighter by at least one block's pass.
     CHECK(b.activations >= pass(core::pipeline_segment(ps, 0, b.stage)) + block_pass);
   }
+}
+
+// The report says which bound removed each candidate. On gpt_tiny_2xa100 with a GPU whose usable
+// memory is 1.1 x the model states of the 1F1B layout above (pp 2, micro-batch 2), below its
+// bound (the states plus 2 passes of 2 blocks in flight, 2 x 478 MB), that layout cannot fit only
+// with its activations, while the pp 1 ZeRO 0 layouts hold the states of all 84M parameters,
+// about twice a stage's: both kinds are counted, and each candidate by what its own bounds say.
+TEST_CASE("tune counts the layouts that cannot fit on their model states alone",
+          "[sweep][tune][in_flight]") {
+  const std::string path = test::repo_path("tests/data/sweep/gpt_tiny_2xa100.json");
+  const nlohmann::json doc = core::parse_json_strict(test::read_file(path), path);
+  const core::Scenario s = run::load_scenario_document(
+      doc, path,
+      {"cluster.gpus_per_node=2",
+       R"(strategy={"kind":"3d","pp":2,"micro_batch_size":2,"schedule":"1f1b"})"});
+  const sweep::MemoryBound b = sweep::memory_bound(s, 2);
+  const double usable = 1.1 * b.without_activations;
+  REQUIRE(usable < b.bytes);
+  char gpu[200];
+  std::snprintf(gpu, sizeof gpu, "cluster.gpu={\"base\":\"A100-SXM4-80GB\",\"memory_gib\":%.9f}",
+                usable / kGiB);
+  sweep::TuneOptions o;
+  o.threads = 2;
+  const sweep::TuneResult r =
+      sweep::tune(doc, path,
+                  {gpu,
+                   "cluster.reserve={\"cuda_context_mb\":0.001,\"nccl_buffers_mb\":0.001,"
+                   "\"workspace_mb\":0.001}"},
+                  o);
+  std::size_t alone = 0, with_acts = 0;
+  bool layout_seen = false;
+  for (const sweep::TuneCandidate& c : r.candidates) {
+    if (c.verdict != sweep::TuneVerdict::kCannotFit) continue;
+    INFO(c.label);
+    CHECK(c.states_alone_gib <= c.model_states_gib);
+    (c.states_alone_gib > c.usable_gib ? alone : with_acts) += 1;
+    if (c.label.find("pp 2 mbs 2 1f1b zero 0 rc none") != std::string::npos) {
+      layout_seen = true;
+      CHECK(c.states_alone_gib <= c.usable_gib);
+    }
+  }
+  CHECK(layout_seen);
+  CHECK(alone > 0);
+  CHECK(with_acts > 0);
+  const nlohmann::json j = sweep::tune_report_json(r, 1);
+  CHECK(j["cannot_fit_states_alone"] == alone);
+  CHECK(j["cannot_fit"] == alone + with_acts);
+  std::ostringstream out;
+  sweep::print_tune_report(r, 1, 0, out);
+  CHECK(out.str().find(std::to_string(alone + with_acts) +
+                       " cannot fit (memory bound: " + std::to_string(alone) +
+                       " on the model states alone, " + std::to_string(with_acts) +
+                       " with the saved activations)") != std::string::npos);
 }

@@ -430,7 +430,8 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
     return core::model_state_bytes(p, v.training, zero, dp);
   };
   MemoryBound out;
-  auto take = [&out](const core::ModelStateBytes& b, double fp8, double acts, int stage) {
+  auto take = [&out](const core::ModelStateBytes& b, double fp8, double acts, double logits,
+                     int stage) {
     const double w_g = static_cast<double>(b.params + b.grads) + fp8;
     const double opt = static_cast<double>(b.optimizer);
     // Beside the activations: the whole optimizer state. From step 2 on it is resident; in a
@@ -439,18 +440,19 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
     // (docs/memory.md, "First-step and steady-state peaks"; core/program/memory_timeline.cpp).
     // Inside step() also a copy of the gradients where the framework makes one (Megatron fp16).
     const double alone = w_g + opt + static_cast<double>(b.step_main_grads);
-    const double need = std::max(alone, w_g + acts + opt);
+    const double need = std::max(alone, w_g + acts + logits + opt);
     out.without_activations = std::max(out.without_activations, alone);
     if (need <= out.bytes) return;
     out.states = static_cast<double>(b.params + b.grads + b.optimizer);
     out.fp8_copies = fp8;
     out.activations = acts;
+    out.logits = logits;
     out.bytes = need;
     out.stage = stage;
   };
   if (!par || v.model.transformer.layers == 0) {
     const std::int64_t p = (v.model.total_params() + tp * pp - 1) / (tp * pp);
-    take(states(p), 0, 0, 0);
+    take(states(p), 0, 0, 0, 0);
     return out;
   }
   const int segs = pp * ps.virtual_stages;
@@ -489,22 +491,37 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
                                                 v.model, seg[static_cast<std::size_t>(g)], ps) *
                                             static_cast<double>(ps.micro_batch_size)));
   };
+  // L: the logits of each forward pass of the last segment, allocated when the pass's forward
+  // ends and freed when its backward ends (pipeline.cpp, end_segment: "logits", the last layer's
+  // output as the lowering shards it: tp, cp), so held with the n_c passes of that segment's chunk
+  // on its stage; the passes counted are whole ones (in_flight.hpp), their logits allocated.
+  const int last_seg = segs - 1;
+  const std::size_t last_layer = v.model.layers.size() - 1;
+  core::ShardedLayer out_layer =
+      core::shard_layer(v.model, static_cast<int>(last_layer), tp, ps.sequence_parallel);
+  core::shard_context(out_layer, v.model.layers[last_layer], ps);
+  core::shard_experts(out_layer, v.model.layers[last_layer], ps);
+  const double logits_bytes = static_cast<double>(
+      std::llround(out_layer.output_bytes_per_sample * static_cast<double>(ps.micro_batch_size)));
   for (int st = 0; st < pp; ++st) {
     const double copies = v.training.precision == core::Precision::kFp8
                               ? static_cast<double>(core::fp8_weight_copy_bytes(
                                     fp8[static_cast<std::size_t>(st)], v.training.fp8))
                               : 0.0;
-    double acts = 0;
+    double acts = 0, logits = 0;
     if (scheduled) {
       const std::vector<int> held = held_chunk_passes(ps.schedule, pp, ps.virtual_stages,
                                                       static_cast<int>(ps.micro_batches), st);
       for (int c = 0; c < ps.virtual_stages; ++c)
         if (held[static_cast<std::size_t>(c)] > 0)
           acts += held[static_cast<std::size_t>(c)] * pass_bytes(core::pipeline_segment(ps, c, st));
+      if (core::pipeline_stage_of_segment(ps, last_seg) == st)
+        logits = held[static_cast<std::size_t>(core::pipeline_chunk_of_segment(ps, last_seg))] *
+                 logits_bytes;
     } else {
       acts = pass_bytes(st);
     }
-    take(stage_states(st), copies, acts, st);
+    take(stage_states(st), copies, acts, logits, st);
   }
   return out;
 }

@@ -125,8 +125,9 @@ struct TuneResult {
 // moment of its backward phase (held_chunk_passes, sweep/in_flight.hpp: min(p - s, m) passes
 // under 1F1B, m under GPipe, Megatron's warm-up + 1 under interleaving, 2p + 1 under DualPipeV),
 // each core::rank_stored_activation_bytes_per_sample of its segment x the micro-batch (recompute
-// policy, every k, sequence parallelism, cp);
-//   need = max(W + G + K + K_s + C,  W + G + C + A + K)
+// policy, every k, sequence parallelism, cp) and, on the stage of the last segment, those passes'
+// logits (L);
+//   need = max(W + G + K + K_s + C,  W + G + C + A + L + K)
 // (the optimizer step, and that moment of the backward; one-step runs: the steady-state
 // projection, docs/memory.md, puts K there too), the fullest stage's. Other models:
 // the model states of ceil(P / (tp pp)) parameters.
@@ -134,8 +135,9 @@ struct MemoryBound {
   double states = 0;               // W + G + K of the fullest stage, bytes
   double fp8_copies = 0;           // C
   double activations = 0;          // A
+  double logits = 0;               // L: the last segment's logits held with its passes
   double bytes = 0;                // need
-  double without_activations = 0;  // need with A = 0, the fullest stage's (bytes)
+  double without_activations = 0;  // need with A = L = 0, the fullest stage's (bytes)
   int stage = 0;
 };
 MemoryBound memory_bound(const core::Scenario& candidate, int gpus);

@@ -97,6 +97,10 @@ TEST_CASE("the in-flight counts are the lowering's schedules' at the backward th
 //         stage 1: w = 0 + 2 = 2, n = 3: chunks 0, 0, 1: 2 passes of segment 1, 1 of segment 3.
 //   DualPipeV (v 2; stage s holds segments s and 3 - s): n_0 = 2p - s, n_1 = s + 1:
 //         stage 0: 4 passes of segment 0, 1 of segment 3; stage 1: 3 of segment 1, 2 of segment 2.
+//   GPipe: all m = 8 forwards first: 8 passes of segment 0 on stage 0, 8 of segment 1 on stage 1.
+// The stage holding the last segment also holds each of those passes' logits, b s V e =
+// 2 x 1024 x 32,000 x 2 B = 131,072,000 B (bf16): 1 pass under 1F1B, interleaved and DualPipeV
+// (on stage 0 there), 8 under GPipe.
 // Each stage's simulated activation peak is at least what it holds then, and the bound (with
 // these activations) is at most the simulated peak.
 TEST_CASE("the memory bound's in-flight activations are derived by hand and below the simulation",
@@ -106,14 +110,27 @@ TEST_CASE("the memory bound's in-flight activations are derived by hand and belo
   struct Case {
     const char* strategy;
     std::vector<std::vector<std::pair<int, int>>> held;  // per stage: (segment, passes)
+    int logits_stage, logits_passes;                     // the last segment's
   };
   const std::vector<Case> cases{
-      {R"({"kind":"3d","pp":2,"micro_batch_size":2,"schedule":"1f1b"})", {{{0, 2}}, {{1, 1}}}},
+      {R"({"kind":"3d","pp":2,"micro_batch_size":2,"schedule":"1f1b"})",
+       {{{0, 2}}, {{1, 1}}},
+       1,
+       1},
       {R"({"kind":"3d","pp":2,"micro_batch_size":2,"schedule":"interleaved","virtual_stages":2})",
-       {{{0, 3}, {2, 2}}, {{1, 2}, {3, 1}}}},
+       {{{0, 3}, {2, 2}}, {{1, 2}, {3, 1}}},
+       1,
+       1},
       {R"({"kind":"3d","pp":2,"micro_batch_size":2,"schedule":"dualpipev"})",
-       {{{0, 4}, {3, 1}}, {{1, 3}, {2, 2}}}},
+       {{{0, 4}, {3, 1}}, {{1, 3}, {2, 2}}},
+       0,
+       1},
+      {R"({"kind":"3d","pp":2,"micro_batch_size":2,"schedule":"gpipe"})",
+       {{{0, 8}}, {{1, 8}}},
+       1,
+       8},
   };
+  const double logits_pass = 2.0 * 1024 * 32000 * 2;
   const double block_pass = 1024.0 * 1024 * (34 + 5.0 * 16 * 1024 / 1024) * 2;
   CHECK(block_pass == 239075328.0);
   for (const Case& k : cases) {
@@ -135,8 +152,9 @@ TEST_CASE("the memory bound's in-flight activations are derived by hand and belo
       CHECK(pass(1) == block_pass);
       CHECK(pass(2) == block_pass);
     }
-    std::vector<double> acts;
+    std::vector<double> acts, logits;
     for (int st = 0; st < 2; ++st) {
+      logits.push_back(st == k.logits_stage ? k.logits_passes * logits_pass : 0.0);
       double a = 0;
       for (const auto& [g, n] : k.held[static_cast<std::size_t>(st)]) {
         CHECK(core::pipeline_stage_of_segment(ps, g) == st);
@@ -149,13 +167,14 @@ TEST_CASE("the memory bound's in-flight activations are derived by hand and belo
     }
     const sweep::MemoryBound b = sweep::memory_bound(s, 2);
     CHECK(b.activations == acts[static_cast<std::size_t>(b.stage)]);
+    CHECK(b.logits == logits[static_cast<std::size_t>(b.stage)]);
     // Against the op-level simulation: each stage GPU's activation peak (rank = stage here)
     // holds its in-flight passes at least, and the bound is below the simulated peak.
     const test::Run run = test::simulate(s);
     for (int st = 0; st < 2; ++st) {
       INFO("stage " << st);
       CHECK(static_cast<double>(test::peak_in(run, st, {core::MemCategory::kActivations})) >=
-            acts[static_cast<std::size_t>(st)]);
+            acts[static_cast<std::size_t>(st)] + logits[static_cast<std::size_t>(st)]);
     }
     const sweep::VariantResult v = sweep::evaluate_variant(doc, path, sets);
     REQUIRE(v.status == sweep::VariantStatus::kOk);

@@ -1,7 +1,8 @@
 // tune's memory bound counts the saved activations a pipeline stage holds at once in its backward
 // phase (sweep/in_flight.hpp; docs/sweep.md, "Tune", "Bounds"): the closed forms against the
-// lowering's own schedules, and, derived by hand for small 1F1B, interleaved and DualPipeV
-// layouts, against the simulated memory.
+// lowering's own schedules; the activations and logits, derived by hand for small 1F1B,
+// interleaved, DualPipeV and GPipe layouts, against the simulated memory; and the report's count
+// of the layouts that cannot fit on their model states alone.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

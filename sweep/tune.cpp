@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "core/model/flops.hpp"
 #include "core/model/fp8_recipe.hpp"
 #include "run/scenario_loader.hpp"
+#include "sweep/in_flight.hpp"
 
 namespace csim::sweep {
 namespace {
@@ -428,22 +430,29 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
     return core::model_state_bytes(p, v.training, zero, dp);
   };
   MemoryBound out;
-  auto take = [&out](const core::ModelStateBytes& b, double fp8, double acts, bool opt_with_acts,
+  auto take = [&out](const core::ModelStateBytes& b, double fp8, double acts, double logits,
                      int stage) {
     const double w_g = static_cast<double>(b.params + b.grads) + fp8;
     const double opt = static_cast<double>(b.optimizer);
-    // Beside the activations: the whole optimizer state from step 2 on, else what the optimizer
-    // built at construction (the fp32 master of Megatron and DeepSpeed); inside step() also a copy
-    // of the gradients where the framework makes one (Megatron fp16).
-    const double opt_beside_acts = opt_with_acts ? opt : static_cast<double>(b.optimizer_at_setup);
-    const double need =
-        std::max(w_g + opt + static_cast<double>(b.step_main_grads), w_g + acts + opt_beside_acts);
+    // Beside the activations: the whole optimizer state. From step 2 on it is resident; in a
+    // one-step run the steady-state projection that the peak and the OOM verdict read lifts
+    // each point of step 1 by what the optimizer category lacks of its end-of-step K
+    // (docs/memory.md, "First-step and steady-state peaks"; core/program/memory_timeline.cpp).
+    // Inside step() also a copy of the gradients where the framework makes one (Megatron fp16).
+    const double alone = w_g + opt + static_cast<double>(b.step_main_grads);
+    const double need = std::max(alone, w_g + acts + logits + opt);
+    out.without_activations = std::max(out.without_activations, alone);
     if (need <= out.bytes) return;
-    out = {static_cast<double>(b.params + b.grads + b.optimizer), fp8, acts, need, stage};
+    out.states = static_cast<double>(b.params + b.grads + b.optimizer);
+    out.fp8_copies = fp8;
+    out.activations = acts;
+    out.logits = logits;
+    out.bytes = need;
+    out.stage = stage;
   };
   if (!par || v.model.transformer.layers == 0) {
     const std::int64_t p = (v.model.total_params() + tp * pp - 1) / (tp * pp);
-    take(states(p), 0, 0, false, 0);
+    take(states(p), 0, 0, 0, 0);
     return out;
   }
   const int segs = pp * ps.virtual_stages;
@@ -472,15 +481,47 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
     if (e == 0) return dense;
     return dense + core::rank_model_states(v, sh, e, ps.size(core::ParallelDim::kEdp));
   };
+  // A: the saved activations the stage holds at one moment of its backward phase (in_flight.hpp):
+  // n_c passes of each chunk c, each the block the lowering allocates for its segment,
+  // round(rank_stored_activation_bytes_per_sample x b) (core/lowering/pipeline.cpp). Model
+  // parallelism has no pipeline schedule: one micro-batch of the stage's first segment.
+  const bool scheduled = v.strategy.kind != core::StrategyKind::kModelParallel;
+  auto pass_bytes = [&](int g) {
+    return static_cast<double>(std::llround(core::rank_stored_activation_bytes_per_sample(
+                                                v.model, seg[static_cast<std::size_t>(g)], ps) *
+                                            static_cast<double>(ps.micro_batch_size)));
+  };
+  // L: the logits of each forward pass of the last segment, allocated when the pass's forward
+  // ends and freed when its backward ends (pipeline.cpp, end_segment: "logits", the last layer's
+  // output as the lowering shards it: tp, cp), so held with the n_c passes of that segment's chunk
+  // on its stage; the passes counted are whole ones (in_flight.hpp), their logits allocated.
+  const int last_seg = segs - 1;
+  const std::size_t last_layer = v.model.layers.size() - 1;
+  core::ShardedLayer out_layer =
+      core::shard_layer(v.model, static_cast<int>(last_layer), tp, ps.sequence_parallel);
+  core::shard_context(out_layer, v.model.layers[last_layer], ps);
+  core::shard_experts(out_layer, v.model.layers[last_layer], ps);
+  const double logits_bytes = static_cast<double>(
+      std::llround(out_layer.output_bytes_per_sample * static_cast<double>(ps.micro_batch_size)));
   for (int st = 0; st < pp; ++st) {
     const double copies = v.training.precision == core::Precision::kFp8
                               ? static_cast<double>(core::fp8_weight_copy_bytes(
                                     fp8[static_cast<std::size_t>(st)], v.training.fp8))
                               : 0.0;
-    const double acts = core::rank_stored_activation_bytes_per_sample(
-                            v.model, seg[static_cast<std::size_t>(st)], ps) *
-                        static_cast<double>(ps.micro_batch_size);
-    take(stage_states(st), copies, acts, v.training.steps >= 2, st);
+    double acts = 0, logits = 0;
+    if (scheduled) {
+      const std::vector<int> held = held_chunk_passes(ps.schedule, pp, ps.virtual_stages,
+                                                      static_cast<int>(ps.micro_batches), st);
+      for (int c = 0; c < ps.virtual_stages; ++c)
+        if (held[static_cast<std::size_t>(c)] > 0)
+          acts += held[static_cast<std::size_t>(c)] * pass_bytes(core::pipeline_segment(ps, c, st));
+      if (core::pipeline_stage_of_segment(ps, last_seg) == st)
+        logits = held[static_cast<std::size_t>(core::pipeline_chunk_of_segment(ps, last_seg))] *
+                 logits_bytes;
+    } else {
+      acts = pass_bytes(st);
+    }
+    take(stage_states(st), copies, acts, logits, st);
   }
   return out;
 }
@@ -492,8 +533,9 @@ void bound(TuneCandidate& c, const core::Scenario& v, int gpus) {
   const core::ParallelSpec& ps = v.strategy.parallel;
   const bool par = core::is_parallel_kind(v.strategy.kind);
   const int pp = par ? ps.pp : 1;
-  const double need = memory_bound(v, gpus).bytes;
-  c.model_states_gib = need / kGiB;
+  const MemoryBound mb = memory_bound(v, gpus);
+  c.model_states_gib = mb.bytes / kGiB;
+  c.states_alone_gib = mb.without_activations / kGiB;
   c.usable_gib = static_cast<double>(core::usable_memory_bytes(v.cluster, gpus > 1)) / kGiB;
   // The compute bound: the fastest any FLOP can run, over the GPU's curves for the compute dtype,
   // the FP8 GEMM curve at the FP8 peak (precision fp8) and the fused attention kernels' own

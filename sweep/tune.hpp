@@ -6,8 +6,8 @@
 // TP communication overlap.
 // Each candidate is checked by the scenario parser, then two bounds prune before any simulation:
 //   cannot fit:  the fullest stage's model states (ZeRO / FSDP2-sharded), FP8 weight copies and
-//                one micro-batch's saved activations exceed the usable memory (memory_bound: a
-//                lower bound of the peak);
+//                the saved activations its pipeline schedule holds at once in the backward phase
+//                exceed the usable memory (memory_bound: a lower bound of the peak);
 //   cannot be fast: the compute lower bound
 //                LB = hardware FLOPs / (GPUs x peak x max GEMM efficiency) x (m + (pp-1)/v) / m
 //                is not below the best simulated step time (checked with a 10 % margin).
@@ -47,6 +47,7 @@ struct TuneCandidate {
   nlohmann::json knobs;           // the knobs as key path -> value (strategy, model, training)
   double lb_step_s = 0;           // the compute lower bound
   double model_states_gib = 0;    // the memory lower bound
+  double states_alone_gib = 0;    // the same with no activations (MemoryBound::without_activations)
   double usable_gib = 0;
   TuneVerdict verdict = TuneVerdict::kNotReached;
   std::string reason;    // why it was rejected
@@ -120,16 +121,23 @@ struct TuneResult {
 // stage, its parameters after the TP split (core::shard_layer), their model states
 // (core::model_state_bytes at the sharding plan's stage; FSDP2 / HSDP / Megatron-FSDP:
 // core::fsdp2_state_bytes over the shard ranks), the FP8 weight copies of its FP8 layers
-// (core::fp8_weight_copy_bytes) and one micro-batch's saved activations of its first segment
-// (core::stored_activation_bytes_per_sample: recompute policy, every k, sequence parallelism);
-//   need = max(W + G + K + C,  W + G + C + A + (steps >= 2 ? K : 0))
-// (the optimizer step, and the first backward of a step), the fullest stage's. Other models:
+// (core::fp8_weight_copy_bytes) and the saved activations of the forward passes it holds at one
+// moment of its backward phase (held_chunk_passes, sweep/in_flight.hpp: min(p - s, m) passes
+// under 1F1B, m under GPipe, Megatron's warm-up + 1 under interleaving, 2p + 1 under DualPipeV),
+// each core::rank_stored_activation_bytes_per_sample of its segment x the micro-batch (recompute
+// policy, every k, sequence parallelism, cp) and, on the stage of the last segment, those passes'
+// logits (L);
+//   need = max(W + G + K + K_s + C,  W + G + C + A + L + K)
+// (the optimizer step, and that moment of the backward; one-step runs: the steady-state
+// projection, docs/memory.md, puts K there too), the fullest stage's. Other models:
 // the model states of ceil(P / (tp pp)) parameters.
 struct MemoryBound {
-  double states = 0;       // W + G + K of the fullest stage, bytes
-  double fp8_copies = 0;   // C
-  double activations = 0;  // A
-  double bytes = 0;        // need
+  double states = 0;               // W + G + K of the fullest stage, bytes
+  double fp8_copies = 0;           // C
+  double activations = 0;          // A
+  double logits = 0;               // L: the last segment's logits held with its passes
+  double bytes = 0;                // need
+  double without_activations = 0;  // need with A = L = 0, the fullest stage's (bytes)
   int stage = 0;
 };
 MemoryBound memory_bound(const core::Scenario& candidate, int gpus);

@@ -9,15 +9,31 @@
 
 namespace csim::sweep {
 
+namespace {
+
+// The cannot-fit candidates whose model states alone (no activations) exceed the usable memory;
+// the rest need the saved activations in flight to exceed it (docs/sweep.md, "Tune", "Bounds").
+std::size_t cannot_fit_states_alone(const TuneResult& r) {
+  std::size_t n = 0;
+  for (const TuneCandidate& c : r.candidates)
+    n += c.verdict == TuneVerdict::kCannotFit && c.states_alone_gib > c.usable_gib;
+  return n;
+}
+
+}  // namespace
+
 void print_tune_report(const TuneResult& r, int top, int rejected, std::ostream& out) {
   std::map<TuneVerdict, std::size_t> n;
   for (const TuneCandidate& c : r.candidates) ++n[c.verdict];
-  char line[320];
+  const std::size_t alone = cannot_fit_states_alone(r);
+  char line[400];
   std::snprintf(line, sizeof line,
-                "%zu layouts: %zu invalid, %zu cannot fit (memory bound), %zu simulated (%zu fit, "
-                "%zu OOM), %zu pruned by the compute bound%s%s; %.1f s\n",
-                r.candidates.size(), n[TuneVerdict::kInvalid], n[TuneVerdict::kCannotFit],
-                r.simulated, n[TuneVerdict::kFits], n[TuneVerdict::kOom], n[TuneVerdict::kPruned],
+                "%zu layouts: %zu invalid, %zu cannot fit (memory bound: %zu on the model states "
+                "alone, %zu with the saved activations), %zu simulated (%zu fit, %zu OOM), %zu "
+                "pruned by the compute bound%s%s; %.1f s\n",
+                r.candidates.size(), n[TuneVerdict::kInvalid], n[TuneVerdict::kCannotFit], alone,
+                n[TuneVerdict::kCannotFit] - alone, r.simulated, n[TuneVerdict::kFits],
+                n[TuneVerdict::kOom], n[TuneVerdict::kPruned],
                 n[TuneVerdict::kDuplicate] > 0
                     ? (", " + std::to_string(n[TuneVerdict::kDuplicate]) +
                        " duplicates (the same strategy as another layout)")
@@ -62,6 +78,7 @@ nlohmann::json tune_report_json(const TuneResult& r, int top) {
                         {"layouts", r.candidates.size()},
                         {"invalid", n[TuneVerdict::kInvalid]},
                         {"cannot_fit", n[TuneVerdict::kCannotFit]},
+                        {"cannot_fit_states_alone", cannot_fit_states_alone(r)},
                         {"simulated", r.simulated},
                         {"oom", n[TuneVerdict::kOom]},
                         {"pruned", n[TuneVerdict::kPruned]},

@@ -326,4 +326,8 @@ TEST_CASE("tune rejects layouts whose model states cannot fit, without simulatin
   sweep::print_tune_report(r, 5, 3, out);
   CHECK(out.str().find("no layout fits in memory") != std::string::npos);
   CHECK(out.str().find("model states (+ activations) need") != std::string::npos);
+  // Every one of them on its model states alone (>= 197 GB per GPU above, no activations).
+  CHECK(out.str().find(std::to_string(cannot) +
+                       " cannot fit (memory bound: " + std::to_string(cannot) +
+                       " on the model states alone, 0 with") != std::string::npos);
 }

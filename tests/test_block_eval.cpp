@@ -104,9 +104,10 @@ TEST_CASE("block eval within 1 % of op level: gpt_fp8_8xh100.json as 3D with FP8
       {R"(strategy={"kind":"3d","dp":2,"tp":2,"pp":2,"micro_batch_size":1})", "model.gpt.layers=8"},
       true);
 }
-// DeepSpeed ZeRO-3's per-module fetch (core/lowering/zero3_fetch.cpp) runs at op level: the
-// block path was 5.1 % off in step time and 36 % in peak memory (its host-run-ahead gathers).
-CSIM_BLOCK_CASE("gpt_20b_64xa100_zero3.json", false)
+// DeepSpeed ZeRO-3's per-module fetch (core/lowering/zero3_fetch.cpp): the block path, with the
+// allocation backpressure and shared links of "block eval within 1 % of op level: DeepSpeed
+// ZeRO-3" below.
+CSIM_BLOCK_CASE("gpt_20b_64xa100_zero3.json", true)
 CSIM_BLOCK_CASE("gpt_pipeline_8xa100.json", true)
 CSIM_BLOCK_CASE("linear_5x2_dp2.json", false)
 CSIM_BLOCK_CASE("linear_5x2_dp3.json", false)
@@ -155,6 +156,24 @@ TEST_CASE("block eval within 1 % of op level: optimizer offload", "[block][offlo
   compare("gpt_20b_64xa100_3d.json", {"strategy.optimizer_offload=1"}, true);
   compare("gpt_20b_64xa100_3d.json", {"strategy.optimizer_offload=0.5"}, true);
   compare("gpt3_175b_1024xa100_3d.json", {"strategy.optimizer_offload=1"}, true);
+}
+
+// DeepSpeed ZeRO-3 (docs/block-eval.md, "Scope"): the op level ran it until the block path had the
+// caching allocator's backpressure ("Allocation backpressure") and, for the prefetched all-gathers
+// beside the reduce-scatters, the shared links ("Transfers"). It must take the block path within
+// the 1 % every case here is held to (issue 17); measured, each is the op level's to the ns and
+// byte, while without the backpressure step 1's peak is 16.9 % high (gathers piled up past the
+// capacity) and with alone links the H100 case is 1.9 % short and 8.7 % high in peak: 1 % tells
+// each mechanism's absence. Over what a sweep turns: two micro-batches per rank (the trace
+// replayed, prefetch beside the first micro-batch's reduce-scatter), a larger prefetch bucket,
+// H100s at micro-batch 1, and an out-of-memory layout.
+TEST_CASE("block eval within 1 % of op level: DeepSpeed ZeRO-3", "[block][zero3]") {
+  const char* z = "gpt_20b_64xa100_zero3.json";
+  compare(z, {"training.global_batch=256"}, true);
+  compare(z, {"strategy.stage3_prefetch_bucket_size=200000000"}, true);
+  compare(z, {R"(cluster.gpu="H100-SXM5-80GB")", "strategy.micro_batch_size=1"}, true);
+  // Without recompute the activations do not fit (126 GiB of an 80 GB A100): the same OOM verdict.
+  compare(z, {R"(strategy.recompute="none")"}, true);
 }
 
 // docs/block-eval.md, "Periodic steady state": the figures from two short pipelines extended to

@@ -30,6 +30,7 @@ void Schedule::release_segments(int t) {
       if (e < 0 || e > now_) return;  // kThreadResume when it ends
       ready = std::max(ready, e);
     }
+    if (sg.check >= 0 && !bp_clear(t, sg.check, ready)) return;  // block_backpressure.cpp
     ready = std::max(ready, now_);
     sg.ready = ready;
     th.released = k;
@@ -305,6 +306,7 @@ void Schedule::target_done(OpId op, TimeNs t) {
   const int k = target_of_op_[static_cast<std::size_t>(op)];
   if (k < 0) return;
   target_end_[static_cast<std::size_t>(k)] = t;
+  bp_freed(op, t);
   for (int i = woken_first_[static_cast<std::size_t>(k)];
        i < woken_first_[static_cast<std::size_t>(k) + 1]; ++i) {
     const int w = woken_[static_cast<std::size_t>(i)];

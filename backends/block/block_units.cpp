@@ -76,13 +76,6 @@ std::string Schedule::build() {
     }
   }
   if (program_.threads.empty()) return "no host threads";
-  // A layout whose block-level schedule is measured off the op level by more than 1 %
-  // (docs/block-eval.md, "Scope"; tests/test_block_eval.cpp): the op level runs it until the
-  // block path reproduces it.
-  const core::ParallelSpec& ps = scenario_.strategy.parallel;
-  if (scenario_.strategy.kind == core::StrategyKind::kZero && ps.zero_stage == 3)
-    return "DeepSpeed ZeRO-3's per-module fetch (the block path was 5.1 % off the op level in "
-           "step time, 36 % in peak memory)";
   const std::size_t gpus = static_cast<std::size_t>(program_.world_gpus);
   // One thread per process (no GIL waits) and per GPU.
   std::vector<int> per_process(program_.processes.size(), 0), per_gpu(gpus, 0);
@@ -132,6 +125,7 @@ std::string Schedule::build() {
       group_members_[static_cast<std::size_t>(g.id)] +=
           !program_.symmetry.enabled() ||
           program_.symmetry.weight_of_gpu[static_cast<std::size_t>(gpu)] > 0;
+  plan_backpressure();  // docs/block-eval.md, "Allocation backpressure"
   target_of_op_.assign(program_.ops.size(), -1);
   communicates_.assign(gpus, 0);
   const core::GpuSpec& gpu = scenario_.cluster.gpu;
@@ -150,11 +144,14 @@ std::string Schedule::build() {
     }
     ThreadState& th = threads_[static_cast<std::size_t>(op.thread)];
     if (op.gpu != th.gpu) return "a thread issuing for another GPU";
-    bool host_wait = th.segs.empty();
+    // An allocation checked for backpressure heads a segment too (block_backpressure.cpp).
+    const int check =
+        bp_check_of_op_.empty() ? -1 : bp_check_of_op_[static_cast<std::size_t>(op.id)];
+    bool host_wait = th.segs.empty() || check >= 0;
     for (const core::Dep& d : op.deps) host_wait = host_wait || d.kind == core::DepKind::kHostWaits;
     if (host_wait) {  // a new host segment; no chain crosses it (docs/block-eval.md, "Host")
       th.segs.push_back(
-          {op.id, static_cast<int>(waits_.size()), static_cast<int>(waits_.size()), 0, -1});
+          {op.id, static_cast<int>(waits_.size()), static_cast<int>(waits_.size()), 0, -1, check});
       th.cum = 0;
       for (int s : streams_of_gpu_[static_cast<std::size_t>(th.gpu)])
         open[static_cast<std::size_t>(s)] = -1;
@@ -304,6 +301,11 @@ std::string Schedule::build() {
     ++u.end;
     if (kind == UnitKind::kChain) {
       ++chained_ops_;
+      // A free a backpressure check may wait for ends its chain: its end is an event.
+      if (!bp_free_.empty() && bp_free_[static_cast<std::size_t>(op.id)]) {
+        target(op.id);
+        cur = -1;
+      }
     } else {
       u.transfer_ns = dm;
       cur = -1;

@@ -96,6 +96,28 @@ struct HostSeg {
   int wait_first = 0, wait_end = 0;  // the head's host waits: targets in Schedule::waits_
   TimeNs cum_end = 0;                // python + dispatch of the segment's ops
   TimeNs ready = -1;
+  int check = -1;  // the head is an allocation checked for backpressure: its BpCheck
+};
+
+// docs/block-eval.md, "Allocation backpressure" (block_backpressure.cpp).
+struct BpFree {
+  OpId op;  // a free on another stream than its allocation's, after record_stream
+  Bytes bytes;
+};
+struct BpCheck {
+  OpId alloc = core::kNoOp;
+  int gpu = 0;
+  Bytes base = 0, bytes = 0;  // issued allocations less issued frees before it; its own bytes
+  int frees_before = 0;       // its GPU's cross-stream frees issued before it
+  enum State : std::uint8_t { kUnchecked, kWaiting, kPassed } state = kUnchecked;
+  std::vector<OpId> waits;  // kWaiting: the frees pending when it was checked
+};
+struct BpGpu {
+  Bytes capacity = 0;  // usable memory (0: not checked)
+  std::vector<BpFree> frees;
+  std::size_t front = 0;    // frees before it have run
+  bool checked = false;     // some allocation of the GPU is checked
+  int waiting_thread = -1;  // the thread waiting for frees to run
 };
 
 struct HostOp {
@@ -198,7 +220,7 @@ class Schedule {
         topology_(core::shared_topology(s.cluster)),
         topo_(*topology_),
         shared_(shared),
-        shared_links_(has_all_to_all(p)) {}
+        shared_links_(shares_links(s, p)) {}
   std::string build();  // empty when the block path applies, else why not
   EvalResult run();
   // After run(): the OOM verdict of the figures, and the verdict each GPU would get with its
@@ -268,6 +290,15 @@ class Schedule {
   std::vector<std::vector<TimeNs>> inline_ns_;                          // collectives, by chain
   std::vector<std::vector<std::pair<TimeNs, TimeNs>>> busy_, comm_iv_;  // per GPU
   std::int64_t chained_ops_ = 0, chains_ = 0;
+  // Allocation backpressure (block_backpressure.cpp): empty vectors when no allocation is checked.
+  std::vector<BpGpu> bp_gpus_;
+  std::vector<BpCheck> bp_checks_;
+  std::vector<int> bp_check_of_op_;  // by op: its check, -1
+  std::vector<char> bp_free_;        // by op: a cross-stream free a check may wait for
+  void plan_backpressure();
+  bool bp_done(OpId free_op) const;
+  bool bp_clear(int t, int c, TimeNs& ready);
+  void bp_freed(OpId free_op, TimeNs t);
 
   int target(OpId op);
   void end_unit_at(OpId op, std::vector<int>& open);
@@ -276,7 +307,7 @@ class Schedule {
   bool images_disjoint(const core::TransferPlan& plan, const std::vector<int>& gpus);
   void add_mirror_flows(core::TransferPlan& plan, const std::vector<int>& mirrors) const;
   const std::vector<int>& mirrors_of(const std::vector<int>& gpus);
-  static bool has_all_to_all(const core::Program& p);
+  static bool shares_links(const core::Scenario& s, const core::Program& p);
   const std::vector<NetStage>& net_plan(const Op& op);
   void net_start(int instance, const Op& op);
   void net_go(int tr);

@@ -120,3 +120,65 @@ TEST_CASE("periodic OOM: the verdict at every capacity from fitting to the model
   }
   CHECK(periodic > 0);
 }
+
+TEST_CASE(
+    "periodic OOM: GPipe runs out before the first stage's last forward, as the whole Program",
+    "[block][periodic]") {
+  // docs/block-eval.md, "Out of memory before the last forward". GPipe runs every micro-batch's
+  // forward before any backward and holds each one's activations until then, so the first stage
+  // adds one micro-batch's activations per forward: GPT-3 175B at batch 1,536 over dp 16 (96
+  // micro-batches) with tp 8 and pp 8 (m = 12p, short pipelines of 16 and 24) and no recompute
+  // runs out on GPU 0 at its 10th forward, 'mb9 activations' (the whole Program's verdict,
+  // computed here); with tp 4 and pp 16 (m = 6p, short pipelines of 32 and 48) and ZeRO off at
+  // 'mb10 activations'. Both come before the first stage starts the short pipeline's last
+  // forward (mb 23, mb 47), so the verdict comes from the short pipelines; two steps too (the
+  // argument looks at the first step).
+  const std::string g3 = "gpt3_175b_1024xa100_3d.json", b = "training.global_batch=1536";
+  const std::string gpipe = "strategy.schedule=gpipe", none = "strategy.recompute=none";
+  const std::string one = "strategy.virtual_stages=1";
+  for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
+           {b, gpipe, one, none},
+           {b, gpipe, one, none, "training.steps=2"},
+           {b, gpipe, one, none, "strategy.tp=4", "strategy.pp=16", "strategy.zero_stage=0"},
+       }) {
+    const Outcome o = compare_with_whole(g3, sets);
+    CHECK(o.oom);
+    CHECK(o.periodic);
+  }
+  // With full recompute the stages hold one block input per micro-batch and the last stage runs
+  // out first, at 'mb79 activations' (GPU 896, the whole Program's verdict): after the 24 forwards
+  // of the longer short pipeline, which fits. The whole Program is lowered, and says why.
+  {
+    const std::vector<std::string> sets = {b, gpipe, one};
+    const Outcome o = compare_with_whole(g3, sets);
+    CHECK(o.oom);
+    CHECK_FALSE(o.periodic);
+    const core::Scenario sc = core::parse_scenario_file(test::scenario_path(g3), sets);
+    CHECK(block::evaluate_scenario(sc).periodic_reason ==
+          "out of memory: the shorter pipeline fits");
+  }
+}
+
+TEST_CASE("periodic OOM: a GPipe pipeline at every capacity from fitting to the model states",
+          "[block][periodic]") {
+  // gpt_20b_64xa100_3d with the GPipe schedule: pp 2, 32 micro-batches (m = 16p; short pipelines
+  // of 4 and 6), its GPU's memory lowered from 40 GiB to 8. The first allocation over capacity
+  // moves from the first stage's 10th micro-batch's activations (40 GiB) down to its 2nd (14),
+  // to the second stage's first (12, 10) and to the model states (8: the grad buffer, at setup).
+  // At every capacity the sweep's evaluation is the whole Program's (compare_with_whole); where
+  // the verdict names a micro-batch at or past the first stage's last forward in the longer short
+  // pipeline (mb 5 of 0..5: 40 down to 28 GiB, 7 capacities) the whole Program is lowered, with
+  // its reason: "the shorter pipeline fits" (mb 6 and later) or "… is not before the last
+  // forward" (mb 5, and b's own verdict at 30 GiB).
+  int periodic = 0, oom = 0;
+  for (int gib = 40; gib >= 8; gib -= 2) {
+    INFO(gib << " GiB");
+    const Outcome o = compare_with_whole(
+        "gpt_20b_64xa100_3d.json", {"strategy.schedule=gpipe", gpu_of("A100-SXM4-80GB", gib)});
+    periodic += o.periodic && o.oom;
+    oom += o.oom;
+  }
+  CHECK(oom == 17);
+  // From 26 GiB down (mb 4 and earlier, the second stage, the model states): 10 capacities.
+  CHECK(periodic == 10);
+}

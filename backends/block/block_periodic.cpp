@@ -4,8 +4,8 @@
 // v chunks), so the step time, the exposed communication and the memory peaks (the input batch is
 // held for the whole step) grow by the same amount per p micro-batches; GPipe grows by one forward,
 // one backward and one micro-batch's activations per micro-batch; the warm-up, the flush, the last
-// micro-batch's gradient reduction and the optimizer are simulated, not modelled. A layout that runs
-// out of memory gets the whole Program's verdict from the two ("Out of memory"; GPipe: "Out of
+// micro-batch's gradient reduction and the optimizer are simulated, not modelled. A layout that
+// runs out of memory gets the whole Program's verdict from the two ("Out of memory"; GPipe: "Out of
 // memory before the last forward", block_oom_prefix.cpp).
 #include <algorithm>
 #include <cstdint>
@@ -188,6 +188,38 @@ std::optional<EvalResult> evaluate_periodic(const core::Scenario& s, std::string
   r.chained_ops = a.chained_ops + b.chained_ops;
   r.transfers_timed = a.transfers_timed + b.transfers_timed;
   r.periodic_micro_batches = {static_cast<int>(ma), static_cast<int>(mb)};
+  return r;
+}
+
+EvalResult evaluate_scenario_verdict(const core::Scenario& s, core::Program* program) {
+  std::string why;
+  if (std::optional<EvalResult> r = evaluate_periodic(s, &why)) return *r;
+  const std::int64_t p = s.strategy.parallel.pp, m = s.strategy.parallel.micro_batches;
+  const std::int64_t ms = kPeriodicFirst * p;
+  // docs/block-eval.md, "A verdict alone": m = 3p, whose two short pipelines would cost more
+  // than the whole one; the other reasons periodic_unsupported gives hold for any pipeline.
+  if (why == "too few micro-batches to gain" && m > ms && m % p == 0) {
+    const core::Scenario ss = with_micro_batches(s, ms);
+    try {
+      const core::Program ps = lower_short(ss);
+      detail::Schedule x(ss, ps);
+      if (x.build().empty()) {
+        EvalResult r = x.run();
+        std::string reason;
+        if (std::optional<Oom> oom = detail::prefix_verdict(s, ps, ms, x, r.peaks, &reason)) {
+          r.oom = std::move(oom);
+          r.verdict_only = true;
+          r.periodic_micro_batches = {static_cast<int>(ms), 0};
+          return r;
+        }
+      }
+    } catch (const InputError&) {  // the whole Program is lowered below, and says
+    }
+  }
+  core::Program full = core::lower(s);
+  EvalResult r = evaluate(s, full);
+  r.periodic_reason = why;
+  if (program) *program = std::move(full);
   return r;
 }
 

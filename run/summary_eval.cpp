@@ -9,7 +9,7 @@
 namespace csim::run {
 
 const char* to_string(Evaluation e) {
-  return e == Evaluation::kBlock ? "block" : "op-level";
+  return e == Evaluation::kOpLevel ? "op-level" : "block";
 }
 
 namespace {
@@ -47,7 +47,9 @@ SummaryEval evaluate_summary(const core::Scenario& scenario, Evaluation evaluati
                              const core::RunControl& control) {
   if (evaluation == Evaluation::kOpLevel) return op_level(scenario, control);
   SummaryEval out;
-  out.figures = block::evaluate_scenario(scenario, &out.program);
+  out.figures = evaluation == Evaluation::kBlockVerdict
+                    ? block::evaluate_scenario_verdict(scenario, &out.program)
+                    : block::evaluate_scenario(scenario, &out.program);
   out.step_time_s = static_cast<double>(out.figures.step_time_ns) / 1e9;
   if (out.figures.periodic()) {
     // Lowering of the whole Program skipped: its GPUs are the scenario's, its samples the global

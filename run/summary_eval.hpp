@@ -18,8 +18,11 @@ namespace csim::run {
 enum class Evaluation {
   kBlock,    // block path where it applies (within 1 % of op-level: tests/test_block_eval.cpp)
   kOpLevel,  // always the op-level simulator (cancellable mid-run through control.cancel)
+  // kBlock, but a layout out of memory may get its verdict alone, its other figures those of a
+  // shorter pipeline (block::evaluate_scenario_verdict): tune, which reports no more of it
+  kBlockVerdict,
 };
-const char* to_string(Evaluation e);  // "block", "op-level"
+const char* to_string(Evaluation e);  // "block" (kBlock, kBlockVerdict), "op-level"
 
 struct SummaryEval {
   // The Program evaluated; empty when the figures come from two shorter pipelines

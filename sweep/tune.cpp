@@ -721,7 +721,11 @@ TuneResult tune(const json& doc, const std::string& name, const std::vector<std:
     for (std::size_t k = next; k < end; ++k)
       pool.emplace_back([&, k] {
         TuneCandidate& c = res.candidates[order[k]];
-        c.result = evaluate_variant(doc, name, c.sets, control, o.evaluation);
+        // An OOM layout is reported by its verdict alone (docs/block-eval.md, "A verdict alone").
+        c.result = evaluate_variant(doc, name, c.sets, control,
+                                    o.evaluation == run::Evaluation::kBlock
+                                        ? run::Evaluation::kBlockVerdict
+                                        : o.evaluation);
       });
     for (std::thread& t : pool) t.join();
     for (std::size_t k = next; k < end; ++k) {

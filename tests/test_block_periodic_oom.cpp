@@ -120,3 +120,133 @@ TEST_CASE("periodic OOM: the verdict at every capacity from fitting to the model
   }
   CHECK(periodic > 0);
 }
+
+TEST_CASE(
+    "periodic OOM: GPipe runs out before the first stage's last forward, as the whole Program",
+    "[block][periodic]") {
+  // docs/block-eval.md, "Out of memory before the last forward". GPipe runs every micro-batch's
+  // forward before any backward and holds each one's activations until then, so the first stage
+  // adds one micro-batch's activations per forward: GPT-3 175B at batch 1,536 over dp 16 (96
+  // micro-batches) with tp 8 and pp 8 (m = 12p, short pipelines of 16 and 24) and no recompute
+  // runs out on GPU 0 at its 10th forward, 'mb9 activations' (the whole Program's verdict,
+  // computed here); with tp 4 and pp 16 (m = 6p, short pipelines of 32 and 48) and ZeRO off at
+  // 'mb10 activations'. Both come before the first stage starts the short pipeline's last
+  // forward (mb 23, mb 47), so the verdict comes from the short pipelines; two steps too (the
+  // argument looks at the first step).
+  const std::string g3 = "gpt3_175b_1024xa100_3d.json", b = "training.global_batch=1536";
+  const std::string gpipe = "strategy.schedule=gpipe", none = "strategy.recompute=none";
+  const std::string one = "strategy.virtual_stages=1";
+  for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
+           {b, gpipe, one, none},
+           {b, gpipe, one, none, "training.steps=2"},
+           {b, gpipe, one, none, "strategy.tp=4", "strategy.pp=16", "strategy.zero_stage=0"},
+       }) {
+    const Outcome o = compare_with_whole(g3, sets);
+    CHECK(o.oom);
+    CHECK(o.periodic);
+  }
+  // With full recompute the stages hold one block input per micro-batch and the last stage runs
+  // out first, at 'mb79 activations' (GPU 896, the whole Program's verdict): after the 24 forwards
+  // of the longer short pipeline, which fits. The whole Program is lowered, and says why.
+  {
+    const std::vector<std::string> sets = {b, gpipe, one};
+    const Outcome o = compare_with_whole(g3, sets);
+    CHECK(o.oom);
+    CHECK_FALSE(o.periodic);
+    const core::Scenario sc = core::parse_scenario_file(test::scenario_path(g3), sets);
+    CHECK(block::evaluate_scenario(sc).periodic_reason ==
+          "out of memory: the shorter pipeline fits");
+  }
+}
+
+TEST_CASE("periodic OOM: a GPipe pipeline at every capacity from fitting to the model states",
+          "[block][periodic]") {
+  // gpt_20b_64xa100_3d with the GPipe schedule: pp 2, 32 micro-batches (m = 16p; short pipelines
+  // of 4 and 6), its GPU's memory lowered from 40 GiB to 8. The first allocation over capacity
+  // moves from the first stage's 10th micro-batch's activations (40 GiB) down to its 2nd (14),
+  // to the second stage's first (12, 10) and to the model states (8: the grad buffer, at setup).
+  // At every capacity the sweep's evaluation is the whole Program's (compare_with_whole); where
+  // the verdict names a micro-batch at or past the first stage's last forward in the longer short
+  // pipeline (mb 5 of 0..5: 40 down to 28 GiB, 7 capacities) the whole Program is lowered, with
+  // its reason: "the shorter pipeline fits" (mb 6 and later) or "… is not before the last
+  // forward" (mb 5, and b's own verdict at 30 GiB).
+  int periodic = 0, oom = 0;
+  for (int gib = 40; gib >= 8; gib -= 2) {
+    INFO(gib << " GiB");
+    const Outcome o = compare_with_whole(
+        "gpt_20b_64xa100_3d.json", {"strategy.schedule=gpipe", gpu_of("A100-SXM4-80GB", gib)});
+    periodic += o.periodic && o.oom;
+    oom += o.oom;
+  }
+  CHECK(oom == 17);
+  // From 26 GiB down (mb 4 and earlier, the second stage, the model states): 10 capacities.
+  CHECK(periodic == 10);
+}
+
+namespace {
+
+// What tune asks (block::evaluate_scenario_verdict) against the block path on the whole Program:
+// the same verdict (GPU, allocation, steady-state flag); where it says verdict_only, it came from
+// one pipeline of 2p micro-batches, else every figure is evaluate_scenario's.
+bool verdict_as_whole(const std::vector<std::string>& sets) {
+  const core::Scenario sc =
+      core::parse_scenario_file(test::scenario_path("gpt3_175b_1024xa100_3d.json"), sets);
+  const block::EvalResult r = block::evaluate_scenario_verdict(sc);
+  const block::EvalResult whole = block::evaluate(sc, core::lower(sc));
+  INFO("verdict_only " << r.verdict_only << " (" << r.periodic_reason << ")");
+  REQUIRE(r.oom.has_value() == whole.oom.has_value());
+  if (whole.oom) {
+    INFO("whole: GPU " << whole.oom->gpu << " '" << whole.oom->op_name << "'");
+    CHECK(r.oom->gpu == whole.oom->gpu);
+    CHECK(r.oom->op_name == whole.oom->op_name);
+    CHECK(r.oom->steady_state == whole.oom->steady_state);
+  }
+  if (r.verdict_only) {
+    CHECK(r.periodic_micro_batches[0] == 2 * sc.strategy.parallel.pp);
+  } else {
+    const block::EvalResult full = block::evaluate_scenario(sc);
+    CHECK(r.step_time_ns == full.step_time_ns);
+    CHECK(r.exposed_comm_ns == full.exposed_comm_ns);
+    CHECK(r.max_peak_bytes() == full.max_peak_bytes());
+  }
+  return r.verdict_only;
+}
+
+}  // namespace
+
+TEST_CASE("tune's verdict alone: m = 3p layouts from one pipeline of 2p", "[block][periodic]") {
+  // docs/block-eval.md, "A verdict alone". GPT-3 175B at batch 1,536 with dp x micro-batch = 32
+  // is 48 micro-batches, 3p over 16 stages, and 96 over 32 stages: too few for the two short
+  // pipelines (2p + 3p micro-batches cost more than 3p), so the whole Program is lowered unless
+  // the one pipeline of 2p micro-batches runs out before its last forward. Layouts tune visits and
+  // rejects, with the whole Program's verdict on the first stage (computed here): 1F1B over 32
+  // stages without recompute in its warm-up ('mb11 activations'; it holds up to 32), with
+  // selective recompute at the first backward's recompute ('mb0 recomputed attention', still
+  // before the 64th forward); interleaved over 16 stages with micro-batch 2 ('mb10 activations');
+  // GPipe over 32 stages ('mb11 activations', and with selective recompute and ZeRO 1 'mb39
+  // activations', before the 64th forward).
+  const std::string b = "training.global_batch=1536", one = "strategy.virtual_stages=1";
+  const std::string p32 = "strategy.pp=32", dp16 = "strategy.dp=16", tp2 = "strategy.tp=2";
+  for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
+           {b, one, "strategy.schedule=1f1b", p32, dp16, tp2, "strategy.recompute=none",
+            "strategy.zero_stage=0"},
+           {b, one, "strategy.schedule=1f1b", p32, dp16, tp2, "strategy.recompute=selective",
+            "strategy.zero_stage=0"},
+           {b, "strategy.pp=16", dp16, "strategy.tp=4", "strategy.micro_batch_size=2",
+            "strategy.recompute=none", "strategy.zero_stage=0"},
+           {b, one, "strategy.schedule=gpipe", p32, dp16, tp2, "strategy.recompute=none",
+            "strategy.zero_stage=0"},
+           {b, one, "strategy.schedule=gpipe", p32, dp16, tp2, "strategy.recompute=selective",
+            "strategy.zero_stage=1"},
+       }) {
+    INFO(sets.back() << " " << sets[2]);
+    CHECK(verdict_as_whole(sets));
+  }
+  // A layout that fits (tune's 26th: 1F1B over 32 stages, selective recompute, ZeRO 1): no
+  // verdict from the 2p pipeline, the whole Program evaluated as evaluate_scenario does.
+  CHECK_FALSE(verdict_as_whole({b, one, "strategy.schedule=1f1b", p32, dp16, tp2,
+                                "strategy.recompute=selective", "strategy.zero_stage=1"}));
+  // With as many micro-batches as 4p or more the periodic path answers, as in evaluate_scenario
+  // (GPT-3's 96 over 8 stages, out of memory without recompute: "Out of memory").
+  CHECK_FALSE(verdict_as_whole({b, "strategy.recompute=none"}));
+}

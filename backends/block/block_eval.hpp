@@ -54,6 +54,9 @@ struct EvalResult {
   // evaluate_scenario: why it lowered the whole Program instead (empty when periodic).
   std::array<int, 2> periodic_micro_batches{0, 0};
   std::string periodic_reason;
+  // evaluate_scenario_verdict: an OOM verdict from one shorter pipeline (its micro-batches in
+  // periodic_micro_batches[0]); the other figures are that pipeline's, not the scenario's.
+  bool verdict_only = false;
   bool periodic() const { return periodic_micro_batches[0] > 0; }
   Bytes max_peak_bytes() const;
 };
@@ -88,6 +91,12 @@ std::optional<EvalResult> evaluate_periodic(const core::Scenario& scenario,
 // What a sweep asks: evaluate_periodic where it applies, else the scenario lowered whole and
 // evaluate()d; `program`, when given, receives that whole Program (left untouched when periodic).
 EvalResult evaluate_scenario(const core::Scenario& scenario, core::Program* program = nullptr);
+
+// What tune asks: evaluate_scenario, but where the periodic path declines for too few micro-batches
+// (m = 3p), first one pipeline of 2p micro-batches: where it runs out of memory before its last
+// forward, the scenario's verdict alone (verdict_only; docs/block-eval.md, "A verdict alone").
+EvalResult evaluate_scenario_verdict(const core::Scenario& scenario,
+                                     core::Program* program = nullptr);
 
 // Always the op-level simulator (backends/sim), figures computed from its op timings.
 EvalResult evaluate_op_level(const core::Scenario& scenario, const core::Program& program);

@@ -70,7 +70,7 @@ std::optional<MemVerdict> Schedule::scan_memory(std::vector<GpuPeak>& peaks,
     if (v || mi.delta <= 0 || peaks[k].capacity_bytes <= 0 || bytes <= cap) return;
     const std::size_t of = streams_[static_cast<std::size_t>(mi.stream)].mem.size();
     v = MemVerdict{Oom{mi.gpu, e.op, steady_state, program_.name_of(e.op)}, mi.stream, mi.nth,
-                   static_cast<int>(of)};
+                   static_cast<int>(of), e.t};
   };
   // Steps >= 2 simulated: their peak is the steady state; one step: projected from it.
   bool later = false;

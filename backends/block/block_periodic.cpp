@@ -2,9 +2,11 @@
 // short pipelines of the same configuration. Past its warm-up, a 1F1B or interleaved 1F1B
 // schedule repeats every p micro-batches (the interleaved schedule's group: p micro-batches times
 // v chunks), so the step time, the exposed communication and the memory peaks (the input batch is
-// held for the whole step) grow by the same amount per p micro-batches; the warm-up, the flush,
-// the last micro-batch's gradient reduction and the optimizer are simulated, not modelled. A layout
-// that runs out of memory gets the whole Program's verdict from the two ("Out of memory").
+// held for the whole step) grow by the same amount per p micro-batches; GPipe grows by one forward,
+// one backward and one micro-batch's activations per micro-batch; the warm-up, the flush, the last
+// micro-batch's gradient reduction and the optimizer are simulated, not modelled. A layout that
+// runs out of memory gets the whole Program's verdict from the two ("Out of memory"; GPipe: "Out of
+// memory before the last forward", block_oom_prefix.cpp).
 #include <algorithm>
 #include <cstdint>
 
@@ -104,8 +106,6 @@ std::string periodic_unsupported(const core::Scenario& s) {
       return "not a pipeline of the 3D lowering";
   }
   if (ps.pp < 2) return "one pipeline stage";
-  // GPipe holds every micro-batch's activations until the backward: its peaks are not periodic.
-  if (ps.schedule == core::PipelineSchedule::kGpipe) return "GPipe schedule";
   // DualPipeV's steady phase has m - 2p + r + 1 rounds on rank r (pipeline_dualpipev.cpp): its
   // linearity in m between 2p and 3p micro-batches is not established (docs/block-eval.md).
   if (ps.schedule == core::PipelineSchedule::kDualPipeV) return "DualPipeV schedule";
@@ -173,8 +173,13 @@ std::optional<EvalResult> evaluate_periodic(const core::Scenario& s, std::string
     over = over || y.peak_bytes > y.capacity_bytes;
   }
   if (a.oom || b.oom || over) {
+    // GPipe holds every micro-batch's activations until the backward, so the whole Program is
+    // not b with periods inserted at its cool-down: its verdict must come before b's last
+    // forward ("Out of memory before the last forward").
     std::string reason;
-    std::optional<Oom> oom = whole_verdict(va, xb, more, &reason);
+    std::optional<Oom> oom = s.strategy.parallel.schedule == core::PipelineSchedule::kGpipe
+                                 ? detail::prefix_verdict(s, pb, mb, xb, b.peaks, &reason)
+                                 : whole_verdict(va, xb, more, &reason);
     if (!oom) return no("out of memory: " + reason);
     r.oom = std::move(oom);
   }
@@ -183,6 +188,38 @@ std::optional<EvalResult> evaluate_periodic(const core::Scenario& s, std::string
   r.chained_ops = a.chained_ops + b.chained_ops;
   r.transfers_timed = a.transfers_timed + b.transfers_timed;
   r.periodic_micro_batches = {static_cast<int>(ma), static_cast<int>(mb)};
+  return r;
+}
+
+EvalResult evaluate_scenario_verdict(const core::Scenario& s, core::Program* program) {
+  std::string why;
+  if (std::optional<EvalResult> r = evaluate_periodic(s, &why)) return *r;
+  const std::int64_t p = s.strategy.parallel.pp, m = s.strategy.parallel.micro_batches;
+  const std::int64_t ms = kPeriodicFirst * p;
+  // docs/block-eval.md, "A verdict alone": m = 3p, whose two short pipelines would cost more
+  // than the whole one; the other reasons periodic_unsupported gives hold for any pipeline.
+  if (why == "too few micro-batches to gain" && m > ms && m % p == 0) {
+    const core::Scenario ss = with_micro_batches(s, ms);
+    try {
+      const core::Program ps = lower_short(ss);
+      detail::Schedule x(ss, ps);
+      if (x.build().empty()) {
+        EvalResult r = x.run();
+        std::string reason;
+        if (std::optional<Oom> oom = detail::prefix_verdict(s, ps, ms, x, r.peaks, &reason)) {
+          r.oom = std::move(oom);
+          r.verdict_only = true;
+          r.periodic_micro_batches = {static_cast<int>(ms), 0};
+          return r;
+        }
+      }
+    } catch (const InputError&) {  // the whole Program is lowered below, and says
+    }
+  }
+  core::Program full = core::lower(s);
+  EvalResult r = evaluate(s, full);
+  r.periodic_reason = why;
+  if (program) *program = std::move(full);
   return r;
 }
 

@@ -45,6 +45,7 @@ struct MemInfo {
 struct MemVerdict {
   Oom oom;
   int stream = 0, nth = 0, of = 0;
+  TimeNs t = 0;  // the allocation's time
 };
 
 // One stream's ops in issue order ("slots") with prefix sums of their base durations: kernels
@@ -227,6 +228,10 @@ class Schedule {
   // capacity lowered by lower[k] (k: the GPU's index in the figures' peaks).
   const std::optional<MemVerdict>& verdict() const { return verdict_; }
   std::optional<MemVerdict> verdict_with_less(const std::vector<Bytes>& lower) const;
+  // After run(): the earliest start, over the GPUs, of the unit that holds the GPU's last
+  // forward op of the first step (block_oom_prefix.cpp; docs/block-eval.md, "Out of memory before
+  // the last forward"); -1 when no chain holds a forward op.
+  TimeNs last_forward_start() const;
 
  private:
   const core::Scenario& scenario_;
@@ -361,5 +366,14 @@ class Schedule {
                                         const std::vector<Bytes>& lower) const;
   EvalResult figures(std::vector<GpuPeak> peaks) const;  // peaks: scan_memory's
 };
+
+// docs/block-eval.md, "Out of memory before the last forward": the OOM verdict of `scenario` (m
+// micro-batches) from `x`, the block path's run of `short_program`, the same configuration with
+// m_short < m micro-batches (`peaks`: its figures' GPUs), where the argument there holds (else
+// nullopt, *why says which part fails).
+std::optional<Oom> prefix_verdict(const core::Scenario& scenario,
+                                  const core::Program& short_program, std::int64_t m_short,
+                                  const Schedule& x, const std::vector<GpuPeak>& peaks,
+                                  std::string* why);
 
 }  // namespace csim::block::detail

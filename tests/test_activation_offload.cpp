@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@
 #include "core/program/memory_timeline.hpp"
 #include "core/scenario/scenario_parser.hpp"
 #include "sweep/tune.hpp"
+
+#include <nlohmann/json.hpp>
 
 using namespace csim;
 using namespace csim::core;
@@ -205,4 +208,43 @@ TEST_CASE("activation offload: tune's memory bound subtracts what is off the GPU
   // Still a lower bound of the simulated peak.
   const Run run = simulate(gpt(",\"activation_offload\":3"));
   CHECK(a.bytes <= static_cast<double>(run.mem.gpus.front().peak_bytes));
+}
+
+TEST_CASE("tune's activation offload dimension twins exactly the pp 1 layouts without recompute",
+          "[offload][activation][tune]") {
+  // The GPT above on 4 GPUs (micro-batches of 2), recompute none and full: --act-offload 0,2 adds
+  // an " ao 2" twin to every layout the parser accepts it for (kinds 3d / zero / fsdp with pp 1 and
+  // recompute none), none elsewhere (pp 2 or 4, recompute full, DDP). The twin's memory bound is
+  // lower (its activation term loses the 2 offloaded blocks' saved activations; the test above
+  // derives the figure at dp = tp = 1), its compute bound the same (offload adds no FLOPs).
+  std::string json = gpt("");
+  json.replace(json.find("\"gpus_per_node\":1"), 17, "\"gpus_per_node\":4");
+  json.replace(json.find("\"dp\":1"), 6, "\"dp\":4");
+  json.replace(json.find("\"micro_batch_size\":8"), 20, "\"micro_batch_size\":2");
+  const nlohmann::json doc = nlohmann::json::parse(json);
+  sweep::TuneOptions o;
+  o.threads = 1;
+  o.space.recompute = {"none", "full"};
+  o.micro_batch_sizes = {2};
+  const sweep::TuneResult plain = sweep::tune(doc, "test.json", {}, o);
+  o.space.activation_offload = {0, 2};
+  const sweep::TuneResult with = sweep::tune(doc, "test.json", {}, o);
+  std::map<std::string, const sweep::TuneCandidate*> by_label;
+  for (const sweep::TuneCandidate& c : with.candidates) by_label[c.label] = &c;
+  std::size_t eligible = 0;
+  for (const sweep::TuneCandidate& c : plain.candidates) {
+    INFO(c.label);
+    REQUIRE(by_label.count(c.label) == 1);
+    const bool pp1 = c.label.find(" pp 1 ") != std::string::npos && c.label.rfind("ddp", 0) != 0;
+    const bool rc_none = c.label.find("rc none") != std::string::npos;
+    const auto twin = by_label.find(c.label + " ao 2");
+    CHECK((twin != by_label.end()) == (pp1 && rc_none));
+    if (twin == by_label.end()) continue;
+    ++eligible;
+    CHECK(twin->second->knobs["strategy"].value("activation_offload", 0) == 2);
+    CHECK(twin->second->model_states_gib < c.model_states_gib);
+    CHECK(twin->second->lb_step_s == c.lb_step_s);
+  }
+  CHECK(eligible > 0);
+  CHECK(with.candidates.size() == plain.candidates.size() + eligible);
 }

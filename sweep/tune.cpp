@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/lowering/activation_offload.hpp"
 #include "core/lowering/framework_states.hpp"
 #include "core/lowering/parallel_plan.hpp"
 #include "core/model/attention_kernels.hpp"
@@ -169,6 +170,17 @@ std::vector<int> tp_overlaps(const TuneSpace& space, int tp, bool sequence_paral
   return out;
 }
 
+// The strategy.activation_offload block counts to try (docs/sweep.md, "Tune: the other knobs"):
+// space's, where the parser accepts them (parse_parallel_act_offload.cpp: pp 1, no recompute, K
+// below the blocks); elsewhere, or when none is asked for, {0}: the key left out.
+std::vector<int> act_offloads(const TuneSpace& space, int pp, const std::string& rc, int blocks) {
+  std::vector<int> out{0};
+  if (pp != 1 || rc != "none") return out;
+  for (const int k : space.activation_offload)
+    if (k > 0 && k < blocks && std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  return out;
+}
+
 std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                             const std::vector<std::int64_t>& mbs_list, const TuneSpace& space) {
   std::vector<Layout> out;
@@ -316,13 +328,16 @@ std::vector<Layout> layouts(const core::Scenario& s, int gpus,
                           ep > 1 && !space.moe_dispatchers.empty() ? space.moe_dispatchers
                                                                    : std::vector<std::string>{""};
                       for (const std::string& d : dispatchers)
-                        for (const int tpo : tp_overlaps(space, tp, sq != 0)) {
-                          json with = st;
-                          if (!d.empty()) with["moe_dispatcher"] = d;
-                          if (tpo) with["tp_comm_overlap"] = true;
-                          out.push_back(
-                              {with, (d.empty() ? label : label + " " + d) + (tpo ? " tpo" : "")});
-                        }
+                        for (const int tpo : tp_overlaps(space, tp, sq != 0))
+                          for (const int ao : act_offloads(space, pp, rc, tf.layers)) {
+                            json with = st;
+                            if (!d.empty()) with["moe_dispatcher"] = d;
+                            if (tpo) with["tp_comm_overlap"] = true;
+                            if (ao > 0) with["activation_offload"] = ao;
+                            out.push_back({with, (d.empty() ? label : label + " " + d) +
+                                                     (tpo ? " tpo" : "") +
+                                                     (ao > 0 ? " ao " + std::to_string(ao) : "")});
+                          }
                     }
         }
       }
@@ -521,6 +536,11 @@ MemoryBound memory_bound(const core::Scenario& v, int gpus) {
     } else {
       acts = pass_bytes(st);
     }
+    // strategy.activation_offload (pp 1, so one pass held): the offloaded blocks' are off the GPU
+    // at the end of the forward (docs/sweep.md, "Bounds"); what stays is held until the backward.
+    acts -= core::offloaded_activation_bytes_per_sample(v.model, ps,
+                                                        seg[static_cast<std::size_t>(st)]) *
+            static_cast<double>(ps.micro_batch_size);
     take(stage_states(st), copies, acts, logits, st);
   }
   return out;

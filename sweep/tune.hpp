@@ -92,6 +92,10 @@ struct TuneSpace {
   // overlap") values tried (0 off, 1 on) where it changes the Program: tp > 1 without sequence
   // parallelism; empty: none searched (the candidates' strategy objects carry no overlap).
   std::vector<int> tp_comm_overlap;
+  // Megatron-Core's activation offload (strategy.activation_offload K, docs/program.md,
+  // "Activation offload") block counts tried where the parser accepts it: transformer models,
+  // pp 1, recompute none, K below the blocks; empty: none searched. 0: without.
+  std::vector<int> activation_offload;
 };
 
 struct TuneOptions {

@@ -176,6 +176,14 @@ TEST_CASE("block eval within 1 % of op level: DeepSpeed ZeRO-3", "[block][zero3]
   compare(z, {R"(strategy.recompute="none")"}, true);
 }
 
+// strategy.activation_offload (docs/program.md, "Activation offload"): D2H copies after the
+// blocks' forward and H2D copies before their backward on two copy streams, frees that wait for
+// a copy and reallocations on a copy stream: ops the block path already replays, within 1 %.
+TEST_CASE("block eval within 1 % of op level: activation offload", "[block][offload]") {
+  compare("mbridge2509_llama3_8b_h100_8gpu.json", {"strategy.activation_offload=8"}, true);
+  compare("mbridge2509_llama3_8b_h100_8gpu.json", {"strategy.activation_offload=31"}, true);
+}
+
 // docs/block-eval.md, "Periodic steady state": the figures from two short pipelines extended to
 // m micro-batches, against the op-level simulator of the full pipeline, on both schedules it
 // applies to and over several steps (m a multiple of pp, at least 4 pp).

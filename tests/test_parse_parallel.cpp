@@ -165,14 +165,17 @@ TEST_CASE("the driver runs every validator in order", "[parse][parallel]") {
   // grid, so a scenario wrong in both its grid and its sharding reports the grid.
   REQUIRE(kParallelValidators.front() == &validate_fsdp_version);
   REQUIRE(kParallelValidators[1] == &validate_rank_grid);
-  REQUIRE(kParallelValidators.size() == 16);  // fsdp version, grid, tensor, schedule, stage
+  REQUIRE(kParallelValidators.size() == 17);  // fsdp version, grid, tensor, schedule, stage
                                               // split, micro-batches, sharding, fsdp2, megatron
                                               // sharding, zero3, recompute, model split,
                                               // context parallelism, experts, expert tensor
-                                              // parallelism, optimizer offload
-  // The optimizer offload last: it reads the kind's sharding (distributed_optimizer,
-  // megatron_fsdp, zero_stage) that the validators before it filled.
-  REQUIRE(kParallelValidators.back() == &validate_optimizer_offload);
+                                              // parallelism, optimizer offload, activation
+                                              // offload
+  // The optimizer offload after every validator that fills the kind's sharding
+  // (distributed_optimizer, megatron_fsdp, zero_stage); the activation offload last: it reads
+  // pp, recompute and moe_a2a_overlap.
+  REQUIRE(kParallelValidators[15] == &validate_optimizer_offload);
+  REQUIRE(kParallelValidators.back() == &validate_activation_offload);
   const Scenario b = gpt_base();
   CHECK_THROWS_WITH(run(b, R"({"kind":"zero","tp":2,"zero_stage":2,"pp":2})", kParallelValidators),
                     Catch::Contains("has no tp dimension"));

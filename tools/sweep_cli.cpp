@@ -346,6 +346,12 @@ int tune_main(const std::vector<std::string>& args, std::ostream& out, std::ostr
                  "searched)")
       ->delimiter(',')
       ->check(CLI::IsMember({"off", "on"}));
+  app.add_option("--act-offload", sp.activation_offload,
+                 "activation offload block counts to try where pp is 1 and recompute none, e.g. "
+                 "0,4 (strategy.activation_offload, Megatron-Core's cpu_offloading_num_layers; 0: "
+                 "none; default: none searched)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 16));
   app.add_flag("--uneven-stages", sp.uneven_stages,
                "also try pp that does not divide the blocks, with Megatron's first/last stage "
                "split");

@@ -16,6 +16,10 @@ Program lower_hybrid(const Scenario& s, const std::string& label, Progress* prog
   // units (sharding's gathers inside the reduction's reach); recompute and tensor parallelism
   // wrap the kernel itself (a re-run carries its TP collectives).
   e.add_piece(hybrid::make_pipeline_piece(e));
+  // Activation offload (pp 1) next: its forward commit sees the block's last compute op, TP's
+  // collectives included, and its backward commit comes before every other piece's hooks.
+  if (s.strategy.parallel.activation_offload > 0)
+    e.add_piece(hybrid::make_activation_offload_piece(e));
   e.add_piece(hybrid::make_data_parallel_piece(e));
   // FSDP2 and Megatron-FSDP shard per block and root unit (fsdp2.cpp) instead of ZeRO/FSDP1's
   // per-unit gathers (zero_fsdp.cpp).

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/lowering/activation_offload.hpp"
 #include "core/lowering/framework_states.hpp"
 #include "core/lowering/hybrid_emitter.hpp"
 #include "core/lowering/optimizer_kernels.hpp"
@@ -107,6 +108,10 @@ void Emitter::make_plan() {
   for (const Segment& sg : plan_.segs) {
     plan_.stored_per_sample.push_back(rank_stored_activation_bytes_per_sample(s_.model, sg, ps_));
   }
+  // strategy.activation_offload (pp 1, one segment): the blocks' share of segment 0's.
+  for (const ActivationOffloadGroup& g :
+       activation_offload_groups(s_.model, ps_, plan_.segs.front()))
+    plan_.act_blocks_per_micro += per_micro_batch(g.bytes_per_sample);
   plan_.sharding = sharding_plan(ps_, s_.strategy.kind);
   loop_ = std::make_unique<LayerLoop>(b_, sharded_layer_figures(plan_.sharded));
   // Units: blocks (GPT) or a layer with parameters and the parameter-free layers after it; a

@@ -23,6 +23,9 @@
 //                                               (cp > 1 only), its CP groups and stream
 //   ExpertParallelPiece expert_parallel.cpp     the token dispatch and combine around each MoE
 //                                               block's experts (ep > 1 only), EP/EDP groups
+//   ActivationOffloadPiece activation_offload.cpp  the saved activations' D2H after a block's
+//                                               forward and H2D before its backward
+//                                               (strategy.activation_offload only)
 // The pieces nest around the layer kernel like wrappers, outermost first: begin_* hooks run in
 // piece order, end_* hooks (and the structure hooks) in reverse. hybrid_3d.cpp composes them.
 #pragma once
@@ -53,6 +56,9 @@ struct RankState {
   int v_send_prev = -1, v_recv_next = -1, v_send_next = -1, v_recv_prev = -1;
   // strategy.optimizer_offload: Megatron's _d2h_stream and _h2d_stream (optimizer_offload.hpp)
   int offload_d2h = -1, offload_h2d = -1;
+  // strategy.activation_offload: TE's offload handler's d2h_stream and h2d_stream
+  // (activation_offload.hpp)
+  int act_offload_d2h = -1, act_offload_h2d = -1;
   // Per dimension: the stream its collectives are issued on (-1: none; dp's "dp" stream carries
   // the gradient reduction and the ZeRO/FSDP gathers, cp's the context-parallel exchange; TP's
   // run in line on `compute`) and the rank's group along it (-1: none). The data-parallel
@@ -83,6 +89,11 @@ struct Plan {
   std::vector<Unit> units;                // in layer order
   std::vector<int> unit_of_layer;         // per layer
   ShardingPlan sharding;                  // sharding_plan (zero_fsdp.cpp)
+  // strategy.activation_offload (pp 1): of segment 0's saved activations per micro-batch, the
+  // transformer blocks' (per block llround(b x a_i), activation_offload.cpp), which the
+  // ActivationOffloadPiece allocates and frees block by block (and copies, for the offloaded
+  // ones); 0 without.
+  Bytes act_blocks_per_micro = 0;
 };
 
 // One rank's step while it is emitted.
@@ -284,6 +295,9 @@ std::unique_ptr<ParallelPiece> make_recompute_piece(Emitter& e);         // reco
 std::unique_ptr<ParallelPiece> make_tensor_parallel_piece(Emitter& e);   // tensor_parallel.cpp
 std::unique_ptr<ParallelPiece> make_context_parallel_piece(Emitter& e);  // context_parallel.cpp
 std::unique_ptr<ParallelPiece> make_expert_parallel_piece(Emitter& e);   // expert_parallel.cpp
+
+// strategy.activation_offload's copies, frees and reallocations (activation_offload.cpp).
+std::unique_ptr<ParallelPiece> make_activation_offload_piece(Emitter& e);
 
 // Megatron-Core's recompute modules' re-runs (recompute_modules.cpp), beside the RecomputePiece.
 std::unique_ptr<ParallelPiece> make_recompute_modules_piece(Emitter& e);

@@ -198,8 +198,11 @@ class PipelinePiece final : public ParallelPiece {
           {receive(r, sp.seg, sp.seg - 1, true, p2p_bytes(sp.seg - 1)), DepKind::kStreamWaits});
     // The segment's saved activations, one block until its backward (an evaluation forward
     // keeps them).
+    // Under strategy.activation_offload the transformer blocks' are the ActivationOffloadPiece's
+    // (activation_offload.cpp); an evaluation forward offloads nothing.
     const Bytes act =
-        e_.per_micro_batch(e_.plan().stored_per_sample[static_cast<std::size_t>(sp.seg)]);
+        e_.per_micro_batch(e_.plan().stored_per_sample[static_cast<std::size_t>(sp.seg)]) -
+        (sp.eval ? 0 : e_.plan().act_blocks_per_micro);
     if (!sp.eval) act_[act_index(sp)] = act;
     if (act > 0)
       b_.alloc(r.thread, r.compute, r.gpu, MemCategory::kActivations, act,

@@ -61,6 +61,11 @@ void validate_megatron_sharding(const ParallelInput& in, ParallelSpec& ps);
 // a fraction in [0, 1], for Megatron's optimizer (kinds 3d, pipeline, tensor_parallel, or
 // distributed_optimizer; not Megatron-FSDP) with Adam. Last: it reads the sharding keys.
 void validate_optimizer_offload(const ParallelInput& in, ParallelSpec& ps);
+// parse_parallel_act_offload.cpp: activation_offload (Megatron-Core's cpu_offloading with
+// cpu_offloading_num_layers): a block count below the model's, for the kinds the Emitter lowers,
+// with pp 1 and no recompute as Megatron's TransformerConfig requires. Last: it reads pp and
+// recompute.
+void validate_activation_offload(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_zero3.cpp: DeepSpeed ZeRO-3's stage3_* keys, reduce_bucket_size, overlap_comm.
 void validate_zero3(const ParallelInput& in, ParallelSpec& ps);
 // parse_parallel_recompute.cpp: recompute, recompute_every.

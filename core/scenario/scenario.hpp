@@ -617,6 +617,12 @@ struct ParallelSpec {
   // the host and are updated there (core/lowering/optimizer_offload.hpp; docs/program.md,
   // "Optimizer offload"). 0: none (every Program as before).
   double optimizer_offload = 0;
+  // Megatron-Core's cpu_offloading with cpu_offloading_num_layers K (TransformerEngine's
+  // activation offload, get_cpu_offload_context): the saved activations of the first K
+  // transformer blocks go to pinned host memory after their forward and come back before their
+  // backward (core/lowering/activation_offload.hpp; docs/program.md, "Activation offload").
+  // 0: none (every Program as before).
+  int activation_offload = 0;
   std::vector<int> stage_first_layer;  // model_parallel: first layer index of each device's part
   // Transformer blocks per pipeline segment g, in model order (g = chunk * pp + stage; DualPipeV's
   // V: core/lowering/parallel_plan.hpp, pipeline_segment; core/model/pipeline_stages.hpp;

@@ -6,6 +6,7 @@
 
 #include "backends/sim/alloc_backpressure.hpp"
 #include "backends/sim/sim_executor.hpp"
+#include "backpressure_program.hpp"
 #include "core/cost/compute_cost.hpp"
 #include "core/hardware/gpu_catalog.hpp"
 #include "core/program/memory_timeline.hpp"
@@ -20,53 +21,7 @@ Scenario one_gpu_scenario() {
   return test::a100_node(1);
 }
 
-// One GPU, one thread, stream 0 = compute, stream 1 = a side stream (DeepSpeed's all-gather
-// stream, say).
-Program skeleton() {
-  Program p;
-  p.world_gpus = 1;
-  p.gpus_per_node = 1;
-  p.active_gpus = {0};
-  p.processes.push_back({0, 0, "python", true});
-  p.threads.push_back({0, 0, 0, "main"});
-  p.streams.push_back({0, 0, StreamRole::kCompute, "compute"});
-  p.streams.push_back({1, 0, StreamRole::kComm, "side"});
-  return p;
-}
-
-OpId add_mem(Program& p, OpKind kind, int stream, Bytes bytes) {
-  Op op;
-  op.id = static_cast<OpId>(p.ops.size());
-  op.kind = kind;
-  op.name = p.names.intern("buf");
-  op.thread = 0;
-  op.stream = stream;
-  op.gpu = 0;
-  op.bytes = bytes;
-  op.mem_category = MemCategory::kCommBuffers;
-  op.record_stream = kind == OpKind::kFree;  // a gathered buffer's free_param
-  p.ops.push_back(op);
-  return op.id;
-}
-
-constexpr double kFlops = 1e12;  // fp32 GEMM: milliseconds on an A100
-
-OpId add_kernel(Program& p) {
-  Op op;
-  op.id = static_cast<OpId>(p.ops.size());
-  op.kind = OpKind::kCompute;
-  op.name = p.names.intern("k");
-  op.thread = 0;
-  op.stream = 0;
-  op.gpu = 0;
-  op.compute_kind = ComputeKind::kGemm;
-  op.dtype = Dtype::kFp32;
-  op.flops = kFlops;
-  op.python_ns = 4800;
-  op.dispatch_ns = 2000;
-  p.ops.push_back(op);
-  return op.id;
-}
+constexpr double kFlops = test::kBackpressureGemmFlops;  // fp32 GEMM: milliseconds on an A100
 
 // alloc A (side) ; kernel K (compute) ; free A (free_stream) ; alloc B (alloc_b_stream), A and B
 // of `bytes` each.
@@ -80,12 +35,12 @@ struct Run {
 Run run(Bytes bytes, int a_stream, int free_stream, int b_stream, bool record_stream = true) {
   const Scenario s = one_gpu_scenario();
   Run x;
-  x.p = skeleton();
-  x.a = add_mem(x.p, OpKind::kAlloc, a_stream, bytes);
-  x.k = add_kernel(x.p);
-  x.f = add_mem(x.p, OpKind::kFree, free_stream, bytes);
+  x.p = test::backpressure_skeleton();
+  x.a = test::add_backpressure_mem(x.p, OpKind::kAlloc, a_stream, bytes);
+  x.k = test::add_backpressure_kernel(x.p);
+  x.f = test::add_backpressure_mem(x.p, OpKind::kFree, free_stream, bytes);
   x.p.ops[static_cast<std::size_t>(x.f)].record_stream = record_stream;
-  x.b = add_mem(x.p, OpKind::kAlloc, b_stream, bytes);
+  x.b = test::add_backpressure_mem(x.p, OpKind::kAlloc, b_stream, bytes);
   REQUIRE(validate_program(x.p).empty());
   sim::SimExecutor ex(s);
   x.r = ex.run(x.p, {});
@@ -169,11 +124,11 @@ TEST_CASE("with nothing pending an allocation over capacity is a plain OOM", "[s
   // A never freed: B (0.6 U) finds held 0.6 U, nothing pending to wait for; it is issued at
   // once (no retry can help) and the memory timeline reports the OOM, short by 1.2 U - U.
   const Scenario s = one_gpu_scenario();
-  Program p = skeleton();
+  Program p = test::backpressure_skeleton();
   const Bytes bytes = usable() * 6 / 10;
-  add_mem(p, OpKind::kAlloc, 1, bytes);
-  add_kernel(p);
-  const OpId b = add_mem(p, OpKind::kAlloc, 1, bytes);
+  test::add_backpressure_mem(p, OpKind::kAlloc, 1, bytes);
+  test::add_backpressure_kernel(p);
+  const OpId b = test::add_backpressure_mem(p, OpKind::kAlloc, 1, bytes);
   REQUIRE(validate_program(p).empty());
   sim::SimExecutor ex(s);
   const ExecutionResult r = ex.run(p, {});
@@ -189,12 +144,12 @@ TEST_CASE("the retry waits for every free pending at that moment", "[sim][memory
   // stream 0 (pending); Y (40) on stream 1: 80 + 40 > 100, so the retry snapshots both frees and
   // waits for the first, then (once it is done) for the second, even though after the first
   // 40 + 40 would fit (synchronize_and_free_events waits on every outstanding event).
-  Program p = skeleton();
-  const OpId x1 = add_mem(p, OpKind::kAlloc, 1, 40);
-  const OpId x2 = add_mem(p, OpKind::kAlloc, 1, 40);
-  const OpId f1 = add_mem(p, OpKind::kFree, 0, 40);
-  const OpId f2 = add_mem(p, OpKind::kFree, 0, 40);
-  const OpId y = add_mem(p, OpKind::kAlloc, 1, 40);
+  Program p = test::backpressure_skeleton();
+  const OpId x1 = test::add_backpressure_mem(p, OpKind::kAlloc, 1, 40);
+  const OpId x2 = test::add_backpressure_mem(p, OpKind::kAlloc, 1, 40);
+  const OpId f1 = test::add_backpressure_mem(p, OpKind::kFree, 0, 40);
+  const OpId f2 = test::add_backpressure_mem(p, OpKind::kFree, 0, 40);
+  const OpId y = test::add_backpressure_mem(p, OpKind::kAlloc, 1, 40);
   sim::AllocBackpressure bp;
   bp.reset(p, {100});
   std::vector<char> done(p.ops.size(), 0);

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "backends/block/block_eval.hpp"
+#include "backpressure_program.hpp"
 #include "core/program/program.hpp"
 #include "sim_test_scenario.hpp"
 
@@ -18,39 +19,11 @@ namespace {
 // stream). A of `bytes` on stream 1, a GEMM K on stream 0, A freed on stream 0 (record_stream:
 // DeepSpeed's free_param), B of `bytes` on stream 1.
 Program program(Bytes bytes) {
-  Program p;
-  p.world_gpus = 1;
-  p.gpus_per_node = 1;
-  p.active_gpus = {0};
-  p.processes.push_back({0, 0, "python", true});
-  p.threads.push_back({0, 0, 0, "main"});
-  p.streams.push_back({0, 0, StreamRole::kCompute, "compute"});
-  p.streams.push_back({1, 0, StreamRole::kComm, "side"});
-  const auto add = [&](OpKind kind, int stream) {
-    Op op;
-    op.id = static_cast<OpId>(p.ops.size());
-    op.kind = kind;
-    op.name = p.names.intern(kind == OpKind::kCompute ? "k" : "buf");
-    op.thread = 0;
-    op.stream = stream;
-    op.gpu = 0;
-    if (kind == OpKind::kCompute) {
-      op.compute_kind = ComputeKind::kGemm;
-      op.dtype = Dtype::kFp32;
-      op.flops = 1e12;  // milliseconds on an A100: far longer than the host's microseconds
-      op.python_ns = 4800;
-      op.dispatch_ns = 2000;
-    } else {
-      op.bytes = bytes;
-      op.mem_category = MemCategory::kCommBuffers;
-      op.record_stream = kind == OpKind::kFree;
-    }
-    p.ops.push_back(op);
-  };
-  add(OpKind::kAlloc, 1);
-  add(OpKind::kCompute, 0);
-  add(OpKind::kFree, 0);
-  add(OpKind::kAlloc, 1);
+  Program p = test::backpressure_skeleton();
+  test::add_backpressure_mem(p, OpKind::kAlloc, 1, bytes);
+  test::add_backpressure_kernel(p);
+  test::add_backpressure_mem(p, OpKind::kFree, 0, bytes);
+  test::add_backpressure_mem(p, OpKind::kAlloc, 1, bytes);
   REQUIRE(validate_program(p).empty());
   return p;
 }
